@@ -1,0 +1,376 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"math"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/storage/vfs"
+)
+
+// numBatchesToRetain is how many of a producer's most recent batches are kept
+// for duplicate detection; Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN is 5
+// because a producer has at most 5 in-flight requests when idempotence is on.
+const numBatchesToRetain = 5
+
+// snapshotsToKeep is how many producer snapshots stay on disk: the newest one
+// plus one fallback in case the newest turns out to be corrupt.
+const snapshotsToKeep = 2
+
+const (
+	snapshotSuffix  = ".snapshot"
+	snapshotVersion = 1
+	// snapshotHeaderLen is version(1) + crc(4).
+	snapshotHeaderLen = 5
+	// snapshotProducerLen is pid(8) + epoch(2) + lastTimestamp(8) + batch count(1).
+	snapshotProducerLen = 19
+	// snapshotBatchLen is firstSeq(4) + lastSeq(4) + baseOffset(8) + lastOffset(8).
+	snapshotBatchLen = 24
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// batchMeta is what the producer state needs to know about one batch; Log
+// fills it from the batch header.
+type batchMeta struct {
+	ProducerID      int64
+	ProducerEpoch   int16
+	BaseSequence    int32
+	LastOffsetDelta int32
+	BaseOffset      int64 // assigned offset of the batch (set before update)
+	MaxTimestamp    int64
+	Transactional   bool
+}
+
+// lastSequence is the sequence number of the batch's last record. Sequence
+// numbers wrap from MaxInt32 to 0, as in Kafka's DefaultRecordBatch.incrementSequence.
+func (b batchMeta) lastSequence() int32 {
+	return incrementSequence(b.BaseSequence, b.LastOffsetDelta)
+}
+
+func incrementSequence(seq, by int32) int32 {
+	if seq > math.MaxInt32-by {
+		return by - (math.MaxInt32 - seq) - 1
+	}
+	return seq + by
+}
+
+// inSequence reports whether next directly follows last, allowing the
+// MaxInt32 -> 0 wrap (Kafka's ProducerAppendInfo.inSequence).
+func inSequence(last, next int32) bool {
+	return int64(next) == int64(last)+1 || (next == 0 && last == math.MaxInt32)
+}
+
+// producerBatch is the retained record of one appended batch.
+type producerBatch struct {
+	FirstSeq   int32
+	LastSeq    int32
+	BaseOffset int64
+	LastOffset int64
+}
+
+// producerEntry is the state of one producer id on one partition.
+type producerEntry struct {
+	Epoch         int16
+	LastTimestamp int64
+	Batches       []producerBatch // oldest first, at most numBatchesToRetain
+}
+
+// producerStates maps producer id to its state. It has no lock of its own:
+// the owning Log calls it under the partition lock.
+type producerStates struct {
+	entries map[int64]*producerEntry
+}
+
+func newProducerStates() *producerStates {
+	return &producerStates{entries: make(map[int64]*producerEntry)}
+}
+
+// check validates b against the producer's state before it is appended,
+// following Kafka's UnifiedLog.analyzeAndValidateProducerState and
+// ProducerAppendInfo.checkProducerEpoch / checkSequence:
+//   - a non-idempotent batch (ProducerID < 0) is always accepted;
+//   - an epoch older than the known one is fenced (InvalidProducerEpoch);
+//   - a batch with the same epoch and the same first and last sequence as one of
+//     the last 5 batches is a duplicate: its original base offset is returned;
+//   - a new epoch of a known producer must start at sequence 0;
+//   - an unknown producer may start at any sequence (its state may have been
+//     removed by retention, Kafka >= 2.5 accepts it);
+//   - otherwise the first sequence must follow the last one (with wrap-around).
+func (s *producerStates) check(b batchMeta) (dupBase int64, dup bool, err error) {
+	if b.ProducerID < 0 {
+		return 0, false, nil
+	}
+	e, ok := s.entries[b.ProducerID]
+	if !ok {
+		return 0, false, nil
+	}
+	if b.ProducerEpoch < e.Epoch {
+		return 0, false, fmt.Errorf("producer %d: epoch %d is older than current epoch %d: %w",
+			b.ProducerID, b.ProducerEpoch, e.Epoch, kerr.InvalidProducerEpoch)
+	}
+	if b.ProducerEpoch != e.Epoch {
+		if b.BaseSequence != 0 {
+			return 0, false, fmt.Errorf("producer %d: new epoch %d must start at sequence 0, got %d (current epoch %d): %w",
+				b.ProducerID, b.ProducerEpoch, b.BaseSequence, e.Epoch, kerr.OutOfOrderSequenceNumber)
+		}
+		return 0, false, nil
+	}
+	last := b.lastSequence()
+	for _, pb := range e.Batches {
+		if pb.FirstSeq == b.BaseSequence && pb.LastSeq == last {
+			return pb.BaseOffset, true, nil
+		}
+	}
+	if len(e.Batches) == 0 {
+		return 0, false, nil
+	}
+	lastSeq := e.Batches[len(e.Batches)-1].LastSeq
+	if !inSequence(lastSeq, b.BaseSequence) {
+		return 0, false, fmt.Errorf("producer %d epoch %d: out of order sequence %d, expected %d: %w",
+			b.ProducerID, b.ProducerEpoch, b.BaseSequence, incrementSequence(lastSeq, 1), kerr.OutOfOrderSequenceNumber)
+	}
+	return 0, false, nil
+}
+
+// update records an appended batch. A newer epoch discards the batches of the
+// old one, as Kafka's ProducerStateEntry.maybeUpdateProducerEpoch does.
+func (s *producerStates) update(b batchMeta) {
+	if b.ProducerID < 0 {
+		return
+	}
+	e, ok := s.entries[b.ProducerID]
+	if !ok {
+		e = &producerEntry{Epoch: b.ProducerEpoch}
+		s.entries[b.ProducerID] = e
+	}
+	if b.ProducerEpoch != e.Epoch {
+		e.Epoch = b.ProducerEpoch
+		e.Batches = e.Batches[:0]
+	}
+	if len(e.Batches) == numBatchesToRetain {
+		copy(e.Batches, e.Batches[1:])
+		e.Batches = e.Batches[:numBatchesToRetain-1]
+	}
+	e.Batches = append(e.Batches, producerBatch{
+		FirstSeq:   b.BaseSequence,
+		LastSeq:    b.lastSequence(),
+		BaseOffset: b.BaseOffset,
+		LastOffset: b.BaseOffset + int64(b.LastOffsetDelta),
+	})
+	e.LastTimestamp = b.MaxTimestamp
+}
+
+// truncateAfter drops batches with BaseOffset >= offset, used when recovery
+// truncates the log. A producer left without batches is forgotten entirely, so
+// its next batch is accepted at any sequence, like an unknown producer.
+func (s *producerStates) truncateAfter(offset int64) {
+	for pid, e := range s.entries {
+		n := 0
+		for _, pb := range e.Batches {
+			if pb.BaseOffset < offset {
+				e.Batches[n] = pb
+				n++
+			}
+		}
+		e.Batches = e.Batches[:n]
+		if n == 0 {
+			delete(s.entries, pid)
+		}
+	}
+}
+
+// Producer snapshot file format, <dir>/%020d.snapshot where the number is the
+// log offset the snapshot describes (state of all batches below it). All
+// integers are big-endian.
+//
+//	offset  size  field
+//	0       1     version, currently 1
+//	1       4     CRC32C (Castagnoli) of every byte from offset 5 to the end
+//	5       8     snapshot offset (int64), equal to the file name's number
+//	13      4     producer count N (int32)
+//	17      ...   N producer records, in ascending producer id order:
+//	                8  producer id (int64)
+//	                2  producer epoch (int16)
+//	                8  timestamp of the last batch (int64)
+//	                1  batch count B (uint8, 1..5)
+//	                B batch records, oldest first, 24 bytes each:
+//	                  4  first sequence (int32)
+//	                  4  last sequence (int32)
+//	                  8  base offset (int64)
+//	                  8  last offset (int64)
+//
+// The file must end exactly after the last batch record.
+func (s *producerStates) encodeSnapshot(offset int64) []byte {
+	pids := make([]int64, 0, len(s.entries))
+	size := snapshotHeaderLen + 12
+	for pid, e := range s.entries {
+		if len(e.Batches) == 0 {
+			continue
+		}
+		pids = append(pids, pid)
+		size += snapshotProducerLen + snapshotBatchLen*len(e.Batches)
+	}
+	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
+	buf := make([]byte, snapshotHeaderLen, size)
+	buf[0] = snapshotVersion
+	buf = binary.BigEndian.AppendUint64(buf, uint64(offset))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(pids)))
+	for _, pid := range pids {
+		e := s.entries[pid]
+		buf = binary.BigEndian.AppendUint64(buf, uint64(pid))
+		buf = binary.BigEndian.AppendUint16(buf, uint16(e.Epoch))
+		buf = binary.BigEndian.AppendUint64(buf, uint64(e.LastTimestamp))
+		buf = append(buf, byte(len(e.Batches)))
+		for _, pb := range e.Batches {
+			buf = binary.BigEndian.AppendUint32(buf, uint32(pb.FirstSeq))
+			buf = binary.BigEndian.AppendUint32(buf, uint32(pb.LastSeq))
+			buf = binary.BigEndian.AppendUint64(buf, uint64(pb.BaseOffset))
+			buf = binary.BigEndian.AppendUint64(buf, uint64(pb.LastOffset))
+		}
+	}
+	binary.BigEndian.PutUint32(buf[1:5], crc32.Checksum(buf[snapshotHeaderLen:], castagnoli))
+	return buf
+}
+
+// decodeSnapshot parses a snapshot file's bytes; wantOffset is the offset from
+// the file name.
+func decodeSnapshot(buf []byte, wantOffset int64) (*producerStates, error) {
+	if len(buf) < snapshotHeaderLen+12 {
+		return nil, fmt.Errorf("short snapshot: %d bytes", len(buf))
+	}
+	if buf[0] != snapshotVersion {
+		return nil, fmt.Errorf("unsupported snapshot version %d", buf[0])
+	}
+	if want, got := binary.BigEndian.Uint32(buf[1:5]), crc32.Checksum(buf[snapshotHeaderLen:], castagnoli); want != got {
+		return nil, fmt.Errorf("snapshot crc mismatch: stored %#08x, computed %#08x", want, got)
+	}
+	body := buf[snapshotHeaderLen:]
+	if off := int64(binary.BigEndian.Uint64(body)); off != wantOffset {
+		return nil, fmt.Errorf("snapshot offset %d does not match file name offset %d", off, wantOffset)
+	}
+	n := int32(binary.BigEndian.Uint32(body[8:]))
+	body = body[12:]
+	if n < 0 || int(n) > len(body)/(snapshotProducerLen+snapshotBatchLen) {
+		return nil, fmt.Errorf("snapshot producer count %d does not fit %d bytes", n, len(body))
+	}
+	s := newProducerStates()
+	for i := int32(0); i < n; i++ {
+		if len(body) < snapshotProducerLen {
+			return nil, fmt.Errorf("snapshot truncated in producer %d of %d", i, n)
+		}
+		pid := int64(binary.BigEndian.Uint64(body))
+		e := &producerEntry{
+			Epoch:         int16(binary.BigEndian.Uint16(body[8:])),
+			LastTimestamp: int64(binary.BigEndian.Uint64(body[10:])),
+		}
+		nb := int(body[18])
+		body = body[snapshotProducerLen:]
+		if pid < 0 || nb < 1 || nb > numBatchesToRetain || len(body) < nb*snapshotBatchLen {
+			return nil, fmt.Errorf("snapshot producer record %d (pid %d, %d batches) is invalid", i, pid, nb)
+		}
+		if _, exists := s.entries[pid]; exists {
+			return nil, fmt.Errorf("snapshot lists producer %d twice", pid)
+		}
+		e.Batches = make([]producerBatch, nb)
+		for j := range e.Batches {
+			e.Batches[j] = producerBatch{
+				FirstSeq:   int32(binary.BigEndian.Uint32(body)),
+				LastSeq:    int32(binary.BigEndian.Uint32(body[4:])),
+				BaseOffset: int64(binary.BigEndian.Uint64(body[8:])),
+				LastOffset: int64(binary.BigEndian.Uint64(body[16:])),
+			}
+			body = body[snapshotBatchLen:]
+		}
+		s.entries[pid] = e
+	}
+	if len(body) != 0 {
+		return nil, fmt.Errorf("snapshot has %d trailing bytes", len(body))
+	}
+	return s, nil
+}
+
+func snapshotPath(dir string, offset int64) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d%s", offset, snapshotSuffix))
+}
+
+// listSnapshots returns the offsets of the snapshot files in dir, ascending.
+func listSnapshots(fsys vfs.FS, dir string) ([]int64, error) {
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list producer snapshots in %s: %w", dir, err)
+	}
+	var offs []int64
+	for _, de := range ents {
+		name := de.Name()
+		if de.IsDir() || !strings.HasSuffix(name, snapshotSuffix) {
+			continue
+		}
+		off, err := strconv.ParseInt(strings.TrimSuffix(name, snapshotSuffix), 10, 64)
+		if err != nil || off < 0 {
+			continue
+		}
+		offs = append(offs, off)
+	}
+	sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
+	return offs, nil
+}
+
+// writeSnapshot atomically writes the state as of offset to
+// <dir>/%020d.snapshot, then removes snapshots above offset (they describe a
+// log that no longer exists, e.g. after truncation) and all but the newest
+// snapshotsToKeep at or below it.
+func (s *producerStates) writeSnapshot(fsys vfs.FS, dir string, offset int64) error {
+	path := snapshotPath(dir, offset)
+	if err := replaceFile(fsys, path, s.encodeSnapshot(offset)); err != nil {
+		return fmt.Errorf("producer snapshot %d: %w", offset, err)
+	}
+	offs, err := listSnapshots(fsys, dir)
+	if err != nil {
+		return err
+	}
+	kept := 0
+	for i := len(offs) - 1; i >= 0; i-- {
+		if offs[i] <= offset && kept < snapshotsToKeep {
+			kept++
+			continue
+		}
+		if err := fsys.Remove(snapshotPath(dir, offs[i])); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove old producer snapshot %d: %w", offs[i], err)
+		}
+	}
+	return nil
+}
+
+// loadProducerSnapshot returns the state from the newest snapshot in dir that
+// decodes and passes its CRC, and the offset it describes. A corrupt newer
+// snapshot is skipped in favour of an older one; with none usable the result
+// is an empty state and offset 0 (replay the whole log).
+func loadProducerSnapshot(fsys vfs.FS, dir string) (s *producerStates, offset int64, err error) {
+	offs, err := listSnapshots(fsys, dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	for i := len(offs) - 1; i >= 0; i-- {
+		buf, err := slurpFile(fsys, snapshotPath(dir, offs[i]))
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, 0, fmt.Errorf("producer snapshot %d: %w", offs[i], err)
+		}
+		if s, err := decodeSnapshot(buf, offs[i]); err == nil {
+			return s, offs[i], nil
+		}
+	}
+	return newProducerStates(), 0, nil
+}
