@@ -1,0 +1,28 @@
+package storage
+
+import "math"
+
+// Config holds the per-log settings. Each field names the Kafka broker
+// setting and the topic-level override it mirrors.
+type Config struct {
+	SegmentBytes          int64 // log.segment.bytes / segment.bytes, default 1073741824
+	SegmentMs             int64 // log.roll.ms / segment.ms, default 604800000
+	IndexIntervalBytes    int   // log.index.interval.bytes / index.interval.bytes, 4096
+	MaxIndexSize          int   // log.index.size.max.bytes / segment.index.bytes, 10485760
+	MaxMessageBytes       int   // message.max.bytes / max.message.bytes, 1048588
+	FlushIntervalMessages int64 // log.flush.interval.messages / flush.messages, math.MaxInt64
+	FlushIntervalMs       int64 // log.flush.interval.ms / flush.ms, math.MaxInt64
+}
+
+// DefaultConfig returns Kafka's broker defaults.
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:          1 << 30,
+		SegmentMs:             7 * 24 * 60 * 60 * 1000,
+		IndexIntervalBytes:    4096,
+		MaxIndexSize:          10 << 20,
+		MaxMessageBytes:       1048588,
+		FlushIntervalMessages: math.MaxInt64,
+		FlushIntervalMs:       math.MaxInt64,
+	}
+}
