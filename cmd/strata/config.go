@@ -1,0 +1,333 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+)
+
+// settings is the validated server configuration, with Kafka's key names and meanings.
+type settings struct {
+	Listeners             string // listeners, normalised
+	AdvertisedListeners   string // advertised.listeners, defaults to listeners
+	LogDir                string // log.dirs / log.dir
+	NodeID                int32  // node.id (broker.id accepted as its alias)
+	NumPartitions         int32  // num.partitions
+	AutoCreateTopics      bool   // auto.create.topics.enable
+	SegmentBytes          int64  // log.segment.bytes
+	SegmentMs             int64  // log.roll.ms / log.roll.hours
+	IndexIntervalBytes    int    // log.index.interval.bytes
+	MaxIndexSize          int    // log.index.size.max.bytes
+	MaxMessageBytes       int    // message.max.bytes
+	SocketRequestMaxBytes int32  // socket.request.max.bytes
+	FlushIntervalMessages int64  // log.flush.interval.messages
+	FlushIntervalMs       int64  // log.flush.interval.ms
+}
+
+const (
+	defaultListeners = "PLAINTEXT://127.0.0.1:9092"
+	defaultLogDir    = "./data"
+)
+
+// defaultSettings are Kafka's defaults, except for listeners and log.dirs which suit a
+// developer machine: loopback only and ./data.
+func defaultSettings() settings {
+	return settings{
+		Listeners:             defaultListeners,
+		AdvertisedListeners:   defaultListeners,
+		LogDir:                defaultLogDir,
+		NodeID:                1,
+		NumPartitions:         1,
+		AutoCreateTopics:      true,
+		SegmentBytes:          1 << 30,
+		SegmentMs:             168 * 3600 * 1000,
+		IndexIntervalBytes:    4096,
+		MaxIndexSize:          10 << 20,
+		MaxMessageBytes:       1048588,
+		SocketRequestMaxBytes: 100 << 20,
+		FlushIntervalMessages: math.MaxInt64,
+		FlushIntervalMs:       math.MaxInt64,
+	}
+}
+
+// configError is an invalid value for a key; its message names both.
+type configError struct {
+	Key, Value, Reason string
+}
+
+func (e *configError) Error() string {
+	return fmt.Sprintf("invalid value %q for configuration %s: %s", e.Value, e.Key, e.Reason)
+}
+
+// implementedKeys are the keys loadSettings reads.
+var implementedKeys = []string{
+	"listeners", "advertised.listeners", "log.dirs", "log.dir", "node.id", "broker.id",
+	"num.partitions", "auto.create.topics.enable", "log.segment.bytes", "log.roll.ms",
+	"log.roll.hours", "log.index.interval.bytes", "log.index.size.max.bytes",
+	"message.max.bytes", "socket.request.max.bytes", "log.flush.interval.messages",
+	"log.flush.interval.ms",
+}
+
+// ignoredKeys are common Kafka broker keys that have no meaning for a single-node
+// broker yet; a Kafka server.properties contains many of them, so they are only
+// mentioned at debug level rather than warned about.
+var ignoredKeys = []string{
+	"process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+	"controller.listener.names", "listener.security.protocol.map", "inter.broker.listener.name",
+	"security.inter.broker.protocol", "num.network.threads", "num.io.threads",
+	"num.replica.fetchers", "num.recovery.threads.per.data.dir", "queued.max.requests",
+	"offsets.topic.replication.factor", "offsets.topic.num.partitions",
+	"group.initial.rebalance.delay.ms", "default.replication.factor", "min.insync.replicas",
+	"zookeeper.connect", "zookeeper.connection.timeout.ms", "metadata.log.dir",
+	"log.flush.scheduler.interval.ms", "log.flush.offset.checkpoint.interval.ms",
+	"log.flush.start.offset.checkpoint.interval.ms", "log.segment.delete.delay.ms",
+	"log.cleanup.policy", "log.preallocate", "log.message.timestamp.type",
+	"delete.topic.enable", "compression.type", "unclean.leader.election.enable",
+	"auto.leader.rebalance.enable", "connections.max.idle.ms", "request.timeout.ms",
+	"broker.rack", "authorizer.class.name", "super.users", "metric.reporters",
+	"fetch.max.bytes", "transactional.id.expiration.ms", "producer.id.expiration.ms",
+	"initial.broker.registration.timeout.ms", "broker.heartbeat.interval.ms",
+	"broker.session.timeout.ms", "log.cleaner.enable", "num.replica.alter.log.dirs.threads",
+}
+
+// ignoredPrefixes cover the families of such keys.
+var ignoredPrefixes = []string{
+	"log.retention.", "log.cleaner.", "log.roll.jitter.", "transaction.state.log.",
+	"transaction.", "offsets.", "group.", "replica.", "controller.", "ssl.", "sasl.",
+	"listener.name.", "metadata.", "zookeeper.", "quota.", "metrics.", "leader.imbalance.",
+	"remote.log.", "max.connection", "socket.listen.",
+}
+
+// keyKind says how loadSettings treats a key.
+func keyKind(key string) string {
+	switch {
+	case slices.Contains(implementedKeys, key):
+		return "implemented"
+	case slices.Contains(ignoredKeys, key):
+		return "ignored"
+	case strings.HasPrefix(key, "socket.") && strings.HasSuffix(key, ".buffer.bytes"):
+		return "ignored"
+	}
+	for _, p := range ignoredPrefixes {
+		if strings.HasPrefix(key, p) {
+			return "ignored"
+		}
+	}
+	return "unknown"
+}
+
+// parseOverride splits a --override argument, key=value as for kafka-server-start.
+func parseOverride(arg string) (key, value string, err error) {
+	key, value, ok := strings.Cut(arg, "=")
+	key = strings.TrimSpace(key)
+	if !ok || key == "" {
+		return "", "", fmt.Errorf("--override %q: want key=value", arg)
+	}
+	return key, value, nil
+}
+
+// loadSettings validates props (the file with the overrides applied) over the
+// defaults. It returns the first invalid value, checking keys in a fixed order. Keys
+// it does not implement are logged: a warning for unknown ones, a debug line for
+// common Kafka keys that do not apply.
+func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		switch keyKind(k) {
+		case "ignored":
+			log.Debug("configuration key not implemented by strata, ignored", zap.String("key", k))
+		case "unknown":
+			log.Warn("unknown configuration key, ignored", zap.String("key", k), zap.String("value", props[k]))
+		}
+	}
+
+	s := defaultSettings()
+	p := propReader{props: props}
+	if v, ok := p.get("listeners"); ok {
+		l, err := parseListeners(v, false)
+		if err != nil {
+			return s, &configError{"listeners", props["listeners"], err.Error()}
+		}
+		s.Listeners = l
+	}
+	s.AdvertisedListeners = s.Listeners
+	if v, ok := p.get("advertised.listeners"); ok {
+		l, err := parseListeners(v, true)
+		if err != nil {
+			return s, &configError{"advertised.listeners", props["advertised.listeners"], err.Error()}
+		}
+		s.AdvertisedListeners = l
+	}
+	// log.dirs wins over log.dir, as in Kafka.
+	for _, key := range []string{"log.dir", "log.dirs"} {
+		if v, ok := p.get(key); ok {
+			dir, err := parseLogDirs(v)
+			if err != nil {
+				return s, &configError{key, props[key], err.Error()}
+			}
+			s.LogDir = dir
+		}
+	}
+	p.int32Range(&s.NodeID, "broker.id", 0, math.MaxInt32)
+	p.int32Range(&s.NodeID, "node.id", 0, math.MaxInt32)
+	if b, ok := props["broker.id"]; ok && p.err == nil {
+		if n, ok := props["node.id"]; ok && strings.TrimSpace(b) != strings.TrimSpace(n) {
+			p.fail("broker.id", b, "differs from node.id "+strings.TrimSpace(n)+"; they are the same setting")
+		}
+	}
+	p.int32Range(&s.NumPartitions, "num.partitions", 1, math.MaxInt32)
+	p.boolean(&s.AutoCreateTopics, "auto.create.topics.enable")
+	p.int64Range(&s.SegmentBytes, "log.segment.bytes", 14, math.MaxInt32)
+	var rollHours int64 = 168
+	p.int64Range(&rollHours, "log.roll.hours", 1, math.MaxInt32)
+	s.SegmentMs = rollHours * 3600 * 1000
+	p.int64Range(&s.SegmentMs, "log.roll.ms", 1, math.MaxInt64) // wins over log.roll.hours
+	p.intRange(&s.IndexIntervalBytes, "log.index.interval.bytes", 0, math.MaxInt32)
+	p.intRange(&s.MaxIndexSize, "log.index.size.max.bytes", 4, math.MaxInt32)
+	p.intRange(&s.MaxMessageBytes, "message.max.bytes", 0, math.MaxInt32)
+	p.int32Range(&s.SocketRequestMaxBytes, "socket.request.max.bytes", 1, math.MaxInt32)
+	p.int64Range(&s.FlushIntervalMessages, "log.flush.interval.messages", 1, math.MaxInt64)
+	p.int64Range(&s.FlushIntervalMs, "log.flush.interval.ms", 0, math.MaxInt64)
+	return s, p.err
+}
+
+// propReader parses typed values, keeping the first error so the checks read as a list.
+type propReader struct {
+	props map[string]string
+	err   error
+}
+
+// get returns the trimmed value; Kafka trims values of every type it parses.
+func (p *propReader) get(key string) (string, bool) {
+	v, ok := p.props[key]
+	return strings.TrimSpace(v), ok
+}
+
+func (p *propReader) fail(key, value, reason string) {
+	if p.err == nil {
+		p.err = &configError{key, value, reason}
+	}
+}
+
+// integer parses key as a whole number in [lo, hi]; ok is false when it is absent or invalid.
+func (p *propReader) integer(key string, lo, hi int64) (int64, bool) {
+	v, ok := p.get(key)
+	if !ok || p.err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		p.fail(key, p.props[key], "not a whole number")
+		return 0, false
+	}
+	switch {
+	case n < lo:
+		p.fail(key, p.props[key], fmt.Sprintf("must be at least %d", lo))
+		return 0, false
+	case n > hi:
+		p.fail(key, p.props[key], fmt.Sprintf("must be at most %d", hi))
+		return 0, false
+	}
+	return n, true
+}
+
+func (p *propReader) int64Range(dst *int64, key string, lo, hi int64) {
+	if n, ok := p.integer(key, lo, hi); ok {
+		*dst = n
+	}
+}
+
+func (p *propReader) int32Range(dst *int32, key string, lo, hi int64) {
+	if n, ok := p.integer(key, lo, hi); ok {
+		*dst = int32(n)
+	}
+}
+
+func (p *propReader) intRange(dst *int, key string, lo, hi int64) {
+	if n, ok := p.integer(key, lo, hi); ok {
+		*dst = int(n)
+	}
+}
+
+// boolean accepts true or false in any case, as Kafka's ConfigDef does.
+func (p *propReader) boolean(dst *bool, key string) {
+	v, ok := p.get(key)
+	if !ok || p.err != nil {
+		return
+	}
+	switch strings.ToLower(v) {
+	case "true":
+		*dst = true
+	case "false":
+		*dst = false
+	default:
+		p.fail(key, p.props[key], "must be true or false")
+	}
+}
+
+// parseListeners checks Kafka's listener syntax, NAME://host:port[,...], and returns
+// it normalised (upper-case names, IPv6 hosts in brackets). Only the PLAINTEXT
+// listener exists for now, and listener names are unique, so there is exactly one.
+func parseListeners(v string, advertised bool) (string, error) {
+	var out []string
+	for _, l := range strings.Split(v, ",") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		name, hostport, ok := strings.Cut(l, "://")
+		if !ok {
+			return "", fmt.Errorf("listener %q: want NAME://host:port", l)
+		}
+		name = strings.ToUpper(name)
+		if name != "PLAINTEXT" {
+			return "", fmt.Errorf("listener %q: only PLAINTEXT listeners are supported", l)
+		}
+		host, portStr, err := net.SplitHostPort(hostport)
+		if err != nil {
+			return "", fmt.Errorf("listener %q: want NAME://host:port", l)
+		}
+		port, err := strconv.ParseUint(portStr, 10, 16)
+		if err != nil {
+			return "", fmt.Errorf("listener %q: port must be a number from 0 to 65535", l)
+		}
+		if advertised && (host == "0.0.0.0" || host == "::") {
+			return "", fmt.Errorf("listener %q: cannot advertise the non-routable address %s", l, host)
+		}
+		if len(out) > 0 {
+			return "", fmt.Errorf("listener name %s appears more than once", name)
+		}
+		out = append(out, name+"://"+net.JoinHostPort(host, strconv.FormatUint(port, 10)))
+	}
+	if len(out) == 0 {
+		return "", fmt.Errorf("no listener given")
+	}
+	return strings.Join(out, ","), nil
+}
+
+// parseLogDirs accepts a single directory: one log.dir is all the storage supports.
+func parseLogDirs(v string) (string, error) {
+	var dirs []string
+	for _, d := range strings.Split(v, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	switch len(dirs) {
+	case 0:
+		return "", fmt.Errorf("no directory given")
+	case 1:
+		return dirs[0], nil
+	default:
+		return "", fmt.Errorf("%d directories given; strata supports exactly one log directory", len(dirs))
+	}
+}

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+func TestParseProperties(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		want map[string]string
+	}{
+		{"equals", "a=b\n", map[string]string{"a": "b"}},
+		{"colon", "a:b", map[string]string{"a": "b"}},
+		{"blank separator", "a   b", map[string]string{"a": "b"}},
+		{"blanks around separator", "  a =  b c  ", map[string]string{"a": "b c  "}},
+		{"blank then separator", "a  : b", map[string]string{"a": "b"}},
+		{"second separator is value", "a==b", map[string]string{"a": "=b"}},
+		{"empty value", "a=\nb", map[string]string{"a": "", "b": ""}},
+		{"hash comment", "# a=b\nc=d", map[string]string{"c": "d"}},
+		{"bang comment", "  ! a=b\nc=d", map[string]string{"c": "d"}},
+		{"hash inside value", "a=b#c", map[string]string{"a": "b#c"}},
+		{"blank lines", "\n\n  \t\na=b\n\n", map[string]string{"a": "b"}},
+		{"crlf and cr", "a=1\r\nb=2\rc=3", map[string]string{"a": "1", "b": "2", "c": "3"}},
+		{"continuation", "a=one, \\\n    two,\\\n three", map[string]string{"a": "one, two,three"}},
+		{"continuation of key", "lo\\\n  ng=v", map[string]string{"long": "v"}},
+		{"continuation line starting with hash", "a=b\\\n  #c", map[string]string{"a": "b#c"}},
+		{"comment does not continue", "# x\\\na=b", map[string]string{"a": "b"}},
+		{"even backslashes do not continue", "a=b\\\\\nc=d", map[string]string{"a": `b\`, "c": "d"}},
+		{"continuation at end", "a=b\\", map[string]string{"a": "b"}},
+		{"escaped separator in key", `a\=b\:c\ d=e`, map[string]string{"a=b:c d": "e"}},
+		{"escapes", `a=\t\n\r\f\x\\`, map[string]string{"a": "\t\n\r\fx\\"}},
+		{"unicode escape", `a=caf\u00e9 \u0041`, map[string]string{"a": "café A"}},
+		{"surrogate pair", `a=\ud83d\ude00`, map[string]string{"a": "😀"}},
+		{"later duplicate wins", "a=1\na=2", map[string]string{"a": "2"}},
+		{"kafka sample", "listeners=PLAINTEXT://:9092\nlog.dirs=/tmp/kafka-logs\n" +
+			"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+			map[string]string{"listeners": "PLAINTEXT://:9092", "log.dirs": "/tmp/kafka-logs",
+				"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseProperties(tt.text)
+			if err != nil {
+				t.Fatalf("parseProperties(%q): %v", tt.text, err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("parseProperties(%q) = %q, want %q", tt.text, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParsePropertiesMalformedUnicode(t *testing.T) {
+	for _, text := range []string{`a=\u12`, `a=\u12zz`, "a=\\u\nb=c"} {
+		if _, err := parseProperties(text); err == nil || !strings.Contains(err.Error(), "line 1") {
+			t.Errorf("parseProperties(%q) error = %v, want a malformed escape on line 1", text, err)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	s, err := loadSettings(nil, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := settings{
+		Listeners:             "PLAINTEXT://127.0.0.1:9092",
+		AdvertisedListeners:   "PLAINTEXT://127.0.0.1:9092",
+		LogDir:                "./data",
+		NodeID:                1,
+		NumPartitions:         1,
+		AutoCreateTopics:      true,
+		SegmentBytes:          1073741824,
+		SegmentMs:             604800000,
+		IndexIntervalBytes:    4096,
+		MaxIndexSize:          10485760,
+		MaxMessageBytes:       1048588,
+		SocketRequestMaxBytes: 104857600,
+		FlushIntervalMessages: math.MaxInt64,
+		FlushIntervalMs:       math.MaxInt64,
+	}
+	if s != want {
+		t.Errorf("defaults = %+v\nwant %+v", s, want)
+	}
+}
+
+func TestValidValues(t *testing.T) {
+	tests := []struct {
+		props map[string]string
+		check func(settings) bool
+	}{
+		{map[string]string{"listeners": "PLAINTEXT://:9093"}, func(s settings) bool {
+			return s.Listeners == "PLAINTEXT://:9093" && s.AdvertisedListeners == "PLAINTEXT://:9093"
+		}},
+		{map[string]string{"listeners": " plaintext://[::1]:0 "}, func(s settings) bool { return s.Listeners == "PLAINTEXT://[::1]:0" }},
+		{map[string]string{"listeners": "PLAINTEXT://0.0.0.0:9092", "advertised.listeners": "PLAINTEXT://kafka.example:19092"},
+			func(s settings) bool { return s.AdvertisedListeners == "PLAINTEXT://kafka.example:19092" }},
+		{map[string]string{"log.dir": "/a"}, func(s settings) bool { return s.LogDir == "/a" }},
+		{map[string]string{"log.dir": "/a", "log.dirs": "/b"}, func(s settings) bool { return s.LogDir == "/b" }},
+		{map[string]string{"log.dirs": " /b , "}, func(s settings) bool { return s.LogDir == "/b" }},
+		{map[string]string{"node.id": "7"}, func(s settings) bool { return s.NodeID == 7 }},
+		{map[string]string{"broker.id": "3"}, func(s settings) bool { return s.NodeID == 3 }},
+		{map[string]string{"broker.id": "3", "node.id": "3"}, func(s settings) bool { return s.NodeID == 3 }},
+		{map[string]string{"num.partitions": " 12 "}, func(s settings) bool { return s.NumPartitions == 12 }},
+		{map[string]string{"auto.create.topics.enable": "FALSE"}, func(s settings) bool { return !s.AutoCreateTopics }},
+		{map[string]string{"log.segment.bytes": "14"}, func(s settings) bool { return s.SegmentBytes == 14 }},
+		{map[string]string{"log.roll.hours": "1"}, func(s settings) bool { return s.SegmentMs == 3600000 }},
+		{map[string]string{"log.roll.hours": "1", "log.roll.ms": "500"}, func(s settings) bool { return s.SegmentMs == 500 }},
+		{map[string]string{"log.index.interval.bytes": "0"}, func(s settings) bool { return s.IndexIntervalBytes == 0 }},
+		{map[string]string{"log.index.size.max.bytes": "4"}, func(s settings) bool { return s.MaxIndexSize == 4 }},
+		{map[string]string{"message.max.bytes": "100"}, func(s settings) bool { return s.MaxMessageBytes == 100 }},
+		{map[string]string{"socket.request.max.bytes": "2048"}, func(s settings) bool { return s.SocketRequestMaxBytes == 2048 }},
+		{map[string]string{"log.flush.interval.messages": "1"}, func(s settings) bool { return s.FlushIntervalMessages == 1 }},
+		{map[string]string{"log.flush.interval.ms": "0"}, func(s settings) bool { return s.FlushIntervalMs == 0 }},
+	}
+	for _, tt := range tests {
+		s, err := loadSettings(tt.props, zap.NewNop())
+		if err != nil {
+			t.Errorf("%v: %v", tt.props, err)
+			continue
+		}
+		if !tt.check(s) {
+			t.Errorf("%v: got %+v", tt.props, s)
+		}
+	}
+}
+
+func TestInvalidValues(t *testing.T) {
+	tests := []struct {
+		key, value, reason string
+	}{
+		{"listeners", "", "no listener"},
+		{"listeners", "127.0.0.1:9092", "NAME://host:port"},
+		{"listeners", "SSL://127.0.0.1:9093", "only PLAINTEXT"},
+		{"listeners", "PLAINTEXT://127.0.0.1", "NAME://host:port"},
+		{"listeners", "PLAINTEXT://127.0.0.1:70000", "port"},
+		{"listeners", "PLAINTEXT://a:1,PLAINTEXT://b:2", "more than once"},
+		{"advertised.listeners", "PLAINTEXT://0.0.0.0:9092", "non-routable"},
+		{"log.dirs", "/a,/b", "exactly one log directory"},
+		{"log.dirs", " , ", "no directory"},
+		{"log.dir", "", "no directory"},
+		{"node.id", "-1", "at least 0"},
+		{"node.id", "x", "whole number"},
+		{"broker.id", "2147483648", "at most 2147483647"},
+		{"num.partitions", "abc", "whole number"},
+		{"num.partitions", "0", "at least 1"},
+		{"num.partitions", "1.5", "whole number"},
+		{"auto.create.topics.enable", "yes", "true or false"},
+		{"log.segment.bytes", "13", "at least 14"},
+		{"log.segment.bytes", "2147483648", "at most"},
+		{"log.roll.ms", "0", "at least 1"},
+		{"log.roll.hours", "0", "at least 1"},
+		{"log.index.interval.bytes", "-1", "at least 0"},
+		{"log.index.size.max.bytes", "3", "at least 4"},
+		{"message.max.bytes", "-5", "at least 0"},
+		{"socket.request.max.bytes", "0", "at least 1"},
+		{"log.flush.interval.messages", "0", "at least 1"},
+		{"log.flush.interval.messages", "9223372036854775808", "whole number"},
+		{"log.flush.interval.ms", "-1", "at least 0"},
+	}
+	for _, tt := range tests {
+		_, err := loadSettings(map[string]string{tt.key: tt.value}, zap.NewNop())
+		if err == nil {
+			t.Errorf("%s=%q: no error", tt.key, tt.value)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, tt.key) || !strings.Contains(msg, `"`+tt.value+`"`) || !strings.Contains(msg, tt.reason) {
+			t.Errorf("%s=%q: error %q should name the key, the value and %q", tt.key, tt.value, msg, tt.reason)
+		}
+	}
+}
+
+func TestBrokerIDConflictsWithNodeID(t *testing.T) {
+	_, err := loadSettings(map[string]string{"broker.id": "1", "node.id": "2"}, zap.NewNop())
+	if err == nil || !strings.Contains(err.Error(), "broker.id") {
+		t.Fatalf("error = %v, want one naming broker.id", err)
+	}
+}
+
+func TestUnknownAndIgnoredKeys(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	props := map[string]string{
+		"process.roles":                    "broker,controller",
+		"controller.quorum.voters":         "1@localhost:9093",
+		"socket.send.buffer.bytes":         "102400",
+		"log.retention.hours":              "168",
+		"transaction.state.log.min.isr":    "1",
+		"offsets.topic.replication.factor": "1",
+		"no.such.key":                      "1",
+	}
+	if _, err := loadSettings(props, zap.New(core)); err != nil {
+		t.Fatal(err)
+	}
+	warned := map[string]bool{}
+	debugged := map[string]bool{}
+	for _, e := range logs.All() {
+		key, _ := e.ContextMap()["key"].(string)
+		switch e.Level {
+		case zapcore.WarnLevel:
+			warned[key] = true
+		case zapcore.DebugLevel:
+			debugged[key] = true
+		}
+	}
+	if len(warned) != 1 || !warned["no.such.key"] {
+		t.Errorf("warned about %v, want only no.such.key", warned)
+	}
+	for k := range props {
+		if k != "no.such.key" && !debugged[k] {
+			t.Errorf("no debug line for ignored key %s", k)
+		}
+	}
+}
+
+func TestOverridePrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := dir + "/server.properties"
+	writeFile(t, file, "num.partitions=3\nnode.id=5\nlog.dirs=/from/file\n")
+	opts, err := parseFlags([]string{"--config", file, "--override", "num.partitions=4",
+		"--override", "num.partitions=6", "--override", "log.dirs=" + dir}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := loadConfig(opts, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.NumPartitions != 6 || s.NodeID != 5 || s.LogDir != dir {
+		t.Errorf("got num.partitions=%d node.id=%d log.dir=%s, want 6, 5 (file), %s (override)", s.NumPartitions, s.NodeID, s.LogDir, dir)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	opts, err := parseFlags([]string{"server.properties", "--override", "a=b=c", "-log-level", "debug", "--log-requests"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.configFile != "server.properties" || !opts.logRequests || opts.logLevel != zapcore.DebugLevel ||
+		!reflect.DeepEqual(opts.overrides, []string{"a=b=c"}) {
+		t.Errorf("got %+v", opts)
+	}
+	k, v, _ := parseOverride(opts.overrides[0])
+	if k != "a" || v != "b=c" {
+		t.Errorf("override split into %q, %q; want a, b=c", k, v)
+	}
+	for _, args := range [][]string{
+		{"--override", "novalue"},
+		{"--override", "=v"},
+		{"--log-level", "loud"},
+		{"a.properties", "b.properties"},
+		{"--config", "a.properties", "b.properties"},
+		{"--no-such-flag"},
+	} {
+		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {
+			t.Errorf("parseFlags(%q): no error", args)
+		}
+	}
+}
+
+func TestRunRejectsInvalidConfig(t *testing.T) {
+	var out bytes.Buffer
+	code := run([]string{"--override", "num.partitions=abc", "--override", "log.dirs=" + t.TempDir()}, &out)
+	if code != 1 || !strings.Contains(out.String(), "num.partitions") || !strings.Contains(out.String(), "abc") {
+		t.Errorf("exit %d, output %q; want 1 and a message naming num.partitions and abc", code, out.String())
+	}
+	if code := run([]string{"--config", t.TempDir() + "/missing.properties"}, &out); code != 1 {
+		t.Errorf("missing config file: exit %d, want 1", code)
+	}
+	if code := run([]string{"--bogus"}, &out); code != 2 {
+		t.Errorf("bad flag: exit %d, want 2", code)
+	}
+}
+
+func writeFile(t *testing.T, name, text string) {
+	t.Helper()
+	if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
