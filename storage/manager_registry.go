@@ -1,0 +1,147 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/strata-io/strata/storage/vfs"
+)
+
+// registryFile lists the topics of a log.dir. Kafka keeps this in the
+// metadata log (KRaft) or ZooKeeper; a single broker keeps it in one JSON
+// file, rewritten atomically on every change.
+const registryFile = "strata-topics.json"
+
+const registryVersion = 1
+
+// partitionMetadataFile is Kafka's per-partition topic id file.
+const partitionMetadataFile = "partition.metadata"
+
+// deleteDirSuffix marks a partition directory being deleted, as Kafka names
+// them <topic>-<partition>.<uuid>-delete; leftovers are removed on open.
+const deleteDirSuffix = "-delete"
+
+// registry is the JSON layout of strata-topics.json:
+//
+//	{"version":1,"topics":[{"name":"t","id":"<Kafka uuid string>","partitions":3,"configs":{"k":"v"}}]}
+type registry struct {
+	Version int             `json:"version"`
+	Topics  []registryTopic `json:"topics"`
+}
+
+type registryTopic struct {
+	Name       string            `json:"name"`
+	IDString   string            `json:"id"`
+	Partitions int32             `json:"partitions"`
+	Configs    map[string]string `json:"configs,omitempty"`
+
+	ID [16]byte `json:"-"`
+}
+
+// readRegistry loads the topic registry; a missing file means no topics.
+func readRegistry(fsys vfs.FS, dir string) ([]registryTopic, error) {
+	path := filepath.Join(dir, registryFile)
+	data, err := slurpFile(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("topic registry %s: %w", path, err)
+	}
+	var reg registry
+	if err := json.Unmarshal(data, &reg); err != nil {
+		return nil, fmt.Errorf("topic registry %s: %w", path, err)
+	}
+	if reg.Version != registryVersion {
+		return nil, fmt.Errorf("topic registry %s: unsupported version %d", path, reg.Version)
+	}
+	seen := make(map[string]bool, len(reg.Topics))
+	for i := range reg.Topics {
+		rt := &reg.Topics[i]
+		if err := validateTopicName(rt.Name); err != nil {
+			return nil, fmt.Errorf("topic registry %s: %w", path, err)
+		}
+		if seen[rt.Name] || rt.Partitions < 1 {
+			return nil, fmt.Errorf("topic registry %s: topic %q duplicated or with %d partitions", path, rt.Name, rt.Partitions)
+		}
+		seen[rt.Name] = true
+		id, err := parseUUID(rt.IDString)
+		if err != nil || id == ([16]byte{}) {
+			return nil, fmt.Errorf("topic registry %s: topic %q: bad id %q", path, rt.Name, rt.IDString)
+		}
+		rt.ID = id
+	}
+	return reg.Topics, nil
+}
+
+// writeRegistry atomically replaces the registry with topics (sorted by name).
+func writeRegistry(fsys vfs.FS, dir string, topics []registryTopic) error {
+	sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
+	for i := range topics {
+		topics[i].IDString = uuidString(topics[i].ID)
+	}
+	data, err := json.MarshalIndent(registry{Version: registryVersion, Topics: topics}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("topic registry: %w", err)
+	}
+	if err := replaceFile(fsys, filepath.Join(dir, registryFile), append(data, '\n')); err != nil {
+		return fmt.Errorf("topic registry: %w", err)
+	}
+	return nil
+}
+
+// registryEntry describes t with the given partition count.
+func registryEntry(t *Topic, partitions int) registryTopic {
+	return registryTopic{Name: t.Name, ID: t.ID, Partitions: int32(partitions), Configs: t.Configs}
+}
+
+// partitionMetadata is the content of partition.metadata in Kafka's format
+// (PartitionMetadataFile).
+func partitionMetadata(id [16]byte) []byte {
+	return []byte("version: 0\ntopic_id: " + uuidString(id) + "\n")
+}
+
+// ensurePartitionMetadata writes pdir/partition.metadata unless it already
+// holds id. A different topic id means the directory belongs to another
+// topic of the same name (Kafka's InconsistentTopicIdException).
+func ensurePartitionMetadata(fsys vfs.FS, pdir string, id [16]byte) error {
+	path := filepath.Join(pdir, partitionMetadataFile)
+	want := partitionMetadata(id)
+	data, err := slurpFile(fsys, path)
+	switch {
+	case err == nil:
+		got, perr := parsePartitionMetadata(data)
+		if perr != nil {
+			return fmt.Errorf("%s: %w", path, perr)
+		}
+		if got != id {
+			return fmt.Errorf("%s: topic id %s does not match the registry's %s", path, uuidString(got), uuidString(id))
+		}
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return replaceFile(fsys, path, want)
+}
+
+// parsePartitionMetadata reads Kafka's "version: 0\ntopic_id: <uuid>\n".
+func parsePartitionMetadata(data []byte) ([16]byte, error) {
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 2 {
+		return [16]byte{}, fmt.Errorf("malformed partition metadata %q", data)
+	}
+	k, v, _ := strings.Cut(lines[0], ":")
+	if strings.TrimSpace(k) != "version" || strings.TrimSpace(v) != "0" {
+		return [16]byte{}, fmt.Errorf("unsupported partition metadata version line %q", lines[0])
+	}
+	k, v, _ = strings.Cut(lines[1], ":")
+	if strings.TrimSpace(k) != "topic_id" {
+		return [16]byte{}, fmt.Errorf("malformed partition metadata topic id line %q", lines[1])
+	}
+	return parseUUID(strings.TrimSpace(v))
+}

@@ -1,0 +1,270 @@
+package storage
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+)
+
+// maxTopicNameLen is Kafka's Topic.MAX_NAME_LENGTH: a partition directory
+// name (<topic>-<partition>) plus the deletion suffix must fit in 255 bytes.
+const maxTopicNameLen = 249
+
+// validateTopicName applies Kafka's Topic.validate rules.
+func validateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("topic name is illegal, it can't be empty: %w", kerr.InvalidTopicException)
+	case name == "." || name == "..":
+		return fmt.Errorf("topic name cannot be \".\" or \"..\": %w", kerr.InvalidTopicException)
+	case len(name) > maxTopicNameLen:
+		return fmt.Errorf("topic name is illegal, it can't be longer than %d characters, topic name: %s: %w",
+			maxTopicNameLen, name, kerr.InvalidTopicException)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-': %w",
+				name, kerr.InvalidTopicException)
+		}
+	}
+	return nil
+}
+
+// unifyTopicName maps names that collide in metric names: Kafka refuses a
+// topic whose name equals an existing one after replacing '.' with '_'.
+func unifyTopicName(name string) string { return strings.ReplaceAll(name, ".", "_") }
+
+// CreateTopic creates a topic with the given number of partitions, all empty.
+// Errors: kerr.InvalidTopicException (bad name, or a name colliding with an
+// existing one once '.' is read as '_'), kerr.TopicAlreadyExists,
+// kerr.InvalidPartitions (< 1), kerr.InvalidConfig. With validateOnly nothing
+// is created and the returned Topic (ID zero, no partitions) only describes
+// the request.
+func (m *Manager) CreateTopic(name string, partitions int32, configs map[string]string, validateOnly bool) (*Topic, error) {
+	if err := validateTopicName(name); err != nil {
+		return nil, err
+	}
+	if partitions < 1 {
+		return nil, fmt.Errorf("topic %s: number of partitions must be larger than 0, got %d: %w", name, partitions, kerr.InvalidPartitions)
+	}
+	m.adminMu.Lock()
+	defer m.adminMu.Unlock()
+	if err := m.ensureOpen(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	_, exists := m.topics[name]
+	var collides []string
+	for other := range m.topics {
+		if other != name && unifyTopicName(other) == unifyTopicName(name) {
+			collides = append(collides, other)
+		}
+	}
+	m.mu.RUnlock()
+	if exists {
+		return nil, fmt.Errorf("topic %s already exists: %w", name, kerr.TopicAlreadyExists)
+	}
+	if len(collides) > 0 {
+		return nil, fmt.Errorf("topic %q collides with existing topics: %s: %w", name, strings.Join(collides, ", "), kerr.InvalidTopicException)
+	}
+	var id [16]byte
+	if !validateOnly {
+		var err error
+		if id, err = m.newTopicID(); err != nil {
+			return nil, err
+		}
+	}
+	t, err := m.newTopic(name, id, configs)
+	if err != nil {
+		return nil, fmt.Errorf("topic %s: %w", name, err)
+	}
+	if validateOnly {
+		return t, nil
+	}
+	parts := make([]*Partition, partitions)
+	t.parts.Store(&parts)
+	if err := m.addPartitions(t, 0, int(partitions)); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.topics[name] = t
+	m.byID[id] = t
+	m.mu.Unlock()
+	m.logger.Info("created topic", zap.String("topic", name), zap.String("id", uuidString(id)), zap.Int32("partitions", partitions))
+	return t, nil
+}
+
+// newTopicID draws random ids until one is unused.
+func (m *Manager) newTopicID() ([16]byte, error) {
+	for {
+		id, err := newUUID()
+		if err != nil {
+			return id, err
+		}
+		if m.TopicByID(id) == nil {
+			return id, nil
+		}
+	}
+}
+
+// addPartitions opens empty logs for partitions [from, to) of t, whose
+// current snapshot must already have length to, then records the new
+// partition count in the registry. On failure the new logs are closed and
+// their directories removed. Call under adminMu.
+func (m *Manager) addPartitions(t *Topic, from, to int) error {
+	for i := from; i < to; i++ {
+		pdir := partitionDir(m.dir, t.Name, int32(i))
+		if _, err := m.fsys.Stat(pdir); err == nil {
+			// Left by a deletion that crashed after updating the registry:
+			// the name now belongs to the new topic.
+			m.logger.Warn("removing stale partition directory", zap.String("dir", pdir))
+			if err := m.fsys.RemoveAll(pdir); err != nil {
+				return fmt.Errorf("remove stale partition dir %s: %w", pdir, err)
+			}
+		}
+	}
+	opens := make([]partitionOpen, 0, to-from)
+	for i := from; i < to; i++ {
+		opens = append(opens, partitionOpen{topic: t, index: int32(i), opts: OpenOptions{RecoveryPoint: 0, CleanShutdown: true}})
+	}
+	err := m.openPartitions(opens)
+	if err == nil {
+		err = writeRegistry(m.fsys, m.dir, m.registryWith(t, to))
+		if err != nil {
+			m.discardPartitions((*t.parts.Load())[from:to])
+		}
+	}
+	if err != nil {
+		for i := from; i < to; i++ {
+			if rerr := m.fsys.RemoveAll(partitionDir(m.dir, t.Name, int32(i))); rerr != nil {
+				m.logger.Warn("cleanup after failed create", zap.String("topic", t.Name), zap.Int("partition", i), zap.Error(rerr))
+			}
+		}
+		return fmt.Errorf("topic %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+// registryWith returns the registry entries of all topics, with t (new or
+// existing) at the given partition count.
+func (m *Manager) registryWith(t *Topic, partitions int) []registryTopic {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	reg := make([]registryTopic, 0, len(m.topics)+1)
+	for _, other := range m.topics {
+		if other.Name != t.Name {
+			reg = append(reg, registryEntry(other, len(other.Partitions())))
+		}
+	}
+	if t != nil && partitions > 0 {
+		reg = append(reg, registryEntry(t, partitions))
+	}
+	return reg
+}
+
+// discardPartitions closes the logs of partitions that never became visible.
+func (m *Manager) discardPartitions(parts []*Partition) {
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		if err := p.Log.Close(); err != nil {
+			m.logger.Warn("close discarded partition", zap.String("topic", p.Topic), zap.Int32("partition", p.Index), zap.Error(err))
+		}
+	}
+}
+
+// CreatePartitions grows a topic to total partitions; new partitions start
+// empty at offset 0. kerr.UnknownTopicOrPartition if the topic does not
+// exist, kerr.InvalidPartitions if total does not exceed the current count.
+func (m *Manager) CreatePartitions(name string, total int32, validateOnly bool) error {
+	m.adminMu.Lock()
+	defer m.adminMu.Unlock()
+	if err := m.ensureOpen(); err != nil {
+		return err
+	}
+	t := m.Topic(name)
+	if t == nil {
+		return fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
+	}
+	old := t.Partitions()
+	if int(total) <= len(old) {
+		return fmt.Errorf("topic %s currently has %d partitions, %d would not be an increase: %w",
+			name, len(old), total, kerr.InvalidPartitions)
+	}
+	if validateOnly {
+		return nil
+	}
+	grown := make([]*Partition, total)
+	copy(grown, old)
+	// Readers keep using old until the grown slice is published below; the
+	// new entries are filled in by openPartitions through this pointer.
+	staging := &Topic{Name: t.Name, ID: t.ID, Configs: t.Configs, cfg: t.cfg}
+	staging.parts.Store(&grown)
+	if err := m.addPartitions(staging, len(old), int(total)); err != nil {
+		return err
+	}
+	t.parts.Store(&grown)
+	m.logger.Info("added partitions", zap.String("topic", name), zap.Int("from", len(old)), zap.Int32("to", total))
+	return nil
+}
+
+// DeleteTopic removes a topic: it leaves the registry first (so a crash can
+// not resurrect it), then its logs are closed and each partition directory
+// is renamed to <topic>-<p>.<hex>-delete, as Kafka does, and removed.
+// kerr.UnknownTopicOrPartition if there is no such topic.
+func (m *Manager) DeleteTopic(name string) error {
+	m.adminMu.Lock()
+	defer m.adminMu.Unlock()
+	if err := m.ensureOpen(); err != nil {
+		return err
+	}
+	t := m.Topic(name)
+	if t == nil {
+		return fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
+	}
+	if err := writeRegistry(m.fsys, m.dir, m.registryWith(t, 0)); err != nil {
+		return fmt.Errorf("delete topic %s: %w", name, err)
+	}
+	m.mu.Lock()
+	delete(m.topics, name)
+	delete(m.byID, t.ID)
+	m.mu.Unlock()
+	var errs []error
+	for _, p := range t.Partitions() {
+		if err := m.removePartition(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := m.fsys.SyncDir(m.dir); err != nil {
+		errs = append(errs, fmt.Errorf("delete topic %s: %w", name, err))
+	}
+	m.logger.Info("deleted topic", zap.String("topic", name), zap.String("id", uuidString(t.ID)))
+	return errors.Join(errs...)
+}
+
+func (m *Manager) removePartition(p *Partition) error {
+	if err := p.Log.Close(); err != nil {
+		m.logger.Warn("close deleted partition", zap.String("topic", p.Topic), zap.Int32("partition", p.Index), zap.Error(err))
+	}
+	var suffix [16]byte
+	if _, err := rand.Read(suffix[:]); err != nil {
+		return fmt.Errorf("delete partition %s-%d: %w", p.Topic, p.Index, err)
+	}
+	pdir := partitionDir(m.dir, p.Topic, p.Index)
+	doomed := filepath.Join(m.dir, fmt.Sprintf("%s-%d.%s%s", p.Topic, p.Index, hex.EncodeToString(suffix[:]), deleteDirSuffix))
+	if err := m.fsys.Rename(pdir, doomed); err != nil {
+		return fmt.Errorf("delete partition %s-%d: %w", p.Topic, p.Index, err)
+	}
+	if err := m.fsys.RemoveAll(doomed); err != nil {
+		return fmt.Errorf("delete partition %s-%d: %w", p.Topic, p.Index, err)
+	}
+	return nil
+}
