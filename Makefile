@@ -20,7 +20,7 @@ test: fmt-check vet tools
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
 fmt-check:
-	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
+	@unformatted=$$(find . -name '*.go' -not -path './.git/*' -not -path '*/.cache/*' -print0 | xargs -0 gofmt -l); \
 	if [ -n "$$unformatted" ]; then \
 		echo "gofmt needed on:"; echo "$$unformatted"; exit 1; \
 	fi
