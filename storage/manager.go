@@ -204,9 +204,10 @@ func (m *Manager) newTopic(name string, id [16]byte, configs map[string]string) 
 
 // partitionOpen is one partition log to open into topic's partition slice.
 type partitionOpen struct {
-	topic *Topic
-	index int32
-	opts  OpenOptions
+	topic  *Topic
+	index  int32
+	opts   OpenOptions
+	create bool // a new, empty partition rather than one from the registry
 }
 
 // openPartitions opens the logs in parallel and stores each Partition at its
@@ -238,6 +239,11 @@ func (m *Manager) openPartitions(opens []partitionOpen) error {
 func (m *Manager) openPartition(o partitionOpen) (*Partition, error) {
 	t := o.topic
 	pdir := partitionDir(m.dir, t.Name, o.index)
+	if !o.create {
+		if _, err := m.fsys.Stat(pdir); errors.Is(err, fs.ErrNotExist) {
+			m.logger.Warn("registered partition has no directory, starting it empty", zap.String("dir", pdir))
+		}
+	}
 	if err := m.fsys.MkdirAll(pdir, 0o755); err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, o.index, err)
 	}

@@ -362,3 +362,52 @@ func TestManagerDataSurvivesReopen(t *testing.T) {
 		t.Fatal("partition 0 not empty")
 	}
 }
+
+func TestManagerPartitionDirProblems(t *testing.T) {
+	dir := t.TempDir()
+	m, _ := openTestManager(t, dir, 0)
+	if _, err := m.CreateTopic("t", 2, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A registered partition whose directory vanished starts empty, loudly.
+	if err := os.RemoveAll(filepath.Join(dir, "t-1")); err != nil {
+		t.Fatal(err)
+	}
+	m2, logs := openTestManager(t, dir, 0)
+	if n := logs.FilterMessage("registered partition has no directory, starting it empty").Len(); n != 1 {
+		t.Fatalf("%d missing-dir warnings", n)
+	}
+	if err := m2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A partition.metadata naming another topic id refuses to open.
+	other := partitionMetadata([16]byte{1, 2, 3})
+	if err := os.WriteFile(filepath.Join(dir, "t-0", partitionMetadataFile), other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenManager(vfs.Default, dir, DefaultConfig(), ManagerOptions{}); err == nil || !strings.Contains(err.Error(), "t-0") {
+		t.Fatalf("topic id mismatch: %v", err)
+	}
+}
+
+func TestManagerRegistryFile(t *testing.T) {
+	dir := t.TempDir()
+	m, _ := openTestManager(t, dir, 0)
+	defer m.Close()
+	tp, err := m.CreateTopic("r", 1, map[string]string{"cleanup.policy": "compact"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, registryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"version": 1`, `"name": "r"`, `"id": "` + uuidString(tp.ID) + `"`, `"partitions": 1`, `"cleanup.policy": "compact"`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("registry lacks %s:\n%s", want, data)
+		}
+	}
+}

@@ -132,7 +132,7 @@ func (m *Manager) addPartitions(t *Topic, from, to int) error {
 	}
 	opens := make([]partitionOpen, 0, to-from)
 	for i := from; i < to; i++ {
-		opens = append(opens, partitionOpen{topic: t, index: int32(i), opts: OpenOptions{RecoveryPoint: 0, CleanShutdown: true}})
+		opens = append(opens, partitionOpen{topic: t, index: int32(i), opts: OpenOptions{RecoveryPoint: 0, CleanShutdown: true}, create: true})
 	}
 	err := m.openPartitions(opens)
 	if err == nil {
