@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/strata-io/strata/storage/vfs"
+	"github.com/strata-io/strata/storage/vfs/errorfs"
 )
 
 func TestOffsetCheckpointExactBytesAndRoundTrip(t *testing.T) {
@@ -104,5 +105,26 @@ func TestEpochCheckpoint(t *testing.T) {
 	}
 	if got, err := readEpochCheckpoint(vfs.Default, path+"-missing"); err != nil || len(got) != 0 {
 		t.Fatalf("missing: %v %v", got, err)
+	}
+}
+
+// A checkpoint write that fails at any step leaves the previous content.
+func TestCheckpointFailedWriteKeepsOldFile(t *testing.T) {
+	for _, op := range []errorfs.Op{errorfs.OpOpen, errorfs.OpWrite, errorfs.OpSync, errorfs.OpRename} {
+		path := filepath.Join(t.TempDir(), recoveryPointCheckpointFile)
+		efs := errorfs.Wrap(vfs.Default)
+		old := map[topicPartition]int64{{"t", 0}: 5}
+		if err := writeOffsetCheckpoint(efs, path, old); err != nil {
+			t.Fatal(err)
+		}
+		efs.Inject(errorfs.Fault{Op: op, Nth: 1, Torn: 3})
+		if err := writeOffsetCheckpoint(efs, path, map[topicPartition]int64{{"t", 0}: 9}); err == nil {
+			t.Fatalf("%v fault: write succeeded", op)
+		}
+		efs.Clear()
+		got, err := readOffsetCheckpoint(efs, path)
+		if err != nil || !reflect.DeepEqual(got, old) {
+			t.Fatalf("%v fault: read back %v %v, want %v", op, got, err, old)
+		}
 	}
 }
