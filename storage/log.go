@@ -1,9 +1,15 @@
 package storage
 
 import (
-	"io"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/storage/vfs"
@@ -24,42 +30,451 @@ type AppendResult struct {
 	Duplicate      bool
 }
 
-// ReadResult is what Read returns.
-type ReadResult struct {
-	Chunk          Chunk
-	HighWatermark  int64
-	LastStable     int64
-	LogStartOffset int64
+// logPos is an offset with the byte position where its batch starts, so a
+// read can stop at the high watermark without scanning (Kafka's
+// LogOffsetMetadata).
+type logPos struct {
+	offset  int64
+	segBase int64
+	pos     int64
 }
 
-// Chunk is a byte range of a segment file.
-type Chunk struct{}
-
-func (c Chunk) Len() int                           { return 0 }
-func (c Chunk) WriteTo(w io.Writer) (int64, error) { return 0, nil }
-func (c Chunk) Release()                           {}
-
-// Log is one partition's log.
+// Log is one partition's log: an ordered list of segments, the last one
+// active. All methods are safe for concurrent use; one mutex per Log guards
+// the segments, offsets, producer state and epochs, and a second one
+// (flushMu) serialises fsyncs so concurrent appenders share them.
 type Log struct {
-	mu sync.Mutex
+	fsys   vfs.FS
+	dir    string
+	cfg    Config
+	logger *zap.Logger
+	now    func() time.Time
+
+	mu            sync.Mutex
+	segs          []*segment
+	logStart      int64
+	hw            logPos
+	waitCh        chan struct{}
+	failed        error // first write/fsync/truncate failure; refuses all writes
+	closed        bool
+	producers     *producerStates
+	epochs        []epochEntry
+	unflushedMsgs int64
+	lastFlush     time.Time
+	dirDirty      bool // segment files created or removed since the last fsync
+
+	flushMu sync.Mutex
+	flushed atomic.Int64 // recovery point: everything below is fsynced
+
+	stopFlusher chan struct{}
+	flusherDone chan struct{}
 }
 
-func OpenLog(fsys vfs.FS, dir string, cfg Config, opts OpenOptions) (*Log, error) { return &Log{}, nil }
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+// fail moves the log into the failed state and logs the reason once.
+func (l *Log) fail(err error) {
+	if l.failed == nil {
+		l.failed = err
+		l.logger.Error("partition log failed, refusing writes until restart", zap.String("dir", l.dir), zap.Error(err))
+	}
+}
+
+func (l *Log) storageError() error {
+	return fmt.Errorf("log %s failed: %v: %w", l.dir, l.failed, kerr.KafkaStorageError)
+}
+
+var errLogClosed = errors.New("log closed")
+
+// writable returns the error Append reports when the log refuses writes.
+func (l *Log) writable() error {
+	if l.failed != nil {
+		return l.storageError()
+	}
+	if l.closed {
+		return fmt.Errorf("log %s: %w: %w", l.dir, errLogClosed, kerr.KafkaStorageError)
+	}
+	return nil
+}
+
+// Append validates the produce payload (one or more magic-2 batches),
+// checks idempotent sequences, stamps base offsets and the partition leader
+// epoch, writes it with one write, fsyncs if the flush policy says so
+// (sharing the fsync with concurrent appenders), and advances the log end
+// offset and high watermark. Nothing is written on a validation error.
 func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
-	return AppendResult{}, nil
+	hdrs, err := validateBatches(records, l.cfg.MaxMessageBytes)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	idempotent := false
+	for i := range hdrs {
+		if hdrs[i].ProducerID >= 0 {
+			idempotent = true
+		}
+	}
+	if idempotent && len(hdrs) > 1 {
+		// Kafka allows exactly one batch per partition in a produce request;
+		// an idempotent check of several would need a speculative state.
+		return AppendResult{}, fmt.Errorf("idempotent produce with %d batches: %w", len(hdrs), kerr.InvalidRecord)
+	}
+
+	l.mu.Lock()
+	if err := l.writable(); err != nil {
+		l.mu.Unlock()
+		return AppendResult{}, err
+	}
+	base := l.active().next
+	if idempotent {
+		m := hdrs[0].meta()
+		m.BaseOffset = base
+		dupBase, dup, err := l.producers.check(m)
+		if err != nil || dup {
+			res := AppendResult{BaseOffset: dupBase, LogAppendTime: -1, LogStartOffset: l.logStart, Duplicate: dup}
+			l.mu.Unlock()
+			if err != nil {
+				return AppendResult{}, err
+			}
+			return res, nil
+		}
+	}
+
+	now := l.now()
+	next, maxTs, msgs := base, int64(-1), int64(0)
+	for i, pos := range batchPositions(hdrs) {
+		stampBatch(records[pos:], next, leaderEpoch)
+		hdrs[i].BaseOffset, hdrs[i].PartitionLeaderEpoch = next, leaderEpoch
+		next = hdrs[i].nextOffset()
+		maxTs = max(maxTs, hdrs[i].MaxTimestamp)
+		msgs += int64(hdrs[i].RecordCount)
+	}
+	rolledTo := int64(-1)
+	if l.active().shouldRoll(int64(len(records)), len(hdrs), maxTs, next-1, now) {
+		if err := l.roll(now); err != nil {
+			l.fail(err)
+			err = l.storageError()
+			l.mu.Unlock()
+			return AppendResult{}, err
+		}
+		rolledTo = base
+	}
+	seg := l.active()
+	if err := seg.append(records, hdrs); err != nil {
+		l.fail(err)
+		err = l.storageError()
+		l.mu.Unlock()
+		return AppendResult{}, err
+	}
+	if idempotent {
+		m := hdrs[0].meta()
+		l.producers.update(m)
+	}
+	if err := l.assignEpoch(leaderEpoch, base); err != nil {
+		l.fail(err)
+		err = l.storageError()
+		l.mu.Unlock()
+		return AppendResult{}, err
+	}
+	l.unflushedMsgs += msgs
+	end := logPos{offset: next, segBase: seg.base, pos: seg.size}
+	needFlush := l.unflushedMsgs >= l.cfg.FlushIntervalMessages ||
+		now.Sub(l.lastFlush).Milliseconds() >= l.cfg.FlushIntervalMs
+	if !needFlush {
+		l.advanceHW(end)
+	}
+	res := AppendResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: l.logStart}
+	l.mu.Unlock()
+
+	switch {
+	case needFlush:
+		if err := l.flushTo(next); err != nil {
+			return AppendResult{}, err
+		}
+		l.mu.Lock()
+		l.advanceHW(end)
+		l.mu.Unlock()
+	case rolledTo >= 0:
+		// Kafka flushes a segment once it becomes inactive, which is what
+		// lets the recovery point move past it.
+		if err := l.flushTo(rolledTo); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	return res, nil
 }
-func (l *Log) Read(offset int64, maxBytes int, minOneBatch bool) (ReadResult, error) {
-	return ReadResult{}, nil
+
+// batchPositions returns the byte position of each batch in the payload.
+func batchPositions(hdrs []batchHeader) []int {
+	ps := make([]int, len(hdrs))
+	pos := 0
+	for i := range hdrs {
+		ps[i] = pos
+		pos += int(hdrs[i].size())
+	}
+	return ps
 }
-func (l *Log) HighWatermark() int64                                           { return 0 }
-func (l *Log) LogEndOffset() int64                                            { return 0 }
-func (l *Log) LogStartOffset() int64                                          { return 0 }
-func (l *Log) RecoveryPoint() int64                                           { return 0 }
-func (l *Log) Wait() <-chan struct{}                                          { return nil }
-func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool) { return 0, 0, false }
-func (l *Log) MaxTimestamp() (offset, timestamp int64)                        { return -1, -1 }
-func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64)                   { return -1, -1 }
-func (l *Log) LatestEpoch() int32                                             { return -1 }
-func (l *Log) Flush() error                                                   { return nil }
-func (l *Log) Close() error                                                   { return nil }
-func (l *Log) Delete() error                                                  { return nil }
+
+// assignEpoch records the first offset written by a new leader epoch.
+func (l *Log) assignEpoch(epoch int32, offset int64) error {
+	if epoch < 0 || (len(l.epochs) > 0 && epoch <= l.epochs[len(l.epochs)-1].Epoch) {
+		return nil
+	}
+	entries := append(l.epochs[:len(l.epochs):len(l.epochs)], epochEntry{Epoch: epoch, StartOffset: offset})
+	if err := writeEpochCheckpoint(l.fsys, filepath.Join(l.dir, leaderEpochCheckpointFile), entries); err != nil {
+		return fmt.Errorf("leader epoch %d at offset %d: %w", epoch, offset, err)
+	}
+	l.epochs = entries
+	return nil
+}
+
+// advanceHW moves the high watermark forward and wakes waiting fetches.
+func (l *Log) advanceHW(p logPos) {
+	if l.failed != nil || p.offset <= l.hw.offset {
+		return
+	}
+	l.hw = p
+	close(l.waitCh)
+	l.waitCh = make(chan struct{})
+}
+
+// roll closes the active segment and starts a new one at the log end
+// offset, snapshotting producer state at that offset as Kafka does.
+func (l *Log) roll(now time.Time) error {
+	old := l.active()
+	newBase := old.next
+	if err := old.deactivate(); err != nil {
+		return err
+	}
+	if err := l.producers.writeSnapshot(l.fsys, l.dir, newBase); err != nil {
+		return fmt.Errorf("producer snapshot at %d: %w", newBase, err)
+	}
+	s, err := createSegment(l.fsys, l.dir, newBase, &l.cfg, now)
+	if err != nil {
+		return err
+	}
+	l.segs = append(l.segs, s)
+	l.dirDirty = true
+	l.logger.Debug("rolled segment", zap.String("dir", l.dir), zap.Int64("base", newBase))
+	return nil
+}
+
+// HighWatermark is the offset below which records are visible to fetches.
+func (l *Log) HighWatermark() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hw.offset
+}
+
+// LogEndOffset is the offset the next appended record gets.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.active().next
+}
+
+// LogStartOffset is the first offset held by the log.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.logStart
+}
+
+// RecoveryPoint is the offset below which the log is fsynced; the manager
+// persists it in recovery-point-offset-checkpoint and passes it back to
+// OpenLog.
+func (l *Log) RecoveryPoint() int64 { return l.flushed.Load() }
+
+// Wait returns a channel closed the next time the high watermark advances.
+func (l *Log) Wait() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.waitCh
+}
+
+// LatestEpoch is the newest leader epoch that wrote to the log, or -1.
+func (l *Log) LatestEpoch() int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.epochs) == 0 {
+		return -1
+	}
+	return l.epochs[len(l.epochs)-1].Epoch
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch as Kafka's
+// LeaderEpochFileCache.endOffsetFor: the largest epoch <= the requested one
+// and the offset at which the next epoch started (the log end offset for
+// the latest epoch); (-1, -1) when the epoch is unknown or newer than all.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.epochs)
+	if epoch < 0 || n == 0 {
+		return -1, -1
+	}
+	if l.epochs[n-1].Epoch == epoch {
+		return epoch, l.active().next
+	}
+	hi := sort.Search(n, func(i int) bool { return l.epochs[i].Epoch > epoch })
+	if hi == n {
+		return -1, -1
+	}
+	if hi == 0 {
+		return epoch, l.epochs[0].StartOffset
+	}
+	return l.epochs[hi-1].Epoch, l.epochs[hi].StartOffset
+}
+
+// Flush fsyncs everything appended so far.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	leo := l.active().next
+	l.mu.Unlock()
+	return l.flushTo(leo)
+}
+
+// flushTo makes offsets below upTo durable. Callers queue on flushMu; the
+// one that gets it syncs everything written so far, so the callers behind it
+// usually find their data already covered and return without an fsync
+// (group commit). A failed fsync fails the log.
+func (l *Log) flushTo(upTo int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if l.flushed.Load() >= upTo {
+		return nil
+	}
+	l.mu.Lock()
+	if l.failed != nil {
+		err := l.storageError()
+		l.mu.Unlock()
+		return err
+	}
+	target := l.active().next
+	from := l.flushed.Load()
+	var files []*sharedFile
+	var err error
+	for _, s := range l.segs {
+		if s.next <= from && s != l.active() {
+			continue
+		}
+		f, rerr := s.reader()
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		files = append(files, f)
+	}
+	syncDir := l.dirDirty
+	l.dirDirty = false
+	l.unflushedMsgs = 0
+	l.lastFlush = l.now()
+	l.mu.Unlock()
+
+	for _, f := range files {
+		if err == nil {
+			if serr := f.f.Sync(); serr != nil {
+				err = fmt.Errorf("fsync %s: %w", f.f.Name(), serr)
+			}
+		}
+		_ = f.release()
+	}
+	if err == nil && syncDir {
+		err = l.fsys.SyncDir(l.dir)
+	}
+	if err != nil {
+		l.mu.Lock()
+		l.fail(err)
+		err = l.storageError()
+		l.mu.Unlock()
+		return err
+	}
+	l.flushed.Store(target)
+	return nil
+}
+
+// startFlusher runs the time-based flush (flush.ms) for logs that set it:
+// appends check the interval themselves, the ticker covers a log that
+// stops receiving appends with unflushed data.
+func (l *Log) startFlusher() {
+	if l.cfg.FlushIntervalMs <= 0 || l.cfg.FlushIntervalMs >= int64(24*time.Hour/time.Millisecond) {
+		return
+	}
+	interval := min(max(time.Duration(l.cfg.FlushIntervalMs)*time.Millisecond/2, 10*time.Millisecond), time.Second)
+	l.stopFlusher = make(chan struct{})
+	l.flusherDone = make(chan struct{})
+	go func() {
+		defer close(l.flusherDone)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.stopFlusher:
+				return
+			case <-t.C:
+			}
+			l.mu.Lock()
+			due := l.failed == nil && !l.closed && l.unflushedMsgs > 0 &&
+				l.now().Sub(l.lastFlush).Milliseconds() >= l.cfg.FlushIntervalMs
+			leo := l.active().next
+			l.mu.Unlock()
+			if due {
+				_ = l.flushTo(leo) // a failure is logged by fail and surfaces on the next Append
+			}
+		}
+	}()
+}
+
+// Close flushes, snapshots producer state, trims the active segment's
+// indexes to their used size and releases descriptors (open Chunks keep
+// theirs until Release). A failed log is closed without touching its files
+// and Close returns the failure, so the caller does not mark a clean
+// shutdown.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.mu.Unlock()
+	if l.stopFlusher != nil {
+		close(l.stopFlusher)
+		<-l.flusherDone
+	}
+	flushErr := l.Flush()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	if l.failed != nil {
+		for _, s := range l.segs {
+			s.closeAll()
+		}
+		return l.storageError()
+	}
+	var errs []error
+	errs = append(errs, flushErr)
+	leo := l.active().next
+	if err := l.producers.writeSnapshot(l.fsys, l.dir, leo); err != nil {
+		errs = append(errs, fmt.Errorf("producer snapshot at %d: %w", leo, err))
+	}
+	for _, s := range l.segs {
+		errs = append(errs, s.deactivate())
+		s.closeAll()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close log %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// Delete closes the log and removes its directory.
+func (l *Log) Delete() error {
+	closeErr := l.Close()
+	if err := l.fsys.RemoveAll(l.dir); err != nil {
+		return fmt.Errorf("delete log %s: %w", l.dir, err)
+	}
+	if closeErr != nil && !errors.Is(closeErr, kerr.KafkaStorageError) {
+		return closeErr
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Record batch v2 header layout (see doc.go for the full byte table).
+const (
+	offBaseOffset      = 0  // int64
+	offBatchLength     = 8  // int32: bytes after this field
+	offLeaderEpoch     = 12 // int32: partitionLeaderEpoch
+	offMagic           = 16 // int8
+	offCRC             = 17 // uint32: CRC32C of bytes [offAttributes, end)
+	offAttributes      = 21 // int16
+	offLastOffsetDelta = 23 // int32
+	offBaseTimestamp   = 27 // int64
+	offMaxTimestamp    = 35 // int64
+	offProducerID      = 43 // int64
+	offProducerEpoch   = 51 // int16
+	offBaseSequence    = 53 // int32
+	offRecordCount     = 57 // int32
+
+	batchHeaderSize = 61
+	// logOverhead is baseOffset + batchLength: the bytes not counted by batchLength.
+	logOverhead = 12
+
+	attrCompressionMask = 0x07
+	attrTimestampType   = 0x08
+	attrTransactional   = 0x10
+	attrControl         = 0x20
+
+	maxCompressionCodec = 4 // zstd
+)
+
+// crcTable is CRC32C (Castagnoli). The standard library's SSE4.2/CLMUL path
+// measured as fast as github.com/klauspost/crc32 on this hardware (doc.go).
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// batchHeader is the decoded fixed-size prefix of a record batch.
+type batchHeader struct {
+	BaseOffset           int64
+	BatchLength          int32
+	PartitionLeaderEpoch int32
+	Magic                int8
+	CRC                  uint32
+	Attributes           int16
+	LastOffsetDelta      int32
+	BaseTimestamp        int64
+	MaxTimestamp         int64
+	ProducerID           int64
+	ProducerEpoch        int16
+	BaseSequence         int32
+	RecordCount          int32
+}
+
+// size is the number of bytes the batch occupies in the log.
+func (h *batchHeader) size() int64 { return int64(h.BatchLength) + logOverhead }
+
+func (h *batchHeader) lastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
+
+func (h *batchHeader) nextOffset() int64 { return h.lastOffset() + 1 }
+
+func (h *batchHeader) compression() int { return int(h.Attributes & attrCompressionMask) }
+
+func (h *batchHeader) transactional() bool { return h.Attributes&attrTransactional != 0 }
+
+func (h *batchHeader) control() bool { return h.Attributes&attrControl != 0 }
+
+func (h *batchHeader) meta() batchMeta {
+	return batchMeta{
+		ProducerID:      h.ProducerID,
+		ProducerEpoch:   h.ProducerEpoch,
+		BaseSequence:    h.BaseSequence,
+		LastOffsetDelta: h.LastOffsetDelta,
+		BaseOffset:      h.BaseOffset,
+		MaxTimestamp:    h.MaxTimestamp,
+		Transactional:   h.transactional(),
+	}
+}
+
+// decodeBatchHeader decodes b[:batchHeaderSize]; the caller checks len(b).
+func decodeBatchHeader(b []byte) batchHeader {
+	be := binary.BigEndian
+	return batchHeader{
+		BaseOffset:           int64(be.Uint64(b[offBaseOffset:])),
+		BatchLength:          int32(be.Uint32(b[offBatchLength:])),
+		PartitionLeaderEpoch: int32(be.Uint32(b[offLeaderEpoch:])),
+		Magic:                int8(b[offMagic]),
+		CRC:                  be.Uint32(b[offCRC:]),
+		Attributes:           int16(be.Uint16(b[offAttributes:])),
+		LastOffsetDelta:      int32(be.Uint32(b[offLastOffsetDelta:])),
+		BaseTimestamp:        int64(be.Uint64(b[offBaseTimestamp:])),
+		MaxTimestamp:         int64(be.Uint64(b[offMaxTimestamp:])),
+		ProducerID:           int64(be.Uint64(b[offProducerID:])),
+		ProducerEpoch:        int16(be.Uint16(b[offProducerEpoch:])),
+		BaseSequence:         int32(be.Uint32(b[offBaseSequence:])),
+		RecordCount:          int32(be.Uint32(b[offRecordCount:])),
+	}
+}
+
+// checkHeader validates the structural fields of a header whose batch must
+// fit in avail bytes. It is shared by produce validation and recovery.
+func checkHeader(h *batchHeader, avail int64) error {
+	if h.BatchLength < batchHeaderSize-logOverhead {
+		return fmt.Errorf("batch at offset %d: length %d below header size: %w", h.BaseOffset, h.BatchLength, kerr.CorruptMessage)
+	}
+	if h.size() > avail {
+		return fmt.Errorf("batch at offset %d: length %d exceeds the %d bytes available: %w", h.BaseOffset, h.BatchLength, avail, kerr.CorruptMessage)
+	}
+	if h.Magic != 2 {
+		// Kafka's batch iterator rejects an unknown magic as corrupt; magic 0
+		// and 1 are well-formed but refused for produce v3+ (InvalidRecord).
+		if h.Magic < 0 || h.Magic > 2 {
+			return fmt.Errorf("batch at offset %d: unknown magic %d: %w", h.BaseOffset, h.Magic, kerr.CorruptMessage)
+		}
+		return fmt.Errorf("batch at offset %d: magic %d, only v2 record batches are accepted: %w", h.BaseOffset, h.Magic, kerr.InvalidRecord)
+	}
+	return nil
+}
+
+// batchCRC computes the CRC32C a batch must carry; b is the whole batch.
+func batchCRC(b []byte) uint32 { return crc32.Checksum(b[offAttributes:], crcTable) }
+
+// validateBatches checks a produce payload and returns its batch headers.
+// It never allocates from a length field before checking it against the
+// buffer. Errors wrap the kerr code Kafka returns for the same input.
+func validateBatches(records []byte, maxMessageBytes int) ([]batchHeader, error) {
+	if len(records) == 0 {
+		return nil, fmt.Errorf("empty produce payload: %w", kerr.InvalidRecord)
+	}
+	var hdrs []batchHeader
+	for pos := 0; pos < len(records); {
+		rest := records[pos:]
+		if len(rest) < batchHeaderSize {
+			return nil, fmt.Errorf("batch at byte %d: %d bytes left, header needs %d: %w", pos, len(rest), batchHeaderSize, kerr.CorruptMessage)
+		}
+		h := decodeBatchHeader(rest)
+		if err := checkHeader(&h, int64(len(rest))); err != nil {
+			return nil, err
+		}
+		if h.size() > int64(maxMessageBytes) {
+			return nil, fmt.Errorf("batch of %d bytes exceeds max.message.bytes %d: %w", h.size(), maxMessageBytes, kerr.MessageTooLarge)
+		}
+		b := rest[:h.size()]
+		if got := batchCRC(b); got != h.CRC {
+			return nil, fmt.Errorf("batch at byte %d: crc %08x, computed %08x: %w", pos, h.CRC, got, kerr.CorruptMessage)
+		}
+		if h.LastOffsetDelta < 0 {
+			return nil, fmt.Errorf("batch has an invalid last offset delta %d: %w", h.LastOffsetDelta, kerr.InvalidRecord)
+		}
+		if h.RecordCount <= 0 || int64(h.RecordCount) != int64(h.LastOffsetDelta)+1 {
+			return nil, fmt.Errorf("batch record count %d does not match last offset delta %d: %w", h.RecordCount, h.LastOffsetDelta, kerr.InvalidRecord)
+		}
+		if h.compression() > maxCompressionCodec {
+			return nil, fmt.Errorf("batch compression codec %d: %w", h.compression(), kerr.UnsupportedCompressionType)
+		}
+		if h.control() {
+			return nil, fmt.Errorf("clients may not send control batches: %w", kerr.InvalidRecord)
+		}
+		if h.ProducerID >= 0 && h.BaseSequence < 0 {
+			return nil, fmt.Errorf("idempotent batch of producer %d without a base sequence: %w", h.ProducerID, kerr.InvalidRecord)
+		}
+		hdrs = append(hdrs, h)
+		pos += len(b)
+	}
+	return hdrs, nil
+}
+
+// stampBatch assigns the batch's base offset and leader epoch in place.
+// Neither field is covered by the CRC, so the checksum stays valid.
+func stampBatch(b []byte, baseOffset int64, leaderEpoch int32) {
+	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(baseOffset))
+	binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(leaderEpoch))
+}

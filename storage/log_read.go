@@ -1,0 +1,225 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ReadResult is what Read returns.
+type ReadResult struct {
+	Chunk          Chunk
+	HighWatermark  int64
+	LastStable     int64
+	LogStartOffset int64
+}
+
+// segmentFor returns the segment whose range holds offset (the last one
+// with base <= offset).
+func (l *Log) segmentFor(offset int64) *segment {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset })
+	if i == 0 {
+		return l.segs[0]
+	}
+	return l.segs[i-1]
+}
+
+// Read returns whole batches starting at the batch containing offset, up to
+// maxBytes (the first batch regardless when minOneBatch), from one segment
+// and never past the high watermark. offset == HW gives an empty chunk;
+// offset outside [LogStartOffset, HW] gives kerr.OffsetOutOfRange.
+func (l *Log) Read(offset int64, maxBytes int, minOneBatch bool) (ReadResult, error) {
+	l.mu.Lock()
+	res := ReadResult{HighWatermark: l.hw.offset, LastStable: l.hw.offset, LogStartOffset: l.logStart}
+	if l.closed {
+		l.mu.Unlock()
+		return res, fmt.Errorf("log %s: %w: %w", l.dir, errLogClosed, kerr.KafkaStorageError)
+	}
+	if offset < l.logStart || offset > l.hw.offset {
+		l.mu.Unlock()
+		return res, fmt.Errorf("offset %d outside [%d, %d]: %w", offset, l.logStart, l.hw.offset, kerr.OffsetOutOfRange)
+	}
+	if offset == l.hw.offset {
+		l.mu.Unlock()
+		return res, nil
+	}
+	s := l.segmentFor(offset)
+	limit := s.size
+	if l.hw.segBase == s.base {
+		limit = l.hw.pos
+	}
+	pos := s.idx.lookup(offset)
+	f, err := s.reader()
+	l.mu.Unlock()
+	if err != nil {
+		return res, fmt.Errorf("read offset %d: %w: %w", offset, err, kerr.KafkaStorageError)
+	}
+	// Bytes below limit are immutable, so the scan runs without the lock.
+	var hb [batchHeaderSize]byte
+	for {
+		h, err := readHeader(f.f, pos, limit, &hb)
+		if err != nil {
+			_ = f.release()
+			return res, fmt.Errorf("segment %d: find offset %d: %w: %w", s.base, offset, err, kerr.KafkaStorageError)
+		}
+		if h.lastOffset() >= offset {
+			break
+		}
+		pos += h.size()
+	}
+	end := pos
+	for end < limit {
+		h, err := readHeader(f.f, end, limit, &hb)
+		if err != nil {
+			_ = f.release()
+			return res, fmt.Errorf("segment %d: read at position %d: %w: %w", s.base, end, err, kerr.KafkaStorageError)
+		}
+		if end+h.size()-pos > int64(maxBytes) && !(end == pos && minOneBatch) {
+			break
+		}
+		end += h.size()
+	}
+	if end == pos {
+		_ = f.release()
+		return res, nil
+	}
+	res.Chunk = Chunk{file: f, pos: pos, n: int(end - pos)}
+	return res, nil
+}
+
+// MaxTimestamp returns the largest batch timestamp and the offset of the
+// record carrying it (the batch's last offset when the batch is compressed),
+// or (-1, -1) when the log is empty.
+func (l *Log) MaxTimestamp() (offset, timestamp int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var best *segment
+	for _, s := range l.segs {
+		if s.maxTs >= 0 && (best == nil || s.maxTs > best.maxTs) {
+			best = s
+		}
+	}
+	if best == nil {
+		return -1, -1
+	}
+	offset, timestamp = best.maxTsOffset, best.maxTs
+	// Find the batch ending at maxTsOffset and, if it is uncompressed, the
+	// exact record with the timestamp (Kafka >= 3.8 returns that offset).
+	_ = l.scanBatches(best, best.idx.lookup(best.maxTsOffset), func(h *batchHeader, b []byte) bool {
+		if h.lastOffset() < best.maxTsOffset {
+			return true
+		}
+		if o, t, ok := firstRecordAtOrAfter(h, b, best.maxTs); ok && t == best.maxTs {
+			offset = o
+		}
+		return false
+	})
+	return offset, timestamp
+}
+
+// OffsetForTimestamp returns the first offset whose timestamp is >= ts and
+// that timestamp, using the time index to skip ahead. For a compressed batch
+// the batch's base offset and max timestamp are returned (records are not
+// decompressed).
+func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.segs {
+		if s.maxTs < ts {
+			continue
+		}
+		start := s.idx.lookup(s.tidx.lookup(ts))
+		_ = l.scanBatches(s, start, func(h *batchHeader, b []byte) bool {
+			if h.MaxTimestamp < ts {
+				return true
+			}
+			offset, timestamp, ok = firstRecordAtOrAfter(h, b, ts)
+			return !ok
+		})
+		if ok {
+			return offset, timestamp, true
+		}
+	}
+	return -1, -1, false
+}
+
+// scanBatches walks the batches of s from position pos below the high
+// watermark, reading each whole batch, until fn returns false. Caller holds
+// l.mu.
+func (l *Log) scanBatches(s *segment, pos int64, fn func(h *batchHeader, b []byte) bool) error {
+	limit := s.size
+	if l.hw.segBase == s.base {
+		limit = l.hw.pos
+	}
+	f, err := s.reader()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.release() }()
+	var hb [batchHeaderSize]byte
+	var buf []byte
+	for pos < limit {
+		h, err := readHeader(f.f, pos, limit, &hb)
+		if err != nil {
+			return err
+		}
+		if cap(buf) < int(h.size()) {
+			buf = make([]byte, h.size())
+		}
+		b := buf[:h.size()]
+		if _, err := f.f.ReadAt(b, pos); err != nil {
+			return fmt.Errorf("segment %d: read batch at %d: %w", s.base, pos, err)
+		}
+		if !fn(&h, b) {
+			return nil
+		}
+		pos += h.size()
+	}
+	return nil
+}
+
+// firstRecordAtOrAfter finds, in an uncompressed batch, the first record
+// with timestamp >= ts. A compressed batch (or one whose records do not
+// parse) answers with its base offset and max timestamp if that qualifies.
+func firstRecordAtOrAfter(h *batchHeader, b []byte, ts int64) (offset, timestamp int64, ok bool) {
+	if h.compression() == 0 {
+		if o, t, found, err := scanRecordTimestamps(h, b[batchHeaderSize:], ts); err == nil {
+			return o, t, found
+		}
+	}
+	if h.MaxTimestamp >= ts {
+		return h.BaseOffset, h.MaxTimestamp, true
+	}
+	return -1, -1, false
+}
+
+// scanRecordTimestamps walks v2 records (length varint, attributes int8,
+// timestampDelta varlong, offsetDelta varint, ...) for the first with
+// timestamp >= ts.
+func scanRecordTimestamps(h *batchHeader, recs []byte, ts int64) (offset, timestamp int64, found bool, err error) {
+	for i := int32(0); i < h.RecordCount; i++ {
+		length, n := binary.Varint(recs)
+		if n <= 0 || length < 0 || int64(len(recs)-n) < length {
+			return 0, 0, false, fmt.Errorf("record %d: bad length", i)
+		}
+		body := recs[n : n+int(length)]
+		recs = recs[n+int(length):]
+		if len(body) < 1 {
+			return 0, 0, false, fmt.Errorf("record %d: empty", i)
+		}
+		tsDelta, n1 := binary.Varint(body[1:])
+		if n1 <= 0 {
+			return 0, 0, false, fmt.Errorf("record %d: bad timestamp delta", i)
+		}
+		offDelta, n2 := binary.Varint(body[1+n1:])
+		if n2 <= 0 {
+			return 0, 0, false, fmt.Errorf("record %d: bad offset delta", i)
+		}
+		if t := h.BaseTimestamp + tsDelta; t >= ts {
+			return h.BaseOffset + offDelta, t, true, nil
+		}
+	}
+	return 0, 0, false, nil
+}
