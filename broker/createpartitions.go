@@ -1,0 +1,90 @@
+package broker
+
+// CreatePartitions, versions 0-3.
+//
+// As in the KRaft controller (ControllerApis.createPartitions and
+// ReplicationControlManager.createPartitions), with its messages: a topic
+// named twice in one request gets INVALID_REQUEST "Duplicate topic name."
+// once, after the other results; an unknown topic gets
+// UNKNOWN_TOPIC_OR_PARTITION; a Count equal to or below the current count is
+// INVALID_PARTITIONS; an Assignment, when given, must list exactly the added
+// partitions, each with the replica list [node.id], else
+// INVALID_REPLICA_ASSIGNMENT. ValidateOnly runs every check and adds nothing.
+//
+// Partitions are added locally before the response, so TimeoutMillis is
+// ignored.
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/protocol"
+)
+
+func handleCreatePartitions(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.CreatePartitionsRequest)
+	count := make(map[string]int, len(r.Topics))
+	for _, t := range r.Topics {
+		count[t.Topic]++
+	}
+	resp := kmsg.NewPtrCreatePartitionsResponse()
+	var dups []kmsg.CreatePartitionsResponseTopic
+	for _, t := range r.Topics {
+		switch n := count[t.Topic]; {
+		case n > 1:
+			dups = append(dups, createPartitionsFailed(t.Topic, kerr.InvalidRequest.Code, "Duplicate topic name."))
+			count[t.Topic] = -1 // report it once
+		case n == 1:
+			resp.Topics = append(resp.Topics, b.createPartitions(t, r.ValidateOnly))
+		}
+	}
+	resp.Topics = append(resp.Topics, dups...)
+	return resp, nil
+}
+
+func (b *Broker) createPartitions(t kmsg.CreatePartitionsRequestTopic, validateOnly bool) kmsg.CreatePartitionsResponseTopic {
+	topic := b.logs.Topic(t.Topic)
+	if topic == nil {
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = t.Topic
+		st.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return st
+	}
+	current := int32(len(topic.Partitions()))
+	switch {
+	case t.Count == current:
+		return createPartitionsFailed(t.Topic, kerr.InvalidPartitions.Code,
+			fmt.Sprintf("Topic already has %d partition(s).", current))
+	case t.Count < current:
+		return createPartitionsFailed(t.Topic, kerr.InvalidPartitions.Code,
+			fmt.Sprintf("The topic %s currently has %d partition(s); %d would not be an increase.", t.Topic, current, t.Count))
+	}
+	if t.Assignment != nil {
+		if added := t.Count - current; int64(len(t.Assignment)) != int64(added) {
+			return createPartitionsFailed(t.Topic, kerr.InvalidReplicaAssignment.Code,
+				fmt.Sprintf("Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", added, len(t.Assignment)))
+		}
+		for _, a := range t.Assignment {
+			if msg := b.checkReplicas(a.Replicas); msg != "" {
+				return createPartitionsFailed(t.Topic, kerr.InvalidReplicaAssignment.Code, msg)
+			}
+		}
+	}
+	st := kmsg.NewCreatePartitionsResponseTopic()
+	st.Topic = t.Topic
+	if err := b.logs.CreatePartitions(t.Topic, t.Count, validateOnly); err != nil {
+		st.ErrorCode = errorCode(err)
+		st.ErrorMessage = errorMessage(err)
+	}
+	return st
+}
+
+func createPartitionsFailed(name string, code int16, msg string) kmsg.CreatePartitionsResponseTopic {
+	st := kmsg.NewCreatePartitionsResponseTopic()
+	st.Topic = name
+	st.ErrorCode = code
+	st.ErrorMessage = &msg
+	return st
+}

@@ -1,0 +1,236 @@
+package broker
+
+// CreateTopics, versions 2-7.
+//
+// Checks follow the KRaft controller (ControllerApis.createTopics and
+// ReplicationControlManager.createTopics), in its order and with its
+// messages: a name given twice in one request gets INVALID_REQUEST
+// "Duplicate topic name." once, after the other results; then, per topic,
+// the name and whether it exists (storage), null config values, config
+// values, the partition layout, and finally the creation itself.
+//
+// The layout is either counts or a manual assignment, never both (giving an
+// assignment with NumPartitions or ReplicationFactor other than -1 is
+// INVALID_REQUEST). NumPartitions -1 is num.partitions; ReplicationFactor -1
+// is 1, and above 1 is INVALID_REPLICATION_FACTOR since this is the only
+// broker. A manual assignment must give every partition 0..n-1 exactly the
+// replica list [node.id].
+//
+// ValidateOnly runs every check and creates nothing. The v5+ result carries
+// the partition count, replication factor 1 and the topic's configs.
+//
+// Difference from Kafka: the configs returned are the ones Strata applies to
+// a log (flush.*, index.interval.bytes, max.message.bytes, segment.*), with
+// their effective values, plus any other config the request set; Kafka lists
+// every topic config it knows. TimeoutMillis is ignored: creation is local
+// and finishes before the response, so there is nothing to wait for.
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/protocol"
+	"github.com/strata-io/strata/storage"
+)
+
+// Config sources, as DescribeConfigs numbers them.
+const (
+	configSourceTopic        = 1 // DYNAMIC_TOPIC_CONFIG
+	configSourceStaticBroker = 4 // STATIC_BROKER_CONFIG
+	configSourceDefault      = 5 // DEFAULT_CONFIG
+)
+
+// appliedConfig is a topic config that changes how a log is written, read
+// from a storage.Config.
+type appliedConfig struct {
+	name  string
+	value func(storage.Config) int64
+}
+
+var appliedConfigs = []appliedConfig{
+	{"flush.messages", func(c storage.Config) int64 { return c.FlushIntervalMessages }},
+	{"flush.ms", func(c storage.Config) int64 { return c.FlushIntervalMs }},
+	{"index.interval.bytes", func(c storage.Config) int64 { return int64(c.IndexIntervalBytes) }},
+	{"max.message.bytes", func(c storage.Config) int64 { return int64(c.MaxMessageBytes) }},
+	{"segment.bytes", func(c storage.Config) int64 { return c.SegmentBytes }},
+	{"segment.index.bytes", func(c storage.Config) int64 { return int64(c.MaxIndexSize) }},
+	{"segment.ms", func(c storage.Config) int64 { return c.SegmentMs }},
+}
+
+func handleCreateTopics(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.CreateTopicsRequest)
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	count := make(map[string]int, len(r.Topics))
+	for _, t := range r.Topics {
+		count[t.Topic]++
+	}
+	var dups []kmsg.CreateTopicsResponseTopic
+	for _, t := range r.Topics {
+		switch n := count[t.Topic]; {
+		case n > 1:
+			dups = append(dups, createTopicFailed(t.Topic, kerr.InvalidRequest.Code, "Duplicate topic name."))
+			count[t.Topic] = -1 // report it once
+		case n == 1:
+			resp.Topics = append(resp.Topics, b.createTopic(t, r.ValidateOnly))
+		}
+	}
+	resp.Topics = append(resp.Topics, dups...)
+	return resp, nil
+}
+
+func (b *Broker) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {
+	// Name rules and existence come first in Kafka; a validate-only creation
+	// of one partition with no configs checks exactly those.
+	if _, err := b.logs.CreateTopic(t.Topic, 1, nil, true); err != nil {
+		return createTopicError(t.Topic, err)
+	}
+	configs := make(map[string]string, len(t.Configs))
+	var nulls []string
+	for _, c := range t.Configs {
+		if c.Value == nil {
+			nulls = append(nulls, c.Name)
+			continue
+		}
+		configs[c.Name] = *c.Value
+	}
+	if len(nulls) > 0 {
+		return createTopicFailed(t.Topic, kerr.InvalidConfig.Code,
+			"Null value not supported for topic configs: "+strings.Join(nulls, ","))
+	}
+	effective, err := b.cfg.Log.WithTopicConfigs(configs)
+	if err != nil {
+		return createTopicError(t.Topic, err)
+	}
+	partitions, code, msg := b.topicLayout(t)
+	if code != 0 {
+		return createTopicFailed(t.Topic, code, msg)
+	}
+	topic, err := b.logs.CreateTopic(t.Topic, partitions, configs, validateOnly)
+	if err != nil {
+		return createTopicError(t.Topic, err)
+	}
+	st := kmsg.NewCreateTopicsResponseTopic()
+	st.Topic = t.Topic
+	if topic != nil {
+		st.TopicID = topic.ID
+	}
+	st.NumPartitions = partitions
+	st.ReplicationFactor = 1
+	st.Configs = b.topicConfigs(configs, effective)
+	return st
+}
+
+// topicLayout validates the partition layout of a new topic and returns its
+// partition count, or a Kafka error code and message.
+func (b *Broker) topicLayout(t kmsg.CreateTopicsRequestTopic) (int32, int16, string) {
+	if len(t.ReplicaAssignment) > 0 {
+		if t.ReplicationFactor != -1 {
+			return 0, kerr.InvalidRequest.Code, "A manual partition assignment was specified, but replication factor was not set to -1."
+		}
+		if t.NumPartitions != -1 {
+			return 0, kerr.InvalidRequest.Code, "A manual partition assignment was specified, but numPartitions was not set to -1."
+		}
+		assigned := make(map[int32]bool, len(t.ReplicaAssignment))
+		for _, a := range t.ReplicaAssignment {
+			if assigned[a.Partition] {
+				return 0, kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Found multiple manual partition assignments for partition %d", a.Partition)
+			}
+			assigned[a.Partition] = true
+			if msg := b.checkReplicas(a.Replicas); msg != "" {
+				return 0, kerr.InvalidReplicaAssignment.Code, msg
+			}
+		}
+		for i := range int32(len(assigned)) {
+			if !assigned[i] {
+				return 0, kerr.InvalidReplicaAssignment.Code, "partitions should be a consecutive 0-based integer sequence"
+			}
+		}
+		return int32(len(assigned)), 0, ""
+	}
+	if t.ReplicationFactor < -1 || t.ReplicationFactor == 0 {
+		return 0, kerr.InvalidReplicationFactor.Code, "Replication factor must be larger than 0, or -1 to use the default value."
+	}
+	if t.NumPartitions < -1 || t.NumPartitions == 0 {
+		return 0, kerr.InvalidPartitions.Code, "Number of partitions was set to an invalid non-positive value."
+	}
+	if t.ReplicationFactor > 1 {
+		return 0, kerr.InvalidReplicationFactor.Code, fmt.Sprintf("Unable to replicate the partition %d time(s): "+
+			"The target replication factor of %d cannot be reached because only 1 broker(s) are registered.",
+			t.ReplicationFactor, t.ReplicationFactor)
+	}
+	if t.NumPartitions == -1 {
+		return b.cfg.NumPartitions, 0, ""
+	}
+	return t.NumPartitions, 0, ""
+}
+
+// checkReplicas is ReplicationControlManager.validateManualPartitionAssignment
+// for a cluster of one broker: the only valid list is [node.id]. It returns
+// Kafka's message for an invalid list, or "".
+func (b *Broker) checkReplicas(replicas []int32) string {
+	if len(replicas) == 0 {
+		return "The manual partition assignment includes an empty replica list."
+	}
+	sorted := slices.Sorted(slices.Values(replicas))
+	for i, id := range sorted {
+		if id != b.cfg.NodeID {
+			return fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
+		}
+		if i > 0 && sorted[i-1] == id {
+			return fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
+		}
+	}
+	return ""
+}
+
+// topicConfigs lists a new topic's configs, sorted by name as Kafka sends
+// them: the applied ones with their effective values, and every other
+// config the request set.
+func (b *Broker) topicConfigs(given map[string]string, effective storage.Config) []kmsg.CreateTopicsResponseTopicConfig {
+	defaults := storage.DefaultConfig()
+	var out []kmsg.CreateTopicsResponseTopicConfig
+	add := func(name, value string, source int8) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.Source = name, &value, source
+		out = append(out, c)
+	}
+	for _, ac := range appliedConfigs {
+		source := int8(configSourceDefault)
+		_, set := given[ac.name]
+		switch {
+		case set:
+			source = configSourceTopic
+		case ac.value(b.cfg.Log) != ac.value(defaults):
+			source = configSourceStaticBroker
+		}
+		add(ac.name, strconv.FormatInt(ac.value(effective), 10), source)
+	}
+	for name, value := range given {
+		if !slices.ContainsFunc(appliedConfigs, func(ac appliedConfig) bool { return ac.name == name }) {
+			add(name, value, configSourceTopic)
+		}
+	}
+	slices.SortFunc(out, func(x, y kmsg.CreateTopicsResponseTopicConfig) int { return strings.Compare(x.Name, y.Name) })
+	return out
+}
+
+func createTopicFailed(name string, code int16, msg string) kmsg.CreateTopicsResponseTopic {
+	st := kmsg.NewCreateTopicsResponseTopic()
+	st.Topic = name
+	st.ErrorCode = code
+	st.ErrorMessage = &msg
+	return st
+}
+
+func createTopicError(name string, err error) kmsg.CreateTopicsResponseTopic {
+	st := kmsg.NewCreateTopicsResponseTopic()
+	st.Topic = name
+	st.ErrorCode = errorCode(err)
+	st.ErrorMessage = errorMessage(err)
+	return st
+}

@@ -1,0 +1,90 @@
+package broker
+
+// DeleteTopics, versions 1-6.
+//
+// Versions 1-5 name topics; v6 names each one by name or by topic id. As in
+// the KRaft controller (ControllerApis.deleteTopics): a v6 entry with neither
+// or both is INVALID_REQUEST, a name or id given twice is INVALID_REQUEST
+// ("Duplicate topic name." / "Duplicate topic id.", once, after the other
+// results), an unknown name is UNKNOWN_TOPIC_OR_PARTITION and an unknown id
+// UNKNOWN_TOPIC_ID. The v6 result carries both the name and the id.
+//
+// Deletion is local and done before the response, so TimeoutMillis is
+// ignored; topic deletion cannot be disabled (delete.topic.enable is true).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/protocol"
+)
+
+func handleDeleteTopics(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.DeleteTopicsRequest)
+	entries := r.Topics
+	if r.Version < 6 {
+		entries = make([]kmsg.DeleteTopicsRequestTopic, len(r.TopicNames))
+		for i := range r.TopicNames {
+			entries[i].Topic = &r.TopicNames[i]
+		}
+	}
+	names := make(map[string]int)
+	ids := make(map[[16]byte]int)
+	for _, e := range entries {
+		switch {
+		case e.Topic != nil && e.TopicID == [16]byte{}:
+			names[*e.Topic]++
+		case e.Topic == nil && e.TopicID != [16]byte{}:
+			ids[e.TopicID]++
+		}
+	}
+	resp := kmsg.NewPtrDeleteTopicsResponse()
+	var dups []kmsg.DeleteTopicsResponseTopic
+	for _, e := range entries {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic, st.TopicID = e.Topic, e.TopicID
+		switch {
+		case e.Topic == nil && e.TopicID == [16]byte{}:
+			resp.Topics = append(resp.Topics, deleteTopicFailed(st, kerr.InvalidRequest.Code, "Neither topic name nor id were specified."))
+		case e.Topic != nil && e.TopicID != [16]byte{}:
+			resp.Topics = append(resp.Topics, deleteTopicFailed(st, kerr.InvalidRequest.Code, "You may not specify both topic name and topic id."))
+		case e.Topic != nil && names[*e.Topic] > 1:
+			dups = append(dups, deleteTopicFailed(st, kerr.InvalidRequest.Code, "Duplicate topic name."))
+			names[*e.Topic] = -1 // report it once
+		case e.Topic == nil && ids[e.TopicID] > 1:
+			dups = append(dups, deleteTopicFailed(st, kerr.InvalidRequest.Code, "Duplicate topic id."))
+			ids[e.TopicID] = -1
+		case e.Topic != nil && names[*e.Topic] == 1, e.Topic == nil && ids[e.TopicID] == 1:
+			resp.Topics = append(resp.Topics, b.deleteTopic(st))
+		}
+	}
+	resp.Topics = append(resp.Topics, dups...)
+	return resp, nil
+}
+
+// deleteTopic deletes the topic st names, by name or else by id, and fills
+// in the other of the two.
+func (b *Broker) deleteTopic(st kmsg.DeleteTopicsResponseTopic) kmsg.DeleteTopicsResponseTopic {
+	if st.Topic == nil {
+		t := b.logs.TopicByID(st.TopicID)
+		if t == nil {
+			st.ErrorCode = kerr.UnknownTopicID.Code
+			return st
+		}
+		name := t.Name
+		st.Topic = &name
+	} else if t := b.logs.Topic(*st.Topic); t != nil {
+		st.TopicID = t.ID
+	}
+	if err := b.logs.DeleteTopic(*st.Topic); err != nil {
+		st.ErrorCode = errorCode(err)
+		st.ErrorMessage = errorMessage(err)
+	}
+	return st
+}
+
+func deleteTopicFailed(st kmsg.DeleteTopicsResponseTopic, code int16, msg string) kmsg.DeleteTopicsResponseTopic {
+	st.ErrorCode = code
+	st.ErrorMessage = &msg
+	return st
+}

@@ -1,0 +1,66 @@
+package broker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/strata-io/strata/storage"
+)
+
+// testNodeID is the node.id of brokers started by startBroker.
+const testNodeID = 1
+
+// startBroker starts an in-process broker on a loopback port with a fresh
+// log dir and Kafka's defaults (one partition per auto-created topic,
+// auto-creation on, 100 MiB request limit). mutate, when not nil, adjusts the
+// config first. The broker is shut down, and Serve's return checked, when
+// the test ends. Warnings and errors go to the test log.
+func startBroker(t testing.TB, mutate func(*Config)) *Broker {
+	t.Helper()
+	cfg := Config{
+		Listeners:             "PLAINTEXT://127.0.0.1:0",
+		LogDirs:               t.TempDir(),
+		NodeID:                testNodeID,
+		NumPartitions:         1,
+		AutoCreateTopics:      true,
+		SocketRequestMaxBytes: 100 << 20,
+		Log:                   storage.DefaultConfig(),
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	b, err := New(cfg, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
+	if err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- b.Serve() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := b.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return b
+}
+
+// newClient returns a franz-go client seeded with b, closed when the test
+// ends.
+func newClient(t testing.TB, b *Broker, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr().String())}, opts...)...)
+	if err != nil {
+		t.Fatalf("new client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
