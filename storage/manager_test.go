@@ -411,3 +411,51 @@ func TestManagerRegistryFile(t *testing.T) {
 		}
 	}
 }
+
+// Readers look topics and partitions up while admin operations run; the race
+// detector checks the copy-on-write partition snapshots.
+func TestManagerConcurrentLookups(t *testing.T) {
+	m, _ := openTestManager(t, t.TempDir(), 0)
+	defer m.Close()
+	tp, err := m.CreateTopic("grow", 1, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	readerErr := make(chan error, 1)
+	go func() {
+		defer close(readerErr)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			parts := m.Topic("grow").Partitions()
+			for i, p := range parts {
+				if p == nil || p.Index != int32(i) {
+					readerErr <- errors.New("partition snapshot has a hole")
+					return
+				}
+				p.Log.LogEndOffset()
+			}
+			m.Topics()
+			m.TopicByID(tp.ID)
+		}
+	}()
+	for n := int32(2); n <= 6; n++ {
+		if err := m.CreatePartitions("grow", n, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.CreateTopic("other"+string(rune('a'+n)), 1, nil, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	if err := <-readerErr; err != nil {
+		t.Fatal(err)
+	}
+	if len(tp.Partitions()) != 6 {
+		t.Fatalf("%d partitions", len(tp.Partitions()))
+	}
+}
