@@ -206,6 +206,15 @@ func TestManagerTopicLifecycleAcrossReopen(t *testing.T) {
 	if _, err := m2.CreateTopic("b", 1, nil, false); err != nil {
 		t.Fatalf("recreate deleted topic: %v", err)
 	}
+	if err := m2.DeleteTopic("a.x"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{recoveryPointCheckpointFile, logStartOffsetCheckpointFile} {
+		cp, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || string(cp) != "0\n1\nz 0 0\n" {
+			t.Fatalf("%s after deleting a.x: %q %v", name, cp, err)
+		}
+	}
 }
 
 func TestManagerCrashIsNotClean(t *testing.T) {

@@ -238,6 +238,9 @@ func (m *Manager) DeleteTopic(name string) error {
 	delete(m.byID, t.ID)
 	m.mu.Unlock()
 	var errs []error
+	if err := m.dropFromCheckpoints(name); err != nil {
+		errs = append(errs, err)
+	}
 	for _, p := range t.Partitions() {
 		if err := m.removePartition(p); err != nil {
 			errs = append(errs, err)
@@ -265,6 +268,32 @@ func (m *Manager) removePartition(p *Partition) error {
 	}
 	if err := m.fsys.RemoveAll(doomed); err != nil {
 		return fmt.Errorf("delete partition %s-%d: %w", p.Topic, p.Index, err)
+	}
+	return nil
+}
+
+// dropFromCheckpoints removes a deleted topic from the offset checkpoint
+// files, as Kafka does, so that a topic later created with the same name can
+// not inherit its recovery point after a crash.
+func (m *Manager) dropFromCheckpoints(topic string) error {
+	for _, name := range []string{recoveryPointCheckpointFile, logStartOffsetCheckpointFile} {
+		path := filepath.Join(m.dir, name)
+		cp, err := readOffsetCheckpoint(m.fsys, path)
+		if err != nil {
+			return fmt.Errorf("delete topic %s: %w", topic, err)
+		}
+		n := len(cp)
+		for tp := range cp {
+			if tp.Topic == topic {
+				delete(cp, tp)
+			}
+		}
+		if len(cp) == n {
+			continue
+		}
+		if err := writeOffsetCheckpoint(m.fsys, path, cp); err != nil {
+			return fmt.Errorf("delete topic %s: %w", topic, err)
+		}
 	}
 	return nil
 }
