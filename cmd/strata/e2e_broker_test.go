@@ -4,6 +4,7 @@ package main
 // configuration and signals.
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -32,26 +34,45 @@ func TestKill9KeepsAcknowledgedRecords(t *testing.T) {
 	createTopic(t, cl, topic, partitions)
 	acked := produceAll(t, cl, topic, 0, 3000)
 
-	// More records in flight while the broker dies: those acknowledged before the
-	// kill must survive too; the others may or may not.
-	var mu sync.Mutex
+	// Keep producing and kill the broker once a few hundred of these are
+	// acknowledged: those must survive as well; records in flight may or may not.
+	var (
+		mu            sync.Mutex
+		inflightAcked atomic.Int64
+	)
 	inflight := newClient(t, b.addr, kgo.RecordRetries(0), kgo.RequestRetries(0))
-	ctx := timeoutCtx(t, time.Minute)
-	for i := 3000; i < 4000; i++ {
-		inflight.Produce(ctx, keyed(topic, i), func(r *kgo.Record, err error) {
-			if err == nil {
-				mu.Lock()
-				acked = append(acked, r)
-				mu.Unlock()
-			}
-		})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for i := 3000; ctx.Err() == nil && i < 1_000_000; i++ {
+			inflight.Produce(ctx, keyed(topic, i), func(r *kgo.Record, err error) {
+				if err == nil {
+					mu.Lock()
+					acked = append(acked, r)
+					mu.Unlock()
+					inflightAcked.Add(1)
+				}
+			})
+		}
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for inflightAcked.Load() < 500 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
 	}
 	b.kill()
+	cancel()
+	<-stopped
 	inflight.Close() // fails what is still pending, so acked is final
 	cl.Close()
+	if inflightAcked.Load() < 500 {
+		t.Fatalf("only %d records acknowledged while producing continuously for a minute", inflightAcked.Load())
+	}
 
 	b = b.restart()
-	t.Logf("restart after SIGKILL: %s", b.waitLog(regexp.MustCompile(`started`), 10*time.Second))
+	if line := b.waitLog(regexp.MustCompile(`opening log dir`), 10*time.Second); !strings.Contains(line, `"clean_shutdown": false`) {
+		t.Errorf("startup after SIGKILL claims a clean shutdown: %s", line)
+	}
 	cl = newClient(t, b.addr)
 	ends := endOffsets(t, cl, topic, partitions)
 	var total int64
@@ -70,7 +91,7 @@ func TestKill9KeepsAcknowledgedRecords(t *testing.T) {
 	t.Logf("%d acknowledged, %d in the log after SIGKILL", len(final), total)
 
 	// Producing again continues each partition exactly at its end offset.
-	more := produceAll(t, cl, topic, 4000, 5000)
+	more := produceAll(t, cl, topic, 2_000_000, 2_001_000)
 	first := map[int32]int64{}
 	for _, r := range more {
 		if f, ok := first[r.Partition]; !ok || r.Offset < f {
@@ -241,7 +262,7 @@ func TestConfigFile(t *testing.T) {
 	writeFile(t, file, "# a Kafka-style file\nprocess.roles=broker,controller\n"+
 		"num.partitions = \\\n    2\nauto.create.topics.enable:true\n")
 	b := startBroker(t, filepath.Join(dir, "data"), "--config", file)
-	cl := newClient(t, b.addr) // produces to a topic that does not exist: auto-created
+	cl := newClient(t, b.addr, kgo.AllowAutoTopicCreation()) // the topic does not exist yet
 	produceAll(t, cl, "auto", 0, 100)
 	if ends := endOffsets(t, cl, "auto", 2); ends[0]+ends[1] != 100 {
 		t.Errorf("end offsets %v, want 100 records over 2 partitions", ends)
@@ -260,9 +281,8 @@ func TestSigtermShutsDownCleanly(t *testing.T) {
 	}
 
 	b = b.restart()
-	out := b.out.String()
-	if !regexp.MustCompile(`(?i)\bclean\b`).MatchString(out) || regexp.MustCompile(`(?i)\bunclean\b`).MatchString(out) {
-		t.Errorf("startup log after SIGTERM does not say the shutdown was clean:\n%s", out)
+	if line := b.waitLog(regexp.MustCompile(`opening log dir`), 10*time.Second); !strings.Contains(line, `"clean_shutdown": true`) {
+		t.Errorf("startup after SIGTERM did not use the clean-shutdown marker: %s", line)
 	}
 	recs := consumeAll(t, b.addr, "term", 1000)
 	checkLog(t, recs)
