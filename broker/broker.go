@@ -1,0 +1,212 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/vfs"
+)
+
+// Config is the broker's part of server.properties, already validated.
+type Config struct {
+	Listeners             string // listeners: PLAINTEXT://host:port
+	AdvertisedListeners   string // advertised.listeners; empty means Listeners
+	LogDirs               string // log.dirs: one directory
+	NodeID                int32  // node.id
+	NumPartitions         int32  // num.partitions: default for auto-created topics
+	AutoCreateTopics      bool   // auto.create.topics.enable
+	SocketRequestMaxBytes int32  // socket.request.max.bytes
+	Log                   storage.Config
+	LogRequests           bool // --log-requests: log every decoded request and response
+}
+
+// Broker is one Strata node.
+type Broker struct {
+	cfg    Config
+	logger *zap.Logger
+	logs   *storage.Manager
+	pids   *coordinator.ProducerIDs
+
+	ln      net.Listener
+	advHost string
+	advPort int32
+
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	closing  bool
+	shutdown chan struct{} // closed when Shutdown starts: wakes long polls
+	inflight sync.WaitGroup
+}
+
+// New opens the log directory (running recovery) and binds the listener.
+func New(cfg Config, logger *zap.Logger) (*Broker, error) {
+	host, port, err := parseListener(cfg.Listeners)
+	if err != nil {
+		return nil, fmt.Errorf("listeners: %w", err)
+	}
+	adv := cfg.AdvertisedListeners
+	if adv == "" {
+		adv = cfg.Listeners
+	}
+	advHost, advPort, err := parseListener(adv)
+	if err != nil {
+		return nil, fmt.Errorf("advertised.listeners: %w", err)
+	}
+	logs, err := storage.OpenManager(vfs.Default, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID})
+	if err != nil {
+		return nil, fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err)
+	}
+	pids, err := coordinator.OpenProducerIDs(vfs.Default, cfg.LogDirs)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("producer ids: %w", err), logs.Close())
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("listen: %w", err), logs.Close())
+	}
+	if advPort == 0 {
+		advPort = ln.Addr().(*net.TCPAddr).Port
+	}
+	if advHost == "" || advHost == "0.0.0.0" || advHost == "::" {
+		advHost = "127.0.0.1"
+		if h := ln.Addr().(*net.TCPAddr).IP; !h.IsUnspecified() {
+			advHost = h.String()
+		}
+	}
+	return &Broker{
+		cfg:      cfg,
+		logger:   logger,
+		logs:     logs,
+		pids:     pids,
+		ln:       ln,
+		advHost:  advHost,
+		advPort:  int32(advPort),
+		conns:    make(map[*conn]struct{}),
+		shutdown: make(chan struct{}),
+	}, nil
+}
+
+// Addr is the address the listener is bound to.
+func (b *Broker) Addr() net.Addr { return b.ln.Addr() }
+
+// Serve accepts connections until Shutdown; it returns nil after a shutdown.
+func (b *Broker) Serve() error {
+	b.logger.Info("listening", zap.String("listener", "PLAINTEXT://"+b.ln.Addr().String()),
+		zap.String("advertised", fmt.Sprintf("%s:%d", b.advHost, b.advPort)), zap.String("cluster_id", b.logs.ClusterID()))
+	var delay time.Duration
+	for {
+		nc, err := b.ln.Accept()
+		if err != nil {
+			if b.isClosing() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				b.logger.Warn("accept failed, retrying", zap.Error(err), zap.Duration("delay", delay))
+				time.Sleep(delay)
+				continue
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		delay = 0
+		c := newConn(b, nc)
+		if !b.track(c) {
+			nc.Close()
+			return nil
+		}
+		go c.serve()
+	}
+}
+
+func (b *Broker) isClosing() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closing
+}
+
+func (b *Broker) track(c *conn) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closing {
+		return false
+	}
+	b.conns[c] = struct{}{}
+	b.inflight.Add(1)
+	return true
+}
+
+func (b *Broker) untrack(c *conn) {
+	b.mu.Lock()
+	delete(b.conns, c)
+	b.mu.Unlock()
+	b.inflight.Done()
+}
+
+// Shutdown stops accepting, lets every connection finish the request it is
+// serving, then closes the logs cleanly (flush, checkpoints, clean-shutdown
+// marker). Connections still busy when ctx ends are cut.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	b.mu.Lock()
+	if b.closing {
+		b.mu.Unlock()
+		return errors.New("broker already shut down")
+	}
+	b.closing = true
+	close(b.shutdown)
+	for c := range b.conns {
+		c.stopReading()
+	}
+	b.mu.Unlock()
+	b.ln.Close()
+
+	done := make(chan struct{})
+	go func() { b.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		b.mu.Lock()
+		for c := range b.conns {
+			c.nc.Close()
+		}
+		b.mu.Unlock()
+		<-done
+	}
+	if err := b.logs.Close(); err != nil {
+		return fmt.Errorf("close logs: %w", err)
+	}
+	return nil
+}
+
+// parseListener reads one PLAINTEXT listener, Kafka's NAME://host:port.
+func parseListener(s string) (string, int, error) {
+	if strings.Contains(s, ",") {
+		return "", 0, fmt.Errorf("%q: only one listener is supported", s)
+	}
+	name, addr, ok := strings.Cut(strings.TrimSpace(s), "://")
+	if !ok {
+		return "", 0, fmt.Errorf("%q: want PLAINTEXT://host:port", s)
+	}
+	if name != "PLAINTEXT" {
+		return "", 0, fmt.Errorf("%q: only PLAINTEXT is supported", s)
+	}
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("%q: %w", s, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("%q: bad port", s)
+	}
+	return host, port, nil
+}

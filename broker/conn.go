@@ -1,0 +1,121 @@
+package broker
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/protocol"
+)
+
+// keepFrameBuf is the largest request buffer a connection keeps between
+// requests; a larger one (one big produce) is dropped after use.
+const keepFrameBuf = 1 << 20
+
+type conn struct {
+	b      *Broker
+	nc     net.Conn
+	r      *bufio.Reader
+	log    *zap.Logger
+	frame  []byte
+	out    []byte
+	remote string
+}
+
+func newConn(b *Broker, nc net.Conn) *conn {
+	remote := nc.RemoteAddr().String()
+	return &conn{
+		b:      b,
+		nc:     nc,
+		r:      bufio.NewReaderSize(nc, 64<<10),
+		log:    b.logger.With(zap.String("remote", remote)),
+		remote: remote,
+	}
+}
+
+// stopReading makes a connection blocked waiting for its next request give
+// up, so Shutdown need not wait for idle clients.
+func (c *conn) stopReading() {
+	c.nc.SetReadDeadline(time.Now())
+}
+
+func (c *conn) serve() {
+	defer c.b.untrack(c)
+	defer c.nc.Close()
+	for {
+		if err := c.serveOne(); err != nil {
+			c.logClose(err)
+			return
+		}
+	}
+}
+
+// logClose writes the one line a closed connection gets; a client hanging
+// up between requests, or a shutdown, is not an error.
+func (c *conn) logClose(err error) {
+	switch {
+	case errors.Is(err, io.EOF), c.b.isClosing() && errors.Is(err, os.ErrDeadlineExceeded):
+		c.log.Debug("connection closed", zap.Error(err))
+	default:
+		c.log.Warn("closing connection", zap.Error(err))
+	}
+}
+
+func (c *conn) serveOne() error {
+	frame, err := protocol.ReadFrame(c.r, c.b.cfg.SocketRequestMaxBytes, c.frame)
+	if err != nil {
+		return err
+	}
+	if cap(frame) <= keepFrameBuf {
+		c.frame = frame[:0]
+	} else {
+		c.frame = nil
+	}
+	req, err := protocol.ParseRequest(frame)
+	if err != nil {
+		if errors.Is(err, protocol.ErrUnsupported) && req.Key == int16(kmsg.ApiVersions) {
+			return c.write(protocol.AppendResponse(c.out[:0], &protocol.Request{
+				Key: req.Key, Version: 0, CorrelationID: req.CorrelationID,
+			}, unsupportedAPIVersions()))
+		}
+		return err
+	}
+	if c.b.cfg.LogRequests {
+		c.log.Info("request", zap.String("api", kmsg.NameForKey(req.Key)), zap.Int16("version", req.Version),
+			zap.Int32("correlation_id", req.CorrelationID), zap.Any("body", req.Body))
+	}
+	if req.Key == int16(kmsg.Fetch) {
+		return c.b.serveFetch(c, req)
+	}
+	h := handlers[req.Key]
+	resp, err := h(c.b, c, req)
+	if err != nil || resp == nil {
+		return err
+	}
+	return c.reply(req, resp)
+}
+
+// reply encodes and sends resp.
+func (c *conn) reply(req *protocol.Request, resp kmsg.Response) error {
+	if c.b.cfg.LogRequests {
+		c.log.Info("response", zap.String("api", kmsg.NameForKey(req.Key)), zap.Int16("version", req.Version),
+			zap.Int32("correlation_id", req.CorrelationID), zap.Any("body", resp))
+	}
+	c.out = protocol.AppendResponse(c.out[:0], req, resp)
+	err := c.write(c.out)
+	if cap(c.out) > keepFrameBuf {
+		c.out = nil
+	}
+	return err
+}
+
+func (c *conn) write(p []byte) error {
+	_, err := c.nc.Write(p)
+	return err
+}

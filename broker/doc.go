@@ -1,0 +1,9 @@
+// Package broker serves the Kafka protocol over TCP: listeners, one goroutine
+// per connection, and one file per API key (named after the key) that opens
+// with the versions it serves and where it differs from Apache Kafka.
+//
+// A connection handles its requests one at a time, in order, as Kafka does
+// (Kafka mutes a channel while a request is in flight), so pipelined
+// requests are answered in the order they were sent and a long-polling fetch
+// holds back later requests on the same connection only.
+package broker

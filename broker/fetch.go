@@ -1,0 +1,173 @@
+package broker
+
+// Fetch, versions 4-17.
+//
+// Sessionless: every response carries session id 0, which tells clients to
+// send full fetches (KIP-227 allows a broker to decline sessions); a request
+// naming a session id gets FETCH_SESSION_ID_NOT_FOUND. Topics are named by
+// id from v13. Records go from the segment file to the socket with
+// sendfile(2), never through a user-space buffer. The long poll waits on
+// MaxWaitMillis/MinBytes and wakes as soon as any requested partition's
+// high watermark moves. The first batch of the first non-empty partition is
+// sent even when it exceeds max_bytes or partition_max_bytes (the progress
+// guarantee). Follower fetches (replica id >= 0) are served as consumer
+// fetches: there are no followers yet. Without transactions the last stable
+// offset equals the high watermark and aborted-transaction lists are empty.
+
+import (
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/protocol"
+	"github.com/strata-io/strata/storage"
+)
+
+func (b *Broker) serveFetch(c *conn, req *protocol.Request) error {
+	r := req.Body.(*kmsg.FetchRequest)
+	if r.SessionID != 0 {
+		return c.writeFetch(req, kerr.FetchSessionIDNotFound.Code, nil)
+	}
+	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	for {
+		waits := b.fetchWaits(r, req.Version)
+		topics, total, hasError := b.readFetch(r, req.Version)
+		if total >= int(r.MinBytes) || hasError || !time.Now().Before(deadline) {
+			return c.writeFetch(req, 0, topics)
+		}
+		releaseFetch(topics)
+		if !b.waitAny(waits, time.Until(deadline)) {
+			topics, _, _ = b.readFetch(r, req.Version)
+			return c.writeFetch(req, 0, topics)
+		}
+	}
+}
+
+// resolveFetchTopic finds a requested topic by name, or by id from v13.
+func (b *Broker) resolveFetchTopic(rt *kmsg.FetchRequestTopic, version int16) *storage.Topic {
+	if version >= 13 {
+		return b.logs.TopicByID(rt.TopicID)
+	}
+	return b.logs.Topic(rt.Topic)
+}
+
+// fetchWaits collects, before reading, the channels that close when a
+// requested partition's high watermark next moves, so an append between the
+// read and the wait is not missed.
+func (b *Broker) fetchWaits(r *kmsg.FetchRequest, version int16) []<-chan struct{} {
+	var waits []<-chan struct{}
+	for i := range r.Topics {
+		t := b.resolveFetchTopic(&r.Topics[i], version)
+		for _, rp := range r.Topics[i].Partitions {
+			if p := lookupPartition(t, rp.Partition); p != nil {
+				waits = append(waits, p.Log.Wait())
+			}
+		}
+	}
+	return waits
+}
+
+// waitAny blocks until one of waits closes (true), or d passes or the broker
+// shuts down (false).
+func (b *Broker) waitAny(waits []<-chan struct{}, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	cases := make([]reflect.SelectCase, 0, len(waits)+2)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.shutdown)})
+	for _, w := range waits {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
+	}
+	chosen, _, _ := reflect.Select(cases)
+	return chosen >= 2
+}
+
+// readFetch reads every requested partition once, applying max_bytes across
+// the response and partition_max_bytes per partition.
+func (b *Broker) readFetch(r *kmsg.FetchRequest, version int16) (topics []fetchTopic, total int, hasError bool) {
+	remaining := int(r.MaxBytes)
+	minOne := true
+	for i := range r.Topics {
+		rt := &r.Topics[i]
+		t := b.resolveFetchTopic(rt, version)
+		ft := fetchTopic{name: rt.Topic, id: rt.TopicID}
+		for _, rp := range rt.Partitions {
+			fp := fetchPartition{partition: rp.Partition, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1,
+				readCommitted: r.IsolationLevel == 1}
+			err := b.readPartition(t, version, &rp, min(int(rp.PartitionMaxBytes), max(remaining, 0)), minOne, &fp)
+			if err != nil {
+				fp.errorCode = errorCode(err)
+				hasError = true
+			}
+			if n := fp.chunk.Len(); n > 0 {
+				minOne = false
+				remaining -= n
+				total += n
+			}
+			ft.partitions = append(ft.partitions, fp)
+		}
+		topics = append(topics, ft)
+	}
+	return topics, total, hasError
+}
+
+func (b *Broker) readPartition(t *storage.Topic, version int16, rp *kmsg.FetchRequestTopicPartition, limit int, minOne bool, fp *fetchPartition) error {
+	if t == nil && version >= 13 {
+		return kerr.UnknownTopicID
+	}
+	p := lookupPartition(t, rp.Partition)
+	if p == nil {
+		return kerr.UnknownTopicOrPartition
+	}
+	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
+		return err
+	}
+	res, err := p.Log.Read(rp.FetchOffset, limit, minOne)
+	fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = res.HighWatermark, res.LastStable, res.LogStartOffset
+	if err != nil {
+		if fp.highWatermark < 0 {
+			fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = p.Log.HighWatermark(), p.Log.HighWatermark(), p.Log.LogStartOffset()
+		}
+		return err
+	}
+	fp.chunk = res.Chunk
+	return nil
+}
+
+func releaseFetch(topics []fetchTopic) {
+	for _, t := range topics {
+		for _, p := range t.partitions {
+			p.chunk.Release()
+		}
+	}
+}
+
+// writeFetch sends the response: encoded fields from memory, records from
+// the segment files in place.
+func (c *conn) writeFetch(req *protocol.Request, errorCode int16, topics []fetchTopic) error {
+	defer releaseFetch(topics)
+	if c.b.cfg.LogRequests {
+		c.log.Info("response", zap.String("api", "Fetch"), zap.Int16("version", req.Version),
+			zap.Int32("correlation_id", req.CorrelationID), zap.Int16("error_code", errorCode), zap.Any("topics", topics))
+	}
+	out := protocol.AppendResponseHeader(c.out[:0], req.Key, req.Version, req.CorrelationID)
+	e := encodeFetch(out, req.Version, errorCode, topics)
+	protocol.FinishFrame(e.body, 0, e.extra)
+	c.out = e.body[:0]
+	from := 0
+	for i, hole := range e.holes {
+		if err := c.write(e.body[from:hole]); err != nil {
+			return err
+		}
+		if _, err := e.chunks[i].WriteTo(c.nc); err != nil {
+			return fmt.Errorf("send records: %w", err)
+		}
+		from = hole
+	}
+	return c.write(e.body[from:])
+}

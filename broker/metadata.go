@@ -1,0 +1,107 @@
+package broker
+
+// Metadata, versions 0-12.
+//
+// One broker leads every partition, with itself as the only replica and ISR.
+// A topic that does not exist is created when auto.create.topics.enable is
+// set and the request allows it (always before v4), and described at once;
+// Kafka answers LEADER_NOT_AVAILABLE until the new leader is elected, which
+// on one node never needs waiting for. Authorized operations are reported
+// as "not requested" (INT32_MIN): there are no ACLs.
+
+import (
+	"errors"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/protocol"
+	"github.com/strata-io/strata/storage"
+)
+
+func handleMetadata(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.MetadataRequest)
+	resp := kmsg.NewPtrMetadataResponse()
+	broker := kmsg.NewMetadataResponseBroker()
+	broker.NodeID, broker.Host, broker.Port = b.cfg.NodeID, b.advHost, b.advPort
+	resp.Brokers = []kmsg.MetadataResponseBroker{broker}
+	clusterID := b.logs.ClusterID()
+	resp.ClusterID = &clusterID
+	resp.ControllerID = b.cfg.NodeID
+	resp.AuthorizedOperations = math.MinInt32
+
+	if r.Topics == nil || req.Version == 0 && len(r.Topics) == 0 {
+		for _, t := range b.logs.Topics() {
+			resp.Topics = append(resp.Topics, b.describeTopic(t))
+		}
+		return resp, nil
+	}
+	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || r.AllowAutoTopicCreation)
+	for _, rt := range r.Topics {
+		if rt.Topic == nil {
+			resp.Topics = append(resp.Topics, b.describeTopicByID(rt.TopicID))
+			continue
+		}
+		resp.Topics = append(resp.Topics, b.describeTopicByName(*rt.Topic, autoCreate))
+	}
+	return resp, nil
+}
+
+func (b *Broker) describeTopicByID(id [16]byte) kmsg.MetadataResponseTopic {
+	if t := b.logs.TopicByID(id); t != nil {
+		return b.describeTopic(t)
+	}
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.TopicID = id
+	mt.ErrorCode = kerr.UnknownTopicID.Code
+	return mt
+}
+
+func (b *Broker) describeTopicByName(name string, autoCreate bool) kmsg.MetadataResponseTopic {
+	t := b.logs.Topic(name)
+	if t == nil && autoCreate {
+		var err error
+		t, err = b.logs.CreateTopic(name, b.cfg.NumPartitions, nil, false)
+		switch {
+		case errors.Is(err, kerr.TopicAlreadyExists):
+			t = b.logs.Topic(name)
+		case err != nil:
+			b.logger.Info("auto-create refused", zap.String("topic", name), zap.Error(err))
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = &name
+			mt.ErrorCode = errorCode(err)
+			return mt
+		default:
+			b.logger.Info("auto-created topic", zap.String("topic", name), zap.Int32("partitions", b.cfg.NumPartitions))
+		}
+	}
+	if t == nil {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic = &name
+		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return mt
+	}
+	return b.describeTopic(t)
+}
+
+func (b *Broker) describeTopic(t *storage.Topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = t.ID
+	mt.IsInternal = false
+	mt.AuthorizedOperations = math.MinInt32
+	for _, p := range t.Partitions() {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.Index
+		mp.Leader = b.cfg.NodeID
+		mp.LeaderEpoch = p.LeaderEpoch()
+		mp.Replicas = []int32{b.cfg.NodeID}
+		mp.ISR = []int32{b.cfg.NodeID}
+		mp.OfflineReplicas = []int32{}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

@@ -1,0 +1,71 @@
+package broker
+
+// Produce, versions 3-11.
+//
+// Each partition's batches are appended all or none under that partition's
+// lock; storage validates them (magic, length, CRC32C, record count, codec,
+// size) and applies idempotent-producer sequence checks. There is one
+// replica, so acks=1 and acks=-1 both answer once the batch is in the log
+// (and fsynced, when log.flush.interval.messages asks for it); acks=0 gets
+// no response. Transactional batches are refused with INVALID_TXN_STATE
+// until transactions exist (issue 5). Per-record errors (v8+) are not
+// reported: a partition's error covers all its records, with ErrorMessage
+// saying why.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/protocol"
+	"github.com/strata-io/strata/storage"
+)
+
+func handleProduce(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.ProduceRequest)
+	resp := kmsg.NewPtrProduceResponse()
+	var requestErr error
+	switch {
+	case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
+		requestErr = kerr.InvalidRequiredAcks
+	case r.TransactionID != nil:
+		requestErr = kerr.InvalidTxnState
+	}
+	for _, rt := range r.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		topic := b.logs.Topic(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			err := requestErr
+			if err == nil {
+				err = b.appendPartition(topic, rp.Partition, rp.Records, &sp)
+			}
+			sp.ErrorCode = errorCode(err)
+			if err != nil && req.Version >= 8 {
+				sp.ErrorMessage = errorMessage(err)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if r.Acks == 0 {
+		return nil, nil
+	}
+	return resp, nil
+}
+
+func (b *Broker) appendPartition(topic *storage.Topic, partition int32, records []byte, sp *kmsg.ProduceResponseTopicPartition) error {
+	p := lookupPartition(topic, partition)
+	if p == nil {
+		return kerr.UnknownTopicOrPartition
+	}
+	res, err := p.Log.Append(records, p.LeaderEpoch())
+	if err != nil {
+		return err
+	}
+	sp.BaseOffset = res.BaseOffset
+	sp.LogAppendTime = res.LogAppendTime
+	sp.LogStartOffset = res.LogStartOffset
+	return nil
+}

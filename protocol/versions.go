@@ -1,0 +1,46 @@
+package protocol
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// VersionRange is the inclusive range of versions Strata serves for one key.
+type VersionRange struct {
+	Key      int16
+	Min, Max int16
+}
+
+// served lists every API key and version that works end to end. A client is
+// offered exactly these in ApiVersions, so a key goes here only together with
+// its handler and tests.
+var served = []VersionRange{
+	{Key: int16(kmsg.Produce), Min: 3, Max: 11},
+	{Key: int16(kmsg.Fetch), Min: 4, Max: 17},
+	{Key: int16(kmsg.ListOffsets), Min: 1, Max: 10},
+	{Key: int16(kmsg.Metadata), Min: 0, Max: 12},
+	{Key: int16(kmsg.ApiVersions), Min: 0, Max: 4},
+	{Key: int16(kmsg.CreateTopics), Min: 2, Max: 7},
+	{Key: int16(kmsg.DeleteTopics), Min: 1, Max: 6},
+	{Key: int16(kmsg.InitProducerID), Min: 0, Max: 5},
+	{Key: int16(kmsg.OffsetForLeaderEpoch), Min: 2, Max: 4},
+	{Key: int16(kmsg.CreatePartitions), Min: 0, Max: 3},
+}
+
+// Served returns the served ranges in key order.
+func Served() []VersionRange {
+	return append([]VersionRange(nil), served...)
+}
+
+// Supported reports the versions served for key.
+func Supported(key int16) (VersionRange, bool) {
+	for _, r := range served {
+		if r.Key == key {
+			return r, true
+		}
+	}
+	return VersionRange{}, false
+}
+
+// SupportsVersion reports whether key is served at version.
+func SupportsVersion(key, version int16) bool {
+	r, ok := Supported(key)
+	return ok && version >= r.Min && version <= r.Max
+}
