@@ -63,8 +63,9 @@ type Log struct {
 	lastFlush     time.Time
 	dirDirty      bool // segment files created or removed since the last fsync
 
-	flushMu sync.Mutex
-	flushed atomic.Int64 // recovery point: everything below is fsynced
+	flushMu    sync.Mutex
+	flushed    atomic.Int64 // recovery point: everything below is fsynced
+	flushedPos logPos       // where flushed is in the log; guarded by mu
 
 	stopFlusher chan struct{}
 	flusherDone chan struct{}
@@ -72,11 +73,30 @@ type Log struct {
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
 
-// fail moves the log into the failed state and logs the reason once.
+// fail moves the log into the failed state and logs the reason once. It
+// then cuts the active segment back to what was acknowledged (the high
+// watermark, or the last successful fsync if that is further), so bytes of a
+// torn write or of appends whose required fsync failed are not resurrected
+// by recovery. Caller holds l.mu.
 func (l *Log) fail(err error) {
-	if l.failed == nil {
-		l.failed = err
-		l.logger.Error("partition log failed, refusing writes until restart", zap.String("dir", l.dir), zap.Error(err))
+	if l.failed != nil {
+		return
+	}
+	l.failed = err
+	l.logger.Error("partition log failed, refusing writes until restart", zap.String("dir", l.dir), zap.Error(err))
+	s := l.active()
+	if !s.active {
+		return
+	}
+	keep := int64(0)
+	for _, p := range []logPos{l.hw, l.flushedPos} {
+		if p.segBase == s.base {
+			keep = max(keep, p.pos)
+		}
+	}
+	if terr := s.file.f.Truncate(keep); terr != nil {
+		l.logger.Error("cannot cut unacknowledged bytes from the failed log; recovery will keep them if they are whole batches",
+			zap.String("dir", l.dir), zap.Int64("segment", s.base), zap.Int64("keep", keep), zap.Error(terr))
 	}
 }
 
@@ -349,7 +369,7 @@ func (l *Log) flushTo(upTo int64) error {
 		l.mu.Unlock()
 		return err
 	}
-	target := l.active().next
+	target := logPos{offset: l.active().next, segBase: l.active().base, pos: l.active().size}
 	from := l.flushed.Load()
 	var files []*sharedFile
 	var err error
@@ -388,7 +408,10 @@ func (l *Log) flushTo(upTo int64) error {
 		l.mu.Unlock()
 		return err
 	}
-	l.flushed.Store(target)
+	l.mu.Lock()
+	l.flushedPos = target
+	l.flushed.Store(target.offset)
+	l.mu.Unlock()
 	return nil
 }
 

@@ -69,6 +69,7 @@ func (l *Log) load(opts OpenOptions) error {
 	l.logStart = l.segs[0].base
 	l.hw = logPos{offset: leo, segBase: act.base, pos: act.size}
 	l.flushed.Store(leo)
+	l.flushedPos = l.hw
 	if err := l.loadProducers(leo); err != nil {
 		return err
 	}
@@ -305,6 +306,8 @@ func (s *segment) recoverSegment() (cut int64, reason error, err error) {
 		return 0, nil, fmt.Errorf("segment %d: %w", s.base, err)
 	}
 	s.size = fi.Size()
+	// Start from scratch: a failed loadTrusted may have left partial state.
+	s.next, s.maxTs, s.maxTsOffset, s.firstTs, s.bytesSinceIndex = s.base, -1, -1, -1, 0
 	for _, ext := range []string{indexExt, timeIndexExt} {
 		if err := s.fsys.Remove(segmentPath(s.dir, s.base, ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return 0, nil, fmt.Errorf("segment %d: %w", s.base, err)
