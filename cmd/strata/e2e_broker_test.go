@@ -302,3 +302,12 @@ func TestStartupIsLogged(t *testing.T) {
 	}
 	t.Logf("startup took %s", m[1])
 }
+
+func TestLogRequests(t *testing.T) {
+	e2e(t)
+	b := startBroker(t, "", "--log-requests")
+	cl := newClient(t, b.addr)
+	createTopic(t, cl, "logged", 1)
+	b.waitLog(regexp.MustCompile(`\trequest\t.*"api": "CreateTopics".*"logged"`), 10*time.Second)
+	b.waitLog(regexp.MustCompile(`\tresponse\t.*"api": "CreateTopics"`), 10*time.Second)
+}
