@@ -168,7 +168,7 @@ func run(args []string, stderr io.Writer) int {
 		log.Error("cannot start", zap.Error(err))
 		return 1
 	}
-	log.Info("started",
+	log.Info("listening",
 		zap.Stringer("addr", b.Addr()),
 		zap.String("listeners", s.Listeners),
 		zap.String("advertised.listeners", s.AdvertisedListeners),
