@@ -335,9 +335,9 @@ func TestLeaderEpochs(t *testing.T) {
 	check := func() {
 		t.Helper()
 		for _, c := range []struct {
-			req  int32
-			ep   int32
-			end  int64
+			req int32
+			ep  int32
+			end int64
 		}{{0, 0, 4}, {1, 0, 4}, {2, 2, 8}, {5, 5, 10}, {6, -1, -1}, {-1, -1, -1}} {
 			ep, end := l.EndOffsetForEpoch(c.req)
 			if ep != c.ep || end != c.end {
