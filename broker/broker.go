@@ -62,17 +62,18 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("advertised.listeners: %w", err)
 	}
+	// Bind first: a taken port fails start-up before the log dir is touched.
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
 	logs, err := storage.OpenManager(vfs.Default, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID})
 	if err != nil {
-		return nil, fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err)
+		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())
 	}
 	pids, err := coordinator.OpenProducerIDs(vfs.Default, cfg.LogDirs)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("producer ids: %w", err), logs.Close())
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("listen: %w", err), logs.Close())
+		return nil, errors.Join(fmt.Errorf("producer ids: %w", err), logs.Close(), ln.Close())
 	}
 	if advPort == 0 {
 		advPort = ln.Addr().(*net.TCPAddr).Port
@@ -101,8 +102,6 @@ func (b *Broker) Addr() net.Addr { return b.ln.Addr() }
 
 // Serve accepts connections until Shutdown; it returns nil after a shutdown.
 func (b *Broker) Serve() error {
-	b.logger.Info("listening", zap.String("listener", "PLAINTEXT://"+b.ln.Addr().String()),
-		zap.String("advertised", fmt.Sprintf("%s:%d", b.advHost, b.advPort)), zap.String("cluster_id", b.logs.ClusterID()))
 	var delay time.Duration
 	for {
 		nc, err := b.ln.Accept()
