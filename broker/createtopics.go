@@ -16,8 +16,9 @@ package broker
 // broker. A manual assignment must give every partition 0..n-1 exactly the
 // replica list [node.id].
 //
-// ValidateOnly runs every check and creates nothing. The v5+ result carries
-// the partition count, replication factor 1 and the topic's configs.
+// ValidateOnly runs every check and creates nothing; its result carries topic
+// id zero, where Kafka draws a random id it then discards. The v5+ result
+// carries the partition count, replication factor 1 and the topic's configs.
 //
 // Difference from Kafka: the configs returned are the ones Strata applies to
 // a log (flush.*, index.interval.bytes, max.message.bytes, segment.*), with
