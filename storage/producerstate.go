@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
+	"github.com/klauspost/crc32"
 	"io/fs"
 	"math"
 	"path/filepath"

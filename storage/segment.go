@@ -3,7 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
+	"github.com/klauspost/crc32"
 	"io"
 	"math"
 	"os"
