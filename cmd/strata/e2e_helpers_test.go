@@ -83,7 +83,7 @@ func (b *syncBuffer) String() string {
 
 // proc is one strata process.
 type proc struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	addr string
 	dir  string
@@ -94,7 +94,7 @@ type proc struct {
 
 // freePort asks the kernel for an unused port. Another process may take it before
 // strata binds it; that is rare enough on a test machine.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -105,7 +105,7 @@ func freePort(t *testing.T) int {
 }
 
 // launch starts strata on 127.0.0.1:port with its data in dir, without waiting for it.
-func launch(t *testing.T, dir string, port int, args ...string) *proc {
+func launch(t testing.TB, dir string, port int, args ...string) *proc {
 	t.Helper()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	all := append([]string{
@@ -132,7 +132,7 @@ func launch(t *testing.T, dir string, port int, args ...string) *proc {
 
 // startBroker starts strata with its data in dir (a new temporary directory if
 // empty) and waits until it accepts connections.
-func startBroker(t *testing.T, dir string, args ...string) *proc {
+func startBroker(t testing.TB, dir string, args ...string) *proc {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
@@ -229,14 +229,19 @@ func (p *proc) waitLog(re *regexp.Regexp, timeout time.Duration) string {
 }
 
 // rssKiB is the process's resident set size from /proc.
-func (p *proc) rssKiB() int64 {
+func (p *proc) rssKiB() int64 { return p.statusKiB("VmRSS:") }
+
+// peakRSSKiB is the process's peak resident set size from /proc.
+func (p *proc) peakRSSKiB() int64 { return p.statusKiB("VmHWM:") }
+
+func (p *proc) statusKiB(field string) int64 {
 	p.t.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
-		p.t.Fatalf("read RSS: %v", err)
+		p.t.Fatalf("read /proc status: %v", err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err != nil {
 				p.t.Fatalf("parse %q: %v", line, err)
@@ -244,7 +249,7 @@ func (p *proc) rssKiB() int64 {
 			return n
 		}
 	}
-	p.t.Fatalf("no VmRSS in /proc/%d/status", p.cmd.Process.Pid)
+	p.t.Fatalf("no %s in /proc/%d/status", field, p.cmd.Process.Pid)
 	return 0
 }
 
@@ -256,7 +261,7 @@ func tail(s string, n int) string {
 }
 
 // newClient is a franz-go client with default options (acks=all, idempotent).
-func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
 	if err != nil {
@@ -266,14 +271,14 @@ func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-func timeoutCtx(t *testing.T, d time.Duration) context.Context {
+func timeoutCtx(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // createTopic sends a CreateTopics request and requires success.
-func createTopic(t *testing.T, cl *kgo.Client, topic string, partitions int32) {
+func createTopic(t testing.TB, cl *kgo.Client, topic string, partitions int32) {
 	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
@@ -293,7 +298,7 @@ func createTopic(t *testing.T, cl *kgo.Client, topic string, partitions int32) {
 }
 
 // endOffsets lists the latest offset of each partition.
-func endOffsets(t *testing.T, cl *kgo.Client, topic string, partitions int32) map[int32]int64 {
+func endOffsets(t testing.TB, cl *kgo.Client, topic string, partitions int32) map[int32]int64 {
 	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	rt := kmsg.NewListOffsetsRequestTopic()
@@ -331,7 +336,7 @@ func keyed(topic string, i int) *kgo.Record {
 
 // produceAll produces records from..to-1 (see keyed) and waits for every ack.
 // It returns the acknowledged records, with partition and offset set.
-func produceAll(t *testing.T, cl *kgo.Client, topic string, from, to int) []*kgo.Record {
+func produceAll(t testing.TB, cl *kgo.Client, topic string, from, to int) []*kgo.Record {
 	t.Helper()
 	var (
 		wg    sync.WaitGroup
@@ -362,7 +367,7 @@ func produceAll(t *testing.T, cl *kgo.Client, topic string, from, to int) []*kgo
 
 // consumeAll reads topic from the start with a new client until it has n records,
 // then fails on any fetch error or on more than n records arriving.
-func consumeAll(t *testing.T, addr, topic string, n int) []*kgo.Record {
+func consumeAll(t testing.TB, addr, topic string, n int) []*kgo.Record {
 	t.Helper()
 	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(200*time.Millisecond))
@@ -386,7 +391,7 @@ func consumeAll(t *testing.T, addr, topic string, n int) []*kgo.Record {
 
 // checkLog verifies what consumeAll returned: per partition, offsets run from 0
 // without a gap or repeat, and each key's values increase (produce order).
-func checkLog(t *testing.T, recs []*kgo.Record) {
+func checkLog(t testing.TB, recs []*kgo.Record) {
 	t.Helper()
 	next := map[int32]int64{}
 	lastByKey := map[string]int{}
@@ -414,7 +419,7 @@ type position struct {
 
 // checkAcked verifies that every acknowledged record is in the log exactly where
 // its ack said, with its key and value.
-func checkAcked(t *testing.T, acked, consumed []*kgo.Record) {
+func checkAcked(t testing.TB, acked, consumed []*kgo.Record) {
 	t.Helper()
 	at := make(map[position]*kgo.Record, len(consumed))
 	seen := make(map[string]position, len(consumed))
@@ -436,7 +441,7 @@ func checkAcked(t *testing.T, acked, consumed []*kgo.Record) {
 
 // rawRequest sends req at the given version on c, framed by hand, and decodes the
 // response; it does what a client library does, so tests can send what none would.
-func rawRequest(t *testing.T, c net.Conn, req kmsg.Request, version int16, corr int32) kmsg.Response {
+func rawRequest(t testing.TB, c net.Conn, req kmsg.Request, version int16, corr int32) kmsg.Response {
 	t.Helper()
 	req.SetVersion(version)
 	buf := make([]byte, 4, 64)
