@@ -1,0 +1,86 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// clientDef is one entry of the runner registry: how to install a client's runner and the
+// argv prefix that runs it (relative paths are relative to compat-tests/).
+type clientDef struct {
+	Name string
+	// Argv is the command prefix; the orchestrator appends --bootstrap/--scenario/--topic/--arg.
+	Argv []string
+	// Install builds or installs the runner; nil when there is nothing to do. It returns
+	// an error whose text becomes the skip reason of every cell of this client.
+	Install func(h *harness) error
+	// Ready, if set, reports why the runner cannot run ("" = ready), checked after Install.
+	Ready func() string
+	// PreCreate: the orchestrator creates the scenario's topic (with franz-go) before the run,
+	// for clients without an admin API.
+	PreCreate bool
+}
+
+func goRunner(name, dir string, cgo bool) clientDef {
+	bin := filepath.Join(".cache", "bin", dir)
+	return clientDef{Name: name, Argv: []string{bin}, Install: func(h *harness) error {
+		return h.goBuild("./runners/"+dir, bin, cgo)
+	}}
+}
+
+func fileReady(paths ...string) func() string {
+	return func() string {
+		for _, p := range paths {
+			if _, err := os.Stat(p); err != nil {
+				return "runner not installed: " + p + " missing"
+			}
+		}
+		return ""
+	}
+}
+
+// registry lists every client of the matrix, in table order.
+func registry() []clientDef {
+	return []clientDef{
+		goRunner("franz-go", "franzgo", false),
+		goRunner("sarama", "sarama", false),
+		goRunner("kafka-go", "kafkago", false),
+		goRunner("confluent-kafka-go", "confluentgo", true),
+		{Name: "kcat", Argv: []string{".cache/bin/kcat-runner"}, PreCreate: true, Install: func(h *harness) error {
+			if err := h.runScript("kcat", "../scripts/install-kcat.sh"); err != nil {
+				return err
+			}
+			return h.goBuild("./runners/kcat", ".cache/bin/kcat-runner", false)
+		}},
+		{Name: "kafka-cli", Argv: []string{".cache/bin/kafkacli-runner"}, PreCreate: true, Install: func(h *harness) error {
+			if err := h.kafkaInstalled(); err != nil {
+				return err
+			}
+			return h.goBuild("./runners/kafkacli", ".cache/bin/kafkacli-runner", false)
+		}},
+		{Name: "kafka-java", Argv: []string{"java", "-cp", ".cache/java/target/runner.jar:.cache/java/lib/*", "strata.compat.Runner"},
+			Install: func(h *harness) error { return h.clientsInstall("java") },
+			Ready:   fileReady(".cache/java/target/runner.jar")},
+		{Name: "kafkajs", Argv: []string{"node", "clients/kafkajs/runner.js"},
+			Install: func(h *harness) error { return h.clientsInstall("kafkajs") },
+			Ready:   fileReady("clients/kafkajs/runner.js", "clients/kafkajs/node_modules/kafkajs")},
+		{Name: "kafka-python", Argv: []string{".cache/venv/bin/python", "clients/python/kafka_python_runner.py"},
+			Install: func(h *harness) error { return h.clientsInstall("python") },
+			Ready:   fileReady(".cache/venv/bin/python", "clients/python/kafka_python_runner.py")},
+		{Name: "confluent-kafka-python", Argv: []string{".cache/venv/bin/python", "clients/python/confluent_kafka_runner.py"},
+			Install: func(h *harness) error { return h.clientsInstall("python") },
+			Ready:   fileReady(".cache/venv/bin/python", "clients/python/confluent_kafka_runner.py")},
+	}
+}
+
+// scenarios run per client (cross_consume is driven separately, dump_log is orchestrator-only).
+var scenarios = []string{
+	"metadata", "create_topic",
+	"produce_consume_none", "produce_consume_gzip", "produce_consume_snappy", "produce_consume_lz4", "produce_consume_zstd",
+	"headers", "list_offsets", "idempotent_produce", "group_commit_resume", "transactions",
+	"describe_list_groups", "describe_configs", "create_partitions", "delete_topic", "max_message_size",
+	"cross_produce", "cross_consume",
+}
+
+// dumpLogClient is the matrix's name for the on-disk check (Kafka's DumpLogSegments).
+const dumpLogClient = "kafka-dump-log"

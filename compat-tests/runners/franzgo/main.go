@@ -1,0 +1,643 @@
+// Command franzgo is the compat runner for github.com/twmb/franz-go (version pinned in
+// compat-tests/go.mod).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/strata-io/strata/compat-tests/runners/rt"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func main() { rt.Main("franz-go", run) }
+
+type logger struct{ r *rt.Ring }
+
+func (l logger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+func (l logger) Log(level kgo.LogLevel, msg string, kv ...any) {
+	l.r.Add(fmt.Sprint(level, " ", msg, " ", kv))
+}
+
+type env struct {
+	a    rt.Args
+	ring *rt.Ring
+	ctx  context.Context
+}
+
+func (e *env) client(opts ...kgo.Opt) *kgo.Client {
+	base := []kgo.Opt{kgo.SeedBrokers(e.a.Bootstrap), kgo.WithLogger(logger{e.ring}), kgo.RetryTimeout(15 * time.Second)}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		panic(err)
+	}
+	return cl
+}
+
+func (e *env) failf(format string, a ...any) rt.Result {
+	return rt.Fail(fmt.Sprintf(format, a...)+e.ring.String(), nil)
+}
+
+func run(a rt.Args) rt.Result {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	e := &env{a: a, ring: &rt.Ring{}, ctx: ctx}
+	switch s := a.Scenario; {
+	case s == "metadata":
+		return e.metadata()
+	case s == "create_topic":
+		return e.createTopic()
+	case strings.HasPrefix(s, "produce_consume_"):
+		return e.produceConsume(strings.TrimPrefix(s, "produce_consume_"))
+	case s == "headers":
+		return e.headers()
+	case s == "list_offsets":
+		return e.listOffsets()
+	case s == "idempotent_produce":
+		return e.idempotent()
+	case s == "group_commit_resume":
+		return e.groupCommitResume()
+	case s == "transactions":
+		return e.transactions()
+	case s == "describe_list_groups":
+		return e.describeListGroups()
+	case s == "describe_configs":
+		return e.describeConfigs()
+	case s == "create_partitions":
+		return e.createPartitions()
+	case s == "delete_topic":
+		return e.deleteTopic()
+	case s == "max_message_size":
+		return e.maxMessageSize()
+	case s == "cross_produce":
+		return e.crossProduce()
+	case s == "cross_consume":
+		return e.crossConsume()
+	}
+	return rt.Skip("unknown scenario " + a.Scenario)
+}
+
+func (e *env) ensureTopic(adm *kadm.Client, parts int32) error {
+	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+	defer cancel()
+	r, err := adm.CreateTopic(ctx, parts, 1, nil, e.a.Topic)
+	if err != nil {
+		return fmt.Errorf("CreateTopics: %w", err)
+	}
+	if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("CreateTopics: %v %s", r.Err, r.ErrMessage)
+	}
+	return waitPartitions(ctx, adm, e.a.Topic, int(parts))
+}
+
+func waitPartitions(ctx context.Context, adm *kadm.Client, topic string, n int) error {
+	var last string
+	for {
+		td, err := adm.ListTopics(ctx, topic)
+		if err == nil {
+			t := td[topic]
+			if t.Err == nil && len(t.Partitions) == n {
+				ok := true
+				for _, p := range t.Partitions {
+					if p.Leader < 0 || p.Err != nil {
+						ok = false
+					}
+				}
+				if ok {
+					return nil
+				}
+			}
+			last = fmt.Sprintf("topic err %v, %d partitions", t.Err, len(t.Partitions))
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %s never had %d ready partitions: %s", topic, n, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (e *env) admin() (*kgo.Client, *kadm.Client) {
+	cl := e.client()
+	return cl, kadm.NewClient(cl)
+}
+
+func (e *env) metadata() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 1); err != nil {
+		return e.failf("%v", err)
+	}
+	m, err := adm.Metadata(e.ctx)
+	if err != nil {
+		return e.failf("Metadata: %v", err)
+	}
+	if len(m.Brokers) == 0 || m.Brokers[0].Host == "" || m.Brokers[0].Port == 0 {
+		return e.failf("no broker with host/port: %+v", m.Brokers)
+	}
+	if _, ok := m.Topics[e.a.Topic]; !ok {
+		return e.failf("topic %s not listed", e.a.Topic)
+	}
+	return rt.Pass(fmt.Sprintf("%d broker(s), first %s:%d, controller %d, %d topics", len(m.Brokers), m.Brokers[0].Host, m.Brokers[0].Port, m.Controller, len(m.Topics)), nil)
+}
+
+func (e *env) createTopic() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	r, err := adm.CreateTopic(e.ctx, 3, 1, nil, e.a.Topic)
+	if err != nil || r.Err != nil {
+		return e.failf("CreateTopics: %v %v %s", err, r.Err, r.ErrMessage)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 15*time.Second)
+	defer cancel()
+	if err := waitPartitions(ctx, adm, e.a.Topic, 3); err != nil {
+		return e.failf("%v", err)
+	}
+	return rt.Pass("created with 3 partitions, described 3", nil)
+}
+
+func codec(name string) kgo.CompressionCodec {
+	switch name {
+	case "gzip":
+		return kgo.GzipCompression()
+	case "snappy":
+		return kgo.SnappyCompression()
+	case "lz4":
+		return kgo.Lz4Compression()
+	case "zstd":
+		return kgo.ZstdCompression()
+	}
+	return kgo.NoCompression()
+}
+
+func toKgo(topic string, rs []rt.Rec) []*kgo.Record {
+	var out []*kgo.Record
+	for _, r := range rs {
+		kr := &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value}
+		for _, h := range r.Headers {
+			kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: string(h[0]), Value: h[1]})
+		}
+		if r.Timestamp != 0 {
+			kr.Timestamp = time.UnixMilli(r.Timestamp)
+		}
+		out = append(out, kr)
+	}
+	return out
+}
+
+func fromKgo(r *kgo.Record) rt.Rec {
+	out := rt.Rec{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp.UnixMilli()}
+	for _, h := range r.Headers {
+		out.Headers = append(out.Headers, [2][]byte{[]byte(h.Key), h.Value})
+	}
+	return out
+}
+
+func (e *env) produce(opts []kgo.Opt, rs []rt.Rec) error {
+	cl := e.client(append([]kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}, opts...)...)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+	defer cancel()
+	return cl.ProduceSync(ctx, toKgo(e.a.Topic, rs)...).FirstErr()
+}
+
+// consume reads from the beginning until n records (or the deadline), then waits
+// extra for any surplus record.
+func (e *env) consume(n int, extra time.Duration, opts ...kgo.Opt) ([]rt.Rec, error) {
+	cl := e.client(append([]kgo.Opt{kgo.ConsumeTopics(e.a.Topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
+	defer cl.Close()
+	var out []rt.Rec
+	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+	defer cancel()
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return out, fmt.Errorf("consumed %d of %d records before the deadline", len(out), n)
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err) })
+		if ferr != nil {
+			return out, ferr
+		}
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, fromKgo(r)) })
+	}
+	if extra > 0 {
+		ctx2, cancel2 := context.WithTimeout(e.ctx, extra)
+		defer cancel2()
+		fs := cl.PollFetches(ctx2)
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, fromKgo(r)) })
+	}
+	return out, nil
+}
+
+func (e *env) produceConsume(c string) rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 3); err != nil {
+		return e.failf("%v", err)
+	}
+	if err := e.produce([]kgo.Opt{kgo.ProducerBatchCompression(codec(c))}, rt.ProduceSet()); err != nil {
+		return e.failf("produce (%s): %v", c, err)
+	}
+	got, err := e.consume(40, 500*time.Millisecond)
+	if err != nil {
+		return e.failf("consume: %v", err)
+	}
+	if err := rt.CheckProduceConsume(got); err != nil {
+		return e.failf("%v", err)
+	}
+	return rt.Pass(fmt.Sprintf("produced and consumed 40 records with %s", c), nil)
+}
+
+func (e *env) headers() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 1); err != nil {
+		return e.failf("%v", err)
+	}
+	var rs []rt.Rec
+	for i := 0; i < 5; i++ {
+		rs = append(rs, rt.Rec{Key: []byte(fmt.Sprintf("hk%d", i)), Value: []byte(fmt.Sprintf("hv%d", i)), Headers: rt.Headers()})
+	}
+	if err := e.produce(nil, rs); err != nil {
+		return e.failf("produce: %v", err)
+	}
+	got, err := e.consume(5, 300*time.Millisecond)
+	if err != nil {
+		return e.failf("consume: %v", err)
+	}
+	if err := rt.CheckHeaders(got); err != nil {
+		return e.failf("%v", err)
+	}
+	return rt.Pass("5 records with 3 headers each, order and duplicates kept", nil)
+}
+
+func (e *env) listOffset(cl *kgo.Client, ts int64) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	t := kmsg.NewListOffsetsRequestTopic()
+	t.Topic = e.a.Topic
+	p := kmsg.NewListOffsetsRequestTopicPartition()
+	p.Partition = 0
+	p.Timestamp = ts
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(e.ctx, cl)
+	if err != nil {
+		return 0, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return 0, fmt.Errorf("ListOffsets: malformed response")
+	}
+	rp := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+		return 0, fmt.Errorf("ListOffsets(ts=%d): %w", ts, err)
+	}
+	return rp.Offset, nil
+}
+
+func (e *env) listOffsets() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 1); err != nil {
+		return e.failf("%v", err)
+	}
+	var rs []rt.Rec
+	for i := 0; i < 10; i++ {
+		rs = append(rs, rt.Rec{Value: []byte(fmt.Sprintf("t%d", i)), Timestamp: rt.BaseTS + int64(i)*1000})
+	}
+	if err := e.produce(nil, rs); err != nil {
+		return e.failf("produce: %v", err)
+	}
+	type q struct {
+		name string
+		ts   int64
+		want int64
+	}
+	var got []string
+	var bad []string
+	for _, c := range []q{{"earliest", -2, 0}, {"latest", -1, 10}, {"ts+5000", rt.BaseTS + 5000, 5}, {"after-last", rt.BaseTS + 60_000, -1}} {
+		off, err := e.listOffset(cl, c.ts)
+		if err != nil {
+			return e.failf("%s: %v", c.name, err)
+		}
+		got = append(got, fmt.Sprintf("%s=%d", c.name, off))
+		if off != c.want {
+			bad = append(bad, fmt.Sprintf("%s=%d want %d", c.name, off, c.want))
+		}
+	}
+	if len(bad) > 0 {
+		return e.failf("%s", strings.Join(bad, ", "))
+	}
+	return rt.Pass(strings.Join(got, " "), nil)
+}
+
+func (e *env) idempotent() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 3); err != nil {
+		return e.failf("%v", err)
+	}
+	var rs []rt.Rec
+	for i := 0; i < 100; i++ {
+		rs = append(rs, rt.Rec{Key: []byte(fmt.Sprintf("i%d", i)), Value: []byte(fmt.Sprintf("idem-%d", i))})
+	}
+	// franz-go is idempotent by default with acks=all.
+	if err := e.produce(nil, rs); err != nil {
+		return e.failf("produce: %v", err)
+	}
+	got, err := e.consume(100, 500*time.Millisecond)
+	if err != nil {
+		return e.failf("consume: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, r := range got {
+		if seen[string(r.Value)] {
+			return e.failf("duplicate %s", r.Value)
+		}
+		seen[string(r.Value)] = true
+	}
+	if len(got) != 100 {
+		return e.failf("consumed %d, want 100", len(got))
+	}
+	return rt.Pass("100 records, no duplicates (idempotent producer)", nil)
+}
+
+func (e *env) produceN(n int) error {
+	var rs []rt.Rec
+	for i := 0; i < n; i++ {
+		rs = append(rs, rt.Rec{Value: []byte(fmt.Sprintf("g%d", i))})
+	}
+	return e.produce(nil, rs)
+}
+
+// groupConsume joins group g, polls until it has >= n records, returns them and the open client.
+func (e *env) groupConsume(n int) (*kgo.Client, []rt.Rec, error) {
+	cl := e.client(kgo.ConsumerGroup(e.a.Group()), kgo.ConsumeTopics(e.a.Topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+	defer cancel()
+	var out []rt.Rec
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return cl, out, fmt.Errorf("group consumer got %d of %d records before the deadline", len(out), n)
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) { ferr = err })
+		if ferr != nil {
+			return cl, out, ferr
+		}
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, fromKgo(r)) })
+	}
+	return cl, out, nil
+}
+
+func (e *env) groupCommitResume() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 1); err != nil {
+		return e.failf("%v", err)
+	}
+	if err := e.produceN(20); err != nil {
+		return e.failf("produce: %v", err)
+	}
+	c1, recs, err := e.groupConsume(10)
+	if err != nil {
+		c1.Close()
+		return e.failf("first consumer: %v", err)
+	}
+	var cerr error
+	c1.CommitOffsetsSync(e.ctx, map[string]map[int32]kgo.EpochOffset{e.a.Topic: {0: {Epoch: -1, Offset: 10}}},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				cerr = err
+				return
+			}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+						cerr = err
+					}
+				}
+			}
+		})
+	c1.Close()
+	if cerr != nil {
+		return e.failf("commit: %v", cerr)
+	}
+	_ = recs
+	c2, recs2, err := e.groupConsume(1)
+	c2.Close()
+	if err != nil {
+		return e.failf("second consumer: %v", err)
+	}
+	if recs2[0].Offset != 10 {
+		return e.failf("second consumer resumed at offset %d, want 10", recs2[0].Offset)
+	}
+	return rt.Pass("committed 10, new consumer resumed at offset 10", nil)
+}
+
+func (e *env) transactions() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 1); err != nil {
+		return e.failf("%v", err)
+	}
+	p := e.client(kgo.TransactionalID("tx-"+e.a.Topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.TransactionTimeout(30*time.Second))
+	defer p.Close()
+	for round, commit := range []bool{true, false} {
+		ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+		if err := p.BeginTransaction(); err != nil {
+			cancel()
+			return e.failf("begin txn %d: %v", round, err)
+		}
+		var rs []rt.Rec
+		for i := 0; i < 5; i++ {
+			rs = append(rs, rt.Rec{Value: []byte(fmt.Sprintf("txn%d-%d", round, i))})
+		}
+		if err := p.ProduceSync(ctx, toKgo(e.a.Topic, rs)...).FirstErr(); err != nil {
+			cancel()
+			return e.failf("produce in txn %d: %v", round, err)
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			cancel()
+			return e.failf("end txn %d (commit=%v): %v", round, commit, err)
+		}
+		cancel()
+	}
+	got, err := e.consume(5, 1500*time.Millisecond, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		return e.failf("read_committed consume: %v", err)
+	}
+	if len(got) != 5 {
+		return e.failf("read_committed saw %d records, want 5", len(got))
+	}
+	for _, r := range got {
+		if !strings.HasPrefix(string(r.Value), "txn0-") {
+			return e.failf("read_committed saw aborted record %s", r.Value)
+		}
+	}
+	return rt.Pass("committed 5 visible, aborted 5 hidden under read_committed", nil)
+}
+
+func (e *env) describeListGroups() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 1); err != nil {
+		return e.failf("%v", err)
+	}
+	if err := e.produceN(3); err != nil {
+		return e.failf("produce: %v", err)
+	}
+	c, _, err := e.groupConsume(1)
+	defer c.Close()
+	if err != nil {
+		return e.failf("group consume: %v", err)
+	}
+	g := e.a.Group()
+	lg, err := adm.ListGroups(e.ctx)
+	if err != nil {
+		return e.failf("ListGroups: %v", err)
+	}
+	if _, ok := lg[g]; !ok {
+		return e.failf("ListGroups does not list %s (%d groups)", g, len(lg))
+	}
+	dg, err := adm.DescribeGroups(e.ctx, g)
+	if err != nil {
+		return e.failf("DescribeGroups: %v", err)
+	}
+	d := dg[g]
+	if d.Err != nil {
+		return e.failf("DescribeGroups %s: %v", g, d.Err)
+	}
+	if d.State == "" || len(d.Members) == 0 {
+		return e.failf("DescribeGroups: state %q, %d members", d.State, len(d.Members))
+	}
+	return rt.Pass(fmt.Sprintf("listed; state %s, %d member(s), protocol %s", d.State, len(d.Members), d.Protocol), nil)
+}
+
+func (e *env) describeConfigs() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 1); err != nil {
+		return e.failf("%v", err)
+	}
+	rcs, err := adm.DescribeTopicConfigs(e.ctx, e.a.Topic)
+	if err != nil {
+		return e.failf("DescribeConfigs: %v", err)
+	}
+	rc, err := rcs.On(e.a.Topic, nil)
+	if err != nil {
+		return e.failf("DescribeConfigs: %v", err)
+	}
+	if rc.Err != nil {
+		return e.failf("DescribeConfigs: %v %s", rc.Err, rc.ErrMessage)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == "cleanup.policy" || c.Key == "retention.ms" {
+			return rt.Pass(fmt.Sprintf("%d configs, %s=%s", len(rc.Configs), c.Key, c.MaybeValue()), nil)
+		}
+	}
+	return e.failf("%d configs, no cleanup.policy or retention.ms", len(rc.Configs))
+}
+
+func (e *env) createPartitions() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 1); err != nil {
+		return e.failf("%v", err)
+	}
+	r, err := adm.CreatePartitions(e.ctx, 2, e.a.Topic)
+	if err != nil {
+		return e.failf("CreatePartitions: %v", err)
+	}
+	if rr := r[e.a.Topic]; rr.Err != nil {
+		return e.failf("CreatePartitions: %v %s", rr.Err, rr.ErrMessage)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 15*time.Second)
+	defer cancel()
+	if err := waitPartitions(ctx, adm, e.a.Topic, 3); err != nil {
+		return e.failf("%v", err)
+	}
+	return rt.Pass("1 -> 3 partitions", nil)
+}
+
+func (e *env) deleteTopic() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 1); err != nil {
+		return e.failf("%v", err)
+	}
+	r, err := adm.DeleteTopic(e.ctx, e.a.Topic)
+	if err != nil || r.Err != nil {
+		return e.failf("DeleteTopics: %v %v %s", err, r.Err, r.ErrMessage)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		m, err := adm.Metadata(e.ctx)
+		if err == nil {
+			if _, ok := m.Topics[e.a.Topic]; !ok {
+				return rt.Pass("deleted; metadata no longer lists it", nil)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return e.failf("topic still listed 15 s after DeleteTopics")
+}
+
+func (e *env) maxMessageSize() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 1); err != nil {
+		return e.failf("%v", err)
+	}
+	opts := []kgo.Opt{kgo.ProducerBatchMaxBytes(4 << 20), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordRetries(1)}
+	small := rt.Rec{Value: make([]byte, 1_000_000)}
+	if err := e.produce(opts, []rt.Rec{small}); err != nil {
+		return e.failf("1_000_000-byte value rejected: %v", err)
+	}
+	big := rt.Rec{Value: make([]byte, 1_100_000)}
+	err := e.produce(opts, []rt.Rec{big})
+	if err == nil {
+		return rt.Fail("1_100_000-byte value accepted", map[string]any{"error": "none"})
+	}
+	name := err.Error()
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		name = ke.Message
+	}
+	return rt.Pass("1_000_000 accepted; 1_100_000 rejected: "+err.Error(), map[string]any{"error": name})
+}
+
+func (e *env) crossProduce() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 1); err != nil {
+		return e.failf("%v", err)
+	}
+	var rs []rt.Rec
+	for _, c := range rt.CrossSet(e.a.Client) {
+		rs = append(rs, rt.Rec{Key: []byte(c.Key), Value: []byte(c.Value), Headers: [][2][]byte{{[]byte("src"), []byte(e.a.Client)}}})
+	}
+	if err := e.produce([]kgo.Opt{kgo.ProducerBatchCompression(kgo.NoCompression())}, rs); err != nil {
+		return e.failf("produce: %v", err)
+	}
+	return rt.Pass("produced 20 cross records", nil)
+}
+
+func (e *env) crossConsume() rt.Result {
+	got, err := e.consume(20, 300*time.Millisecond)
+	if err != nil {
+		return e.failf("consume: %v", err)
+	}
+	return rt.CrossResult(got, e.a.Arg("expect_from", ""))
+}

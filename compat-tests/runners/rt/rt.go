@@ -1,0 +1,310 @@
+// Package rt is the shared toolkit of the Go compat runners: the runner protocol
+// (flags in, one JSON result line out), the scenario data every client produces, and
+// the checks applied to what it consumed. See compat-tests/README.md.
+package rt
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Args are the runner's command-line arguments.
+type Args struct {
+	Bootstrap string
+	Scenario  string
+	Topic     string
+	Client    string
+	Extra     map[string]string
+}
+
+// Arg returns --arg K=V's value, or def.
+func (a Args) Arg(k, def string) string {
+	if v, ok := a.Extra[k]; ok {
+		return v
+	}
+	return def
+}
+
+// Group is the consumer group name a scenario uses (derived from the unique topic).
+func (a Args) Group() string { return a.Arg("group", "g-"+a.Topic) }
+
+type kvFlag map[string]string
+
+func (k kvFlag) String() string { return "" }
+func (k kvFlag) Set(s string) error {
+	i := strings.IndexByte(s, '=')
+	if i < 0 {
+		return fmt.Errorf("--arg %q: want K=V", s)
+	}
+	k[s[:i]] = s[i+1:]
+	return nil
+}
+
+// Result is the one JSON line a runner prints last.
+type Result struct {
+	Result string         `json:"result"`
+	Detail string         `json:"detail"`
+	Data   map[string]any `json:"data,omitempty"`
+}
+
+// Pass, Fail and Skip build results.
+func Pass(detail string, data map[string]any) Result { return Result{"pass", detail, data} }
+func Fail(detail string, data map[string]any) Result { return Result{"fail", detail, data} }
+func Skip(reason string) Result                      { return Result{"skip", reason, nil} }
+func Failf(format string, a ...any) Result           { return Result{"fail", fmt.Sprintf(format, a...), nil} }
+
+// Main parses the flags, runs fn and prints its result as the last stdout line.
+// A panic becomes a fail result. The exit code is 0 whenever the line was printed.
+func Main(client string, fn func(Args) Result) {
+	a := Args{Client: client, Extra: map[string]string{}}
+	fs := flag.NewFlagSet(client, flag.ExitOnError)
+	fs.StringVar(&a.Bootstrap, "bootstrap", "127.0.0.1:9092", "broker HOST:PORT")
+	fs.StringVar(&a.Scenario, "scenario", "", "scenario name")
+	fs.StringVar(&a.Topic, "topic", "", "topic name")
+	fs.Var(kvFlag(a.Extra), "arg", "extra K=V (repeatable)")
+	fs.Parse(os.Args[1:])
+	var res Result
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				res = Failf("panic: %v\n%s", r, tail(string(debug.Stack()), 800))
+			}
+		}()
+		res = fn(a)
+	}()
+	if res.Result == "" {
+		res = Failf("runner returned no result")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(res)
+	os.Stdout.Write(append([]byte("\n"), buf.Bytes()...))
+	os.Exit(0)
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// Partitions is the partition count each scenario's topic is created with.
+func Partitions(scenario string) int32 {
+	switch {
+	case strings.HasPrefix(scenario, "produce_consume_"), scenario == "create_topic", scenario == "idempotent_produce":
+		return 3
+	}
+	return 1
+}
+
+// Codecs are the produce_consume_<codec> scenario suffixes.
+var Codecs = []string{"none", "gzip", "snappy", "lz4", "zstd"}
+
+// Rec is a record as the scenarios see it. A nil Key is a null key.
+type Rec struct {
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Headers   [][2][]byte
+	Timestamp int64
+}
+
+// ProduceSet is the produce_consume data: 30 keyed ("k<i%5>","v<i>") then 10 unkeyed ("u<i>").
+func ProduceSet() []Rec {
+	var out []Rec
+	for i := 0; i < 30; i++ {
+		out = append(out, Rec{Key: []byte(fmt.Sprintf("k%d", i%5)), Value: []byte(fmt.Sprintf("v%d", i))})
+	}
+	for i := 0; i < 10; i++ {
+		out = append(out, Rec{Value: []byte(fmt.Sprintf("u%d", i))})
+	}
+	return out
+}
+
+// CheckProduceConsume checks consumed against ProduceSet: exact content (multiset), per-partition
+// offsets increasing in consumption order, and per key values in produce order.
+func CheckProduceConsume(got []Rec) error {
+	want := ProduceSet()
+	if len(got) != len(want) {
+		return fmt.Errorf("consumed %d records, want %d", len(got), len(want))
+	}
+	count := map[string]int{}
+	for _, r := range want {
+		count[recID(r)]++
+	}
+	for _, r := range got {
+		id := recID(r)
+		if count[id] == 0 {
+			return fmt.Errorf("unexpected record %s at p%d o%d", id, r.Partition, r.Offset)
+		}
+		count[id]--
+	}
+	last := map[int32]int64{}
+	keyLast := map[string]int{}
+	for _, r := range got {
+		if l, ok := last[r.Partition]; ok && r.Offset <= l {
+			return fmt.Errorf("partition %d: offset %d after %d", r.Partition, r.Offset, l)
+		}
+		last[r.Partition] = r.Offset
+		if r.Key != nil {
+			var n int
+			fmt.Sscanf(string(r.Value), "v%d", &n)
+			k := string(r.Key)
+			if l, ok := keyLast[k]; ok && n <= l {
+				return fmt.Errorf("key %s: v%d consumed after v%d", k, n, l)
+			}
+			keyLast[k] = n
+		}
+	}
+	// Same key, same partition.
+	kp := map[string]int32{}
+	for _, r := range got {
+		if r.Key == nil {
+			continue
+		}
+		if p, ok := kp[string(r.Key)]; ok && p != r.Partition {
+			return fmt.Errorf("key %s in partitions %d and %d", r.Key, p, r.Partition)
+		}
+		kp[string(r.Key)] = r.Partition
+	}
+	return nil
+}
+
+func recID(r Rec) string {
+	if r.Key == nil {
+		return "<null>=" + string(r.Value)
+	}
+	return string(r.Key) + "=" + string(r.Value)
+}
+
+// SortByPartitionOffset orders records by (partition, offset).
+func SortByPartitionOffset(rs []Rec) {
+	sort.SliceStable(rs, func(i, j int) bool {
+		if rs[i].Partition != rs[j].Partition {
+			return rs[i].Partition < rs[j].Partition
+		}
+		return rs[i].Offset < rs[j].Offset
+	})
+}
+
+// Headers is the headers scenario's header list (order and duplicates kept).
+func Headers() [][2][]byte {
+	return [][2][]byte{{[]byte("h1"), []byte("a")}, {[]byte("h2"), {0x00, 0xff}}, {[]byte("h1"), []byte("b")}}
+}
+
+// CheckHeaders checks 5 consumed records each carry exactly Headers().
+func CheckHeaders(got []Rec) error {
+	if len(got) != 5 {
+		return fmt.Errorf("consumed %d records, want 5", len(got))
+	}
+	want := Headers()
+	for _, r := range got {
+		if len(r.Headers) != len(want) {
+			return fmt.Errorf("offset %d: %d headers %s, want %d", r.Offset, len(r.Headers), fmtHeaders(r.Headers), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(r.Headers[i][0], want[i][0]) || !bytes.Equal(r.Headers[i][1], want[i][1]) {
+				return fmt.Errorf("offset %d: headers %s, want %s", r.Offset, fmtHeaders(r.Headers), fmtHeaders(want))
+			}
+		}
+	}
+	return nil
+}
+
+func fmtHeaders(h [][2][]byte) string {
+	var parts []string
+	for _, kv := range h {
+		parts = append(parts, fmt.Sprintf("(%q,%q)", kv[0], kv[1]))
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// Timestamp base of list_offsets: record i has BaseTS + i*1000.
+const BaseTS int64 = 1_000_000_000_000
+
+// CrossRec is one record of the cross-client set, as cross_consume reports it.
+type CrossRec struct {
+	Offset  int64       `json:"offset"`
+	Key     string      `json:"key"`
+	Value   string      `json:"value"`
+	Headers [][2]string `json:"headers"`
+}
+
+// CrossSet is what cross_produce writes for producer client src.
+func CrossSet(src string) []CrossRec {
+	out := make([]CrossRec, 20)
+	for i := range out {
+		out[i] = CrossRec{Offset: int64(i), Key: fmt.Sprintf("ck%d", i),
+			Value:   fmt.Sprintf("cross-value-%d-", i) + strings.Repeat("ż", 50),
+			Headers: [][2]string{{"src", src}}}
+	}
+	return out
+}
+
+// CheckCross compares a cross_consume dump with CrossSet(src); "" means identical.
+func CheckCross(got []CrossRec, src string) string {
+	want := CrossSet(src)
+	if len(got) != len(want) {
+		return fmt.Sprintf("read %d records, want %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Offset != w.Offset || g.Key != w.Key || g.Value != w.Value || fmt.Sprint(g.Headers) != fmt.Sprint(w.Headers) {
+			gj, _ := json.Marshal(g)
+			wj, _ := json.Marshal(w)
+			return fmt.Sprintf("record %d: got %s want %s", i, gj, wj)
+		}
+	}
+	return ""
+}
+
+// CrossResult turns consumed records into the cross_consume result.
+func CrossResult(recs []Rec, expectFrom string) Result {
+	var out []CrossRec
+	for _, r := range recs {
+		cr := CrossRec{Offset: r.Offset, Key: string(r.Key), Value: string(r.Value), Headers: [][2]string{}}
+		for _, h := range r.Headers {
+			cr.Headers = append(cr.Headers, [2]string{string(h[0]), string(h[1])})
+		}
+		out = append(out, cr)
+	}
+	data := map[string]any{"records": out}
+	if expectFrom != "" {
+		if d := CheckCross(out, expectFrom); d != "" {
+			return Fail(d, data)
+		}
+	}
+	return Pass(fmt.Sprintf("read %d records", len(out)), data)
+}
+
+// Deadline is the default in-runner deadline for one scenario step (the orchestrator kills at 60 s).
+func Deadline() time.Time { return time.Now().Add(20 * time.Second) }
+
+// Ring keeps the last few log lines of a client library for failure details.
+type Ring struct{ lines []string }
+
+// Add appends a line.
+func (r *Ring) Add(s string) {
+	r.lines = append(r.lines, s)
+	if len(r.lines) > 6 {
+		r.lines = r.lines[len(r.lines)-6:]
+	}
+}
+
+// String joins the kept lines.
+func (r *Ring) String() string {
+	if len(r.lines) == 0 {
+		return ""
+	}
+	return " | client log: " + strings.Join(r.lines, " / ")
+}
