@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+"""Strata compat-tests runner for kafka-python.
+
+Protocol: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--arg K=V ...]; prints one JSON object
+{"result","detail","data"} as its last stdout line and exits 0. Client logs go to stderr (WARNING and up).
+"""
+import logging
+import sys
+import time
+
+logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
+                    format="%(asctime)s %(levelname)s %(name)s %(message)s")
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
+from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec, OffsetTimestamp  # noqa: E402
+from kafka.errors import TopicAlreadyExistsError  # noqa: E402
+from kafka.structs import OffsetAndMetadata  # noqa: E402
+
+from runner_common import (HEADERS, Deadline, check_cross, check_produce_consume, cross_value,  # noqa: E402
+                           fail, main)
+
+CLIENT = "kafka-python"
+
+
+def err_name(e):
+    """The Kafka error name kafka-python reports (e.g. MESSAGE_TOO_LARGE), else the exception class."""
+    m = getattr(e, "message", None)
+    return m if isinstance(m, str) and m.isupper() else type(e).__name__
+
+
+class Runner:
+    def __init__(self, bootstrap, topic, args):
+        self.bootstrap, self.topic, self.args = bootstrap, topic, args
+        self.data = {}
+        self.dl = Deadline()
+        self.closers = []
+        self._admin = None
+
+    def close(self):
+        for c in reversed(self.closers):
+            try:
+                c()
+            except Exception:
+                pass
+
+    # ------------------------------------------------------------ clients
+    def admin(self):
+        if self._admin is None:
+            self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="compat-kafka-python-admin",
+                                           request_timeout_ms=15000)
+            self.closers.append(self._admin.close)
+        return self._admin
+
+    def producer(self, **kw):
+        cfg = dict(bootstrap_servers=self.bootstrap, client_id="compat-kafka-python-producer", acks="all",
+                   linger_ms=5, request_timeout_ms=15000, max_block_ms=20000)
+        cfg.update(kw)
+        p = KafkaProducer(**cfg)
+        self.closers.append(lambda: p.close(timeout=3))
+        return p
+
+    def consumer(self, **kw):
+        cfg = dict(bootstrap_servers=self.bootstrap, client_id="compat-kafka-python-consumer", group_id=None,
+                   auto_offset_reset="earliest", enable_auto_commit=False, request_timeout_ms=30000)
+        cfg.update(kw)
+        c = KafkaConsumer(**cfg)
+        self.closers.append(lambda: c.close(autocommit=False))
+        return c
+
+    def ensure_topic(self, n, topic=None):
+        topic = topic or self.topic
+        try:
+            self.admin().create_topics({topic: {"num_partitions": n, "replication_factor": 1}}, timeout_ms=15000)
+        except TopicAlreadyExistsError:
+            pass
+        return self.wait_partitions(n, topic)
+
+    def wait_partitions(self, n, topic=None):
+        topic = topic or self.topic
+        end = time.monotonic() + self.dl.remaining(20)
+        seen, last = -1, None
+        while time.monotonic() < end:
+            try:
+                for t in self.admin().describe_topics([topic]):
+                    if t.get("topic", t.get("name")) == topic and t.get("error_code", 0) == 0:
+                        parts = t["partitions"]
+                        seen = len(parts)
+                        if seen == n and all(p.get("leader", p.get("leader_id", -1)) >= 0 for p in parts):
+                            return seen
+            except Exception as e:
+                last = e
+            time.sleep(0.2)
+        raise fail(f"topic {topic}: expected {n} partitions with leaders, saw {seen}" + (f" (last error: {last!r})" if last else ""))
+
+    def read_all(self, c, partitions, want, cap=30.0):
+        tps = [TopicPartition(self.topic, p) for p in range(partitions)]
+        c.assign(tps)
+        c.seek_to_beginning(*tps)
+        out = []
+        end = time.monotonic() + self.dl.remaining(cap)
+        while len(out) < want and time.monotonic() < end:
+            for recs in c.poll(timeout_ms=500).values():
+                out.extend(recs)
+        return out
+
+    # ------------------------------------------------------------ scenarios
+    def s_metadata(self):
+        self.ensure_topic(3)
+        cl = self.admin().describe_cluster()
+        brokers = cl.get("brokers", [])
+        self.data["brokers"] = [{"id": b.get("node_id", b.get("broker_id")), "host": b.get("host"), "port": b.get("port")} for b in brokers]
+        if not brokers:
+            raise fail(f"no brokers in metadata: {cl}")
+        for b in self.data["brokers"]:
+            if not b["host"] or not b["port"]:
+                raise fail(f"broker without host/port: {b}")
+        topics = self.admin().list_topics()
+        self.data["topic_listed"] = self.topic in topics
+        if self.topic not in topics:
+            raise fail(f"topic {self.topic} not listed")
+        return f"{len(brokers)} broker(s), topic listed"
+
+    def s_create_topic(self):
+        self.admin().create_topics({self.topic: {"num_partitions": 3, "replication_factor": 1}}, timeout_ms=15000)
+        self.data["partitions"] = self.wait_partitions(3)
+        return f"created with {self.data['partitions']} partitions"
+
+    def _produce_consume(self, codec):
+        self.ensure_topic(3)
+        p = self.producer(compression_type=None if codec == "none" else codec)
+        futs = [p.send(self.topic, key=f"k{i % 5}".encode(), value=f"v{i}".encode()) for i in range(30)]
+        futs += [p.send(self.topic, key=None, value=f"u{i}".encode()) for i in range(10)]
+        p.flush(timeout=30)
+        for f in futs:
+            f.get(timeout=30)
+        got = self.read_all(self.consumer(), 3, 40)
+        self.data["consumed"] = len(got)
+        recs = [(r.partition, r.offset, None if r.key is None else r.key.decode(), r.value.decode()) for r in got]
+        detail, used = check_produce_consume(recs, codec)
+        self.data["partitions_used"] = used
+        return detail
+
+    def s_produce_consume_none(self):
+        return self._produce_consume("none")
+
+    def s_produce_consume_gzip(self):
+        return self._produce_consume("gzip")
+
+    def s_produce_consume_snappy(self):
+        return self._produce_consume("snappy")
+
+    def s_produce_consume_lz4(self):
+        return self._produce_consume("lz4")
+
+    def s_produce_consume_zstd(self):
+        return self._produce_consume("zstd")
+
+    def s_headers(self):
+        self.ensure_topic(1)
+        p = self.producer()
+        for i in range(5):
+            p.send(self.topic, key=f"hk{i}".encode(), value=f"hv{i}".encode(), partition=0, headers=list(HEADERS)).get(timeout=30)
+        got = self.read_all(self.consumer(), 1, 5)
+        if len(got) != 5:
+            raise fail(f"consumed {len(got)} records, want 5")
+        for r in got:
+            hs = [(k, bytes(v)) for k, v in r.headers]
+            if hs != HEADERS:
+                raise fail(f"offset {r.offset}: headers {hs}, want {HEADERS}")
+        return "5 records with 3 headers each (order, duplicates, binary value) intact"
+
+    def s_list_offsets(self):
+        base = 1_000_000_000_000
+        self.ensure_topic(1)
+        p = self.producer()
+        for i in range(10):
+            p.send(self.topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0, timestamp_ms=base + i * 1000).get(timeout=30)
+        tp = TopicPartition(self.topic, 0)
+
+        def lo(spec):
+            r = self.admin().list_partition_offsets({tp: spec}, timeout_ms=15000)[tp]
+            return -1 if r is None or r.offset is None else r.offset
+
+        earliest, latest = lo(OffsetSpec.EARLIEST), lo(OffsetSpec.LATEST)
+        by_ts, after = lo(OffsetTimestamp(base + 5000)), lo(OffsetTimestamp(base + 60_000))
+        self.data.update(earliest=earliest, latest=latest, by_timestamp=by_ts, after_last=after)
+        if (earliest, latest, by_ts, after) != (0, 10, 5, -1):
+            raise fail(f"earliest={earliest} latest={latest} byTimestamp={by_ts} afterLast={after} (want 0, 10, 5, -1)")
+        return "earliest 0, latest 10, by timestamp 5, after last -1"
+
+    def s_idempotent_produce(self):
+        self.ensure_topic(1)
+        p = self.producer(enable_idempotence=True)
+        futs = [p.send(self.topic, key=f"k{i}".encode(), value=f"v{i}".encode()) for i in range(100)]
+        p.flush(timeout=30)
+        for f in futs:
+            f.get(timeout=30)
+        c = self.consumer()
+        got = self.read_all(c, 1, 100)
+        for recs in c.poll(timeout_ms=500).values():
+            got.extend(recs)
+        distinct = len({r.value for r in got})
+        self.data.update(consumed=len(got), distinct=distinct)
+        if len(got) != 100 or distinct != 100:
+            raise fail(f"consumed {len(got)} records, {distinct} distinct; want exactly 100")
+        return "100 records exactly once"
+
+    def s_group_commit_resume(self):
+        group = self.args.get("group", f"{self.topic}-g")
+        self.ensure_topic(1)
+        p = self.producer()
+        for i in range(20):
+            p.send(self.topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0)
+        p.flush(timeout=30)
+        tp = TopicPartition(self.topic, 0)
+        c = self.consumer(group_id=group, max_poll_records=10)
+        c.subscribe([self.topic])
+        n = 0
+        end = time.monotonic() + self.dl.remaining(20)
+        while n < 10 and time.monotonic() < end:
+            for recs in c.poll(timeout_ms=500).values():
+                n += len(recs)
+        if n < 10:
+            raise fail(f"first consumer got {n} of 10 records")
+        c.commit({tp: OffsetAndMetadata(10, "", -1)})
+        c.close(autocommit=False)
+        c2 = self.consumer(group_id=group)
+        c2.subscribe([self.topic])
+        first = None
+        end = time.monotonic() + self.dl.remaining(20)
+        while first is None and time.monotonic() < end:
+            for recs in c2.poll(timeout_ms=500).values():
+                if recs and first is None:
+                    first = recs[0].offset
+        self.data["resumed_at"] = first
+        if first != 10:
+            raise fail(f"second consumer resumed at offset {first}, want 10")
+        return "committed 10, resumed at 10"
+
+    def s_transactions(self):
+        self.ensure_topic(1)
+        p = self.producer(transactional_id=f"compat-kafka-python-{self.topic}", enable_idempotence=True)
+        p.init_transactions()
+        p.begin_transaction()
+        for i in range(5):
+            p.send(self.topic, key=f"k{i}".encode(), value=f"committed-{i}".encode(), partition=0)
+        p.commit_transaction()
+        p.begin_transaction()
+        for i in range(5):
+            p.send(self.topic, key=f"k{i}".encode(), value=f"aborted-{i}".encode(), partition=0)
+        p.flush(timeout=30)
+        p.abort_transaction()
+        c = self.consumer(isolation_level="read_committed")
+        got = self.read_all(c, 1, 5, cap=20)
+        for recs in c.poll(timeout_ms=2000).values():
+            got.extend(recs)
+        vals = [r.value.decode() for r in got]
+        self.data["values"] = vals
+        want = [f"committed-{i}" for i in range(5)]
+        if vals != want:
+            raise fail(f"read_committed saw {vals}, want {want}")
+        return "read_committed saw exactly the 5 committed records"
+
+    def s_describe_list_groups(self):
+        group = self.args.get("group", f"{self.topic}-g")
+        self.ensure_topic(1)
+        p = self.producer()
+        for i in range(5):
+            p.send(self.topic, value=f"v{i}".encode(), partition=0)
+        p.flush(timeout=30)
+        c = self.consumer(group_id=group)
+        c.subscribe([self.topic])
+        n = 0
+        end = time.monotonic() + self.dl.remaining(20)
+        while n < 5 and time.monotonic() < end:
+            for recs in c.poll(timeout_ms=500).values():
+                n += len(recs)
+        if n < 5:
+            raise fail(f"group consumer got {n} of 5 records")
+        c.commit()
+        groups = self.admin().list_groups()
+        ids = [g["group_id"] if isinstance(g, dict) else g[0] for g in groups]
+        self.data["groups"] = ids
+        if group not in ids:
+            raise fail(f"list groups lacks {group}: {ids}")
+        d = self.admin().describe_groups([group])[group]
+        state = d.get("group_state", d.get("state"))
+        members = d.get("members", [])
+        self.data.update(state=str(state), members=len(members))
+        if not members:
+            raise fail(f"describe shows state {state} with no members")
+        return f"listed; state {state}, {len(members)} member(s)"
+
+    def s_describe_configs(self):
+        self.ensure_topic(1)
+        res = self.admin().describe_configs([ConfigResource(ConfigResourceType.TOPIC, self.topic)], config_filter="all")
+        cfgs = {}
+        for by_name in res.values():
+            for name, entries in by_name.items():
+                if name == self.topic:
+                    cfgs = entries
+        found = {}
+        for k in ("cleanup.policy", "retention.ms", "max.message.bytes"):
+            if k in cfgs:
+                v = cfgs[k]
+                found[k] = v.get("value", v.get("config_value")) if isinstance(v, dict) else v
+        self.data.update(configs=found, count=len(cfgs))
+        if "cleanup.policy" not in found and "retention.ms" not in found:
+            raise fail(f"neither cleanup.policy nor retention.ms in {len(cfgs)} configs: {res}")
+        return f"{len(cfgs)} configs, {found}"
+
+    def s_create_partitions(self):
+        self.ensure_topic(1)
+        self.admin().create_partitions({self.topic: 3}, timeout_ms=15000)
+        self.data["partitions"] = self.wait_partitions(3)
+        return f"1 -> {self.data['partitions']} partitions"
+
+    def s_delete_topic(self):
+        self.ensure_topic(1)
+        self.admin().delete_topics([self.topic], timeout_ms=15000)
+        end = time.monotonic() + self.dl.remaining(30)
+        while time.monotonic() < end:
+            if self.topic not in self.admin().list_topics():
+                return "deleted and gone from metadata"
+            time.sleep(0.25)
+        raise fail("topic still listed 30 s after delete")
+
+    def s_max_message_size(self):
+        self.ensure_topic(1)
+        p = self.producer(max_request_size=4_000_000, retries=0, compression_type=None)
+        try:
+            md = p.send(self.topic, value=b"\0" * 1_000_000, partition=0).get(timeout=30)
+            self.data["small_offset"] = md.offset
+        except Exception as e:
+            self.data["small_error"] = err_name(e)
+            raise fail(f"record with a 1,000,000-byte value rejected: {e!r}")
+        try:
+            md = p.send(self.topic, value=b"\0" * 1_100_000, partition=0).get(timeout=30)
+        except Exception as e:
+            self.data.update(error=err_name(e), errno=getattr(e, "errno", None), exception=repr(e))
+            return f"under the limit accepted; over it rejected with {err_name(e)}"
+        self.data["error"] = None
+        raise fail(f"record with a 1,100,000-byte value accepted at offset {md.offset}")
+
+    def s_cross_produce(self):
+        self.ensure_topic(1)
+        p = self.producer(compression_type=None)
+        for i in range(20):
+            p.send(self.topic, key=f"ck{i}".encode(), value=cross_value(i).encode(), partition=0,
+                   headers=[("src", CLIENT.encode())]).get(timeout=30)
+        self.data["produced"] = 20
+        return "20 CROSS records produced"
+
+    def s_cross_consume(self):
+        got = self.read_all(self.consumer(), 1, 20)
+        recs = [{"offset": r.offset, "key": None if r.key is None else r.key.decode(),
+                 "value": None if r.value is None else r.value.decode(),
+                 "headers": [[k, bytes(v).decode()] for k, v in r.headers]} for r in got]
+        self.data["records"] = recs
+        return check_cross(recs, self.args.get("expect_from"))
+
+
+if __name__ == "__main__":
+    main(Runner)
