@@ -12,17 +12,30 @@ type Config struct {
 	MaxMessageBytes       int   // message.max.bytes / max.message.bytes, 1048588
 	FlushIntervalMessages int64 // log.flush.interval.messages / flush.messages, math.MaxInt64
 	FlushIntervalMs       int64 // log.flush.interval.ms / flush.ms, math.MaxInt64
+
+	// Compaction (cleaner.go).
+	Compact                bool    // log.cleanup.policy / cleanup.policy contains "compact", default false
+	DeleteRetentionMs      int64   // log.cleaner.delete.retention.ms / delete.retention.ms, 86400000
+	MinCompactionLagMs     int64   // log.cleaner.min.compaction.lag.ms / min.compaction.lag.ms, 0
+	MinCleanableDirtyRatio float64 // log.cleaner.min.cleanable.ratio / min.cleanable.dirty.ratio, 0.5
+
+	// Broker-only cleaner settings, read by the Manager from its defaults.
+	CleanerDisable   bool  // !log.cleaner.enable (default enabled)
+	CleanerBackoffMs int64 // log.cleaner.backoff.ms, 15000
 }
 
 // DefaultConfig returns Kafka's broker defaults.
 func DefaultConfig() Config {
 	return Config{
-		SegmentBytes:          1 << 30,
-		SegmentMs:             7 * 24 * 60 * 60 * 1000,
-		IndexIntervalBytes:    4096,
-		MaxIndexSize:          10 << 20,
-		MaxMessageBytes:       1048588,
-		FlushIntervalMessages: math.MaxInt64,
-		FlushIntervalMs:       math.MaxInt64,
+		SegmentBytes:           1 << 30,
+		SegmentMs:              7 * 24 * 60 * 60 * 1000,
+		IndexIntervalBytes:     4096,
+		MaxIndexSize:           10 << 20,
+		MaxMessageBytes:        1048588,
+		FlushIntervalMessages:  math.MaxInt64,
+		FlushIntervalMs:        math.MaxInt64,
+		DeleteRetentionMs:      24 * 60 * 60 * 1000,
+		MinCleanableDirtyRatio: 0.5,
+		CleanerBackoffMs:       15000,
 	}
 }

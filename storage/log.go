@@ -20,6 +20,13 @@ type OpenOptions struct {
 	Logger        *zap.Logger
 	RecoveryPoint int64 // offset up to which the log is known flushed; -1 = unknown (scan all)
 	CleanShutdown bool  // trust indexes
+	// LogStartOffset is the checkpointed log start offset (0 = none): the
+	// log starts at max(first segment base, LogStartOffset), clamped to the
+	// log end offset, so a start inside a segment survives restarts.
+	LogStartOffset int64
+	// FirstDirtyOffset is the checkpointed cleaner position
+	// (cleaner-offset-checkpoint) of a compacted log; 0 = clean from the start.
+	FirstDirtyOffset int64
 }
 
 // AppendResult describes a successful Append.
@@ -69,6 +76,13 @@ type Log struct {
 
 	stopFlusher chan struct{}
 	flusherDone chan struct{}
+
+	// Compaction (cleaner.go): cleanMu is held by a running Clean, closing
+	// aborts it; firstDirty and tombstoneHorizon are guarded by mu.
+	cleanMu          sync.Mutex
+	closing          atomic.Bool
+	firstDirty       int64
+	tombstoneHorizon int64 // earliest delete horizon of kept tombstones (ms), 0 = none
 }
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
@@ -126,6 +140,13 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
 	hdrs, err := validateBatches(records, l.cfg.MaxMessageBytes)
 	if err != nil {
 		return AppendResult{}, err
+	}
+	if l.cfg.Compact {
+		for i, pos := range batchPositions(hdrs) {
+			if err := checkKeyed(&hdrs[i], records[pos:pos+int(hdrs[i].size())]); err != nil {
+				return AppendResult{}, err
+			}
+		}
 	}
 	idempotent := false
 	for i := range hdrs {
@@ -459,6 +480,10 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.mu.Unlock()
+	// Abort a running cleaning and wait for it to let go of the segments.
+	l.closing.Store(true)
+	l.cleanMu.Lock()
+	l.cleanMu.Unlock() //nolint:staticcheck // a barrier, not a critical section
 	if l.stopFlusher != nil {
 		close(l.stopFlusher)
 		<-l.flusherDone

@@ -46,29 +46,35 @@ func (l *Log) Read(offset int64, maxBytes int, minOneBatch bool) (ReadResult, er
 		return res, nil
 	}
 	s := l.segmentFor(offset)
-	limit := s.size
-	if l.hw.segBase == s.base {
-		limit = l.hw.pos
-	}
-	pos := s.idx.lookup(offset)
-	f, err := s.reader()
-	l.mu.Unlock()
-	if err != nil {
-		return res, fmt.Errorf("read offset %d: %w: %w", offset, err, kerr.KafkaStorageError)
-	}
-	// Bytes below limit are immutable, so the scan runs without the lock.
-	var hb [batchHeaderSize]byte
+	var (
+		f     *sharedFile
+		pos   int64
+		limit int64
+	)
 	for {
-		h, err := readHeader(f.f, pos, limit, &hb)
-		if err != nil {
-			_ = f.release()
-			return res, fmt.Errorf("segment %d: find offset %d: %w: %w", s.base, offset, err, kerr.KafkaStorageError)
+		limit = s.size
+		if l.hw.segBase == s.base {
+			limit = l.hw.pos
 		}
-		if h.lastOffset() >= offset {
+		var err error
+		f, pos, err = l.findBatch(s, offset, limit)
+		if err != nil {
+			l.mu.Unlock()
+			return res, fmt.Errorf("read offset %d: %w: %w", offset, err, kerr.KafkaStorageError)
+		}
+		if f != nil {
 			break
 		}
-		pos += h.size()
+		// Compaction removed the rest of this segment: continue at the next.
+		next := l.nextSegment(s)
+		if next == nil || next.base >= l.hw.offset {
+			l.mu.Unlock()
+			return res, nil
+		}
+		s = next
 	}
+	l.mu.Unlock()
+	var hb [batchHeaderSize]byte
 	end := pos
 	for end < limit {
 		h, err := readHeader(f.f, end, limit, &hb)
@@ -87,6 +93,44 @@ func (l *Log) Read(offset int64, maxBytes int, minOneBatch bool) (ReadResult, er
 	}
 	res.Chunk = Chunk{file: f, pos: pos, n: int(end - pos)}
 	return res, nil
+}
+
+// findBatch returns a referenced descriptor of s and the position of the
+// first batch below limit whose last offset is >= offset, or a nil file when
+// there is none (the rest of the segment was compacted away). The scan
+// reads only batch headers. Caller holds l.mu.
+func (l *Log) findBatch(s *segment, offset, limit int64) (*sharedFile, int64, error) {
+	pos := int64(0)
+	if offset > s.base {
+		pos = s.idx.lookup(offset)
+	}
+	f, err := s.reader()
+	if err != nil {
+		return nil, 0, err
+	}
+	var hb [batchHeaderSize]byte
+	for pos < limit {
+		h, err := readHeader(f.f, pos, limit, &hb)
+		if err != nil {
+			_ = f.release()
+			return nil, 0, fmt.Errorf("segment %d: find offset %d: %w", s.base, offset, err)
+		}
+		if h.lastOffset() >= offset {
+			return f, pos, nil
+		}
+		pos += h.size()
+	}
+	_ = f.release()
+	return nil, 0, nil
+}
+
+// nextSegment returns the segment after s, or nil. Caller holds l.mu.
+func (l *Log) nextSegment(s *segment) *segment {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > s.base })
+	if i == len(l.segs) {
+		return nil
+	}
+	return l.segs[i]
 }
 
 // MaxTimestamp returns the largest batch timestamp and the offset of the

@@ -50,6 +50,9 @@ func OpenLog(fsys vfs.FS, dir string, cfg Config, opts OpenOptions) (*Log, error
 
 // load recovers segments, producer state and epochs.
 func (l *Log) load(opts OpenOptions) error {
+	if err := l.finishSwaps(); err != nil {
+		return err
+	}
 	bases, err := listSegments(l.fsys, l.dir)
 	if err != nil {
 		return err
@@ -66,7 +69,8 @@ func (l *Log) load(opts OpenOptions) error {
 	}
 	act := l.active()
 	leo := act.next
-	l.logStart = l.segs[0].base
+	l.logStart = min(max(l.segs[0].base, opts.LogStartOffset), leo)
+	l.firstDirty = opts.FirstDirtyOffset
 	l.hw = logPos{offset: leo, segBase: act.base, pos: act.size}
 	l.flushed.Store(leo)
 	l.flushedPos = l.hw
@@ -112,7 +116,7 @@ func (l *Log) loadSegments(bases []int64, opts OpenOptions) error {
 	for i, base := range bases {
 		s := &segment{fsys: l.fsys, dir: l.dir, base: base, cfg: &l.cfg, next: base,
 			maxTs: -1, maxTsOffset: -1, firstTs: -1, created: l.now()}
-		if base != expected {
+		if base < expected || (base > expected && !l.cfg.Compact) {
 			return l.dropFrom(bases[i:], 0, fmt.Errorf("segment %d does not continue the log at offset %d", base, expected))
 		}
 		trusted := i < recoverFrom
@@ -262,7 +266,18 @@ func (s *segment) scanTail() error {
 		if pos == 0 {
 			s.firstTs = h.MaxTimestamp
 		}
-		if (first && h.BaseOffset > expected) || (!first && h.BaseOffset != expected) || h.LastOffsetDelta < 0 {
+		var bad bool
+		switch {
+		case first && s.cfg.Compact && s.idx.entries == 0:
+			bad = h.BaseOffset < expected // compaction may have removed the segment's first offsets
+		case first:
+			bad = h.BaseOffset > expected
+		case s.cfg.Compact:
+			bad = h.BaseOffset < expected // compaction leaves gaps between batches
+		default:
+			bad = h.BaseOffset != expected
+		}
+		if bad || h.LastOffsetDelta < 0 {
 			return fmt.Errorf("segment %d at %d: batch offset %d, expected %d", s.base, pos, h.BaseOffset, expected)
 		}
 		if s.bytesSinceIndex > int64(s.cfg.IndexIntervalBytes) && s.idx.entries < s.cfg.MaxIndexSize/offsetEntrySize {
@@ -324,9 +339,12 @@ func (s *segment) recoverSegment() (cut int64, reason error, err error) {
 		switch {
 		case herr != nil:
 			reason = herr
-		case h.BaseOffset != expected:
+		case h.BaseOffset < expected || (h.BaseOffset > expected && !s.cfg.Compact):
+			// Compaction leaves gaps between batches; nothing else does.
 			reason = fmt.Errorf("batch at position %d has offset %d, expected %d", valid, h.BaseOffset, expected)
-		case h.LastOffsetDelta < 0 || int64(h.RecordCount) != int64(h.LastOffsetDelta)+1:
+		case h.LastOffsetDelta < 0 || h.RecordCount < 0 || int64(h.RecordCount) > int64(h.LastOffsetDelta)+1 ||
+			(!s.cfg.Compact && int64(h.RecordCount) != int64(h.LastOffsetDelta)+1):
+			// A cleaned batch keeps its last offset delta with fewer records.
 			reason = fmt.Errorf("batch at position %d: record count %d, last offset delta %d", valid, h.RecordCount, h.LastOffsetDelta)
 		default:
 			reason = verifyCRC(f, valid, &h, buf)

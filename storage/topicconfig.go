@@ -43,20 +43,22 @@ func parseInt64(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }
 // WithTopicConfigs change behaviour; the rest are kept for DescribeConfigs.
 var topicConfigs = map[string]topicConfigKind{
 	// Applied.
-	"segment.bytes":        intKind(14), // LegacyRecord.RECORD_OVERHEAD_V0
-	"segment.ms":           longKind(1),
-	"index.interval.bytes": intKind(0),
-	"segment.index.bytes":  intKind(4),
-	"max.message.bytes":    intKind(0),
-	"flush.messages":       longKind(1),
-	"flush.ms":             longKind(0),
+	"segment.bytes":             intKind(14), // LegacyRecord.RECORD_OVERHEAD_V0
+	"segment.ms":                longKind(1),
+	"index.interval.bytes":      intKind(0),
+	"segment.index.bytes":       intKind(4),
+	"max.message.bytes":         intKind(0),
+	"flush.messages":            longKind(1),
+	"flush.ms":                  longKind(0),
+	"cleanup.policy":            {list: true, enum: []string{"compact", "delete"}},
+	"delete.retention.ms":       longKind(0),
+	"min.compaction.lag.ms":     longKind(0),
+	"min.cleanable.dirty.ratio": ratioKind,
 	// Accepted and kept.
-	"cleanup.policy":                          {list: true, enum: []string{"compact", "delete"}},
 	"compression.type":                        {enum: []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}},
 	"compression.gzip.level":                  intKind(math.MinInt32),
 	"compression.lz4.level":                   intKind(math.MinInt32),
 	"compression.zstd.level":                  intKind(math.MinInt32),
-	"delete.retention.ms":                     longKind(0),
 	"file.delete.delay.ms":                    longKind(0),
 	"follower.replication.throttled.replicas": {list: true},
 	"leader.replication.throttled.replicas":   {list: true},
@@ -69,8 +71,6 @@ var topicConfigs = map[string]topicConfigKind{
 	"message.timestamp.before.max.ms":         longKind(0),
 	"message.timestamp.difference.max.ms":     longKind(0),
 	"message.timestamp.type":                  {enum: []string{"CreateTime", "LogAppendTime"}},
-	"min.cleanable.dirty.ratio":               ratioKind,
-	"min.compaction.lag.ms":                   longKind(0),
 	"min.insync.replicas":                     intKind(1),
 	"preallocate":                             boolKind,
 	"remote.log.copy.disable":                 boolKind,
@@ -145,7 +145,9 @@ func checkEnum(key, raw, v string, allowed []string) error {
 
 // WithTopicConfigs overlays Kafka topic-level configs on c. segment.bytes,
 // segment.ms, index.interval.bytes, segment.index.bytes, max.message.bytes,
-// flush.messages and flush.ms change the returned Config; the other known
+// flush.messages, flush.ms, cleanup.policy (Compact when it lists
+// "compact"), delete.retention.ms, min.compaction.lag.ms and
+// min.cleanable.dirty.ratio change the returned Config; the other known
 // Kafka topic configs are validated and otherwise ignored (the caller keeps
 // the map). An unknown key or an invalid value yields kerr.InvalidConfig
 // wrapped with a message naming the key. Keys are checked in sorted order so
@@ -176,6 +178,19 @@ func (c Config) WithTopicConfigs(m map[string]string) (Config, error) {
 			c.FlushIntervalMessages = n
 		case "flush.ms":
 			c.FlushIntervalMs = n
+		case "cleanup.policy":
+			c.Compact = false
+			for _, item := range strings.Split(m[k], ",") {
+				if strings.TrimSpace(item) == "compact" {
+					c.Compact = true
+				}
+			}
+		case "delete.retention.ms":
+			c.DeleteRetentionMs = n
+		case "min.compaction.lag.ms":
+			c.MinCompactionLagMs = n
+		case "min.cleanable.dirty.ratio":
+			c.MinCleanableDirtyRatio, _ = strconv.ParseFloat(strings.TrimSpace(m[k]), 64)
 		}
 	}
 	return c, nil

@@ -24,13 +24,16 @@ func TestWithTopicConfigsApplies(t *testing.T) {
 		"min.insync.replicas":       "2",
 		"preallocate":               "TRUE",
 		"message.timestamp.type":    "LogAppendTime",
-		"min.cleanable.dirty.ratio": "0.5",
+		"min.cleanable.dirty.ratio": "0.25",
+		"delete.retention.ms":       "1000",
+		"min.compaction.lag.ms":     "5",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{SegmentBytes: 1048576, SegmentMs: 60000, IndexIntervalBytes: 0, MaxIndexSize: 4096,
-		MaxMessageBytes: 2000000, FlushIntervalMessages: 1, FlushIntervalMs: 0}
+		MaxMessageBytes: 2000000, FlushIntervalMessages: 1, FlushIntervalMs: 0,
+		Compact: true, DeleteRetentionMs: 1000, MinCompactionLagMs: 5, MinCleanableDirtyRatio: 0.25, CleanerBackoffMs: 15000}
 	if got != want {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}

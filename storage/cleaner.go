@@ -1,0 +1,342 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Log compaction (Kafka's log cleaner) for logs whose cleanup.policy lists
+// "compact"; doc.go describes the rules and the crash-safe swap.
+
+const (
+	cleanedExt = ".cleaned"
+	swapExt    = ".swap"
+	// cleanerKeyBudget bounds the key -> offset map of one cleaning (key
+	// bytes plus per-entry overhead), like log.cleaner.dedupe.buffer.size.
+	cleanerKeyBudget = 128 << 20
+	mapEntryOverhead = 48
+	cleanerWriteBuf  = 1 << 20
+)
+
+// errCleanAborted stops a cleaning when the log is closing.
+var errCleanAborted = errors.New("cleaning aborted: log closing")
+
+// CleanStats describes one cleaning of a log.
+type CleanStats struct {
+	Cleaned        bool  // false when there was nothing (dirty enough) to clean
+	FirstDirty     int64 // start of the dirty range whose keys were mapped
+	End            int64 // offset after the last cleaned segment (new first dirty offset)
+	SegmentsBefore int   // source segments rewritten
+	SegmentsAfter  int   // segments they became
+	BytesBefore    int64
+	BytesAfter     int64
+	RecordsRead    int64
+	RecordsKept    int64
+	Duration       time.Duration
+}
+
+// cleanSource is one closed segment taken for cleaning.
+type cleanSource struct {
+	seg  *segment
+	file *sharedFile
+	size int64
+}
+
+// cleanPlan is what Clean decides under the log lock.
+type cleanPlan struct {
+	srcs        []cleanSource // segments [logStart .. end of dirty range)
+	firstDirty  int64
+	dirtyFrom   int // index in srcs of the first dirty segment
+	lastData    map[int64]int64
+	now         int64
+	cfg         Config
+	horizonOnly bool
+}
+
+// Clean compacts the log once if it is compacted (cfg.Compact) and its
+// closed segments are dirty enough (min.cleanable.dirty.ratio; force skips
+// that check), or a stamped tombstone delete horizon has passed. Only
+// closed segments whose records are all older than min.compaction.lag.ms
+// and below the high watermark are cleaned. Readers of the old segments keep
+// their descriptors. Close aborts a running Clean.
+func (l *Log) Clean(force bool) (CleanStats, error) {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
+	start := time.Now()
+	plan, ok := l.planClean(force)
+	if !ok {
+		return CleanStats{}, nil
+	}
+	defer func() {
+		for _, s := range plan.srcs {
+			_ = s.file.release()
+		}
+	}()
+	c := &cleaner{l: l, plan: plan, keys: make(map[string]int64)}
+	end, err := c.buildMap()
+	if err != nil {
+		return CleanStats{}, fmt.Errorf("clean %s: %w", l.dir, err)
+	}
+	stats, err := c.clean(end)
+	stats.Duration = time.Since(start)
+	if err != nil {
+		return stats, fmt.Errorf("clean %s: %w", l.dir, err)
+	}
+	l.logger.Info("cleaned log", zap.Int64("firstDirty", stats.FirstDirty), zap.Int64("end", stats.End),
+		zap.Int("segmentsBefore", stats.SegmentsBefore), zap.Int("segmentsAfter", stats.SegmentsAfter),
+		zap.Int64("bytesBefore", stats.BytesBefore), zap.Int64("bytesAfter", stats.BytesAfter),
+		zap.Int64("recordsRead", stats.RecordsRead), zap.Int64("recordsKept", stats.RecordsKept),
+		zap.Duration("took", stats.Duration))
+	return stats, nil
+}
+
+// FirstDirtyOffset is where the part of the log not yet cleaned starts (the
+// Manager persists it in cleaner-offset-checkpoint).
+func (l *Log) FirstDirtyOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return max(l.firstDirty, l.logStart)
+}
+
+// planClean picks the cleanable segments and takes read references on them.
+func (l *Log) planClean(force bool) (cleanPlan, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.cfg.Compact || l.closed || l.failed != nil || l.closing.Load() {
+		return cleanPlan{}, false
+	}
+	now := l.now().UnixMilli()
+	// Cleanable: closed segments fully below the high watermark whose
+	// newest record is older than min.compaction.lag.ms.
+	k := 0
+	for k < len(l.segs)-1 {
+		s := l.segs[k]
+		if s.next > l.hw.offset || (l.cfg.MinCompactionLagMs > 0 && s.maxTs > now-l.cfg.MinCompactionLagMs) {
+			break
+		}
+		k++
+	}
+	if k == 0 {
+		return cleanPlan{}, false
+	}
+	firstDirty := max(l.firstDirty, l.logStart)
+	dirtyFrom := k
+	var clean, dirty int64
+	for i := 0; i < k; i++ {
+		if s := l.segs[i]; s.next > firstDirty {
+			dirtyFrom = min(dirtyFrom, i)
+			dirty += s.size
+		} else {
+			clean += s.size
+		}
+	}
+	horizonDue := l.tombstoneHorizon > 0 && now >= l.tombstoneHorizon
+	switch {
+	case dirty == 0 && !horizonDue:
+		return cleanPlan{}, false
+	case !force && !horizonDue && float64(dirty) < l.cfg.MinCleanableDirtyRatio*float64(clean+dirty):
+		return cleanPlan{}, false
+	}
+	plan := cleanPlan{firstDirty: firstDirty, dirtyFrom: dirtyFrom, now: now, cfg: l.cfg,
+		lastData: make(map[int64]int64, len(l.producers.entries)), horizonOnly: dirty == 0}
+	for pid, e := range l.producers.entries {
+		if n := len(e.Batches); n > 0 {
+			plan.lastData[pid] = e.Batches[n-1].LastOffset
+		}
+	}
+	for _, s := range l.segs[:k] {
+		f, err := s.reader()
+		if err != nil {
+			l.logger.Warn("cannot open segment for cleaning", zap.Int64("segment", s.base), zap.Error(err))
+			for _, src := range plan.srcs {
+				_ = src.file.release()
+			}
+			return cleanPlan{}, false
+		}
+		plan.srcs = append(plan.srcs, cleanSource{seg: s, file: f, size: s.size})
+	}
+	return plan, true
+}
+
+// cleaner holds the state of one cleaning.
+type cleaner struct {
+	l        *Log
+	plan     cleanPlan
+	keys     map[string]int64 // key -> offset of its latest record in the dirty range
+	keyBytes int64
+	horizon  int64 // earliest delete horizon of the tombstones kept, 0 if none
+	stats    CleanStats
+}
+
+// buildMap maps each key of the dirty segments to its latest offset and
+// returns how many sources (a prefix of plan.srcs) the cleaning covers: the
+// map may fill up before the last dirty segment (Kafka's dedupe buffer).
+func (c *cleaner) buildMap() (int, error) {
+	end := c.plan.dirtyFrom
+	for i := c.plan.dirtyFrom; i < len(c.plan.srcs); i++ {
+		if i > c.plan.dirtyFrom && c.keyBytes > cleanerKeyBudget {
+			break
+		}
+		src := c.plan.srcs[i]
+		err := scanFile(src.file, src.size, func(h *batchHeader, b []byte) error {
+			if c.l.closing.Load() {
+				return errCleanAborted
+			}
+			if h.control() || h.BaseOffset < c.plan.firstDirty && h.lastOffset() < c.plan.firstDirty {
+				return nil
+			}
+			recs, err := batchRecords(h, b)
+			if err != nil {
+				return fmt.Errorf("segment %d offset %d: %w", src.seg.base, h.BaseOffset, err)
+			}
+			return forEachRecord(recs, h.RecordCount, func(r *record) error {
+				off := h.BaseOffset + int64(r.offDelta)
+				if r.keyNull || off < c.plan.firstDirty {
+					return nil
+				}
+				if _, ok := c.keys[string(r.key)]; !ok {
+					c.keyBytes += int64(len(r.key)) + mapEntryOverhead
+				}
+				c.keys[string(r.key)] = off
+				return nil
+			})
+		})
+		if err != nil {
+			return 0, err
+		}
+		end = i + 1
+	}
+	if c.plan.horizonOnly {
+		end = len(c.plan.srcs)
+	}
+	return end, nil
+}
+
+// scanFile calls fn for each batch of f below size, reading the file in
+// large blocks (a batch larger than a block gets a buffer of its own).
+func scanFile(f *sharedFile, size int64, fn func(h *batchHeader, b []byte) error) error {
+	buf := make([]byte, 0, cleanerWriteBuf)
+	bufPos := int64(0) // file position of buf[0]
+	for pos := int64(0); pos < size; {
+		if pos+batchHeaderSize > bufPos+int64(len(buf)) {
+			n := min(int64(cap(buf)), size-pos)
+			buf = buf[:n]
+			if _, err := f.f.ReadAt(buf, pos); err != nil {
+				return fmt.Errorf("%s: read at %d: %w", f.f.Name(), pos, err)
+			}
+			bufPos = pos
+		}
+		rel := pos - bufPos
+		if size-pos < batchHeaderSize {
+			return fmt.Errorf("%s at %d: %w", f.f.Name(), pos, errShortHeader)
+		}
+		h := decodeBatchHeader(buf[rel:])
+		if err := checkHeader(&h, size-pos); err != nil {
+			return fmt.Errorf("%s at %d: %w", f.f.Name(), pos, err)
+		}
+		if rel+h.size() > int64(len(buf)) {
+			if h.size() > int64(cap(buf)) {
+				buf = make([]byte, 0, h.size())
+			}
+			buf = buf[:min(int64(cap(buf)), size-pos)]
+			if _, err := f.f.ReadAt(buf, pos); err != nil {
+				return fmt.Errorf("%s: read at %d: %w", f.f.Name(), pos, err)
+			}
+			bufPos, rel = pos, 0
+		}
+		if err := fn(&h, buf[rel:rel+h.size()]); err != nil {
+			return err
+		}
+		pos += h.size()
+	}
+	return nil
+}
+
+// filterBatch returns the batch to write in place of b: b itself when every
+// record stays and nothing changes, nil when the batch goes away, or a
+// rebuilt batch (same base offset, last offset delta, producer fields and
+// base sequence; retained records only; new CRC).
+func (c *cleaner) filterBatch(h *batchHeader, b []byte) ([]byte, error) {
+	if h.control() {
+		return b, nil // transaction markers stay (doc.go)
+	}
+	recs, err := batchRecords(h, b)
+	if err != nil {
+		return nil, fmt.Errorf("offset %d: %w", h.BaseOffset, err)
+	}
+	hasHorizon := h.Attributes&attrDeleteHorizon != 0
+	var kept []*record
+	tombstones := false
+	err = forEachRecord(recs, h.RecordCount, func(r *record) error {
+		c.stats.RecordsRead++
+		off := h.BaseOffset + int64(r.offDelta)
+		if r.keyNull {
+			return nil // Kafka's cleaner discards keyless records
+		}
+		if latest, ok := c.keys[string(r.key)]; ok && off < latest {
+			return nil
+		}
+		if r.valueNull {
+			if hasHorizon && c.plan.now >= h.BaseTimestamp {
+				return nil // delete.retention.ms has passed since the tombstone was first cleaned
+			}
+			tombstones = true
+		}
+		cp := *r
+		kept = append(kept, &cp)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("offset %d: %w", h.BaseOffset, err)
+	}
+	c.stats.RecordsKept += int64(len(kept))
+	baseTs, attrs := h.BaseTimestamp, h.Attributes
+	if tombstones {
+		if !hasHorizon {
+			baseTs, attrs = c.plan.now+c.plan.cfg.DeleteRetentionMs, attrs|attrDeleteHorizon
+		}
+		if c.horizon == 0 || baseTs < c.horizon {
+			c.horizon = baseTs
+		}
+	}
+	switch {
+	case len(kept) == int(h.RecordCount) && baseTs == h.BaseTimestamp:
+		return b, nil
+	case len(kept) == 0:
+		if last, ok := c.plan.lastData[h.ProducerID]; h.ProducerID >= 0 && ok && last == h.lastOffset() {
+			// Kafka keeps the producer's last batch as an empty header so its
+			// sequence and epoch survive (BatchRetention.RETAIN_EMPTY).
+			attrs = h.Attributes &^ (attrCompressionMask | attrDeleteHorizon)
+			return buildBatch(h, attrs, h.MaxTimestamp, h.MaxTimestamp, 0, nil)
+		}
+		return nil, nil
+	}
+	oldBase := h.BaseTimestamp
+	maxTs := int64(math.MinInt64)
+	var out []byte
+	for _, r := range kept {
+		ts := oldBase + r.tsDelta
+		maxTs = max(maxTs, ts)
+		out = appendRecord(out, r, ts-baseTs)
+	}
+	if h.Attributes&attrTimestampType != 0 {
+		maxTs = h.MaxTimestamp // LogAppendTime: the batch timestamp applies
+	}
+	return buildBatch(h, attrs, baseTs, maxTs, int32(len(kept)), out)
+}
+
+// removeFiles deletes paths, ignoring missing ones.
+func (l *Log) removeFiles(paths ...string) error {
+	var errs []error
+	for _, p := range paths {
+		if err := l.fsys.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
