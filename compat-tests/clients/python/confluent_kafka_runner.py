@@ -1,0 +1,362 @@
+#!/usr/bin/env python3
+"""Strata compat-tests runner for confluent-kafka-python (bundled librdkafka).
+
+Protocol: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--arg K=V ...]; prints one JSON object
+{"result","detail","data"} as its last stdout line and exits 0. librdkafka logs go to stderr.
+"""
+import time
+
+from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer,
+                             TopicPartition)
+from confluent_kafka.admin import (AdminClient, ConfigResource, NewPartitions, NewTopic,
+                                   OffsetSpec)
+
+from runner_common import (HEADERS, Deadline, check_cross, check_produce_consume, cross_value,
+                           fail, main)
+
+CLIENT = "confluent-kafka-python"
+
+
+def kerr(e):
+    """The KafkaError inside an exception, if any."""
+    if isinstance(e, KafkaException) and e.args and isinstance(e.args[0], KafkaError):
+        return e.args[0]
+    return e if isinstance(e, KafkaError) else None
+
+
+def err_name(e):
+    k = kerr(e)
+    return k.name() if k is not None else type(e).__name__
+
+
+class Runner:
+    def __init__(self, bootstrap, topic, args):
+        self.bootstrap, self.topic, self.args = bootstrap, topic, args
+        self.data = {}
+        self.dl = Deadline()
+        self.closers = []
+        self._admin = None
+
+    def on_error(self, err):
+        """librdkafka's background errors (e.g. coordinator lookups) end up in the failure detail."""
+        self.data["last_error"] = str(err)
+
+    def group_hint(self):
+        if "last_error" in self.data:
+            return f" (last client error: {self.data['last_error']})"
+        return " (librdkafka surfaced no error; with debug=cgrp it logs 'no broker available for coordinator query' when FindCoordinator is unsupported)"
+
+    def close(self):
+        for c in reversed(self.closers):
+            try:
+                c()
+            except Exception:
+                pass
+
+    # ------------------------------------------------------------ clients
+    def admin(self):
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, "client.id": "compat-confluent-admin"})
+        return self._admin
+
+    def producer(self, **kw):
+        cfg = {"bootstrap.servers": self.bootstrap, "client.id": "compat-confluent-producer", "acks": "all",
+               "linger.ms": 5, "message.timeout.ms": 30000}
+        cfg.update(kw)
+        return Producer(cfg)
+
+    def consumer(self, **kw):
+        cfg = {"bootstrap.servers": self.bootstrap, "client.id": "compat-confluent-consumer",
+               # librdkafka requires a group.id; without subscribe() and commits it is not used.
+               "group.id": f"{self.topic}-confluent-unused", "enable.auto.commit": False,
+               "auto.offset.reset": "earliest", "enable.partition.eof": False,
+               "error_cb": self.on_error}
+        cfg.update(kw)
+        c = Consumer(cfg)
+        self.closers.append(c.close)
+        return c
+
+    def produce_all(self, p, msgs):
+        """msgs: list of kwargs for Producer.produce; waits for every delivery report, raises on errors."""
+        errors, offsets = [], []
+
+        def cb(err, msg):
+            if err is not None:
+                errors.append(err)
+            else:
+                offsets.append(msg.offset())
+
+        for m in msgs:
+            p.produce(self.topic, on_delivery=cb, **m)
+            p.poll(0)
+        left = p.flush(self.dl.remaining(30))
+        if errors:
+            raise KafkaException(errors[0])
+        if left:
+            raise fail(f"{left} message(s) not delivered before the deadline")
+        return offsets
+
+    def ensure_topic(self, n):
+        fs = self.admin().create_topics([NewTopic(self.topic, num_partitions=n, replication_factor=1)], operation_timeout=15)
+        try:
+            fs[self.topic].result(timeout=20)
+        except KafkaException as e:
+            if kerr(e) is None or kerr(e).code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+        return self.wait_partitions(n)
+
+    def wait_partitions(self, n):
+        end = time.monotonic() + self.dl.remaining(20)
+        seen = -1
+        while time.monotonic() < end:
+            md = self.admin().list_topics(topic=self.topic, timeout=10)
+            t = md.topics.get(self.topic)
+            if t is not None and t.error is None:
+                seen = len(t.partitions)
+                if seen == n and all(p.leader >= 0 for p in t.partitions.values()):
+                    return seen
+            time.sleep(0.2)
+        raise fail(f"topic {self.topic}: expected {n} partitions with leaders, saw {seen}")
+
+    def read_all(self, c, partitions, want, cap=30.0, linger=0.0):
+        c.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        out = []
+        end = time.monotonic() + self.dl.remaining(cap)
+        while len(out) < want and time.monotonic() < end:
+            for m in c.consume(num_messages=100, timeout=0.5):
+                if m.error() is None:
+                    out.append(m)
+                elif m.error().code() != KafkaError._PARTITION_EOF:
+                    raise KafkaException(m.error())
+        end = time.monotonic() + self.dl.remaining(linger)
+        while time.monotonic() < end:
+            out.extend(m for m in c.consume(num_messages=100, timeout=0.2) if m.error() is None)
+        return out
+
+    def group_consume(self, c, want, cap):
+        out = []
+        end = time.monotonic() + self.dl.remaining(cap)
+        while len(out) < want and time.monotonic() < end:
+            for m in c.consume(num_messages=want - len(out), timeout=0.5):
+                if m.error() is None:
+                    out.append(m)
+                else:
+                    self.data["last_error"] = str(m.error())
+        return out
+
+    # ------------------------------------------------------------ scenarios
+    def s_metadata(self):
+        self.ensure_topic(3)
+        md = self.admin().list_topics(timeout=15)
+        self.data["brokers"] = [{"id": b.id, "host": b.host, "port": b.port} for b in md.brokers.values()]
+        if not md.brokers:
+            raise fail("no brokers in metadata")
+        for b in md.brokers.values():
+            if not b.host or not b.port:
+                raise fail(f"broker without host/port: {b}")
+        self.data["topic_listed"] = self.topic in md.topics
+        if self.topic not in md.topics:
+            raise fail(f"topic {self.topic} not listed")
+        return f"{len(md.brokers)} broker(s), topic listed"
+
+    def s_create_topic(self):
+        fs = self.admin().create_topics([NewTopic(self.topic, num_partitions=3, replication_factor=1)], operation_timeout=15)
+        fs[self.topic].result(timeout=20)
+        self.data["partitions"] = self.wait_partitions(3)
+        return f"created with {self.data['partitions']} partitions"
+
+    def _produce_consume(self, codec):
+        self.ensure_topic(3)
+        p = self.producer(**{"compression.type": codec})
+        msgs = [dict(key=f"k{i % 5}".encode(), value=f"v{i}".encode()) for i in range(30)]
+        msgs += [dict(key=None, value=f"u{i}".encode()) for i in range(10)]
+        self.produce_all(p, msgs)
+        got = self.read_all(self.consumer(), 3, 40)
+        self.data["consumed"] = len(got)
+        recs = [(m.partition(), m.offset(), None if m.key() is None else m.key().decode(), m.value().decode()) for m in got]
+        detail, used = check_produce_consume(recs, codec)
+        self.data["partitions_used"] = used
+        return detail
+
+    def s_produce_consume_none(self):
+        return self._produce_consume("none")
+
+    def s_produce_consume_gzip(self):
+        return self._produce_consume("gzip")
+
+    def s_produce_consume_snappy(self):
+        return self._produce_consume("snappy")
+
+    def s_produce_consume_lz4(self):
+        return self._produce_consume("lz4")
+
+    def s_produce_consume_zstd(self):
+        return self._produce_consume("zstd")
+
+    def s_headers(self):
+        self.ensure_topic(1)
+        p = self.producer()
+        self.produce_all(p, [dict(key=f"hk{i}".encode(), value=f"hv{i}".encode(), partition=0, headers=list(HEADERS)) for i in range(5)])
+        got = self.read_all(self.consumer(), 1, 5)
+        if len(got) != 5:
+            raise fail(f"consumed {len(got)} records, want 5")
+        for m in got:
+            hs = [(k, bytes(v)) for k, v in (m.headers() or [])]
+            if hs != HEADERS:
+                raise fail(f"offset {m.offset()}: headers {hs}, want {HEADERS}")
+        return "5 records with 3 headers each (order, duplicates, binary value) intact"
+
+    def s_list_offsets(self):
+        base = 1_000_000_000_000
+        self.ensure_topic(1)
+        p = self.producer()
+        self.produce_all(p, [dict(key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0, timestamp=base + i * 1000) for i in range(10)])
+        tp = TopicPartition(self.topic, 0)
+
+        def lo(spec):
+            return self.admin().list_offsets({tp: spec}, request_timeout=15)[tp].result(timeout=20).offset
+
+        earliest, latest = lo(OffsetSpec.earliest()), lo(OffsetSpec.latest())
+        by_ts, after = lo(OffsetSpec.for_timestamp(base + 5000)), lo(OffsetSpec.for_timestamp(base + 60_000))
+        self.data.update(earliest=earliest, latest=latest, by_timestamp=by_ts, after_last=after)
+        if (earliest, latest, by_ts, after) != (0, 10, 5, -1):
+            raise fail(f"earliest={earliest} latest={latest} byTimestamp={by_ts} afterLast={after} (want 0, 10, 5, -1)")
+        return "earliest 0, latest 10, by timestamp 5, after last -1"
+
+    def s_idempotent_produce(self):
+        self.ensure_topic(1)
+        p = self.producer(**{"enable.idempotence": True})
+        self.produce_all(p, [dict(key=f"k{i}".encode(), value=f"v{i}".encode()) for i in range(100)])
+        got = self.read_all(self.consumer(), 1, 100, linger=0.5)
+        distinct = len({m.value() for m in got})
+        self.data.update(consumed=len(got), distinct=distinct)
+        if len(got) != 100 or distinct != 100:
+            raise fail(f"consumed {len(got)} records, {distinct} distinct; want exactly 100")
+        return "100 records exactly once"
+
+    def s_group_commit_resume(self):
+        group = self.args.get("group", f"{self.topic}-g")
+        self.ensure_topic(1)
+        self.produce_all(self.producer(), [dict(key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0) for i in range(20)])
+        c = self.consumer(**{"group.id": group, "session.timeout.ms": 10000})
+        c.subscribe([self.topic])
+        got = self.group_consume(c, 10, 20)
+        if len(got) < 10:
+            raise fail(f"first consumer got {len(got)} of 10 records" + self.group_hint())
+        c.commit(offsets=[TopicPartition(self.topic, 0, 10)], asynchronous=False)
+        c.close()
+        c2 = self.consumer(**{"group.id": group, "session.timeout.ms": 10000})
+        c2.subscribe([self.topic])
+        got = self.group_consume(c2, 1, 20)
+        first = got[0].offset() if got else None
+        self.data["resumed_at"] = first
+        if first != 10:
+            raise fail(f"second consumer resumed at offset {first}, want 10")
+        return "committed 10, resumed at 10"
+
+    def s_transactions(self):
+        self.ensure_topic(1)
+        p = self.producer(**{"transactional.id": f"compat-confluent-{self.topic}"})
+        p.init_transactions(15)
+        p.begin_transaction()
+        for i in range(5):
+            p.produce(self.topic, key=f"k{i}".encode(), value=f"committed-{i}".encode(), partition=0)
+        p.commit_transaction(15)
+        p.begin_transaction()
+        for i in range(5):
+            p.produce(self.topic, key=f"k{i}".encode(), value=f"aborted-{i}".encode(), partition=0)
+        p.flush(15)
+        p.abort_transaction(15)
+        got = self.read_all(self.consumer(**{"isolation.level": "read_committed"}), 1, 5, cap=20, linger=2.0)
+        vals = [m.value().decode() for m in got]
+        self.data["values"] = vals
+        want = [f"committed-{i}" for i in range(5)]
+        if vals != want:
+            raise fail(f"read_committed saw {vals}, want {want}")
+        return "read_committed saw exactly the 5 committed records"
+
+    def s_describe_list_groups(self):
+        group = self.args.get("group", f"{self.topic}-g")
+        self.ensure_topic(1)
+        self.produce_all(self.producer(), [dict(value=f"v{i}".encode(), partition=0) for i in range(5)])
+        c = self.consumer(**{"group.id": group, "session.timeout.ms": 10000})
+        c.subscribe([self.topic])
+        got = self.group_consume(c, 5, 20)
+        if len(got) < 5:
+            raise fail(f"group consumer got {len(got)} of 5 records" + self.group_hint())
+        c.commit(asynchronous=False)
+        listed = self.admin().list_consumer_groups(request_timeout=15).result(timeout=20)
+        ids = [g.group_id for g in listed.valid]
+        self.data["groups"] = ids
+        if group not in ids:
+            raise fail(f"list groups lacks {group}: {ids} (errors: {listed.errors})")
+        d = self.admin().describe_consumer_groups([group], request_timeout=15)[group].result(timeout=20)
+        self.data.update(state=str(d.state), members=len(d.members))
+        if not d.members:
+            raise fail(f"describe shows state {d.state} with no members")
+        return f"listed; state {d.state}, {len(d.members)} member(s)"
+
+    def s_describe_configs(self):
+        self.ensure_topic(1)
+        res = ConfigResource("topic", self.topic)
+        cfgs = self.admin().describe_configs([res], request_timeout=15)[res].result(timeout=20)
+        found = {k: cfgs[k].value for k in ("cleanup.policy", "retention.ms", "max.message.bytes") if k in cfgs}
+        self.data.update(configs=found, count=len(cfgs))
+        if "cleanup.policy" not in found and "retention.ms" not in found:
+            raise fail(f"neither cleanup.policy nor retention.ms in {len(cfgs)} configs")
+        return f"{len(cfgs)} configs, {found}"
+
+    def s_create_partitions(self):
+        self.ensure_topic(1)
+        self.admin().create_partitions([NewPartitions(self.topic, 3)], operation_timeout=15)[self.topic].result(timeout=20)
+        self.data["partitions"] = self.wait_partitions(3)
+        return f"1 -> {self.data['partitions']} partitions"
+
+    def s_delete_topic(self):
+        self.ensure_topic(1)
+        self.admin().delete_topics([self.topic], operation_timeout=15)[self.topic].result(timeout=20)
+        end = time.monotonic() + self.dl.remaining(30)
+        while time.monotonic() < end:
+            if self.topic not in self.admin().list_topics(timeout=10).topics:
+                return "deleted and gone from metadata"
+            time.sleep(0.25)
+        raise fail("topic still listed 30 s after delete")
+
+    def s_max_message_size(self):
+        self.ensure_topic(1)
+        # librdkafka checks message.max.bytes itself; raise it so the big record reaches the broker.
+        p = self.producer(**{"message.max.bytes": 4_000_000, "compression.type": "none", "retries": 0,
+                             "enable.idempotence": False})
+        try:
+            self.data["small_offset"] = self.produce_all(p, [dict(value=b"\0" * 1_000_000, partition=0)])[0]
+        except KafkaException as e:
+            self.data["small_error"] = err_name(e)
+            raise fail(f"record with a 1,000,000-byte value rejected: {e}")
+        try:
+            off = self.produce_all(p, [dict(value=b"\0" * 1_100_000, partition=0)])[0]
+        except KafkaException as e:
+            k = kerr(e)
+            self.data.update(error=err_name(e), errno=k.code() if k else None, exception=str(e))
+            return f"under the limit accepted; over it rejected with {err_name(e)}"
+        self.data["error"] = None
+        raise fail(f"record with a 1,100,000-byte value accepted at offset {off}")
+
+    def s_cross_produce(self):
+        self.ensure_topic(1)
+        p = self.producer(**{"compression.type": "none", "enable.idempotence": True})
+        self.produce_all(p, [dict(key=f"ck{i}".encode(), value=cross_value(i).encode(), partition=0,
+                                  headers=[("src", CLIENT.encode())]) for i in range(20)])
+        self.data["produced"] = 20
+        return "20 CROSS records produced"
+
+    def s_cross_consume(self):
+        got = self.read_all(self.consumer(), 1, 20)
+        recs = [{"offset": m.offset(), "key": None if m.key() is None else m.key().decode(),
+                 "value": None if m.value() is None else m.value().decode(),
+                 "headers": [[k, bytes(v).decode()] for k, v in (m.headers() or [])]} for m in got]
+        self.data["records"] = recs
+        return check_cross(recs, self.args.get("expect_from"))
+
+
+if __name__ == "__main__":
+    main(Runner)
