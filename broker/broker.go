@@ -27,6 +27,7 @@ type Config struct {
 	AutoCreateTopics      bool   // auto.create.topics.enable
 	SocketRequestMaxBytes int32  // socket.request.max.bytes
 	Log                   storage.Config
+	Groups                coordinator.GroupConfig
 	LogRequests           bool // --log-requests: log every decoded request and response
 }
 
@@ -36,6 +37,7 @@ type Broker struct {
 	logger *zap.Logger
 	logs   *storage.Manager
 	pids   *coordinator.ProducerIDs
+	groups *coordinator.Groups
 
 	ln      net.Listener
 	advHost string
@@ -75,6 +77,10 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("producer ids: %w", err), logs.Close(), ln.Close())
 	}
+	groups, err := coordinator.OpenGroups(logs, cfg.Groups, logger)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("group coordinator: %w", err), logs.Close(), ln.Close())
+	}
 	if advPort == 0 {
 		advPort = ln.Addr().(*net.TCPAddr).Port
 	}
@@ -89,6 +95,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		logger:   logger,
 		logs:     logs,
 		pids:     pids,
+		groups:   groups,
 		ln:       ln,
 		advHost:  advHost,
 		advPort:  int32(advPort),
@@ -181,6 +188,8 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		b.mu.Unlock()
 		<-done
 	}
+	// Blocked JoinGroup and SyncGroup requests were woken by b.shutdown.
+	b.groups.Close()
 	if err := b.logs.Close(); err != nil {
 		return fmt.Errorf("close logs: %w", err)
 	}

@@ -25,6 +25,17 @@ var handlers = map[int16]handler{
 	int16(kmsg.CreatePartitions):     handleCreatePartitions,
 	int16(kmsg.InitProducerID):       handleInitProducerID,
 	int16(kmsg.OffsetForLeaderEpoch): handleOffsetForLeaderEpoch,
+	int16(kmsg.FindCoordinator):      handleFindCoordinator,
+	int16(kmsg.JoinGroup):            handleJoinGroup,
+	int16(kmsg.SyncGroup):            handleSyncGroup,
+	int16(kmsg.Heartbeat):            handleHeartbeat,
+	int16(kmsg.LeaveGroup):           handleLeaveGroup,
+	int16(kmsg.DescribeGroups):       handleDescribeGroups,
+	int16(kmsg.ListGroups):           handleListGroups,
+	int16(kmsg.DeleteGroups):         handleDeleteGroups,
+	int16(kmsg.OffsetCommit):         handleOffsetCommit,
+	int16(kmsg.OffsetFetch):          handleOffsetFetch,
+	int16(kmsg.OffsetDelete):         handleOffsetDelete,
 }
 
 // errorCode maps an error from storage or the coordinator to a Kafka error

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -30,6 +31,7 @@ func startBroker(t testing.TB, mutate func(*Config)) *Broker {
 		AutoCreateTopics:      true,
 		SocketRequestMaxBytes: 100 << 20,
 		Log:                   storage.DefaultConfig(),
+		Groups:                testGroupConfig(),
 	}
 	if mutate != nil {
 		mutate(&cfg)
@@ -51,6 +53,14 @@ func startBroker(t testing.TB, mutate func(*Config)) *Broker {
 		}
 	})
 	return b
+}
+
+// testGroupConfig is Kafka's group defaults, except that a new group
+// rebalances at once (no group.initial.rebalance.delay.ms).
+func testGroupConfig() coordinator.GroupConfig {
+	c := coordinator.DefaultGroupConfig()
+	c.InitialRebalanceDelay = 0
+	return c
 }
 
 // newClient returns a franz-go client seeded with b, closed when the test

@@ -22,6 +22,17 @@ var served = []VersionRange{
 	{Key: int16(kmsg.InitProducerID), Min: 0, Max: 5},
 	{Key: int16(kmsg.OffsetForLeaderEpoch), Min: 2, Max: 4},
 	{Key: int16(kmsg.CreatePartitions), Min: 0, Max: 3},
+	{Key: int16(kmsg.FindCoordinator), Min: 0, Max: 6},
+	{Key: int16(kmsg.JoinGroup), Min: 0, Max: 9},
+	{Key: int16(kmsg.SyncGroup), Min: 0, Max: 5},
+	{Key: int16(kmsg.Heartbeat), Min: 0, Max: 4},
+	{Key: int16(kmsg.LeaveGroup), Min: 0, Max: 5},
+	{Key: int16(kmsg.DescribeGroups), Min: 0, Max: 5},
+	{Key: int16(kmsg.ListGroups), Min: 0, Max: 5},
+	{Key: int16(kmsg.DeleteGroups), Min: 0, Max: 2},
+	{Key: int16(kmsg.OffsetCommit), Min: 2, Max: 9},
+	{Key: int16(kmsg.OffsetFetch), Min: 1, Max: 9},
+	{Key: int16(kmsg.OffsetDelete), Min: 0, Max: 0},
 }
 
 // Served returns the served ranges in key order.

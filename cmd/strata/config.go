@@ -27,6 +27,13 @@ type settings struct {
 	SocketRequestMaxBytes int32  // socket.request.max.bytes
 	FlushIntervalMessages int64  // log.flush.interval.messages
 	FlushIntervalMs       int64  // log.flush.interval.ms
+
+	OffsetsTopicPartitions       int32 // offsets.topic.num.partitions
+	OffsetsRetentionMinutes      int64 // offsets.retention.minutes
+	OffsetsRetentionCheckMs      int64 // offsets.retention.check.interval.ms
+	GroupMinSessionTimeoutMs     int64 // group.min.session.timeout.ms
+	GroupMaxSessionTimeoutMs     int64 // group.max.session.timeout.ms
+	GroupInitialRebalanceDelayMs int64 // group.initial.rebalance.delay.ms
 }
 
 const (
@@ -52,6 +59,13 @@ func defaultSettings() settings {
 		SocketRequestMaxBytes: 100 << 20,
 		FlushIntervalMessages: math.MaxInt64,
 		FlushIntervalMs:       math.MaxInt64,
+
+		OffsetsTopicPartitions:       50,
+		OffsetsRetentionMinutes:      7 * 24 * 60,
+		OffsetsRetentionCheckMs:      600000,
+		GroupMinSessionTimeoutMs:     6000,
+		GroupMaxSessionTimeoutMs:     1800000,
+		GroupInitialRebalanceDelayMs: 3000,
 	}
 }
 
@@ -71,6 +85,9 @@ var implementedKeys = []string{
 	"log.roll.hours", "log.index.interval.bytes", "log.index.size.max.bytes",
 	"message.max.bytes", "socket.request.max.bytes", "log.flush.interval.messages",
 	"log.flush.interval.ms",
+	"offsets.topic.num.partitions", "offsets.retention.minutes", "offsets.retention.check.interval.ms",
+	"offsets.commit.timeout.ms", "group.min.session.timeout.ms", "group.max.session.timeout.ms",
+	"group.initial.rebalance.delay.ms",
 }
 
 // ignoredKeys are common Kafka broker keys that have no meaning for a single-node
@@ -81,8 +98,7 @@ var ignoredKeys = []string{
 	"controller.listener.names", "listener.security.protocol.map", "inter.broker.listener.name",
 	"security.inter.broker.protocol", "num.network.threads", "num.io.threads",
 	"num.replica.fetchers", "num.recovery.threads.per.data.dir", "queued.max.requests",
-	"offsets.topic.replication.factor", "offsets.topic.num.partitions",
-	"group.initial.rebalance.delay.ms", "default.replication.factor", "min.insync.replicas",
+	"offsets.topic.replication.factor", "default.replication.factor", "min.insync.replicas",
 	"zookeeper.connect", "zookeeper.connection.timeout.ms", "metadata.log.dir",
 	"log.flush.scheduler.interval.ms", "log.flush.offset.checkpoint.interval.ms",
 	"log.flush.start.offset.checkpoint.interval.ms", "log.segment.delete.delay.ms",
@@ -197,6 +213,15 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	p.int32Range(&s.SocketRequestMaxBytes, "socket.request.max.bytes", 1, math.MaxInt32)
 	p.int64Range(&s.FlushIntervalMessages, "log.flush.interval.messages", 1, math.MaxInt64)
 	p.int64Range(&s.FlushIntervalMs, "log.flush.interval.ms", 0, math.MaxInt64)
+	p.int32Range(&s.OffsetsTopicPartitions, "offsets.topic.num.partitions", 1, math.MaxInt32)
+	p.int64Range(&s.OffsetsRetentionMinutes, "offsets.retention.minutes", 1, math.MaxInt32)
+	p.int64Range(&s.OffsetsRetentionCheckMs, "offsets.retention.check.interval.ms", 1, math.MaxInt64)
+	// offsets.commit.timeout.ms is validated only: a commit is answered
+	// once its single local append returns.
+	p.integer("offsets.commit.timeout.ms", 1, math.MaxInt32)
+	p.int64Range(&s.GroupMinSessionTimeoutMs, "group.min.session.timeout.ms", 0, math.MaxInt32)
+	p.int64Range(&s.GroupMaxSessionTimeoutMs, "group.max.session.timeout.ms", 0, math.MaxInt32)
+	p.int64Range(&s.GroupInitialRebalanceDelayMs, "group.initial.rebalance.delay.ms", 0, math.MaxInt32)
 	return s, p.err
 }
 

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/strata-io/strata/broker"
+	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -131,6 +132,14 @@ func brokerConfig(s settings, logRequests bool) broker.Config {
 		AutoCreateTopics:      s.AutoCreateTopics,
 		SocketRequestMaxBytes: s.SocketRequestMaxBytes,
 		LogRequests:           logRequests,
+		Groups: coordinator.GroupConfig{
+			OffsetsTopicPartitions: s.OffsetsTopicPartitions,
+			OffsetsRetention:       time.Duration(s.OffsetsRetentionMinutes) * time.Minute,
+			RetentionCheckInterval: time.Duration(s.OffsetsRetentionCheckMs) * time.Millisecond,
+			MinSessionTimeout:      time.Duration(s.GroupMinSessionTimeoutMs) * time.Millisecond,
+			MaxSessionTimeout:      time.Duration(s.GroupMaxSessionTimeoutMs) * time.Millisecond,
+			InitialRebalanceDelay:  time.Duration(s.GroupInitialRebalanceDelayMs) * time.Millisecond,
+		},
 		Log: storage.Config{
 			SegmentBytes:          s.SegmentBytes,
 			SegmentMs:             s.SegmentMs,

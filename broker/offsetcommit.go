@@ -1,0 +1,62 @@
+package broker
+
+// OffsetCommit, versions 2-9.
+//
+// Commits are checked against the group as Kafka's handleCommitOffsets
+// does: generation -1 commits to a group without members (simple commits,
+// which create the group), otherwise the member (UNKNOWN_MEMBER_ID,
+// FENCED_INSTANCE_ID v7+) and generation (ILLEGAL_GENERATION) must match
+// and a group completing a rebalance answers REBALANCE_IN_PROGRESS. The
+// offsets are appended to __consumer_offsets as OffsetCommit records and
+// answered once the append succeeded. v9 names the member epoch of KIP-848
+// consumer groups in the generation field; for classic groups it is the
+// generation. The v2-4 retention time, when set, becomes the record's
+// expire timestamp (value v1), as in Kafka. Metadata longer than 4096 bytes
+// (offset.metadata.max.bytes) is OFFSET_METADATA_TOO_LARGE; partitions
+// that do not exist are UNKNOWN_TOPIC_OR_PARTITION.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/protocol"
+)
+
+func handleOffsetCommit(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.OffsetCommitRequest)
+	cr := coordinator.CommitRequest{Group: r.Group, Generation: r.Generation, MemberID: r.MemberID, InstanceID: deref(r.InstanceID)}
+	expire := int64(-1)
+	if req.Version <= 4 && r.RetentionTimeMillis >= 0 {
+		expire = time.Now().UnixMilli() + r.RetentionTimeMillis
+	}
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			epoch := int32(-1)
+			if req.Version >= 6 {
+				epoch = p.LeaderEpoch
+			}
+			cr.Commits = append(cr.Commits, coordinator.Commit{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
+				LeaderEpoch: epoch, Metadata: p.Metadata, ExpireTime: expire})
+		}
+	}
+	errs := b.groups.CommitOffsets(cr)
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	i := 0
+	for _, t := range r.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			if errs[i] != nil {
+				rp.ErrorCode = errs[i].Code
+			}
+			i++
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

@@ -1,0 +1,46 @@
+package broker
+
+// OffsetDelete, version 0.
+//
+// Deletes committed offsets of a group (tombstones in __consumer_offsets)
+// as Kafka's handleDeleteOffsets: any offsets of an Empty group; for a
+// consumer group with members only those of topics no member subscribes to
+// (GROUP_SUBSCRIBED_TO_TOPIC for the others); NON_EMPTY_GROUP for another
+// protocol type with members; GROUP_ID_NOT_FOUND for an unknown group.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/protocol"
+)
+
+func handleOffsetDelete(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.OffsetDeleteRequest)
+	var topics []coordinator.TopicPartitions
+	for _, t := range r.Topics {
+		tp := coordinator.TopicPartitions{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			tp.Partitions = append(tp.Partitions, p.Partition)
+		}
+		topics = append(topics, tp)
+	}
+	resp := kmsg.NewPtrOffsetDeleteResponse()
+	groupErr, results := b.groups.DeleteOffsets(r.Group, topics)
+	if groupErr != nil {
+		resp.ErrorCode = groupErr.Code
+		return resp, nil
+	}
+	for _, pe := range results {
+		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != pe.Topic {
+			t := kmsg.NewOffsetDeleteResponseTopic()
+			t.Topic = pe.Topic
+			resp.Topics = append(resp.Topics, t)
+		}
+		p := kmsg.NewOffsetDeleteResponseTopicPartition()
+		p.Partition, p.ErrorCode = pe.Partition, errCode(pe.Err)
+		t := &resp.Topics[len(resp.Topics)-1]
+		t.Partitions = append(t.Partitions, p)
+	}
+	return resp, nil
+}

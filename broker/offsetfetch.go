@@ -1,0 +1,98 @@
+package broker
+
+// OffsetFetch, versions 1-9.
+//
+// Committed offsets of a group (v8+: of several groups), -1 with leader
+// epoch -1 for a partition without one; a null topic list (v2+) returns
+// every committed partition. A group that does not exist has no offsets
+// and no error, as in Kafka. Until __consumer_offsets is loaded the group
+// gets COORDINATOR_LOAD_IN_PROGRESS (per partition before v2, which has no
+// group-level error). require_stable (v7+) never waits: there are no
+// transactional offset commits yet (issue 5), so none is ever pending. The
+// v9 member id and epoch only apply to KIP-848 groups and are ignored.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/protocol"
+)
+
+func handleOffsetFetch(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.OffsetFetchRequest)
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	if req.Version >= 8 {
+		for _, rg := range r.Groups {
+			var topics []coordinator.TopicPartitions
+			if rg.Topics != nil {
+				topics = []coordinator.TopicPartitions{}
+				for _, t := range rg.Topics {
+					topics = append(topics, coordinator.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
+				}
+			}
+			offsets, err := b.groups.FetchOffsets(rg.Group, topics)
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group = rg.Group
+			if err != nil {
+				g.ErrorCode = err.Code
+			}
+			for _, o := range offsets {
+				if n := len(g.Topics); n == 0 || g.Topics[n-1].Topic != o.Topic {
+					t := kmsg.NewOffsetFetchResponseGroupTopic()
+					t.Topic = o.Topic
+					g.Topics = append(g.Topics, t)
+				}
+				p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				p.Partition, p.Offset, p.LeaderEpoch = o.Partition, o.Offset, o.LeaderEpoch
+				md := o.Metadata
+				p.Metadata = &md
+				t := &g.Topics[len(g.Topics)-1]
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp, nil
+	}
+	var topics []coordinator.TopicPartitions
+	if r.Topics != nil || req.Version < 2 {
+		topics = []coordinator.TopicPartitions{}
+		for _, t := range r.Topics {
+			topics = append(topics, coordinator.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
+		}
+	}
+	offsets, err := b.groups.FetchOffsets(r.Group, topics)
+	if err != nil && req.Version >= 2 {
+		resp.ErrorCode = err.Code
+		return resp, nil
+	}
+	if err != nil {
+		for _, t := range topics {
+			for _, p := range t.Partitions {
+				offsets = append(offsets, coordinator.FetchedOffset{Topic: t.Topic, Partition: p, Offset: -1, LeaderEpoch: -1})
+			}
+		}
+	}
+	for _, o := range offsets {
+		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != o.Topic {
+			t := kmsg.NewOffsetFetchResponseTopic()
+			t.Topic = o.Topic
+			resp.Topics = append(resp.Topics, t)
+		}
+		p := kmsg.NewOffsetFetchResponseTopicPartition()
+		p.Partition, p.Offset, p.LeaderEpoch = o.Partition, o.Offset, o.LeaderEpoch
+		md := o.Metadata
+		p.Metadata = &md
+		p.ErrorCode = errCode(err)
+		t := &resp.Topics[len(resp.Topics)-1]
+		t.Partitions = append(t.Partitions, p)
+	}
+	return resp, nil
+}
+
+func errCode(err *kerr.Error) int16 {
+	if err == nil {
+		return 0
+	}
+	return err.Code
+}

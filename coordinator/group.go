@@ -1,0 +1,552 @@
+package coordinator
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+)
+
+// groupState is a classic group's state, Kafka's GroupState.
+type groupState int8
+
+const (
+	stateEmpty groupState = iota
+	statePreparingRebalance
+	stateCompletingRebalance
+	stateStable
+	stateDead
+)
+
+func (s groupState) String() string {
+	switch s {
+	case stateEmpty:
+		return "Empty"
+	case statePreparingRebalance:
+		return "PreparingRebalance"
+	case stateCompletingRebalance:
+		return "CompletingRebalance"
+	case stateStable:
+		return "Stable"
+	default:
+		return "Dead"
+	}
+}
+
+type protocolMeta struct {
+	name     string
+	metadata []byte
+}
+
+// joinResult is what a waiting JoinGroup is answered with.
+type joinResult struct {
+	err            *kerr.Error
+	memberID       string
+	generation     int32
+	protocolType   string
+	protocol       string
+	leader         string
+	skipAssignment bool
+	members        []kmsg.JoinGroupResponseMember
+}
+
+// syncResult is what a waiting SyncGroup is answered with.
+type syncResult struct {
+	err        *kerr.Error
+	assignment []byte
+}
+
+type member struct {
+	id, instanceID       string // instanceID "" for dynamic members
+	clientID, clientHost string
+	sessionTimeout       time.Duration
+	rebalanceTimeout     time.Duration
+	protocolType         string
+	protocols            []protocolMeta
+	assignment           []byte
+
+	join  chan joinResult // set while a JoinGroup waits for the rebalance
+	sync  chan syncResult // set while a SyncGroup waits for the leader
+	isNew bool
+
+	hbTimer *time.Timer
+	hbSeq   uint64 // bumped on every heartbeat reschedule; stale timers see a different value
+}
+
+func (m *member) metadataFor(protocol string) []byte {
+	for _, p := range m.protocols {
+		if p.name == protocol {
+			return p.metadata
+		}
+	}
+	return nil
+}
+
+func (m *member) supports(protocol string) bool {
+	for _, p := range m.protocols {
+		if p.name == protocol {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *member) sameProtocols(ps []protocolMeta) bool {
+	if len(ps) != len(m.protocols) {
+		return false
+	}
+	for i := range ps {
+		if ps[i].name != m.protocols[i].name || string(ps[i].metadata) != string(m.protocols[i].metadata) {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *member) answerJoin(r joinResult) {
+	if m.join != nil {
+		m.join <- r
+		m.join = nil
+	}
+}
+
+func (m *member) answerSync(r syncResult) {
+	if m.sync != nil {
+		m.sync <- r
+		m.sync = nil
+	}
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+type committedOffset struct {
+	offset      int64
+	leaderEpoch int32
+	metadata    string
+	commitTime  int64 // unix ms
+	expireTime  int64 // unix ms, -1 unless a v1 value set it
+}
+
+// group is one classic group and its committed offsets. Everything below
+// mu is guarded by it; id and partition never change.
+type group struct {
+	id        string
+	partition int32
+
+	mu           sync.Mutex
+	state        groupState
+	stateTime    time.Time
+	generation   int32
+	protocolType string
+	protocol     string
+	leader       string
+	members      map[string]*member
+	static       map[string]string   // instance id -> member id
+	pending      map[string]struct{} // member ids handed out with MEMBER_ID_REQUIRED, not yet joined
+	pendingSync  map[string]struct{} // members that joined the generation and have not synced yet
+	newMember    bool                // a member joined during the initial rebalance delay
+
+	// The join timer ends PreparingRebalance; initialDelay says it is the
+	// group.initial.rebalance.delay.ms phase, which no join completes early.
+	joinTimer      *time.Timer
+	joinSeq        uint64
+	initialDelay   bool
+	delayRemaining time.Duration
+	syncTimer      *time.Timer
+	syncSeq        uint64
+
+	offsets map[topicPartition]committedOffset
+}
+
+func newGroup(id string, partition int32, now time.Time) *group {
+	return &group{
+		id:          id,
+		partition:   partition,
+		stateTime:   now,
+		members:     make(map[string]*member),
+		static:      make(map[string]string),
+		pending:     make(map[string]struct{}),
+		pendingSync: make(map[string]struct{}),
+		offsets:     make(map[topicPartition]committedOffset),
+	}
+}
+
+func (g *group) sortedMembers() []*member {
+	ms := make([]*member, 0, len(g.members))
+	for _, m := range g.members {
+		ms = append(ms, m)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].id < ms[j].id })
+	return ms
+}
+
+func (g *group) transition(s groupState, now time.Time) {
+	g.state, g.stateTime = s, now
+}
+
+// supportsProtocols is Kafka's GroupMetadata.supportsProtocols: an empty
+// group takes any non-empty protocol list; otherwise the type must match
+// and one of the protocols must be supported by every current member.
+func (g *group) supportsProtocols(protocolType string, ps []protocolMeta) bool {
+	if len(g.members) == 0 {
+		return protocolType != "" && len(ps) > 0
+	}
+	if protocolType != g.protocolType {
+		return false
+	}
+	for _, p := range ps {
+		all := true
+		for _, m := range g.members {
+			if !m.supports(p.name) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// selectProtocol is Kafka's GroupMetadata.selectProtocol: among the
+// protocols every member supports, each member votes for the first one in
+// its own preference order, and the most votes win. Ties go to the earlier
+// protocol in the first member's (by id) preference list.
+func (g *group) selectProtocol() string {
+	ms := g.sortedMembers()
+	if len(ms) == 0 {
+		return ""
+	}
+	var candidates []string
+	for _, p := range ms[0].protocols {
+		all := true
+		for _, m := range ms[1:] {
+			if !m.supports(p.name) {
+				all = false
+				break
+			}
+		}
+		if all {
+			candidates = append(candidates, p.name)
+		}
+	}
+	votes := make(map[string]int, len(candidates))
+	for _, m := range ms {
+		for _, p := range m.protocols {
+			if contains(candidates, p.name) {
+				votes[p.name]++
+				break
+			}
+		}
+	}
+	best := ""
+	for _, c := range candidates {
+		if best == "" || votes[c] > votes[best] {
+			best = c
+		}
+	}
+	return best
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// rebalanceTimeout is the longest rebalance timeout of the members.
+func (g *group) rebalanceTimeout() time.Duration {
+	var d time.Duration
+	for _, m := range g.members {
+		d = max(d, m.rebalanceTimeout)
+	}
+	return d
+}
+
+func (g *group) allJoined() bool {
+	if len(g.pending) > 0 {
+		return false
+	}
+	for _, m := range g.members {
+		if m.join == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// fenced reports whether instanceID belongs to a member other than memberID.
+func (g *group) fenced(instanceID, memberID string) bool {
+	if instanceID == "" {
+		return false
+	}
+	id, ok := g.static[instanceID]
+	return ok && id != memberID
+}
+
+// currentMembers is the leader's view of the members in a JoinGroup
+// response: id, instance id and metadata for the chosen protocol.
+func (g *group) currentMembers() []kmsg.JoinGroupResponseMember {
+	var out []kmsg.JoinGroupResponseMember
+	for _, m := range g.sortedMembers() {
+		jm := kmsg.NewJoinGroupResponseMember()
+		jm.MemberID = m.id
+		if m.instanceID != "" {
+			id := m.instanceID
+			jm.InstanceID = &id
+		}
+		jm.ProtocolMetadata = m.metadataFor(g.protocol)
+		out = append(out, jm)
+	}
+	return out
+}
+
+// addMember registers m and starts (or joins) a rebalance.
+func (c *Groups) addMemberAndRebalance(g *group, m *member) {
+	if len(g.members) == 0 {
+		g.protocolType = m.protocolType
+	}
+	g.members[m.id] = m
+	if m.instanceID != "" {
+		g.static[m.instanceID] = m.id
+	}
+	delete(g.pending, m.id)
+	if g.state == statePreparingRebalance && g.initialDelay {
+		g.newMember = true
+	}
+	m.isNew = true
+	if g.leader == "" {
+		g.leader = m.id
+	}
+	c.maybePrepareRebalance(g, "member "+m.id+" joined")
+}
+
+// removeMember drops m from the group, answering its waiting requests with
+// UNKNOWN_MEMBER_ID.
+func (c *Groups) removeMember(g *group, m *member) {
+	delete(g.members, m.id)
+	if m.instanceID != "" && g.static[m.instanceID] == m.id {
+		delete(g.static, m.instanceID)
+	}
+	delete(g.pendingSync, m.id)
+	if m.hbTimer != nil {
+		m.hbTimer.Stop()
+	}
+	m.hbSeq++
+	m.answerJoin(joinResult{err: kerr.UnknownMemberID, memberID: m.id, generation: -1})
+	m.answerSync(syncResult{err: kerr.UnknownMemberID})
+	if g.leader == m.id {
+		g.leader = ""
+		if ms := g.sortedMembers(); len(ms) > 0 {
+			g.leader = ms[0].id
+		}
+	}
+}
+
+// removeMemberAndUpdateGroup is Kafka's removeMemberAndUpdateGroup.
+func (c *Groups) removeMemberAndUpdateGroup(g *group, m *member, reason string) {
+	c.removeMember(g, m)
+	switch g.state {
+	case stateStable, stateCompletingRebalance:
+		c.prepareRebalance(g, reason)
+	case statePreparingRebalance:
+		c.tryCompleteJoin(g)
+	}
+}
+
+func (c *Groups) maybePrepareRebalance(g *group, reason string) {
+	switch g.state {
+	case stateStable, stateCompletingRebalance, stateEmpty:
+		c.prepareRebalance(g, reason)
+	case statePreparingRebalance:
+		c.tryCompleteJoin(g)
+	}
+}
+
+// prepareRebalance moves g to PreparingRebalance and arms the join timer:
+// the initial rebalance delay for an empty group, else the longest
+// rebalance timeout.
+func (c *Groups) prepareRebalance(g *group, reason string) {
+	if g.state == stateCompletingRebalance {
+		for _, m := range g.members {
+			m.assignment = nil
+			m.answerSync(syncResult{err: kerr.RebalanceInProgress})
+		}
+	}
+	g.pendingSync = make(map[string]struct{})
+	g.syncSeq++
+	if g.syncTimer != nil {
+		g.syncTimer.Stop()
+	}
+	timeout := g.rebalanceTimeout()
+	wasEmpty := g.state == stateEmpty
+	g.transition(statePreparingRebalance, c.now())
+	c.logger.Info("preparing to rebalance group", zap.String("group", g.id), zap.Int32("generation", g.generation), zap.String("reason", reason))
+	if wasEmpty {
+		delay := c.cfg.InitialRebalanceDelay
+		g.initialDelay, g.newMember = true, false
+		g.delayRemaining = max(timeout-delay, 0)
+		if delay <= 0 {
+			g.initialDelay = false
+			c.tryCompleteJoin(g)
+			return
+		}
+		c.armJoinTimer(g, delay)
+		return
+	}
+	g.initialDelay = false
+	c.armJoinTimer(g, timeout)
+	c.tryCompleteJoin(g)
+}
+
+func (c *Groups) armJoinTimer(g *group, d time.Duration) {
+	g.joinSeq++
+	seq := g.joinSeq
+	if g.joinTimer != nil {
+		g.joinTimer.Stop()
+	}
+	g.joinTimer = c.afterFunc(d, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.joinSeq != seq || g.state != statePreparingRebalance {
+			return
+		}
+		if g.initialDelay && g.newMember && g.delayRemaining > 0 {
+			// Kafka's InitialDelayedJoin: new members keep extending the
+			// delay, within the rebalance timeout.
+			next := min(c.cfg.InitialRebalanceDelay, g.delayRemaining)
+			g.delayRemaining -= next
+			g.newMember = false
+			c.armJoinTimer(g, next)
+			return
+		}
+		c.completeJoin(g)
+	})
+}
+
+// tryCompleteJoin completes the join phase once every member rejoined,
+// except during the initial delay, which only its timer ends.
+func (c *Groups) tryCompleteJoin(g *group) {
+	if g.state == statePreparingRebalance && !g.initialDelay && g.allJoined() {
+		c.completeJoin(g)
+	}
+}
+
+// completeJoin is Kafka's onCompleteJoin: members that did not rejoin are
+// dropped (static ones are kept until their session expires), the next
+// generation starts and every waiting JoinGroup is answered.
+func (c *Groups) completeJoin(g *group) {
+	g.joinSeq++
+	if g.joinTimer != nil {
+		g.joinTimer.Stop()
+	}
+	g.initialDelay = false
+	for _, m := range g.sortedMembers() {
+		if m.join == nil && m.instanceID == "" {
+			c.logger.Info("member did not rejoin in time, removing it", zap.String("group", g.id), zap.String("member", m.id))
+			c.removeMember(g, m)
+		}
+	}
+	g.pending = make(map[string]struct{})
+	if l, ok := g.members[g.leader]; !ok || l.join == nil {
+		g.leader = ""
+		for _, m := range g.sortedMembers() {
+			if m.join != nil {
+				g.leader = m.id
+				break
+			}
+		}
+		if g.leader == "" && len(g.members) > 0 {
+			// Only static members that have not rejoined are left: wait
+			// for them to rejoin or for their sessions to expire.
+			c.armJoinTimer(g, g.rebalanceTimeout())
+			return
+		}
+	}
+	now := c.now()
+	g.generation++
+	if len(g.members) == 0 {
+		g.protocol, g.leader = "", "" // the protocol type stays, as in Kafka
+		g.transition(stateEmpty, now)
+		c.logger.Info("group is empty", zap.String("group", g.id), zap.Int32("generation", g.generation))
+		if err := c.storeGroup(g); err != nil {
+			c.logger.Error("storing group metadata", zap.String("group", g.id), zap.Error(err))
+		}
+		return
+	}
+	g.protocol = g.selectProtocol()
+	g.transition(stateCompletingRebalance, now)
+	c.logger.Info("stabilized group", zap.String("group", g.id), zap.Int32("generation", g.generation),
+		zap.String("protocol", g.protocol), zap.Int("members", len(g.members)))
+	for _, m := range g.members {
+		r := joinResult{memberID: m.id, generation: g.generation, protocolType: g.protocolType, protocol: g.protocol, leader: g.leader}
+		if m.id == g.leader {
+			r.members = g.currentMembers()
+		}
+		m.answerJoin(r)
+		c.scheduleHeartbeat(g, m)
+		m.isNew = false
+		g.pendingSync[m.id] = struct{}{}
+	}
+	c.armSyncTimer(g)
+}
+
+// armSyncTimer drops the members that do not send SyncGroup within the
+// rebalance timeout and rebalances (Kafka's pending-sync expiration).
+func (c *Groups) armSyncTimer(g *group) {
+	g.syncSeq++
+	seq, gen := g.syncSeq, g.generation
+	if g.syncTimer != nil {
+		g.syncTimer.Stop()
+	}
+	g.syncTimer = c.afterFunc(g.rebalanceTimeout(), func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.syncSeq != seq || g.generation != gen || len(g.pendingSync) == 0 ||
+			(g.state != stateCompletingRebalance && g.state != stateStable) {
+			return
+		}
+		for id := range g.pendingSync {
+			if m := g.members[id]; m != nil {
+				c.logger.Info("member did not sync in time, removing it", zap.String("group", g.id), zap.String("member", id))
+				c.removeMember(g, m)
+			}
+		}
+		c.prepareRebalance(g, "members did not sync in time")
+	})
+}
+
+// scheduleHeartbeat (re)starts m's session timer.
+func (c *Groups) scheduleHeartbeat(g *group, m *member) {
+	m.hbSeq++
+	seq := m.hbSeq
+	if m.hbTimer != nil {
+		m.hbTimer.Stop()
+	}
+	m.hbTimer = c.afterFunc(m.sessionTimeout, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.members[m.id] != m || m.hbSeq != seq {
+			return
+		}
+		if m.join != nil || m.sync != nil {
+			// A member waiting on us is alive; the rebalance and sync
+			// timeouts bound how long it can wait.
+			c.scheduleHeartbeat(g, m)
+			return
+		}
+		c.logger.Info("member session expired", zap.String("group", g.id), zap.String("member", m.id),
+			zap.Duration("session_timeout", m.sessionTimeout))
+		c.removeMemberAndUpdateGroup(g, m, "session of member "+m.id+" expired")
+	})
+}

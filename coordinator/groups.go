@@ -1,0 +1,401 @@
+package coordinator
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/storage"
+)
+
+// OffsetsTopic is Kafka's internal topic holding committed offsets and
+// group metadata.
+const OffsetsTopic = "__consumer_offsets"
+
+// offsetsTopicConfigs are the topic configs Kafka creates __consumer_offsets
+// with. Compaction itself is not implemented yet; the policy is recorded so
+// the log cleaner, once it exists, applies to this topic.
+var offsetsTopicConfigs = map[string]string{
+	"cleanup.policy":   "compact",
+	"segment.bytes":    "104857600",
+	"compression.type": "producer",
+}
+
+// maxOffsetMetadata is Kafka's offset.metadata.max.bytes default.
+const maxOffsetMetadata = 4096
+
+// GroupConfig is the group coordinator's part of server.properties.
+type GroupConfig struct {
+	OffsetsTopicPartitions int32         // offsets.topic.num.partitions
+	OffsetsRetention       time.Duration // offsets.retention.minutes
+	RetentionCheckInterval time.Duration // offsets.retention.check.interval.ms
+	MinSessionTimeout      time.Duration // group.min.session.timeout.ms
+	MaxSessionTimeout      time.Duration // group.max.session.timeout.ms
+	InitialRebalanceDelay  time.Duration // group.initial.rebalance.delay.ms
+}
+
+// DefaultGroupConfig is Kafka's defaults.
+func DefaultGroupConfig() GroupConfig {
+	return GroupConfig{
+		OffsetsTopicPartitions: 50,
+		OffsetsRetention:       7 * 24 * time.Hour,
+		RetentionCheckInterval: 10 * time.Minute,
+		MinSessionTimeout:      6 * time.Second,
+		MaxSessionTimeout:      30 * time.Minute,
+		InitialRebalanceDelay:  3 * time.Second,
+	}
+}
+
+// Groups is the group coordinator for classic consumer groups: membership
+// and rebalances in memory, committed offsets and group metadata as records
+// in __consumer_offsets, replayed on start.
+//
+// Locking: mu guards the groups map only; each group has its own mutex,
+// taken after mu is released (never while holding mu). Writes to
+// __consumer_offsets for a group happen under that group's mutex, so a
+// group's records reach the log in the order its state changed.
+type Groups struct {
+	cfg    GroupConfig
+	logs   *storage.Manager
+	logger *zap.Logger
+	now    func() time.Time
+	parts  []*storage.Partition // of __consumer_offsets
+
+	loaded atomic.Bool
+
+	mu     sync.RWMutex
+	groups map[string]*group
+
+	life   sync.RWMutex
+	closed bool           // under life
+	wg     sync.WaitGroup // background work and timer callbacks
+	stop   chan struct{}
+}
+
+// OpenGroups creates __consumer_offsets if it does not exist and starts
+// replaying it in the background; until that finishes, group requests get
+// COORDINATOR_LOAD_IN_PROGRESS.
+func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Groups, error) {
+	t := logs.Topic(OffsetsTopic)
+	if t == nil {
+		var err error
+		t, err = logs.CreateTopic(OffsetsTopic, cfg.OffsetsTopicPartitions, offsetsTopicConfigs, false)
+		if err != nil {
+			return nil, fmt.Errorf("create %s: %w", OffsetsTopic, err)
+		}
+	}
+	parts := t.Partitions()
+	if int32(len(parts)) != cfg.OffsetsTopicPartitions {
+		logger.Warn("existing "+OffsetsTopic+" has a different partition count than offsets.topic.num.partitions; using the topic's",
+			zap.Int("partitions", len(parts)), zap.Int32("configured", cfg.OffsetsTopicPartitions))
+	}
+	c := &Groups{
+		cfg:    cfg,
+		logs:   logs,
+		logger: logger.Named("groups"),
+		now:    time.Now,
+		parts:  parts,
+		groups: make(map[string]*group),
+		stop:   make(chan struct{}),
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		start := time.Now()
+		if err := c.load(); err != nil {
+			c.logger.Error("loading "+OffsetsTopic+" failed; group requests keep getting COORDINATOR_LOAD_IN_PROGRESS", zap.Error(err))
+			return
+		}
+		c.loaded.Store(true)
+		c.mu.RLock()
+		n := len(c.groups)
+		c.mu.RUnlock()
+		c.logger.Info("loaded groups from "+OffsetsTopic, zap.Int("groups", n), zap.Duration("duration", time.Since(start)))
+		c.expireLoop()
+	}()
+	return c, nil
+}
+
+// Close stops timers and background work and waits for running callbacks;
+// nothing is written to the log after it returns. Requests must have
+// finished first.
+func (c *Groups) Close() {
+	c.life.Lock()
+	if c.closed {
+		c.life.Unlock()
+		return
+	}
+	c.closed = true
+	close(c.stop)
+	c.life.Unlock()
+	c.wg.Wait()
+}
+
+// Loaded reports whether __consumer_offsets has been replayed.
+func (c *Groups) Loaded() bool { return c.loaded.Load() }
+
+// afterFunc runs fn after d unless the coordinator closes first.
+func (c *Groups) afterFunc(d time.Duration, fn func()) *time.Timer {
+	return time.AfterFunc(d, func() {
+		c.life.RLock()
+		if c.closed {
+			c.life.RUnlock()
+			return
+		}
+		c.wg.Add(1)
+		c.life.RUnlock()
+		defer c.wg.Done()
+		fn()
+	})
+}
+
+// lookup returns the group, or nil.
+func (c *Groups) lookup(id string) *group {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.groups[id]
+}
+
+// lockGroup returns the group locked, creating it when create is set; nil
+// when it does not exist. A group found Dead was just removed from the map:
+// look again.
+func (c *Groups) lockGroup(id string, create bool) *group {
+	for {
+		g := c.lookup(id)
+		if g == nil {
+			if !create {
+				return nil
+			}
+			c.mu.Lock()
+			if g = c.groups[id]; g == nil {
+				g = newGroup(id, c.partitionOf(id), c.now())
+				c.groups[id] = g
+			}
+			c.mu.Unlock()
+		}
+		g.mu.Lock()
+		if g.state != stateDead {
+			return g
+		}
+		g.mu.Unlock()
+	}
+}
+
+// deleteGroup marks g Dead and drops it from the map; the caller holds g.mu.
+func (c *Groups) deleteGroup(g *group) {
+	g.transition(stateDead, c.now())
+	c.mu.Lock()
+	if c.groups[g.id] == g {
+		delete(c.groups, g.id)
+	}
+	c.mu.Unlock()
+}
+
+func (c *Groups) partitionOf(groupID string) int32 {
+	return partitionFor(groupID, int32(len(c.parts)))
+}
+
+// append writes records for group g's partition; they are visible once it
+// returns without error.
+func (c *Groups) append(g *group, recs []kv) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	p := c.parts[g.partition]
+	if _, err := p.Log.Append(buildBatch(recs, c.now()), p.LeaderEpoch()); err != nil {
+		return fmt.Errorf("group %s: append to %s-%d: %w", g.id, OffsetsTopic, g.partition, err)
+	}
+	return nil
+}
+
+// storeGroup persists g's metadata (Kafka's storeGroup); caller holds g.mu.
+func (c *Groups) storeGroup(g *group) error {
+	return c.append(g, []kv{{key: groupMetadataKey(g.id), value: groupMetadataValue(g, c.now())}})
+}
+
+// load replays every partition of __consumer_offsets: the latest record
+// per key wins and tombstones delete.
+func (c *Groups) load() error {
+	for _, p := range c.parts {
+		if err := c.loadPartition(p); err != nil {
+			return fmt.Errorf("%s-%d: %w", OffsetsTopic, p.Index, err)
+		}
+	}
+	now := c.now()
+	for _, g := range c.groups {
+		for _, m := range g.members {
+			c.scheduleHeartbeat(g, m)
+		}
+		if len(g.members) == 0 && len(g.offsets) == 0 && g.generation == 0 {
+			delete(c.groups, g.id)
+		}
+		if g.stateTime.After(now) {
+			g.stateTime = now
+		}
+	}
+	return nil
+}
+
+// loadPartition reads the partition batch by batch through the public log
+// API (a storage-level batch iterator would avoid the copy).
+func (c *Groups) loadPartition(p *storage.Partition) error {
+	var buf bytes.Buffer
+	offset := p.Log.LogStartOffset()
+	for {
+		select {
+		case <-c.stop:
+			return errors.New("coordinator closed while loading")
+		default:
+		}
+		res, err := p.Log.Read(offset, 1<<20, true)
+		if err != nil {
+			return fmt.Errorf("read at offset %d: %w", offset, err)
+		}
+		if res.Chunk.Len() == 0 {
+			if offset < res.HighWatermark {
+				return fmt.Errorf("empty read at offset %d below high watermark %d", offset, res.HighWatermark)
+			}
+			return nil
+		}
+		buf.Reset()
+		_, err = res.Chunk.WriteTo(&buf)
+		res.Chunk.Release()
+		if err != nil {
+			return fmt.Errorf("read at offset %d: %w", offset, err)
+		}
+		next, err := batchRecords(buf.Bytes(), func(key, value []byte) error {
+			return c.replay(p.Index, key, value)
+		})
+		if err != nil {
+			return fmt.Errorf("replay from offset %d: %w", offset, err)
+		}
+		offset = next
+	}
+}
+
+// replay applies one record during load.
+func (c *Groups) replay(partition int32, key, value []byte) error {
+	version, err := keyVersion(key)
+	if err != nil {
+		return err
+	}
+	switch version {
+	case 0, 1:
+		var k kmsg.OffsetCommitKey
+		if err := k.ReadFrom(key); err != nil {
+			return fmt.Errorf("offset commit key: %w", err)
+		}
+		g := c.replayGroup(k.Group, partition)
+		tp := topicPartition{k.Topic, k.Partition}
+		if value == nil {
+			delete(g.offsets, tp)
+			return nil
+		}
+		var v kmsg.OffsetCommitValue
+		if err := v.ReadFrom(value); err != nil {
+			return fmt.Errorf("offset commit value of group %s: %w", k.Group, err)
+		}
+		expire := int64(-1)
+		if v.Version == 1 {
+			expire = v.ExpireTimestamp
+		}
+		g.offsets[tp] = committedOffset{offset: v.Offset, leaderEpoch: v.LeaderEpoch, metadata: v.Metadata, commitTime: v.CommitTimestamp, expireTime: expire}
+	case 2:
+		var k kmsg.GroupMetadataKey
+		if err := k.ReadFrom(key); err != nil {
+			return fmt.Errorf("group metadata key: %w", err)
+		}
+		if value == nil {
+			delete(c.groups, k.Group)
+			return nil
+		}
+		var v kmsg.GroupMetadataValue
+		if err := v.ReadFrom(value); err != nil {
+			return fmt.Errorf("group metadata value of group %s: %w", k.Group, err)
+		}
+		c.replayGroupMetadata(c.replayGroup(k.Group, partition), &v)
+	}
+	return nil
+}
+
+func (c *Groups) replayGroup(id string, partition int32) *group {
+	g := c.groups[id]
+	if g == nil {
+		g = newGroup(id, partition, c.now())
+		c.groups[id] = g
+	}
+	return g
+}
+
+// replayGroupMetadata replaces g's membership with v's, as Kafka's
+// GroupMetadata.loadGroup: Stable with members, else Empty.
+func (c *Groups) replayGroupMetadata(g *group, v *kmsg.GroupMetadataValue) {
+	g.protocolType, g.generation = v.ProtocolType, v.Generation
+	g.protocol, g.leader = deref(v.Protocol), deref(v.Leader)
+	g.members = make(map[string]*member, len(v.Members))
+	g.static = make(map[string]string)
+	for _, vm := range v.Members {
+		m := &member{
+			id:               vm.MemberID,
+			instanceID:       deref(vm.InstanceID),
+			clientID:         vm.ClientID,
+			clientHost:       vm.ClientHost,
+			sessionTimeout:   time.Duration(vm.SessionTimeoutMillis) * time.Millisecond,
+			rebalanceTimeout: time.Duration(vm.RebalanceTimeoutMillis) * time.Millisecond,
+			protocolType:     v.ProtocolType,
+			protocols:        []protocolMeta{{name: g.protocol, metadata: vm.Subscription}},
+			assignment:       vm.Assignment,
+		}
+		if m.rebalanceTimeout <= 0 {
+			m.rebalanceTimeout = m.sessionTimeout
+		}
+		g.members[m.id] = m
+		if m.instanceID != "" {
+			g.static[m.instanceID] = m.id
+		}
+	}
+	g.state = stateEmpty
+	if len(g.members) > 0 {
+		g.state = stateStable
+	}
+	if v.CurrentStateTimestamp > 0 {
+		g.stateTime = time.UnixMilli(v.CurrentStateTimestamp)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// checkGroupID is the common check of group requests: INVALID_GROUP_ID for
+// an empty id (when the request requires one) and
+// COORDINATOR_LOAD_IN_PROGRESS until __consumer_offsets is replayed.
+func (c *Groups) checkGroupID(id string) *kerr.Error {
+	if id == "" {
+		return kerr.InvalidGroupID
+	}
+	if !c.loaded.Load() {
+		return kerr.CoordinatorLoadInProgress
+	}
+	return nil
+}
+
+// newMemberID is Kafka's member id: client id, '-', a random UUID.
+func newMemberID(clientID string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand.Read crashes the program instead)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%s-%x-%x-%x-%x-%x", clientID, b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

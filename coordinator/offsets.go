@@ -1,0 +1,318 @@
+package coordinator
+
+import (
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+)
+
+// TopicPartitions names partitions of one topic.
+type TopicPartitions struct {
+	Topic      string
+	Partitions []int32
+}
+
+// Commit is one partition's offset to commit.
+type Commit struct {
+	Topic       string
+	Partition   int32
+	Offset      int64
+	LeaderEpoch int32   // -1 when the request has none (before v6)
+	Metadata    *string // nil is stored as ""
+	ExpireTime  int64   // unix ms from a v2-v4 retention time, or -1
+}
+
+// CommitRequest is an OffsetCommit for one group.
+type CommitRequest struct {
+	Group      string
+	Generation int32 // -1: a simple commit, outside group management
+	MemberID   string
+	InstanceID string
+	Commits    []Commit
+}
+
+// CommitOffsets serves OffsetCommit as Kafka's handleCommitOffsets and
+// returns one error per commit (nil for success). The offsets are visible
+// to OffsetFetch once they are in __consumer_offsets.
+func (c *Groups) CommitOffsets(req CommitRequest) []*kerr.Error {
+	errs := make([]*kerr.Error, len(req.Commits))
+	all := func(err *kerr.Error) []*kerr.Error {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	if err := c.checkGroupID(req.Group); err != nil {
+		return all(err)
+	}
+	g := c.lockGroup(req.Group, req.Generation < 0)
+	if g == nil {
+		return all(kerr.IllegalGeneration)
+	}
+	defer g.mu.Unlock()
+	m := g.members[req.MemberID]
+	switch {
+	case req.Generation < 0 && g.state == stateEmpty:
+	case g.fenced(req.InstanceID, req.MemberID):
+		return all(kerr.FencedInstanceID)
+	case req.MemberID != "" && m == nil:
+		return all(kerr.UnknownMemberID)
+	case req.Generation != g.generation:
+		return all(kerr.IllegalGeneration)
+	case g.state == stateCompletingRebalance:
+		return all(kerr.RebalanceInProgress)
+	case g.state == stateEmpty:
+		return all(kerr.UnknownMemberID)
+	}
+	if m != nil {
+		c.scheduleHeartbeat(g, m)
+	}
+	now := c.now().UnixMilli()
+	var recs []kv
+	var ok []int
+	for i, cm := range req.Commits {
+		switch {
+		case !c.partitionExists(cm.Topic, cm.Partition):
+			errs[i] = kerr.UnknownTopicOrPartition
+		case cm.Metadata != nil && len(*cm.Metadata) > maxOffsetMetadata:
+			errs[i] = kerr.OffsetMetadataTooLarge
+		default:
+			o := committedOffset{offset: cm.Offset, leaderEpoch: cm.LeaderEpoch, metadata: deref(cm.Metadata), commitTime: now, expireTime: cm.ExpireTime}
+			recs = append(recs, kv{key: offsetCommitKey(g.id, cm.Topic, cm.Partition), value: offsetCommitValue(o)})
+			ok = append(ok, i)
+		}
+	}
+	if err := c.append(g, recs); err != nil {
+		c.logger.Error("committing offsets", zap.String("group", g.id), zap.Error(err))
+		code := kerr.CoordinatorNotAvailable
+		if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
+			code = kerr.InvalidCommitOffsetSize
+		}
+		for _, i := range ok {
+			errs[i] = code
+		}
+		return errs
+	}
+	for _, i := range ok {
+		cm := req.Commits[i]
+		g.offsets[topicPartition{cm.Topic, cm.Partition}] = committedOffset{offset: cm.Offset, leaderEpoch: cm.LeaderEpoch,
+			metadata: deref(cm.Metadata), commitTime: now, expireTime: cm.ExpireTime}
+	}
+	return errs
+}
+
+func (c *Groups) partitionExists(topic string, partition int32) bool {
+	t := c.logs.Topic(topic)
+	return t != nil && partition >= 0 && int(partition) < len(t.Partitions())
+}
+
+// FetchedOffset is one partition's committed offset: -1, epoch -1 and ""
+// when there is none.
+type FetchedOffset struct {
+	Topic       string
+	Partition   int32
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+}
+
+// FetchOffsets serves OffsetFetch for one group: the given partitions, or
+// every committed one when topics is nil. A group that does not exist has
+// no offsets (no error), as in Kafka. Without transactions no offset is ever
+// pending, so require_stable needs nothing.
+func (c *Groups) FetchOffsets(groupID string, topics []TopicPartitions) ([]FetchedOffset, *kerr.Error) {
+	if !c.loaded.Load() {
+		return nil, kerr.CoordinatorLoadInProgress
+	}
+	var out []FetchedOffset
+	g := c.lockGroup(groupID, false)
+	if g == nil {
+		for _, t := range topics {
+			for _, p := range t.Partitions {
+				out = append(out, FetchedOffset{Topic: t.Topic, Partition: p, Offset: -1, LeaderEpoch: -1})
+			}
+		}
+		return out, nil
+	}
+	defer g.mu.Unlock()
+	if topics == nil {
+		for tp, o := range g.offsets {
+			out = append(out, FetchedOffset{Topic: tp.topic, Partition: tp.partition, Offset: o.offset, LeaderEpoch: o.leaderEpoch, Metadata: o.metadata})
+		}
+		sort.Slice(out, func(i, j int) bool {
+			if out[i].Topic != out[j].Topic {
+				return out[i].Topic < out[j].Topic
+			}
+			return out[i].Partition < out[j].Partition
+		})
+		return out, nil
+	}
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			f := FetchedOffset{Topic: t.Topic, Partition: p, Offset: -1, LeaderEpoch: -1}
+			if o, ok := g.offsets[topicPartition{t.Topic, p}]; ok {
+				f.Offset, f.LeaderEpoch, f.Metadata = o.offset, o.leaderEpoch, o.metadata
+			}
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// PartitionError is one partition's outcome; Err nil is success.
+type PartitionError struct {
+	Topic     string
+	Partition int32
+	Err       *kerr.Error
+}
+
+// DeleteOffsets serves OffsetDelete as Kafka's handleDeleteOffsets: an
+// Empty group loses any offsets; a consumer group with members keeps those
+// of topics it subscribes to (GROUP_SUBSCRIBED_TO_TOPIC); another group
+// with members refuses (NON_EMPTY_GROUP).
+func (c *Groups) DeleteOffsets(groupID string, topics []TopicPartitions) (*kerr.Error, []PartitionError) {
+	if err := c.checkGroupID(groupID); err != nil {
+		return err, nil
+	}
+	g := c.lockGroup(groupID, false)
+	if g == nil {
+		return kerr.GroupIDNotFound, nil
+	}
+	defer g.mu.Unlock()
+	if g.state != stateEmpty && g.protocolType != "consumer" {
+		return kerr.NonEmptyGroup, nil
+	}
+	subscribed := c.subscribedTopics(g)
+	var out []PartitionError
+	var recs []kv
+	var deleted []topicPartition
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			pe := PartitionError{Topic: t.Topic, Partition: p}
+			switch {
+			case !c.partitionExists(t.Topic, p):
+				pe.Err = kerr.UnknownTopicOrPartition
+			case subscribed[t.Topic]:
+				pe.Err = kerr.GroupSubscribedToTopic
+			default:
+				tp := topicPartition{t.Topic, p}
+				if _, ok := g.offsets[tp]; ok {
+					recs = append(recs, kv{key: offsetCommitKey(g.id, t.Topic, p)})
+					deleted = append(deleted, tp)
+				}
+			}
+			out = append(out, pe)
+		}
+	}
+	if err := c.append(g, recs); err != nil {
+		c.logger.Error("deleting offsets", zap.String("group", g.id), zap.Error(err))
+		return kerr.CoordinatorNotAvailable, nil
+	}
+	for _, tp := range deleted {
+		delete(g.offsets, tp)
+	}
+	return nil, out
+}
+
+// subscribedTopics are the topics in the members' consumer-protocol
+// subscriptions (none for an Empty group or another protocol type).
+func (c *Groups) subscribedTopics(g *group) map[string]bool {
+	topics := map[string]bool{}
+	if g.state == stateEmpty || g.protocolType != "consumer" {
+		return topics
+	}
+	for _, m := range g.members {
+		var meta kmsg.ConsumerMemberMetadata
+		if err := meta.ReadFrom(m.metadataFor(g.protocol)); err != nil {
+			continue // not a consumer subscription Kafka could read either
+		}
+		for _, t := range meta.Topics {
+			topics[t] = true
+		}
+	}
+	return topics
+}
+
+// expireLoop runs the offsets retention check every
+// offsets.retention.check.interval.ms until Close.
+func (c *Groups) expireLoop() {
+	t := time.NewTicker(c.cfg.RetentionCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.expireOffsets()
+		}
+	}
+}
+
+// expireOffsets is Kafka's cleanupGroupMetadata: offsets of an Empty group
+// expire offsets.retention.minutes after it became empty (after their
+// commit for groups that never had members, and for topics a Stable
+// consumer group no longer subscribes to); a group left Empty without
+// offsets is deleted. Tombstones make both permanent.
+func (c *Groups) expireOffsets() {
+	c.mu.RLock()
+	ids := make([]string, 0, len(c.groups))
+	for id := range c.groups {
+		ids = append(ids, id)
+	}
+	c.mu.RUnlock()
+	now := c.now()
+	for _, id := range ids {
+		g := c.lockGroup(id, false)
+		if g == nil {
+			continue
+		}
+		c.expireGroup(g, now)
+		g.mu.Unlock()
+	}
+}
+
+func (c *Groups) expireGroup(g *group, now time.Time) {
+	nowMs, retention := now.UnixMilli(), c.cfg.OffsetsRetention.Milliseconds()
+	var subscribed map[string]bool
+	base := func(o committedOffset) int64 { return o.commitTime }
+	switch {
+	case g.protocolType != "" && g.state == stateEmpty:
+		base = func(committedOffset) int64 { return g.stateTime.UnixMilli() }
+	case g.protocolType == "consumer" && g.state == stateStable:
+		subscribed = c.subscribedTopics(g)
+	case g.protocolType != "":
+		return
+	}
+	var recs []kv
+	var expired []topicPartition
+	for tp, o := range g.offsets {
+		if subscribed[tp.topic] {
+			continue
+		}
+		if (o.expireTime >= 0 && nowMs >= o.expireTime) || (o.expireTime < 0 && nowMs-base(o) >= retention) {
+			recs = append(recs, kv{key: offsetCommitKey(g.id, tp.topic, tp.partition)})
+			expired = append(expired, tp)
+		}
+	}
+	dead := g.state == stateEmpty && len(g.offsets) == len(expired)
+	if dead {
+		recs = append(recs, kv{key: groupMetadataKey(g.id)})
+	}
+	if err := c.append(g, recs); err != nil {
+		c.logger.Error("expiring offsets", zap.String("group", g.id), zap.Error(err))
+		return
+	}
+	for _, tp := range expired {
+		delete(g.offsets, tp)
+	}
+	if len(expired) > 0 {
+		c.logger.Info("expired offsets", zap.String("group", g.id), zap.Int("partitions", len(expired)))
+	}
+	if dead {
+		c.deleteGroup(g)
+	}
+}
