@@ -20,6 +20,7 @@ import (
 const (
 	recoveryPointCheckpointFile  = "recovery-point-offset-checkpoint"
 	logStartOffsetCheckpointFile = "log-start-offset-checkpoint"
+	cleanerCheckpointFile        = "cleaner-offset-checkpoint"
 )
 
 // checkpointVersion is the only version of Kafka's checkpoint text format.

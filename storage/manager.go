@@ -44,6 +44,10 @@ type Manager struct {
 	adminMu sync.Mutex
 	closed  bool // under adminMu
 
+	cleaner *logCleaner // nil when log.cleaner.enable is false
+	// cleanMu serializes cleaning passes and cleaner-offset-checkpoint writes.
+	cleanMu sync.Mutex
+
 	mu     sync.RWMutex
 	topics map[string]*Topic
 	byID   map[[16]byte]*Topic
@@ -115,6 +119,14 @@ func OpenManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOptions) 
 	if err != nil {
 		return nil, err
 	}
+	startOffsets, err := readOffsetCheckpoint(fsys, filepath.Join(dir, logStartOffsetCheckpointFile))
+	if err != nil {
+		return nil, err
+	}
+	dirtyOffsets, err := readOffsetCheckpoint(fsys, filepath.Join(dir, cleanerCheckpointFile))
+	if err != nil {
+		return nil, err
+	}
 	clean, err := consumeCleanShutdownMarker(fsys, dir)
 	if err != nil {
 		return nil, err
@@ -139,11 +151,13 @@ func OpenManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOptions) 
 		parts := make([]*Partition, rt.Partitions)
 		t.parts.Store(&parts)
 		for i := range parts {
-			rp, ok := recoveryPoints[topicPartition{Topic: t.Name, Partition: int32(i)}]
+			tp := topicPartition{Topic: t.Name, Partition: int32(i)}
+			rp, ok := recoveryPoints[tp]
 			if !ok {
 				rp = -1
 			}
-			opens = append(opens, partitionOpen{topic: t, index: int32(i), opts: OpenOptions{RecoveryPoint: rp, CleanShutdown: clean}})
+			opens = append(opens, partitionOpen{topic: t, index: int32(i), opts: OpenOptions{RecoveryPoint: rp, CleanShutdown: clean,
+				LogStartOffset: startOffsets[tp], FirstDirtyOffset: dirtyOffsets[tp]}})
 		}
 		m.topics[t.Name] = t
 		m.byID[t.ID] = t
@@ -158,6 +172,7 @@ func OpenManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOptions) 
 		return nil, err
 	}
 	logger.Info("log dir open", zap.String("dir", dir), zap.Int("partitions", len(opens)))
+	m.startCleaner()
 	return m, nil
 }
 
@@ -373,6 +388,8 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	m.closed = true
+	m.stopCleaner()
+	dirty := m.cleanerOffsets()
 	recovery, start, err := m.closeLogs()
 	if err != nil {
 		m.logger.Error("closing logs failed; next start will recover", zap.Error(err))
@@ -382,6 +399,9 @@ func (m *Manager) Close() error {
 		return err
 	}
 	if err := writeOffsetCheckpoint(m.fsys, filepath.Join(m.dir, logStartOffsetCheckpointFile), start); err != nil {
+		return err
+	}
+	if err := writeOffsetCheckpoint(m.fsys, filepath.Join(m.dir, cleanerCheckpointFile), dirty); err != nil {
 		return err
 	}
 	if err := writeCleanShutdownMarker(m.fsys, m.dir); err != nil {

@@ -276,7 +276,7 @@ func (m *Manager) removePartition(p *Partition) error {
 // files, as Kafka does, so that a topic later created with the same name can
 // not inherit its recovery point after a crash.
 func (m *Manager) dropFromCheckpoints(topic string) error {
-	for _, name := range []string{recoveryPointCheckpointFile, logStartOffsetCheckpointFile} {
+	for _, name := range []string{recoveryPointCheckpointFile, logStartOffsetCheckpointFile, cleanerCheckpointFile} {
 		path := filepath.Join(m.dir, name)
 		cp, err := readOffsetCheckpoint(m.fsys, path)
 		if err != nil {
