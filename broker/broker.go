@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/metrics"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/vfs"
 )
@@ -28,7 +29,8 @@ type Config struct {
 	SocketRequestMaxBytes int32  // socket.request.max.bytes
 	Log                   storage.Config
 	Groups                coordinator.GroupConfig
-	LogRequests           bool // --log-requests: log every decoded request and response
+	LogRequests           bool   // --log-requests: log every decoded request and response
+	MetricsListener       string // metrics.listener: http://host:port for /metrics and /healthz; empty = off
 }
 
 // Broker is one Strata node.
@@ -48,6 +50,9 @@ type Broker struct {
 	closing  bool
 	shutdown chan struct{} // closed when Shutdown starts: wakes long polls
 	inflight sync.WaitGroup
+
+	metrics    *metrics.Metrics // nil when metrics.listener is off; see metrics.go
+	metricsSrv *metrics.Server
 }
 
 // New opens the log directory (running recovery) and binds the listener.
@@ -90,7 +95,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 			advHost = h.String()
 		}
 	}
-	return &Broker{
+	b := &Broker{
 		cfg:      cfg,
 		logger:   logger,
 		logs:     logs,
@@ -101,7 +106,11 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		advPort:  int32(advPort),
 		conns:    make(map[*conn]struct{}),
 		shutdown: make(chan struct{}),
-	}, nil
+	}
+	if err := b.openMetrics(); err != nil {
+		return nil, errors.Join(err, logs.Close(), ln.Close())
+	}
+	return b, nil
 }
 
 // Addr is the address the listener is bound to.
@@ -109,6 +118,7 @@ func (b *Broker) Addr() net.Addr { return b.ln.Addr() }
 
 // Serve accepts connections until Shutdown; it returns nil after a shutdown.
 func (b *Broker) Serve() error {
+	b.startMetrics()
 	var delay time.Duration
 	for {
 		nc, err := b.ln.Accept()
@@ -149,6 +159,7 @@ func (b *Broker) track(c *conn) bool {
 	}
 	b.conns[c] = struct{}{}
 	b.inflight.Add(1)
+	b.metrics.ConnOpened()
 	return true
 }
 
@@ -156,6 +167,7 @@ func (b *Broker) untrack(c *conn) {
 	b.mu.Lock()
 	delete(b.conns, c)
 	b.mu.Unlock()
+	b.metrics.ConnClosed()
 	b.inflight.Done()
 }
 
@@ -169,6 +181,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		return errors.New("broker already shut down")
 	}
 	b.closing = true
+	b.metrics.SetReady(false)
 	close(b.shutdown)
 	for c := range b.conns {
 		c.stopReading()
@@ -191,9 +204,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	// Blocked JoinGroup and SyncGroup requests were woken by b.shutdown.
 	b.groups.Close()
 	if err := b.logs.Close(); err != nil {
-		return fmt.Errorf("close logs: %w", err)
+		return errors.Join(fmt.Errorf("close logs: %w", err), b.stopMetrics(ctx))
 	}
-	return nil
+	return b.stopMetrics(ctx)
 }
 
 // parseListener reads one PLAINTEXT listener, Kafka's NAME://host:port.

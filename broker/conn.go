@@ -26,6 +26,8 @@ type conn struct {
 	frame  []byte
 	out    []byte
 	remote string
+
+	fetchErr int16 // top-level error code of the fetch response just written, for metrics
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
@@ -77,6 +79,7 @@ func (c *conn) serveOne() error {
 	} else {
 		c.frame = nil
 	}
+	start := time.Now()
 	req, err := protocol.ParseRequest(frame)
 	if err != nil {
 		if errors.Is(err, protocol.ErrUnsupported) && req.Key == int16(kmsg.ApiVersions) {
@@ -91,14 +94,17 @@ func (c *conn) serveOne() error {
 			zap.Int32("correlation_id", req.CorrelationID), zap.Any("body", req.Body))
 	}
 	if req.Key == int16(kmsg.Fetch) {
-		return c.b.serveFetch(c, req)
+		err := c.b.serveFetch(c, req)
+		c.observe(req, start, nil, err)
+		return err
 	}
 	h := handlers[req.Key]
 	resp, err := h(c.b, c, req)
-	if err != nil || resp == nil {
-		return err
+	if err == nil && resp != nil {
+		err = c.reply(req, resp)
 	}
-	return c.reply(req, resp)
+	c.observe(req, start, resp, err)
+	return err
 }
 
 // reply encodes and sends resp.

@@ -96,6 +96,9 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest, version int16) (topics []fetchT
 		rt := &r.Topics[i]
 		t := b.resolveFetchTopic(rt, version)
 		ft := fetchTopic{name: rt.Topic, id: rt.TopicID}
+		if t != nil {
+			ft.stats = b.metrics.Topic(t.Name)
+		}
 		for _, rp := range rt.Partitions {
 			fp := fetchPartition{partition: rp.Partition, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1,
 				readCommitted: r.IsolationLevel == 1}
@@ -151,6 +154,7 @@ func releaseFetch(topics []fetchTopic) {
 // the segment files in place.
 func (c *conn) writeFetch(req *protocol.Request, errorCode int16, topics []fetchTopic) error {
 	defer releaseFetch(topics)
+	c.observeFetch(req.Key, errorCode, topics)
 	if c.b.cfg.LogRequests {
 		c.log.Info("response", zap.String("api", "Fetch"), zap.Int16("version", req.Version),
 			zap.Int32("correlation_id", req.CorrelationID), zap.Int16("error_code", errorCode), zap.Any("topics", topics))

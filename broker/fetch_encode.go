@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 
+	"github.com/strata-io/strata/metrics"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -22,6 +23,7 @@ type fetchTopic struct {
 	name       string
 	id         [16]byte
 	partitions []fetchPartition
+	stats      *metrics.TopicStats // bytes out; nil for unknown topics or metrics off
 }
 
 // fetchBody is an encoded fetch response body with holes where file chunks

@@ -44,6 +44,7 @@ func handleProduce(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, er
 				err = b.appendPartition(topic, rp.Partition, rp.Records, &sp)
 			}
 			sp.ErrorCode = errorCode(err)
+			b.metrics.PartitionError(req.Key, sp.ErrorCode)
 			if err != nil && req.Version >= 8 {
 				sp.ErrorMessage = errorMessage(err)
 			}
@@ -68,6 +69,9 @@ func (b *Broker) appendPartition(topic *storage.Topic, partition int32, records 
 	res, err := p.Log.Append(records, p.LeaderEpoch())
 	if err != nil {
 		return err
+	}
+	if b.metrics != nil && !res.Duplicate {
+		b.metrics.Topic(topic.Name).Produced(int64(len(records)), batchRecordCount(records))
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/metrics"
 )
 
 // settings is the validated server configuration, with Kafka's key names and meanings.
@@ -28,12 +30,13 @@ type settings struct {
 	FlushIntervalMessages int64  // log.flush.interval.messages
 	FlushIntervalMs       int64  // log.flush.interval.ms
 
-	OffsetsTopicPartitions       int32 // offsets.topic.num.partitions
-	OffsetsRetentionMinutes      int64 // offsets.retention.minutes
-	OffsetsRetentionCheckMs      int64 // offsets.retention.check.interval.ms
-	GroupMinSessionTimeoutMs     int64 // group.min.session.timeout.ms
-	GroupMaxSessionTimeoutMs     int64 // group.max.session.timeout.ms
-	GroupInitialRebalanceDelayMs int64 // group.initial.rebalance.delay.ms
+	OffsetsTopicPartitions       int32  // offsets.topic.num.partitions
+	OffsetsRetentionMinutes      int64  // offsets.retention.minutes
+	OffsetsRetentionCheckMs      int64  // offsets.retention.check.interval.ms
+	GroupMinSessionTimeoutMs     int64  // group.min.session.timeout.ms
+	GroupMaxSessionTimeoutMs     int64  // group.max.session.timeout.ms
+	GroupInitialRebalanceDelayMs int64  // group.initial.rebalance.delay.ms
+	MetricsListener              string // metrics.listener (Strata's own key): http://host:port; empty = off
 }
 
 const (
@@ -84,7 +87,7 @@ var implementedKeys = []string{
 	"num.partitions", "auto.create.topics.enable", "log.segment.bytes", "log.roll.ms",
 	"log.roll.hours", "log.index.interval.bytes", "log.index.size.max.bytes",
 	"message.max.bytes", "socket.request.max.bytes", "log.flush.interval.messages",
-	"log.flush.interval.ms",
+	"log.flush.interval.ms", "metrics.listener",
 	"offsets.topic.num.partitions", "offsets.retention.minutes", "offsets.retention.check.interval.ms",
 	"offsets.commit.timeout.ms", "group.min.session.timeout.ms", "group.max.session.timeout.ms",
 	"group.initial.rebalance.delay.ms",
@@ -222,6 +225,12 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	p.int64Range(&s.GroupMinSessionTimeoutMs, "group.min.session.timeout.ms", 0, math.MaxInt32)
 	p.int64Range(&s.GroupMaxSessionTimeoutMs, "group.max.session.timeout.ms", 0, math.MaxInt32)
 	p.int64Range(&s.GroupInitialRebalanceDelayMs, "group.initial.rebalance.delay.ms", 0, math.MaxInt32)
+	if v, ok := p.get("metrics.listener"); ok && v != "" && p.err == nil {
+		if _, err := metrics.ParseListener(v); err != nil {
+			p.fail("metrics.listener", props["metrics.listener"], err.Error())
+		}
+		s.MetricsListener = v
+	}
 	return s, p.err
 }
 

@@ -122,6 +122,9 @@ func TestValidValues(t *testing.T) {
 		{map[string]string{"socket.request.max.bytes": "2048"}, func(s settings) bool { return s.SocketRequestMaxBytes == 2048 }},
 		{map[string]string{"log.flush.interval.messages": "1"}, func(s settings) bool { return s.FlushIntervalMessages == 1 }},
 		{map[string]string{"log.flush.interval.ms": "0"}, func(s settings) bool { return s.FlushIntervalMs == 0 }},
+		{map[string]string{"metrics.listener": "http://127.0.0.1:9644"}, func(s settings) bool { return s.MetricsListener == "http://127.0.0.1:9644" }},
+		{map[string]string{"metrics.listener": " 0.0.0.0:0 "}, func(s settings) bool { return s.MetricsListener == "0.0.0.0:0" }},
+		{map[string]string{"metrics.listener": ""}, func(s settings) bool { return s.MetricsListener == "" }},
 	}
 	for _, tt := range tests {
 		s, err := loadSettings(tt.props, zap.NewNop())
@@ -167,6 +170,10 @@ func TestInvalidValues(t *testing.T) {
 		{"log.flush.interval.messages", "0", "at least 1"},
 		{"log.flush.interval.messages", "9223372036854775808", "whole number"},
 		{"log.flush.interval.ms", "-1", "at least 0"},
+		{"metrics.listener", "https://127.0.0.1:9644", "only http://"},
+		{"metrics.listener", "http://127.0.0.1", "want http://host:port"},
+		{"metrics.listener", "http://127.0.0.1:70000", "port must be"},
+		{"metrics.listener", "http://127.0.0.1:9644/metrics", "without a path"},
 	}
 	for _, tt := range tests {
 		_, err := loadSettings(map[string]string{tt.key: tt.value}, zap.NewNop())

@@ -132,6 +132,7 @@ func brokerConfig(s settings, logRequests bool) broker.Config {
 		AutoCreateTopics:      s.AutoCreateTopics,
 		SocketRequestMaxBytes: s.SocketRequestMaxBytes,
 		LogRequests:           logRequests,
+		MetricsListener:       s.MetricsListener,
 		Groups: coordinator.GroupConfig{
 			OffsetsTopicPartitions: s.OffsetsTopicPartitions,
 			OffsetsRetention:       time.Duration(s.OffsetsRetentionMinutes) * time.Minute,
@@ -184,6 +185,9 @@ func run(args []string, stderr io.Writer) int {
 		zap.String("log.dir", s.LogDir),
 		zap.Int32("node.id", s.NodeID),
 		zap.Duration("startup", time.Since(start)))
+	if a := b.MetricsAddr(); a != nil {
+		log.Info("serving metrics", zap.String("metrics", "http://"+a.String()+"/metrics"), zap.String("healthz", "http://"+a.String()+"/healthz"))
+	}
 
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
