@@ -34,7 +34,7 @@ import (
 
 const (
 	sweepAppends  = 1000
-	sweepCIPoints = 16
+	sweepCIPoints = 24
 	sweepDir      = "/data/sweep-0"
 )
 
@@ -190,7 +190,7 @@ type sweepStats struct {
 // hands it to visit after the Append (or Close) in progress returns.
 func runSweepWorkload(t *testing.T, w *sweepWorkload, cfg Config, want map[int64]bool, visit func(sweepPoint)) (ops int64, segments int) {
 	t.Helper()
-	fsys, err := memfs.New(t.TempDir())
+	fsys, err := memfs.New("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func runSweepWorkload(t *testing.T, w *sweepWorkload, cfg Config, want map[int64
 // recoverPoint simulates one power loss at p and checks the recovered log.
 func recoverPoint(t *testing.T, w *sweepWorkload, cfg Config, p sweepPoint, keep float64, seed int64) (kept int, err error) {
 	rng := rand.New(rand.NewSource(seed*1_000_003 + p.k))
-	tmp := t.TempDir()
+	tmp := ""
 	fs1, err := p.img.Crash(keep, rng, tmp)
 	if err != nil {
 		return 0, err

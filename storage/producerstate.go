@@ -29,12 +29,10 @@ const snapshotsToKeep = 2
 const (
 	snapshotSuffix  = ".snapshot"
 	snapshotVersion = 1
-	// snapshotHeaderLen is version(1) + crc(4).
-	snapshotHeaderLen = 5
-	// snapshotProducerLen is pid(8) + epoch(2) + lastTimestamp(8) + batch count(1).
-	snapshotProducerLen = 19
-	// snapshotBatchLen is firstSeq(4) + lastSeq(4) + baseOffset(8) + lastOffset(8).
-	snapshotBatchLen = 24
+	// snapshotHeaderLen is version(2) + crc(4); the CRC covers what follows.
+	snapshotHeaderLen = 6
+	// snapshotEntryLen is one producer entry of Kafka's snapshot schema.
+	snapshotEntryLen = 8 + 2 + 4 + 8 + 4 + 8 + 4 + 8
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -190,111 +188,94 @@ func (s *producerStates) truncateAfter(offset int64) {
 }
 
 // Producer snapshot file format, <dir>/%020d.snapshot where the number is the
-// log offset the snapshot describes (state of all batches below it). All
-// integers are big-endian.
+// log offset the snapshot describes (state of all batches below it). It is
+// Kafka's ProducerStateManager snapshot, version 1, so kafka-dump-log reads
+// it. All integers are big-endian.
 //
 //	offset  size  field
-//	0       1     version, currently 1
-//	1       4     CRC32C (Castagnoli) of every byte from offset 5 to the end
-//	5       8     snapshot offset (int64), equal to the file name's number
-//	13      4     producer count N (int32)
-//	17      ...   N producer records, in ascending producer id order:
-//	                8  producer id (int64)
-//	                2  producer epoch (int16)
-//	                8  timestamp of the last batch (int64)
-//	                1  batch count B (uint8, 1..5)
-//	                B batch records, oldest first, 24 bytes each:
-//	                  4  first sequence (int32)
-//	                  4  last sequence (int32)
-//	                  8  base offset (int64)
-//	                  8  last offset (int64)
+//	0       2     version (int16), 1
+//	2       4     crc (uint32): CRC32C (Castagnoli) of every byte from offset 6 to the end
+//	6       4     producer entry count N (int32)
+//	10      ...   N entries of 46 bytes, in ascending producer id order:
+//	                8  producer_id (int64)
+//	                2  epoch (int16)
+//	                4  last_sequence (int32): last sequence of the producer's last batch
+//	                8  last_offset (int64): last offset of that batch
+//	                4  offset_delta (int32): last_offset - first offset of that batch
+//	                8  timestamp (int64): max timestamp of that batch
+//	                4  coordinator_epoch (int32), -1 (no transactions yet)
+//	                8  current_txn_first_offset (int64), -1 (none)
 //
-// The file must end exactly after the last batch record.
-func (s *producerStates) encodeSnapshot(offset int64) []byte {
+// The file must end exactly after the last entry. As in Kafka only the last
+// batch of each producer is kept: after a restart duplicates are detected
+// for that batch plus every batch replayed from the log after the snapshot
+// offset, while the running broker remembers the last 5.
+func (s *producerStates) encodeSnapshot() []byte {
 	pids := make([]int64, 0, len(s.entries))
-	size := snapshotHeaderLen + 12
 	for pid, e := range s.entries {
-		if len(e.Batches) == 0 {
-			continue
+		if len(e.Batches) > 0 {
+			pids = append(pids, pid)
 		}
-		pids = append(pids, pid)
-		size += snapshotProducerLen + snapshotBatchLen*len(e.Batches)
 	}
 	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
-	buf := make([]byte, snapshotHeaderLen, size)
-	buf[0] = snapshotVersion
-	buf = binary.BigEndian.AppendUint64(buf, uint64(offset))
+	buf := make([]byte, snapshotHeaderLen, snapshotHeaderLen+4+snapshotEntryLen*len(pids))
+	binary.BigEndian.PutUint16(buf, snapshotVersion)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(pids)))
 	for _, pid := range pids {
 		e := s.entries[pid]
+		pb := e.Batches[len(e.Batches)-1]
 		buf = binary.BigEndian.AppendUint64(buf, uint64(pid))
 		buf = binary.BigEndian.AppendUint16(buf, uint16(e.Epoch))
+		buf = binary.BigEndian.AppendUint32(buf, uint32(pb.LastSeq))
+		buf = binary.BigEndian.AppendUint64(buf, uint64(pb.LastOffset))
+		buf = binary.BigEndian.AppendUint32(buf, uint32(pb.LastOffset-pb.BaseOffset))
 		buf = binary.BigEndian.AppendUint64(buf, uint64(e.LastTimestamp))
-		buf = append(buf, byte(len(e.Batches)))
-		for _, pb := range e.Batches {
-			buf = binary.BigEndian.AppendUint32(buf, uint32(pb.FirstSeq))
-			buf = binary.BigEndian.AppendUint32(buf, uint32(pb.LastSeq))
-			buf = binary.BigEndian.AppendUint64(buf, uint64(pb.BaseOffset))
-			buf = binary.BigEndian.AppendUint64(buf, uint64(pb.LastOffset))
-		}
+		buf = binary.BigEndian.AppendUint32(buf, math.MaxUint32) // coordinator_epoch -1
+		buf = binary.BigEndian.AppendUint64(buf, math.MaxUint64) // current_txn_first_offset -1
 	}
-	binary.BigEndian.PutUint32(buf[1:5], crc32.Checksum(buf[snapshotHeaderLen:], castagnoli))
+	binary.BigEndian.PutUint32(buf[2:6], crc32.Checksum(buf[snapshotHeaderLen:], castagnoli))
 	return buf
 }
 
-// decodeSnapshot parses a snapshot file's bytes; wantOffset is the offset from
-// the file name.
-func decodeSnapshot(buf []byte, wantOffset int64) (*producerStates, error) {
-	if len(buf) < snapshotHeaderLen+12 {
+// decodeSnapshot parses a snapshot file's bytes.
+func decodeSnapshot(buf []byte) (*producerStates, error) {
+	if len(buf) < snapshotHeaderLen+4 {
 		return nil, fmt.Errorf("short snapshot: %d bytes", len(buf))
 	}
-	if buf[0] != snapshotVersion {
-		return nil, fmt.Errorf("unsupported snapshot version %d", buf[0])
+	if v := int16(binary.BigEndian.Uint16(buf)); v != snapshotVersion {
+		return nil, fmt.Errorf("unsupported snapshot version %d", v)
 	}
-	if want, got := binary.BigEndian.Uint32(buf[1:5]), crc32.Checksum(buf[snapshotHeaderLen:], castagnoli); want != got {
+	if want, got := binary.BigEndian.Uint32(buf[2:6]), crc32.Checksum(buf[snapshotHeaderLen:], castagnoli); want != got {
 		return nil, fmt.Errorf("snapshot crc mismatch: stored %#08x, computed %#08x", want, got)
 	}
-	body := buf[snapshotHeaderLen:]
-	if off := int64(binary.BigEndian.Uint64(body)); off != wantOffset {
-		return nil, fmt.Errorf("snapshot offset %d does not match file name offset %d", off, wantOffset)
-	}
-	n := int32(binary.BigEndian.Uint32(body[8:]))
-	body = body[12:]
-	if n < 0 || int(n) > len(body)/(snapshotProducerLen+snapshotBatchLen) {
-		return nil, fmt.Errorf("snapshot producer count %d does not fit %d bytes", n, len(body))
+	n := int32(binary.BigEndian.Uint32(buf[snapshotHeaderLen:]))
+	body := buf[snapshotHeaderLen+4:]
+	if n < 0 || int64(n)*snapshotEntryLen != int64(len(body)) {
+		return nil, fmt.Errorf("snapshot producer count %d does not match %d bytes of entries", n, len(body))
 	}
 	s := newProducerStates()
 	for i := int32(0); i < n; i++ {
-		if len(body) < snapshotProducerLen {
-			return nil, fmt.Errorf("snapshot truncated in producer %d of %d", i, n)
-		}
-		pid := int64(binary.BigEndian.Uint64(body))
-		e := &producerEntry{
-			Epoch:         int16(binary.BigEndian.Uint16(body[8:])),
-			LastTimestamp: int64(binary.BigEndian.Uint64(body[10:])),
-		}
-		nb := int(body[18])
-		body = body[snapshotProducerLen:]
-		if pid < 0 || nb < 1 || nb > numBatchesToRetain || len(body) < nb*snapshotBatchLen {
-			return nil, fmt.Errorf("snapshot producer record %d (pid %d, %d batches) is invalid", i, pid, nb)
+		e := body[:snapshotEntryLen]
+		body = body[snapshotEntryLen:]
+		pid := int64(binary.BigEndian.Uint64(e))
+		lastSeq := int32(binary.BigEndian.Uint32(e[10:]))
+		lastOffset := int64(binary.BigEndian.Uint64(e[14:]))
+		delta := int32(binary.BigEndian.Uint32(e[22:]))
+		if pid < 0 || delta < 0 || lastSeq < 0 || lastOffset < int64(delta) {
+			return nil, fmt.Errorf("snapshot entry %d (pid %d, last sequence %d, last offset %d, delta %d) is invalid", i, pid, lastSeq, lastOffset, delta)
 		}
 		if _, exists := s.entries[pid]; exists {
 			return nil, fmt.Errorf("snapshot lists producer %d twice", pid)
 		}
-		e.Batches = make([]producerBatch, nb)
-		for j := range e.Batches {
-			e.Batches[j] = producerBatch{
-				FirstSeq:   int32(binary.BigEndian.Uint32(body)),
-				LastSeq:    int32(binary.BigEndian.Uint32(body[4:])),
-				BaseOffset: int64(binary.BigEndian.Uint64(body[8:])),
-				LastOffset: int64(binary.BigEndian.Uint64(body[16:])),
-			}
-			body = body[snapshotBatchLen:]
+		firstSeq := lastSeq - delta
+		if firstSeq < 0 { // the batch wrapped from MaxInt32 to 0
+			firstSeq = int32(int64(firstSeq) + math.MaxInt32 + 1)
 		}
-		s.entries[pid] = e
-	}
-	if len(body) != 0 {
-		return nil, fmt.Errorf("snapshot has %d trailing bytes", len(body))
+		s.entries[pid] = &producerEntry{
+			Epoch:         int16(binary.BigEndian.Uint16(e[8:])),
+			LastTimestamp: int64(binary.BigEndian.Uint64(e[26:])),
+			Batches:       []producerBatch{{FirstSeq: firstSeq, LastSeq: lastSeq, BaseOffset: lastOffset - int64(delta), LastOffset: lastOffset}},
+		}
 	}
 	return s, nil
 }
@@ -331,7 +312,7 @@ func listSnapshots(fsys vfs.FS, dir string) ([]int64, error) {
 // snapshotsToKeep at or below it.
 func (s *producerStates) writeSnapshot(fsys vfs.FS, dir string, offset int64) error {
 	path := snapshotPath(dir, offset)
-	if err := replaceFile(fsys, path, s.encodeSnapshot(offset)); err != nil {
+	if err := replaceFile(fsys, path, s.encodeSnapshot()); err != nil {
 		return fmt.Errorf("producer snapshot %d: %w", offset, err)
 	}
 	offs, err := listSnapshots(fsys, dir)
@@ -368,7 +349,7 @@ func loadProducerSnapshot(fsys vfs.FS, dir string) (s *producerStates, offset in
 			}
 			return nil, 0, fmt.Errorf("producer snapshot %d: %w", offs[i], err)
 		}
-		if s, err := decodeSnapshot(buf, offs[i]); err == nil {
+		if s, err := decodeSnapshot(buf); err == nil {
 			return s, offs[i], nil
 		}
 	}

@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"math"
 	"os"
 	"path/filepath"
@@ -190,13 +192,20 @@ func TestProducerSnapshotRoundTripAndRetention(t *testing.T) {
 	if off != next {
 		t.Fatalf("loaded offset %d, want %d", off, next)
 	}
-	if string(got.encodeSnapshot(off)) != string(s.encodeSnapshot(off)) {
+	if string(got.encodeSnapshot()) != string(s.encodeSnapshot()) {
 		t.Fatalf("round trip differs:\n got %+v\nwant %+v", got.entries, s.entries)
 	}
-	// The reloaded state still detects duplicates and sequences.
+	// As in Kafka only each producer's last batch is in the snapshot: its
+	// resend is still a duplicate and the sequence continues after it.
+	if n := len(got.entries[11].Batches); n != 1 {
+		t.Fatalf("reloaded %d batches of producer 11, want 1", n)
+	}
 	base, dup, err := appendBatch(t, got, &next, 11, 2, 6, 1)
 	if err != nil || !dup || base != 6 {
 		t.Fatalf("dup after reload: base=%d dup=%v err=%v", base, dup, err)
+	}
+	if _, _, err := appendBatch(t, got, &next, 11, 2, 5, 1); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
+		t.Fatalf("older batch after reload: %v, want OutOfOrderSequenceNumber", err)
 	}
 	mustAppend(t, got, &next, 12, 0, 103, 1)
 
@@ -252,31 +261,53 @@ func TestProducerSnapshotCorruptFallsBack(t *testing.T) {
 func TestProducerSnapshotExactLayout(t *testing.T) {
 	s := newProducerStates()
 	s.update(batchMeta{ProducerID: 1, ProducerEpoch: 2, BaseSequence: 3, LastOffsetDelta: 1, BaseOffset: 4, MaxTimestamp: 5})
-	buf := s.encodeSnapshot(6)
+	s.update(batchMeta{ProducerID: 1, ProducerEpoch: 2, BaseSequence: 5, LastOffsetDelta: 2, BaseOffset: 8, MaxTimestamp: 9})
+	buf := s.encodeSnapshot()
 	want := []byte{
-		1, 0, 0, 0, 0, // version, crc placeholder
-		0, 0, 0, 0, 0, 0, 0, 6, // offset
-		0, 0, 0, 1, // producers
-		0, 0, 0, 0, 0, 0, 0, 1, // pid
+		0, 1, // version
+		0, 0, 0, 0, // crc placeholder
+		0, 0, 0, 1, // producer entries
+		0, 0, 0, 0, 0, 0, 0, 1, // producer_id
 		0, 2, // epoch
-		0, 0, 0, 0, 0, 0, 0, 5, // timestamp
-		1,          // batches
-		0, 0, 0, 3, // first seq
-		0, 0, 0, 4, // last seq
-		0, 0, 0, 0, 0, 0, 0, 4, // base offset
-		0, 0, 0, 0, 0, 0, 0, 5, // last offset
+		0, 0, 0, 7, // last_sequence
+		0, 0, 0, 0, 0, 0, 0, 10, // last_offset
+		0, 0, 0, 2, // offset_delta
+		0, 0, 0, 0, 0, 0, 0, 9, // timestamp
+		0xff, 0xff, 0xff, 0xff, // coordinator_epoch -1
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // current_txn_first_offset -1
 	}
-	copy(want[1:5], buf[1:5])
+	copy(want[2:6], buf[2:6])
 	if string(buf) != string(want) {
 		t.Fatalf("layout:\n got %v\nwant %v", buf, want)
 	}
-	if _, err := decodeSnapshot(buf, 7); err == nil {
-		t.Fatal("offset mismatch with file name accepted")
+	if got := binary.BigEndian.Uint32(buf[2:6]); got != crc32.Checksum(buf[6:], crc32.MakeTable(crc32.Castagnoli)) {
+		t.Fatalf("crc %08x", got)
 	}
-	if _, err := decodeSnapshot(append(buf, 0), 6); err == nil {
+	got, err := decodeSnapshot(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := got.entries[1].Batches; len(b) != 1 || b[0] != (producerBatch{FirstSeq: 5, LastSeq: 7, BaseOffset: 8, LastOffset: 10}) {
+		t.Fatalf("decoded %+v", b)
+	}
+	if _, err := decodeSnapshot(append(buf, 0)); err == nil {
 		t.Fatal("trailing byte accepted")
 	}
 	if filepath.Base(snapshotPath("d", 6)) != "00000000000000000006.snapshot" {
 		t.Fatalf("snapshot name %s", snapshotPath("d", 6))
+	}
+}
+
+// TestProducerSnapshotSequenceWrap decodes a last batch whose sequences
+// wrapped from MaxInt32 to 0.
+func TestProducerSnapshotSequenceWrap(t *testing.T) {
+	s := newProducerStates()
+	s.update(batchMeta{ProducerID: 3, BaseSequence: math.MaxInt32 - 1, LastOffsetDelta: 3, BaseOffset: 10})
+	got, err := decodeSnapshot(s.encodeSnapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := got.entries[3].Batches[0]; b.FirstSeq != math.MaxInt32-1 || b.LastSeq != 1 {
+		t.Fatalf("wrapped batch %+v", b)
 	}
 }
