@@ -34,7 +34,7 @@ import (
 
 const (
 	sweepAppends  = 1000
-	sweepCIPoints = 24
+	sweepCIPoints = 16
 	sweepDir      = "/data/sweep-0"
 )
 
