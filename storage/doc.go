@@ -4,8 +4,9 @@
 // # Directory layout
 //
 // One directory per log.dir holds meta.properties, recovery-point-offset-
-// checkpoint, log-start-offset-checkpoint, .kafka_cleanshutdown and
-// strata-topics.json (written by the Manager), and one directory per
+// checkpoint, log-start-offset-checkpoint, cleaner-offset-checkpoint,
+// .kafka_cleanshutdown and strata-topics.json (written by the Manager), and
+// one directory per
 // partition, <topic>-<partition>, holding:
 //
 //	00000000000000000000.log        record batches, concatenated
@@ -15,9 +16,13 @@
 //	leader-epoch-checkpoint         leader epoch -> first offset
 //	partition.metadata              topic id (Manager)
 //	00000000000000001234.snapshot   producer state at offset 1234 (see producerstate.go)
+//	<segment file>.cleaned / .swap  a cleaned segment being swapped in (see Compaction)
 //
 // A segment's base offset is the offset of its first batch; segments are
 // contiguous: each starts at the offset after the previous one's last batch.
+// Compacted logs are the exception: cleaning removes batches, so batches and
+// segments may leave gaps in the offsets (never overlap), a segment's first
+// batch may start after its base offset, and a segment may be empty.
 //
 // # Record batch (magic 2), all integers big-endian
 //
@@ -28,9 +33,10 @@
 //	16     1   magic                  2
 //	17     4   crc                    CRC32C (Castagnoli) of bytes [21, end)
 //	21     2   attributes             bits 0-2 codec (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd),
-//	                                  3 timestamp type, 4 transactional, 5 control
+//	                                  3 timestamp type, 4 transactional, 5 control,
+//	                                  6 delete horizon (set by the cleaner, KIP-534)
 //	23     4   lastOffsetDelta        recordCount - 1
-//	27     8   baseTimestamp
+//	27     8   baseTimestamp          the delete horizon (ms) when bit 6 is set
 //	35     8   maxTimestamp
 //	43     8   producerId             -1 if not idempotent
 //	51     2   producerEpoch
@@ -40,7 +46,13 @@
 //
 // The CRC does not cover baseOffset or partitionLeaderEpoch, so stamping
 // them on append leaves the client's checksum valid: a batch is written
-// exactly as the producer sent it apart from those 12 bytes.
+// exactly as the producer sent it apart from those 12 bytes. Cleaning is the
+// one place the broker rebuilds batches and so computes a CRC32C itself.
+// A cleaned batch keeps its lastOffsetDelta with fewer records, so
+// recordCount <= lastOffsetDelta+1 (0 for a producer's retained empty batch).
+// Records are (zigzag varints) length, attributes int8, timestampDelta,
+// offsetDelta, keyLength, key, valueLength (-1: null value, a tombstone),
+// value, header count, headers.
 //
 // Produce validation (Append) maps errors as Kafka does: short buffer,
 // length below the header or past the buffer, unknown magic (<0 or >2) and
@@ -51,7 +63,11 @@
 // UNSUPPORTED_COMPRESSION_TYPE (Kafka fails CompressionType.forId with an
 // IllegalArgumentException, i.e. UNKNOWN_SERVER_ERROR; we give the specific
 // code). Unlike Kafka, trailing bytes that do not form a whole batch are
-// rejected (CORRUPT_MESSAGE) rather than silently dropped.
+// rejected (CORRUPT_MESSAGE) rather than silently dropped. On a compacted log
+// (cleanup.policy contains compact) every record must have a key: a keyless
+// record is INVALID_RECORD, as Kafka's LogValidator; compressed batches are
+// decompressed for that check (compression.go: gzip, snappy raw or in
+// snappy-java's xerial framing, lz4 frames, zstd).
 //
 // # Offset index (.index)
 //
@@ -88,11 +104,34 @@
 // leader-epoch-checkpoint is Kafka's text format "0\n<n>\n<epoch> <offset>\n..."
 // (epochcheckpoint.go); an entry is appended the first time a batch with a
 // newer leader epoch is written. Offset checkpoints are
-// "0\n<n>\n<topic> <partition> <offset>\n" (checkpoint.go). The producer
-// snapshot format is defined in producerstate.go; a snapshot is written at
+// "0\n<n>\n<topic> <partition> <offset>\n" (checkpoint.go). The Manager
+// writes .kafka_cleanshutdown after all logs closed cleanly and passes
+// CleanShutdown, the recovery point, the log start offset (the log starts at
+// max(first segment base, checkpoint), clamped to the log end offset) and
+// the cleaner's first dirty offset (cleaner-offset-checkpoint, written after
+// each cleaning pass that cleaned something and on Close) to OpenLog.
+//
+// # Producer snapshots (.snapshot)
+//
+// Kafka's ProducerStateManager snapshot, version 1, so kafka-dump-log reads
+// ours (checked with Kafka 4.1.1's DumpLogSegments). Big-endian:
+//
+//	offset len field
+//	0      2   version                  1 (int16)
+//	2      4   crc                      CRC32C of bytes [6, end) (uint32)
+//	6      4   producer entry count N   (int32)
+//	10     46*N entries, by ascending producer id:
+//	             8 producer_id  2 epoch  4 last_sequence  8 last_offset
+//	             4 offset_delta (last_offset - first offset of the last batch)
+//	             8 timestamp (max timestamp of the last batch)
+//	             4 coordinator_epoch (-1)  8 current_txn_first_offset (-1)
+//
+// The snapshot's offset is only in the file name. A snapshot is written at
 // the new base offset on every roll and at the log end offset on clean
-// close. The Manager writes .kafka_cleanshutdown after all logs closed
-// cleanly and passes CleanShutdown and the recovery point to OpenLog.
+// close; the newest two are kept. Like Kafka's, a snapshot holds only each
+// producer's last batch: after a restart duplicate detection covers that
+// batch and every batch replayed from the log after the snapshot offset,
+// while a running log remembers each producer's last 5 batches.
 //
 // # Recovery (OpenLog)
 //
@@ -104,12 +143,20 @@
 // recovery point to the end is scanned batch by batch: the scan stops at the
 // first short header, length past the end of the file, bad magic, batch
 // whose base offset does not continue from the previous batch (or segment),
-// inconsistent count, or CRC mismatch. The segment is truncated there, later
+// inconsistent count, or CRC mismatch (a compacted log accepts forward offset
+// gaps and cleaned counts). The segment is truncated there, later
 // segments are deleted, and the bytes, segments and batches dropped are
 // logged; the scanned segments' indexes are rebuilt and the result fsynced.
 // Then the newest producer snapshot at or below the log end offset is
 // loaded (newer ones are deleted) and later batch headers replayed, and
 // leader epoch entries starting at or past the log end offset are dropped.
+//
+// Before any of that, leftovers of an interrupted cleaning are resolved as
+// Kafka's LogLoader does: *.cleaned files are deleted (that swap never
+// committed); a <base>.log.swap is a complete, fsynced cleaned segment whose
+// swap committed, so the segments overlapping [base, its next offset) are
+// deleted and its .swap files renamed into place (a missing index swap
+// means the index is rebuilt); index .swap files without a .log.swap go.
 //
 // # Durability and fsync
 //
@@ -145,7 +192,57 @@
 // descriptor lazily; it is closed when the last Chunk is released, so
 // rolling, closing or deleting never pulls a file from under a fetch.
 // Chunk.WriteTo uses sendfile(2) with an explicit offset for descriptors
-// (TCP connections), else pread into a pooled buffer.
+// (TCP connections), else pread into a pooled buffer. Where compaction left
+// nothing at or after the offset in a segment, Read continues in the next.
+//
+// Log.ForEachBatch(from, fn) walks every whole batch from the one holding
+// from up to the high watermark (as of the call), across segments and
+// compaction gaps, without Read's byte limit; it reads through referenced
+// descriptors without holding the log lock. It is how a compacted topic
+// such as __consumer_offsets is replayed.
+//
+// # Compaction (cleaner.go, cleaner_write.go, manager_cleaner.go)
+//
+// Logs whose cleanup.policy contains "compact" are cleaned as Kafka's log
+// cleaner does. The Manager runs one cleaner goroutine (log.cleaner.enable,
+// default true; every log.cleaner.backoff.ms, default 15000; CleanNow runs a
+// pass synchronously). A log is cleaned when its dirty ratio (bytes of
+// closed segments at or after the first dirty offset / bytes of all
+// cleanable segments) reaches min.cleanable.dirty.ratio (0.5), or when a
+// kept tombstone's delete horizon has passed. Cleanable segments are closed
+// (never the active one), entirely below the high watermark and, with
+// min.compaction.lag.ms, hold no record newer than now minus the lag.
+//
+// A cleaning maps every key of the dirty segments to the offset of its
+// latest record (bounded like log.cleaner.dedupe.buffer.size: a map that
+// fills stops the dirty range at a segment boundary), then rewrites the
+// cleanable segments from the log start: a record stays if no later record
+// has its key; keyless records go; a tombstone stays until its batch's
+// delete horizon, which the first cleaning that keeps it sets to now +
+// delete.retention.ms (KIP-534: attributes bit 6 and baseTimestamp = the
+// horizon, record timestamp deltas rebased so record timestamps are
+// unchanged). Control batches stay. A batch whose records all stay and
+// that needs no horizon is copied byte for byte; otherwise it is rebuilt
+// with the same base offset, lastOffsetDelta, leader epoch, producer id,
+// epoch and base sequence, the kept records, their max timestamp, the same
+// codec (recompressed) and a new CRC. A batch left without records goes,
+// unless it holds its producer's last offset: then it stays as an empty
+// batch (count 0, no compression) so the producer's sequence and epoch
+// survive (Kafka's RETAIN_EMPTY).
+//
+// Cleaned segments are grouped: consecutive source segments are written to
+// one output named after the first while the output stays within
+// segment.bytes, the index capacity and 32-bit relative offsets; a source
+// whose cleaned batches do not fit is rolled back and starts the next
+// group, so the segment count shrinks. Each group is swapped in on its own:
+// <base>.log.cleaned, .index.cleaned and .timeindex.cleaned are written
+// (indexed exactly as appends index) and fsynced, renamed to .swap (the
+// .log last: that rename commits the swap), the directory is fsynced, the
+// old segments are deleted, the .swap files renamed into place and the
+// directory fsynced again. A failure before the commit removes the
+// cleaner's files; after it, it fails the log and recovery completes the
+// swap. Readers holding Chunks of replaced segments keep reading them
+// through their descriptors. Close aborts a running cleaning.
 //
 // # CRC32C implementation
 //
