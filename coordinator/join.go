@@ -130,13 +130,15 @@ func (c *Groups) join(g *group, jr *joinRequest) (joinResult, chan joinResult) {
 			return fail(kerr.MemberIDRequired, id)
 		}
 		m := jr.newMember(id)
+		wait := m.join // answered, and cleared, if the join completes at once
 		c.addMemberAndRebalance(g, m)
-		return joinResult{}, m.join
+		return joinResult{}, wait
 	}
 	if _, ok := g.pending[jr.memberID]; ok {
 		m := jr.newMember(jr.memberID)
+		wait := m.join // answered, and cleared, if the join completes at once
 		c.addMemberAndRebalance(g, m)
-		return joinResult{}, m.join
+		return joinResult{}, wait
 	}
 	if g.fenced(jr.instanceID, jr.memberID) {
 		return fail(kerr.FencedInstanceID, jr.memberID)
@@ -178,8 +180,9 @@ func (c *Groups) currentGeneration(g *group, m *member) joinResult {
 
 func (c *Groups) updateMemberAndRebalance(g *group, m *member, jr *joinRequest) (joinResult, chan joinResult) {
 	c.updateMember(m, jr)
+	wait := m.join
 	c.maybePrepareRebalance(g, "member "+m.id+" rejoined")
-	return joinResult{}, m.join
+	return joinResult{}, wait
 }
 
 func (c *Groups) updateMember(m *member, jr *joinRequest) {
@@ -199,8 +202,9 @@ func (c *Groups) staticJoin(g *group, jr *joinRequest, newID string) (joinResult
 	oldID, known := g.static[jr.instanceID]
 	if !known || g.members[oldID] == nil {
 		m := jr.newMember(newID)
+		wait := m.join // answered, and cleared, if the join completes at once
 		c.addMemberAndRebalance(g, m)
-		return joinResult{}, m.join
+		return joinResult{}, wait
 	}
 	old := g.members[oldID]
 	oldLeader := g.leader
@@ -208,6 +212,7 @@ func (c *Groups) staticJoin(g *group, jr *joinRequest, newID string) (joinResult
 	c.replaceMember(g, old, newID)
 	m := g.members[newID]
 	c.updateMember(m, jr)
+	wait := m.join
 	c.scheduleHeartbeat(g, m)
 	c.logger.Info("static member rejoined with a new member id", zap.String("group", g.id),
 		zap.String("instance_id", jr.instanceID), zap.String("old_member", oldID), zap.String("member", newID))
@@ -215,7 +220,7 @@ func (c *Groups) staticJoin(g *group, jr *joinRequest, newID string) (joinResult
 	case stateStable:
 		if g.selectProtocol() != g.protocol {
 			c.prepareRebalance(g, "static member "+newID+" changed the group protocol")
-			return joinResult{}, m.join
+			return joinResult{}, wait
 		}
 		m.join = nil
 		if err := c.storeGroup(g); err != nil {
@@ -241,7 +246,7 @@ func (c *Groups) staticJoin(g *group, jr *joinRequest, newID string) (joinResult
 	default:
 		c.tryCompleteJoin(g)
 	}
-	return joinResult{}, m.join
+	return joinResult{}, wait
 }
 
 // replaceMember moves member old to a new id, fencing its waiting requests.
