@@ -88,6 +88,13 @@ func TestDefaults(t *testing.T) {
 		SocketRequestMaxBytes: 104857600,
 		FlushIntervalMessages: math.MaxInt64,
 		FlushIntervalMs:       math.MaxInt64,
+
+		OffsetsTopicPartitions:       50,
+		OffsetsRetentionMinutes:      10080,
+		OffsetsRetentionCheckMs:      600000,
+		GroupMinSessionTimeoutMs:     6000,
+		GroupMaxSessionTimeoutMs:     1800000,
+		GroupInitialRebalanceDelayMs: 3000,
 	}
 	if s != want {
 		t.Errorf("defaults = %+v\nwant %+v", s, want)
@@ -122,6 +129,12 @@ func TestValidValues(t *testing.T) {
 		{map[string]string{"socket.request.max.bytes": "2048"}, func(s settings) bool { return s.SocketRequestMaxBytes == 2048 }},
 		{map[string]string{"log.flush.interval.messages": "1"}, func(s settings) bool { return s.FlushIntervalMessages == 1 }},
 		{map[string]string{"log.flush.interval.ms": "0"}, func(s settings) bool { return s.FlushIntervalMs == 0 }},
+		{map[string]string{"offsets.topic.num.partitions": "3", "offsets.retention.minutes": "1", "offsets.commit.timeout.ms": "5000"},
+			func(s settings) bool { return s.OffsetsTopicPartitions == 3 && s.OffsetsRetentionMinutes == 1 }},
+		{map[string]string{"group.min.session.timeout.ms": "100", "group.max.session.timeout.ms": "200", "group.initial.rebalance.delay.ms": "0"},
+			func(s settings) bool {
+				return s.GroupMinSessionTimeoutMs == 100 && s.GroupMaxSessionTimeoutMs == 200 && s.GroupInitialRebalanceDelayMs == 0
+			}},
 		{map[string]string{"metrics.listener": "http://127.0.0.1:9644"}, func(s settings) bool { return s.MetricsListener == "http://127.0.0.1:9644" }},
 		{map[string]string{"metrics.listener": " 0.0.0.0:0 "}, func(s settings) bool { return s.MetricsListener == "0.0.0.0:0" }},
 		{map[string]string{"metrics.listener": ""}, func(s settings) bool { return s.MetricsListener == "" }},
@@ -169,6 +182,9 @@ func TestInvalidValues(t *testing.T) {
 		{"socket.request.max.bytes", "0", "at least 1"},
 		{"log.flush.interval.messages", "0", "at least 1"},
 		{"log.flush.interval.messages", "9223372036854775808", "whole number"},
+		{"offsets.topic.num.partitions", "0", "at least 1"},
+		{"group.initial.rebalance.delay.ms", "-1", "at least 0"},
+		{"offsets.commit.timeout.ms", "x", "whole number"},
 		{"log.flush.interval.ms", "-1", "at least 0"},
 		{"metrics.listener", "https://127.0.0.1:9644", "only http://"},
 		{"metrics.listener", "http://127.0.0.1", "want http://host:port"},
