@@ -1,22 +1,23 @@
 # Strata: a Kafka wire-compatible broker.
 #   make run    build and run a broker on 127.0.0.1:9092 with data in ./data
 #   make test   format check, vet, install test tools, race-enabled tests
-#   make build  static binary in bin/strata
+#   make build  static binaries in bin/strata and bin/strata-proxy
 #   make bench  benchmarks
 
 GO ?= go
 TEST_TIMEOUT ?= 15m
 ARGS ?=
 
-.PHONY: run build test fmt-check vet tools bench clean
+.PHONY: run build test fmt-check vet tools compose-check bench clean
 
 run: build
 	./bin/strata $(ARGS)
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/strata ./cmd/strata
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/strata-proxy ./cmd/strata-proxy
 
-test: fmt-check vet tools
+test: fmt-check vet tools compose-check
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
 fmt-check:
@@ -27,6 +28,12 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+# docker-compose.yml must validate; Docker itself is not needed to run it.
+compose-check:
+	@if docker compose version >/dev/null 2>&1; then docker compose config -q && echo "docker compose config: ok"; \
+	elif command -v docker-compose >/dev/null 2>&1; then docker-compose config -q && echo "docker-compose config: ok"; \
+	else echo "skipped: docker compose not installed"; fi
 
 # Tools the end-to-end tests drive as real clients.
 tools:
