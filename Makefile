@@ -3,6 +3,7 @@
 #   make test   format check, vet, install test tools, race-enabled tests
 #   make build  static binaries in bin/strata and bin/strata-proxy
 #   make bench  benchmarks
+#   make fuzz   every Fuzz* target in the repo for FUZZTIME each (default 30s)
 
 GO ?= go
 TEST_TIMEOUT ?= 15m
@@ -41,6 +42,20 @@ tools:
 
 bench:
 	$(GO) test -bench=. -run='^$$' -benchmem ./...
+
+FUZZTIME ?= 30s
+
+# go test -fuzz takes one target in one package per run, so each Fuzz*
+# function found under ./... runs on its own; new crashers land in that
+# package's testdata/fuzz and fail the target.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+		for fn in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+			echo "== $$pkg $$fn ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
 
 clean:
 	rm -rf bin
