@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/metrics"
 	"github.com/strata-io/strata/protocol"
 )
@@ -31,8 +32,33 @@ func (b *Broker) openMetrics() error {
 		return err
 	}
 	m.SetStorage(b.logs)
+	if b.groups != nil {
+		m.SetGroupOffsets(groupOffsets{b.groups})
+	}
 	b.metrics, b.metricsSrv = m, srv
 	return nil
+}
+
+// groupOffsets feeds the group coordinator's committed offsets to the
+// strata_group_lag metrics on scrape.
+type groupOffsets struct{ g *coordinator.Groups }
+
+func (o groupOffsets) CommittedOffsets(fn func(group, topic string, partition int32, offset int64)) {
+	groups, err := o.g.ListGroups(nil, nil)
+	if err != nil {
+		return // still loading __consumer_offsets
+	}
+	for _, g := range groups {
+		offsets, err := o.g.FetchOffsets(g.Group, nil)
+		if err != nil {
+			continue
+		}
+		for _, f := range offsets {
+			if f.Offset >= 0 {
+				fn(g.Group, f.Topic, f.Partition, f.Offset)
+			}
+		}
+	}
 }
 
 // startMetrics serves /metrics and /healthz, and reports ready.

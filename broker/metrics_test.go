@@ -364,6 +364,35 @@ func TestMetricsCountErrorCodes(t *testing.T) {
 	})
 }
 
+func TestGroupLagFromCommittedOffsets(t *testing.T) {
+	b := startMeteredBroker(t)
+	cl := newClient(t, b, kgo.DefaultProduceTopic("lagged"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(cl)
+	createTopic(t, adm, "lagged", 2)
+	for i := range 10 {
+		produceSync(t, cl, &kgo.Record{Partition: int32(i % 2), Value: []byte("v")})
+	}
+	var offsets kadm.Offsets
+	offsets.Add(kadm.Offset{Topic: "lagged", Partition: 0, At: 1, LeaderEpoch: -1})
+	offsets.Add(kadm.Offset{Topic: "lagged", Partition: 1, At: 5, LeaderEpoch: -1})
+	resp, err := adm.CommitOffsets(testCtx(t), "lag-group", offsets)
+	if err != nil || resp.Error() != nil {
+		t.Fatalf("commit offsets: %v %v", err, resp.Error())
+	}
+	waitMetrics(t, b, func(s scrape) error {
+		for _, c := range []struct {
+			partition string
+			lag       float64
+		}{{"0", 4}, {"1", 0}} {
+			v, ok := s.value(metrics.GroupLag, "group", "lag-group", "topic", "lagged", "partition", c.partition)
+			if !ok || v != c.lag {
+				return fmt.Errorf("lag of lagged/%s = %v (present %v), want %v", c.partition, v, ok, c.lag)
+			}
+		}
+		return nil
+	})
+}
+
 func TestHealthzAndTakenMetricsPort(t *testing.T) {
 	cfg := Config{}
 	b := startBroker(t, func(c *Config) { c.MetricsListener = "http://127.0.0.1:0"; cfg = *c })
