@@ -13,7 +13,7 @@ import (
 // startGroupBroker starts a broker and waits until __consumer_offsets is
 // loaded, so raw requests never see COORDINATOR_LOAD_IN_PROGRESS.
 func startGroupBroker(t *testing.T) *Broker {
-	b := startGroupBroker(t)
+	b := startBroker(t, nil)
 	waitUntil(t, 10*time.Second, func() (bool, string) { return b.groups.Loaded(), "groups not loaded" })
 	return b
 }
