@@ -1,0 +1,49 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMetricsListener(t *testing.T) {
+	e2e(t)
+	b := startBroker(t, "", "--override", "metrics.listener=http://127.0.0.1:0")
+	line := b.waitLog(regexp.MustCompile(`\tserving metrics\t`), 10*time.Second)
+	m := regexp.MustCompile(`"healthz": "(http://[^"]+)"`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("metrics line %q lacks the /healthz URL", line)
+	}
+	get := func(url string) (int, string) {
+		t.Helper()
+		cl := http.Client{Timeout: 10 * time.Second}
+		resp, err := cl.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(body)
+	}
+	// Ready is set as Serve starts, just after the line is logged.
+	deadline := time.Now().Add(10 * time.Second)
+	for code, _ := get(m[1]); code != http.StatusOK; code, _ = get(m[1]) {
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz %d, want 200", code)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cl := newClient(t, b.addr)
+	createTopic(t, cl, "scraped", 1)
+	produceAll(t, cl, "scraped", 0, 10)
+	code, body := get(strings.TrimSuffix(m[1], "/healthz") + "/metrics")
+	if code != http.StatusOK || !strings.Contains(body, `strata_topic_records_in_total{topic="scraped"} 10`) {
+		t.Fatalf("/metrics %d lacks 10 records in for topic scraped:\n%s", code, body)
+	}
+}
