@@ -74,13 +74,16 @@ func (c *conn) serveOne() error {
 	if err != nil {
 		return err
 	}
-	if cap(frame) <= keepFrameBuf {
-		c.frame = frame[:0]
-	} else {
-		c.frame = nil
-	}
 	start := time.Now()
 	req, err := protocol.ParseRequest(frame)
+	// kmsg decodes byte fields as slices of the frame. Produce and Fetch
+	// never keep them past the request, so their buffer is reused; other
+	// requests (JoinGroup metadata, SyncGroup assignments) may be kept by the
+	// coordinator, so their frame is left to them.
+	c.frame = nil
+	if req != nil && (req.Key == int16(kmsg.Produce) || req.Key == int16(kmsg.Fetch)) && cap(frame) <= keepFrameBuf {
+		c.frame = frame[:0]
+	}
 	if err != nil {
 		if errors.Is(err, protocol.ErrUnsupported) && req.Key == int16(kmsg.ApiVersions) {
 			return c.write(protocol.AppendResponse(c.out[:0], &protocol.Request{
@@ -109,6 +112,7 @@ func (c *conn) serveOne() error {
 
 // reply encodes and sends resp.
 func (c *conn) reply(req *protocol.Request, resp kmsg.Response) error {
+	resp.SetVersion(req.Version)
 	if c.b.cfg.LogRequests {
 		c.log.Info("response", zap.String("api", kmsg.NameForKey(req.Key)), zap.Int16("version", req.Version),
 			zap.Int32("correlation_id", req.CorrelationID), zap.Any("body", resp))
