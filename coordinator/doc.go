@@ -1,6 +1,7 @@
 // Package coordinator holds the broker-side state machines that sit above the
-// partition logs: today the producer id allocator (InitProducerId); later the
-// group coordinator (consumer groups and committed offsets) and the
-// transaction coordinator. It depends on storage only; the broker layer calls
-// it and the protocol package knows nothing of it.
+// partition logs: the producer id allocator (InitProducerId) and the group
+// coordinator (Groups: classic consumer groups and committed offsets, kept as
+// Kafka-format records in __consumer_offsets and replayed on start); later
+// the transaction coordinator. It depends on storage only; the broker layer
+// calls it and the protocol package knows nothing of it.
 package coordinator
