@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"errors"
 	"time"
 
@@ -57,7 +58,8 @@ func (c *Groups) JoinGroup(req *kmsg.JoinGroupRequest, version int16, client Cli
 	}
 	jr.requireKnownID = version >= 4 && jr.instanceID == ""
 	for _, p := range req.Protocols {
-		jr.protocols = append(jr.protocols, protocolMeta{name: p.Name, metadata: p.Metadata})
+		// Copied: the request's bytes may alias the connection's buffer.
+		jr.protocols = append(jr.protocols, protocolMeta{name: p.Name, metadata: bytes.Clone(p.Metadata)})
 	}
 	var r joinResult
 	switch err := c.checkGroupID(req.Group); {
@@ -362,7 +364,7 @@ func (c *Groups) applyAssignment(g *group, assignments []kmsg.SyncGroupRequestGr
 	}
 	for _, a := range assignments {
 		if m := g.members[a.MemberID]; m != nil {
-			m.assignment = a.MemberAssignment
+			m.assignment = bytes.Clone(a.MemberAssignment)
 		}
 	}
 	if err := c.storeGroup(g); err != nil {
