@@ -44,6 +44,9 @@ bench:
 	$(GO) test -bench=. -run='^$$' -benchmem ./...
 
 FUZZTIME ?= 30s
+# Minimizing a new interesting input counts against FUZZTIME but not as an
+# execution; the default (60s) lets one multi-KiB input stall a target.
+FUZZMINIMIZETIME ?= 5s
 
 # go test -fuzz takes one target in one package per run, so each Fuzz*
 # function found under ./... runs on its own; new crashers land in that
@@ -53,7 +56,7 @@ fuzz:
 		dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
 		for fn in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
 			echo "== $$pkg $$fn ($(FUZZTIME))"; \
-			$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
+			$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg; \
 		done; \
 	done
 
