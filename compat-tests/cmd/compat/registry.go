@@ -58,9 +58,9 @@ func registry() []clientDef {
 			}
 			return h.goBuild("./runners/kafkacli", ".cache/bin/kafkacli-runner", false)
 		}},
-		{Name: "kafka-java", Argv: []string{"java", "-cp", ".cache/java/target/runner.jar:.cache/java/lib/*", "strata.compat.Runner"},
+		{Name: "kafka-java", Argv: []string{"java", "-jar", ".cache/java/runner.jar"},
 			Install: func(h *harness) error { return h.clientsInstall("java") },
-			Ready:   fileReady(".cache/java/target/runner.jar")},
+			Ready:   fileReady(".cache/java/runner.jar")},
 		{Name: "kafkajs", Argv: []string{"node", "clients/kafkajs/runner.js"},
 			Install: func(h *harness) error { return h.clientsInstall("kafkajs") },
 			Ready:   fileReady("clients/kafkajs/runner.js", "clients/kafkajs/node_modules/kafkajs")},

@@ -178,7 +178,7 @@ func (e env) consume(parts, n int, extra time.Duration) ([]rt.Rec, error) {
 	var out []rt.Rec
 	deadline := time.Now().Add(20 * time.Second)
 	for p := 0; p < parts; p++ {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{e.a.Bootstrap}, Topic: e.a.Topic, Partition: p, MaxWait: 200 * time.Millisecond, MinBytes: 1})
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{e.a.Bootstrap}, Topic: e.a.Topic, Partition: p, MaxWait: 200 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20})
 		r.SetOffset(kafka.FirstOffset)
 		for {
 			// Stop a partition when its lag reaches 0 (after at least one read attempt).
@@ -305,7 +305,7 @@ func (e env) produceN(n int) error {
 
 func (e env) groupReader() *kafka.Reader {
 	return kafka.NewReader(kafka.ReaderConfig{Brokers: []string{e.a.Bootstrap}, GroupID: e.a.Group(), Topic: e.a.Topic,
-		StartOffset: kafka.FirstOffset, MaxWait: 200 * time.Millisecond, MinBytes: 1, HeartbeatInterval: time.Second,
+		StartOffset: kafka.FirstOffset, MaxWait: 200 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20, HeartbeatInterval: time.Second,
 		SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second, JoinGroupBackoff: 300 * time.Millisecond})
 }
 
@@ -461,7 +461,12 @@ func (e env) maxMessageSize() rt.Result {
 	if err := e.ensureTopic(1); err != nil {
 		return rt.Failf("%v", err)
 	}
-	w := func() *kafka.Writer { x := e.writer(compress.None); x.BatchBytes = 4 << 20; x.MaxAttempts = 1; return x }
+	w := func() *kafka.Writer {
+		x := e.writer(compress.None)
+		x.BatchBytes = 4 << 20
+		x.MaxAttempts = 1
+		return x
+	}
 	if err := e.produce(w(), []rt.Rec{{Value: make([]byte, 1_000_000)}}); err != nil {
 		return rt.Failf("1_000_000-byte value rejected: %v", err)
 	}

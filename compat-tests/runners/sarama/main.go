@@ -602,12 +602,22 @@ func (e env) deleteTopic() rt.Result {
 	if err := adm.DeleteTopic(e.a.Topic); err != nil {
 		return rt.Failf("DeleteTopic: %v", err)
 	}
+	// Not adm.ListTopics: it also sends DescribeConfigs for every topic.
+	cl, err := sarama.NewClient([]string{e.a.Bootstrap}, config())
+	if err != nil {
+		return rt.Failf("client: %v", err)
+	}
+	defer cl.Close()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		ts, err := adm.ListTopics()
-		if err == nil {
-			if _, ok := ts[e.a.Topic]; !ok {
-				return rt.Pass("deleted; no longer listed", nil)
+		if err := cl.RefreshMetadata(); err == nil {
+			ts, _ := cl.Topics()
+			found := false
+			for _, t := range ts {
+				found = found || t == e.a.Topic
+			}
+			if !found {
+				return rt.Pass("deleted; metadata no longer lists it", nil)
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
