@@ -419,3 +419,56 @@ func TestCrashHolesInsideBatches(t *testing.T) {
 	}
 	t.Logf("%d recoveries, %d lost unsynced appends", recoveries, truncated)
 }
+
+// TestCrashHaltedMachine crashes the way a dying machine does: memfs
+// HaltAfter(k) lets operation k complete and fails every later one, so the
+// log runs its failure path (fail, the cut of unacknowledged bytes, Close)
+// against a dead file system. The image frozen at k must recover like any
+// other: a byte-identical prefix holding everything below the recovery
+// point the log reported before the halt.
+func TestCrashHaltedMachine(t *testing.T) {
+	cfg := sweepConfig(7)
+	w := newSweepWorkload(11, 150)
+	cfg.SegmentBytes = 8 << 10
+	total, _ := runSweepWorkload(t, w, cfg, nil, nil)
+	points := 0
+	for k := int64(1); k <= total; k += max(total/12, 1) {
+		fsys, err := memfs.New("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsys.HaltAfter(k)
+		if err := fsys.MkdirAll(filepath.Dir(sweepDir), 0o755); err != nil && k > 1 {
+			t.Fatal(err)
+		}
+		acked, rp := 0, int64(0)
+		if l, err := sweepOpen(fsys, cfg, OpenOptions{RecoveryPoint: -1}); err == nil {
+			for _, raw := range w.raw {
+				if _, err := l.Append(append([]byte(nil), raw...), 0); err != nil {
+					break
+				}
+				acked++
+				rp = l.RecoveryPoint()
+			}
+			haltedBefore := fsys.Halted() != nil
+			if err := l.Close(); err == nil && haltedBefore {
+				t.Errorf("op %d: Close succeeded on a halted file system", k)
+			}
+		}
+		img := fsys.Halted()
+		_ = fsys.Release()
+		if img == nil {
+			continue // the workload needed fewer operations this time
+		}
+		points++
+		for _, keep := range sweepKeeps {
+			if _, err := recoverPoint(t, w, cfg, sweepPoint{k: k, img: img, recoveryPoint: rp, acked: acked}, keep, 1); err != nil {
+				t.Errorf("halt after op %d keep %.1f (acked %d, recovery point %d): %v", k, keep, acked, rp, err)
+			}
+		}
+	}
+	if points == 0 {
+		t.Fatal("no halt point fired")
+	}
+	t.Logf("%d of %d operations: halted and recovered", points, total)
+}
