@@ -11,6 +11,11 @@ package broker
 //
 // Deletion is local and done before the response, so TimeoutMillis is
 // ignored; topic deletion cannot be disabled (delete.topic.enable is true).
+// Internal topics (__consumer_offsets, __transaction_state) are refused
+// with INVALID_REQUEST. Difference from Kafka: its controller deletes them
+// when asked (only kafka-topics refuses, "is a kafka internal topic and is
+// not allowed to be marked for deletion"), which loses every committed
+// offset; Strata's coordinators hold these logs open, so it refuses.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -75,6 +80,9 @@ func (b *Broker) deleteTopic(st kmsg.DeleteTopicsResponseTopic) kmsg.DeleteTopic
 		st.Topic = &name
 	} else if t := b.logs.Topic(*st.Topic); t != nil {
 		st.TopicID = t.ID
+	}
+	if t := b.logs.Topic(*st.Topic); t != nil && t.Internal {
+		return deleteTopicFailed(st, kerr.InvalidRequest.Code, "Topic "+*st.Topic+" is an internal topic and cannot be deleted.")
 	}
 	if err := b.logs.DeleteTopic(*st.Topic); err != nil {
 		st.ErrorCode = errorCode(err)

@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
-	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/storage"
 )
@@ -92,7 +91,7 @@ func (b *Broker) describeTopic(t *storage.Topic) kmsg.MetadataResponseTopic {
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
-	mt.IsInternal = t.Name == coordinator.OffsetsTopic
+	mt.IsInternal = t.Internal
 	mt.AuthorizedOperations = math.MinInt32
 	for _, p := range t.Partitions() {
 		mp := kmsg.NewMetadataResponseTopicPartition()

@@ -10,14 +10,14 @@ package broker
 // no response. Transactional batches are refused with INVALID_TXN_STATE
 // until transactions exist (issue 5). Per-record errors (v8+) are not
 // reported: a partition's error covers all its records, with ErrorMessage
-// saying why. __consumer_offsets is internal: producing to it is
+// saying why. Internal topics (__consumer_offsets, __transaction_state) are
+// written only by the coordinators: producing to them is
 // INVALID_TOPIC_EXCEPTION, as Kafka answers clients other than its admin.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/storage"
 )
@@ -63,8 +63,8 @@ func (b *Broker) appendPartition(topic *storage.Topic, partition int32, records 
 	if p == nil {
 		return kerr.UnknownTopicOrPartition
 	}
-	if topic.Name == coordinator.OffsetsTopic {
-		return kerr.InvalidTopicException // internal: only the coordinator writes it
+	if topic.Internal {
+		return kerr.InvalidTopicException // only the coordinators write internal topics
 	}
 	res, err := p.Log.Append(records, p.LeaderEpoch())
 	if err != nil {

@@ -1,10 +1,11 @@
 package coordinator
 
 import (
-	"bytes"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,12 +22,14 @@ import (
 const OffsetsTopic = "__consumer_offsets"
 
 // offsetsTopicConfigs are the topic configs Kafka creates __consumer_offsets
-// with. Compaction itself is not implemented yet; the policy is recorded so
-// the log cleaner, once it exists, applies to this topic.
-var offsetsTopicConfigs = map[string]string{
-	"cleanup.policy":   "compact",
-	"segment.bytes":    "104857600",
-	"compression.type": "producer",
+// with: compacted by the log cleaner (latest record per key, tombstones
+// dropped after delete.retention.ms), segments of offsets.topic.segment.bytes.
+func offsetsTopicConfigs(segmentBytes int32) map[string]string {
+	return map[string]string{
+		"cleanup.policy":   "compact",
+		"segment.bytes":    strconv.Itoa(int(segmentBytes)),
+		"compression.type": "producer",
+	}
 }
 
 // maxOffsetMetadata is Kafka's offset.metadata.max.bytes default.
@@ -35,22 +38,31 @@ const maxOffsetMetadata = 4096
 // GroupConfig is the group coordinator's part of server.properties.
 type GroupConfig struct {
 	OffsetsTopicPartitions int32         // offsets.topic.num.partitions
+	OffsetsSegmentBytes    int32         // offsets.topic.segment.bytes
 	OffsetsRetention       time.Duration // offsets.retention.minutes
 	RetentionCheckInterval time.Duration // offsets.retention.check.interval.ms
 	MinSessionTimeout      time.Duration // group.min.session.timeout.ms
 	MaxSessionTimeout      time.Duration // group.max.session.timeout.ms
 	InitialRebalanceDelay  time.Duration // group.initial.rebalance.delay.ms
+
+	// KIP-848 consumer groups.
+	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms
+	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
 }
 
 // DefaultGroupConfig is Kafka's defaults.
 func DefaultGroupConfig() GroupConfig {
 	return GroupConfig{
 		OffsetsTopicPartitions: 50,
+		OffsetsSegmentBytes:    100 << 20,
 		OffsetsRetention:       7 * 24 * time.Hour,
 		RetentionCheckInterval: 10 * time.Minute,
 		MinSessionTimeout:      6 * time.Second,
 		MaxSessionTimeout:      30 * time.Minute,
 		InitialRebalanceDelay:  3 * time.Second,
+
+		ConsumerSessionTimeout:    45 * time.Second,
+		ConsumerHeartbeatInterval: 5 * time.Second,
 	}
 }
 
@@ -87,7 +99,11 @@ func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Gr
 	t := logs.Topic(OffsetsTopic)
 	if t == nil {
 		var err error
-		t, err = logs.CreateTopic(OffsetsTopic, cfg.OffsetsTopicPartitions, offsetsTopicConfigs, false)
+		segmentBytes := cfg.OffsetsSegmentBytes
+		if segmentBytes <= 0 {
+			segmentBytes = DefaultGroupConfig().OffsetsSegmentBytes
+		}
+		t, err = logs.CreateTopic(OffsetsTopic, cfg.OffsetsTopicPartitions, offsetsTopicConfigs(segmentBytes), false)
 		if err != nil {
 			return nil, fmt.Errorf("create %s: %w", OffsetsTopic, err)
 		}
@@ -244,41 +260,22 @@ func (c *Groups) load() error {
 	return nil
 }
 
-// loadPartition reads the partition batch by batch through the public log
-// API (a storage-level batch iterator would avoid the copy).
+// loadPartition replays the partition batch by batch in place
+// (Log.ForEachBatch), from the log start to the high watermark.
 func (c *Groups) loadPartition(p *storage.Partition) error {
-	var buf bytes.Buffer
-	offset := p.Log.LogStartOffset()
-	for {
+	return p.Log.ForEachBatch(p.Log.LogStartOffset(), func(batch []byte) error {
 		select {
 		case <-c.stop:
 			return errors.New("coordinator closed while loading")
 		default:
 		}
-		res, err := p.Log.Read(offset, 1<<20, true)
-		if err != nil {
-			return fmt.Errorf("read at offset %d: %w", offset, err)
-		}
-		if res.Chunk.Len() == 0 {
-			if offset < res.HighWatermark {
-				return fmt.Errorf("empty read at offset %d below high watermark %d", offset, res.HighWatermark)
-			}
-			return nil
-		}
-		buf.Reset()
-		_, err = res.Chunk.WriteTo(&buf)
-		res.Chunk.Release()
-		if err != nil {
-			return fmt.Errorf("read at offset %d: %w", offset, err)
-		}
-		next, err := batchRecords(buf.Bytes(), func(key, value []byte) error {
+		if _, err := batchRecords(batch, func(key, value []byte) error {
 			return c.replay(p.Index, key, value)
-		})
-		if err != nil {
-			return fmt.Errorf("replay from offset %d: %w", offset, err)
+		}); err != nil {
+			return fmt.Errorf("replay batch at offset %d: %w", int64(binary.BigEndian.Uint64(batch)), err)
 		}
-		offset = next
-	}
+		return nil
+	})
 }
 
 // replay applies one record during load.

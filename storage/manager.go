@@ -53,11 +53,13 @@ type Manager struct {
 	byID   map[[16]byte]*Topic
 }
 
-// Topic is one topic. Name, ID and Configs never change after creation.
+// Topic is one topic. Name, ID, Configs and Internal never change after
+// creation.
 type Topic struct {
-	Name    string
-	ID      [16]byte          // random, persisted in partition.metadata and the registry
-	Configs map[string]string // as given at create time
+	Name     string
+	ID       [16]byte          // random, persisted in partition.metadata and the registry
+	Configs  map[string]string // as given at create time
+	Internal bool              // Kafka's internal topics (IsInternalTopic), derived from the name
 
 	cfg   Config // defaults overlaid with Configs
 	parts atomic.Pointer[[]*Partition]
@@ -214,7 +216,14 @@ func (m *Manager) newTopic(name string, id [16]byte, configs map[string]string) 
 	if configs == nil {
 		configs = map[string]string{}
 	}
-	return &Topic{Name: name, ID: id, Configs: configs, cfg: cfg}, nil
+	return &Topic{Name: name, ID: id, Configs: configs, Internal: IsInternalTopic(name), cfg: cfg}, nil
+}
+
+// IsInternalTopic reports whether name is one of Kafka's internal topics
+// (Topic.isInternal): __consumer_offsets and __transaction_state, written
+// only by the broker's coordinators.
+func IsInternalTopic(name string) bool {
+	return name == "__consumer_offsets" || name == "__transaction_state"
 }
 
 // partitionOpen is one partition log to open into topic's partition slice.
