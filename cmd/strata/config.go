@@ -37,6 +37,24 @@ type settings struct {
 	GroupMaxSessionTimeoutMs     int64  // group.max.session.timeout.ms
 	GroupInitialRebalanceDelayMs int64  // group.initial.rebalance.delay.ms
 	MetricsListener              string // metrics.listener (Strata's own key): http://host:port; empty = off
+
+	OffsetsSegmentBytes int32 // offsets.topic.segment.bytes
+
+	// KIP-848 consumer groups.
+	ConsumerSessionTimeoutMs       int64 // group.consumer.session.timeout.ms
+	ConsumerMinSessionTimeoutMs    int64 // group.consumer.min.session.timeout.ms
+	ConsumerMaxSessionTimeoutMs    int64 // group.consumer.max.session.timeout.ms
+	ConsumerHeartbeatIntervalMs    int64 // group.consumer.heartbeat.interval.ms
+	ConsumerMinHeartbeatIntervalMs int64 // group.consumer.min.heartbeat.interval.ms
+	ConsumerMaxHeartbeatIntervalMs int64 // group.consumer.max.heartbeat.interval.ms
+
+	// Log cleaner (compaction).
+	CleanerEnable      bool    // log.cleaner.enable
+	CleanerBackoffMs   int64   // log.cleaner.backoff.ms
+	CleanupCompact     bool    // log.cleanup.policy contains compact (default delete)
+	DeleteRetentionMs  int64   // log.cleaner.delete.retention.ms
+	MinCompactionLagMs int64   // log.cleaner.min.compaction.lag.ms
+	MinCleanableRatio  float64 // log.cleaner.min.cleanable.ratio
 }
 
 const (
@@ -69,6 +87,19 @@ func defaultSettings() settings {
 		GroupMinSessionTimeoutMs:     6000,
 		GroupMaxSessionTimeoutMs:     1800000,
 		GroupInitialRebalanceDelayMs: 3000,
+		OffsetsSegmentBytes:          100 << 20,
+
+		ConsumerSessionTimeoutMs:       45000,
+		ConsumerMinSessionTimeoutMs:    45000,
+		ConsumerMaxSessionTimeoutMs:    60000,
+		ConsumerHeartbeatIntervalMs:    5000,
+		ConsumerMinHeartbeatIntervalMs: 5000,
+		ConsumerMaxHeartbeatIntervalMs: 15000,
+
+		CleanerEnable:     true,
+		CleanerBackoffMs:  15000,
+		DeleteRetentionMs: 86400000,
+		MinCleanableRatio: 0.5,
 	}
 }
 
@@ -90,7 +121,13 @@ var implementedKeys = []string{
 	"log.flush.interval.ms", "metrics.listener",
 	"offsets.topic.num.partitions", "offsets.retention.minutes", "offsets.retention.check.interval.ms",
 	"offsets.commit.timeout.ms", "group.min.session.timeout.ms", "group.max.session.timeout.ms",
-	"group.initial.rebalance.delay.ms",
+	"group.initial.rebalance.delay.ms", "offsets.topic.segment.bytes",
+	"group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms",
+	"group.consumer.max.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
+	"group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms",
+	"log.cleaner.enable", "log.cleaner.backoff.ms", "log.cleanup.policy",
+	"log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
+	"log.cleaner.min.cleanable.ratio",
 }
 
 // ignoredKeys are common Kafka broker keys that have no meaning for a single-node
@@ -105,13 +142,13 @@ var ignoredKeys = []string{
 	"zookeeper.connect", "zookeeper.connection.timeout.ms", "metadata.log.dir",
 	"log.flush.scheduler.interval.ms", "log.flush.offset.checkpoint.interval.ms",
 	"log.flush.start.offset.checkpoint.interval.ms", "log.segment.delete.delay.ms",
-	"log.cleanup.policy", "log.preallocate", "log.message.timestamp.type",
+	"log.preallocate", "log.message.timestamp.type",
 	"delete.topic.enable", "compression.type", "unclean.leader.election.enable",
 	"auto.leader.rebalance.enable", "connections.max.idle.ms", "request.timeout.ms",
 	"broker.rack", "authorizer.class.name", "super.users", "metric.reporters",
 	"fetch.max.bytes", "transactional.id.expiration.ms", "producer.id.expiration.ms",
 	"initial.broker.registration.timeout.ms", "broker.heartbeat.interval.ms",
-	"broker.session.timeout.ms", "log.cleaner.enable", "num.replica.alter.log.dirs.threads",
+	"broker.session.timeout.ms", "num.replica.alter.log.dirs.threads",
 }
 
 // ignoredPrefixes cover the families of such keys.
@@ -225,6 +262,9 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	p.int64Range(&s.GroupMinSessionTimeoutMs, "group.min.session.timeout.ms", 0, math.MaxInt32)
 	p.int64Range(&s.GroupMaxSessionTimeoutMs, "group.max.session.timeout.ms", 0, math.MaxInt32)
 	p.int64Range(&s.GroupInitialRebalanceDelayMs, "group.initial.rebalance.delay.ms", 0, math.MaxInt32)
+	p.int32Range(&s.OffsetsSegmentBytes, "offsets.topic.segment.bytes", 1, math.MaxInt32)
+	loadConsumerGroupSettings(&p, &s)
+	loadCleanerSettings(&p, &s)
 	if v, ok := p.get("metrics.listener"); ok && v != "" && p.err == nil {
 		if _, err := metrics.ParseListener(v); err != nil {
 			p.fail("metrics.listener", props["metrics.listener"], err.Error())
@@ -232,6 +272,74 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 		s.MetricsListener = v
 	}
 	return s, p.err
+}
+
+// loadConsumerGroupSettings reads the KIP-848 group.consumer.* keys with
+// Kafka's checks (GroupCoordinatorConfig): each at least 1, the session
+// timeout and heartbeat interval within their min and max, and the
+// heartbeat interval below the session timeout.
+func loadConsumerGroupSettings(p *propReader, s *settings) {
+	p.int64Range(&s.ConsumerSessionTimeoutMs, "group.consumer.session.timeout.ms", 1, math.MaxInt32)
+	p.int64Range(&s.ConsumerMinSessionTimeoutMs, "group.consumer.min.session.timeout.ms", 1, math.MaxInt32)
+	p.int64Range(&s.ConsumerMaxSessionTimeoutMs, "group.consumer.max.session.timeout.ms", 1, math.MaxInt32)
+	p.int64Range(&s.ConsumerHeartbeatIntervalMs, "group.consumer.heartbeat.interval.ms", 1, math.MaxInt32)
+	p.int64Range(&s.ConsumerMinHeartbeatIntervalMs, "group.consumer.min.heartbeat.interval.ms", 1, math.MaxInt32)
+	p.int64Range(&s.ConsumerMaxHeartbeatIntervalMs, "group.consumer.max.heartbeat.interval.ms", 1, math.MaxInt32)
+	if p.err != nil {
+		return
+	}
+	check := func(ok bool, key string, value int64, reason string) {
+		if !ok {
+			p.fail(key, strconv.FormatInt(value, 10), reason)
+		}
+	}
+	check(s.ConsumerMaxSessionTimeoutMs >= s.ConsumerMinSessionTimeoutMs, "group.consumer.max.session.timeout.ms",
+		s.ConsumerMaxSessionTimeoutMs, "must be greater than or equal to group.consumer.min.session.timeout.ms")
+	check(s.ConsumerSessionTimeoutMs >= s.ConsumerMinSessionTimeoutMs, "group.consumer.session.timeout.ms",
+		s.ConsumerSessionTimeoutMs, "must be greater than or equal to group.consumer.min.session.timeout.ms")
+	check(s.ConsumerSessionTimeoutMs <= s.ConsumerMaxSessionTimeoutMs, "group.consumer.session.timeout.ms",
+		s.ConsumerSessionTimeoutMs, "must be less than or equal to group.consumer.max.session.timeout.ms")
+	check(s.ConsumerMaxHeartbeatIntervalMs >= s.ConsumerMinHeartbeatIntervalMs, "group.consumer.max.heartbeat.interval.ms",
+		s.ConsumerMaxHeartbeatIntervalMs, "must be greater than or equal to group.consumer.min.heartbeat.interval.ms")
+	check(s.ConsumerHeartbeatIntervalMs >= s.ConsumerMinHeartbeatIntervalMs, "group.consumer.heartbeat.interval.ms",
+		s.ConsumerHeartbeatIntervalMs, "must be greater than or equal to group.consumer.min.heartbeat.interval.ms")
+	check(s.ConsumerHeartbeatIntervalMs <= s.ConsumerMaxHeartbeatIntervalMs, "group.consumer.heartbeat.interval.ms",
+		s.ConsumerHeartbeatIntervalMs, "must be less than or equal to group.consumer.max.heartbeat.interval.ms")
+	check(s.ConsumerHeartbeatIntervalMs < s.ConsumerSessionTimeoutMs, "group.consumer.heartbeat.interval.ms",
+		s.ConsumerHeartbeatIntervalMs, "must be less than group.consumer.session.timeout.ms")
+}
+
+// loadCleanerSettings reads the broker's log cleaner keys with Kafka's
+// validation (CleanerConfig, ServerLogConfigs).
+func loadCleanerSettings(p *propReader, s *settings) {
+	p.boolean(&s.CleanerEnable, "log.cleaner.enable")
+	p.int64Range(&s.CleanerBackoffMs, "log.cleaner.backoff.ms", 0, math.MaxInt64)
+	p.int64Range(&s.DeleteRetentionMs, "log.cleaner.delete.retention.ms", 0, math.MaxInt64)
+	p.int64Range(&s.MinCompactionLagMs, "log.cleaner.min.compaction.lag.ms", 0, math.MaxInt64)
+	if v, ok := p.get("log.cleaner.min.cleanable.ratio"); ok && p.err == nil {
+		f, err := strconv.ParseFloat(v, 64)
+		switch {
+		case err != nil:
+			p.fail("log.cleaner.min.cleanable.ratio", p.props["log.cleaner.min.cleanable.ratio"], "not a number")
+		case f < 0 || f > 1:
+			p.fail("log.cleaner.min.cleanable.ratio", p.props["log.cleaner.min.cleanable.ratio"], "must be between 0 and 1")
+		default:
+			s.MinCleanableRatio = f
+		}
+	}
+	if v, ok := p.get("log.cleanup.policy"); ok && p.err == nil {
+		compact := false
+		for _, item := range strings.Split(v, ",") {
+			switch strings.TrimSpace(item) {
+			case "compact":
+				compact = true
+			case "delete":
+			default:
+				p.fail("log.cleanup.policy", p.props["log.cleanup.policy"], "each item must be compact or delete")
+			}
+		}
+		s.CleanupCompact = compact
+	}
 }
 
 // propReader parses typed values, keeping the first error so the checks read as a list.

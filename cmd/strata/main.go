@@ -140,6 +140,10 @@ func brokerConfig(s settings, logRequests bool) broker.Config {
 			MinSessionTimeout:      time.Duration(s.GroupMinSessionTimeoutMs) * time.Millisecond,
 			MaxSessionTimeout:      time.Duration(s.GroupMaxSessionTimeoutMs) * time.Millisecond,
 			InitialRebalanceDelay:  time.Duration(s.GroupInitialRebalanceDelayMs) * time.Millisecond,
+			OffsetsSegmentBytes:    s.OffsetsSegmentBytes,
+
+			ConsumerSessionTimeout:    time.Duration(s.ConsumerSessionTimeoutMs) * time.Millisecond,
+			ConsumerHeartbeatInterval: time.Duration(s.ConsumerHeartbeatIntervalMs) * time.Millisecond,
 		},
 		Log: storage.Config{
 			SegmentBytes:          s.SegmentBytes,
@@ -149,6 +153,13 @@ func brokerConfig(s settings, logRequests bool) broker.Config {
 			MaxMessageBytes:       s.MaxMessageBytes,
 			FlushIntervalMessages: s.FlushIntervalMessages,
 			FlushIntervalMs:       s.FlushIntervalMs,
+
+			Compact:                s.CleanupCompact,
+			DeleteRetentionMs:      s.DeleteRetentionMs,
+			MinCompactionLagMs:     s.MinCompactionLagMs,
+			MinCleanableDirtyRatio: s.MinCleanableRatio,
+			CleanerDisable:         !s.CleanerEnable,
+			CleanerBackoffMs:       s.CleanerBackoffMs,
 		},
 	}
 }
