@@ -9,7 +9,7 @@ GO ?= go
 TEST_TIMEOUT ?= 15m
 ARGS ?=
 
-.PHONY: run build test fmt-check vet tools compose-check bench clean
+.PHONY: run build test fmt-check vet tools compose-check bench clean compat
 
 run: build
 	./bin/strata $(ARGS)
@@ -62,3 +62,10 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# Compatibility matrix: real clients against Strata and Apache Kafka 4.1
+# (compat-tests/README.md). Writes compat-tests/report/matrix.{json,md}; fails only when a
+# cell of compat-tests/expected-pass.txt does not pass on Strata. COMPAT_ARGS passes flags.
+COMPAT_ARGS ?=
+compat:
+	cd compat-tests && $(GO) run ./cmd/compat $(COMPAT_ARGS)
