@@ -215,6 +215,10 @@ func (c *Groups) deleteGroup(g *group) {
 	c.mu.Unlock()
 }
 
+// PartitionFor is the __consumer_offsets partition holding groupID's
+// records (Kafka's GroupMetadataManager.partitionFor).
+func (c *Groups) PartitionFor(groupID string) int32 { return c.partitionOf(groupID) }
+
 func (c *Groups) partitionOf(groupID string) int32 {
 	return partitionFor(groupID, int32(len(c.parts)))
 }
