@@ -19,9 +19,18 @@ type Config struct {
 	MinCompactionLagMs     int64   // log.cleaner.min.compaction.lag.ms / min.compaction.lag.ms, 0
 	MinCleanableDirtyRatio float64 // log.cleaner.min.cleanable.ratio / min.cleanable.dirty.ratio, 0.5
 
+	// Retention (retention.go).
+	NoDelete          bool  // log.cleanup.policy / cleanup.policy lacks "delete" (zero value: delete, Kafka's default)
+	RetentionMs       int64 // log.retention.ms (.minutes, .hours) / retention.ms, 604800000; -1 = unlimited
+	RetentionBytes    int64 // log.retention.bytes / retention.bytes, -1 = unlimited
+	FileDeleteDelayMs int64 // log.segment.delete.delay.ms / file.delete.delay.ms, 60000
+
 	// Broker-only cleaner settings, read by the Manager from its defaults.
 	CleanerDisable   bool  // !log.cleaner.enable (default enabled)
 	CleanerBackoffMs int64 // log.cleaner.backoff.ms, 15000
+	// RetentionCheckIntervalMs is log.retention.check.interval.ms (300000),
+	// how often the Manager applies retention; broker-only.
+	RetentionCheckIntervalMs int64
 }
 
 // DefaultConfig returns Kafka's broker defaults.
@@ -37,5 +46,10 @@ func DefaultConfig() Config {
 		DeleteRetentionMs:      24 * 60 * 60 * 1000,
 		MinCleanableDirtyRatio: 0.5,
 		CleanerBackoffMs:       15000,
+
+		RetentionMs:              7 * 24 * 60 * 60 * 1000,
+		RetentionBytes:           -1,
+		FileDeleteDelayMs:        60000,
+		RetentionCheckIntervalMs: 300000,
 	}
 }

@@ -27,6 +27,10 @@ type OpenOptions struct {
 	// FirstDirtyOffset is the checkpointed cleaner position
 	// (cleaner-offset-checkpoint) of a compacted log; 0 = clean from the start.
 	FirstDirtyOffset int64
+	// Now is the log's clock (retention, segment.ms, flush.ms); nil = time.Now.
+	Now func() time.Time
+	// OnFsync, when set, is told how long each segment fsync took.
+	OnFsync func(time.Duration)
 }
 
 // AppendResult describes a successful Append.
@@ -83,6 +87,13 @@ type Log struct {
 	closing          atomic.Bool
 	firstDirty       int64
 	tombstoneHorizon int64 // earliest delete horizon of kept tombstones (ms), 0 = none
+
+	// Retention (retention.go): cfgView is cfg for the reads Append makes
+	// before taking mu; doomed lists renamed segment files awaiting removal
+	// (guarded by mu).
+	cfgView atomic.Pointer[Config]
+	doomed  []doomedFiles
+	onFsync func(time.Duration)
 }
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
@@ -137,11 +148,12 @@ func (l *Log) writable() error {
 // (sharing the fsync with concurrent appenders), and advances the log end
 // offset and high watermark. Nothing is written on a validation error.
 func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
-	hdrs, err := validateBatches(records, l.cfg.MaxMessageBytes)
+	view := l.cfgView.Load()
+	hdrs, err := validateBatches(records, view.MaxMessageBytes)
 	if err != nil {
 		return AppendResult{}, err
 	}
-	if l.cfg.Compact {
+	if view.Compact {
 		for i, pos := range batchPositions(hdrs) {
 			if err := checkKeyed(&hdrs[i], records[pos:pos+int(hdrs[i].size())]); err != nil {
 				return AppendResult{}, err
@@ -413,8 +425,11 @@ func (l *Log) flushTo(upTo int64) error {
 
 	for _, f := range files {
 		if err == nil {
+			start := time.Now()
 			if serr := f.f.Sync(); serr != nil {
 				err = fmt.Errorf("fsync %s: %w", f.f.Name(), serr)
+			} else if l.onFsync != nil {
+				l.onFsync(time.Since(start))
 			}
 		}
 		_ = f.release()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -26,6 +27,10 @@ const cleanShutdownFile = ".kafka_cleanshutdown"
 type ManagerOptions struct {
 	Logger *zap.Logger
 	NodeID int32
+	// Now is the clock of retention and of every log; nil = time.Now.
+	Now func() time.Time
+	// OnFsync, when set, is told how long each segment fsync took.
+	OnFsync func(time.Duration)
 }
 
 // Manager owns every topic and partition under one log.dir.
@@ -48,21 +53,38 @@ type Manager struct {
 	// cleanMu serializes cleaning passes and cleaner-offset-checkpoint writes.
 	cleanMu sync.Mutex
 
+	// Retention and dynamic configs (manager_retention.go,
+	// manager_configs.go): static is the broker's configured defaults,
+	// brokerConfigs the dynamic cluster-default broker configs (under
+	// adminMu; defaults = static overlaid with them: brokerDefault the
+	// cluster default's, brokerConfigs this node's); ckptMu serializes
+	// log-start-offset-checkpoint writes.
+	now           func() time.Time
+	onFsync       func(time.Duration)
+	static        Config
+	brokerDefault map[string]string
+	brokerConfigs map[string]string
+	retention     *logCleaner
+	ckptMu        sync.Mutex
+
 	mu     sync.RWMutex
 	topics map[string]*Topic
 	byID   map[[16]byte]*Topic
 }
 
-// Topic is one topic. Name, ID, Configs and Internal never change after
-// creation.
+// Topic is one topic. Name, ID and Internal never change after creation;
+// Configs change with AlterTopicConfigs.
 type Topic struct {
 	Name     string
 	ID       [16]byte          // random, persisted in partition.metadata and the registry
-	Configs  map[string]string // as given at create time
+	Configs  map[string]string // topic-level overrides; replaced (never modified) under cfgMu
 	Internal bool              // Kafka's internal topics (IsInternalTopic), derived from the name
 
 	cfg   Config // defaults overlaid with Configs
 	parts atomic.Pointer[[]*Partition]
+	// cfgMu guards Configs and cfg, which AlterTopicConfigs replaces; read
+	// them through ConfigMap and LogConfig once the topic is published.
+	cfgMu sync.RWMutex
 }
 
 // Partitions returns the topic's partitions, index = partition number. The
@@ -137,10 +159,19 @@ func OpenManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOptions) 
 		fsys:     fsys,
 		dir:      dir,
 		defaults: defaults,
+		static:   defaults,
 		logger:   logger,
 		meta:     meta,
+		now:      opts.Now,
+		onFsync:  opts.OnFsync,
 		topics:   make(map[string]*Topic, len(reg)),
 		byID:     make(map[[16]byte]*Topic, len(reg)),
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	if err := m.loadBrokerConfigs(); err != nil {
+		return nil, err
 	}
 	logger.Info("opening log dir", zap.String("dir", dir), zap.String("cluster.id", meta.ClusterID),
 		zap.Int("topics", len(reg)), zap.Bool("clean_shutdown", clean))
@@ -175,6 +206,7 @@ func OpenManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOptions) 
 	}
 	logger.Info("log dir open", zap.String("dir", dir), zap.Int("partitions", len(opens)))
 	m.startCleaner()
+	m.startRetention()
 	return m, nil
 }
 
@@ -276,7 +308,8 @@ func (m *Manager) openPartition(o partitionOpen) (*Partition, error) {
 	}
 	opts := o.opts
 	opts.Logger = m.logger.With(zap.String("topic", t.Name), zap.Int32("partition", o.index))
-	l, err := OpenLog(m.fsys, pdir, t.cfg, opts)
+	opts.Now, opts.OnFsync = m.now, m.onFsync
+	l, err := OpenLog(m.fsys, pdir, t.LogConfig(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, o.index, err)
 	}
@@ -398,6 +431,7 @@ func (m *Manager) Close() error {
 	}
 	m.closed = true
 	m.stopCleaner()
+	m.stopRetention()
 	dirty := m.cleanerOffsets()
 	recovery, start, err := m.closeLogs()
 	if err != nil {

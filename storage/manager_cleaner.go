@@ -75,7 +75,7 @@ func (m *Manager) cleanPass(stop <-chan struct{}) int {
 	defer m.cleanMu.Unlock()
 	cleaned := 0
 	for _, t := range m.Topics() {
-		if !t.cfg.Compact {
+		if !t.LogConfig().Compact {
 			continue
 		}
 		for _, p := range t.Partitions() {
@@ -109,7 +109,7 @@ func (m *Manager) cleanPass(stop <-chan struct{}) int {
 func (m *Manager) cleanerOffsets() map[topicPartition]int64 {
 	out := map[topicPartition]int64{}
 	for _, t := range m.Topics() {
-		if !t.cfg.Compact {
+		if !t.LogConfig().Compact {
 			continue
 		}
 		for _, p := range t.Partitions() {

@@ -97,7 +97,7 @@ func writeRegistry(fsys vfs.FS, dir string, topics []registryTopic) error {
 
 // registryEntry describes t with the given partition count.
 func registryEntry(t *Topic, partitions int) registryTopic {
-	return registryTopic{Name: t.Name, ID: t.ID, Partitions: int32(partitions), Configs: t.Configs}
+	return registryTopic{Name: t.Name, ID: t.ID, Partitions: int32(partitions), Configs: t.ConfigMap()}
 }
 
 // partitionMetadata is the content of partition.metadata in Kafka's format

@@ -206,7 +206,7 @@ func (m *Manager) CreatePartitions(name string, total int32, validateOnly bool) 
 	copy(grown, old)
 	// Readers keep using old until the grown slice is published below; the
 	// new entries are filled in by openPartitions through this pointer.
-	staging := &Topic{Name: t.Name, ID: t.ID, Configs: t.Configs, cfg: t.cfg}
+	staging := &Topic{Name: t.Name, ID: t.ID, Configs: t.ConfigMap(), cfg: t.LogConfig()}
 	staging.parts.Store(&grown)
 	if err := m.addPartitions(staging, len(old), int(total)); err != nil {
 		return err
@@ -276,6 +276,8 @@ func (m *Manager) removePartition(p *Partition) error {
 // files, as Kafka does, so that a topic later created with the same name can
 // not inherit its recovery point after a crash.
 func (m *Manager) dropFromCheckpoints(topic string) error {
+	m.ckptMu.Lock()
+	defer m.ckptMu.Unlock()
 	for _, name := range []string{recoveryPointCheckpointFile, logStartOffsetCheckpointFile, cleanerCheckpointFile} {
 		path := filepath.Join(m.dir, name)
 		cp, err := readOffsetCheckpoint(m.fsys, path)

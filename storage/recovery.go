@@ -36,7 +36,11 @@ func OpenLog(fsys vfs.FS, dir string, cfg Config, opts OpenOptions) (*Log, error
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
 	l := &Log{fsys: fsys, dir: dir, cfg: cfg, logger: logger.With(zap.String("log", dir)), now: time.Now,
-		waitCh: make(chan struct{})}
+		waitCh: make(chan struct{}), onFsync: opts.OnFsync}
+	if opts.Now != nil {
+		l.now = opts.Now
+	}
+	l.cfgView.Store(&cfg)
 	l.lastFlush = l.now()
 	if err := l.load(opts); err != nil {
 		for _, s := range l.segs {

@@ -147,7 +147,9 @@ func checkEnum(key, raw, v string, allowed []string) error {
 // segment.ms, index.interval.bytes, segment.index.bytes, max.message.bytes,
 // flush.messages, flush.ms, cleanup.policy (Compact when it lists
 // "compact"), delete.retention.ms, min.compaction.lag.ms and
-// min.cleanable.dirty.ratio change the returned Config; the other known
+// min.cleanable.dirty.ratio, retention.ms, retention.bytes (NoDelete when
+// cleanup.policy lacks "delete") and file.delete.delay.ms change the
+// returned Config; the other known
 // Kafka topic configs are validated and otherwise ignored (the caller keeps
 // the map). An unknown key or an invalid value yields kerr.InvalidConfig
 // wrapped with a message naming the key. Keys are checked in sorted order so
@@ -179,16 +181,25 @@ func (c Config) WithTopicConfigs(m map[string]string) (Config, error) {
 		case "flush.ms":
 			c.FlushIntervalMs = n
 		case "cleanup.policy":
-			c.Compact = false
+			c.Compact, c.NoDelete = false, true
 			for _, item := range strings.Split(m[k], ",") {
-				if strings.TrimSpace(item) == "compact" {
+				switch strings.TrimSpace(item) {
+				case "compact":
 					c.Compact = true
+				case "delete":
+					c.NoDelete = false
 				}
 			}
 		case "delete.retention.ms":
 			c.DeleteRetentionMs = n
 		case "min.compaction.lag.ms":
 			c.MinCompactionLagMs = n
+		case "retention.ms":
+			c.RetentionMs = n
+		case "retention.bytes":
+			c.RetentionBytes = n
+		case "file.delete.delay.ms":
+			c.FileDeleteDelayMs = n
 		case "min.cleanable.dirty.ratio":
 			c.MinCleanableDirtyRatio, _ = strconv.ParseFloat(strings.TrimSpace(m[k]), 64)
 		}

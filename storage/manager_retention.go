@@ -1,0 +1,150 @@
+package storage
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+)
+
+// startRetention starts the goroutine that applies retention every
+// log.retention.check.interval.ms (Config.RetentionCheckIntervalMs of the
+// defaults, 300000 when unset) and removes deleted segments' files when
+// their file.delete.delay.ms has passed. Waits are computed from the
+// Manager's clock, so an injected clock that does not move never fires a
+// check early.
+func (m *Manager) startRetention() {
+	interval := time.Duration(m.static.RetentionCheckIntervalMs) * time.Millisecond
+	if interval <= 0 {
+		interval = 300 * time.Second
+	}
+	r := &logCleaner{stop: make(chan struct{}), done: make(chan struct{})}
+	m.retention = r
+	go func() {
+		defer close(r.done)
+		nextCheck := m.now().Add(interval)
+		var nextRemoval time.Time
+		for {
+			wait := nextCheck.Sub(m.now())
+			if !nextRemoval.IsZero() {
+				wait = min(wait, nextRemoval.Sub(m.now()))
+			}
+			t := time.NewTimer(max(wait, time.Millisecond))
+			select {
+			case <-r.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if !m.now().Before(nextCheck) {
+				m.RetainNow()
+				nextCheck = m.now().Add(interval)
+			}
+			nextRemoval = m.removeDeletedSegments()
+		}
+	}()
+}
+
+// stopRetention stops the retention goroutine and waits for it.
+func (m *Manager) stopRetention() {
+	if m.retention == nil {
+		return
+	}
+	close(m.retention.stop)
+	<-m.retention.done
+	m.retention = nil
+}
+
+// RetainNow applies retention to every partition once, in the calling
+// goroutine (as the background check does every
+// log.retention.check.interval.ms), checkpoints the log start offsets if
+// any moved, and returns the number of segments deleted.
+func (m *Manager) RetainNow() int {
+	deleted, moved := 0, false
+	for _, t := range m.Topics() {
+		for _, p := range t.Partitions() {
+			if p == nil {
+				continue
+			}
+			res, err := p.Log.ApplyRetention()
+			if err != nil {
+				m.logger.Error("retention failed", zap.String("topic", p.Topic), zap.Int32("partition", p.Index), zap.Error(err))
+			}
+			deleted += res.Segments
+			moved = moved || res.Segments > 0
+		}
+	}
+	if moved {
+		if err := m.checkpointLogStartOffsets(); err != nil {
+			m.logger.Warn("cannot write the log start offset checkpoint", zap.Error(err))
+		}
+	}
+	return deleted
+}
+
+// removeDeletedSegments removes due .deleted files of every partition and
+// returns when the next are due (zero if none wait).
+func (m *Manager) removeDeletedSegments() time.Time {
+	var next time.Time
+	for _, t := range m.Topics() {
+		for _, p := range t.Partitions() {
+			if p == nil {
+				continue
+			}
+			due, err := p.Log.RemoveDeletedSegments()
+			if err != nil {
+				m.logger.Warn("cannot remove deleted segments", zap.String("topic", p.Topic), zap.Int32("partition", p.Index), zap.Error(err))
+			}
+			if !due.IsZero() && (next.IsZero() || due.Before(next)) {
+				next = due
+			}
+		}
+	}
+	return next
+}
+
+// DeleteRecords moves a partition's log start offset to offset (-1 = the
+// high watermark), deletes the segments below it and checkpoints the new
+// start, which it returns (DeleteRecords' low watermark). Errors:
+// kerr.UnknownTopicOrPartition, kerr.OffsetOutOfRange (offset above the
+// high watermark), kerr.PolicyViolation (cleanup.policy without delete).
+func (m *Manager) DeleteRecords(topic string, partition int32, offset int64) (int64, error) {
+	t := m.Topic(topic)
+	if t == nil {
+		return -1, fmt.Errorf("topic %s: %w", topic, kerr.UnknownTopicOrPartition)
+	}
+	parts := t.Partitions()
+	if partition < 0 || int(partition) >= len(parts) || parts[partition] == nil {
+		return -1, fmt.Errorf("partition %s-%d: %w", topic, partition, kerr.UnknownTopicOrPartition)
+	}
+	before := parts[partition].Log.LogStartOffset()
+	res, err := parts[partition].Log.DeleteRecordsBefore(offset)
+	if err != nil {
+		return -1, fmt.Errorf("delete records of %s-%d: %w", topic, partition, err)
+	}
+	if res.LogStartOffset != before {
+		if err := m.checkpointLogStartOffsets(); err != nil {
+			return -1, fmt.Errorf("delete records of %s-%d: %w: %w", topic, partition, err, kerr.KafkaStorageError)
+		}
+	}
+	return res.LogStartOffset, nil
+}
+
+// checkpointLogStartOffsets rewrites log-start-offset-checkpoint with every
+// partition's current log start offset, so a start moved by retention or
+// DeleteRecords survives a crash.
+func (m *Manager) checkpointLogStartOffsets() error {
+	m.ckptMu.Lock()
+	defer m.ckptMu.Unlock()
+	start := map[topicPartition]int64{}
+	for _, t := range m.Topics() {
+		for _, p := range t.Partitions() {
+			if p != nil {
+				start[topicPartition{Topic: p.Topic, Partition: p.Index}] = p.Log.LogStartOffset()
+			}
+		}
+	}
+	return writeOffsetCheckpoint(m.fsys, filepath.Join(m.dir, logStartOffsetCheckpointFile), start)
+}
