@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -51,11 +52,24 @@ func (c *conn) serve() {
 	defer c.b.untrack(c)
 	defer c.nc.Close()
 	for {
-		if err := c.serveOne(); err != nil {
+		if err := c.serveOneRecovered(); err != nil {
 			c.logClose(err)
 			return
 		}
 	}
+}
+
+// serveOneRecovered turns a panic in a handler into the end of this one
+// connection, logged with its stack, so one bad request cannot take the
+// broker and every other client down with it.
+func (c *conn) serveOneRecovered() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("handler panicked", zap.Any("panic", r), zap.StackSkip("stack", 1))
+			err = fmt.Errorf("handler panic: %v", r)
+		}
+	}()
+	return c.serveOne()
 }
 
 // logClose writes the one line a closed connection gets; a client hanging

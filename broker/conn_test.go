@@ -152,3 +152,22 @@ func isReset(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op)
 }
+
+func TestHandlerPanicClosesOnlyThatConnection(t *testing.T) {
+	b := startBroker(t, nil)
+	key := int16(kmsg.ApiVersions)
+	saved := handlers[key]
+	handlers[key] = func(*Broker, *conn, *protocol.Request) (kmsg.Response, error) { panic("boom") }
+	t.Cleanup(func() { handlers[key] = saved })
+
+	c := dialRaw(t, b)
+	c.sendRequest(kmsg.NewPtrApiVersionsRequest(), 0, 1)
+	if _, _, err := c.recv(false); !errors.Is(err, io.EOF) && !isReset(err) {
+		t.Fatalf("want the connection closed, got %v", err)
+	}
+	other := dialRaw(t, b)
+	other.sendRequest(kmsg.NewPtrMetadataRequest(), 1, 2)
+	if corr, _, err := other.recv(false); err != nil || corr != 2 {
+		t.Fatalf("broker did not survive the panic: corr %d, err %v", corr, err)
+	}
+}
