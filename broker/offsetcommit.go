@@ -10,7 +10,11 @@ package broker
 // offsets are appended to __consumer_offsets as OffsetCommit records and
 // answered once the append succeeded. v9 names the member epoch of KIP-848
 // consumer groups in the generation field; for classic groups it is the
-// generation. The v2-4 retention time, when set, becomes the record's
+// generation. A consumer group takes commits from its members at their
+// member epoch (STALE_MEMBER_EPOCH otherwise; the previous epoch is also
+// accepted for partitions the member still holds, as Kafka 4.3) and only
+// with v9+ (UNSUPPORTED_VERSION), and epoch -1 commits while it has no
+// members. The v2-4 retention time, when set, becomes the record's
 // expire timestamp (value v1), as in Kafka. Metadata longer than 4096 bytes
 // (offset.metadata.max.bytes) is OFFSET_METADATA_TOO_LARGE; partitions
 // that do not exist are UNKNOWN_TOPIC_OR_PARTITION.
@@ -26,7 +30,8 @@ import (
 
 func handleOffsetCommit(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.OffsetCommitRequest)
-	cr := coordinator.CommitRequest{Group: r.Group, Generation: r.Generation, MemberID: r.MemberID, InstanceID: deref(r.InstanceID)}
+	cr := coordinator.CommitRequest{Group: r.Group, Generation: r.Generation, MemberID: r.MemberID, InstanceID: deref(r.InstanceID),
+		Version: req.Version}
 	expire := int64(-1)
 	if req.Version <= 4 && r.RetentionTimeMillis >= 0 {
 		expire = time.Now().UnixMilli() + r.RetentionTimeMillis

@@ -9,7 +9,9 @@ package broker
 // gets COORDINATOR_LOAD_IN_PROGRESS (per partition before v2, which has no
 // group-level error). require_stable (v7+) never waits: there are no
 // transactional offset commits yet (issue 5), so none is ever pending. The
-// v9 member id and epoch only apply to KIP-848 groups and are ignored.
+// v9 member id and epoch apply to KIP-848 consumer groups: when given, they
+// must name a member at its current epoch (UNKNOWN_MEMBER_ID,
+// STALE_MEMBER_EPOCH), as Kafka; classic groups ignore them.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,7 +33,12 @@ func handleOffsetFetch(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response
 					topics = append(topics, coordinator.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
 				}
 			}
-			offsets, err := b.groups.FetchOffsets(rg.Group, topics)
+			memberEpoch := int32(-1)
+			var memberID *string
+			if req.Version >= 9 {
+				memberID, memberEpoch = rg.MemberID, rg.MemberEpoch
+			}
+			offsets, err := b.groups.FetchOffsetsAs(rg.Group, memberID, memberEpoch, topics)
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group = rg.Group
 			if err != nil {

@@ -27,6 +27,12 @@ func (c *Groups) DescribeGroup(id string) kmsg.DescribeGroupsResponseGroup {
 		return d
 	}
 	defer g.mu.Unlock()
+	if g.consumer != nil {
+		// As Kafka before DescribeGroups v6: a group of another type is
+		// described as Dead (ConsumerGroupDescribe describes it).
+		d.State = stateDead.String()
+		return d
+	}
 	d.State, d.ProtocolType = g.state.String(), g.protocolType
 	stable := g.state == stateStable
 	if stable {
@@ -49,16 +55,15 @@ func (c *Groups) DescribeGroup(id string) kmsg.DescribeGroupsResponseGroup {
 }
 
 // ListGroups lists every group, optionally only those in the given states
-// (Kafka's state names, any case) and of the given types ("classic" here;
-// "consumer" groups of KIP-848 do not exist yet). Until the load finishes
-// it answers COORDINATOR_LOAD_IN_PROGRESS.
+// (Kafka's state names, any case) and of the given types ("classic", or
+// "consumer" for KIP-848 groups, whose states are Kafka's Empty, Assigning,
+// Reconciling and Stable). Until the load finishes it answers
+// COORDINATOR_LOAD_IN_PROGRESS.
 func (c *Groups) ListGroups(states, types []string) ([]kmsg.ListGroupsResponseGroup, *kerr.Error) {
 	if !c.loaded.Load() {
 		return nil, kerr.CoordinatorLoadInProgress
 	}
-	if len(types) > 0 && !containsFold(types, "classic") {
-		return nil, nil
-	}
+
 	c.mu.RLock()
 	gs := make([]*group, 0, len(c.groups))
 	for _, g := range c.groups {
@@ -69,13 +74,17 @@ func (c *Groups) ListGroups(states, types []string) ([]kmsg.ListGroupsResponseGr
 	var out []kmsg.ListGroupsResponseGroup
 	for _, g := range gs {
 		g.mu.Lock()
-		state, protocolType := g.state, g.protocolType
+		state, protocolType, groupType := g.state.String(), g.protocolType, "classic"
+		if g.consumer != nil {
+			state, groupType = g.consumer.state(), "consumer"
+		}
+		dead := g.state == stateDead
 		g.mu.Unlock()
-		if state == stateDead || len(states) > 0 && !containsFold(states, state.String()) {
+		if dead || len(states) > 0 && !containsFold(states, state) || len(types) > 0 && !containsFold(types, groupType) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, protocolType, state.String(), "classic"
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, protocolType, state, groupType
 		out = append(out, lg)
 	}
 	return out, nil
@@ -102,7 +111,7 @@ func (c *Groups) DeleteGroup(id string) *kerr.Error {
 		return kerr.GroupIDNotFound
 	}
 	defer g.mu.Unlock()
-	if g.state != stateEmpty {
+	if g.state != stateEmpty || g.consumer != nil && len(g.consumer.members) > 0 {
 		return kerr.NonEmptyGroup
 	}
 	recs := make([]kv, 0, len(g.offsets)+1)

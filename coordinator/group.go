@@ -162,6 +162,10 @@ type group struct {
 	syncSeq        uint64
 
 	offsets map[topicPartition]committedOffset
+
+	// consumer is set for KIP-848 consumer groups (consumer.go); the
+	// classic fields above then stay Empty, with protocolType "consumer".
+	consumer *consumerGroup
 }
 
 func newGroup(id string, partition int32, now time.Time) *group {

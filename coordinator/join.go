@@ -109,6 +109,14 @@ func (c *Groups) join(g *group, jr *joinRequest) (joinResult, chan joinResult) {
 	fail := func(err *kerr.Error, memberID string) (joinResult, chan joinResult) {
 		return joinResult{err: err, memberID: memberID}, nil
 	}
+	if g.consumer != nil {
+		if len(g.consumer.members) > 0 {
+			// Kafka would migrate a consumer group to classic members
+			// (KIP-848 online downgrade); Strata does not mix them.
+			return fail(kerr.InconsistentGroupProtocol, jr.memberID)
+		}
+		g.consumer, g.protocolType = nil, ""
+	}
 	if !g.supportsProtocols(jr.protocolType, jr.protocols) {
 		return fail(kerr.InconsistentGroupProtocol, jr.memberID)
 	}

@@ -33,6 +33,7 @@ type CommitRequest struct {
 	MemberID   string
 	InstanceID string
 	Commits    []Commit
+	Version    int16 // of the OffsetCommit request; consumer-group members need v9+
 }
 
 // CommitOffsets serves OffsetCommit as Kafka's handleCommitOffsets and
@@ -54,22 +55,28 @@ func (c *Groups) CommitOffsets(req CommitRequest) []*kerr.Error {
 		return all(kerr.IllegalGeneration)
 	}
 	defer g.mu.Unlock()
-	m := g.members[req.MemberID]
-	switch {
-	case req.Generation < 0 && g.state == stateEmpty:
-	case g.fenced(req.InstanceID, req.MemberID):
-		return all(kerr.FencedInstanceID)
-	case req.MemberID != "" && m == nil:
-		return all(kerr.UnknownMemberID)
-	case req.Generation != g.generation:
-		return all(kerr.IllegalGeneration)
-	case g.state == stateCompletingRebalance:
-		return all(kerr.RebalanceInProgress)
-	case g.state == stateEmpty:
-		return all(kerr.UnknownMemberID)
-	}
-	if m != nil {
-		c.scheduleHeartbeat(g, m)
+	if g.consumer != nil {
+		if err := c.validateConsumerCommit(g.consumer, req); err != nil {
+			return all(err)
+		}
+	} else {
+		m := g.members[req.MemberID]
+		switch {
+		case req.Generation < 0 && g.state == stateEmpty:
+		case g.fenced(req.InstanceID, req.MemberID):
+			return all(kerr.FencedInstanceID)
+		case req.MemberID != "" && m == nil:
+			return all(kerr.UnknownMemberID)
+		case req.Generation != g.generation:
+			return all(kerr.IllegalGeneration)
+		case g.state == stateCompletingRebalance:
+			return all(kerr.RebalanceInProgress)
+		case g.state == stateEmpty:
+			return all(kerr.UnknownMemberID)
+		}
+		if m != nil {
+			c.scheduleHeartbeat(g, m)
+		}
 	}
 	now := c.now().UnixMilli()
 	var recs []kv
@@ -125,6 +132,14 @@ type FetchedOffset struct {
 // no offsets (no error), as in Kafka. Without transactions no offset is ever
 // pending, so require_stable needs nothing.
 func (c *Groups) FetchOffsets(groupID string, topics []TopicPartitions) ([]FetchedOffset, *kerr.Error) {
+	return c.FetchOffsetsAs(groupID, nil, -1, topics)
+}
+
+// FetchOffsetsAs is FetchOffsets for OffsetFetch v9, which names the
+// member asking: in a consumer (KIP-848) group a member id or an epoch
+// other than -1 must be a member at its current epoch (UNKNOWN_MEMBER_ID,
+// STALE_MEMBER_EPOCH), as Kafka's ConsumerGroup.validateOffsetFetch.
+func (c *Groups) FetchOffsetsAs(groupID string, memberID *string, memberEpoch int32, topics []TopicPartitions) ([]FetchedOffset, *kerr.Error) {
 	if !c.loaded.Load() {
 		return nil, kerr.CoordinatorLoadInProgress
 	}
@@ -139,6 +154,15 @@ func (c *Groups) FetchOffsets(groupID string, topics []TopicPartitions) ([]Fetch
 		return out, nil
 	}
 	defer g.mu.Unlock()
+	if cg := g.consumer; cg != nil && (memberID != nil || memberEpoch >= 0) {
+		m := cg.members[deref(memberID)]
+		switch {
+		case m == nil:
+			return nil, kerr.UnknownMemberID
+		case m.epoch != memberEpoch:
+			return nil, kerr.StaleMemberEpoch
+		}
+	}
 	if topics == nil {
 		for tp, o := range g.offsets {
 			out = append(out, FetchedOffset{Topic: tp.topic, Partition: tp.partition, Offset: o.offset, LeaderEpoch: o.leaderEpoch, Metadata: o.metadata})
@@ -222,6 +246,17 @@ func (c *Groups) DeleteOffsets(groupID string, topics []TopicPartitions) (*kerr.
 // subscriptions (none for an Empty group or another protocol type).
 func (c *Groups) subscribedTopics(g *group) map[string]bool {
 	topics := map[string]bool{}
+	if g.consumer != nil {
+		for _, m := range g.consumer.members {
+			for _, t := range m.topics {
+				topics[t] = true
+			}
+		}
+		for _, t := range c.subscribedTopicMeta(g.consumer) {
+			topics[t.name] = true
+		}
+		return topics
+	}
 	if g.state == stateEmpty || g.protocolType != "consumer" {
 		return topics
 	}
@@ -280,6 +315,10 @@ func (c *Groups) expireGroup(g *group, now time.Time) {
 	var subscribed map[string]bool
 	base := func(o committedOffset) int64 { return o.commitTime }
 	switch {
+	case g.consumer != nil && len(g.consumer.members) > 0:
+		subscribed = c.subscribedTopics(g)
+	case g.consumer != nil:
+		base = func(committedOffset) int64 { return g.stateTime.UnixMilli() }
 	case g.protocolType != "" && g.state == stateEmpty:
 		base = func(committedOffset) int64 { return g.stateTime.UnixMilli() }
 	case g.protocolType == "consumer" && g.state == stateStable:
@@ -298,7 +337,7 @@ func (c *Groups) expireGroup(g *group, now time.Time) {
 			expired = append(expired, tp)
 		}
 	}
-	dead := g.state == stateEmpty && len(g.offsets) == len(expired)
+	dead := g.state == stateEmpty && len(g.offsets) == len(expired) && (g.consumer == nil || len(g.consumer.members) == 0)
 	if dead {
 		recs = append(recs, kv{key: groupMetadataKey(g.id)})
 	}

@@ -33,6 +33,9 @@ var served = []VersionRange{
 	{Key: int16(kmsg.OffsetCommit), Min: 2, Max: 9},
 	{Key: int16(kmsg.OffsetFetch), Min: 1, Max: 9},
 	{Key: int16(kmsg.OffsetDelete), Min: 0, Max: 0},
+	// KIP-848 consumer groups: see broker/consumergroupheartbeat.go.
+	{Key: int16(kmsg.ConsumerGroupHeartbeat), Min: 0, Max: 1},
+	{Key: int16(kmsg.ConsumerGroupDescribe), Min: 0, Max: 1},
 }
 
 // Served returns the served ranges in key order.

@@ -1,0 +1,26 @@
+package broker
+
+// ConsumerGroupDescribe, versions 0-1 (KIP-848).
+//
+// Epochs, assignor, state (Empty, Assigning, Reconciling, Stable) and
+// members of consumer-protocol groups with their current and target
+// assignments (topic ids and names); v1 adds the member type (1, consumer).
+// A group that does not exist or is a classic group is GROUP_ID_NOT_FOUND,
+// as in Kafka. Authorized operations are INT32_MIN: there are no ACLs.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/protocol"
+)
+
+func init() { handlers[int16(kmsg.ConsumerGroupDescribe)] = handleConsumerGroupDescribe }
+
+func handleConsumerGroupDescribe(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.ConsumerGroupDescribeRequest)
+	resp := kmsg.NewPtrConsumerGroupDescribeResponse()
+	for _, id := range r.Groups {
+		resp.Groups = append(resp.Groups, b.groups.ConsumerGroupDescribe(id, req.Version))
+	}
+	return resp, nil
+}

@@ -1,0 +1,574 @@
+package coordinator
+
+import (
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+)
+
+// KIP-848 consumer groups ("consumer" group type): members heartbeat with
+// ConsumerGroupHeartbeat and the coordinator computes the assignment. The
+// model is Kafka's GroupMetadataManager.consumerGroupHeartbeat:
+//
+//   - The group epoch is bumped whenever a member joins, leaves, is fenced
+//     or changes its subscription, and whenever the subscribed topics'
+//     metadata (ids, partition counts) changes.
+//   - When the group epoch is ahead of the assignment epoch, the group's
+//     server assignor (uniform or range, the most common choice of the
+//     members) computes a target assignment for every member, and the
+//     assignment epoch catches up.
+//   - Each member reconciles towards its target on its own heartbeats
+//     (Kafka's CurrentAssignmentBuilder): partitions it must give up are
+//     first taken out of its assignment and stay "pending revocation" at
+//     its current epoch until a heartbeat shows it no longer owns them
+//     (UNREVOKED_PARTITIONS); only then does it move to the assignment
+//     epoch. A partition is never handed to a member while another member
+//     still holds it (assigned or pending revocation); the new owner waits
+//     for it in UNRELEASED_PARTITIONS and gets it on a later heartbeat.
+//   - A member missing its session timeout (group.consumer.session.timeout.ms)
+//     or not revoking within its rebalance timeout is fenced: removed, its
+//     partitions free.
+//   - Member epoch -1 leaves; -2 is a static member leaving for a while: it
+//     keeps its assignment until its session expires, and a new member id
+//     with the same group.instance.id takes it over.
+//
+// Membership is kept in memory only: Strata does not write Kafka's
+// ConsumerGroup* records to __consumer_offsets (kmsg has no encoders for
+// them), so after a restart members get UNKNOWN_MEMBER_ID and rejoin, as
+// they would after their session expired. Committed offsets are the same
+// OffsetCommit records as for classic groups and do survive.
+
+// Consumer group member states (Kafka's MemberState).
+type cmemberState int8
+
+const (
+	cmemberStable cmemberState = iota
+	cmemberUnrevoked
+	cmemberUnreleased
+)
+
+// Special member epochs of ConsumerGroupHeartbeat.
+const (
+	leaveEpoch       = -1
+	staticLeaveEpoch = -2
+)
+
+// Server assignors, in preference order (group.consumer.assignors default).
+var consumerAssignors = []string{"uniform", "range"}
+
+// tpID is a partition of a topic named by its id.
+type tpID struct {
+	topic     [16]byte
+	partition int32
+}
+
+// partitionSet is an assignment: partitions by topic id, each sorted.
+type partitionSet map[[16]byte][]int32
+
+func (s partitionSet) has(id [16]byte, p int32) bool {
+	_, ok := slices.BinarySearch(s[id], p)
+	return ok
+}
+
+func (s partitionSet) add(id [16]byte, p int32) {
+	ps := s[id]
+	if i, ok := slices.BinarySearch(ps, p); !ok {
+		s[id] = slices.Insert(ps, i, p)
+	}
+}
+
+func (s partitionSet) count() int {
+	n := 0
+	for _, ps := range s {
+		n += len(ps)
+	}
+	return n
+}
+
+func (s partitionSet) equal(o partitionSet) bool {
+	if s.count() != o.count() {
+		return false
+	}
+	for id, ps := range s {
+		if !slices.Equal(ps, o[id]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s partitionSet) each(fn func(id [16]byte, p int32)) {
+	for id, ps := range s {
+		for _, p := range ps {
+			fn(id, p)
+		}
+	}
+}
+
+// cmember is one member of a consumer group; guarded by its group's mutex.
+type cmember struct {
+	id, instanceID, rackID string
+	clientID, clientHost   string
+	epoch, prevEpoch       int32
+	state                  cmemberState
+	rebalanceTimeout       time.Duration
+	assignor               string   // requested server assignor, "" for none
+	topics                 []string // subscribed topic names, sorted
+	regex                  string   // subscribed topic regex (v1)
+	re                     *regexp.Regexp
+
+	assigned partitionSet // what the member should own now
+	revoking partitionSet // what it must still give up
+
+	sessionTimer *time.Timer
+	sessionSeq   uint64
+	revokeTimer  *time.Timer
+	revokeSeq    uint64
+}
+
+// consumerGroup is the KIP-848 part of a group; nil for classic groups.
+type consumerGroup struct {
+	epoch           int32 // group epoch
+	assignmentEpoch int32
+	assignor        string // of the last target assignment
+	members         map[string]*cmember
+	static          map[string]string // instance id -> member id
+	target          map[string]partitionSet
+	owners          map[tpID]string // partition -> member holding it (assigned or pending revocation)
+	metadata        string          // signature of the subscribed topics' metadata
+}
+
+func newConsumerGroup() *consumerGroup {
+	return &consumerGroup{
+		members: map[string]*cmember{},
+		static:  map[string]string{},
+		target:  map[string]partitionSet{},
+		owners:  map[tpID]string{},
+	}
+}
+
+func (cg *consumerGroup) sortedMembers() []*cmember {
+	ms := make([]*cmember, 0, len(cg.members))
+	for _, m := range cg.members {
+		ms = append(ms, m)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].id < ms[j].id })
+	return ms
+}
+
+// state is Kafka's ConsumerGroup state name.
+func (cg *consumerGroup) state() string {
+	switch {
+	case len(cg.members) == 0:
+		return "Empty"
+	case cg.epoch > cg.assignmentEpoch:
+		return "Assigning"
+	}
+	for _, m := range cg.members {
+		if m.epoch != cg.assignmentEpoch || m.state != cmemberStable {
+			return "Reconciling"
+		}
+	}
+	return "Stable"
+}
+
+// setAssignment replaces m's assigned and pending partitions, keeping the
+// owners map in step.
+func (cg *consumerGroup) setAssignment(m *cmember, assigned, revoking partitionSet) {
+	release := func(id [16]byte, p int32) {
+		if cg.owners[tpID{id, p}] == m.id {
+			delete(cg.owners, tpID{id, p})
+		}
+	}
+	m.assigned.each(release)
+	m.revoking.each(release)
+	m.assigned, m.revoking = assigned, revoking
+	claim := func(id [16]byte, p int32) { cg.owners[tpID{id, p}] = m.id }
+	m.assigned.each(claim)
+	m.revoking.each(claim)
+}
+
+// freeFor reports whether partition tp can be given to m.
+func (cg *consumerGroup) freeFor(m *cmember, tp tpID) bool {
+	o, ok := cg.owners[tp]
+	return !ok || o == m.id
+}
+
+// subscribes reports whether m subscribes to topic name.
+func (m *cmember) subscribes(name string, internal bool) bool {
+	if _, ok := slices.BinarySearch(m.topics, name); ok {
+		return true
+	}
+	return m.re != nil && !internal && m.re.MatchString(name)
+}
+
+// heartbeatError is a failed ConsumerGroupHeartbeat.
+func heartbeatError(err *kerr.Error, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
+	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+	resp.ErrorCode = err.Code
+	if msg != "" {
+		resp.ErrorMessage = &msg
+	}
+	resp.MemberEpoch = -1
+	return resp
+}
+
+// validateHeartbeat is Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid.
+func validateHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, version int16) (*kerr.Error, string) {
+	switch {
+	case req.Group == "":
+		return kerr.InvalidRequest, "GroupId can't be empty."
+	case req.InstanceID != nil && *req.InstanceID == "":
+		return kerr.InvalidRequest, "InstanceId can't be empty."
+	case req.RackID != nil && *req.RackID == "":
+		return kerr.InvalidRequest, "RackId can't be empty."
+	case version >= 1 && req.MemberID == "":
+		return kerr.InvalidRequest, "MemberId can't be empty."
+	case version == 0 && req.MemberEpoch != 0 && req.MemberID == "":
+		return kerr.InvalidRequest, "MemberId can't be empty."
+	case req.MemberEpoch == 0:
+		switch {
+		case req.RebalanceTimeoutMillis == -1:
+			return kerr.InvalidRequest, "RebalanceTimeoutMs must be provided in first request."
+		case req.Topics == nil || len(req.Topics) > 0:
+			return kerr.InvalidRequest, "TopicPartitions must be empty when (re-)joining."
+		case req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil:
+			return kerr.InvalidRequest, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+		}
+	case req.MemberEpoch == staticLeaveEpoch:
+		if req.InstanceID == nil {
+			return kerr.InvalidRequest, "InstanceId can't be null."
+		}
+	case req.MemberEpoch < staticLeaveEpoch:
+		return kerr.InvalidRequest, "MemberEpoch is invalid."
+	}
+	if req.ServerAssignor != nil && !slices.Contains(consumerAssignors, *req.ServerAssignor) {
+		return kerr.UnsupportedAssignor, "ServerAssignor " + *req.ServerAssignor + " is not supported. Supported assignors: " +
+			strings.Join(consumerAssignors, ", ") + "."
+	}
+	return nil, ""
+}
+
+// ConsumerGroupHeartbeat serves ConsumerGroupHeartbeat (KIP-848).
+func (c *Groups) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, version int16, client Client) *kmsg.ConsumerGroupHeartbeatResponse {
+	if err, msg := validateHeartbeat(req, version); err != nil {
+		return heartbeatError(err, msg)
+	}
+	var re *regexp.Regexp
+	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
+		var err error
+		if re, err = regexp.Compile("^(?:" + *req.SubscribedTopicRegex + ")$"); err != nil {
+			return heartbeatError(kerr.InvalidRegularExpression, "SubscribedTopicRegex "+*req.SubscribedTopicRegex+" is not a valid regular expression: "+err.Error())
+		}
+	}
+	if !c.loaded.Load() {
+		return heartbeatError(kerr.CoordinatorLoadInProgress, "")
+	}
+	g := c.lockGroup(req.Group, req.MemberEpoch == 0)
+	if g == nil {
+		return heartbeatError(kerr.UnknownMemberID, "Consumer group "+req.Group+" not found.")
+	}
+	defer g.mu.Unlock()
+	if g.consumer == nil {
+		if len(g.members) > 0 || g.state != stateEmpty || req.MemberEpoch != 0 {
+			return heartbeatError(kerr.GroupIDNotFound, "Group "+req.Group+" is not a consumer group.")
+		}
+		// An empty classic group (offsets only, or left over from a
+		// restart) becomes a consumer group, keeping its offsets.
+		g.consumer = newConsumerGroup()
+		g.protocolType, g.protocol, g.leader = "consumer", "", ""
+	}
+	cg := g.consumer
+	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
+		return c.consumerLeave(g, req)
+	}
+	m, errResp := c.consumerMember(g, req, version)
+	if errResp != nil {
+		return errResp
+	}
+	joining := req.MemberEpoch == 0
+	bump := false
+	if c.updateConsumerMember(m, req, re, client) {
+		bump = true
+	}
+	if _, ok := cg.members[m.id]; !ok {
+		cg.members[m.id] = m
+		if m.instanceID != "" {
+			cg.static[m.instanceID] = m.id
+		}
+		bump = true
+		c.logger.Info("member joined consumer group", zap.String("group", g.id), zap.String("member", m.id))
+	}
+	if sig := c.subscriptionMetadata(cg); sig != cg.metadata {
+		cg.metadata = sig
+		bump = true
+	}
+	if bump {
+		cg.epoch++
+	}
+	if cg.epoch > cg.assignmentEpoch {
+		c.computeTargetAssignment(g)
+	}
+	var owned partitionSet
+	if req.Topics != nil {
+		owned = partitionSet{}
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				owned.add(t.TopicID, p)
+			}
+		}
+	}
+	before := m.assigned
+	c.reconcile(g, m, owned)
+	c.scheduleConsumerSession(g, m)
+
+	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+	id := m.id
+	resp.MemberID = &id
+	resp.MemberEpoch = m.epoch
+	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
+	if joining || full || !before.equal(m.assigned) {
+		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
+		ids := make([][16]byte, 0, len(m.assigned))
+		for id := range m.assigned {
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
+		for _, id := range ids {
+			t := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
+			t.TopicID, t.Partitions = id, slices.Clone(m.assigned[id])
+			a.Topics = append(a.Topics, t)
+		}
+		resp.Assignment = &a
+	}
+	return resp
+}
+
+// consumerMember finds or creates the member a heartbeat is from, checking
+// its epoch and static identity as Kafka's
+// getOrMaybeSubscribeDynamic/StaticConsumerGroupMember do.
+func (c *Groups) consumerMember(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, version int16) (*cmember, *kmsg.ConsumerGroupHeartbeatResponse) {
+	cg := g.consumer
+	instance := deref(req.InstanceID)
+	m := cg.members[req.MemberID]
+	if instance != "" {
+		if oldID, ok := cg.static[instance]; ok && oldID != req.MemberID {
+			old := cg.members[oldID]
+			switch {
+			case req.MemberEpoch != 0:
+				return nil, heartbeatError(kerr.FencedInstanceID, "Static member "+instance+" was replaced by member "+oldID+".")
+			case old != nil && old.epoch != staticLeaveEpoch:
+				return nil, heartbeatError(kerr.UnreleasedInstanceID, "Static member "+instance+" with member id "+oldID+" has not left the group.")
+			case old != nil:
+				return c.replaceStaticMember(g, old, req.MemberID), nil
+			}
+		}
+	}
+	if m == nil {
+		if req.MemberEpoch != 0 {
+			return nil, heartbeatError(kerr.UnknownMemberID, "Member "+req.MemberID+" is not a member of group "+g.id+".")
+		}
+		id := req.MemberID
+		if id == "" { // v0: the coordinator names the member
+			id = newMemberID("")[1:]
+		}
+		return &cmember{id: id, assigned: partitionSet{}, revoking: partitionSet{}}, nil
+	}
+	if req.MemberEpoch == 0 {
+		// A rejoin (e.g. after a lost response, or of a static member
+		// that left with -2): the current assignment is sent again.
+		if m.epoch == staticLeaveEpoch {
+			m.epoch = m.prevEpoch
+		}
+		return m, nil
+	}
+	if req.MemberEpoch > m.epoch {
+		return nil, heartbeatError(kerr.FencedMemberEpoch, "The consumer group member has a greater member epoch ("+
+			strconv.Itoa(int(req.MemberEpoch))+") than the one known by the group coordinator ("+strconv.Itoa(int(m.epoch))+
+			"). The member must abandon all its partitions and rejoin.")
+	}
+	if req.MemberEpoch < m.epoch {
+		ok := req.MemberEpoch == m.prevEpoch
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				ok = ok && m.assigned.has(t.TopicID, p)
+			}
+		}
+		if !ok {
+			return nil, heartbeatError(kerr.FencedMemberEpoch, "The consumer group member has a smaller member epoch ("+
+				strconv.Itoa(int(req.MemberEpoch))+") than the one known by the group coordinator ("+strconv.Itoa(int(m.epoch))+
+				"). The member must abandon all its partitions and rejoin.")
+		}
+	}
+	return m, nil
+}
+
+// replaceStaticMember gives a static member that left with epoch -2 a new
+// member id, keeping its assignment (Kafka's static member replacement).
+func (c *Groups) replaceStaticMember(g *group, old *cmember, newID string) *cmember {
+	cg := g.consumer
+	m := &cmember{}
+	*m = *old
+	m.id = newID
+	m.epoch, m.state = old.prevEpoch, cmemberStable
+	m.sessionTimer, m.revokeTimer = nil, nil
+	assigned, revoking := old.assigned, old.revoking
+	c.removeConsumerMember(g, old, false)
+	cg.members[m.id] = m
+	cg.static[m.instanceID] = m.id
+	m.assigned, m.revoking = partitionSet{}, partitionSet{}
+	cg.setAssignment(m, assigned, revoking)
+	if t, ok := cg.target[old.id]; ok {
+		cg.target[m.id] = t
+		delete(cg.target, old.id)
+	}
+	c.logger.Info("static member rejoined consumer group with a new member id", zap.String("group", g.id),
+		zap.String("instance_id", m.instanceID), zap.String("old_member", old.id), zap.String("member", m.id))
+	return m
+}
+
+// updateConsumerMember applies the request's non-null fields to m and
+// reports whether its subscription changed (which bumps the group epoch).
+func (c *Groups) updateConsumerMember(m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest, re *regexp.Regexp, client Client) bool {
+	changed := false
+	if req.InstanceID != nil {
+		m.instanceID = *req.InstanceID
+	}
+	if req.RackID != nil {
+		m.rackID = *req.RackID
+	}
+	if req.RebalanceTimeoutMillis != -1 {
+		m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	}
+	if req.ServerAssignor != nil && *req.ServerAssignor != m.assignor {
+		m.assignor, changed = *req.ServerAssignor, true
+	}
+	if req.SubscribedTopicNames != nil {
+		topics := slices.Clone(req.SubscribedTopicNames)
+		slices.Sort(topics)
+		topics = slices.Compact(topics)
+		if !slices.Equal(topics, m.topics) {
+			m.topics, changed = topics, true
+		}
+	}
+	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != m.regex {
+		m.regex, m.re, changed = *req.SubscribedTopicRegex, re, true
+	}
+	m.clientID, m.clientHost = client.ID, client.Host
+	return changed
+}
+
+// consumerLeave handles member epoch -1 (leave) and -2 (a static member
+// leaving for a while).
+func (c *Groups) consumerLeave(g *group, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	cg := g.consumer
+	m := cg.members[req.MemberID]
+	instance := deref(req.InstanceID)
+	if m == nil && instance != "" {
+		m = cg.members[cg.static[instance]]
+		if m != nil && m.id != req.MemberID {
+			return heartbeatError(kerr.FencedInstanceID, "Static member "+instance+" was replaced by member "+m.id+".")
+		}
+	}
+	if m == nil {
+		return heartbeatError(kerr.UnknownMemberID, "Member "+req.MemberID+" is not a member of group "+g.id+".")
+	}
+	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+	id := m.id
+	resp.MemberID = &id
+	resp.MemberEpoch = req.MemberEpoch
+	if req.MemberEpoch == staticLeaveEpoch && m.instanceID != "" {
+		c.logger.Info("static member left consumer group temporarily", zap.String("group", g.id), zap.String("member", m.id),
+			zap.String("instance_id", m.instanceID))
+		if m.epoch != staticLeaveEpoch {
+			m.prevEpoch = m.epoch
+		}
+		m.epoch = staticLeaveEpoch
+		c.stopRevokeTimer(m)
+		c.scheduleConsumerSession(g, m) // the session expiring removes it for good
+		return resp
+	}
+	c.logger.Info("member left consumer group", zap.String("group", g.id), zap.String("member", m.id))
+	c.removeConsumerMember(g, m, true)
+	return resp
+}
+
+// removeConsumerMember drops m (leave, fencing, or static replacement),
+// freeing its partitions; bump bumps the group epoch so the others get a
+// new target.
+func (c *Groups) removeConsumerMember(g *group, m *cmember, bump bool) {
+	cg := g.consumer
+	cg.setAssignment(m, partitionSet{}, partitionSet{})
+	delete(cg.members, m.id)
+	delete(cg.target, m.id)
+	if m.instanceID != "" && cg.static[m.instanceID] == m.id {
+		delete(cg.static, m.instanceID)
+	}
+	if m.sessionTimer != nil {
+		m.sessionTimer.Stop()
+	}
+	m.sessionSeq++
+	c.stopRevokeTimer(m)
+	if bump {
+		cg.epoch++
+	}
+	if len(cg.members) == 0 {
+		g.stateTime = c.now()
+	}
+}
+
+// fenceConsumerMember removes m after its session or revocation timed out.
+func (c *Groups) fenceConsumerMember(g *group, m *cmember, why string) {
+	c.logger.Info("fencing consumer group member", zap.String("group", g.id), zap.String("member", m.id), zap.String("reason", why))
+	c.removeConsumerMember(g, m, true)
+}
+
+// scheduleConsumerSession (re)starts m's session timer.
+func (c *Groups) scheduleConsumerSession(g *group, m *cmember) {
+	m.sessionSeq++
+	seq := m.sessionSeq
+	if m.sessionTimer != nil {
+		m.sessionTimer.Stop()
+	}
+	m.sessionTimer = c.afterFunc(c.cfg.ConsumerSessionTimeout, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.consumer == nil || g.consumer.members[m.id] != m || m.sessionSeq != seq {
+			return
+		}
+		c.fenceConsumerMember(g, m, "session timeout of "+c.cfg.ConsumerSessionTimeout.String()+" expired")
+	})
+}
+
+func (c *Groups) stopRevokeTimer(m *cmember) {
+	if m.revokeTimer != nil {
+		m.revokeTimer.Stop()
+	}
+	m.revokeSeq++
+}
+
+// scheduleRevocation fences m unless it revokes within its rebalance timeout.
+func (c *Groups) scheduleRevocation(g *group, m *cmember) {
+	c.stopRevokeTimer(m)
+	seq, epoch := m.revokeSeq, m.epoch
+	timeout := m.rebalanceTimeout
+	if timeout <= 0 {
+		timeout = c.cfg.ConsumerSessionTimeout
+	}
+	m.revokeTimer = c.afterFunc(timeout, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.consumer == nil || g.consumer.members[m.id] != m || m.revokeSeq != seq || m.state != cmemberUnrevoked || m.epoch != epoch {
+			return
+		}
+		c.fenceConsumerMember(g, m, "partitions not revoked within the rebalance timeout of "+timeout.String())
+	})
+}
