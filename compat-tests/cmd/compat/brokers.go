@@ -103,7 +103,10 @@ func (h *harness) startStrata() (*broker, error) {
 	}
 	b := &broker{name: "strata", addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, dataDir: filepath.Join(dir, "data"), log: filepath.Join(dir, "strata.log")}
 	if err := h.launch(b, nil, filepath.Join(h.root, ".cache/bin/strata"),
-		"--override", "listeners=PLAINTEXT://"+b.addr, "--override", "log.dirs="+b.dataDir); err != nil {
+		"--override", "listeners=PLAINTEXT://"+b.addr, "--override", "log.dirs="+b.dataDir,
+		// The same group and internal-topic settings the Kafka reference gets.
+		"--override", "group.initial.rebalance.delay.ms=0",
+		"--override", "offsets.topic.num.partitions=5"); err != nil {
 		return nil, err
 	}
 	return b, h.waitReady(b, 30*time.Second)
