@@ -305,3 +305,74 @@ func TestConsumerGroup848Raw(t *testing.T) {
 		t.Fatalf("simple commit to the empty consumer group: %v", kerr.ErrorForCode(code))
 	}
 }
+
+// TestConsumerGroup848StaticMember: a static member leaving with epoch -2
+// keeps its partitions, and the same group.instance.id under a new member
+// id takes them back without a new group epoch; a second live member with
+// that instance id is UNRELEASED_INSTANCE_ID.
+func TestConsumerGroup848StaticMember(t *testing.T) {
+	t.Parallel()
+	b := start848Broker(t)
+	adm := newAdmin(t, b)
+	const topic, group = "static848", "gstatic"
+	if _, err := adm.CreateTopic(testCtx(t), 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	hb := func(member, instance string, epoch int32, owned []int32) *kmsg.ConsumerGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.InstanceID = group, member, epoch, kmsg.StringPtr(instance)
+		req.RebalanceTimeoutMillis = 30000
+		req.SubscribedTopicNames = []string{topic}
+		req.ServerAssignor = kmsg.StringPtr("range")
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		if len(owned) > 0 {
+			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: b.logs.Topic(topic).ID, Partitions: owned}}
+		}
+		r := adminRoundTrip[*kmsg.ConsumerGroupHeartbeatResponse](t, b, req, 1)
+		if r.ErrorCode != 0 {
+			t.Fatalf("heartbeat %s/%s epoch %d: %v %v", member, instance, epoch, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+		}
+		return r
+	}
+	parts := func(r *kmsg.ConsumerGroupHeartbeatResponse) string {
+		if r.Assignment == nil {
+			return "none"
+		}
+		var out []int32
+		for _, at := range r.Assignment.Topics {
+			out = append(out, at.Partitions...)
+		}
+		return fmt.Sprint(out)
+	}
+	a := hb("a1", "ia", 0, nil) // epoch 1: [0 1]
+	bb := hb("b1", "ib", 0, nil)
+	a = hb("a1", "ia", a.MemberEpoch, []int32{0, 1}) // revoke 1
+	a = hb("a1", "ia", a.MemberEpoch, []int32{0})    // epoch 2: [0]
+	bb = hb("b1", "ib", bb.MemberEpoch, nil)         // [1]
+	if parts(a) != "[0]" && a.Assignment != nil || parts(bb) != "[1]" || a.MemberEpoch != 2 || bb.MemberEpoch != 2 {
+		t.Fatalf("split: a %s epoch %d, b %s epoch %d", parts(a), a.MemberEpoch, parts(bb), bb.MemberEpoch)
+	}
+	if r := hb("b1", "ib", -2, nil); r.MemberEpoch != -2 {
+		t.Fatalf("static leave echoed epoch %d", r.MemberEpoch)
+	}
+	if d := describe848(t, b, group); d.Epoch != 2 || len(d.Members) != 2 {
+		t.Fatalf("after the static leave: epoch %d, %d members", d.Epoch, len(d.Members))
+	}
+	if r := hb("a1", "ia", 2, []int32{0}); r.MemberEpoch != 2 || r.Assignment != nil && parts(r) != "[0]" {
+		t.Fatalf("a after b's static leave: epoch %d %s", r.MemberEpoch, parts(r))
+	}
+	back := hb("b2", "ib", 0, nil)
+	if back.MemberEpoch != 2 || parts(back) != "[1]" {
+		t.Fatalf("static member back: epoch %d %s", back.MemberEpoch, parts(back))
+	}
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.InstanceID, req.RebalanceTimeoutMillis = group, "b3", kmsg.StringPtr("ib"), 30000
+	req.SubscribedTopicNames, req.Topics = []string{topic}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r := adminRoundTrip[*kmsg.ConsumerGroupHeartbeatResponse](t, b, req, 1); r.ErrorCode != kerr.UnreleasedInstanceID.Code {
+		t.Fatalf("second live member with instance ib: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if d := describe848(t, b, group); d.Epoch != 2 || len(d.Members) != 2 || d.State != "Stable" {
+		t.Fatalf("after the static member returned: epoch %d, %d members, %s", d.Epoch, len(d.Members), d.State)
+	}
+}
