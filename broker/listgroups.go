@@ -2,10 +2,11 @@ package broker
 
 // ListGroups, versions 0-5.
 //
-// Every classic group but Dead ones, with its state (v4+), filtered by
-// state names (v4+, any case) and by type (v5: only "classic" groups
-// exist until KIP-848). Until __consumer_offsets is loaded the error is
-// COORDINATOR_LOAD_IN_PROGRESS. As in Kafka.
+// Every group but Dead ones, with its state (v4+) and type (v5: "classic",
+// or "consumer" for KIP-848 groups, whose protocol type is "consumer" and
+// states Empty, Assigning, Reconciling, Stable), filtered by state names
+// (v4+, any case) and by type (v5). Until __consumer_offsets is loaded the
+// error is COORDINATOR_LOAD_IN_PROGRESS. As in Kafka.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
