@@ -31,6 +31,10 @@ type Config struct {
 	Groups                coordinator.GroupConfig
 	LogRequests           bool   // --log-requests: log every decoded request and response
 	MetricsListener       string // metrics.listener: http://host:port for /metrics and /healthz; empty = off
+	// StaticConfigs are the server.properties keys and values as given,
+	// reported by DescribeConfigs as STATIC_BROKER_CONFIG; nil = derive
+	// them from Log (configs.go).
+	StaticConfigs map[string]string
 }
 
 // Broker is one Strata node.
@@ -74,7 +78,12 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	logs, err := storage.OpenManager(vfs.Default, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID})
+	var met *metrics.Metrics // created before the logs so fsyncs are timed from the start
+	if cfg.MetricsListener != "" {
+		met = metrics.New()
+	}
+	logs, err := storage.OpenManager(vfs.Default, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID,
+		OnFsync: met.Fsync})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())
 	}
@@ -106,6 +115,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		advPort:  int32(advPort),
 		conns:    make(map[*conn]struct{}),
 		shutdown: make(chan struct{}),
+		metrics:  met,
 	}
 	if err := b.openMetrics(); err != nil {
 		return nil, errors.Join(err, logs.Close(), ln.Close())

@@ -26,7 +26,10 @@ func (b *Broker) openMetrics() error {
 	if b.cfg.MetricsListener == "" {
 		return nil
 	}
-	m := metrics.New()
+	m := b.metrics // created by New, which hands its Fsync to storage
+	if m == nil {
+		m = metrics.New()
+	}
 	srv, err := metrics.Listen(b.cfg.MetricsListener, m, b.logger)
 	if err != nil {
 		return err

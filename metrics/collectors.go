@@ -56,6 +56,8 @@ var (
 		"Offset the next appended record will get.", []string{"topic", "partition"}, nil)
 	logStartDesc = prometheus.NewDesc(PartitionLogStart,
 		"First offset still in the log.", []string{"topic", "partition"}, nil)
+	sizeDesc = prometheus.NewDesc(PartitionSizeBytes,
+		"Bytes of the partition's segment files.", []string{"topic", "partition"}, nil)
 	highWatermarkDesc = prometheus.NewDesc(PartitionHighWatermark,
 		"Offset up to which records are visible to consumers.", []string{"topic", "partition"}, nil)
 	groupOffsetDesc = prometheus.NewDesc(GroupCommittedOffset,
@@ -102,6 +104,7 @@ func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- logEndDesc
 	ch <- logStartDesc
 	ch <- highWatermarkDesc
+	ch <- sizeDesc
 	ch <- groupOffsetDesc
 	ch <- groupLagDesc
 }
@@ -128,6 +131,7 @@ func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(logEndDesc, prometheus.GaugeValue, float64(p.Log.LogEndOffset()), t.Name, part)
 			ch <- prometheus.MustNewConstMetric(logStartDesc, prometheus.GaugeValue, float64(p.Log.LogStartOffset()), t.Name, part)
 			ch <- prometheus.MustNewConstMetric(highWatermarkDesc, prometheus.GaugeValue, float64(hw), t.Name, part)
+			ch <- prometheus.MustNewConstMetric(sizeDesc, prometheus.GaugeValue, float64(p.Log.Size()), t.Name, part)
 			if hws != nil {
 				hws[topicPartition{t.Name, p.Index}] = hw
 			}

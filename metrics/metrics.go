@@ -45,7 +45,16 @@ const (
 	PartitionHighWatermark = "strata_partition_high_watermark"
 	GroupCommittedOffset   = "strata_group_committed_offset"
 	GroupLag               = "strata_group_lag"
+	PartitionSizeBytes     = "strata_partition_size_bytes"
+	FsyncDurationSeconds   = "strata_fsync_duration_seconds"
 )
+
+// fsyncBuckets span a page-cache-only fsync (tens of microseconds) to a
+// slow disk under load.
+var fsyncBuckets = []float64{
+	0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+	0.1, 0.25, 0.5, 1, 2.5, 5,
+}
 
 // latencyBuckets span a sub-millisecond produce to a long-polling fetch
 // (fetch.max.wait.ms defaults to 500 ms; clients may ask for more).
@@ -64,6 +73,7 @@ type Metrics struct {
 	connsOpen       prometheus.Gauge
 	connsAccepted   prometheus.Counter
 	connsClosed     prometheus.Counter
+	fsync           prometheus.Histogram
 
 	topics  sync.Map // topic name -> *TopicStats
 	storage atomic.Pointer[storageSource]
@@ -99,7 +109,12 @@ func New() *Metrics {
 			Name: ConnectionsClosed, Help: "Client connections closed.",
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.partitionErrors, m.latency, m.connsOpen, m.connsAccepted, m.connsClosed,
+	m.fsync = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    FsyncDurationSeconds,
+		Help:    "Duration of each fsync of a segment file.",
+		Buckets: fsyncBuckets,
+	})
+	m.reg.MustRegister(m.requests, m.partitionErrors, m.latency, m.connsOpen, m.connsAccepted, m.connsClosed, m.fsync,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&topicCollector{m: m}, &storageCollector{m: m})
 	return m
@@ -130,6 +145,13 @@ func (m *Metrics) ConnOpened() {
 	if m != nil {
 		m.connsAccepted.Inc()
 		m.connsOpen.Inc()
+	}
+}
+
+// Fsync records the duration of one segment fsync (storage's OnFsync hook).
+func (m *Metrics) Fsync(d time.Duration) {
+	if m != nil {
+		m.fsync.Observe(d.Seconds())
 	}
 }
 

@@ -40,6 +40,8 @@ type settings struct {
 
 	OffsetsSegmentBytes int32 // offsets.topic.segment.bytes
 
+	Retention retentionSettings // log.retention.*, log.segment.delete.delay.ms (config_retention.go)
+
 	// KIP-848 consumer groups.
 	ConsumerSessionTimeoutMs       int64 // group.consumer.session.timeout.ms
 	ConsumerMinSessionTimeoutMs    int64 // group.consumer.min.session.timeout.ms
@@ -88,6 +90,7 @@ func defaultSettings() settings {
 		GroupMaxSessionTimeoutMs:     1800000,
 		GroupInitialRebalanceDelayMs: 3000,
 		OffsetsSegmentBytes:          100 << 20,
+		Retention:                    defaultRetentionSettings(),
 
 		ConsumerSessionTimeoutMs:       45000,
 		ConsumerMinSessionTimeoutMs:    45000,
@@ -128,6 +131,8 @@ var implementedKeys = []string{
 	"log.cleaner.enable", "log.cleaner.backoff.ms", "log.cleanup.policy",
 	"log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
 	"log.cleaner.min.cleanable.ratio",
+	"log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.retention.bytes",
+	"log.retention.check.interval.ms", "log.segment.delete.delay.ms",
 }
 
 // ignoredKeys are common Kafka broker keys that have no meaning for a single-node
@@ -141,7 +146,7 @@ var ignoredKeys = []string{
 	"offsets.topic.replication.factor", "default.replication.factor", "min.insync.replicas",
 	"zookeeper.connect", "zookeeper.connection.timeout.ms", "metadata.log.dir",
 	"log.flush.scheduler.interval.ms", "log.flush.offset.checkpoint.interval.ms",
-	"log.flush.start.offset.checkpoint.interval.ms", "log.segment.delete.delay.ms",
+	"log.flush.start.offset.checkpoint.interval.ms",
 	"log.preallocate", "log.message.timestamp.type",
 	"delete.topic.enable", "compression.type", "unclean.leader.election.enable",
 	"auto.leader.rebalance.enable", "connections.max.idle.ms", "request.timeout.ms",
@@ -265,6 +270,7 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	p.int32Range(&s.OffsetsSegmentBytes, "offsets.topic.segment.bytes", 1, math.MaxInt32)
 	loadConsumerGroupSettings(&p, &s)
 	loadCleanerSettings(&p, &s)
+	loadRetentionSettings(&p, &s)
 	if v, ok := p.get("metrics.listener"); ok && v != "" && p.err == nil {
 		if _, err := metrics.ParseListener(v); err != nil {
 			p.fail("metrics.listener", props["metrics.listener"], err.Error())

@@ -96,6 +96,7 @@ func TestDefaults(t *testing.T) {
 		GroupMaxSessionTimeoutMs:     1800000,
 		GroupInitialRebalanceDelayMs: 3000,
 		OffsetsSegmentBytes:          104857600,
+		Retention:                    retentionSettings{RetentionMs: 604800000, RetentionBytes: -1, CheckIntervalMs: 300000, SegmentDeleteMs: 60000},
 
 		ConsumerSessionTimeoutMs:       45000,
 		ConsumerMinSessionTimeoutMs:    45000,
@@ -262,7 +263,7 @@ func TestUnknownAndIgnoredKeys(t *testing.T) {
 		"process.roles":                    "broker,controller",
 		"controller.quorum.voters":         "1@localhost:9093",
 		"socket.send.buffer.bytes":         "102400",
-		"log.retention.hours":              "168",
+		"log.roll.jitter.hours":            "0",
 		"transaction.state.log.min.isr":    "1",
 		"offsets.topic.replication.factor": "1",
 		"no.such.key":                      "1",

@@ -123,7 +123,7 @@ func loadConfig(opts options, log *zap.Logger) (settings, error) {
 
 // brokerConfig maps the settings onto the broker's configuration.
 func brokerConfig(s settings, logRequests bool) broker.Config {
-	return broker.Config{
+	cfg := broker.Config{
 		Listeners:             s.Listeners,
 		AdvertisedListeners:   s.AdvertisedListeners,
 		LogDirs:               s.LogDir,
@@ -162,6 +162,8 @@ func brokerConfig(s settings, logRequests bool) broker.Config {
 			CleanerBackoffMs:       s.CleanerBackoffMs,
 		},
 	}
+	s.Retention.apply(&cfg.Log)
+	return cfg
 }
 
 // run is main without the exit: 0 after a clean shutdown, 1 on a configuration or

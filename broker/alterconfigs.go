@@ -1,0 +1,84 @@
+package broker
+
+// AlterConfigs, versions 0-2.
+//
+// Kafka's legacy semantics: the configs given replace the resource's whole
+// set of dynamic configs, so a config not named goes back to its default.
+// TOPIC resources replace the topic's overrides (validated as in
+// CreateTopics, persisted in strata-topics.json, applied to the open logs
+// at once). BROKER resources replace the dynamic broker configs of the
+// cluster default (name "") or of this node (name = node.id), persisted in
+// strata-broker-configs.json and applied to every topic; only the broker
+// synonyms of topic configs (log.retention.ms, log.segment.bytes, ...) are
+// dynamic, any other key is INVALID_REQUEST, as Kafka answers for
+// configs it cannot update dynamically. A null value is INVALID_REQUEST, a
+// resource named twice INVALID_REQUEST, an invalid value INVALID_CONFIG,
+// an unknown topic UNKNOWN_TOPIC_OR_PARTITION. ValidateOnly checks
+// everything and changes nothing.
+//
+// Difference from Kafka: the BROKER_LOGGER resource type is not served
+// (INVALID_REQUEST).
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/protocol"
+)
+
+type configResource struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
+
+func handleAlterConfigs(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.AlterConfigsRequest)
+	resp := kmsg.NewPtrAlterConfigsResponse()
+	seen := map[configResource]int{}
+	for _, rr := range r.Resources {
+		seen[configResource{rr.ResourceType, rr.ResourceName}]++
+	}
+	for _, rr := range r.Resources {
+		res := kmsg.NewAlterConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		configs := make(map[string]string, len(rr.Configs))
+		var err error
+		for _, c := range rr.Configs {
+			if c.Value == nil {
+				err = fmt.Errorf("null value not supported for: %s: %w", c.Name, kerr.InvalidRequest)
+				break
+			}
+			configs[c.Name] = *c.Value
+		}
+		if seen[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
+			err = fmt.Errorf("duplicate resource %s %q in one request: %w", rr.ResourceType, rr.ResourceName, kerr.InvalidRequest)
+		}
+		if err == nil {
+			err = b.replaceConfigs(rr.ResourceType, rr.ResourceName, configs, r.ValidateOnly)
+		}
+		res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.Resources = append(resp.Resources, res)
+	}
+	return resp, nil
+}
+
+// replaceConfigs sets the whole dynamic config set of a resource.
+func (b *Broker) replaceConfigs(typ kmsg.ConfigResourceType, name string, configs map[string]string, validateOnly bool) error {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if _, err := b.configTopic(name); err != nil {
+			return err
+		}
+		return b.logs.AlterTopicConfigs(name, configs, validateOnly)
+	case kmsg.ConfigResourceTypeBroker:
+		node, err := b.configBroker(name)
+		if err != nil {
+			return err
+		}
+		return b.logs.AlterBrokerConfigs(configs, node, validateOnly)
+	default:
+		return unsupportedResource(typ)
+	}
+}

@@ -1,0 +1,114 @@
+package broker
+
+// DescribeConfigs, versions 0-4.
+//
+// TOPIC resources list every topic config Kafka defines that Strata
+// accepts (storage.TopicConfigDefs), sorted by name, with the value in
+// effect and its source (configs.go); v1+ adds the synonyms when asked,
+// v3+ the config type and, when asked, the documentation. BROKER resources
+// named after node.id list the broker configs that can change dynamically
+// (the topic configs' log.* synonyms) and the read-only settings Strata
+// implements; the cluster default resource (name "") lists only the dynamic
+// default configs, as Kafka. ConfigNames filters by name; unknown names are
+// left out.
+//
+// Errors per resource, as Kafka: an unknown topic is
+// UNKNOWN_TOPIC_OR_PARTITION, an invalid name INVALID_TOPIC_EXCEPTION, a
+// broker id other than node.id or "" INVALID_REQUEST, and the BROKER_LOGGER,
+// CLIENT_METRICS and GROUP resource types INVALID_REQUEST.
+//
+// Differences from Kafka: a broker resource lists the configs Strata
+// implements, not Kafka's few hundred; nothing is sensitive; without
+// server.properties keys (a broker built in a test) a log setting counts as
+// STATIC_BROKER_CONFIG when it differs from Kafka's default.
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/protocol"
+	"github.com/strata-io/strata/storage"
+)
+
+func handleDescribeConfigs(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.DescribeConfigsRequest)
+	resp := kmsg.NewPtrDescribeConfigsResponse()
+	for _, rr := range r.Resources {
+		res := kmsg.NewDescribeConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		var names map[string]bool
+		if rr.ConfigNames != nil {
+			names = make(map[string]bool, len(rr.ConfigNames))
+			for _, n := range rr.ConfigNames {
+				names[n] = true
+			}
+		}
+		synonyms, docs := r.IncludeSynonyms && req.Version >= 1, r.IncludeDocumentation && req.Version >= 3
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			t, err := b.configTopic(rr.ResourceName)
+			if err != nil {
+				res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+				break
+			}
+			src := b.brokerConfigSources()
+			topic := t.ConfigMap()
+			for _, def := range storage.TopicConfigDefs() {
+				if names == nil || names[def.Name] {
+					res.Configs = append(res.Configs, describeTopicConfig(def, topic, src, synonyms, docs))
+				}
+			}
+		case kmsg.ConfigResourceTypeBroker:
+			node, err := b.configBroker(rr.ResourceName)
+			if err != nil {
+				res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+				break
+			}
+			res.Configs = b.describeBrokerConfigs(node, names, synonyms, docs)
+		default:
+			err := unsupportedResource(rr.ResourceType)
+			res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+		}
+		resp.Resources = append(resp.Resources, res)
+	}
+	return resp, nil
+}
+
+// configTopic resolves a TOPIC resource.
+func (b *Broker) configTopic(name string) (*storage.Topic, error) {
+	if name == "" {
+		return nil, fmt.Errorf("topic name is illegal, it can't be empty: %w", kerr.InvalidTopicException)
+	}
+	t := b.logs.Topic(name)
+	if t == nil {
+		if _, err := b.logs.CreateTopic(name, 1, nil, true); err != nil && !isKerr(err, kerr.TopicAlreadyExists) {
+			return nil, err // an invalid name
+		}
+		return nil, fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
+	}
+	return t, nil
+}
+
+// configBroker resolves a BROKER resource: "" is the cluster default,
+// node.id this node.
+func (b *Broker) configBroker(name string) (node bool, err error) {
+	if name == "" {
+		return false, nil
+	}
+	id, perr := strconv.ParseInt(name, 10, 32)
+	if perr != nil || int32(id) != b.cfg.NodeID {
+		return false, fmt.Errorf("unexpected broker id, expected %d or empty string, but received %s: %w", b.cfg.NodeID, name, kerr.InvalidRequest)
+	}
+	return true, nil
+}
+
+func unsupportedResource(t kmsg.ConfigResourceType) error {
+	return fmt.Errorf("unsupported resource type %s: %w", t, kerr.InvalidRequest)
+}
+
+func isKerr(err error, want *kerr.Error) bool {
+	return errorCode(err) == want.Code
+}

@@ -1,0 +1,71 @@
+package broker
+
+// DescribeLogDirs, versions 0-4.
+//
+// There is one log dir (log.dirs), reported by its absolute path with the
+// size in bytes of each partition's segments; OffsetLag is 0 and IsFuture
+// false (no replica movement between dirs). Null Topics describes every
+// partition; named topics or partitions that do not exist are left out, as
+// in Kafka. v4 adds the file system's total and usable bytes (statfs);
+// when statfs fails they are -1, Kafka's "unknown".
+
+import (
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/protocol"
+	"github.com/strata-io/strata/storage"
+)
+
+func handleDescribeLogDirs(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.DescribeLogDirsRequest)
+	resp := kmsg.NewPtrDescribeLogDirsResponse()
+	dir := kmsg.NewDescribeLogDirsResponseDir()
+	dir.Dir = b.cfg.LogDirs
+	if abs, err := filepath.Abs(b.cfg.LogDirs); err == nil {
+		dir.Dir = abs
+	}
+	dir.TotalBytes, dir.UsableBytes = -1, -1
+	var st unix.Statfs_t
+	if err := unix.Statfs(b.cfg.LogDirs, &st); err == nil {
+		dir.TotalBytes = int64(st.Blocks) * int64(st.Bsize)
+		dir.UsableBytes = int64(st.Bavail) * int64(st.Bsize)
+	}
+	addTopic := func(t *storage.Topic, want func(int32) bool) {
+		dt := kmsg.NewDescribeLogDirsResponseDirTopic()
+		dt.Topic = t.Name
+		for _, p := range t.Partitions() {
+			if p == nil || !want(p.Index) {
+				continue
+			}
+			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+			dp.Partition, dp.Size = p.Index, p.Log.Size()
+			dt.Partitions = append(dt.Partitions, dp)
+		}
+		if len(dt.Partitions) > 0 {
+			dir.Topics = append(dir.Topics, dt)
+		}
+	}
+	if r.Topics == nil {
+		for _, t := range b.logs.Topics() {
+			addTopic(t, func(int32) bool { return true })
+		}
+	} else {
+		for _, rt := range r.Topics {
+			t := b.logs.Topic(rt.Topic)
+			if t == nil {
+				continue
+			}
+			want := map[int32]bool{}
+			for _, p := range rt.Partitions {
+				want[p] = true
+			}
+			addTopic(t, func(p int32) bool { return want[p] })
+		}
+	}
+	resp.Dirs = []kmsg.DescribeLogDirsResponseDir{dir}
+	return resp, nil
+}

@@ -1,0 +1,143 @@
+package broker
+
+// IncrementalAlterConfigs, versions 0-1.
+//
+// Each resource's operations apply to its current dynamic configs (a
+// topic's overrides, or the cluster-default or this node's dynamic broker
+// configs), and the result replaces them as AlterConfigs does (see
+// alterconfigs.go for validation, persistence and errors). SET sets a
+// value, DELETE removes it (back to the default; deleting an unset config
+// is fine), APPEND and SUBTRACT add or remove items of a LIST config
+// (cleanup.policy, the throttled replica lists) starting from the current
+// value or Kafka's default; on other configs they are INVALID_CONFIG, as
+// an unknown operation is INVALID_REQUEST. A config named twice in one
+// resource, a resource named twice and a null value for SET, APPEND or
+// SUBTRACT are INVALID_REQUEST.
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/protocol"
+	"github.com/strata-io/strata/storage"
+)
+
+func handleIncrementalAlterConfigs(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.IncrementalAlterConfigsRequest)
+	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
+	seen := map[configResource]int{}
+	for _, rr := range r.Resources {
+		seen[configResource{rr.ResourceType, rr.ResourceName}]++
+	}
+	for _, rr := range r.Resources {
+		res := kmsg.NewIncrementalAlterConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		var err error
+		if seen[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
+			err = fmt.Errorf("duplicate resource %s %q in one request: %w", rr.ResourceType, rr.ResourceName, kerr.InvalidRequest)
+		} else {
+			err = b.alterIncrementally(rr, r.ValidateOnly)
+		}
+		res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.Resources = append(resp.Resources, res)
+	}
+	return resp, nil
+}
+
+func (b *Broker) alterIncrementally(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+	var current map[string]string
+	switch rr.ResourceType {
+	case kmsg.ConfigResourceTypeTopic:
+		t, err := b.configTopic(rr.ResourceName)
+		if err != nil {
+			return err
+		}
+		current = t.ConfigMap()
+	case kmsg.ConfigResourceTypeBroker:
+		node, err := b.configBroker(rr.ResourceName)
+		if err != nil {
+			return err
+		}
+		def, own := b.logs.BrokerConfigs()
+		current = def
+		if node {
+			current = own
+		}
+	default:
+		return unsupportedResource(rr.ResourceType)
+	}
+	next := maps.Clone(current)
+	if next == nil {
+		next = map[string]string{}
+	}
+	named := map[string]bool{}
+	for _, c := range rr.Configs {
+		if named[c.Name] {
+			return fmt.Errorf("error due to duplicate config keys: %s: %w", c.Name, kerr.InvalidRequest)
+		}
+		named[c.Name] = true
+		if c.Op != kmsg.IncrementalAlterConfigOpDelete && c.Value == nil {
+			return fmt.Errorf("null value not supported for: %s: %w", c.Name, kerr.InvalidRequest)
+		}
+		switch c.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			next[c.Name] = *c.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			delete(next, c.Name)
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			items, err := b.listConfig(rr.ResourceType, c.Name, next)
+			if err != nil {
+				return err
+			}
+			for _, v := range splitList(*c.Value) {
+				has := slices.Contains(items, v)
+				switch {
+				case c.Op == kmsg.IncrementalAlterConfigOpAppend && !has:
+					items = append(items, v)
+				case c.Op == kmsg.IncrementalAlterConfigOpSubtract && has:
+					items = slices.DeleteFunc(items, func(s string) bool { return s == v })
+				}
+			}
+			next[c.Name] = strings.Join(items, ",")
+		default:
+			return fmt.Errorf("unknown config operation %d for %s: %w", c.Op, c.Name, kerr.InvalidRequest)
+		}
+	}
+	return b.replaceConfigs(rr.ResourceType, rr.ResourceName, next, validateOnly)
+}
+
+// listConfig returns the current items of a LIST config: its value in
+// configs, else Kafka's default. Other configs are INVALID_CONFIG.
+func (b *Broker) listConfig(typ kmsg.ConfigResourceType, name string, configs map[string]string) ([]string, error) {
+	key := name
+	if typ == kmsg.ConfigResourceTypeBroker {
+		topicKey, _, ok := storage.BrokerSynonymOf(name)
+		if !ok {
+			return nil, fmt.Errorf("config value append/subtract is not allowed for config key %s: %w", name, kerr.InvalidConfig)
+		}
+		key = topicKey
+	}
+	def, ok := storage.TopicConfigDefFor(key)
+	if !ok || def.Type != storage.ConfigTypeList {
+		return nil, fmt.Errorf("config value append/subtract is not allowed for config key %s, whose type is not LIST: %w", name, kerr.InvalidConfig)
+	}
+	if v, ok := configs[name]; ok {
+		return splitList(v), nil
+	}
+	return splitList(def.Default), nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
