@@ -96,6 +96,7 @@ func TestDefaults(t *testing.T) {
 		GroupMaxSessionTimeoutMs:     1800000,
 		GroupInitialRebalanceDelayMs: 3000,
 		OffsetsSegmentBytes:          104857600,
+		Limits:                       limitSettings{MaxConnections: math.MaxInt32, MaxConnectionsPerIP: math.MaxInt32, MaxIdleMs: 600000},
 		Retention:                    retentionSettings{RetentionMs: 604800000, RetentionBytes: -1, CheckIntervalMs: 300000, SegmentDeleteMs: 60000},
 
 		ConsumerSessionTimeoutMs:       45000,
@@ -155,16 +156,22 @@ func TestValidValues(t *testing.T) {
 		{map[string]string{"offsets.topic.segment.bytes": "1"}, func(s settings) bool { return s.OffsetsSegmentBytes == 1 }},
 		{map[string]string{"group.consumer.session.timeout.ms": "2000", "group.consumer.min.session.timeout.ms": "1000",
 			"group.consumer.heartbeat.interval.ms": "100", "group.consumer.min.heartbeat.interval.ms": "100"},
-			func(s settings) bool { return s.ConsumerSessionTimeoutMs == 2000 && s.ConsumerHeartbeatIntervalMs == 100 }},
+			func(s settings) bool {
+				return s.ConsumerSessionTimeoutMs == 2000 && s.ConsumerHeartbeatIntervalMs == 100
+			}},
 		{map[string]string{"group.consumer.max.session.timeout.ms": "90000", "group.consumer.session.timeout.ms": "90000",
 			"group.consumer.max.heartbeat.interval.ms": "20000", "group.consumer.heartbeat.interval.ms": "20000"},
-			func(s settings) bool { return s.ConsumerSessionTimeoutMs == 90000 && s.ConsumerMaxHeartbeatIntervalMs == 20000 }},
+			func(s settings) bool {
+				return s.ConsumerSessionTimeoutMs == 90000 && s.ConsumerMaxHeartbeatIntervalMs == 20000
+			}},
 		{map[string]string{"log.cleaner.enable": "False", "log.cleaner.backoff.ms": "0"},
 			func(s settings) bool { return !s.CleanerEnable && s.CleanerBackoffMs == 0 }},
 		{map[string]string{"log.cleanup.policy": "delete, compact"}, func(s settings) bool { return s.CleanupCompact }},
 		{map[string]string{"log.cleanup.policy": "delete"}, func(s settings) bool { return !s.CleanupCompact }},
 		{map[string]string{"log.cleaner.delete.retention.ms": "0", "log.cleaner.min.compaction.lag.ms": "7", "log.cleaner.min.cleanable.ratio": " 0.25 "},
-			func(s settings) bool { return s.DeleteRetentionMs == 0 && s.MinCompactionLagMs == 7 && s.MinCleanableRatio == 0.25 }},
+			func(s settings) bool {
+				return s.DeleteRetentionMs == 0 && s.MinCompactionLagMs == 7 && s.MinCleanableRatio == 0.25
+			}},
 	}
 	for _, tt := range tests {
 		s, err := loadSettings(tt.props, zap.NewNop())
