@@ -31,6 +31,10 @@ type Config struct {
 	Groups                coordinator.GroupConfig
 	LogRequests           bool   // --log-requests: log every decoded request and response
 	MetricsListener       string // metrics.listener: http://host:port for /metrics and /healthz; empty = off
+
+	// Limits are max.connections, max.connections.per.ip and
+	// connections.max.idle.ms (limits.go).
+	Limits ConnLimits
 	// StaticConfigs are the server.properties keys and values as given,
 	// reported by DescribeConfigs as STATIC_BROKER_CONFIG; nil = derive
 	// them from Log (configs.go).
@@ -51,6 +55,7 @@ type Broker struct {
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
+	perIP    map[string]int // open connections by remote IP (limits.go)
 	closing  bool
 	shutdown chan struct{} // closed when Shutdown starts: wakes long polls
 	inflight sync.WaitGroup
@@ -147,6 +152,9 @@ func (b *Broker) Serve() error {
 		}
 		delay = 0
 		c := newConn(b, nc)
+		if !b.admit(c) {
+			continue
+		}
 		if !b.track(c) {
 			nc.Close()
 			return nil
@@ -177,6 +185,7 @@ func (b *Broker) untrack(c *conn) {
 	b.mu.Lock()
 	delete(b.conns, c)
 	b.mu.Unlock()
+	b.release(c)
 	b.metrics.ConnClosed()
 	b.inflight.Done()
 }

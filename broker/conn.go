@@ -27,6 +27,7 @@ type conn struct {
 	frame  []byte
 	out    []byte
 	remote string
+	ip     string // counted against max.connections.per.ip (limits.go)
 
 	fetchErr int16 // top-level error code of the fetch response just written, for metrics
 }
@@ -76,7 +77,7 @@ func (c *conn) serveOneRecovered() (err error) {
 // up between requests, or a shutdown, is not an error.
 func (c *conn) logClose(err error) {
 	switch {
-	case errors.Is(err, io.EOF), c.b.isClosing() && errors.Is(err, os.ErrDeadlineExceeded):
+	case errors.Is(err, io.EOF), errors.Is(err, errIdle), c.b.isClosing() && errors.Is(err, os.ErrDeadlineExceeded):
 		c.log.Debug("connection closed", zap.Error(err))
 	default:
 		c.log.Warn("closing connection", zap.Error(err))
@@ -84,9 +85,10 @@ func (c *conn) logClose(err error) {
 }
 
 func (c *conn) serveOne() error {
+	c.armIdle()
 	frame, err := protocol.ReadFrame(c.r, c.b.cfg.SocketRequestMaxBytes, c.frame)
 	if err != nil {
-		return err
+		return c.idleErr(err)
 	}
 	start := time.Now()
 	req, err := protocol.ParseRequest(frame)
@@ -140,6 +142,7 @@ func (c *conn) reply(req *protocol.Request, resp kmsg.Response) error {
 }
 
 func (c *conn) write(p []byte) error {
+	c.armWrite()
 	_, err := c.nc.Write(p)
 	return err
 }

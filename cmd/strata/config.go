@@ -40,6 +40,8 @@ type settings struct {
 
 	OffsetsSegmentBytes int32 // offsets.topic.segment.bytes
 
+	Limits limitSettings // max.connections, max.connections.per.ip, connections.max.idle.ms (config_limits.go)
+
 	Retention retentionSettings // log.retention.*, log.segment.delete.delay.ms (config_retention.go)
 
 	// KIP-848 consumer groups.
@@ -90,6 +92,7 @@ func defaultSettings() settings {
 		GroupMaxSessionTimeoutMs:     1800000,
 		GroupInitialRebalanceDelayMs: 3000,
 		OffsetsSegmentBytes:          100 << 20,
+		Limits:                       defaultLimitSettings(),
 		Retention:                    defaultRetentionSettings(),
 
 		ConsumerSessionTimeoutMs:       45000,
@@ -122,6 +125,7 @@ var implementedKeys = []string{
 	"log.roll.hours", "log.index.interval.bytes", "log.index.size.max.bytes",
 	"message.max.bytes", "socket.request.max.bytes", "log.flush.interval.messages",
 	"log.flush.interval.ms", "metrics.listener",
+	"max.connections", "max.connections.per.ip", "connections.max.idle.ms",
 	"offsets.topic.num.partitions", "offsets.retention.minutes", "offsets.retention.check.interval.ms",
 	"offsets.commit.timeout.ms", "group.min.session.timeout.ms", "group.max.session.timeout.ms",
 	"group.initial.rebalance.delay.ms", "offsets.topic.segment.bytes",
@@ -149,7 +153,7 @@ var ignoredKeys = []string{
 	"log.flush.start.offset.checkpoint.interval.ms",
 	"log.preallocate", "log.message.timestamp.type",
 	"delete.topic.enable", "compression.type", "unclean.leader.election.enable",
-	"auto.leader.rebalance.enable", "connections.max.idle.ms", "request.timeout.ms",
+	"auto.leader.rebalance.enable", "request.timeout.ms",
 	"broker.rack", "authorizer.class.name", "super.users", "metric.reporters",
 	"fetch.max.bytes", "transactional.id.expiration.ms", "producer.id.expiration.ms",
 	"initial.broker.registration.timeout.ms", "broker.heartbeat.interval.ms",
@@ -270,6 +274,7 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	p.int32Range(&s.OffsetsSegmentBytes, "offsets.topic.segment.bytes", 1, math.MaxInt32)
 	loadConsumerGroupSettings(&p, &s)
 	loadCleanerSettings(&p, &s)
+	loadLimitSettings(&p, &s)
 	loadRetentionSettings(&p, &s)
 	if v, ok := p.get("metrics.listener"); ok && v != "" && p.err == nil {
 		if _, err := metrics.ParseListener(v); err != nil {

@@ -133,6 +133,7 @@ func brokerConfig(s settings, logRequests bool) broker.Config {
 		SocketRequestMaxBytes: s.SocketRequestMaxBytes,
 		LogRequests:           logRequests,
 		MetricsListener:       s.MetricsListener,
+		Limits:                s.Limits.config(),
 		Groups: coordinator.GroupConfig{
 			OffsetsTopicPartitions: s.OffsetsTopicPartitions,
 			OffsetsRetention:       time.Duration(s.OffsetsRetentionMinutes) * time.Minute,

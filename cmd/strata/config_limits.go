@@ -1,0 +1,56 @@
+package main
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/strata-io/strata/broker"
+)
+
+// limitSettings are the connection limits, with Kafka's names and defaults
+// (SocketServerConfigs).
+type limitSettings struct {
+	MaxConnections      int32 // max.connections
+	MaxConnectionsPerIP int32 // max.connections.per.ip
+	MaxIdleMs           int64 // connections.max.idle.ms; negative disables idle expiry
+}
+
+func defaultLimitSettings() limitSettings {
+	return limitSettings{
+		MaxConnections:      math.MaxInt32,
+		MaxConnectionsPerIP: math.MaxInt32,
+		MaxIdleMs:           600000,
+	}
+}
+
+// loadLimitSettings reads the keys. Kafka accepts 0 for both counts (and 0
+// for max.connections.per.ip only with max.connections.per.ip.overrides);
+// Strata has neither overrides nor an inter-broker listener, so 0 would
+// refuse every client and is rejected. connections.max.idle.ms has no
+// validator in Kafka, and a negative value disables idle expiry as there;
+// 0, which would close every connection at once, is rejected.
+func loadLimitSettings(p *propReader, s *settings) {
+	l := &s.Limits
+	p.int32Range(&l.MaxConnections, "max.connections", 1, math.MaxInt32)
+	p.int32Range(&l.MaxConnectionsPerIP, "max.connections.per.ip", 1, math.MaxInt32)
+	p.int64Range(&l.MaxIdleMs, "connections.max.idle.ms", math.MinInt64, math.MaxInt64)
+	if l.MaxIdleMs == 0 && p.err == nil {
+		p.fail("connections.max.idle.ms", strconv.FormatInt(l.MaxIdleMs, 10),
+			"0 would close every connection at once; use a negative value to never close idle connections")
+	}
+}
+
+func (l limitSettings) config() broker.ConnLimits {
+	idle := time.Duration(l.MaxIdleMs) * time.Millisecond
+	if l.MaxIdleMs < 0 {
+		idle = -1
+	} else if l.MaxIdleMs > math.MaxInt64/int64(time.Millisecond) {
+		idle = math.MaxInt64
+	}
+	return broker.ConnLimits{
+		MaxConnections:      int(l.MaxConnections),
+		MaxConnectionsPerIP: int(l.MaxConnectionsPerIP),
+		MaxIdle:             idle,
+	}
+}
