@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -390,7 +391,7 @@ func (h *harness) runOne(j job) (c cell) {
 	c = cell{Client: j.client.Name, Scenario: j.scenario, Broker: j.broker.name}
 	t := time.Now()
 	defer func() { c.Secs = time.Since(t).Seconds() }()
-	if j.client.PreCreate && j.scenario != "create_topic" && j.scenario != "create_partitions" && j.scenario != "delete_topic" && j.scenario != "cross_consume" {
+	if j.client.PreCreate && j.scenario != "create_topic" && j.scenario != "create_partitions" && j.scenario != "delete_topic" && j.scenario != "cross_consume" && !slices.Contains(j.client.SelfCreate, j.scenario) {
 		if err := createTopic(j.broker.addr, j.topic, rt.Partitions(j.scenario)); err != nil {
 			c.Result, c.Detail = "fail", "orchestrator pre-create of the topic (franz-go) failed: "+err.Error()
 			c.Secs = time.Since(t).Seconds()

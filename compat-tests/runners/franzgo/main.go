@@ -75,6 +75,18 @@ func run(a rt.Args) rt.Result {
 		return e.deleteTopic()
 	case s == "max_message_size":
 		return e.maxMessageSize()
+	case s == "alter_configs":
+		return e.alterConfigs()
+	case s == "describe_topic":
+		return e.describeTopic()
+	case s == "log_dirs":
+		return e.logDirs()
+	case s == "delete_records":
+		return e.deleteRecords()
+	case s == "consumer_groups_cli":
+		return rt.Skip("kafka-cli only: checks the kafka-consumer-groups tool's output")
+	case s == "group_consumer_protocol":
+		return e.groupConsumerProtocol()
 	case s == "cross_produce":
 		return e.crossProduce()
 	case s == "cross_consume":
@@ -380,9 +392,9 @@ func (e *env) produceN(n int) error {
 }
 
 // groupConsume joins group g, polls until it has >= n records, returns them and the open client.
-func (e *env) groupConsume(n int) (*kgo.Client, []rt.Rec, error) {
-	cl := e.client(kgo.ConsumerGroup(e.a.Group()), kgo.ConsumeTopics(e.a.Topic), kgo.DisableAutoCommit(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+func (e *env) groupConsume(n int, opts ...kgo.Opt) (*kgo.Client, []rt.Rec, error) {
+	cl := e.client(append([]kgo.Opt{kgo.ConsumerGroup(e.a.Group()), kgo.ConsumeTopics(e.a.Topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
 	defer cancel()
 	var out []rt.Rec
@@ -640,4 +652,247 @@ func (e *env) crossConsume() rt.Result {
 		return e.failf("consume: %v", err)
 	}
 	return rt.CrossResult(got, e.a.Arg("expect_from", ""))
+}
+
+// alterConfigs sets retention.ms with IncrementalAlterConfigs (kadm.AlterTopicConfigs) and
+// checks DescribeConfigs reports the value with source DYNAMIC_TOPIC_CONFIG.
+func (e *env) alterConfigs() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 1); err != nil {
+		return e.failf("%v", err)
+	}
+	v := rt.AlterRetentionMs
+	ar, err := adm.AlterTopicConfigs(e.ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &v}}, e.a.Topic)
+	if err != nil {
+		return e.failf("IncrementalAlterConfigs: %v", err)
+	}
+	for _, r := range ar {
+		if r.Err != nil {
+			return e.failf("IncrementalAlterConfigs %s: %v %s", r.Name, r.Err, r.ErrMessage)
+		}
+	}
+	// Kafka applies the alter through its metadata log, so a describe right after it may
+	// still show the old value: poll for up to 10 s.
+	var value, source string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rcs, err := adm.DescribeTopicConfigs(e.ctx, e.a.Topic)
+		if err != nil {
+			return e.failf("DescribeConfigs: %v", err)
+		}
+		rc, err := rcs.On(e.a.Topic, nil)
+		if err == nil && rc.Err != nil {
+			err = fmt.Errorf("%v %s", rc.Err, rc.ErrMessage)
+		}
+		if err != nil {
+			return e.failf("DescribeConfigs: %v", err)
+		}
+		value, source = "(absent)", ""
+		for _, c := range rc.Configs {
+			if c.Key == "retention.ms" {
+				value, source = c.MaybeValue(), c.Source.String()
+			}
+		}
+		if (value == rt.AlterRetentionMs && source == rt.DynamicTopicConfig) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	data := map[string]any{"value": value, "source": source}
+	if value != rt.AlterRetentionMs || source != rt.DynamicTopicConfig {
+		return rt.Fail(fmt.Sprintf("after IncrementalAlterConfigs SET retention.ms=%s DescribeConfigs shows retention.ms %s (source %s) for 10 s, want %s (%s)",
+			rt.AlterRetentionMs, value, source, rt.AlterRetentionMs, rt.DynamicTopicConfig), data)
+	}
+	return rt.Pass(fmt.Sprintf("IncrementalAlterConfigs SET retention.ms=%s; DescribeConfigs: %s, source %s", rt.AlterRetentionMs, value, source), data)
+}
+
+// describeTopic checks Metadata's view of a 3-partition topic: leader, replicas and ISR.
+func (e *env) describeTopic() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 3); err != nil {
+		return e.failf("%v", err)
+	}
+	td, err := adm.ListTopics(e.ctx, e.a.Topic)
+	if err != nil {
+		return e.failf("Metadata: %v", err)
+	}
+	t, ok := td[e.a.Topic]
+	if !ok || t.Err != nil {
+		return e.failf("Metadata: topic %s missing or in error: %v", e.a.Topic, t.Err)
+	}
+	var parts []string
+	for _, p := range t.Partitions.Sorted() {
+		if p.Err != nil || p.Leader < 0 || len(p.Replicas) != 1 || p.Replicas[0] != p.Leader || len(p.ISR) != 1 || p.ISR[0] != p.Leader {
+			return e.failf("partition %d: leader %d replicas %v isr %v err %v (want leader = the only replica = the only ISR)", p.Partition, p.Leader, p.Replicas, p.ISR, p.Err)
+		}
+		parts = append(parts, fmt.Sprintf("p%d leader %d replicas %v isr %v", p.Partition, p.Leader, p.Replicas, p.ISR))
+	}
+	if len(parts) != 3 {
+		return e.failf("%d partitions, want 3", len(parts))
+	}
+	if t.ID == [16]byte{} {
+		return e.failf("Metadata has no topic ID for %s", e.a.Topic)
+	}
+	return rt.Pass("topic ID "+t.ID.String()+"; "+strings.Join(parts, ", "), nil)
+}
+
+// produceNumbered produces n records "r0".."r<n-1>" to partition 0 of a 1-partition topic.
+func (e *env) produceNumbered(n int) error {
+	var rs []rt.Rec
+	for i := 0; i < n; i++ {
+		rs = append(rs, rt.Rec{Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("r%d", i))})
+	}
+	return e.produce(nil, rs)
+}
+
+// logDirs produces 10 records, then DescribeLogDirs must show partition 0 with a size > 0.
+func (e *env) logDirs() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 1); err != nil {
+		return e.failf("%v", err)
+	}
+	if err := e.produceNumbered(rt.LogDirsProduce); err != nil {
+		return e.failf("produce: %v", err)
+	}
+	all, err := adm.DescribeAllLogDirs(e.ctx, kadm.TopicsSet{e.a.Topic: {0: {}}})
+	if err != nil {
+		return e.failf("DescribeLogDirs: %v", err)
+	}
+	var found []string
+	var errs []string
+	for _, d := range all.Sorted() {
+		if d.Err != nil {
+			errs = append(errs, fmt.Sprintf("broker %d dir %s: %v", d.Broker, d.Dir, d.Err))
+			continue
+		}
+		if p, ok := d.Topics.Lookup(e.a.Topic, 0); ok {
+			if p.Size <= 0 {
+				return e.failf("DescribeLogDirs: %s-0 in %s has size %d after producing %d records", e.a.Topic, d.Dir, p.Size, rt.LogDirsProduce)
+			}
+			found = append(found, fmt.Sprintf("broker %d dir %s: %s-0 size %d offsetLag %d", d.Broker, d.Dir, e.a.Topic, p.Size, p.OffsetLag))
+		}
+	}
+	if len(found) == 0 {
+		return e.failf("DescribeLogDirs lists no dir with %s-0 (%d dirs; errors: %v)", e.a.Topic, len(all.Sorted()), errs)
+	}
+	return rt.Pass(strings.Join(found, "; "), nil)
+}
+
+// deleteRecords produces 10 records, deletes before offset 5: low watermark 5, earliest 5.
+func (e *env) deleteRecords() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 1); err != nil {
+		return e.failf("%v", err)
+	}
+	if err := e.produceNumbered(rt.DeleteRecordsProduce); err != nil {
+		return e.failf("produce: %v", err)
+	}
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: e.a.Topic, Partition: 0, At: rt.DeleteRecordsBefore, LeaderEpoch: -1})
+	dr, err := adm.DeleteRecords(e.ctx, os)
+	if err != nil {
+		return e.failf("DeleteRecords: %v", err)
+	}
+	r, ok := dr.Lookup(e.a.Topic, 0)
+	if !ok {
+		return e.failf("DeleteRecords: no response for partition 0")
+	}
+	if r.Err != nil {
+		return e.failf("DeleteRecords: %v", r.Err)
+	}
+	lo, err := adm.ListStartOffsets(e.ctx, e.a.Topic)
+	if err != nil {
+		return e.failf("ListOffsets(earliest): %v", err)
+	}
+	st, ok := lo.Lookup(e.a.Topic, 0)
+	if !ok || st.Err != nil {
+		return e.failf("ListOffsets(earliest): %v", st.Err)
+	}
+	if r.LowWatermark != rt.DeleteRecordsBefore || st.Offset != rt.DeleteRecordsBefore {
+		return e.failf("DeleteRecords before %d: low watermark %d, earliest offset %d (want %d, %d)", rt.DeleteRecordsBefore, r.LowWatermark, st.Offset, rt.DeleteRecordsBefore, rt.DeleteRecordsBefore)
+	}
+	got, err := e.consume(1, 0)
+	if err != nil {
+		return e.failf("consume from the start: %v", err)
+	}
+	if got[0].Offset != rt.DeleteRecordsBefore {
+		return e.failf("consume from the start: first offset %d, want %d", got[0].Offset, rt.DeleteRecordsBefore)
+	}
+	return rt.Pass(fmt.Sprintf("DeleteRecords before %d: low watermark %d; earliest offset %d; a consumer from the start begins at %d", rt.DeleteRecordsBefore, r.LowWatermark, st.Offset, got[0].Offset), nil)
+}
+
+// groupType asks ListGroups (v5) for the group's type: "consumer" for a KIP-848 group.
+func (e *env) groupType(cl *kgo.Client, g string) (string, error) {
+	req := kmsg.NewPtrListGroupsRequest()
+	resp, err := req.RequestWith(e.ctx, cl)
+	if err != nil {
+		return "", err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return "", err
+	}
+	for _, lg := range resp.Groups {
+		if lg.Group == g {
+			return lg.GroupType, nil
+		}
+	}
+	return "", fmt.Errorf("ListGroups does not list %s", g)
+}
+
+// groupConsumerProtocol is group_commit_resume with KIP-848 (kgo.ServerSideBalancer with the
+// range assignor): the group must be of type "consumer" in ListGroups.
+func (e *env) groupConsumerProtocol() rt.Result {
+	cl, adm := e.admin()
+	defer cl.Close()
+	if err := e.ensureTopic(adm, 1); err != nil {
+		return e.failf("%v", err)
+	}
+	if err := e.produceN(20); err != nil {
+		return e.failf("produce: %v", err)
+	}
+	opts := []kgo.Opt{kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer())}
+	c1, _, err := e.groupConsume(10, opts...)
+	if err != nil {
+		c1.Close()
+		return e.failf("first consumer: %v", err)
+	}
+	var cerr error
+	c1.CommitOffsetsSync(e.ctx, map[string]map[int32]kgo.EpochOffset{e.a.Topic: {0: {Epoch: -1, Offset: 10}}},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				cerr = err
+				return
+			}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+						cerr = err
+					}
+				}
+			}
+		})
+	gt, gterr := e.groupType(cl, e.a.Group())
+	c1.Close()
+	if cerr != nil {
+		return e.failf("commit: %v", cerr)
+	}
+	if gterr != nil {
+		return e.failf("ListGroups: %v", gterr)
+	}
+	if gt != "consumer" {
+		return e.failf("ListGroups says group type %q, want \"consumer\" (empty: ListGroups below v5 or franz-go used the classic protocol)", gt)
+	}
+	c2, recs2, err := e.groupConsume(1, opts...)
+	c2.Close()
+	if err != nil {
+		return e.failf("second consumer: %v", err)
+	}
+	if recs2[0].Offset != 10 {
+		return e.failf("second consumer resumed at offset %d, want 10", recs2[0].Offset)
+	}
+	return rt.Pass("KIP-848 group (type consumer, range assignor): committed 10, new member resumed at offset 10", nil)
 }

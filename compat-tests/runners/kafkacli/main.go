@@ -8,11 +8,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +33,8 @@ const (
 	apiVersions = "org.apache.kafka.tools.BrokerApiVersionsCommand"
 	groupsCmd   = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 	configsCmd  = "kafka.admin.ConfigCommand"
+	logDirsCmd  = "org.apache.kafka.tools.LogDirsCommand"
+	deleteRecs  = "org.apache.kafka.tools.DeleteRecordsCommand"
 )
 
 type env struct {
@@ -73,6 +77,18 @@ func run(a rt.Args) rt.Result {
 		return e.deleteTopic()
 	case s == "max_message_size":
 		return e.maxMessageSize()
+	case s == "alter_configs":
+		return e.alterConfigs()
+	case s == "describe_topic":
+		return e.describeTopic()
+	case s == "log_dirs":
+		return e.logDirs()
+	case s == "delete_records":
+		return e.deleteRecords()
+	case s == "consumer_groups_cli":
+		return e.consumerGroupsCLI()
+	case s == "group_consumer_protocol":
+		return e.groupConsumerProtocol()
 	case s == "cross_produce":
 		return e.crossProduce()
 	case s == "cross_consume":
@@ -394,9 +410,10 @@ func (e env) idempotent() rt.Result {
 
 // groupConsume runs a console consumer in the group for n records; max.poll.records=1 makes
 // the auto-commit on close commit exactly the consumed position.
-func (e env) groupConsume(n int) ([]rt.Rec, error) {
+func (e env) groupConsume(n int, extra ...string) ([]rt.Rec, error) {
 	args := append(e.bs(), "--topic", e.a.Topic, "--group", e.a.Group(), "--from-beginning", "--max-messages", strconv.Itoa(n),
 		"--timeout-ms", "20000", "--consumer-property", "max.poll.records=1")
+	args = append(args, extra...)
 	out, serr, err := e.tool(nil, 45*time.Second, consumerCmd, append(args, consumerProps...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka-console-consumer --group: %v: %s", err, why(serr))
@@ -552,4 +569,256 @@ func (e env) crossConsume() rt.Result {
 		return rt.Failf("consume: %v", err)
 	}
 	return rt.CrossResult(got, e.a.Arg("expect_from", ""))
+}
+
+// alterConfigs: kafka-configs --alter --add-config (IncrementalAlterConfigs in 4.x), then
+// kafka-configs --describe lists the dynamic topic configs with their synonyms, the first of
+// which names the source.
+func (e env) alterConfigs() rt.Result {
+	ent := append(e.bs(), "--entity-type", "topics", "--entity-name", e.a.Topic)
+	_, serr, err := e.tool(nil, 30*time.Second, configsCmd, append(ent, "--alter", "--add-config", "retention.ms="+rt.AlterRetentionMs)...)
+	if err != nil {
+		return rt.Failf("kafka-configs --alter --add-config retention.ms=%s: %v: %s", rt.AlterRetentionMs, err, why(serr))
+	}
+	// Kafka applies the alter through its metadata log: describe again for a few seconds
+	// until the new value shows.
+	re := regexp.MustCompile(`(?m)^\s*retention\.ms=(\S+) sensitive=\S+ synonyms=\{([A-Z_]+):retention\.ms=([^,}]*)`)
+	var out string
+	var m []string
+	for i := 0; i < 5; i++ {
+		out, serr, err = e.tool(nil, 30*time.Second, configsCmd, append(ent, "--describe")...)
+		if err != nil {
+			return rt.Failf("kafka-configs --describe: %v: %s", err, why(serr))
+		}
+		if m = re.FindStringSubmatch(out); m != nil && m[1] == rt.AlterRetentionMs {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if m == nil {
+		return rt.Failf("kafka-configs --describe after the alter has no dynamic retention.ms: %s %s", short(out), why(serr))
+	}
+	data := map[string]any{"value": m[1], "source": m[2]}
+	if m[1] != rt.AlterRetentionMs || m[2] != rt.DynamicTopicConfig {
+		return rt.Fail(fmt.Sprintf("kafka-configs --describe: retention.ms=%s source %s, want %s %s: %s", m[1], m[2], rt.AlterRetentionMs, rt.DynamicTopicConfig, short(out)), data)
+	}
+	return rt.Pass(fmt.Sprintf("kafka-configs --alter --add-config; --describe: retention.ms=%s, first synonym %s", m[1], m[2]), data)
+}
+
+var (
+	topicHeadRE = regexp.MustCompile(`(?m)^Topic: (\S+)\s+TopicId: (\S+)\s+PartitionCount: (\d+)\s+ReplicationFactor: (\d+)\s+Configs: ?(.*)$`)
+	partFullRE  = regexp.MustCompile(`(?m)^\s*Topic: \S+\s+Partition: (\d+)\s+Leader: (-?\d+|none)\s+Replicas: ([\d,]*)\s+Isr: ([\d,]*)`)
+)
+
+// describeTopic creates the topic with kafka-topics --config retention.ms=86400000 and checks
+// kafka-topics --describe: the header (topic ID, 3 partitions, RF 1, the config) and each
+// partition's leader, replicas and ISR.
+func (e env) describeTopic() rt.Result {
+	if _, err := e.topics("--create", "--topic", e.a.Topic, "--partitions", "3", "--replication-factor", "1", "--config", "retention.ms=86400000"); err != nil {
+		return rt.Failf("%v", err)
+	}
+	var out string
+	var err error
+	for i := 0; i < 10; i++ { // metadata may lag the create by a moment
+		out, err = e.topics("--describe", "--topic", e.a.Topic)
+		if err == nil && len(partFullRE.FindAllString(out, -1)) == 3 && !strings.Contains(out, "Leader: none") {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil {
+		return rt.Failf("%v", err)
+	}
+	h := topicHeadRE.FindStringSubmatch(out)
+	if h == nil {
+		return rt.Failf("kafka-topics --describe: no header line: %s", short(out))
+	}
+	if h[3] != "3" || h[4] != "1" {
+		return rt.Failf("kafka-topics --describe: PartitionCount %s ReplicationFactor %s, want 3 and 1: %s", h[3], h[4], short(out))
+	}
+	if !strings.Contains(","+h[5]+",", ",retention.ms=86400000,") {
+		return rt.Failf("kafka-topics --describe: Configs %q lacks retention.ms=86400000 (set with --create --config): %s", h[5], short(out))
+	}
+	var parts []string
+	for _, m := range partFullRE.FindAllStringSubmatch(out, -1) {
+		if m[2] == "none" || m[3] != m[2] || m[4] != m[2] {
+			return rt.Failf("kafka-topics --describe: partition %s leader %s replicas %s isr %s (want leader = the only replica = the only ISR)", m[1], m[2], m[3], m[4])
+		}
+		parts = append(parts, fmt.Sprintf("p%s leader/replicas/isr %s", m[1], m[2]))
+	}
+	if len(parts) != 3 {
+		return rt.Failf("kafka-topics --describe shows %d partition lines, want 3: %s", len(parts), short(out))
+	}
+	return rt.Pass(fmt.Sprintf("TopicId %s, PartitionCount 3, RF 1, Configs: %s; %s", h[2], h[5], strings.Join(parts, ", ")), nil)
+}
+
+func (e env) produceNumbered(n int) error {
+	var rs []rt.Rec
+	for i := 0; i < n; i++ {
+		rs = append(rs, rt.Rec{Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("r%d", i))})
+	}
+	_, err := e.produce(rs, "")
+	return err
+}
+
+// logDirs: kafka-log-dirs --describe --topic-list TOPIC prints one JSON line.
+func (e env) logDirs() rt.Result {
+	if err := e.produceNumbered(rt.LogDirsProduce); err != nil {
+		return rt.Failf("produce: %v", err)
+	}
+	out, serr, err := e.tool(nil, 30*time.Second, logDirsCmd, append(e.bs(), "--describe", "--topic-list", e.a.Topic)...)
+	if err != nil {
+		return rt.Failf("kafka-log-dirs --describe: %v: %s", err, why(serr))
+	}
+	var js string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "{") {
+			js = strings.TrimSpace(l)
+		}
+	}
+	var doc struct {
+		Brokers []struct {
+			Broker  int `json:"broker"`
+			LogDirs []struct {
+				LogDir     string  `json:"logDir"`
+				Error      *string `json:"error"`
+				Partitions []struct {
+					Partition string `json:"partition"`
+					Size      int64  `json:"size"`
+					OffsetLag int64  `json:"offsetLag"`
+					IsFuture  bool   `json:"isFuture"`
+				} `json:"partitions"`
+			} `json:"logDirs"`
+		} `json:"brokers"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		return rt.Failf("kafka-log-dirs printed no JSON document (%v): %s %s", err, short(out), why(serr))
+	}
+	want := e.a.Topic + "-0"
+	var found []string
+	for _, b := range doc.Brokers {
+		for _, d := range b.LogDirs {
+			for _, p := range d.Partitions {
+				if p.Partition != want {
+					continue
+				}
+				if p.Size <= 0 {
+					return rt.Failf("kafka-log-dirs: %s in %s has size %d after producing %d records", want, d.LogDir, p.Size, rt.LogDirsProduce)
+				}
+				found = append(found, fmt.Sprintf("broker %d %s: %s size %d offsetLag %d", b.Broker, d.LogDir, want, p.Size, p.OffsetLag))
+			}
+		}
+	}
+	if len(found) == 0 {
+		return rt.Failf("kafka-log-dirs JSON lists no %s: %s", want, short(js))
+	}
+	return rt.Pass("kafka-log-dirs --describe: "+strings.Join(found, "; "), nil)
+}
+
+// deleteRecords: kafka-delete-records --offset-json-file, then kafka-get-offsets --time earliest.
+func (e env) deleteRecords() rt.Result {
+	if err := e.produceNumbered(rt.DeleteRecordsProduce); err != nil {
+		return rt.Failf("produce: %v", err)
+	}
+	f, err := os.CreateTemp("", "delete-records-*.json")
+	if err != nil {
+		return rt.Failf("%v", err)
+	}
+	defer os.Remove(f.Name())
+	fmt.Fprintf(f, `{"partitions":[{"topic":%q,"partition":0,"offset":%d}],"version":1}`, e.a.Topic, rt.DeleteRecordsBefore)
+	f.Close()
+	out, serr, err := e.tool(nil, 30*time.Second, deleteRecs, append(e.bs(), "--offset-json-file", f.Name())...)
+	if err != nil {
+		return rt.Failf("kafka-delete-records: %v: %s", err, why(serr))
+	}
+	m := regexp.MustCompile(`partition: ` + regexp.QuoteMeta(e.a.Topic) + `-0\s+low_watermark: (-?\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		return rt.Failf("kafka-delete-records: no low_watermark for partition 0: %s %s", short(out), why(serr))
+	}
+	ends, err := e.endOffsets("earliest")
+	if err != nil {
+		return rt.Failf("%v", err)
+	}
+	want := strconv.Itoa(rt.DeleteRecordsBefore)
+	if m[1] != want || ends[0] != rt.DeleteRecordsBefore {
+		return rt.Failf("kafka-delete-records offset %d: low_watermark %s, kafka-get-offsets earliest %d (want %s, %s): %s", rt.DeleteRecordsBefore, m[1], ends[0], want, want, short(out))
+	}
+	return rt.Pass(fmt.Sprintf("kafka-delete-records: low_watermark %s; kafka-get-offsets --time earliest: %d", m[1], ends[0]), nil)
+}
+
+// consumerGroupsCLI: a console consumer in group G reads 6 of 10 records and commits on close;
+// kafka-consumer-groups --list lists G and --describe --group G shows CURRENT-OFFSET 6,
+// LOG-END-OFFSET 10, LAG 4 for partition 0.
+func (e env) consumerGroupsCLI() rt.Result {
+	if err := e.produceNumbered(10); err != nil {
+		return rt.Failf("produce: %v", err)
+	}
+	if _, err := e.groupConsume(6); err != nil {
+		return rt.Failf("group consume: %v", err)
+	}
+	g := e.a.Group()
+	out, serr, err := e.tool(nil, 30*time.Second, groupsCmd, append(e.bs(), "--list")...)
+	if err != nil {
+		return rt.Failf("kafka-consumer-groups --list: %v: %s", err, why(serr))
+	}
+	if !slices.Contains(strings.Fields(out), g) {
+		return rt.Failf("kafka-consumer-groups --list does not list %s: %s", g, short(out))
+	}
+	out, serr, err = e.tool(nil, 30*time.Second, groupsCmd, append(e.bs(), "--describe", "--group", g)...)
+	if err != nil {
+		return rt.Failf("kafka-consumer-groups --describe: %v: %s", err, why(serr))
+	}
+	var cols []string
+	row := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) > 0 && f[0] == "GROUP" {
+			cols = f
+			continue
+		}
+		if cols != nil && len(f) == len(cols) && f[0] == g {
+			for i, c := range cols {
+				row[c] = f[i]
+			}
+			if row["PARTITION"] == "0" {
+				break
+			}
+		}
+	}
+	if row["PARTITION"] != "0" {
+		return rt.Failf("kafka-consumer-groups --describe: no row for %s partition 0: %s %s", e.a.Topic, short(out), why(serr))
+	}
+	data := map[string]any{"current": row["CURRENT-OFFSET"], "log_end": row["LOG-END-OFFSET"], "lag": row["LAG"]}
+	if row["TOPIC"] != e.a.Topic || row["CURRENT-OFFSET"] != "6" || row["LOG-END-OFFSET"] != "10" || row["LAG"] != "4" {
+		return rt.Fail(fmt.Sprintf("kafka-consumer-groups --describe: topic %s CURRENT-OFFSET %s LOG-END-OFFSET %s LAG %s, want %s 6 10 4", row["TOPIC"], row["CURRENT-OFFSET"], row["LOG-END-OFFSET"], row["LAG"], e.a.Topic), data)
+	}
+	return rt.Pass("--list lists the group; --describe: partition 0 CURRENT-OFFSET 6, LOG-END-OFFSET 10, LAG 4", data)
+}
+
+// groupConsumerProtocol: group_commit_resume with the console consumer under
+// group.protocol=consumer (KIP-848); kafka-consumer-groups --list --type must say Consumer.
+func (e env) groupConsumerProtocol() rt.Result {
+	if err := e.produceN(20); err != nil {
+		return rt.Failf("produce: %v", err)
+	}
+	proto := []string{"--consumer-property", "group.protocol=consumer"}
+	if _, err := e.groupConsume(10, proto...); err != nil {
+		return rt.Failf("first consumer (group.protocol=consumer): %v", err)
+	}
+	out, serr, err := e.tool(nil, 30*time.Second, groupsCmd, append(e.bs(), "--list", "--type")...)
+	if err != nil {
+		return rt.Failf("kafka-consumer-groups --list --type: %v: %s", err, why(serr))
+	}
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(e.a.Group()) + `\s+(\S+)`).FindStringSubmatch(out)
+	if m == nil || !strings.EqualFold(m[1], "consumer") {
+		return rt.Failf("kafka-consumer-groups --list --type: group %s is not of type Consumer: %s", e.a.Group(), short(out))
+	}
+	got, err := e.groupConsume(1, proto...)
+	if err != nil {
+		return rt.Failf("second consumer (group.protocol=consumer): %v", err)
+	}
+	if got[0].Offset != 10 {
+		return rt.Failf("second consumer resumed at offset %d, want 10", got[0].Offset)
+	}
+	return rt.Pass("console consumer with group.protocol=consumer (group type "+m[1]+") committed 10 on close; the next resumed at offset 10", nil)
 }

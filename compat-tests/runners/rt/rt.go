@@ -100,7 +100,7 @@ func tail(s string, n int) string {
 // Partitions is the partition count each scenario's topic is created with.
 func Partitions(scenario string) int32 {
 	switch {
-	case strings.HasPrefix(scenario, "produce_consume_"), scenario == "create_topic", scenario == "idempotent_produce":
+	case strings.HasPrefix(scenario, "produce_consume_"), scenario == "create_topic", scenario == "idempotent_produce", scenario == "describe_topic":
 		return 3
 	}
 	return 1
@@ -228,6 +228,19 @@ func fmtHeaders(h [][2][]byte) string {
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
+
+// Scenario constants shared by the runners of the admin scenarios (see README.md).
+const (
+	// AlterRetentionMs is the retention.ms alter_configs sets (incrementally where the client can).
+	AlterRetentionMs = "123456"
+	// DynamicTopicConfig is the config source (DescribeConfigs v1+ code 1) of a per-topic override.
+	DynamicTopicConfig = "DYNAMIC_TOPIC_CONFIG"
+	// DeleteRecordsProduce records are produced, then delete_records deletes before DeleteRecordsBefore.
+	DeleteRecordsProduce = 10
+	DeleteRecordsBefore  = 5
+	// LogDirsProduce records are produced before log_dirs describes the topic's log dir.
+	LogDirsProduce = 10
+)
 
 // Timestamp base of list_offsets: record i has BaseTS + i*1000.
 const BaseTS int64 = 1_000_000_000_000

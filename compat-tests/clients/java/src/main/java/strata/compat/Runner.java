@@ -18,6 +18,12 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.DeletedRecords;
+import org.apache.kafka.clients.admin.LogDirDescription;
+import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.admin.ReplicaInfo;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.GroupListing;
@@ -36,7 +42,9 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.Node;
+import org.apache.kafka.common.GroupType;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.ApiException;
 import org.apache.kafka.common.errors.TopicExistsException;
@@ -145,6 +153,12 @@ public final class Runner {
             case "create_partitions": return createPartitions();
             case "delete_topic": return deleteTopic();
             case "max_message_size": return maxMessageSize();
+            case "alter_configs": return alterConfigs();
+            case "describe_topic": return describeTopic();
+            case "log_dirs": return logDirs();
+            case "delete_records": return deleteRecords();
+            case "consumer_groups_cli": throw new Outcome("skip", "kafka-cli only: checks the kafka-consumer-groups tool's output");
+            case "group_consumer_protocol": return groupConsumerProtocol();
             case "cross_produce": return crossProduce();
             case "cross_consume": return crossConsume();
             default: throw new Outcome("skip", "unknown scenario " + scenario);
@@ -561,6 +575,149 @@ public final class Runner {
                 data.put("exception", e.getCause().getClass().getName());
                 return "under the limit accepted; over it rejected with " + errorName(e.getCause());
             }
+        }
+    }
+
+    // ---------------------------------------------------------------- admin scenarios (2nd batch)
+
+    /** incrementalAlterConfigs SET retention.ms=123456, then describeConfigs: value and source DYNAMIC_TOPIC_CONFIG. */
+    String alterConfigs() throws Exception {
+        try (Admin admin = admin()) {
+            ensureTopic(admin, topic, 1);
+            ConfigResource res = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+            admin.incrementalAlterConfigs(Map.of(res, List.of(new AlterConfigOp(new ConfigEntry("retention.ms", "123456"), AlterConfigOp.OpType.SET))))
+                    .all().get(20, TimeUnit.SECONDS);
+            // Kafka applies the alter through its metadata log: poll the describe for up to 10 s.
+            long until = Math.min(deadline, System.currentTimeMillis() + 10_000);
+            ConfigEntry e;
+            while (true) {
+                Config cfg = admin.describeConfigs(List.of(res)).all().get(20, TimeUnit.SECONDS).get(res);
+                e = cfg.get("retention.ms");
+                boolean ok = e != null && "123456".equals(e.value()) && e.source() == ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG;
+                if (ok || System.currentTimeMillis() > until) break;
+                Thread.sleep(200);
+            }
+            if (e == null) throw fail("describeConfigs after the alter has no retention.ms");
+            data.put("value", e.value());
+            data.put("source", String.valueOf(e.source()));
+            if (!"123456".equals(e.value()) || e.source() != ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG)
+                throw fail("after incrementalAlterConfigs SET retention.ms=123456 describeConfigs shows " + e.value() + " (source " + e.source() + "), want 123456 (DYNAMIC_TOPIC_CONFIG)");
+            return "incrementalAlterConfigs SET retention.ms=123456; describeConfigs: " + e.value() + ", source " + e.source();
+        }
+    }
+
+    /** describeTopics of a 3-partition topic: topic ID, leader = the only replica = the only ISR. */
+    String describeTopic() throws Exception {
+        try (Admin admin = admin()) {
+            ensureTopic(admin, topic, 3);
+            TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get(20, TimeUnit.SECONDS).get(topic);
+            List<String> parts = new ArrayList<>();
+            for (TopicPartitionInfo p : d.partitions()) {
+                Node l = p.leader();
+                boolean ok = l != null && !l.isEmpty() && p.replicas().size() == 1 && p.replicas().get(0).id() == l.id()
+                        && p.isr().size() == 1 && p.isr().get(0).id() == l.id();
+                if (!ok) throw fail("partition " + p.partition() + ": leader " + l + " replicas " + p.replicas() + " isr " + p.isr() + " (want leader = the only replica = the only ISR)");
+                parts.add("p" + p.partition() + " leader/replicas/isr " + l.id());
+            }
+            data.put("partitions", parts.size());
+            data.put("topic_id", String.valueOf(d.topicId()));
+            if (parts.size() != 3) throw fail(parts.size() + " partitions, want 3");
+            if (d.topicId() == null || d.topicId().equals(org.apache.kafka.common.Uuid.ZERO_UUID)) throw fail("no topic ID");
+            return "topic ID " + d.topicId() + ", internal " + d.isInternal() + "; " + String.join(", ", parts);
+        }
+    }
+
+    void produceNumbered(int n) throws Exception {
+        try (KafkaProducer<byte[], byte[]> p = producer(Map.of())) {
+            List<java.util.concurrent.Future<RecordMetadata>> fs = new ArrayList<>();
+            for (int i = 0; i < n; i++) fs.add(p.send(new ProducerRecord<>(topic, 0, b("k" + i), b("r" + i))));
+            p.flush();
+            for (var f : fs) f.get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /** After producing 10 records, describeLogDirs of every broker shows the partition with size > 0. */
+    String logDirs() throws Exception {
+        try (Admin admin = admin()) {
+            ensureTopic(admin, topic, 1);
+            produceNumbered(10);
+            List<Integer> ids = new ArrayList<>();
+            for (Node n : admin.describeCluster().nodes().get(20, TimeUnit.SECONDS)) ids.add(n.id());
+            Map<Integer, Map<String, LogDirDescription>> all = admin.describeLogDirs(ids).allDescriptions().get(20, TimeUnit.SECONDS);
+            TopicPartition tp = new TopicPartition(topic, 0);
+            List<String> found = new ArrayList<>();
+            List<String> errors = new ArrayList<>();
+            for (var b : all.entrySet()) {
+                for (var d : b.getValue().entrySet()) {
+                    if (d.getValue().error() != null) errors.add(d.getKey() + ": " + d.getValue().error());
+                    ReplicaInfo ri = d.getValue().replicaInfos().get(tp);
+                    if (ri == null) continue;
+                    if (ri.size() <= 0) throw fail(tp + " in " + d.getKey() + " has size " + ri.size() + " after producing 10 records");
+                    found.add("broker " + b.getKey() + " " + d.getKey() + ": " + tp + " size " + ri.size() + " offsetLag " + ri.offsetLag());
+                }
+            }
+            data.put("found", found);
+            if (found.isEmpty()) throw fail("describeLogDirs(" + ids + ") lists no dir with " + tp + " (errors: " + errors + ")");
+            return String.join("; ", found);
+        }
+    }
+
+    /** Produce 10, deleteRecords before 5: low watermark 5, earliest offset 5. */
+    String deleteRecords() throws Exception {
+        try (Admin admin = admin()) {
+            ensureTopic(admin, topic, 1);
+            produceNumbered(10);
+            TopicPartition tp = new TopicPartition(topic, 0);
+            DeletedRecords dr = admin.deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(5))).lowWatermarks().get(tp).get(20, TimeUnit.SECONDS);
+            long earliest = offset(admin, tp, OffsetSpec.earliest());
+            data.put("low_watermark", dr.lowWatermark());
+            data.put("earliest", earliest);
+            if (dr.lowWatermark() != 5 || earliest != 5)
+                throw fail("deleteRecords before 5: low watermark " + dr.lowWatermark() + ", earliest offset " + earliest + " (want 5, 5)");
+            return "deleteRecords before 5: low watermark 5; earliest offset 5";
+        }
+    }
+
+    /** group_commit_resume with group.protocol=consumer (KIP-848); listGroups must report type CONSUMER. */
+    String groupConsumerProtocol() throws Exception {
+        String group = args.getOrDefault("group", topic + "-g");
+        try (Admin admin = admin()) {
+            ensureTopic(admin, topic, 1);
+            try (KafkaProducer<byte[], byte[]> p = producer(Map.of())) {
+                for (int i = 0; i < 20; i++) p.send(new ProducerRecord<>(topic, 0, b("k" + i), b("v" + i)));
+                p.flush();
+            }
+            TopicPartition tp = new TopicPartition(topic, 0);
+            Map<String, Object> gc = Map.of(ConsumerConfig.GROUP_ID_CONFIG, group, ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 10,
+                    ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+            int consumed = 0;
+            String type;
+            try (KafkaConsumer<byte[], byte[]> c = consumer(gc)) {
+                c.subscribe(List.of(topic));
+                long until = Math.min(deadline - 15_000, System.currentTimeMillis() + 25_000);
+                while (consumed < 10 && System.currentTimeMillis() < until) {
+                    for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(500))) if (consumed < 10) consumed++;
+                }
+                if (consumed < 10) throw fail("first consumer (group.protocol=consumer) got " + consumed + " of 10 records");
+                c.commitSync(Map.of(tp, new OffsetAndMetadata(10)), Duration.ofSeconds(15));
+                type = "(not listed)";
+                for (GroupListing g : admin.listGroups().all().get(20, TimeUnit.SECONDS)) {
+                    if (g.groupId().equals(group)) type = g.type().map(String::valueOf).orElse("(no type)");
+                }
+            }
+            data.put("group_type", type);
+            if (!String.valueOf(GroupType.CONSUMER).equals(type)) throw fail("listGroups reports group type " + type + ", want " + GroupType.CONSUMER);
+            long first = -1;
+            try (KafkaConsumer<byte[], byte[]> c = consumer(gc)) {
+                c.subscribe(List.of(topic));
+                long until = Math.min(deadline, System.currentTimeMillis() + 25_000);
+                while (first < 0 && System.currentTimeMillis() < until) {
+                    for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(500))) { first = r.offset(); break; }
+                }
+            }
+            data.put("resumed_at", first);
+            if (first != 10) throw fail("second consumer (group.protocol=consumer) resumed at offset " + first + ", want 10");
+            return "group.protocol=consumer (group type " + type + "): committed 10, resumed at 10";
         }
     }
 
