@@ -6,13 +6,14 @@ Protocol: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--arg K=V ...]; p
 """
 import time
 
-from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer,
-                             TopicPartition)
-from confluent_kafka.admin import (AdminClient, ConfigResource, NewPartitions, NewTopic,
-                                   OffsetSpec)
+from confluent_kafka import (OFFSET_BEGINNING, Consumer, ConsumerGroupType, KafkaError,
+                             KafkaException, Producer, TopicCollection, TopicPartition)
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                   ConfigSource, NewPartitions, NewTopic, OffsetSpec,
+                                   ResourceType)
 
 from runner_common import (HEADERS, Deadline, check_cross, check_produce_consume, cross_value,
-                           fail, main)
+                           fail, main, skip)
 
 CLIENT = "confluent-kafka-python"
 
@@ -340,6 +341,89 @@ class Runner:
             return f"under the limit accepted; over it rejected with {err_name(e)}"
         self.data["error"] = None
         raise fail(f"record with a 1,100,000-byte value accepted at offset {off}")
+
+    # ------------------------------------------------------------ admin scenarios (2nd batch)
+    def s_alter_configs(self):
+        self.ensure_topic(1)
+        res = ConfigResource(ResourceType.TOPIC, self.topic, incremental_configs=[
+            ConfigEntry("retention.ms", "123456", incremental_operation=AlterConfigOpType.SET)])
+        self.admin().incremental_alter_configs([res], request_timeout=15)[res].result(timeout=20)
+        # Kafka applies the alter through its metadata log: poll the describe for up to 10 s.
+        end = time.monotonic() + self.dl.remaining(10)
+        while True:
+            dres = ConfigResource(ResourceType.TOPIC, self.topic)
+            e = self.admin().describe_configs([dres], request_timeout=15)[dres].result(timeout=20).get("retention.ms")
+            if e is None:
+                raise fail("describe_configs after the alter has no retention.ms")
+            src_enum = e.source if isinstance(e.source, ConfigSource) else ConfigSource(e.source)
+            ok = e.value == "123456" and src_enum == ConfigSource.DYNAMIC_TOPIC_CONFIG
+            if ok or time.monotonic() > end:
+                break
+            time.sleep(0.2)
+        src = src_enum.name
+        self.data.update(value=e.value, source=src)
+        if not ok:
+            raise fail(f"after incremental_alter_configs SET retention.ms=123456 describe_configs shows {e.value} (source {src}), want 123456 (DYNAMIC_TOPIC_CONFIG)")
+        return f"incremental_alter_configs SET retention.ms=123456; describe_configs: {e.value}, source {src}"
+
+    def s_describe_topic(self):
+        self.ensure_topic(3)
+        d = self.admin().describe_topics(TopicCollection([self.topic]), request_timeout=15)[self.topic].result(timeout=20)
+        parts = []
+        for p in d.partitions:
+            lid = p.leader.id if p.leader is not None else -1
+            if lid < 0 or [r.id for r in p.replicas] != [lid] or [r.id for r in p.isr] != [lid]:
+                raise fail(f"partition {p.id}: leader {lid} replicas {[r.id for r in p.replicas]} isr {[r.id for r in p.isr]} (want leader = the only replica = the only ISR)")
+            parts.append(f"p{p.id} leader/replicas/isr {lid}")
+        self.data.update(partitions=len(parts), topic_id=str(d.topic_id))
+        if len(parts) != 3:
+            raise fail(f"{len(parts)} partitions, want 3")
+        return f"describe_topics: topic ID {d.topic_id}; " + ", ".join(parts)
+
+    def s_log_dirs(self):
+        raise skip("confluent-kafka-python's AdminClient has no DescribeLogDirs")
+
+    def s_delete_records(self):
+        self.ensure_topic(1)
+        self.produce_all(self.producer(), [dict(key=f"k{i}".encode(), value=f"r{i}".encode(), partition=0) for i in range(10)])
+        tp = TopicPartition(self.topic, 0, 5)
+        fs = self.admin().delete_records([tp], request_timeout=15)
+        lw = list(fs.values())[0].result(timeout=20).low_watermark
+        tp0 = TopicPartition(self.topic, 0)
+        earliest = self.admin().list_offsets({tp0: OffsetSpec.earliest()}, request_timeout=15)[tp0].result(timeout=20).offset
+        self.data.update(low_watermark=lw, earliest=earliest)
+        if (lw, earliest) != (5, 5):
+            raise fail(f"delete_records before 5: low watermark {lw}, earliest offset {earliest} (want 5, 5)")
+        return "delete_records before 5: low watermark 5; earliest offset 5"
+
+    def s_consumer_groups_cli(self):
+        raise skip("kafka-cli only: checks the kafka-consumer-groups tool's output")
+
+    def s_group_consumer_protocol(self):
+        group = self.args.get("group", f"{self.topic}-g")
+        self.ensure_topic(1)
+        self.produce_all(self.producer(), [dict(key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0) for i in range(20)])
+        # group.protocol=consumer (KIP-848); the classic-only settings (session.timeout.ms, ...) stay unset.
+        c = self.consumer(**{"group.id": group, "group.protocol": "consumer"})
+        c.subscribe([self.topic])
+        got = self.group_consume(c, 10, 20)
+        if len(got) < 10:
+            raise fail(f"first consumer (group.protocol=consumer) got {len(got)} of 10 records" + self.group_hint())
+        c.commit(offsets=[TopicPartition(self.topic, 0, 10)], asynchronous=False)
+        listed = self.admin().list_consumer_groups(request_timeout=15).result(timeout=20)
+        gtype = next((str(getattr(g, "type", None)) for g in listed.valid if g.group_id == group), "(not listed)")
+        c.close()
+        self.data["group_type"] = gtype
+        if gtype != str(ConsumerGroupType.CONSUMER):
+            raise fail(f"list_consumer_groups reports group type {gtype}, want {ConsumerGroupType.CONSUMER}")
+        c2 = self.consumer(**{"group.id": group, "group.protocol": "consumer"})
+        c2.subscribe([self.topic])
+        got = self.group_consume(c2, 1, 20)
+        first = got[0].offset() if got else None
+        self.data["resumed_at"] = first
+        if first != 10:
+            raise fail(f"second consumer (group.protocol=consumer) resumed at offset {first}, want 10" + self.group_hint())
+        return f"group.protocol=consumer (group type {gtype}): committed 10, resumed at 10"
 
     def s_cross_produce(self):
         self.ensure_topic(1)

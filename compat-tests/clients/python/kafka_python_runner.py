@@ -17,7 +17,7 @@ from kafka.errors import TopicAlreadyExistsError  # noqa: E402
 from kafka.structs import OffsetAndMetadata  # noqa: E402
 
 from runner_common import (HEADERS, Deadline, check_cross, check_produce_consume, cross_value,  # noqa: E402
-                           fail, main)
+                           fail, main, skip)
 
 CLIENT = "kafka-python"
 
@@ -341,6 +341,105 @@ class Runner:
             return f"under the limit accepted; over it rejected with {err_name(e)}"
         self.data["error"] = None
         raise fail(f"record with a 1,100,000-byte value accepted at offset {md.offset}")
+
+    # ------------------------------------------------------------ admin scenarios (2nd batch)
+    def _topic_configs(self):
+        res = self.admin().describe_configs([ConfigResource(ConfigResourceType.TOPIC, self.topic)], config_filter="all")
+        for by_name in res.values():
+            for name, entries in by_name.items():
+                if name == self.topic:
+                    return entries
+        return {}
+
+    def s_alter_configs(self):
+        self.ensure_topic(1)
+        # alter_configs picks IncrementalAlterConfigs when the broker offers it (incremental=None).
+        self.admin().alter_configs([ConfigResource(ConfigResourceType.TOPIC, self.topic, configs={"retention.ms": "123456"})])
+        # Kafka applies the alter through its metadata log: poll the describe for up to 10 s.
+        end = time.monotonic() + self.dl.remaining(10)
+        while True:
+            e = self._topic_configs().get("retention.ms")
+            if e is None:
+                raise fail("describe_configs after the alter has no retention.ms")
+            value = e.get("value", e.get("config_value")) if isinstance(e, dict) else e
+            source = str(e.get("config_source")) if isinstance(e, dict) else "?"
+            if (value == "123456" and source == "DYNAMIC_TOPIC_CONFIG") or time.monotonic() > end:
+                break
+            time.sleep(0.2)
+        self.data.update(value=value, source=source)
+        if value != "123456" or source != "DYNAMIC_TOPIC_CONFIG":
+            raise fail(f"after alter_configs retention.ms=123456 describe_configs shows {value} (source {source}), want 123456 (DYNAMIC_TOPIC_CONFIG)")
+        return f"alter_configs (incremental when offered) retention.ms=123456; describe_configs: {value}, source {source}"
+
+    def s_describe_topic(self):
+        self.ensure_topic(3)
+        ts = [t for t in self.admin().describe_topics([self.topic]) if t.get("topic", t.get("name")) == self.topic]
+        if not ts or ts[0].get("error_code", 0) != 0:
+            raise fail(f"describe_topics: {ts}")
+        t = ts[0]
+        parts = []
+        for p in sorted(t["partitions"], key=lambda p: p.get("partition_index", p.get("partition", 0))):
+            pid = p.get("partition_index", p.get("partition"))
+            lid = p.get("leader_id", p.get("leader", -1))
+            reps = list(p.get("replica_nodes", p.get("replicas", [])))
+            isr = list(p.get("isr_nodes", p.get("isr", [])))
+            if lid < 0 or reps != [lid] or isr != [lid]:
+                raise fail(f"partition {pid}: leader {lid} replicas {reps} isr {isr} (want leader = the only replica = the only ISR)")
+            parts.append(f"p{pid} leader/replicas/isr {lid}")
+        self.data.update(partitions=len(parts), topic_id=str(t.get("topic_id")))
+        if len(parts) != 3:
+            raise fail(f"{len(parts)} partitions, want 3")
+        return f"describe_topics: topic ID {t.get('topic_id')}; " + ", ".join(parts)
+
+    def _produce_numbered(self, n):
+        p = self.producer()
+        futs = [p.send(self.topic, key=f"k{i}".encode(), value=f"r{i}".encode(), partition=0) for i in range(n)]
+        p.flush(timeout=30)
+        for f in futs:
+            f.get(timeout=30)
+
+    def s_log_dirs(self):
+        self.ensure_topic(1)
+        self._produce_numbered(10)
+        res = self.admin().describe_log_dirs(topic_partitions={self.topic: [0]})
+        found, errors = [], []
+        for b in res:
+            for d in b.get("log_dirs", []):
+                if d.get("error_code", 0):
+                    errors.append(f"broker {b.get('broker')} {d.get('log_dir')}: error {d.get('error_code')}")
+                for t in d.get("topics", []):
+                    if t.get("name", t.get("topic")) != self.topic:
+                        continue
+                    for p in t.get("partitions", []):
+                        if p.get("partition_index", p.get("partition")) != 0:
+                            continue
+                        size = p.get("partition_size", p.get("size", -1))
+                        if size <= 0:
+                            raise fail(f"describe_log_dirs: {self.topic}-0 in {d.get('log_dir')} has size {size} after producing 10 records")
+                        found.append(f"broker {b.get('broker')} {d.get('log_dir')}: {self.topic}-0 size {size} offsetLag {p.get('offset_lag')}")
+        self.data["found"] = found
+        if not found:
+            raise fail(f"describe_log_dirs lists no dir with {self.topic}-0 (errors {errors}): {res}")
+        return "; ".join(found)
+
+    def s_delete_records(self):
+        self.ensure_topic(1)
+        self._produce_numbered(10)
+        tp = TopicPartition(self.topic, 0)
+        r = self.admin().delete_records({tp: 5}, timeout_ms=15000)
+        lw = r[tp]["low_watermark"]
+        e = self.admin().list_partition_offsets({tp: OffsetSpec.EARLIEST}, timeout_ms=15000)[tp]
+        earliest = -1 if e is None or e.offset is None else e.offset
+        self.data.update(low_watermark=lw, earliest=earliest)
+        if (lw, earliest) != (5, 5):
+            raise fail(f"delete_records before 5: low watermark {lw}, earliest offset {earliest} (want 5, 5)")
+        return "delete_records before 5: low watermark 5; earliest offset 5"
+
+    def s_consumer_groups_cli(self):
+        raise skip("kafka-cli only: checks the kafka-consumer-groups tool's output")
+
+    def s_group_consumer_protocol(self):
+        raise skip("kafka-python implements only the classic group protocol (no ConsumerGroupHeartbeat / KIP-848)")
 
     def s_cross_produce(self):
         self.ensure_topic(1)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sort"
 	"strings"
 	"time"
 
@@ -54,6 +55,18 @@ func run(a rt.Args) rt.Result {
 		return e.deleteTopic()
 	case s == "max_message_size":
 		return e.maxMessageSize()
+	case s == "alter_configs":
+		return e.alterConfigs()
+	case s == "describe_topic":
+		return e.describeTopic()
+	case s == "log_dirs":
+		return rt.Skip("kafka-go's Client has no DescribeLogDirs")
+	case s == "delete_records":
+		return rt.Skip("kafka-go's Client has no DeleteRecords")
+	case s == "consumer_groups_cli":
+		return rt.Skip("kafka-cli only: checks the kafka-consumer-groups tool's output")
+	case s == "group_consumer_protocol":
+		return rt.Skip("kafka-go implements only the classic group protocol (no ConsumerGroupHeartbeat / KIP-848)")
 	case s == "cross_produce":
 		return e.crossProduce()
 	case s == "cross_consume":
@@ -510,4 +523,77 @@ func (e env) crossConsume() rt.Result {
 		return rt.Failf("consume: %v", err)
 	}
 	return rt.CrossResult(got, e.a.Arg("expect_from", ""))
+}
+
+// alterConfigs: IncrementalAlterConfigs SET retention.ms, DescribeConfigs: value and source.
+func (e env) alterConfigs() rt.Result {
+	if err := e.ensureTopic(1); err != nil {
+		return rt.Failf("%v", err)
+	}
+	ar, err := e.cl.IncrementalAlterConfigs(e.ctx, &kafka.IncrementalAlterConfigsRequest{Resources: []kafka.IncrementalAlterConfigsRequestResource{{
+		ResourceType: kafka.ResourceTypeTopic, ResourceName: e.a.Topic,
+		Configs: []kafka.IncrementalAlterConfigsRequestConfig{{Name: "retention.ms", Value: rt.AlterRetentionMs, ConfigOperation: kafka.ConfigOperationSet}}}}})
+	if err != nil {
+		return rt.Failf("IncrementalAlterConfigs: %v", err)
+	}
+	for _, r := range ar.Resources {
+		if r.Error != nil {
+			return rt.Failf("IncrementalAlterConfigs %s: %v", r.ResourceName, r.Error)
+		}
+	}
+	// Kafka applies the alter through its metadata log: poll for up to 10 s.
+	var value, source string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := e.cl.DescribeConfigs(e.ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{ResourceType: kafka.ResourceTypeTopic, ResourceName: e.a.Topic}}})
+		if err != nil {
+			return rt.Failf("DescribeConfigs: %v", err)
+		}
+		if len(resp.Resources) != 1 || resp.Resources[0].Error != nil {
+			return rt.Failf("DescribeConfigs: %d resources %+v", len(resp.Resources), resp.Resources)
+		}
+		value, source = "(absent)", ""
+		for _, c := range resp.Resources[0].ConfigEntries {
+			if c.ConfigName == "retention.ms" {
+				value, source = c.ConfigValue, rt.SourceName(c.ConfigSource)
+			}
+		}
+		if (value == rt.AlterRetentionMs && source == rt.DynamicTopicConfig) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	data := map[string]any{"value": value, "source": source}
+	if value != rt.AlterRetentionMs || source != rt.DynamicTopicConfig {
+		return rt.Fail(fmt.Sprintf("after IncrementalAlterConfigs SET retention.ms=%s DescribeConfigs shows %s (source %s), want %s (%s)", rt.AlterRetentionMs, value, source, rt.AlterRetentionMs, rt.DynamicTopicConfig), data)
+	}
+	return rt.Pass(fmt.Sprintf("IncrementalAlterConfigs SET retention.ms=%s; DescribeConfigs: %s, source %s", rt.AlterRetentionMs, value, source), data)
+}
+
+// describeTopic: Metadata of a 3-partition topic: leader = the only replica = the only ISR.
+func (e env) describeTopic() rt.Result {
+	if err := e.ensureTopic(3); err != nil {
+		return rt.Failf("%v", err)
+	}
+	md, err := e.cl.Metadata(e.ctx, &kafka.MetadataRequest{Topics: []string{e.a.Topic}})
+	if err != nil {
+		return rt.Failf("Metadata: %v", err)
+	}
+	if len(md.Topics) != 1 || md.Topics[0].Error != nil {
+		return rt.Failf("Metadata: %+v", md.Topics)
+	}
+	ps := md.Topics[0].Partitions
+	sort.Slice(ps, func(i, j int) bool { return ps[i].ID < ps[j].ID })
+	var parts []string
+	for _, p := range ps {
+		l := p.Leader.ID
+		if p.Error != nil || l < 0 || len(p.Replicas) != 1 || p.Replicas[0].ID != l || len(p.Isr) != 1 || p.Isr[0].ID != l {
+			return rt.Failf("partition %d: leader %d replicas %v isr %v err %v (want leader = the only replica = the only ISR)", p.ID, l, p.Replicas, p.Isr, p.Error)
+		}
+		parts = append(parts, fmt.Sprintf("p%d leader/replicas/isr %d", p.ID, l))
+	}
+	if len(parts) != 3 {
+		return rt.Failf("%d partitions, want 3", len(parts))
+	}
+	return rt.Pass("Metadata: "+strings.Join(parts, ", "), nil)
 }

@@ -242,6 +242,16 @@ const (
 	LogDirsProduce = 10
 )
 
+// SourceName is Kafka's name of a DescribeConfigs (v1+) config source code.
+func SourceName(code int8) string {
+	names := []string{"UNKNOWN", "DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG",
+		"STATIC_BROKER_CONFIG", "DEFAULT_CONFIG", "DYNAMIC_BROKER_LOGGER_CONFIG", "CLIENT_METRICS_CONFIG", "GROUP_CONFIG"}
+	if code >= 0 && int(code) < len(names) {
+		return names[code]
+	}
+	return fmt.Sprintf("source %d", code)
+}
+
 // Timestamp base of list_offsets: record i has BaseTS + i*1000.
 const BaseTS int64 = 1_000_000_000_000
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +63,18 @@ func run(a rt.Args) rt.Result {
 		return e.deleteTopic()
 	case s == "max_message_size":
 		return e.maxMessageSize()
+	case s == "alter_configs":
+		return e.alterConfigs()
+	case s == "describe_topic":
+		return e.describeTopic()
+	case s == "log_dirs":
+		return e.logDirs()
+	case s == "delete_records":
+		return e.deleteRecords()
+	case s == "consumer_groups_cli":
+		return rt.Skip("kafka-cli only: checks the kafka-consumer-groups tool's output")
+	case s == "group_consumer_protocol":
+		return rt.Skip("sarama implements only the classic group protocol (no ConsumerGroupHeartbeat / KIP-848)")
 	case s == "cross_produce":
 		return e.crossProduce()
 	case s == "cross_consume":
@@ -671,4 +684,173 @@ func (e env) crossConsume() rt.Result {
 		return rt.Failf("consume: %v", err)
 	}
 	return rt.CrossResult(got, e.a.Arg("expect_from", ""))
+}
+
+// kafkaSource maps sarama's config source names to Kafka's (DescribeConfigs v1+ codes).
+var kafkaSource = map[sarama.ConfigSource]string{
+	sarama.SourceUnknown: "UNKNOWN", sarama.SourceTopic: rt.DynamicTopicConfig, sarama.SourceDynamicBroker: "DYNAMIC_BROKER_CONFIG",
+	sarama.SourceDynamicDefaultBroker: "DYNAMIC_DEFAULT_BROKER_CONFIG", sarama.SourceStaticBroker: "STATIC_BROKER_CONFIG", sarama.SourceDefault: "DEFAULT_CONFIG",
+}
+
+// alterConfigs: IncrementalAlterConfig SET retention.ms, DescribeConfig: value, source Topic.
+func (e env) alterConfigs() rt.Result {
+	if err := e.ensureTopic(1); err != nil {
+		return rt.Failf("%v", err)
+	}
+	adm, err := e.admin()
+	if err != nil {
+		return rt.Failf("admin: %v", err)
+	}
+	defer adm.Close()
+	v := rt.AlterRetentionMs
+	if err := adm.IncrementalAlterConfig(sarama.TopicResource, e.a.Topic, map[string]sarama.IncrementalAlterConfigsEntry{
+		"retention.ms": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v}}, false); err != nil {
+		return rt.Failf("IncrementalAlterConfig: %v", err)
+	}
+	// Kafka applies the alter through its metadata log: poll for up to 10 s.
+	var value, source string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		entries, err := adm.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: e.a.Topic})
+		if err != nil {
+			return rt.Failf("DescribeConfig: %v", err)
+		}
+		value, source = "(absent)", ""
+		for _, c := range entries {
+			if c.Name == "retention.ms" {
+				value, source = c.Value, kafkaSource[c.Source]
+			}
+		}
+		if (value == rt.AlterRetentionMs && source == rt.DynamicTopicConfig) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	data := map[string]any{"value": value, "source": source}
+	if value != rt.AlterRetentionMs || source != rt.DynamicTopicConfig {
+		return rt.Fail(fmt.Sprintf("after IncrementalAlterConfig SET retention.ms=%s DescribeConfig shows %s (source %s), want %s (%s)", rt.AlterRetentionMs, value, source, rt.AlterRetentionMs, rt.DynamicTopicConfig), data)
+	}
+	return rt.Pass(fmt.Sprintf("IncrementalAlterConfig SET retention.ms=%s; DescribeConfig: %s, source %s", rt.AlterRetentionMs, value, source), data)
+}
+
+// describeTopic: DescribeTopics of a 3-partition topic: leader = the only replica = the only ISR.
+func (e env) describeTopic() rt.Result {
+	if err := e.ensureTopic(3); err != nil {
+		return rt.Failf("%v", err)
+	}
+	adm, err := e.admin()
+	if err != nil {
+		return rt.Failf("admin: %v", err)
+	}
+	defer adm.Close()
+	md, err := adm.DescribeTopics([]string{e.a.Topic})
+	if err != nil || len(md) != 1 || md[0].Err != sarama.ErrNoError {
+		return rt.Failf("DescribeTopics: %v %+v", err, md)
+	}
+	var parts []string
+	ps := md[0].Partitions
+	sort.Slice(ps, func(i, j int) bool { return ps[i].ID < ps[j].ID })
+	for _, p := range ps {
+		if p.Leader < 0 || len(p.Replicas) != 1 || p.Replicas[0] != p.Leader || len(p.Isr) != 1 || p.Isr[0] != p.Leader {
+			return rt.Failf("partition %d: leader %d replicas %v isr %v (want leader = the only replica = the only ISR)", p.ID, p.Leader, p.Replicas, p.Isr)
+		}
+		parts = append(parts, fmt.Sprintf("p%d leader/replicas/isr %d", p.ID, p.Leader))
+	}
+	if len(parts) != 3 {
+		return rt.Failf("%d partitions, want 3", len(parts))
+	}
+	return rt.Pass("DescribeTopics: "+strings.Join(parts, ", "), nil)
+}
+
+func (e env) produceNumbered(n int) error {
+	var rs []rt.Rec
+	for i := 0; i < n; i++ {
+		rs = append(rs, rt.Rec{Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("r%d", i))})
+	}
+	return e.produce(config(), rs)
+}
+
+// logDirs: after producing 10 records, DescribeLogDirs shows partition 0 with a size > 0.
+func (e env) logDirs() rt.Result {
+	if err := e.ensureTopic(1); err != nil {
+		return rt.Failf("%v", err)
+	}
+	if err := e.produceNumbered(rt.LogDirsProduce); err != nil {
+		return rt.Failf("produce: %v", err)
+	}
+	adm, err := e.admin()
+	if err != nil {
+		return rt.Failf("admin: %v", err)
+	}
+	defer adm.Close()
+	brokers, _, err := adm.DescribeCluster()
+	if err != nil {
+		return rt.Failf("DescribeCluster: %v", err)
+	}
+	var ids []int32
+	for _, b := range brokers {
+		ids = append(ids, b.ID())
+	}
+	all, err := adm.DescribeLogDirs(ids)
+	if err != nil {
+		return rt.Failf("DescribeLogDirs(%v): %v", ids, err)
+	}
+	var found, errs []string
+	for id, dirs := range all {
+		for _, d := range dirs {
+			if d.ErrorCode != sarama.ErrNoError {
+				errs = append(errs, fmt.Sprintf("broker %d %s: %v", id, d.Path, d.ErrorCode))
+			}
+			for _, t := range d.Topics {
+				if t.Topic != e.a.Topic {
+					continue
+				}
+				for _, p := range t.Partitions {
+					if p.PartitionID != 0 {
+						continue
+					}
+					if p.Size <= 0 {
+						return rt.Failf("DescribeLogDirs: %s-0 in %s has size %d after producing %d records", e.a.Topic, d.Path, p.Size, rt.LogDirsProduce)
+					}
+					found = append(found, fmt.Sprintf("broker %d %s: %s-0 size %d offsetLag %d", id, d.Path, e.a.Topic, p.Size, p.OffsetLag))
+				}
+			}
+		}
+	}
+	if len(found) == 0 {
+		return rt.Failf("DescribeLogDirs(%v) lists no dir with %s-0 (errors: %v)", ids, e.a.Topic, errs)
+	}
+	return rt.Pass(strings.Join(found, "; "), nil)
+}
+
+// deleteRecords: produce 10, DeleteRecords before 5 (sarama returns no low watermark), then
+// the oldest offset is 5.
+func (e env) deleteRecords() rt.Result {
+	if err := e.ensureTopic(1); err != nil {
+		return rt.Failf("%v", err)
+	}
+	if err := e.produceNumbered(rt.DeleteRecordsProduce); err != nil {
+		return rt.Failf("produce: %v", err)
+	}
+	adm, err := e.admin()
+	if err != nil {
+		return rt.Failf("admin: %v", err)
+	}
+	defer adm.Close()
+	if err := adm.DeleteRecords(e.a.Topic, map[int32]int64{0: rt.DeleteRecordsBefore}); err != nil {
+		return rt.Failf("DeleteRecords: %v", err)
+	}
+	cl, err := sarama.NewClient([]string{e.a.Bootstrap}, config())
+	if err != nil {
+		return rt.Failf("client: %v", err)
+	}
+	defer cl.Close()
+	earliest, err := cl.GetOffset(e.a.Topic, 0, sarama.OffsetOldest)
+	if err != nil {
+		return rt.Failf("GetOffset(oldest): %v", err)
+	}
+	if earliest != rt.DeleteRecordsBefore {
+		return rt.Failf("DeleteRecords before %d: earliest offset %d, want %d", rt.DeleteRecordsBefore, earliest, rt.DeleteRecordsBefore)
+	}
+	return rt.Pass(fmt.Sprintf("DeleteRecords before %d; earliest offset %d", rt.DeleteRecordsBefore, earliest), nil)
 }
