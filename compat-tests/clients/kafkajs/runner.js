@@ -509,6 +509,62 @@ class Runner {
     }
   }
 
+  // ---------------------------------------------------------------- admin scenarios (2nd batch)
+
+  async alter_configs() {
+    const admin = await this.admin()
+    await this.ensureTopic(admin, this.topic, 1)
+    // kafkajs has only the legacy AlterConfigs (it replaces the resource's whole dynamic config set).
+    await admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: this.topic, configEntries: [{ name: 'retention.ms', value: '123456' }] }] })
+    const sources = ['UNKNOWN', 'DYNAMIC_TOPIC_CONFIG', 'DYNAMIC_BROKER_CONFIG', 'DYNAMIC_DEFAULT_BROKER_CONFIG', 'STATIC_BROKER_CONFIG', 'DEFAULT_CONFIG', 'DYNAMIC_BROKER_LOGGER_CONFIG']
+    // Kafka applies the alter through its metadata log: poll the describe for up to 10 s.
+    const until = Date.now() + this.remaining(10000)
+    let value, source
+    for (;;) {
+      const res = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: this.topic, configNames: ['retention.ms'] }] })
+      const e = res.resources[0].configEntries.find(x => x.configName === 'retention.ms')
+      if (!e) throw fail(`describeConfigs after the alter has no retention.ms (error code ${res.resources[0].errorCode})`)
+      value = e.configValue
+      source = typeof e.configSource === 'number' ? sources[e.configSource] || `source ${e.configSource}` : String(e.configSource)
+      if ((value === '123456' && source === 'DYNAMIC_TOPIC_CONFIG') || Date.now() > until) break
+      await sleep(200)
+    }
+    this.data.value = value
+    this.data.source = source
+    if (value !== '123456' || source !== 'DYNAMIC_TOPIC_CONFIG') throw fail(`after alterConfigs retention.ms=123456 describeConfigs shows ${value} (source ${source}), want 123456 (DYNAMIC_TOPIC_CONFIG)`)
+    return `alterConfigs (legacy; kafkajs has no incremental) retention.ms=123456; describeConfigs: ${value}, source ${source}`
+  }
+
+  async describe_topic() {
+    const admin = await this.admin()
+    await this.ensureTopic(admin, this.topic, 3)
+    const md = await admin.fetchTopicMetadata({ topics: [this.topic] })
+    const t = md.topics.find(x => x.name === this.topic)
+    if (!t) throw fail('fetchTopicMetadata does not list the topic')
+    const parts = []
+    for (const p of [...t.partitions].sort((a, b) => a.partitionId - b.partitionId)) {
+      const ok = p.leader >= 0 && p.replicas.length === 1 && p.replicas[0] === p.leader && p.isr.length === 1 && p.isr[0] === p.leader
+      if (!ok) throw fail(`partition ${p.partitionId}: leader ${p.leader} replicas ${JSON.stringify(p.replicas)} isr ${JSON.stringify(p.isr)} (want leader = the only replica = the only ISR)`)
+      parts.push(`p${p.partitionId} leader/replicas/isr ${p.leader}`)
+    }
+    this.data.partitions = parts.length
+    if (parts.length !== 3) throw fail(`${parts.length} partitions, want 3`)
+    return `fetchTopicMetadata: ${parts.join(', ')}`
+  }
+
+  async delete_records() {
+    const admin = await this.admin()
+    await this.ensureTopic(admin, this.topic, 1)
+    const producer = await this.producer()
+    await producer.send({ topic: this.topic, acks: -1, messages: Array.from({ length: 10 }, (_, i) => ({ key: `k${i}`, value: `r${i}`, partition: 0 })) })
+    await admin.deleteTopicRecords({ topic: this.topic, partitions: [{ partition: 0, offset: '5' }] })
+    const offs = await admin.fetchTopicOffsets(this.topic)
+    const p0 = offs.find(o => o.partition === 0)
+    this.data.low = p0 && p0.low
+    if (!p0 || p0.low !== '5') throw fail(`deleteTopicRecords before 5: fetchTopicOffsets low ${p0 && p0.low}, want 5`)
+    return 'deleteTopicRecords before 5; fetchTopicOffsets low (earliest) 5'
+  }
+
   async cross_produce() {
     const admin = await this.admin()
     await this.ensureTopic(admin, this.topic, 1)
@@ -570,6 +626,12 @@ async function main() {
       create_partitions: () => r.create_partitions(),
       delete_topic: () => r.delete_topic(),
       max_message_size: () => r.max_message_size(),
+      alter_configs: () => r.alter_configs(),
+      describe_topic: () => r.describe_topic(),
+      log_dirs: () => { throw new Outcome('skip', 'kafkajs admin has no DescribeLogDirs') },
+      delete_records: () => r.delete_records(),
+      consumer_groups_cli: () => { throw new Outcome('skip', "kafka-cli only: checks the kafka-consumer-groups tool's output") },
+      group_consumer_protocol: () => { throw new Outcome('skip', 'kafkajs implements only the classic group protocol (no ConsumerGroupHeartbeat / KIP-848)') },
       cross_produce: () => r.cross_produce(),
       cross_consume: () => r.cross_consume(),
     }

@@ -52,6 +52,18 @@ func run(a rt.Args) rt.Result {
 		return e.deleteTopic()
 	case s == "max_message_size":
 		return e.maxMessageSize()
+	case s == "alter_configs":
+		return e.alterConfigs()
+	case s == "describe_topic":
+		return e.describeTopic()
+	case s == "log_dirs":
+		return rt.Skip("confluent-kafka-go's AdminClient has no DescribeLogDirs")
+	case s == "delete_records":
+		return e.deleteRecords()
+	case s == "consumer_groups_cli":
+		return rt.Skip("kafka-cli only: checks the kafka-consumer-groups tool's output")
+	case s == "group_consumer_protocol":
+		return e.groupConsumerProtocol()
 	case s == "cross_produce":
 		return e.crossProduce()
 	case s == "cross_consume":
@@ -616,4 +628,198 @@ func (e env) crossConsume() rt.Result {
 		return rt.Failf("consume: %v", err)
 	}
 	return rt.CrossResult(got, e.a.Arg("expect_from", ""))
+}
+
+// alterConfigs: IncrementalAlterConfigs SET retention.ms, DescribeConfigs: value and source.
+func (e env) alterConfigs() rt.Result {
+	if err := e.ensureTopic(1); err != nil {
+		return rt.Failf("%v", err)
+	}
+	adm, err := e.admin()
+	if err != nil {
+		return rt.Failf("admin: %v", err)
+	}
+	defer adm.Close()
+	ar, err := adm.IncrementalAlterConfigs(e.ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: e.a.Topic,
+		Config: []kafka.ConfigEntry{{Name: "retention.ms", Value: rt.AlterRetentionMs, IncrementalOperation: kafka.AlterConfigOpTypeSet}}}})
+	if err != nil {
+		return rt.Failf("IncrementalAlterConfigs: %v", err)
+	}
+	for _, r := range ar {
+		if r.Error.Code() != kafka.ErrNoError {
+			return rt.Failf("IncrementalAlterConfigs %s: %v", r.Name, r.Error)
+		}
+	}
+	// Kafka applies the alter through its metadata log: poll for up to 10 s.
+	var value, source string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		dr, err := adm.DescribeConfigs(e.ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: e.a.Topic}})
+		if err != nil {
+			return rt.Failf("DescribeConfigs: %v", err)
+		}
+		if len(dr) != 1 || dr[0].Error.Code() != kafka.ErrNoError {
+			return rt.Failf("DescribeConfigs: %+v", dr)
+		}
+		value, source = "(absent)", ""
+		if c, ok := dr[0].Config["retention.ms"]; ok {
+			value, source = c.Value, c.Source.String()
+		}
+		if (value == rt.AlterRetentionMs && source == rt.DynamicTopicConfig) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	data := map[string]any{"value": value, "source": source}
+	if value != rt.AlterRetentionMs || source != rt.DynamicTopicConfig {
+		return rt.Fail(fmt.Sprintf("after IncrementalAlterConfigs SET retention.ms=%s DescribeConfigs shows %s (source %s), want %s (%s)", rt.AlterRetentionMs, value, source, rt.AlterRetentionMs, rt.DynamicTopicConfig), data)
+	}
+	return rt.Pass(fmt.Sprintf("IncrementalAlterConfigs SET retention.ms=%s; DescribeConfigs: %s, source %s", rt.AlterRetentionMs, value, source), data)
+}
+
+// describeTopic: DescribeTopics of a 3-partition topic: topic ID, leader = the only replica = the only ISR.
+func (e env) describeTopic() rt.Result {
+	if err := e.ensureTopic(3); err != nil {
+		return rt.Failf("%v", err)
+	}
+	adm, err := e.admin()
+	if err != nil {
+		return rt.Failf("admin: %v", err)
+	}
+	defer adm.Close()
+	res, err := adm.DescribeTopics(e.ctx, kafka.NewTopicCollectionOfTopicNames([]string{e.a.Topic}))
+	if err != nil {
+		return rt.Failf("DescribeTopics: %v", err)
+	}
+	if len(res.TopicDescriptions) != 1 || res.TopicDescriptions[0].Error.Code() != kafka.ErrNoError {
+		return rt.Failf("DescribeTopics: %+v", res.TopicDescriptions)
+	}
+	td := res.TopicDescriptions[0]
+	var parts []string
+	for _, p := range td.Partitions {
+		if p.Leader == nil {
+			return rt.Failf("partition %d: no leader", p.Partition)
+		}
+		l := p.Leader.ID
+		if len(p.Replicas) != 1 || p.Replicas[0].ID != l || len(p.Isr) != 1 || p.Isr[0].ID != l {
+			return rt.Failf("partition %d: leader %d replicas %v isr %v (want leader = the only replica = the only ISR)", p.Partition, l, p.Replicas, p.Isr)
+		}
+		parts = append(parts, fmt.Sprintf("p%d leader/replicas/isr %d", p.Partition, l))
+	}
+	if len(parts) != 3 {
+		return rt.Failf("%d partitions, want 3", len(parts))
+	}
+	return rt.Pass(fmt.Sprintf("DescribeTopics: topic ID %s; %s", td.TopicID, strings.Join(parts, ", ")), nil)
+}
+
+// deleteRecords: produce 10, DeleteRecords before 5: low watermark 5; ListOffsets earliest 5.
+func (e env) deleteRecords() rt.Result {
+	if err := e.ensureTopic(1); err != nil {
+		return rt.Failf("%v", err)
+	}
+	var rs []rt.Rec
+	for i := 0; i < rt.DeleteRecordsProduce; i++ {
+		rs = append(rs, rt.Rec{Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("r%d", i))})
+	}
+	if err := e.produce(nil, rs); err != nil {
+		return rt.Failf("produce: %v", err)
+	}
+	adm, err := e.admin()
+	if err != nil {
+		return rt.Failf("admin: %v", err)
+	}
+	defer adm.Close()
+	dr, err := adm.DeleteRecords(e.ctx, []kafka.TopicPartition{{Topic: &e.a.Topic, Partition: 0, Offset: rt.DeleteRecordsBefore}})
+	if err != nil {
+		return rt.Failf("DeleteRecords: %v", err)
+	}
+	if len(dr.DeleteRecordsResults) != 1 {
+		return rt.Failf("DeleteRecords: %d results", len(dr.DeleteRecordsResults))
+	}
+	r := dr.DeleteRecordsResults[0]
+	if r.TopicPartition.Error != nil || r.DeletedRecords == nil {
+		return rt.Failf("DeleteRecords: %v", r.TopicPartition.Error)
+	}
+	tp := kafka.TopicPartition{Topic: &e.a.Topic, Partition: 0}
+	lo, err := adm.ListOffsets(e.ctx, map[kafka.TopicPartition]kafka.OffsetSpec{tp: kafka.EarliestOffsetSpec})
+	if err != nil {
+		return rt.Failf("ListOffsets(earliest): %v", err)
+	}
+	var earliest kafka.Offset = -1
+	for _, ri := range lo.ResultInfos {
+		if ri.Error.Code() != kafka.ErrNoError {
+			return rt.Failf("ListOffsets(earliest): %v", ri.Error)
+		}
+		earliest = ri.Offset
+	}
+	lw := r.DeletedRecords.LowWatermark
+	if lw != rt.DeleteRecordsBefore || earliest != rt.DeleteRecordsBefore {
+		return rt.Failf("DeleteRecords before %d: low watermark %d, earliest offset %d (want %d, %d)", rt.DeleteRecordsBefore, lw, earliest, rt.DeleteRecordsBefore, rt.DeleteRecordsBefore)
+	}
+	return rt.Pass(fmt.Sprintf("DeleteRecords before %d: low watermark %d; earliest offset %d", rt.DeleteRecordsBefore, lw, earliest), nil)
+}
+
+// groupConsumerProtocol: group_commit_resume with group.protocol=consumer (KIP-848); the
+// classic-only settings (session.timeout.ms, ...) stay unset, as librdkafka requires.
+func (e env) groupConsumerProtocol() rt.Result {
+	if err := e.ensureTopic(1); err != nil {
+		return rt.Failf("%v", err)
+	}
+	if err := e.produceN(20); err != nil {
+		return rt.Failf("produce: %v", err)
+	}
+	newConsumer := func() (*kafka.Consumer, error) {
+		c, err := kafka.NewConsumer(e.conf(kafka.ConfigMap{"group.id": e.a.Group(), "group.protocol": "consumer",
+			"enable.auto.commit": false, "auto.offset.reset": "earliest"}))
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Subscribe(e.a.Topic, nil); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
+	}
+	c, err := newConsumer()
+	if err != nil {
+		return rt.Failf("consumer (group.protocol=consumer): %v", err)
+	}
+	if _, err := poll(c, 10, 0); err != nil {
+		c.Close()
+		return rt.Failf("first consumer (group.protocol=consumer): %v", err)
+	}
+	if _, err := c.CommitOffsets([]kafka.TopicPartition{{Topic: &e.a.Topic, Partition: 0, Offset: 10}}); err != nil {
+		c.Close()
+		return rt.Failf("commit: %v", err)
+	}
+	gtype := "(not listed)"
+	if adm, err := e.admin(); err == nil {
+		if lg, err := adm.ListConsumerGroups(e.ctx); err == nil {
+			for _, g := range lg.Valid {
+				if g.GroupID == e.a.Group() {
+					gtype = g.Type.String()
+				}
+			}
+		} else {
+			gtype = "ListConsumerGroups: " + err.Error()
+		}
+		adm.Close()
+	}
+	c.Close()
+	if gtype != kafka.ConsumerGroupTypeConsumer.String() {
+		return rt.Failf("ListConsumerGroups reports group type %s, want %s", gtype, kafka.ConsumerGroupTypeConsumer)
+	}
+	c2, err := newConsumer()
+	if err != nil {
+		return rt.Failf("consumer: %v", err)
+	}
+	defer c2.Close()
+	got, err := poll(c2, 1, 0)
+	if err != nil {
+		return rt.Failf("second consumer (group.protocol=consumer): %v", err)
+	}
+	if got[0].Offset != 10 {
+		return rt.Failf("second consumer resumed at offset %d, want 10", got[0].Offset)
+	}
+	return rt.Pass("group.protocol=consumer (group type "+gtype+"): committed 10, new consumer resumed at offset 10", nil)
 }
