@@ -111,12 +111,12 @@ func (l *Log) planClean(force bool) (cleanPlan, bool) {
 		return cleanPlan{}, false
 	}
 	now := l.now().UnixMilli()
-	// Cleanable: closed segments fully below the high watermark whose
+	// Cleanable: closed segments fully below the last stable offset whose
 	// newest record is older than min.compaction.lag.ms.
 	k := 0
 	for k < len(l.segs)-1 {
 		s := l.segs[k]
-		if s.next > l.hw.offset || (l.cfg.MinCompactionLagMs > 0 && s.maxTs > now-l.cfg.MinCompactionLagMs) {
+		if s.next > l.lastStableLocked() || (l.cfg.MinCompactionLagMs > 0 && s.maxTs > now-l.cfg.MinCompactionLagMs) {
 			break
 		}
 		k++

@@ -16,6 +16,7 @@
 //	leader-epoch-checkpoint         leader epoch -> first offset
 //	partition.metadata              topic id (Manager)
 //	00000000000000001234.snapshot   producer state at offset 1234 (see producerstate.go)
+//	00000000000000000000.txnindex   aborted transactions whose marker is in that segment
 //	<segment file>.cleaned / .swap  a cleaned segment being swapped in (see Compaction)
 //
 // A segment's base offset is the offset of its first batch; segments are
@@ -124,7 +125,8 @@
 //	             8 producer_id  2 epoch  4 last_sequence  8 last_offset
 //	             4 offset_delta (last_offset - first offset of the last batch)
 //	             8 timestamp (max timestamp of the last batch)
-//	             4 coordinator_epoch (-1)  8 current_txn_first_offset (-1)
+//	             4 coordinator_epoch (of the last marker, -1 if none)
+//	             8 current_txn_first_offset (first offset of the open transaction, -1)
 //
 // The snapshot's offset is only in the file name. A snapshot is written at
 // the new base offset on every roll and at the log end offset on clean
@@ -132,6 +134,41 @@
 // producer's last batch: after a restart duplicate detection covers that
 // batch and every batch replayed from the log after the snapshot offset,
 // while a running log remembers each producer's last 5 batches.
+//
+// # Transactions (txn.go)
+//
+// A transactional batch (attributes bit 4) of a producer with no open
+// transaction on the partition opens one at its base offset; the producer
+// may then write only transactional batches until a marker. Markers are
+// control batches (bits 4 and 5) the transaction coordinator appends with
+// AppendControl: the producer's id and epoch, base sequence -1, one record
+// whose key is Kafka's ControlRecordType (int16 version 0, int16 type:
+// 0 abort, 1 commit) and whose value is the EndTransactionMarker (int16
+// version 0, int32 coordinator epoch). A marker with an epoch older than the
+// producer's is INVALID_PRODUCER_EPOCH, an older coordinator epoch
+// TRANSACTION_COORDINATOR_FENCED. Coordinators append their own
+// transactional batches (offset commits) with AppendCoordinator, which
+// checks the epoch but not sequences (Kafka's AppendOrigin.COORDINATOR).
+//
+// The last stable offset is min(first offset of the open transactions, high
+// watermark). ReadIsolated(..., readCommitted) returns no batch starting at
+// or after it; the compaction cleaner also stops there. An abort marker of
+// a transaction that wrote to the partition appends to the .txnindex of the
+// segment it lands in Kafka's 34-byte AbortedTxn entry, big-endian:
+//
+//	0  2 version (0)        2  8 producer id
+//	10 8 first offset       18 8 last offset (the marker's)
+//	26 8 last stable offset once the transaction was aborted
+//
+// (kafka-dump-log reads these files). AbortedTransactions(from, to) lists
+// (producer id, first offset) of the aborts with marker >= from and first
+// offset < to, stopping at the first entry whose LSO reached to, as Kafka's
+// collectAbortedTransactions; all entries are kept in memory. A .txnindex
+// is fsynced when its segment is deactivated. Recovery reads the .txnindex
+// of trusted segments and rebuilds those of recovered ones: it loads the
+// newest producer snapshot at or below the first recovered segment and
+// replays every batch after it, markers included (their record is read to
+// learn commit or abort).
 //
 // # Recovery (OpenLog)
 //
@@ -147,8 +184,9 @@
 // gaps and cleaned counts). The segment is truncated there, later
 // segments are deleted, and the bytes, segments and batches dropped are
 // logged; the scanned segments' indexes are rebuilt and the result fsynced.
-// Then the newest producer snapshot at or below the log end offset is
-// loaded (newer ones are deleted) and later batch headers replayed, and
+// Then the newest producer snapshot at or below the log end offset (and
+// the first recovered segment, see Transactions) is loaded (newer ones
+// are deleted) and later batches replayed, and
 // leader epoch entries starting at or past the log end offset are dropped.
 //
 // Before any of that, leftovers of an interrupted cleaning are resolved as

@@ -69,6 +69,7 @@ type Log struct {
 	failed        error // first write/fsync/truncate failure; refuses all writes
 	closed        bool
 	producers     *producerStates
+	aborted       []abortedTxn // aborted-transaction index of all segments, by marker offset
 	epochs        []epochEntry
 	unflushedMsgs int64
 	lastFlush     time.Time
@@ -160,6 +161,33 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
 			}
 		}
 	}
+	return l.appendBatches(records, hdrs, leaderEpoch, originClient)
+}
+
+// appendOrigin says who wrote a batch, as Kafka's AppendOrigin: sequence
+// numbers are checked only for clients; the coordinators write their own
+// transactional batches (offset commits) and markers.
+type appendOrigin int
+
+const (
+	originClient appendOrigin = iota
+	originCoordinator
+)
+
+// AppendCoordinator appends a validated payload written by a coordinator
+// (transactional offset commits to __consumer_offsets): as Append, but a
+// producer's sequence numbers are not checked, only its epoch.
+func (l *Log) AppendCoordinator(records []byte, leaderEpoch int32) (AppendResult, error) {
+	hdrs, err := validateBatches(records, l.cfgView.Load().MaxMessageBytes)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return l.appendBatches(records, hdrs, leaderEpoch, originCoordinator)
+}
+
+// appendBatches checks producer state, stamps, writes and indexes hdrs'
+// batches (records), and moves the high watermark.
+func (l *Log) appendBatches(records []byte, hdrs []batchHeader, leaderEpoch int32, origin appendOrigin) (AppendResult, error) {
 	idempotent := false
 	for i := range hdrs {
 		if hdrs[i].ProducerID >= 0 {
@@ -171,6 +199,7 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
 		// an idempotent check of several would need a speculative state.
 		return AppendResult{}, fmt.Errorf("idempotent produce with %d batches: %w", len(hdrs), kerr.InvalidRecord)
 	}
+	control := hdrs[0].control()
 
 	l.mu.Lock()
 	if err := l.writable(); err != nil {
@@ -178,10 +207,19 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
 		return AppendResult{}, err
 	}
 	base := l.active().next
-	if idempotent {
+	if idempotent && !control {
 		m := hdrs[0].meta()
 		m.BaseOffset = base
-		dupBase, dup, err := l.producers.check(m)
+		var (
+			dupBase int64
+			dup     bool
+			err     error
+		)
+		if origin == originClient {
+			dupBase, dup, err = l.producers.check(m)
+		} else if e, ok := l.producers.entries[m.ProducerID]; ok && m.ProducerEpoch < e.Epoch {
+			err = fmt.Errorf("producer %d: epoch %d is older than current epoch %d: %w", m.ProducerID, m.ProducerEpoch, e.Epoch, kerr.InvalidProducerEpoch)
+		}
 		if err != nil || dup {
 			res := AppendResult{BaseOffset: dupBase, LogAppendTime: -1, LogStartOffset: l.logStart, Duplicate: dup}
 			l.mu.Unlock()
@@ -218,7 +256,15 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
 		l.mu.Unlock()
 		return AppendResult{}, err
 	}
-	if idempotent {
+	switch {
+	case control:
+		if err := l.onControlAppended(&hdrs[0], records); err != nil {
+			l.fail(err)
+			err = l.storageError()
+			l.mu.Unlock()
+			return AppendResult{}, err
+		}
+	case idempotent:
 		m := hdrs[0].meta()
 		l.producers.update(m)
 	}

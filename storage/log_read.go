@@ -12,8 +12,12 @@ import (
 type ReadResult struct {
 	Chunk          Chunk
 	HighWatermark  int64
-	LastStable     int64
+	LastStable     int64 // min(first offset of open transactions, high watermark)
 	LogStartOffset int64
+	// NextOffset is the offset after the chunk's last batch (the fetch
+	// offset when the chunk is empty): the upper bound for
+	// AbortedTransactions.
+	NextOffset int64
 }
 
 // segmentFor returns the segment whose range holds offset (the last one
@@ -31,8 +35,20 @@ func (l *Log) segmentFor(offset int64) *segment {
 // and never past the high watermark. offset == HW gives an empty chunk;
 // offset outside [LogStartOffset, HW] gives kerr.OffsetOutOfRange.
 func (l *Log) Read(offset int64, maxBytes int, minOneBatch bool) (ReadResult, error) {
+	return l.ReadIsolated(offset, maxBytes, minOneBatch, false)
+}
+
+// ReadIsolated is Read with an isolation level: readCommitted stops at the
+// last stable offset (a batch starting at or after it is not returned), so
+// an offset in [LSO, HW] gives an empty chunk, as Kafka's read_committed.
+func (l *Log) ReadIsolated(offset int64, maxBytes int, minOneBatch, readCommitted bool) (ReadResult, error) {
 	l.mu.Lock()
-	res := ReadResult{HighWatermark: l.hw.offset, LastStable: l.hw.offset, LogStartOffset: l.logStart}
+	lso := l.lastStableLocked()
+	res := ReadResult{HighWatermark: l.hw.offset, LastStable: lso, LogStartOffset: l.logStart, NextOffset: offset}
+	upTo := l.hw.offset
+	if readCommitted {
+		upTo = lso
+	}
 	if l.closed {
 		l.mu.Unlock()
 		return res, fmt.Errorf("log %s: %w: %w", l.dir, errLogClosed, kerr.KafkaStorageError)
@@ -41,7 +57,7 @@ func (l *Log) Read(offset int64, maxBytes int, minOneBatch bool) (ReadResult, er
 		l.mu.Unlock()
 		return res, fmt.Errorf("offset %d outside [%d, %d]: %w", offset, l.logStart, l.hw.offset, kerr.OffsetOutOfRange)
 	}
-	if offset == l.hw.offset {
+	if offset >= upTo {
 		l.mu.Unlock()
 		return res, nil
 	}
@@ -67,7 +83,7 @@ func (l *Log) Read(offset int64, maxBytes int, minOneBatch bool) (ReadResult, er
 		}
 		// Compaction removed the rest of this segment: continue at the next.
 		next := l.nextSegment(s)
-		if next == nil || next.base >= l.hw.offset {
+		if next == nil || next.base >= upTo {
 			l.mu.Unlock()
 			return res, nil
 		}
@@ -82,10 +98,11 @@ func (l *Log) Read(offset int64, maxBytes int, minOneBatch bool) (ReadResult, er
 			_ = f.release()
 			return res, fmt.Errorf("segment %d: read at position %d: %w: %w", s.base, end, err, kerr.KafkaStorageError)
 		}
-		if end+h.size()-pos > int64(maxBytes) && !(end == pos && minOneBatch) {
+		if h.BaseOffset >= upTo || end+h.size()-pos > int64(maxBytes) && !(end == pos && minOneBatch) {
 			break
 		}
 		end += h.size()
+		res.NextOffset = h.nextOffset()
 	}
 	if end == pos {
 		_ = f.release()

@@ -81,16 +81,30 @@ type producerEntry struct {
 	Epoch         int16
 	LastTimestamp int64
 	Batches       []producerBatch // oldest first, at most numBatchesToRetain
+	// CoordinatorEpoch is the coordinator epoch of the last transaction
+	// marker written for this producer (-1 before any).
+	CoordinatorEpoch int32
+	// TxnFirstOffset is the first offset of the producer's ongoing
+	// transaction on this partition, -1 when none (Kafka's
+	// currentTxnFirstOffset).
+	TxnFirstOffset int64
 }
 
 // producerStates maps producer id to its state. It has no lock of its own:
 // the owning Log calls it under the partition lock.
 type producerStates struct {
 	entries map[int64]*producerEntry
+	// ongoing maps the producers with an open transaction on this
+	// partition to its first offset; the smallest is the last stable offset.
+	ongoing map[int64]int64
 }
 
 func newProducerStates() *producerStates {
-	return &producerStates{entries: make(map[int64]*producerEntry)}
+	return &producerStates{entries: make(map[int64]*producerEntry), ongoing: make(map[int64]int64)}
+}
+
+func newProducerEntry(epoch int16) *producerEntry {
+	return &producerEntry{Epoch: epoch, CoordinatorEpoch: -1, TxnFirstOffset: -1}
 }
 
 // check validates b against the producer's state before it is appended,
@@ -115,6 +129,12 @@ func (s *producerStates) check(b batchMeta) (dupBase int64, dup bool, err error)
 	if b.ProducerEpoch < e.Epoch {
 		return 0, false, fmt.Errorf("producer %d: epoch %d is older than current epoch %d: %w",
 			b.ProducerID, b.ProducerEpoch, e.Epoch, kerr.InvalidProducerEpoch)
+	}
+	if !b.Transactional && e.TxnFirstOffset >= 0 {
+		// Kafka's ProducerAppendInfo: a producer with an open transaction
+		// may only write transactional batches until its marker.
+		return 0, false, fmt.Errorf("producer %d: non-transactional batch while its transaction from offset %d is open: %w",
+			b.ProducerID, e.TxnFirstOffset, kerr.InvalidTxnState)
 	}
 	if b.ProducerEpoch != e.Epoch {
 		if b.BaseSequence != 0 {
@@ -148,12 +168,16 @@ func (s *producerStates) update(b batchMeta) {
 	}
 	e, ok := s.entries[b.ProducerID]
 	if !ok {
-		e = &producerEntry{Epoch: b.ProducerEpoch}
+		e = newProducerEntry(b.ProducerEpoch)
 		s.entries[b.ProducerID] = e
 	}
 	if b.ProducerEpoch != e.Epoch {
 		e.Epoch = b.ProducerEpoch
 		e.Batches = e.Batches[:0]
+	}
+	if b.Transactional && e.TxnFirstOffset < 0 {
+		e.TxnFirstOffset = b.BaseOffset
+		s.ongoing[b.ProducerID] = b.BaseOffset
 	}
 	if len(e.Batches) == numBatchesToRetain {
 		copy(e.Batches, e.Batches[1:])
@@ -181,8 +205,13 @@ func (s *producerStates) truncateAfter(offset int64) {
 			}
 		}
 		e.Batches = e.Batches[:n]
+		if e.TxnFirstOffset >= offset {
+			e.TxnFirstOffset = -1
+			delete(s.ongoing, pid)
+		}
 		if n == 0 {
 			delete(s.entries, pid)
+			delete(s.ongoing, pid)
 		}
 	}
 }
@@ -203,8 +232,9 @@ func (s *producerStates) truncateAfter(offset int64) {
 //	                8  last_offset (int64): last offset of that batch
 //	                4  offset_delta (int32): last_offset - first offset of that batch
 //	                8  timestamp (int64): max timestamp of that batch
-//	                4  coordinator_epoch (int32), -1 (no transactions yet)
-//	                8  current_txn_first_offset (int64), -1 (none)
+//	                4  coordinator_epoch (int32): of the producer's last marker, -1 if none
+//	                8  current_txn_first_offset (int64): first offset of its open
+//	                   transaction, -1 if none
 //
 // The file must end exactly after the last entry. As in Kafka only the last
 // batch of each producer is kept: after a restart duplicates are detected
@@ -230,8 +260,8 @@ func (s *producerStates) encodeSnapshot() []byte {
 		buf = binary.BigEndian.AppendUint64(buf, uint64(pb.LastOffset))
 		buf = binary.BigEndian.AppendUint32(buf, uint32(pb.LastOffset-pb.BaseOffset))
 		buf = binary.BigEndian.AppendUint64(buf, uint64(e.LastTimestamp))
-		buf = binary.BigEndian.AppendUint32(buf, math.MaxUint32) // coordinator_epoch -1
-		buf = binary.BigEndian.AppendUint64(buf, math.MaxUint64) // current_txn_first_offset -1
+		buf = binary.BigEndian.AppendUint32(buf, uint32(e.CoordinatorEpoch))
+		buf = binary.BigEndian.AppendUint64(buf, uint64(e.TxnFirstOffset))
 	}
 	binary.BigEndian.PutUint32(buf[2:6], crc32.Checksum(buf[snapshotHeaderLen:], castagnoli))
 	return buf
@@ -271,10 +301,19 @@ func decodeSnapshot(buf []byte) (*producerStates, error) {
 		if firstSeq < 0 { // the batch wrapped from MaxInt32 to 0
 			firstSeq = int32(int64(firstSeq) + math.MaxInt32 + 1)
 		}
+		txnFirst := int64(binary.BigEndian.Uint64(e[38:]))
+		if txnFirst < -1 || txnFirst > lastOffset {
+			return nil, fmt.Errorf("snapshot entry %d (pid %d): transaction first offset %d past its last offset %d", i, pid, txnFirst, lastOffset)
+		}
 		s.entries[pid] = &producerEntry{
-			Epoch:         int16(binary.BigEndian.Uint16(e[8:])),
-			LastTimestamp: int64(binary.BigEndian.Uint64(e[26:])),
-			Batches:       []producerBatch{{FirstSeq: firstSeq, LastSeq: lastSeq, BaseOffset: lastOffset - int64(delta), LastOffset: lastOffset}},
+			Epoch:            int16(binary.BigEndian.Uint16(e[8:])),
+			LastTimestamp:    int64(binary.BigEndian.Uint64(e[26:])),
+			Batches:          []producerBatch{{FirstSeq: firstSeq, LastSeq: lastSeq, BaseOffset: lastOffset - int64(delta), LastOffset: lastOffset}},
+			CoordinatorEpoch: int32(binary.BigEndian.Uint32(e[34:])),
+			TxnFirstOffset:   txnFirst,
+		}
+		if txnFirst >= 0 {
+			s.ongoing[pid] = txnFirst
 		}
 	}
 	return s, nil
@@ -337,11 +376,21 @@ func (s *producerStates) writeSnapshot(fsys vfs.FS, dir string, offset int64) er
 // snapshot is skipped in favour of an older one; with none usable the result
 // is an empty state and offset 0 (replay the whole log).
 func loadProducerSnapshot(fsys vfs.FS, dir string) (s *producerStates, offset int64, err error) {
+	return loadProducerSnapshotAtOrBelow(fsys, dir, math.MaxInt64)
+}
+
+// loadProducerSnapshotAtOrBelow is loadProducerSnapshot ignoring snapshots
+// of offsets above limit (recovery replays from below the first recovered
+// segment so that its aborted-transaction index is rebuilt).
+func loadProducerSnapshotAtOrBelow(fsys vfs.FS, dir string, limit int64) (s *producerStates, offset int64, err error) {
 	offs, err := listSnapshots(fsys, dir)
 	if err != nil {
 		return nil, 0, err
 	}
 	for i := len(offs) - 1; i >= 0; i-- {
+		if offs[i] > limit {
+			continue
+		}
 		buf, err := slurpFile(fsys, snapshotPath(dir, offs[i]))
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -327,7 +328,9 @@ func (s *segment) recoverSegment() (cut int64, reason error, err error) {
 	s.size = fi.Size()
 	// Start from scratch: a failed loadTrusted may have left partial state.
 	s.next, s.maxTs, s.maxTsOffset, s.firstTs, s.bytesSinceIndex = s.base, -1, -1, -1, 0
-	for _, ext := range []string{indexExt, timeIndexExt} {
+	// The transaction index is rebuilt by the producer state replay.
+	s.recovered = true
+	for _, ext := range []string{indexExt, timeIndexExt, txnIndexExt} {
 		if err := s.fsys.Remove(segmentPath(s.dir, s.base, ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return 0, nil, fmt.Errorf("segment %d: %w", s.base, err)
 		}
@@ -400,7 +403,11 @@ func (s *segment) activate() error {
 
 // loadProducers loads the newest producer snapshot at or below leo
 // (removing newer ones, which describe truncated data) and replays the
-// batch headers after it.
+// batches after it: idempotent and transactional batches update producer
+// state, transaction markers end transactions. Segments that recovery
+// rebuilt get their .txnindex rebuilt by this replay, so the snapshot used
+// is at or below the first of them (Kafka's rebuildProducerState before
+// recoverSegment); the other segments' .txnindex files are read as they are.
 func (l *Log) loadProducers(leo int64) error {
 	ents, err := l.fsys.ReadDir(l.dir)
 	if err != nil {
@@ -417,7 +424,17 @@ func (l *Log) loadProducers(leo int64) error {
 			}
 		}
 	}
-	ps, from, err := loadProducerSnapshot(l.fsys, l.dir)
+	firstRecovered := int64(math.MaxInt64)
+	for _, s := range l.segs {
+		if s.recovered {
+			firstRecovered = s.base
+			break
+		}
+	}
+	if err := l.loadTxnIndexes(firstRecovered, leo); err != nil {
+		return err
+	}
+	ps, from, err := loadProducerSnapshotAtOrBelow(l.fsys, l.dir, firstRecovered)
 	if err != nil {
 		return fmt.Errorf("load producer snapshot: %w", err)
 	}
@@ -440,8 +457,9 @@ func (l *Log) loadProducers(leo int64) error {
 	return nil
 }
 
-// replayHeaders feeds the idempotent batches of s at or after offset from
-// into the producer state.
+// replayHeaders feeds the idempotent and transactional batches of s at or
+// after offset from into the producer state; markers end transactions and,
+// in a recovered segment, write its aborted-transaction index.
 func (l *Log) replayHeaders(s *segment, pos, from int64, ps *producerStates) error {
 	f, err := s.reader()
 	if err != nil {
@@ -449,12 +467,34 @@ func (l *Log) replayHeaders(s *segment, pos, from int64, ps *producerStates) err
 	}
 	defer func() { _ = f.release() }()
 	var hb [batchHeaderSize]byte
+	var buf []byte
 	for pos < s.size {
 		h, err := readHeader(f.f, pos, s.size, &hb)
 		if err != nil {
 			return fmt.Errorf("segment %d: replay producer state at %d: %w", s.base, pos, err)
 		}
-		if h.BaseOffset >= from && h.ProducerID >= 0 {
+		switch {
+		case h.BaseOffset < from || h.ProducerID < 0:
+		case h.control():
+			if int64(cap(buf)) < h.size() {
+				buf = make([]byte, h.size())
+			}
+			b := buf[:h.size()]
+			if _, err := f.f.ReadAt(b, pos); err != nil {
+				return fmt.Errorf("segment %d: read marker at %d: %w", s.base, pos, err)
+			}
+			commit, coordEpoch, ok := parseControlBatch(b)
+			if !ok {
+				break
+			}
+			a, aborted := completeTxn(ps, h.ProducerID, h.ProducerEpoch, commit, coordEpoch, h.BaseOffset)
+			if aborted && s.recovered {
+				l.aborted = append(l.aborted, a)
+				if err := appendTxnIndex(l.fsys, l.dir, s.base, a); err != nil {
+					return err
+				}
+			}
+		default:
 			ps.update(h.meta())
 		}
 		pos += h.size()

@@ -36,6 +36,7 @@ type segment struct {
 	firstTs         int64 // max timestamp of the first batch, -1 when empty
 	created         time.Time
 	active          bool
+	recovered       bool // rebuilt by recovery on open: its .txnindex is rebuilt too
 }
 
 func segmentPath(dir string, base int64, ext string) string {
@@ -58,7 +59,7 @@ func createSegment(fsys vfs.FS, dir string, base int64, cfg *Config, now time.Ti
 	s := &segment{fsys: fsys, dir: dir, base: base, cfg: cfg, file: newSharedFile(f), next: base,
 		maxTs: -1, maxTsOffset: -1, firstTs: -1, created: now, active: true}
 	// Stale index files of a segment that recovery dropped must not be reused.
-	for _, ext := range []string{indexExt, timeIndexExt} {
+	for _, ext := range []string{indexExt, timeIndexExt, txnIndexExt} {
 		if err := fsys.Remove(segmentPath(dir, base, ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.closeAll()
 			return nil, fmt.Errorf("segment %d: %w", base, err)
@@ -180,7 +181,7 @@ func (s *segment) deactivate() error {
 	if s.maxTs >= 0 {
 		s.tidx.maybeAppend(s.maxTs, s.maxTsOffset)
 	}
-	err := errors.Join(s.idx.seal(), s.tidx.seal(), s.file.release())
+	err := errors.Join(s.idx.seal(), s.tidx.seal(), syncTxnIndex(s.fsys, s.dir, s.base), s.file.release())
 	if err != nil {
 		return fmt.Errorf("segment %d: %w", s.base, err)
 	}
@@ -192,7 +193,7 @@ func (s *segment) deactivate() error {
 func (s *segment) remove() error {
 	s.closeAll()
 	var errs []error
-	for _, ext := range []string{logExt, indexExt, timeIndexExt} {
+	for _, ext := range []string{logExt, indexExt, timeIndexExt, txnIndexExt} {
 		if err := s.fsys.Remove(segmentPath(s.dir, s.base, ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
