@@ -531,7 +531,7 @@ func TestInitProducerID(t *testing.T) {
 		epoch         int16
 		code          int16
 	}{
-		{"transactional", txn("tx"), -1, -1, kerr.TransactionalIDAuthorizationFailed.Code},
+		{"transactional without a timeout", txn("tx"), -1, -1, kerr.InvalidTransactionTimeout.Code},
 		{"empty transactional id", txn(""), -1, -1, kerr.InvalidRequest.Code},
 		{"id without epoch", nil, 5, -1, kerr.InvalidRequest.Code},
 		{"epoch without id", nil, -1, 3, kerr.InvalidRequest.Code},

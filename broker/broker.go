@@ -29,6 +29,7 @@ type Config struct {
 	SocketRequestMaxBytes int32  // socket.request.max.bytes
 	Log                   storage.Config
 	Groups                coordinator.GroupConfig
+	Txns                  coordinator.TxnConfig
 	LogRequests           bool   // --log-requests: log every decoded request and response
 	MetricsListener       string // metrics.listener: http://host:port for /metrics and /healthz; empty = off
 
@@ -48,6 +49,7 @@ type Broker struct {
 	logs   *storage.Manager
 	pids   *coordinator.ProducerIDs
 	groups *coordinator.Groups
+	txns   *coordinator.Txns
 
 	ln      net.Listener
 	advHost string
@@ -100,6 +102,11 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("group coordinator: %w", err), logs.Close(), ln.Close())
 	}
+	txns, err := coordinator.OpenTxns(logs, pids, groups, cfg.Txns, logger)
+	if err != nil {
+		groups.Close()
+		return nil, errors.Join(fmt.Errorf("transaction coordinator: %w", err), logs.Close(), ln.Close())
+	}
 	if advPort == 0 {
 		advPort = ln.Addr().(*net.TCPAddr).Port
 	}
@@ -115,6 +122,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		logs:     logs,
 		pids:     pids,
 		groups:   groups,
+		txns:     txns,
 		ln:       ln,
 		advHost:  advHost,
 		advPort:  int32(advPort),
@@ -221,6 +229,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	// Blocked JoinGroup and SyncGroup requests were woken by b.shutdown.
+	b.txns.Close()
 	b.groups.Close()
 	if err := b.logs.Close(); err != nil {
 		return errors.Join(fmt.Errorf("close logs: %w", err), b.stopMetrics(ctx))

@@ -11,8 +11,11 @@ package broker
 // high watermark moves. The first batch of the first non-empty partition is
 // sent even when it exceeds max_bytes or partition_max_bytes (the progress
 // guarantee). Follower fetches (replica id >= 0) are served as consumer
-// fetches: there are no followers yet. Without transactions the last stable
-// offset equals the high watermark and aborted-transaction lists are empty.
+// fetches: there are no followers yet. Every partition reports its last
+// stable offset (min of the open transactions' first offsets and the high
+// watermark); isolation level read_committed (1) reads only below it and
+// lists the aborted transactions with records in the returned range, as
+// Kafka does, so clients drop their records (and the markers).
 
 import (
 	"fmt"
@@ -130,15 +133,18 @@ func (b *Broker) readPartition(t *storage.Topic, version int16, rp *kmsg.FetchRe
 	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
 		return err
 	}
-	res, err := p.Log.Read(rp.FetchOffset, limit, minOne)
+	res, err := p.Log.ReadIsolated(rp.FetchOffset, limit, minOne, fp.readCommitted)
 	fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = res.HighWatermark, res.LastStable, res.LogStartOffset
 	if err != nil {
 		if fp.highWatermark < 0 {
-			fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = p.Log.HighWatermark(), p.Log.HighWatermark(), p.Log.LogStartOffset()
+			fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = p.Log.HighWatermark(), p.Log.LastStableOffset(), p.Log.LogStartOffset()
 		}
 		return err
 	}
 	fp.chunk = res.Chunk
+	if fp.readCommitted && res.Chunk.Len() > 0 {
+		fp.aborted = p.Log.AbortedTransactions(rp.FetchOffset, res.NextOffset)
+	}
 	return nil
 }
 

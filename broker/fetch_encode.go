@@ -15,7 +15,8 @@ type fetchPartition struct {
 	highWatermark    int64
 	lastStableOffset int64
 	logStartOffset   int64
-	readCommitted    bool // aborted transactions: an empty list rather than null
+	readCommitted    bool // aborted transactions: a list (maybe empty) rather than null
+	aborted          []storage.Aborted
 	chunk            storage.Chunk
 }
 
@@ -62,7 +63,7 @@ func encodeFetch(dst []byte, version int16, errorCode int16, topics []fetchTopic
 			if version >= 5 {
 				e.body = binary.BigEndian.AppendUint64(e.body, uint64(p.logStartOffset))
 			}
-			e.body = appendNullableEmptyArray(e.body, !p.readCommitted, flex)
+			e.body = appendAborted(e.body, p.readCommitted, p.aborted, flex)
 			if version >= 11 {
 				e.body = binary.BigEndian.AppendUint32(e.body, ^uint32(0)) // preferred_read_replica -1
 			}
@@ -98,17 +99,24 @@ func appendArrayLen(dst []byte, n int, flex bool) []byte {
 	return binary.BigEndian.AppendUint32(dst, uint32(n))
 }
 
-func appendNullableEmptyArray(dst []byte, null, flex bool) []byte {
+// appendAborted writes the aborted transactions array: null unless the
+// fetch is read_committed, then (producer_id, first_offset) pairs.
+func appendAborted(dst []byte, readCommitted bool, aborted []storage.Aborted, flex bool) []byte {
 	switch {
-	case flex && null:
+	case !readCommitted && flex:
 		return append(dst, 0)
-	case flex:
-		return append(dst, 1)
-	case null:
+	case !readCommitted:
 		return binary.BigEndian.AppendUint32(dst, ^uint32(0))
-	default:
-		return binary.BigEndian.AppendUint32(dst, 0)
 	}
+	dst = appendArrayLen(dst, len(aborted), flex)
+	for _, a := range aborted {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(a.ProducerID))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(a.FirstOffset))
+		if flex {
+			dst = append(dst, 0) // tags
+		}
+	}
+	return dst
 }
 
 func appendString(dst []byte, s string, flex bool) []byte {

@@ -35,6 +35,8 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 			{name: "a", id: [16]byte{1}, partitions: []fetchPartition{
 				{partition: 0, highWatermark: 3, lastStableOffset: 3, logStartOffset: 0, chunk: res.Chunk},
 				{partition: 1, errorCode: 1, highWatermark: 7, lastStableOffset: 7, logStartOffset: 2, readCommitted: true},
+				{partition: 2, highWatermark: 9, lastStableOffset: 5, logStartOffset: 0, readCommitted: true,
+					aborted: []storage.Aborted{{ProducerID: 7, FirstOffset: 1}, {ProducerID: 1 << 40, FirstOffset: 4}}},
 			}},
 			{name: "bb", id: [16]byte{2}, partitions: []fetchPartition{{partition: 4, highWatermark: 0, lastStableOffset: 0}}},
 		}
@@ -63,6 +65,11 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 				kp.HighWatermark, kp.LastStableOffset, kp.LogStartOffset = fp.highWatermark, fp.lastStableOffset, fp.logStartOffset
 				if fp.readCommitted {
 					kp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+					for _, a := range fp.aborted {
+						ka := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+						ka.ProducerID, ka.FirstOffset = a.ProducerID, a.FirstOffset
+						kp.AbortedTransactions = append(kp.AbortedTransactions, ka)
+					}
 				}
 				kp.RecordBatches = []byte{}
 				if fp.chunk.Len() > 0 {

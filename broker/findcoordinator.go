@@ -2,12 +2,11 @@ package broker
 
 // FindCoordinator, versions 0-6.
 //
-// This node coordinates every group (key type 0), so the answer is always
-// this broker's advertised address; v4+ answers each key of the batch.
-// Difference from Kafka: transactional ids (key type 1) get
-// COORDINATOR_NOT_AVAILABLE until transactions exist (issue 5), and
-// __consumer_offsets exists from the first start rather than being created
-// by the first FindCoordinator. Key type 2 (share groups) is
+// This node coordinates every group (key type 0) and every transactional
+// id (key type 1), so the answer is always this broker's advertised
+// address; v4+ answers each key of the batch. Difference from Kafka:
+// __consumer_offsets and __transaction_state exist from the first start
+// rather than being created by the first FindCoordinator. Key type 2 (share groups) is
 // INVALID_REQUEST, as on a Kafka broker without share groups.
 
 import (
@@ -37,11 +36,9 @@ func (b *Broker) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorR
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	var err *kerr.Error
 	switch keyType {
-	case 0:
+	case 0, 1:
 		c.NodeID, c.Host, c.Port = b.cfg.NodeID, b.advHost, b.advPort
 		return c
-	case 1:
-		err = kerr.CoordinatorNotAvailable
 	default:
 		err = kerr.InvalidRequest
 	}

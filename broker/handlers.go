@@ -36,6 +36,12 @@ var handlers = map[int16]handler{
 	int16(kmsg.OffsetCommit):         handleOffsetCommit,
 	int16(kmsg.OffsetFetch):          handleOffsetFetch,
 	int16(kmsg.OffsetDelete):         handleOffsetDelete,
+	int16(kmsg.AddPartitionsToTxn):   handleAddPartitionsToTxn,
+	int16(kmsg.AddOffsetsToTxn):      handleAddOffsetsToTxn,
+	int16(kmsg.EndTxn):               handleEndTxn,
+	int16(kmsg.TxnOffsetCommit):      handleTxnOffsetCommit,
+	int16(kmsg.DescribeTransactions): handleDescribeTransactions,
+	int16(kmsg.ListTransactions):     handleListTransactions,
 }
 
 // errorCode maps an error from storage or the coordinator to a Kafka error

@@ -9,17 +9,12 @@ package broker
 // KafkaApis, an id of -1 with an epoch other than -1, or the reverse, is
 // INVALID_REQUEST, and so is an empty transactional id.
 //
-// Difference from Kafka: transactions are not served yet (issue 5), so a
-// request with a transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-// and producer id and epoch -1. That is the code Kafka sends when a
-// transactional id may not be used on the cluster, and every client treats
-// it as fatal, so initTransactions fails at once with a clear error. The
-// codes a coordinator sends while unavailable (COORDINATOR_NOT_AVAILABLE,
-// NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS) are retriable and would
-// make a transactional producer retry until its timeout; UNSUPPORTED_VERSION
-// would wrongly blame the request version, which is served. In practice
-// clients stop earlier still: FindCoordinator, which a transactional
-// producer sends first, is not in ApiVersions.
+// With a transactional id the transaction coordinator answers
+// (coordinator/txn_ops.go): a new id gets a producer id at epoch 0, a
+// known one its epoch bumped, fencing the previous producer after its
+// ongoing transaction is aborted. transaction_timeout_ms must be in
+// (0, transaction.max.timeout.ms], else INVALID_TRANSACTION_TIMEOUT. As in
+// KafkaApis, PRODUCER_FENCED is sent as INVALID_PRODUCER_EPOCH before v4.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -50,6 +45,21 @@ func handleInitProducerID(b *Broker, _ *conn, req *protocol.Request) (kmsg.Respo
 	case *r.TransactionalID == "":
 		return fail(kerr.InvalidRequest.Code)
 	default:
-		return fail(kerr.TransactionalIDAuthorizationFailed.Code)
+		res := b.txns.InitProducerID(*r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch)
+		if res.Err != nil {
+			return fail(fencedCode(res.Err, req.Version, 4))
+		}
+		resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.Epoch
+		return resp, nil
 	}
+}
+
+// fencedCode is err's code, except that PRODUCER_FENCED becomes
+// INVALID_PRODUCER_EPOCH for request versions below since, which predate
+// it (KIP-588), as KafkaApis does.
+func fencedCode(err *kerr.Error, version, since int16) int16 {
+	if err == kerr.ProducerFenced && version < since {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return err.Code
 }

@@ -10,10 +10,10 @@ package broker
 //
 //   - -2 earliest and -4 earliest local (v8+): the log start offset. With no
 //     tiered storage the local log starts where the log does.
-//   - -1 latest: the high watermark for read_uncommitted and for
-//     read_committed alike: no transactions are served (issue 5), so the last
-//     stable offset is the high watermark. A request from a replica or the
-//     debug id (ReplicaID != -1) gets the log end offset, as in Kafka.
+//   - -1 latest: the high watermark for read_uncommitted, the last stable
+//     offset for read_committed (v2+ IsolationLevel 1). A request from a
+//     replica or the debug id (ReplicaID != -1) gets the log end offset, as
+//     in Kafka. Timestamp lookups are bounded the same way.
 //   - -5 latest tiered (v9+): offset -1 and epoch -1, Kafka's answer when
 //     remote storage is disabled.
 //   - -3 max timestamp (v7+): the first record carrying the largest timestamp.
@@ -76,7 +76,7 @@ func handleListOffsets(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				listOffset(p, rp, r.ReplicaID == consumerReplicaID, &sp)
+				listOffset(p, rp, r.ReplicaID == consumerReplicaID, r.IsolationLevel == 1, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -87,7 +87,7 @@ func handleListOffsets(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response
 
 // listOffset answers one partition; sp starts with Kafka's "not found"
 // values (offset, timestamp and epoch -1).
-func listOffset(p *storage.Partition, rp kmsg.ListOffsetsRequestTopicPartition, fromClient bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
+func listOffset(p *storage.Partition, rp kmsg.ListOffsetsRequestTopicPartition, fromClient, readCommitted bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
 		sp.ErrorCode = errorCode(err)
 		return
@@ -95,7 +95,10 @@ func listOffset(p *storage.Partition, rp kmsg.ListOffsetsRequestTopicPartition, 
 	epoch := p.LeaderEpoch()
 	l := p.Log
 	lastFetchable := l.LogEndOffset()
-	if fromClient {
+	switch {
+	case fromClient && readCommitted:
+		lastFetchable = l.LastStableOffset()
+	case fromClient:
 		lastFetchable = l.HighWatermark()
 	}
 	switch rp.Timestamp {

@@ -7,8 +7,9 @@ package broker
 // every committed partition. A group that does not exist has no offsets
 // and no error, as in Kafka. Until __consumer_offsets is loaded the group
 // gets COORDINATOR_LOAD_IN_PROGRESS (per partition before v2, which has no
-// group-level error). require_stable (v7+) never waits: there are no
-// transactional offset commits yet (issue 5), so none is ever pending. The
+// group-level error). With require_stable (v7+) a partition whose
+// transactional offset commit awaits its transaction's end gets
+// UNSTABLE_OFFSET_COMMIT and offset -1, as in Kafka (the client retries). The
 // v9 member id and epoch apply to KIP-848 consumer groups: when given, they
 // must name a member at its current epoch (UNKNOWN_MEMBER_ID,
 // STALE_MEMBER_EPOCH), as Kafka; classic groups ignore them.
@@ -54,6 +55,9 @@ func handleOffsetFetch(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response
 				p.Partition, p.Offset, p.LeaderEpoch = o.Partition, o.Offset, o.LeaderEpoch
 				md := o.Metadata
 				p.Metadata = &md
+				if r.RequireStable && b.groups.HasPendingTxnOffset(rg.Group, o.Topic, o.Partition) {
+					p.Offset, p.LeaderEpoch, p.ErrorCode = -1, -1, kerr.UnstableOffsetCommit.Code
+				}
 				t := &g.Topics[len(g.Topics)-1]
 				t.Partitions = append(t.Partitions, p)
 			}
@@ -91,6 +95,9 @@ func handleOffsetFetch(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response
 		md := o.Metadata
 		p.Metadata = &md
 		p.ErrorCode = errCode(err)
+		if err == nil && req.Version >= 7 && r.RequireStable && b.groups.HasPendingTxnOffset(r.Group, o.Topic, o.Partition) {
+			p.Offset, p.LeaderEpoch, p.ErrorCode = -1, -1, kerr.UnstableOffsetCommit.Code
+		}
 		t := &resp.Topics[len(resp.Topics)-1]
 		t.Partitions = append(t.Partitions, p)
 	}

@@ -7,8 +7,13 @@ package broker
 // size) and applies idempotent-producer sequence checks. There is one
 // replica, so acks=1 and acks=-1 both answer once the batch is in the log
 // (and fsynced, when log.flush.interval.messages asks for it); acks=0 gets
-// no response. Transactional batches are refused with INVALID_TXN_STATE
-// until transactions exist (issue 5). Per-record errors (v8+) are not
+// no response. A transactional batch (attributes bit 4) needs the
+// request's transactional id and is checked with the transaction
+// coordinator before it is appended, as Kafka's KIP-890 part 1 verification
+// does in-process: the producer's transaction must be Ongoing and hold the
+// partition, else INVALID_TXN_STATE (INVALID_PRODUCER_EPOCH for a stale
+// epoch). Produce v12 (KIP-890 part 2: partitions added implicitly) is not
+// served. Per-record errors (v8+) are not
 // reported: a partition's error covers all its records, with ErrorMessage
 // saying why. Internal topics (__consumer_offsets, __transaction_state) are
 // written only by the coordinators: producing to them is
@@ -29,8 +34,6 @@ func handleProduce(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, er
 	switch {
 	case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
 		requestErr = kerr.InvalidRequiredAcks
-	case r.TransactionID != nil:
-		requestErr = kerr.InvalidTxnState
 	}
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
@@ -40,6 +43,9 @@ func handleProduce(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, er
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			err := requestErr
+			if err == nil {
+				err = b.verifyTxnBatch(r.TransactionID, rt.Topic, rp.Partition, rp.Records)
+			}
 			if err == nil {
 				err = b.appendPartition(topic, rp.Partition, rp.Records, &sp)
 			}

@@ -86,6 +86,8 @@ type Groups struct {
 	mu     sync.RWMutex
 	groups map[string]*group
 
+	txn txnOffsets // pending transactional offset commits (txnoffsets.go)
+
 	life   sync.RWMutex
 	closed bool           // under life
 	wg     sync.WaitGroup // background work and timer callbacks
@@ -273,7 +275,10 @@ func (c *Groups) loadPartition(p *storage.Partition) error {
 			return errors.New("coordinator closed while loading")
 		default:
 		}
-		if _, err := batchRecords(batch, func(key, value []byte) error {
+		if _, err := forEachRecord(batch, func(b *batchInfo, key, value []byte) error {
+			if b.transactional {
+				return c.replayTxn(p.Index, b, key, value)
+			}
 			return c.replay(p.Index, key, value)
 		}); err != nil {
 			return fmt.Errorf("replay batch at offset %d: %w", int64(binary.BigEndian.Uint64(batch)), err)

@@ -140,6 +140,27 @@ func buildBatch(recs []kv, now time.Time) []byte {
 // batches, as a log read returns them) and returns the offset after the
 // last batch. Control batches (transaction markers) are skipped.
 func batchRecords(data []byte, fn func(key, value []byte) error) (next int64, err error) {
+	return forEachRecord(data, func(b *batchInfo, key, value []byte) error {
+		if b.control {
+			return nil
+		}
+		return fn(key, value)
+	})
+}
+
+// batchInfo is what replay needs to know of a record's batch.
+type batchInfo struct {
+	offset        int64 // of the record
+	producerID    int64
+	producerEpoch int16
+	transactional bool
+	control       bool
+}
+
+// forEachRecord calls fn for every record of the batches in data, control
+// records included, with its batch's producer and attributes, and returns
+// the offset after the last batch.
+func forEachRecord(data []byte, fn func(b *batchInfo, key, value []byte) error) (next int64, err error) {
 	decompressor := kgo.DefaultDecompressor()
 	for len(data) > 0 {
 		if len(data) < 12 {
@@ -155,9 +176,8 @@ func batchRecords(data []byte, fn func(key, value []byte) error) (next int64, er
 		}
 		data = data[size:]
 		next = b.FirstOffset + int64(b.LastOffsetDelta) + 1
-		if b.Attributes&0x20 != 0 {
-			continue
-		}
+		bi := batchInfo{producerID: b.ProducerID, producerEpoch: b.ProducerEpoch,
+			transactional: b.Attributes&0x10 != 0, control: b.Attributes&0x20 != 0}
 		recs := b.Records
 		if codec := kgo.CompressionCodecType(b.Attributes & 0x7); codec != 0 {
 			if recs, err = decompressor.Decompress(recs, codec); err != nil {
@@ -174,7 +194,8 @@ func batchRecords(data []byte, fn func(key, value []byte) error) (next int64, er
 				return next, fmt.Errorf("record %d of batch at offset %d: %w", i, b.FirstOffset, err)
 			}
 			recs = recs[w+int(n):]
-			if err := fn(r.Key, r.Value); err != nil {
+			bi.offset = b.FirstOffset + int64(r.OffsetDelta)
+			if err := fn(&bi, r.Key, r.Value); err != nil {
 				return next, err
 			}
 		}

@@ -44,6 +44,13 @@ var served = []VersionRange{
 	// KIP-848 consumer groups: see broker/consumergroupheartbeat.go.
 	{Key: int16(kmsg.ConsumerGroupHeartbeat), Min: 0, Max: 1},
 	{Key: int16(kmsg.ConsumerGroupDescribe), Min: 0, Max: 1},
+	// Transactions (KIP-98) without KIP-890 part 2: see broker/endtxn.go.
+	{Key: int16(kmsg.AddPartitionsToTxn), Min: 0, Max: 3},
+	{Key: int16(kmsg.AddOffsetsToTxn), Min: 0, Max: 4},
+	{Key: int16(kmsg.EndTxn), Min: 0, Max: 4},
+	{Key: int16(kmsg.TxnOffsetCommit), Min: 0, Max: 4},
+	{Key: int16(kmsg.DescribeTransactions), Min: 0, Max: 0},
+	{Key: int16(kmsg.ListTransactions), Min: 0, Max: 1},
 }
 
 // Served returns the served ranges in key order.

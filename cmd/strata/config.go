@@ -44,6 +44,8 @@ type settings struct {
 
 	Retention retentionSettings // log.retention.*, log.segment.delete.delay.ms (config_retention.go)
 
+	Txn txnSettings // transaction coordinator keys (config_txn.go)
+
 	// KIP-848 consumer groups.
 	ConsumerSessionTimeoutMs       int64 // group.consumer.session.timeout.ms
 	ConsumerMinSessionTimeoutMs    int64 // group.consumer.min.session.timeout.ms
@@ -94,6 +96,7 @@ func defaultSettings() settings {
 		OffsetsSegmentBytes:          100 << 20,
 		Limits:                       defaultLimitSettings(),
 		Retention:                    defaultRetentionSettings(),
+		Txn:                          defaultTxnSettings(),
 
 		ConsumerSessionTimeoutMs:       45000,
 		ConsumerMinSessionTimeoutMs:    45000,
@@ -137,6 +140,9 @@ var implementedKeys = []string{
 	"log.cleaner.min.cleanable.ratio",
 	"log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.retention.bytes",
 	"log.retention.check.interval.ms", "log.segment.delete.delay.ms",
+	"transaction.state.log.num.partitions", "transaction.max.timeout.ms",
+	"transaction.abort.timed.out.transaction.cleanup.interval.ms", "transactional.id.expiration.ms",
+	"transaction.remove.expired.transaction.cleanup.interval.ms",
 }
 
 // ignoredKeys are common Kafka broker keys that have no meaning for a single-node
@@ -155,7 +161,7 @@ var ignoredKeys = []string{
 	"delete.topic.enable", "compression.type", "unclean.leader.election.enable",
 	"auto.leader.rebalance.enable", "request.timeout.ms",
 	"broker.rack", "authorizer.class.name", "super.users", "metric.reporters",
-	"fetch.max.bytes", "transactional.id.expiration.ms", "producer.id.expiration.ms",
+	"fetch.max.bytes", "producer.id.expiration.ms",
 	"initial.broker.registration.timeout.ms", "broker.heartbeat.interval.ms",
 	"broker.session.timeout.ms", "num.replica.alter.log.dirs.threads",
 }
@@ -276,6 +282,7 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	loadCleanerSettings(&p, &s)
 	loadLimitSettings(&p, &s)
 	loadRetentionSettings(&p, &s)
+	loadTxnSettings(&p, &s)
 	if v, ok := p.get("metrics.listener"); ok && v != "" && p.err == nil {
 		if _, err := metrics.ParseListener(v); err != nil {
 			p.fail("metrics.listener", props["metrics.listener"], err.Error())

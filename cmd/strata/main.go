@@ -146,6 +146,7 @@ func brokerConfig(s settings, logRequests bool) broker.Config {
 			ConsumerSessionTimeout:    time.Duration(s.ConsumerSessionTimeoutMs) * time.Millisecond,
 			ConsumerHeartbeatInterval: time.Duration(s.ConsumerHeartbeatIntervalMs) * time.Millisecond,
 		},
+		Txns: s.Txn.config(),
 		Log: storage.Config{
 			SegmentBytes:          s.SegmentBytes,
 			SegmentMs:             s.SegmentMs,

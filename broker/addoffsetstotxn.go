@@ -1,0 +1,25 @@
+package broker
+
+// AddOffsetsToTxn, versions 0-4.
+//
+// The group's __consumer_offsets partition joins the producer's
+// transaction, so that EndTxn writes a marker there and the offsets sent
+// with TxnOffsetCommit become visible (or are dropped) with it. Errors as
+// AddPartitionsToTxn; PRODUCER_FENCED is sent as INVALID_PRODUCER_EPOCH
+// before v2. v4 only tells the broker the client understands
+// TRANSACTION_ABORTABLE, which Strata never sends.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/protocol"
+)
+
+func handleAddOffsetsToTxn(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.AddOffsetsToTxnRequest)
+	resp := kmsg.NewPtrAddOffsetsToTxnResponse()
+	if err := b.txns.AddOffsets(r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group); err != nil {
+		resp.ErrorCode = fencedCode(err, req.Version, 2)
+	}
+	return resp, nil
+}

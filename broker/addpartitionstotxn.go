@@ -1,0 +1,46 @@
+package broker
+
+// AddPartitionsToTxn, versions 0-3.
+//
+// The partitions join the producer's transaction (coordinator/txn_ops.go):
+// every partition gets the transaction's error, or, when some partition
+// does not exist, UNKNOWN_TOPIC_OR_PARTITION for those and
+// OPERATION_NOT_ATTEMPTED for the rest, as in Kafka. PRODUCER_FENCED is
+// sent as INVALID_PRODUCER_EPOCH before v2. Difference from Kafka: v4-5,
+// the batched verify_only form brokers send each other for KIP-890
+// verification, is not served (clients send v3 at most; Strata verifies
+// transactional produce in-process, see produce.go).
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/protocol"
+)
+
+func handleAddPartitionsToTxn(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.AddPartitionsToTxnRequest)
+	var parts []coordinator.TxnPartition
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			parts = append(parts, coordinator.TxnPartition{Topic: t.Topic, Partition: p})
+		}
+	}
+	b.txns.AddPartitions(r.TransactionalID, r.ProducerID, r.ProducerEpoch, parts)
+	resp := kmsg.NewPtrAddPartitionsToTxnResponse()
+	for _, p := range parts {
+		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != p.Topic {
+			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+			rt.Topic = p.Topic
+			resp.Topics = append(resp.Topics, rt)
+		}
+		rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+		rp.Partition = p.Partition
+		if p.Err != nil {
+			rp.ErrorCode = fencedCode(p.Err, req.Version, 2)
+		}
+		t := &resp.Topics[len(resp.Topics)-1]
+		t.Partitions = append(t.Partitions, rp)
+	}
+	return resp, nil
+}

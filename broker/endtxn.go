@@ -1,0 +1,29 @@
+package broker
+
+// EndTxn, versions 0-4.
+//
+// Commits or aborts the producer's ongoing transaction. Difference from
+// Kafka: the markers are written to every partition of the transaction
+// (and the group's pending transactional offsets applied) before the
+// answer, rather than in the background after the PrepareCommit/
+// PrepareAbort record, so a client never sees CONCURRENT_TRANSACTIONS after
+// a successful EndTxn. PRODUCER_FENCED is sent as INVALID_PRODUCER_EPOCH
+// before v2. v5 (KIP-890 part 2: the epoch bumps with every transaction) is
+// not served, nor is the transaction.version feature advertised, so clients
+// run transactions in the KIP-98 mode (v4 only adds TRANSACTION_ABORTABLE,
+// which Strata never sends).
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/protocol"
+)
+
+func handleEndTxn(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.EndTxnRequest)
+	resp := kmsg.NewPtrEndTxnResponse()
+	if err := b.txns.EndTxn(r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit); err != nil {
+		resp.ErrorCode = fencedCode(err, req.Version, 2)
+	}
+	return resp, nil
+}

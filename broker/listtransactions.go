@@ -1,0 +1,32 @@
+package broker
+
+// ListTransactions, versions 0-1.
+//
+// Every transactional id with its producer id and state, filtered by state
+// names (unknown ones are echoed in UnknownStateFilters), producer ids and
+// (v1) DurationFilterMillis: only transactions open at least that long.
+// v2 (a transactional id regular expression) is not served.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/protocol"
+)
+
+func handleListTransactions(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.ListTransactionsRequest)
+	resp := kmsg.NewPtrListTransactionsResponse()
+	minDuration := time.Duration(-1)
+	if req.Version >= 1 && r.DurationFilterMillis >= 0 {
+		minDuration = time.Duration(r.DurationFilterMillis) * time.Millisecond
+	}
+	states, unknown, err := b.txns.ListTransactions(r.StateFilters, r.ProducerIDFilters, minDuration)
+	if err != nil {
+		resp.ErrorCode = err.Code
+		return resp, nil
+	}
+	resp.TransactionStates, resp.UnknownStateFilters = states, unknown
+	return resp, nil
+}

@@ -1,0 +1,56 @@
+package broker
+
+// TxnOffsetCommit, versions 0-4.
+//
+// Offsets committed inside a transaction (coordinator/txnoffsets.go): they
+// are appended to __consumer_offsets at once as a transactional batch of
+// the producer and become the group's committed offsets only when the
+// transaction commits (its marker on that partition), as in Kafka. The
+// member, generation and group instance id (v3+) are checked when given,
+// as OffsetCommit does; a producer epoch older than the one the partition
+// has seen is INVALID_PRODUCER_EPOCH. v5 (KIP-890 part 2) and v6 (topic
+// ids) are not served.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/protocol"
+)
+
+func handleTxnOffsetCommit(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.TxnOffsetCommitRequest)
+	cr := coordinator.TxnCommitRequest{Group: r.Group, ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch,
+		Generation: -1, MemberID: r.MemberID, InstanceID: deref(r.InstanceID)}
+	if req.Version >= 3 {
+		cr.Generation = r.Generation
+	}
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			epoch := int32(-1)
+			if req.Version >= 2 {
+				epoch = p.LeaderEpoch
+			}
+			cr.Commits = append(cr.Commits, coordinator.Commit{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
+				LeaderEpoch: epoch, Metadata: p.Metadata, ExpireTime: -1})
+		}
+	}
+	errs := b.groups.TxnCommitOffsets(cr)
+	resp := kmsg.NewPtrTxnOffsetCommitResponse()
+	i := 0
+	for _, t := range r.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			if errs[i] != nil {
+				rp.ErrorCode = errs[i].Code
+			}
+			i++
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
