@@ -4,12 +4,13 @@
 #   make build  static binaries in bin/strata and bin/strata-proxy
 #   make bench  benchmarks
 #   make fuzz   every Fuzz* target in the repo for FUZZTIME each (default 30s)
+#   make chaos  longer process-kill runs (chaos/), 200 kills by default
 
 GO ?= go
 TEST_TIMEOUT ?= 15m
 ARGS ?=
 
-.PHONY: run build test fmt-check vet tools compose-check bench clean compat
+.PHONY: run build test fmt-check vet tools compose-check bench clean compat chaos
 
 run: build
 	./bin/strata $(ARGS)
@@ -62,6 +63,12 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# Longer process-kill runs (chaos/): CHAOS_ENV sets STRATA_KILLS, STRATA_CHAOS_KAFKA=1,
+# STRATA_CHAOS_POWERLOSS=1, STRATA_CHAOS_SEED (README, Testing).
+CHAOS_ENV ?= STRATA_KILLS=200
+chaos:
+	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 180m -run 'Kills|PowerLoss' ./chaos
 
 # Compatibility matrix: real clients against Strata and Apache Kafka 4.1
 # (compat-tests/README.md). Writes compat-tests/report/matrix.{json,md}; fails only when a

@@ -188,15 +188,19 @@ type StrataTarget struct {
 // NewStrata prepares a strata process: binary bin, data in dir/data, output
 // in dir/strata.log, on a free port; extra are more --override style flags.
 func NewStrata(bin, dir string, extra ...string) (*StrataTarget, error) {
+	return newStrata(bin, filepath.Join(dir, "strata.log"), filepath.Join(dir, "data"), extra...)
+}
+
+func newStrata(bin, logPath, dataDir string, extra ...string) (*StrataTarget, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	t := &StrataTarget{
-		process: process{name: "strata", addr: addr, logPath: filepath.Join(dir, "strata.log")},
+		process: process{name: "strata", addr: addr, logPath: logPath},
 		bin:     bin,
-		dataDir: filepath.Join(dir, "data"),
+		dataDir: dataDir,
 	}
 	t.args = append([]string{
 		"--override", "listeners=PLAINTEXT://" + addr,
