@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// BenchmarkStartup measures exec to the first accepted TCP connection of the
-// real binary on an empty log dir.
+// BenchmarkStartup measures exec to the first ApiVersions answer of the real
+// binary on an empty log dir (the listener is bound before the log dir is
+// opened, so an accepted connection alone would not prove readiness).
 func BenchmarkStartup(b *testing.B) {
 	if strataBin == "" {
 		b.Skip("needs the binary; not built with -short")
@@ -21,6 +23,7 @@ func BenchmarkStartup(b *testing.B) {
 		for {
 			c, err := net.Dial("tcp", p.addr)
 			if err == nil {
+				rawRequest(b, c, kmsg.NewPtrApiVersionsRequest(), 3, 1)
 				c.Close()
 				break
 			}
