@@ -244,7 +244,6 @@ func TestRecoveryErrorSweep(t *testing.T) {
 	}
 
 	runs, openFailed := 0, 0
-	var readLosses []string
 	for _, op := range errSweepOps {
 		for nth := 1; nth <= total[op]; nth++ {
 			base := build()
@@ -269,10 +268,7 @@ func TestRecoveryErrorSweep(t *testing.T) {
 					err = fmt.Errorf("%d batches, want the %d acknowledged", len(got), acked)
 				}
 				_ = l.Close()
-				switch {
-				case err != nil && op == errorfs.OpRead && recoveryReadErrorDefect:
-					readLosses = append(readLosses, fmt.Sprintf("%s #%d: reopen %d: %v", op, nth, reopen, err))
-				case err != nil:
+				if err != nil {
 					t.Errorf("%s #%d: reopen %d: %v", op, nth, reopen, err)
 				}
 			}
@@ -280,24 +276,12 @@ func TestRecoveryErrorSweep(t *testing.T) {
 		}
 	}
 	t.Logf("recovery: %d operations %v; %d fault runs, %d failed the open", sum, total, runs, openFailed)
-	if len(readLosses) > 0 {
-		t.Skipf("defect: a read error during recovery is taken for corruption and the log is truncated there, "+
-			"losing acknowledged (even fsynced) batches: %d failing reopens, first %s (see TestRecoveryReadErrorTruncates)",
-			len(readLosses), readLosses[0])
-	}
 }
 
-// recoveryReadErrorDefect marks the known defect found by the sweep above:
-// recoverSegment treats an I/O error from readHeader or verifyCRC as an
-// invalid batch and truncates the segment there (Kafka lets the
-// IOException fail the load instead). Set it to false with the fix; the
-// tests then fail on any regression instead of skipping.
-const recoveryReadErrorDefect = true
-
-// TestRecoveryReadErrorTruncates is the minimal reproducer: three fsynced
+// TestRecoveryReadErrorKeepsData is the reproducer of a fixed defect: three fsynced
 // batches, an unclean reopen whose first read of the .log fails, then a
 // reopen without faults.
-func TestRecoveryReadErrorTruncates(t *testing.T) {
+func TestRecoveryReadErrorKeepsData(t *testing.T) {
 	base, err := memfs.New("")
 	if err != nil {
 		t.Fatal(err)
@@ -333,10 +317,6 @@ func TestRecoveryReadErrorTruncates(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(got) != len(w.raw) {
-		msg := fmt.Sprintf("after a read error during recovery %d of %d fsynced batches remain", len(got), len(w.raw))
-		if recoveryReadErrorDefect {
-			t.Skip("defect: " + msg)
-		}
-		t.Fatal(msg)
+		t.Fatalf("after a read error during recovery %d of %d fsynced batches remain", len(got), len(w.raw))
 	}
 }

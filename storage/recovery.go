@@ -356,6 +356,10 @@ func (s *segment) recoverSegment() (cut int64, reason error, err error) {
 		default:
 			reason = verifyCRC(f, valid, &h, buf)
 		}
+		var rerr *readError
+		if errors.As(reason, &rerr) {
+			return 0, nil, fmt.Errorf("segment %d: %w", s.base, rerr)
+		}
 		if reason != nil {
 			reason = fmt.Errorf("segment %d: %w", s.base, reason)
 			break

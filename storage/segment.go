@@ -207,6 +207,14 @@ func (s *segment) remove() error {
 // errShortHeader marks a batch header cut off by the end of the file.
 var errShortHeader = errors.New("short batch header")
 
+// readError is a read that failed, as opposed to bytes that were read and
+// found wrong. Recovery truncates a log at bad bytes, never at a failed
+// read: the data may be intact and the next start may read it.
+type readError struct{ err error }
+
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
+
 // readHeader reads and structurally checks the batch header at pos of a
 // file holding size bytes.
 func readHeader(r io.ReaderAt, pos, size int64, buf *[batchHeaderSize]byte) (batchHeader, error) {
@@ -214,7 +222,7 @@ func readHeader(r io.ReaderAt, pos, size int64, buf *[batchHeaderSize]byte) (bat
 		return batchHeader{}, errShortHeader
 	}
 	if _, err := r.ReadAt(buf[:], pos); err != nil {
-		return batchHeader{}, fmt.Errorf("read header at %d: %w", pos, err)
+		return batchHeader{}, &readError{fmt.Errorf("read header at %d: %w", pos, err)}
 	}
 	h := decodeBatchHeader(buf[:])
 	if err := checkHeader(&h, size-pos); err != nil {
@@ -230,7 +238,7 @@ func verifyCRC(r io.ReaderAt, pos int64, h *batchHeader, buf []byte) error {
 	for off, end := pos+offAttributes, pos+h.size(); off < end; {
 		n := min(int64(len(buf)), end-off)
 		if _, err := r.ReadAt(buf[:n], off); err != nil {
-			return fmt.Errorf("read batch at %d: %w", pos, err)
+			return &readError{fmt.Errorf("read batch at %d: %w", pos, err)}
 		}
 		crc = crc32.Update(crc, crcTable, buf[:n])
 		off += n
