@@ -98,6 +98,8 @@ func TestDefaults(t *testing.T) {
 		OffsetsSegmentBytes:          104857600,
 		Limits:                       limitSettings{MaxConnections: math.MaxInt32, MaxConnectionsPerIP: math.MaxInt32, MaxIdleMs: 600000},
 		Retention:                    retentionSettings{RetentionMs: 604800000, RetentionBytes: -1, CheckIntervalMs: 300000, SegmentDeleteMs: 60000},
+		Txn: txnSettings{StateLogPartitions: 50, MaxTimeoutMs: 900000, AbortCheckIntervalMs: 10000,
+			IDExpirationMs: 604800000, IDExpirationCheckMs: 3600000},
 
 		ConsumerSessionTimeoutMs:       45000,
 		ConsumerMinSessionTimeoutMs:    45000,
