@@ -2,7 +2,8 @@
 #   make run    build and run a broker on 127.0.0.1:9092 with data in ./data
 #   make test   format check, vet, install test tools, race-enabled tests
 #   make build  static binaries in bin/strata and bin/strata-proxy
-#   make bench  benchmarks
+#   make bench  Strata vs Apache Kafka side by side (bench/, writes BENCHMARKS.md)
+#   make gobench  the go test benchmarks
 #   make fuzz   every Fuzz* target in the repo for FUZZTIME each (default 30s)
 #   make chaos  longer process-kill runs (chaos/), 200 kills by default
 
@@ -10,7 +11,7 @@ GO ?= go
 TEST_TIMEOUT ?= 15m
 ARGS ?=
 
-.PHONY: run build test fmt-check vet tools compose-check bench clean compat chaos
+.PHONY: run build test fmt-check vet tools compose-check bench gobench clean compat chaos
 
 run: build
 	./bin/strata $(ARGS)
@@ -41,7 +42,14 @@ compose-check:
 tools:
 	./scripts/install-kcat.sh
 
+# Strata and the reference Kafka (compat-tests/scripts/install-kafka.sh) one after the
+# other under the same franz-go workloads; BENCH_ARGS passes flags (-quick, -workloads W1,W4).
+BENCH_ARGS ?=
 bench:
+	./compat-tests/scripts/install-kafka.sh
+	$(GO) run ./bench/cmd/strata-bench $(BENCH_ARGS)
+
+gobench:
 	$(GO) test -bench=. -run='^$$' -benchmem ./...
 
 FUZZTIME ?= 30s

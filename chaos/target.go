@@ -231,6 +231,9 @@ type KafkaTarget struct {
 	dir       string
 	props     string
 	formatted bool
+	// JVM holds the java options placed before -cp; nil means the chaos
+	// defaults (-Xmx512m -XX:+UseSerialGC). bench sets kafka-server-start's.
+	JVM []string
 }
 
 // NewKafka prepares a Kafka process from home (holding libs/ and
@@ -283,10 +286,14 @@ auto.create.topics.enable=true
 }
 
 func (t *KafkaTarget) java(main string, args ...string) []string {
-	return append([]string{"java", "-Xmx512m", "-XX:+UseSerialGC",
-		"-Dlog4j2.configurationFile=" + filepath.Join(t.home, "log4j2.properties"),
-		"-Dkafka.logs.file=" + filepath.Join(t.dir, "kafka.log"),
-		"-cp", filepath.Join(t.home, "libs", "*"), main}, args...)
+	jvm := t.JVM
+	if jvm == nil {
+		jvm = []string{"-Xmx512m", "-XX:+UseSerialGC"}
+	}
+	return append(append(append([]string{"java"}, jvm...),
+		"-Dlog4j2.configurationFile="+filepath.Join(t.home, "log4j2.properties"),
+		"-Dkafka.logs.file="+filepath.Join(t.dir, "kafka.log"),
+		"-cp", filepath.Join(t.home, "libs", "*"), main), args...)
 }
 
 // Start formats the storage on the first call, then launches the JVM and

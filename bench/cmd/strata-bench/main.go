@@ -1,0 +1,102 @@
+// Command strata-bench builds strata from the tree, runs the bench
+// workloads against it and against the reference Apache Kafka (installed by
+// compat-tests/scripts/install-kafka.sh), one after the other, and writes
+// BENCHMARKS.md and bench/report/*.png.
+//
+//	go run ./bench/cmd/strata-bench            # full run (make bench)
+//	go run ./bench/cmd/strata-bench -quick     # tiny counts, a smoke test
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/strata-io/strata/bench"
+)
+
+func main() {
+	var (
+		repo      = flag.String("repo", ".", "repository root (holds go.mod)")
+		brokers   = flag.String("brokers", "strata,kafka", "brokers to run, in order")
+		workloads = flag.String("workloads", "", "comma-separated subset of W1..W7,PERF (default all)")
+		quick     = flag.Bool("quick", false, "tiny record counts: a smoke test, not a measurement")
+		noFsync   = flag.Bool("no-fsync", false, "skip the fsync-on-every-produce pass")
+		out       = flag.String("out", "BENCHMARKS.md", "report file (relative to -repo); empty writes none")
+		w1        = flag.Int64("w1", 2_000_000, "W1 (and W4) records")
+		w2        = flag.Int64("w2", 500_000, "W2 records")
+		w3        = flag.Int64("w3", 500_000, "W3 records")
+		w5dur     = flag.Duration("w5-duration", 20*time.Second, "W5 duration")
+		w5rate    = flag.Int("w5-rate", 50_000, "W5 records/s")
+		w6        = flag.Int64("w6", 1_000_000, "W6 records")
+		w7        = flag.Int64("w7-bytes", 1_000_000_000, "W7 bytes written before kill -9")
+		fsyncN    = flag.Int64("fsync-records", 200_000, "W1 and W3 records in the fsync pass (W5 runs as in the default pass)")
+		perfN     = flag.Int64("perf-records", 1_000_000, "kafka-producer-perf-test records")
+	)
+	flag.Parse()
+	root, err := filepath.Abs(*repo)
+	check(err)
+	cfg := bench.Config{
+		KafkaHome: filepath.Join(root, "compat-tests", ".cache", "kafka"),
+		WorkDir:   filepath.Join(root, ".cache", "bench"),
+		W1Records: *w1, W2Records: *w2, W3Records: *w3, W5Rate: *w5rate, W5Duration: *w5dur,
+		W6Records: *w6, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, PerfRecords: *perfN,
+		Workloads: map[string]bool{},
+	}
+	if *quick {
+		cfg.W1Records, cfg.W2Records, cfg.W3Records, cfg.W6Records = 20_000, 5_000, 5_000, 5_000
+		cfg.W5Rate, cfg.W5Duration, cfg.W7Bytes, cfg.FsyncRecords, cfg.PerfRecords = 5_000, 3*time.Second, 30_000_000, 2_000, 20_000
+	}
+	for _, b := range strings.Split(*brokers, ",") {
+		cfg.Brokers = append(cfg.Brokers, bench.Kind(strings.TrimSpace(b)))
+	}
+	for _, w := range strings.Split(*workloads, ",") {
+		if w = strings.TrimSpace(strings.ToUpper(w)); w != "" {
+			cfg.Workloads[w] = true
+		}
+	}
+	check(os.MkdirAll(cfg.WorkDir, 0o755))
+	cfg.StrataBin = filepath.Join(cfg.WorkDir, "strata")
+	fmt.Println("building strata (CGO_ENABLED=0 -trimpath)")
+	build := exec.Command("go", "build", "-trimpath", "-o", cfg.StrataBin, "./cmd/strata")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	check(build.Run())
+	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Printf("load average before the run: %s", la)
+	}
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	run := bench.Execute(ctx, cfg)
+
+	reportDir := filepath.Join(root, "bench", "report")
+	check(os.MkdirAll(reportDir, 0o755))
+	check(run.Charts(reportDir))
+	check(run.WriteJSON(filepath.Join(reportDir, "results.json")))
+	command := "make bench   # = go run ./bench/cmd/strata-bench " + strings.Join(os.Args[1:], " ")
+	md := run.Markdown(command, "")
+	if *out != "" {
+		check(os.WriteFile(filepath.Join(root, *out), []byte(md), 0o644))
+		fmt.Printf("wrote %s and %s\n", filepath.Join(root, *out), reportDir)
+	} else {
+		fmt.Print(md)
+	}
+	if len(run.Errors) > 0 {
+		os.Exit(1)
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "strata-bench:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,322 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+var workloadDesc = map[string]string{
+	"W1": "1 producer, 100 B values, 6 partitions, acks=all idempotent",
+	"W2": "1 producer, 1 KB values, 6 partitions, acks=all idempotent",
+	"W3": "50 producers, keyed 100 B values, no linger (small batches)",
+	"W4": "1 consumer reading W1's data from the start",
+	"W5": "end-to-end latency, 100 B values at a fixed rate",
+	"W6": "1 producer, 100 B values, 1,000 partitions",
+	"W7": "start to first produce answered; recovery after kill -9",
+}
+
+// Machine describes the host.
+func Machine() string {
+	var b strings.Builder
+	cpu := "unknown"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	mem := statusLine("/proc/meminfo", "MemTotal:")
+	java, _ := exec.Command("java", "-version").CombinedOutput()
+	jl, _, _ := strings.Cut(string(java), "\n")
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	fmt.Fprintf(&b, "- CPUs (`nproc`): %d\n", runtime.NumCPU())
+	fmt.Fprintf(&b, "- CPU model: %s\n", cpu)
+	fmt.Fprintf(&b, "- Memory: %s\n", mem)
+	fmt.Fprintf(&b, "- Linux %s\n", strings.TrimSpace(string(kernel)))
+	fmt.Fprintf(&b, "- Go: %s (Strata built with CGO_ENABLED=0 -trimpath)\n", runtime.Version())
+	fmt.Fprintf(&b, "- Java: %s; Kafka 4.1.1 (KRaft combined mode), JVM options as kafka-server-start.sh: `%s`\n", strings.TrimSpace(jl), strings.Join(KafkaJVM, " "))
+	return b.String()
+}
+
+func statusLine(path, key string) string {
+	data, _ := os.ReadFile(path)
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, key) {
+			return strings.TrimSpace(strings.TrimPrefix(l, key))
+		}
+	}
+	return "unknown"
+}
+
+func (run *Run) find(w string, k Kind, m Mode) *Result {
+	for _, r := range run.Results {
+		if r.Workload == w && r.Broker == k && r.Mode == m {
+			return r
+		}
+	}
+	return nil
+}
+
+func ratio(a, b float64) string {
+	if a == 0 || b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2fx", a/b)
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// Markdown renders the results table.
+func (run *Run) Markdown(command, preface string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Benchmarks: Strata and Apache Kafka on the same machine\n\n")
+	b.WriteString(preface)
+	fmt.Fprintf(&b, "Measured %s (UTC). Rerun with:\n\n```sh\n%s\n```\n\n", run.Started.UTC().Format("2006-01-02 15:04"), command)
+	fmt.Fprintf(&b, "## Machine\n\n%s\n", Machine())
+	fmt.Fprintf(&b, "## Workloads\n\n")
+	for _, w := range []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7"} {
+		fmt.Fprintf(&b, "- **%s** %s\n", w, workloadDesc[w])
+	}
+	b.WriteString("\nRates are records/s and MB/s of record values (10^6 bytes); CPU is the broker process's " +
+		"utime+stime during the workload (/proc/<pid>/stat); peak RSS is its VmHWM, reset with " +
+		"/proc/<pid>/clear_refs before each workload. Latency for produce workloads is produce call to " +
+		"acknowledgement in the client, for W5 produce call to consume. The ratio column is Strata ÷ Kafka.\n\n")
+	for _, m := range []Mode{Default, Fsync} {
+		any := false
+		for _, r := range run.Results {
+			if r.Mode == m && r.Workload != "W7" {
+				any = true
+			}
+		}
+		if !any {
+			continue
+		}
+		title := "default flush (no fsync on produce)"
+		if m == Fsync {
+			title = "fsync on every produce (log.flush.interval.messages=1)"
+		}
+		fmt.Fprintf(&b, "## Throughput and latency, %s\n\n", title)
+		b.WriteString("| workload | broker | records | records/s | MB/s | p50 ms | p99 ms | p99.9 ms | CPU s | peak RSS MiB |\n")
+		b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, w := range []string{"W1", "W4", "W2", "W3", "W5", "W6"} {
+			s, k := run.find(w, Strata, m), run.find(w, Kafka, m)
+			for _, r := range []*Result{s, k} {
+				if r == nil {
+					continue
+				}
+				fmt.Fprintf(&b, "| %s | %s | %d | %.0f | %.1f | %s | %s | %s | %.2f | %.0f |\n", w, r.Broker, r.Records,
+					r.RecordsPerSec(), r.MBPerSec(), q(r, 0.5), q(r, 0.99), q(r, 0.999), r.CPUSeconds, mib(r.PeakRSS))
+			}
+			if s != nil && k != nil {
+				fmt.Fprintf(&b, "| %s | **ratio** | | **%s** | | %s | %s | %s | %s | %s |\n", w,
+					ratio(s.RecordsPerSec(), k.RecordsPerSec()), ratioQ(s, k, 0.5), ratioQ(s, k, 0.99), ratioQ(s, k, 0.999),
+					ratio(s.CPUSeconds, k.CPUSeconds), ratio(float64(s.PeakRSS), float64(k.PeakRSS)))
+			}
+		}
+		b.WriteString("\n")
+	}
+	s7, k7 := run.find("W7", Strata, Default), run.find("W7", Kafka, Default)
+	if s7 != nil || k7 != nil {
+		b.WriteString("## W7: start-up and recovery\n\n")
+		b.WriteString("| broker | start to first produce ms | data before kill -9 | recovery: restart to first produce ms | CPU s to first produce after kill | peak RSS MiB |\n")
+		b.WriteString("| --- | ---: | --- | ---: | ---: | ---: |\n")
+		for _, r := range []*Result{s7, k7} {
+			if r != nil {
+				fmt.Fprintf(&b, "| %s | %.1f | %s | %.1f | %.2f | %.0f |\n", r.Broker, r.Millis["start"], r.Note, r.Millis["recovery"], r.CPUSeconds, mib(r.PeakRSS))
+			}
+		}
+		if s7 != nil && k7 != nil {
+			fmt.Fprintf(&b, "| **ratio** | **%s** | | **%s** | %s | %s |\n", ratio(s7.Millis["start"], k7.Millis["start"]),
+				ratio(s7.Millis["recovery"], k7.Millis["recovery"]), ratio(s7.CPUSeconds, k7.CPUSeconds), ratio(float64(s7.PeakRSS), float64(k7.PeakRSS)))
+		}
+		b.WriteString("\n")
+	}
+	if len(run.Perf) > 0 {
+		b.WriteString("## Cross-check: kafka-producer-perf-test (W1's shape)\n\n")
+		b.WriteString("`org.apache.kafka.tools.ProducerPerformance` from the cached Kafka 4.1.1 jars, 100 B records, " +
+			"6 partitions, `acks=all enable.idempotence=true linger.ms=5`, `--throughput -1`.\n\n")
+		b.WriteString("| broker | records | records/s | MB/s | avg ms | p99 ms |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+		var sp, kp *PerfResult
+		for i := range run.Perf {
+			p := &run.Perf[i]
+			fmt.Fprintf(&b, "| %s | %d | %.0f | %.2f | %.1f | %.0f |\n", p.Broker, p.Records, p.RecordsPerSec, p.MBPerSec, p.AvgMs, p.P99Ms)
+			if p.Broker == Strata {
+				sp = p
+			} else {
+				kp = p
+			}
+		}
+		if sp != nil && kp != nil {
+			fmt.Fprintf(&b, "| **ratio** | | **%s** | | | |\n", ratio(sp.RecordsPerSec, kp.RecordsPerSec))
+		}
+		b.WriteString("\n")
+	}
+	if len(run.Errors) > 0 {
+		b.WriteString("## Errors during the run\n\n")
+		for _, e := range run.Errors {
+			fmt.Fprintf(&b, "- `%s`\n", strings.ReplaceAll(e, "\n", " "))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("## Charts\n\n![throughput](bench/report/throughput.png)\n\n![W5 latency CDF](bench/report/latency-cdf.png)\n\n")
+	return b.String()
+}
+
+func q(r *Result, p float64) string {
+	if len(r.Latencies) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", r.Quantile(p))
+}
+
+func ratioQ(s, k *Result, p float64) string {
+	if len(s.Latencies) == 0 || len(k.Latencies) == 0 {
+		return ""
+	}
+	return ratio(s.Quantile(p), k.Quantile(p))
+}
+
+// WriteJSON saves the results without the raw latencies, with percentiles.
+func (run *Run) WriteJSON(path string) error {
+	type row struct {
+		*Result
+		Latencies     []int64 `json:"-"`
+		RecordsPerSec float64
+		MBPerSec      float64
+		P50, P99      float64
+		P999          float64 `json:"P99_9"`
+	}
+	var rows []row
+	for _, r := range run.Results {
+		rows = append(rows, row{Result: r, RecordsPerSec: r.RecordsPerSec(), MBPerSec: r.MBPerSec(), P50: r.Quantile(0.5), P99: r.Quantile(0.99), P999: r.Quantile(0.999)})
+	}
+	data, err := json.MarshalIndent(map[string]any{"started": run.Started.UTC().Format(time.RFC3339), "results": rows, "perf": run.Perf, "errors": run.Errors}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+var colors = map[Kind]color.Color{
+	Strata: color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 255},
+	Kafka:  color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 255},
+}
+
+// Charts draws throughput.png (MB/s per workload and mode) and
+// latency-cdf.png (W5) into dir.
+func (run *Run) Charts(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var labels []string
+	vals := map[Kind]plotter.Values{}
+	for _, m := range []Mode{Default, Fsync} {
+		for _, w := range []string{"W1", "W2", "W3", "W4", "W6"} {
+			s, k := run.find(w, Strata, m), run.find(w, Kafka, m)
+			if s == nil && k == nil {
+				continue
+			}
+			l := w
+			if m == Fsync {
+				l += " fsync"
+			}
+			labels = append(labels, l)
+			for _, pair := range []struct {
+				k Kind
+				r *Result
+			}{{Strata, s}, {Kafka, k}} {
+				v := 0.0
+				if pair.r != nil {
+					v = pair.r.MBPerSec()
+				}
+				vals[pair.k] = append(vals[pair.k], v)
+			}
+		}
+	}
+	if len(labels) > 0 {
+		p := plot.New()
+		p.Title.Text = "Throughput (record values, MB/s; higher is better)"
+		p.Y.Label.Text = "MB/s"
+		w := vg.Points(14)
+		for i, k := range []Kind{Strata, Kafka} {
+			bars, err := plotter.NewBarChart(vals[k], w)
+			if err != nil {
+				return err
+			}
+			bars.Color = colors[k]
+			bars.LineStyle.Width = 0
+			bars.Offset = vg.Length(2*i-1) * w / 2
+			p.Add(bars)
+			p.Legend.Add(string(k), bars)
+		}
+		p.Legend.Top = true
+		p.NominalX(labels...)
+		if err := p.Save(vg.Length(90+60*len(labels))*vg.Millimeter/4, 100*vg.Millimeter, filepath.Join(dir, "throughput.png")); err != nil {
+			return err
+		}
+	}
+	p := plot.New()
+	p.Title.Text = "W5 end-to-end latency CDF (produce to consume)"
+	p.X.Label.Text = "latency (ms, log scale)"
+	p.Y.Label.Text = "fraction of records"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	drawn := false
+	for _, m := range []Mode{Default, Fsync} {
+		for _, k := range []Kind{Strata, Kafka} {
+			r := run.find("W5", k, m)
+			if r == nil || len(r.Latencies) == 0 {
+				continue
+			}
+			const n = 500
+			pts := make(plotter.XYs, 0, n+1)
+			for i := 0; i <= n; i++ {
+				// Linear to 0.9, then denser towards the tail (up to 0.9999).
+				f := float64(i) / n
+				if i > n*9/10 {
+					f = 1 - 0.1*math.Pow(10, -3*float64(i-n*9/10)/float64(n/10))
+				}
+				x := r.Quantile(f)
+				if x <= 0 {
+					x = 0.001
+				}
+				pts = append(pts, plotter.XY{X: x, Y: f})
+			}
+			line, err := plotter.NewLine(pts)
+			if err != nil {
+				return err
+			}
+			line.Color = colors[k]
+			line.Width = vg.Points(1.5)
+			if m == Fsync {
+				line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			}
+			p.Add(line)
+			p.Legend.Add(fmt.Sprintf("%s (%s)", k, m), line)
+			drawn = true
+		}
+	}
+	if !drawn {
+		return nil
+	}
+	p.Legend.Left, p.Legend.Top = true, true
+	p.Add(plotter.NewGrid())
+	return p.Save(160*vg.Millimeter, 100*vg.Millimeter, filepath.Join(dir, "latency-cdf.png"))
+}

@@ -1,0 +1,274 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Config sizes a run.
+type Config struct {
+	StrataBin string
+	KafkaHome string // compat-tests/.cache/kafka
+	WorkDir   string // data dirs go under it; removed after each broker
+	Brokers   []Kind
+	Workloads map[string]bool // W1..W7, PERF; empty means all
+
+	W1Records     int64 // 100 B values
+	W2Records     int64 // 1 KB values
+	W3Records     int64
+	W5Rate        int
+	W5Duration    time.Duration
+	W6Records     int64
+	W7Bytes       int64 // data written before the kill -9
+	FsyncRecords  int64 // W1 and W3 record count in fsync mode
+	FsyncDisabled bool
+	PerfRecords   int64
+}
+
+// Run is the full set of results.
+type Run struct {
+	Started time.Time
+	Results []*Result
+	Perf    []PerfResult
+	Errors  []string
+}
+
+// PerfResult is one kafka-producer-perf-test run.
+type PerfResult struct {
+	Broker        Kind
+	Records       int64
+	RecordsPerSec float64
+	MBPerSec      float64
+	AvgMs, P99Ms  float64
+	Line          string
+}
+
+func (c *Config) want(w string) bool { return len(c.Workloads) == 0 || c.Workloads[w] }
+
+// Execute runs every selected workload on every broker, default mode then
+// fsync mode.
+func Execute(ctx context.Context, c Config) *Run {
+	run := &Run{Started: time.Now()}
+	modes := []Mode{Default}
+	if !c.FsyncDisabled {
+		modes = append(modes, Fsync)
+	}
+	for _, mode := range modes {
+		for _, k := range c.Brokers {
+			if err := c.runBroker(ctx, run, k, mode); err != nil {
+				msg := fmt.Sprintf("%s %s: %v", k, mode, err)
+				fmt.Println("ERROR", msg)
+				run.Errors = append(run.Errors, msg)
+			}
+		}
+	}
+	return run
+}
+
+func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) error {
+	dir := filepath.Join(c.WorkDir, fmt.Sprintf("%s-%s", k, mode))
+	_ = os.RemoveAll(dir)
+	defer os.RemoveAll(dir)
+	b, err := newBroker(k, mode, c.StrataBin, c.KafkaHome, dir)
+	if err != nil {
+		return err
+	}
+	defer b.Kill()
+	fmt.Printf("== %s (%s): starting at %s\n", k, mode, b.Addr())
+	if err := startBroker(ctx, b); err != nil {
+		return err
+	}
+	add := func(r *Result, err error) error {
+		if err != nil {
+			return err
+		}
+		r.Mode = mode
+		run.Results = append(run.Results, r)
+		fmt.Printf("   %s %s %s: %.0f records/s, %.1f MB/s, %.2f CPU s, peak RSS %.0f MiB%s\n",
+			r.Workload, k, mode, r.RecordsPerSec(), r.MBPerSec(), r.CPUSeconds, float64(r.PeakRSS)/(1<<20), latSummary(r))
+		return nil
+	}
+	label := func(w string) string { return fmt.Sprintf("%s %s %s", w, k, mode) }
+	if mode == Fsync {
+		if c.want("W1") {
+			if err := add(runProduce(ctx, b, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.FsyncRecords, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W1"))); err != nil {
+				return err
+			}
+		}
+		if c.want("W3") {
+			if err := add(runProduce(ctx, b, ProduceSpec{Name: "W3", Topic: "w3", Partitions: 6, Records: c.FsyncRecords, ValueSize: 100, Producers: 50, Keys: true, MaxBuf: 64}, label("W3"))); err != nil {
+				return err
+			}
+		}
+		if c.want("W5") {
+			if err := add(runLatency(ctx, b, "W5", "w5", c.W5Rate, c.W5Duration, 100, label("W5"))); err != nil {
+				return err
+			}
+		}
+		return stop(b)
+	}
+	if c.want("W1") {
+		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.W1Records, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W1"))); err != nil {
+			return err
+		}
+		if c.want("W4") {
+			if err := add(runConsume(ctx, b, "W4", "w1", c.W1Records, label("W4"))); err != nil {
+				return err
+			}
+		}
+	}
+	if c.want("W2") {
+		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W2", Topic: "w2", Partitions: 6, Records: c.W2Records, ValueSize: 1000, Linger: 5 * time.Millisecond}, label("W2"))); err != nil {
+			return err
+		}
+	}
+	if c.want("W3") {
+		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W3", Topic: "w3", Partitions: 6, Records: c.W3Records, ValueSize: 100, Producers: 50, Keys: true, MaxBuf: 64}, label("W3"))); err != nil {
+			return err
+		}
+	}
+	if c.want("W5") {
+		if err := add(runLatency(ctx, b, "W5", "w5", c.W5Rate, c.W5Duration, 100, label("W5"))); err != nil {
+			return err
+		}
+	}
+	if c.want("W6") {
+		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W6", Topic: "w6", Partitions: 1000, Records: c.W6Records, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W6"))); err != nil {
+			return err
+		}
+	}
+	if c.want("PERF") {
+		p, err := c.perfTest(ctx, b, k)
+		if err != nil {
+			return err
+		}
+		run.Perf = append(run.Perf, p)
+		fmt.Printf("   kafka-producer-perf-test %s: %s\n", k, p.Line)
+	}
+	if err := stop(b); err != nil {
+		return err
+	}
+	if c.want("W7") {
+		// A fresh broker, so recovery covers W7's data only.
+		wdir := dir + "-w7"
+		_ = os.RemoveAll(wdir)
+		defer os.RemoveAll(wdir)
+		b7, err := newBroker(k, mode, c.StrataBin, c.KafkaHome, wdir)
+		if err != nil {
+			return err
+		}
+		defer b7.Kill()
+		if err := startBroker(ctx, b7); err != nil {
+			return err
+		}
+		r, err := c.startupRecovery(ctx, b7, k)
+		if err := add(r, err); err != nil {
+			return err
+		}
+		return stop(b7)
+	}
+	return nil
+}
+
+func latSummary(r *Result) string {
+	if len(r.Latencies) == 0 {
+		if len(r.Millis) > 0 {
+			return fmt.Sprintf(", %v ms", r.Millis)
+		}
+		return ""
+	}
+	return fmt.Sprintf(", latency p50 %.2f ms p99 %.2f ms p99.9 %.2f ms", r.Quantile(0.5), r.Quantile(0.99), r.Quantile(0.999))
+}
+
+// startupRecovery is W7: a clean restart timed to the first acknowledged
+// produce, then ~W7Bytes in 10 MB segments, kill -9, and the restart timed
+// the same way (log recovery included).
+func (c *Config) startupRecovery(ctx context.Context, b Broker, k Kind) (*Result, error) {
+	r := &Result{Workload: "W7", Broker: k, Millis: map[string]float64{}}
+	if err := createTopic(ctx, b.Addr(), "w7start", 1, nil); err != nil {
+		return nil, err
+	}
+	if err := stop(b); err != nil {
+		return nil, err
+	}
+	fmt.Printf("   W7 %s: timing a clean start\n", k)
+	d, err := timedStart(ctx, b, "w7start")
+	if err != nil {
+		return nil, fmt.Errorf("W7 start: %w", err)
+	}
+	r.Millis["start"] = float64(d.Microseconds()) / 1000
+	seg := "10485760"
+	n := c.W7Bytes / 1000
+	pr, err := runProduce(ctx, b, ProduceSpec{Name: "W7 fill", Topic: "w7", Partitions: 1, Records: n, ValueSize: 1000,
+		Linger: 5 * time.Millisecond, Configs: map[string]*string{"segment.bytes": &seg}}, fmt.Sprintf("W7 fill %s", k))
+	if err != nil {
+		return nil, err
+	}
+	r.Records, r.Bytes, r.Seconds = pr.Records, pr.Bytes, pr.Seconds
+	r.Note = fmt.Sprintf("%d MB in %d segments", pr.Bytes/1e6, countSegments(c.WorkDir, k))
+	if err := b.Kill(); err != nil {
+		return nil, err
+	}
+	fmt.Printf("   W7 %s: killed with %s; timing the recovery\n", k, r.Note)
+	d, err = timedStart(ctx, b, "w7")
+	if err != nil {
+		return nil, fmt.Errorf("W7 recovery: %w", err)
+	}
+	r.Millis["recovery"] = float64(d.Microseconds()) / 1000
+	r.PeakRSS = peakRSS(b.Pid())
+	r.CPUSeconds, _ = cpuSeconds(b.Pid())
+	return r, nil
+}
+
+func countSegments(workDir string, k Kind) int {
+	m, _ := filepath.Glob(filepath.Join(workDir, string(k)+"-*-w7", "data", "w7-0", "*.log"))
+	return len(m)
+}
+
+var perfLine = regexp.MustCompile(`(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, ([\d.]+) ms max latency, \d+ ms 50th, \d+ ms 95th, (\d+) ms 99th`)
+
+// perfTest runs org.apache.kafka.tools.ProducerPerformance (the class
+// behind kafka-producer-perf-test.sh) with W1's shape against b.
+func (c *Config) perfTest(ctx context.Context, b Broker, k Kind) (PerfResult, error) {
+	if err := createTopic(ctx, b.Addr(), "perf", 6, nil); err != nil {
+		return PerfResult{}, err
+	}
+	args := []string{"-Xmx512m", "-Dlog4j2.configurationFile=" + filepath.Join(c.KafkaHome, "tools-log4j2.properties"),
+		"-cp", filepath.Join(c.KafkaHome, "libs", "*"), "org.apache.kafka.tools.ProducerPerformance",
+		"--topic", "perf", "--num-records", strconv.FormatInt(c.PerfRecords, 10), "--record-size", "100",
+		"--throughput", "-1", "--producer-props", "bootstrap.servers=" + b.Addr(), "acks=all",
+		"enable.idempotence=true", "linger.ms=5", "compression.type=none"}
+	fmt.Printf("   kafka-producer-perf-test against %s: %d records of 100 B\n", k, c.PerfRecords)
+	cmd := exec.CommandContext(ctx, "java", args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return PerfResult{}, fmt.Errorf("producer perf test: %w\n%s", err, tail(out))
+	}
+	m := perfLine.FindStringSubmatch(string(out))
+	if m == nil {
+		return PerfResult{}, fmt.Errorf("producer perf test: no summary line in\n%s", tail(out))
+	}
+	p := PerfResult{Broker: k, Line: strings.TrimSpace(m[0])}
+	p.Records, _ = strconv.ParseInt(m[1], 10, 64)
+	p.RecordsPerSec, _ = strconv.ParseFloat(m[2], 64)
+	p.MBPerSec, _ = strconv.ParseFloat(m[3], 64)
+	p.AvgMs, _ = strconv.ParseFloat(m[4], 64)
+	p.P99Ms, _ = strconv.ParseFloat(m[6], 64)
+	return p, nil
+}
+
+func tail(b []byte) string {
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}

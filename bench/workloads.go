@@ -1,0 +1,411 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Result is one workload on one broker in one mode.
+type Result struct {
+	Workload   string
+	Broker     Kind
+	Mode       Mode
+	Records    int64
+	Bytes      int64 // value bytes
+	Seconds    float64
+	CPUSeconds float64
+	PeakRSS    int64
+	// Latencies in nanoseconds, sorted (produce-to-ack, or produce-to-consume for W5).
+	Latencies []int64
+	// Millis holds start-up and recovery times (W7), keyed by what was timed.
+	Millis map[string]float64
+	Note   string
+}
+
+// RecordsPerSec is the measured rate.
+func (r *Result) RecordsPerSec() float64 {
+	if r.Seconds == 0 {
+		return 0
+	}
+	return float64(r.Records) / r.Seconds
+}
+
+// MBPerSec is value bytes per second in MB (10^6).
+func (r *Result) MBPerSec() float64 {
+	if r.Seconds == 0 {
+		return 0
+	}
+	return float64(r.Bytes) / r.Seconds / 1e6
+}
+
+// Quantile of the sorted latencies in milliseconds.
+func (r *Result) Quantile(q float64) float64 {
+	if len(r.Latencies) == 0 {
+		return 0
+	}
+	i := int(q * float64(len(r.Latencies)))
+	if i >= len(r.Latencies) {
+		i = len(r.Latencies) - 1
+	}
+	return float64(r.Latencies[i]) / 1e6
+}
+
+// randomPool is incompressible bytes record values are sliced from.
+var randomPool = func() []byte {
+	b := make([]byte, 64<<20)
+	_, _ = rand.Read(b)
+	return b
+}()
+
+func randomValue(rng *mrand.Rand, size int) []byte {
+	off := rng.IntN(len(randomPool) - size)
+	return randomPool[off : off+size : off+size]
+}
+
+// progress prints one line every 2 s while a workload runs.
+type progress struct {
+	label string
+	total int64
+	done  atomic.Int64
+	stopC chan struct{}
+	wg    sync.WaitGroup
+}
+
+func startProgress(label string, total int64) *progress {
+	p := &progress{label: label, total: total, stopC: make(chan struct{})}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t0 := time.Now()
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.stopC:
+				return
+			case <-tick.C:
+				n := p.done.Load()
+				fmt.Printf("  %s: %d/%d records, %.0f records/s so far, %s\n", p.label, n, p.total,
+					float64(n)/time.Since(t0).Seconds(), time.Since(t0).Round(time.Second))
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progress) stop() { close(p.stopC); p.wg.Wait() }
+
+func createTopic(ctx context.Context, addr, topic string, partitions int32, configs map[string]*string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, topic)
+	if err != nil {
+		return err
+	}
+	if resp.Err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, resp.Err)
+	}
+	// Wait until metadata lists every partition with a leader (Kafka
+	// propagates new topics asynchronously).
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			continue
+		}
+		t, ok := md.Topics[topic]
+		if !ok || t.Err != nil || len(t.Partitions) != int(partitions) {
+			continue
+		}
+		ready := true
+		for _, p := range t.Partitions {
+			if p.Leader < 0 || p.Err != nil {
+				ready = false
+			}
+		}
+		if ready {
+			return nil
+		}
+	}
+	return fmt.Errorf("topic %s not ready", topic)
+}
+
+func producerOpts(addr, topic string, linger time.Duration, extra ...kgo.Opt) []kgo.Opt {
+	return append([]kgo.Opt{
+		kgo.SeedBrokers(addr),
+		kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), // acks=all, idempotent (franz-go's default)
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerLinger(linger),
+		kgo.ProducerBatchMaxBytes(1 << 20),
+		kgo.RecordDeliveryTimeout(2 * time.Minute),
+	}, extra...)
+}
+
+// ProduceSpec is one throughput workload.
+type ProduceSpec struct {
+	Name       string
+	Topic      string
+	Partitions int32
+	Records    int64
+	ValueSize  int
+	Producers  int // clients, each producing Records/Producers
+	Keys       bool
+	Linger     time.Duration
+	MaxBuf     int // per client MaxBufferedRecords
+	Configs    map[string]*string
+}
+
+// runProduce creates the topic and produces as fast as the broker takes it,
+// timing from the first Produce call to the last acknowledgement.
+func runProduce(ctx context.Context, b Broker, s ProduceSpec, label string) (*Result, error) {
+	if err := createTopic(ctx, b.Addr(), s.Topic, s.Partitions, s.Configs); err != nil {
+		return nil, err
+	}
+	if s.Producers == 0 {
+		s.Producers = 1
+	}
+	if s.MaxBuf == 0 {
+		s.MaxBuf = 100_000
+	}
+	clients := make([]*kgo.Client, s.Producers)
+	for i := range clients {
+		cl, err := kgo.NewClient(producerOpts(b.Addr(), s.Topic, s.Linger, kgo.MaxBufferedRecords(s.MaxBuf))...)
+		if err != nil {
+			return nil, err
+		}
+		defer cl.Close()
+		// Warm the connection and metadata so the timer measures producing.
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("warm")}).FirstErr(); err != nil {
+			return nil, fmt.Errorf("warm-up produce: %w", err)
+		}
+		clients[i] = cl
+	}
+	lat := make([]int64, s.Records)
+	var nlat atomic.Int64
+	var firstErr atomic.Value
+	pr := startProgress(label, s.Records)
+	u := startUsage(b)
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for i, cl := range clients {
+		n := s.Records / int64(s.Producers)
+		if i == 0 {
+			n += s.Records % int64(s.Producers)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := mrand.New(mrand.NewPCG(uint64(i), 7))
+			for j := int64(0); j < n; j++ {
+				r := &kgo.Record{Value: randomValue(rng, s.ValueSize)}
+				if s.Keys {
+					r.Key = randomValue(rng, 16)
+				}
+				start := time.Now()
+				cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+					if err != nil {
+						firstErr.CompareAndSwap(nil, err)
+					}
+					lat[nlat.Add(1)-1] = int64(time.Since(start))
+					pr.done.Add(1)
+				})
+			}
+			if err := cl.Flush(ctx); err != nil {
+				firstErr.CompareAndSwap(nil, err)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(t0)
+	pr.stop()
+	r := &Result{Workload: s.Name, Broker: kindOf(b), Records: s.Records, Bytes: s.Records * int64(s.ValueSize), Seconds: elapsed.Seconds()}
+	u.finish(r)
+	if err, _ := firstErr.Load().(error); err != nil {
+		return nil, fmt.Errorf("%s: produce: %w", s.Name, err)
+	}
+	r.Latencies = lat[:nlat.Load()]
+	slices.Sort(r.Latencies)
+	return r, nil
+}
+
+// runConsume reads records records of topic from the start with one
+// direct consumer.
+func runConsume(ctx context.Context, b Broker, name, topic string, records int64, label string) (*Result, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	pr := startProgress(label, records)
+	u := startUsage(b)
+	t0 := time.Now()
+	var n, bytes int64
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	for n < records {
+		fs := cl.PollFetches(cctx)
+		if err := cctx.Err(); err != nil {
+			pr.stop()
+			return nil, fmt.Errorf("%s: consumed %d of %d: %w", name, n, records, err)
+		}
+		fs.EachError(func(t string, p int32, e error) { err = errors.Join(err, e) })
+		if err != nil {
+			pr.stop()
+			return nil, err
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if len(r.Value) > 8 { // skip warm-up records
+				n++
+				bytes += int64(len(r.Value))
+			}
+		})
+		pr.done.Store(n)
+	}
+	elapsed := time.Since(t0)
+	pr.stop()
+	r := &Result{Workload: name, Broker: kindOf(b), Records: n, Bytes: bytes, Seconds: elapsed.Seconds()}
+	u.finish(r)
+	return r, nil
+}
+
+// runLatency produces at a fixed rate for dur while a consumer reads the
+// same topic; each value starts with its produce time, and the latency of
+// a record is its consume time minus that. The first second is warm-up.
+func runLatency(ctx context.Context, b Broker, name, topic string, rate int, dur time.Duration, valueSize int, label string) (*Result, error) {
+	if err := createTopic(ctx, b.Addr(), topic, 6, nil); err != nil {
+		return nil, err
+	}
+	prod, err := kgo.NewClient(producerOpts(b.Addr(), topic, 0, kgo.MaxBufferedRecords(1_000_000))...)
+	if err != nil {
+		return nil, err
+	}
+	defer prod.Close()
+	cons, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer cons.Close()
+	total := int64(float64(rate) * dur.Seconds())
+	warm := int64(rate) // first second
+	lat := make([]int64, 0, total)
+	consumed := make(chan error, 1)
+	pr := startProgress(label, total)
+	go func() {
+		var seen int64
+		cctx, cancel := context.WithTimeout(ctx, dur+2*time.Minute)
+		defer cancel()
+		for seen < total {
+			fs := cons.PollFetches(cctx)
+			now := time.Now().UnixNano()
+			if cctx.Err() != nil {
+				consumed <- fmt.Errorf("consumed %d of %d: %w", seen, total, cctx.Err())
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				seq := int64(binary.BigEndian.Uint64(r.Value[8:]))
+				if seq >= warm {
+					lat = append(lat, now-int64(binary.BigEndian.Uint64(r.Value)))
+				}
+				seen++
+			})
+			pr.done.Store(seen)
+		}
+		consumed <- nil
+	}()
+	var firstErr atomic.Value
+	u := startUsage(b)
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	t0 := time.Now()
+	for i := int64(0); i < total; {
+		due := int64(time.Since(t0).Seconds() * float64(rate))
+		for ; i < due && i < total; i++ {
+			v := make([]byte, valueSize)
+			copy(v[16:], randomValue(rng, valueSize-16))
+			binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
+			binary.BigEndian.PutUint64(v[8:], uint64(i))
+			prod.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+				}
+			})
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		return nil, err
+	}
+	err = <-consumed
+	elapsed := time.Since(t0)
+	pr.stop()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err, _ := firstErr.Load().(error); err != nil {
+		return nil, fmt.Errorf("%s: produce: %w", name, err)
+	}
+	r := &Result{Workload: name, Broker: kindOf(b), Records: total, Bytes: total * int64(valueSize), Seconds: elapsed.Seconds(), Latencies: lat}
+	u.finish(r)
+	slices.Sort(r.Latencies)
+	return r, nil
+}
+
+// firstProduce produces one record to topic until it is acknowledged and
+// returns when it was.
+func firstProduce(ctx context.Context, addr, topic string) (time.Time, error) {
+	for {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
+			kgo.RetryBackoffFn(func(int) time.Duration { return time.Millisecond }),
+			kgo.MetadataMinAge(10*time.Millisecond), kgo.DialTimeout(100*time.Millisecond))
+		if err != nil {
+			return time.Time{}, err
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err = cl.ProduceSync(pctx, &kgo.Record{Value: []byte("first")}).FirstErr()
+		cancel()
+		cl.Close()
+		if err == nil {
+			return time.Now(), nil
+		}
+		if ctx.Err() != nil {
+			return time.Time{}, fmt.Errorf("no produce answered: %w (last: %v)", ctx.Err(), err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// timedStart starts b and returns the time from launch to the first
+// acknowledged produce to topic (which exists in b's data dir).
+func timedStart(ctx context.Context, b Broker, topic string) (time.Duration, error) {
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	started := make(chan error, 1)
+	t0 := time.Now()
+	go func() { started <- b.Start(sctx) }()
+	t1, err := firstProduce(sctx, b.Addr(), topic)
+	if err != nil {
+		return 0, err
+	}
+	if err := <-started; err != nil {
+		return 0, err
+	}
+	return t1.Sub(t0), nil
+}
+
+func kindOf(b Broker) Kind { return Kind(b.Name()) }
