@@ -50,7 +50,8 @@ const (
 
 // newBroker prepares (does not start) a broker of kind k with its data
 // under dir.
-func newBroker(k Kind, mode Mode, strataBin, kafkaHome, dir string) (Broker, error) {
+// pprofAddr, for Strata only, is where it serves net/http/pprof.
+func newBroker(k Kind, mode Mode, strataBin, kafkaHome, dir, pprofAddr string) (Broker, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -59,6 +60,9 @@ func newBroker(k Kind, mode Mode, strataBin, kafkaHome, dir string) (Broker, err
 		var extra []string
 		if mode == Fsync {
 			extra = append(extra, "--override", "log.flush.interval.messages=1")
+		}
+		if pprofAddr != "" {
+			extra = append(extra, "--pprof", pprofAddr)
 		}
 		return chaos.NewStrata(strataBin, dir, extra...)
 	case Kafka:

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/strata-io/strata/chaos"
 )
 
 // Config sizes a run.
@@ -31,6 +35,10 @@ type Config struct {
 	FsyncRecords  int64 // W1 and W3 record count in fsync mode
 	FsyncDisabled bool
 	PerfRecords   int64
+	// PprofOut, when set, starts Strata with --pprof and saves a CPU profile
+	// of PprofSeconds taken while W1 runs (W1 should last longer).
+	PprofOut     string
+	PprofSeconds int
 }
 
 // Run is the full set of results.
@@ -77,7 +85,15 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 	dir := filepath.Join(c.WorkDir, fmt.Sprintf("%s-%s", k, mode))
 	_ = os.RemoveAll(dir)
 	defer os.RemoveAll(dir)
-	b, err := newBroker(k, mode, c.StrataBin, c.KafkaHome, dir)
+	var pprofAddr string
+	if k == Strata && mode == Default && c.PprofOut != "" {
+		port, err := chaos.FreePort()
+		if err != nil {
+			return err
+		}
+		pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	b, err := newBroker(k, mode, c.StrataBin, c.KafkaHome, dir, pprofAddr)
 	if err != nil {
 		return err
 	}
@@ -116,8 +132,19 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 		return stop(b)
 	}
 	if c.want("W1") {
+		var prof chan error
+		if pprofAddr != "" {
+			prof = make(chan error, 1)
+			go func() { prof <- c.fetchProfile(ctx, pprofAddr) }()
+		}
 		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.W1Records, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W1"))); err != nil {
 			return err
+		}
+		if prof != nil {
+			if err := <-prof; err != nil {
+				return err
+			}
+			fmt.Printf("   wrote the CPU profile of strata under W1 to %s\n", c.PprofOut)
 		}
 		if c.want("W4") {
 			if err := add(runConsume(ctx, b, "W4", "w1", c.W1Records, label("W4"))); err != nil {
@@ -161,7 +188,7 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 		wdir := dir + "-w7"
 		_ = os.RemoveAll(wdir)
 		defer os.RemoveAll(wdir)
-		b7, err := newBroker(k, mode, c.StrataBin, c.KafkaHome, wdir)
+		b7, err := newBroker(k, mode, c.StrataBin, c.KafkaHome, wdir, "")
 		if err != nil {
 			return err
 		}
@@ -271,4 +298,31 @@ func tail(b []byte) string {
 		b = b[len(b)-2000:]
 	}
 	return string(b)
+}
+
+// fetchProfile saves a CPU profile of PprofSeconds from Strata's --pprof
+// listener to PprofOut.
+func (c *Config) fetchProfile(ctx context.Context, addr string) error {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, c.PprofSeconds)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("pprof: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof: %s", resp.Status)
+	}
+	f, err := os.Create(c.PprofOut)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

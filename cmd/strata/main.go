@@ -39,6 +39,7 @@ type options struct {
 	overrides   []string
 	logRequests bool
 	logLevel    zapcore.Level
+	pprofAddr   string
 }
 
 type overrideFlag struct{ list *[]string }
@@ -68,6 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Var(overrideFlag{&opts.overrides}, "override", "`key=value` applied after the config file; repeatable")
 	fs.BoolVar(&opts.logRequests, "log-requests", false, "log every decoded request and response")
 	fs.TextVar(&opts.logLevel, "log-level", zapcore.InfoLevel, "log `level`: debug, info, warn or error")
+	fs.StringVar(&opts.pprofAddr, "pprof", "", "serve net/http/pprof on `host:port` (profiling; off by default)")
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -187,6 +189,12 @@ func run(args []string, stderr io.Writer) int {
 	if err != nil {
 		log.Error("invalid configuration", zap.Error(err))
 		return 1
+	}
+	if opts.pprofAddr != "" {
+		if err := servePprof(opts.pprofAddr, log); err != nil {
+			log.Error("cannot serve pprof", zap.Error(err))
+			return 1
+		}
 	}
 	b, err := broker.New(brokerConfig(s, opts.logRequests), log)
 	if err != nil {

@@ -39,6 +39,8 @@ func main() {
 		w7        = flag.Int64("w7-bytes", 1_000_000_000, "W7 bytes written before kill -9")
 		fsyncN    = flag.Int64("fsync-records", 200_000, "W1 and W3 records in the fsync pass (W5 runs as in the default pass)")
 		perfN     = flag.Int64("perf-records", 1_000_000, "kafka-producer-perf-test records")
+		pprofOut  = flag.String("pprof", "", "save a CPU profile of strata under W1 to this file (strata --pprof)")
+		pprofSecs = flag.Int("pprof-seconds", 5, "length of that profile; W1 must run longer")
 	)
 	flag.Parse()
 	root, err := filepath.Abs(*repo)
@@ -48,7 +50,7 @@ func main() {
 		WorkDir:   filepath.Join(root, ".cache", "bench"),
 		W1Records: *w1, W2Records: *w2, W3Records: *w3, W5Rate: *w5rate, W5Duration: *w5dur,
 		W6Records: *w6, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, PerfRecords: *perfN,
-		Workloads: map[string]bool{},
+		Workloads: map[string]bool{}, PprofOut: *pprofOut, PprofSeconds: *pprofSecs,
 	}
 	if *quick {
 		cfg.W1Records, cfg.W2Records, cfg.W3Records, cfg.W6Records = 20_000, 5_000, 5_000, 5_000
