@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sort"
 	"time"
 
 	"go.uber.org/zap"
@@ -56,6 +57,9 @@ type cleanPlan struct {
 	now         int64
 	cfg         Config
 	horizonOnly bool
+	// aborted lists the aborted transactions that may have records in the
+	// cleanable segments (first offset below their end), by marker offset.
+	aborted []abortedTxn
 }
 
 // Clean compacts the log once if it is compacted (cfg.Compact) and its
@@ -77,7 +81,7 @@ func (l *Log) Clean(force bool) (CleanStats, error) {
 			_ = s.file.release()
 		}
 	}()
-	c := &cleaner{l: l, plan: plan, keys: make(map[string]int64)}
+	c := &cleaner{l: l, plan: plan, keys: make(map[string]int64), txns: newCleanTxns(plan.aborted)}
 	end, err := c.buildMap()
 	if err != nil {
 		return CleanStats{}, fmt.Errorf("clean %s: %w", l.dir, err)
@@ -149,6 +153,12 @@ func (l *Log) planClean(force bool) (cleanPlan, bool) {
 			plan.lastData[pid] = e.Batches[n-1].LastOffset
 		}
 	}
+	cleanEnd := l.segs[k-1].next
+	for _, a := range l.aborted {
+		if a.FirstOffset < cleanEnd && a.LastOffset >= l.segs[0].base {
+			plan.aborted = append(plan.aborted, a)
+		}
+	}
 	for _, s := range l.segs[:k] {
 		f, err := s.reader()
 		if err != nil {
@@ -169,8 +179,42 @@ type cleaner struct {
 	plan     cleanPlan
 	keys     map[string]int64 // key -> offset of its latest record in the dirty range
 	keyBytes int64
-	horizon  int64 // earliest delete horizon of the tombstones kept, 0 if none
+	horizon  int64 // earliest delete horizon of the tombstones and markers kept, 0 if none
 	stats    CleanStats
+	txns     *cleanTxns
+}
+
+// cleanTxns is what the cleaner knows about transactions, as Kafka's
+// CleanedTransactionMetadata: the aborted ranges (from the aborted-
+// transaction index) whose records are dropped, and which producers had
+// transactional data since their last marker in this pass, which decides
+// whether a marker may go.
+type cleanTxns struct {
+	aborted  map[int64][]abortedTxn // by producer, ascending (ranges of one producer never overlap)
+	byMarker map[int64]abortedTxn   // by marker offset
+	seen     map[int64]bool         // producers whose transactional batches were read since their last marker
+}
+
+func newCleanTxns(aborted []abortedTxn) *cleanTxns {
+	t := &cleanTxns{aborted: make(map[int64][]abortedTxn), byMarker: make(map[int64]abortedTxn, len(aborted)),
+		seen: make(map[int64]bool)}
+	for _, a := range aborted {
+		t.aborted[a.ProducerID] = append(t.aborted[a.ProducerID], a)
+		t.byMarker[a.LastOffset] = a
+	}
+	return t
+}
+
+// isAborted reports whether the transactional batch h belongs to an
+// aborted transaction: one of its producer's aborted ranges [first offset,
+// marker] holds it.
+func (t *cleanTxns) isAborted(h *batchHeader) bool {
+	if !h.transactional() || h.control() || h.ProducerID < 0 {
+		return false
+	}
+	rs := t.aborted[h.ProducerID]
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].LastOffset >= h.BaseOffset })
+	return i < len(rs) && rs[i].FirstOffset <= h.BaseOffset
 }
 
 // buildMap maps each key of the dirty segments to its latest offset and
@@ -187,7 +231,9 @@ func (c *cleaner) buildMap() (int, error) {
 			if c.l.closing.Load() {
 				return errCleanAborted
 			}
-			if h.control() || h.BaseOffset < c.plan.firstDirty && h.lastOffset() < c.plan.firstDirty {
+			// Markers carry no keys, and an aborted record must never
+			// shadow a committed one (Kafka's buildOffsetMap skips both).
+			if h.control() || c.txns.isAborted(h) || h.BaseOffset < c.plan.firstDirty && h.lastOffset() < c.plan.firstDirty {
 				return nil
 			}
 			recs, err := batchRecords(h, b)
@@ -257,14 +303,65 @@ func scanFile(f *sharedFile, size int64, fn func(h *batchHeader, b []byte) error
 	return nil
 }
 
+// filterMarker decides about the transaction marker h (Kafka's
+// onControlBatchRead and the marker branch of checkBatchRetention): a
+// marker whose transaction still had data in this pass stays as it is, and
+// an abort marker's aborted-transaction entry goes to the output's
+// .txnindex (out.aborted). A marker with no data of its transaction left is
+// stamped with a delete horizon (now + delete.retention.ms) like a
+// tombstone, and removed by the first cleaning after the horizon.
+func (c *cleaner) filterMarker(h *batchHeader, b []byte, out *cleanOutput) ([]byte, error) {
+	hadData := c.txns.seen[h.ProducerID]
+	delete(c.txns.seen, h.ProducerID)
+	if hadData {
+		if a, ok := c.txns.byMarker[h.BaseOffset]; ok {
+			out.aborted = append(out.aborted, a)
+		}
+		return b, nil
+	}
+	if h.Attributes&attrDeleteHorizon != 0 {
+		if c.plan.now >= h.BaseTimestamp {
+			return nil, nil
+		}
+		c.noteHorizon(h.BaseTimestamp)
+		return b, nil
+	}
+	recs, err := batchRecords(h, b)
+	if err != nil {
+		return nil, fmt.Errorf("marker at %d: %w", h.BaseOffset, err)
+	}
+	horizon := c.plan.now + c.plan.cfg.DeleteRetentionMs
+	var rebuilt []byte
+	err = forEachRecord(recs, h.RecordCount, func(r *record) error {
+		rebuilt = appendRecord(rebuilt, r, h.BaseTimestamp+r.tsDelta-horizon)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("marker at %d: %w", h.BaseOffset, err)
+	}
+	c.noteHorizon(horizon)
+	return buildBatch(h, h.Attributes|attrDeleteHorizon, horizon, h.MaxTimestamp, h.RecordCount, rebuilt)
+}
+
+func (c *cleaner) noteHorizon(ts int64) {
+	if c.horizon == 0 || ts < c.horizon {
+		c.horizon = ts
+	}
+}
+
 // filterBatch returns the batch to write in place of b: b itself when every
 // record stays and nothing changes, nil when the batch goes away, or a
 // rebuilt batch (same base offset, last offset delta, producer fields and
-// base sequence; retained records only; new CRC).
-func (c *cleaner) filterBatch(h *batchHeader, b []byte) ([]byte, error) {
+// base sequence; retained records only; new CRC). Records of aborted
+// transactions go; markers are decided by filterMarker.
+func (c *cleaner) filterBatch(h *batchHeader, b []byte, dst *cleanOutput) ([]byte, error) {
 	if h.control() {
-		return b, nil // transaction markers stay (doc.go)
+		return c.filterMarker(h, b, dst)
 	}
+	if h.transactional() && h.ProducerID >= 0 {
+		c.txns.seen[h.ProducerID] = true
+	}
+	aborted := c.txns.isAborted(h)
 	recs, err := batchRecords(h, b)
 	if err != nil {
 		return nil, fmt.Errorf("offset %d: %w", h.BaseOffset, err)
@@ -275,7 +372,7 @@ func (c *cleaner) filterBatch(h *batchHeader, b []byte) ([]byte, error) {
 	err = forEachRecord(recs, h.RecordCount, func(r *record) error {
 		c.stats.RecordsRead++
 		off := h.BaseOffset + int64(r.offDelta)
-		if r.keyNull {
+		if r.keyNull || aborted {
 			return nil // Kafka's cleaner discards keyless records
 		}
 		if latest, ok := c.keys[string(r.key)]; ok && off < latest {
@@ -300,9 +397,7 @@ func (c *cleaner) filterBatch(h *batchHeader, b []byte) ([]byte, error) {
 		if !hasHorizon {
 			baseTs, attrs = c.plan.now+c.plan.cfg.DeleteRetentionMs, attrs|attrDeleteHorizon
 		}
-		if c.horizon == 0 || baseTs < c.horizon {
-			c.horizon = baseTs
-		}
+		c.noteHorizon(baseTs)
 	}
 	switch {
 	case len(kept) == int(h.RecordCount) && baseTs == h.BaseTimestamp:

@@ -3,8 +3,11 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
+	"sort"
 
 	"go.uber.org/zap"
 
@@ -12,18 +15,25 @@ import (
 )
 
 // cleanOutput is the segment being written as <base>.log.cleaned with its
-// .index.cleaned and .timeindex.cleaned, indexed as appends index.
+// .index.cleaned and .timeindex.cleaned, indexed as appends index, and
+// .txnindex.cleaned holding the aborted-transaction entries of the abort
+// markers it keeps.
 type cleanOutput struct {
 	seg     *segment
 	f       vfs.File
 	buf     []byte
 	written int64 // bytes of seg.size already in the file
+	aborted []abortedTxn
 }
+
+// cleanedExts are the files of a cleaned segment, in the order they are
+// renamed: the .log last, as its rename commits the swap.
+var cleanedExts = []string{indexExt, timeIndexExt, txnIndexExt, logExt}
 
 // outMark is the state of an output before a source segment was added.
 type outMark struct {
 	size, next, maxTs, maxTsOffset, firstTs, bytesSinceIndex int64
-	idx, tidx                                                int
+	idx, tidx, aborted                                       int
 }
 
 func cleanedPath(dir string, base int64, ext string) string {
@@ -36,7 +46,7 @@ func swapPath(dir string, base int64, ext string) string {
 
 func (l *Log) newCleanOutput(base int64) (*cleanOutput, error) {
 	var stale []string
-	for _, ext := range []string{logExt, indexExt, timeIndexExt} {
+	for _, ext := range cleanedExts {
 		stale = append(stale, cleanedPath(l.dir, base, ext), swapPath(l.dir, base, ext))
 	}
 	if err := l.removeFiles(stale...); err != nil {
@@ -46,11 +56,14 @@ func (l *Log) newCleanOutput(base int64) (*cleanOutput, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create cleaned segment %d: %w", base, err)
 	}
+	// The output shares the log's config (s.cfg), read here without l.mu:
+	// safe because SetConfig also takes cleanMu, which a cleaning holds.
 	s := &segment{fsys: l.fsys, dir: l.dir, base: base, cfg: &l.cfg, next: base, maxTs: -1, maxTsOffset: -1, firstTs: -1, created: l.now()}
 	o := &cleanOutput{seg: s, f: f}
-	s.idx, err = openOffsetIndex(l.fsys, cleanedPath(l.dir, base, indexExt), base, l.cfg.MaxIndexSize, true)
+	maxIndex := l.cfgView.Load().MaxIndexSize
+	s.idx, err = openOffsetIndex(l.fsys, cleanedPath(l.dir, base, indexExt), base, maxIndex, true)
 	if err == nil {
-		s.tidx, err = openTimeIndex(l.fsys, cleanedPath(l.dir, base, timeIndexExt), base, l.cfg.MaxIndexSize, true)
+		s.tidx, err = openTimeIndex(l.fsys, cleanedPath(l.dir, base, timeIndexExt), base, maxIndex, true)
 	}
 	if err != nil {
 		o.discard(l)
@@ -62,7 +75,7 @@ func (l *Log) newCleanOutput(base int64) (*cleanOutput, error) {
 func (o *cleanOutput) mark() outMark {
 	s := o.seg
 	return outMark{size: s.size, next: s.next, maxTs: s.maxTs, maxTsOffset: s.maxTsOffset, firstTs: s.firstTs,
-		bytesSinceIndex: s.bytesSinceIndex, idx: s.idx.entries, tidx: s.tidx.entries}
+		bytesSinceIndex: s.bytesSinceIndex, idx: s.idx.entries, tidx: s.tidx.entries, aborted: len(o.aborted)}
 }
 
 // reset returns the output to m, dropping what a source segment added.
@@ -79,6 +92,7 @@ func (o *cleanOutput) reset(m outMark) error {
 	clear(s.idx.data[m.idx*offsetEntrySize : s.idx.entries*offsetEntrySize])
 	clear(s.tidx.data[m.tidx*timeEntrySize : s.tidx.entries*timeEntrySize])
 	s.idx.entries, s.tidx.entries = m.idx, m.tidx
+	o.aborted = o.aborted[:m.aborted]
 	s.size, s.next, s.maxTs, s.maxTsOffset, s.firstTs, s.bytesSinceIndex = m.size, m.next, m.maxTs, m.maxTsOffset, m.firstTs, m.bytesSinceIndex
 	return nil
 }
@@ -134,6 +148,33 @@ func (o *cleanOutput) finish() error {
 	if err := errors.Join(s.idx.seal(), s.tidx.seal()); err != nil {
 		return fmt.Errorf("cleaned segment %d: %w", s.base, err)
 	}
+	return o.writeTxnIndex()
+}
+
+// writeTxnIndex writes and fsyncs <base>.txnindex.cleaned with the kept
+// aborted-transaction entries; none means no file, like an append-built
+// segment without aborts.
+func (o *cleanOutput) writeTxnIndex() error {
+	if len(o.aborted) == 0 {
+		return nil
+	}
+	s := o.seg
+	path := cleanedPath(s.dir, s.base, txnIndexExt)
+	f, err := s.fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("cleaned segment %d: %w", s.base, err)
+	}
+	buf := make([]byte, 0, len(o.aborted)*txnEntryLen)
+	for _, a := range o.aborted {
+		buf = append(buf, a.encode()...)
+	}
+	_, err = f.WriteAt(buf, 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		return fmt.Errorf("cleaned segment %d: transaction index: %w", s.base, err)
+	}
 	return nil
 }
 
@@ -144,7 +185,7 @@ func (o *cleanOutput) discard(l *Log) {
 	}
 	o.seg.closeIndexes()
 	var paths []string
-	for _, ext := range []string{logExt, indexExt, timeIndexExt} {
+	for _, ext := range cleanedExts {
 		paths = append(paths, cleanedPath(l.dir, o.seg.base, ext), swapPath(l.dir, o.seg.base, ext))
 	}
 	if err := l.removeFiles(paths...); err != nil {
@@ -181,13 +222,14 @@ func (c *cleaner) clean(end int) (CleanStats, error) {
 			groupStart = i
 		}
 		m := out.mark()
+		seen := maps.Clone(c.txns.seen) // the transaction state before this source, for a rollback
 		first := i == groupStart
 		overflow := false
 		err := scanFile(src.file, src.size, func(h *batchHeader, b []byte) error {
 			if l.closing.Load() {
 				return errCleanAborted
 			}
-			nb, err := c.filterBatch(h, b)
+			nb, err := c.filterBatch(h, b, out)
 			if err != nil || nb == nil {
 				return err
 			}
@@ -202,6 +244,7 @@ func (c *cleaner) clean(end int) (CleanStats, error) {
 			if err := out.reset(m); err != nil {
 				return c.stats, err
 			}
+			c.txns.seen = seen
 			o := out
 			out = nil
 			if err := c.swapGroup(o, srcs[groupStart:i]); err != nil {
@@ -276,7 +319,10 @@ func (c *cleaner) swapGroup(out *cleanOutput, group []cleanSource) (err error) {
 		}
 	}
 	base := out.seg.base
-	for _, ext := range []string{indexExt, timeIndexExt, logExt} {
+	for _, ext := range cleanedExts {
+		if ext == txnIndexExt && len(out.aborted) == 0 {
+			continue
+		}
 		if err := l.fsys.Rename(cleanedPath(l.dir, base, ext), swapPath(l.dir, base, ext)); err != nil {
 			return fmt.Errorf("swap cleaned segment %d: %w", base, err)
 		}
@@ -293,7 +339,10 @@ func (c *cleaner) swapGroup(out *cleanOutput, group []cleanSource) (err error) {
 			return l.storageError()
 		}
 	}
-	for _, ext := range []string{indexExt, timeIndexExt, logExt} {
+	for _, ext := range cleanedExts {
+		if ext == txnIndexExt && len(out.aborted) == 0 {
+			continue
+		}
 		if err := l.fsys.Rename(swapPath(l.dir, base, ext), segmentPath(l.dir, base, ext)); err != nil {
 			l.fail(fmt.Errorf("swap cleaned segment %d: %w", base, err))
 			return l.storageError()
@@ -310,5 +359,15 @@ func (c *cleaner) swapGroup(out *cleanOutput, group []cleanSource) (err error) {
 	segs = append(segs, ns)
 	segs = append(segs, l.segs[at+len(group):]...)
 	l.segs = segs
+	l.replaceAborted(base, group[len(group)-1].seg.next, out.aborted)
 	return nil
+}
+
+// replaceAborted makes the in-memory aborted-transaction index match the
+// swapped files: the entries whose marker is in [from, to) become kept, the
+// ones the cleaned segment's .txnindex holds. Caller holds l.mu.
+func (l *Log) replaceAborted(from, to int64, kept []abortedTxn) {
+	i := sort.Search(len(l.aborted), func(i int) bool { return l.aborted[i].LastOffset >= from })
+	j := sort.Search(len(l.aborted), func(i int) bool { return l.aborted[i].LastOffset >= to })
+	l.aborted = slices.Concat(l.aborted[:i], kept, l.aborted[j:])
 }

@@ -164,7 +164,8 @@
 // (producer id, first offset) of the aborts with marker >= from and first
 // offset < to, stopping at the first entry whose LSO reached to, as Kafka's
 // collectAbortedTransactions; all entries are kept in memory. A .txnindex
-// is fsynced when its segment is deactivated. Recovery reads the .txnindex
+// is fsynced when its segment is deactivated; compaction rewrites those of
+// the segments it cleans (see Compaction). Recovery reads the .txnindex
 // of trusted segments and rebuilds those of recovered ones: it loads the
 // newest producer snapshot at or below the first recovered segment and
 // replays every batch after it, markers included (their record is read to
@@ -194,7 +195,9 @@
 // committed); a <base>.log.swap is a complete, fsynced cleaned segment whose
 // swap committed, so the segments overlapping [base, its next offset) are
 // deleted and its .swap files renamed into place (a missing index swap
-// means the index is rebuilt); index .swap files without a .log.swap go.
+// means the index is rebuilt; a missing .txnindex swap means the cleaned
+// segment kept no aborted-transaction entry); index .swap files without a
+// .log.swap go.
 //
 // # Durability and fsync
 //
@@ -247,9 +250,10 @@
 // pass synchronously). A log is cleaned when its dirty ratio (bytes of
 // closed segments at or after the first dirty offset / bytes of all
 // cleanable segments) reaches min.cleanable.dirty.ratio (0.5), or when a
-// kept tombstone's delete horizon has passed. Cleanable segments are closed
-// (never the active one), entirely below the high watermark and, with
-// min.compaction.lag.ms, hold no record newer than now minus the lag.
+// kept tombstone's or transaction marker's delete horizon has passed.
+// Cleanable segments are closed (never the active one), entirely below the
+// last stable offset and, with min.compaction.lag.ms, hold no record newer
+// than now minus the lag.
 //
 // A cleaning maps every key of the dirty segments to the offset of its
 // latest record (bounded like log.cleaner.dedupe.buffer.size: a map that
@@ -259,7 +263,7 @@
 // delete horizon, which the first cleaning that keeps it sets to now +
 // delete.retention.ms (KIP-534: attributes bit 6 and baseTimestamp = the
 // horizon, record timestamp deltas rebased so record timestamps are
-// unchanged). Control batches stay. A batch whose records all stay and
+// unchanged). Transactions: see below. A batch whose records all stay and
 // that needs no horizon is copied byte for byte; otherwise it is rebuilt
 // with the same base offset, lastOffsetDelta, leader epoch, producer id,
 // epoch and base sequence, the kept records, their max timestamp, the same
@@ -268,16 +272,41 @@
 // batch (count 0, no compression) so the producer's sequence and epoch
 // survive (Kafka's RETAIN_EMPTY).
 //
+// Transactions in compaction, as Kafka's Cleaner (CleanedTransactionMetadata):
+// the cleaner only reaches below the last stable offset, so every
+// transaction it sees is decided. The aborted transactions whose first
+// offset is below the end of the cleanable segments are taken from the
+// aborted-transaction index (kept in memory, loaded from the .txnindex
+// files); a transactional batch inside one of its producer's aborted ranges
+// [first offset, abort marker] is aborted. The key map is built without
+// aborted records and without markers, so an aborted record never shadows
+// the committed value of its key, and the rewrite drops every aborted
+// record (the batch goes, or stays empty if it is its producer's last, as
+// above). A marker (commit or abort) whose producer had transactional
+// batches since its previous marker in this pass (read, whether kept or
+// dropped) stays unchanged: a marker is never removed while data of its
+// transaction may remain. A marker with no such batch is stamped with a
+// delete horizon (attributes bit 6, baseTimestamp = now +
+// delete.retention.ms) and removed by the first cleaning after it, so an
+// aborted transaction's marker outlives its records by one pass plus
+// delete.retention.ms. The aborted-transaction entry of a kept abort marker
+// whose transaction still had data goes to the .txnindex of the cleaned
+// segment holding the marker, and the in-memory index is replaced for the
+// cleaned range at the swap, so aborted ranges survive a restart. Entries
+// of markers left without data are dropped: no record of theirs remains to
+// filter (a full recovery's replay would not find them either). A source
+// segment rolled back to start a new group rolls back this state too.
+//
 // Cleaned segments are grouped: consecutive source segments are written to
 // one output named after the first while the output stays within
 // segment.bytes, the index capacity and 32-bit relative offsets; a source
 // whose cleaned batches do not fit is rolled back and starts the next
 // group, so the segment count shrinks. Each group is swapped in on its own:
-// <base>.log.cleaned, .index.cleaned and .timeindex.cleaned are written
-// (indexed exactly as appends index) and fsynced, renamed to .swap (the
-// .log last: that rename commits the swap), the directory is fsynced, the
-// old segments are deleted, the .swap files renamed into place and the
-// directory fsynced again. A failure before the commit removes the
+// <base>.log.cleaned, .index.cleaned, .timeindex.cleaned and (when it holds
+// entries) .txnindex.cleaned are written (indexed exactly as appends index)
+// and fsynced, renamed to .swap (the .log last: that rename commits the
+// swap), the directory is fsynced, the old segments are deleted, the .swap
+// files renamed into place and the directory fsynced again. A failure before the commit removes the
 // cleaner's files; after it, it fails the log and recovery completes the
 // swap. Readers holding Chunks of replaced segments keep reading them
 // through their descriptors. Close aborts a running cleaning.

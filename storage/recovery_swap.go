@@ -14,7 +14,8 @@ import (
 // a <base>.log.swap is a complete cleaned segment whose swap committed, so
 // every segment overlapping [base, its next offset) is deleted and the
 // .swap files are renamed into place (a missing index swap leaves the index
-// to be rebuilt); index .swap files without their .log.swap are deleted.
+// to be rebuilt, a missing .txnindex swap means the cleaned segment kept no
+// abort entry); index .swap files without their .log.swap are deleted.
 func (l *Log) finishSwaps() error {
 	ents, err := l.fsys.ReadDir(l.dir)
 	if err != nil {
@@ -103,7 +104,7 @@ func (l *Log) finishSwap(base int64) error {
 			}
 		}
 	}
-	for _, ext := range []string{indexExt, timeIndexExt, logExt} {
+	for _, ext := range cleanedExts {
 		err := l.fsys.Rename(swapPath(l.dir, base, ext), segmentPath(l.dir, base, ext))
 		if err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("finish swap of %d: %w", base, err)
