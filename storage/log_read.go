@@ -54,8 +54,8 @@ func (l *Log) ReadIsolated(offset int64, maxBytes int, minOneBatch, readCommitte
 		return res, fmt.Errorf("log %s: %w: %w", l.dir, errLogClosed, kerr.KafkaStorageError)
 	}
 	if offset < l.logStart || offset > l.hw.offset {
-		l.mu.Unlock()
-		return res, fmt.Errorf("offset %d outside [%d, %d]: %w", offset, l.logStart, l.hw.offset, kerr.OffsetOutOfRange)
+		l.mu.Unlock() // the message uses res: l.logStart and l.hw change once unlocked
+		return res, fmt.Errorf("offset %d outside [%d, %d]: %w", offset, res.LogStartOffset, res.HighWatermark, kerr.OffsetOutOfRange)
 	}
 	if offset >= upTo {
 		l.mu.Unlock()
