@@ -4,14 +4,19 @@ package broker
 //
 // This node coordinates every group (key type 0) and every transactional
 // id (key type 1), so the answer is always this broker's advertised
-// address; v4+ answers each key of the batch. Difference from Kafka:
-// __consumer_offsets and __transaction_state exist from the first start
-// rather than being created by the first FindCoordinator. Key type 2 (share groups) is
-// INVALID_REQUEST, as on a Kafka broker without share groups.
+// address; v4+ answers each key of the batch. As in Kafka, the first
+// FindCoordinator for a group creates __consumer_offsets
+// (offsets.topic.num.partitions partitions) and the first for a
+// transactional id creates __transaction_state
+// (transaction.state.log.num.partitions); a single node creates it within
+// the request and answers normally, or COORDINATOR_NOT_AVAILABLE when
+// creation fails. Key type 2 (share groups) is INVALID_REQUEST, as on a
+// Kafka broker without share groups.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/protocol"
 )
@@ -35,12 +40,23 @@ func (b *Broker) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorR
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	var err *kerr.Error
+	var ensure func() error
 	switch keyType {
-	case 0, 1:
-		c.NodeID, c.Host, c.Port = b.cfg.NodeID, b.advHost, b.advPort
-		return c
+	case 0:
+		ensure = b.groups.Ensure
+	case 1:
+		ensure = b.txns.Ensure
 	default:
 		err = kerr.InvalidRequest
+	}
+	if ensure != nil {
+		if e := ensure(); e != nil {
+			b.logger.Error("find coordinator: creating the internal topic", zap.Int8("key_type", keyType), zap.Error(e))
+			err = kerr.CoordinatorNotAvailable
+		} else {
+			c.NodeID, c.Host, c.Port = b.cfg.NodeID, b.advHost, b.advPort
+			return c
+		}
 	}
 	c.ErrorCode = err.Code
 	msg := err.Message

@@ -166,6 +166,7 @@ func TestSimpleCommitAndFetch(t *testing.T) {
 
 func TestOffsetsTopicIsInternal(t *testing.T) {
 	b := startGroupBroker(t)
+	findCoordinator(t, b, 0, "g") // creates __consumer_offsets
 	md := kmsg.NewPtrMetadataRequest()
 	topic := "__consumer_offsets"
 	mt := kmsg.NewMetadataRequestTopic()

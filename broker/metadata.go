@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/storage"
 )
@@ -63,6 +64,18 @@ func (b *Broker) describeTopicByName(name string, autoCreate bool) kmsg.Metadata
 	t := b.logs.Topic(name)
 	if t == nil && autoCreate {
 		var err error
+		if ensure := b.internalTopicCreator(name); ensure != nil {
+			// As Kafka's AutoTopicCreationManager: the coordinator
+			// creates its topic, with its partition count and configs.
+			if err = ensure(); err != nil {
+				b.logger.Error("auto-creating an internal topic", zap.String("topic", name), zap.Error(err))
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.Topic = &name
+				mt.ErrorCode = kerr.LeaderNotAvailable.Code
+				return mt
+			}
+			return b.describeTopicByName(name, false)
+		}
 		t, err = b.logs.CreateTopic(name, b.cfg.NumPartitions, nil, false)
 		switch {
 		case errors.Is(err, kerr.TopicAlreadyExists):
@@ -84,6 +97,18 @@ func (b *Broker) describeTopicByName(name string, autoCreate bool) kmsg.Metadata
 		return mt
 	}
 	return b.describeTopic(t)
+}
+
+// internalTopicCreator is the coordinator's Ensure for its internal
+// topic, nil for other names.
+func (b *Broker) internalTopicCreator(name string) func() error {
+	switch name {
+	case coordinator.OffsetsTopic:
+		return b.groups.Ensure
+	case coordinator.TxnStateTopic:
+		return b.txns.Ensure
+	}
+	return nil
 }
 
 func (b *Broker) describeTopic(t *storage.Topic) kmsg.MetadataResponseTopic {

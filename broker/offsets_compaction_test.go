@@ -227,6 +227,7 @@ func TestOffsetsTopicCompaction(t *testing.T) {
 // name and by id, and the coordinator keeps its log.
 func TestInternalTopicNotDeleted(t *testing.T) {
 	b := startGroupBroker(t)
+	findCoordinator(t, b, 0, "g") // creates __consumer_offsets
 	id := b.logs.Topic(coordinator.OffsetsTopic).ID
 	for _, byID := range []bool{false, true} {
 		dt := kmsg.NewPtrDeleteTopicsRequest()

@@ -17,7 +17,7 @@ func (c *Groups) DescribeGroup(id string) kmsg.DescribeGroupsResponseGroup {
 	d := kmsg.NewDescribeGroupsResponseGroup()
 	d.Group = id
 	d.AuthorizedOperations = math.MinInt32
-	if err := c.checkGroupID(id); err != nil {
+	if err := c.checkGroupRead(id); err != nil {
 		d.ErrorCode = err.Code
 		return d
 	}
@@ -103,7 +103,7 @@ func containsFold(list []string, s string) bool {
 // both), as Kafka's deleteGroups: GROUP_ID_NOT_FOUND when it does not
 // exist, NON_EMPTY_GROUP while it has members.
 func (c *Groups) DeleteGroup(id string) *kerr.Error {
-	if err := c.checkGroupID(id); err != nil {
+	if err := c.checkGroupRead(id); err != nil {
 		return err
 	}
 	g := c.lockGroup(id, false)

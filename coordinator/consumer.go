@@ -268,8 +268,8 @@ func (c *Groups) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest,
 			return heartbeatError(kerr.InvalidRegularExpression, "SubscribedTopicRegex "+*req.SubscribedTopicRegex+" is not a valid regular expression: "+err.Error())
 		}
 	}
-	if !c.loaded.Load() {
-		return heartbeatError(kerr.CoordinatorLoadInProgress, "")
+	if err := c.checkReady(); err != nil {
+		return heartbeatError(err, "")
 	}
 	g := c.lockGroup(req.Group, req.MemberEpoch == 0)
 	if g == nil {

@@ -53,7 +53,7 @@ func (c *Groups) ConsumerGroupDescribe(id string, version int16) kmsg.ConsumerGr
 		}
 		return d
 	}
-	if err := c.checkGroupID(id); err != nil {
+	if err := c.checkGroupRead(id); err != nil {
 		return fail(err, "")
 	}
 	g := c.lockGroup(id, false)

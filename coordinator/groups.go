@@ -79,9 +79,14 @@ type Groups struct {
 	logs   *storage.Manager
 	logger *zap.Logger
 	now    func() time.Time
-	parts  []*storage.Partition // of __consumer_offsets
 
-	loaded atomic.Bool
+	// parts is __consumer_offsets once it exists: opened at start when it
+	// already does, else created by ensure on first need (topicMu makes
+	// that happen once; a failure is retried by the next request).
+	parts   atomic.Pointer[[]*storage.Partition]
+	topicMu sync.Mutex
+
+	loaded atomic.Bool // replayed, or nothing to replay
 
 	mu     sync.RWMutex
 	groups map[string]*group
@@ -94,36 +99,39 @@ type Groups struct {
 	stop   chan struct{}
 }
 
-// OpenGroups creates __consumer_offsets if it does not exist and starts
-// replaying it in the background; until that finishes, group requests get
-// COORDINATOR_LOAD_IN_PROGRESS.
+// OpenGroups opens the group coordinator. When __consumer_offsets exists
+// it is replayed in the background and group requests get
+// COORDINATOR_LOAD_IN_PROGRESS until that finishes; when it does not, there
+// is nothing to load and the topic is created (with
+// offsets.topic.num.partitions partitions) by the first request that needs
+// it, as Kafka creates it on the first FindCoordinator.
 func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Groups, error) {
-	t := logs.Topic(OffsetsTopic)
-	if t == nil {
-		var err error
-		segmentBytes := cfg.OffsetsSegmentBytes
-		if segmentBytes <= 0 {
-			segmentBytes = DefaultGroupConfig().OffsetsSegmentBytes
-		}
-		t, err = logs.CreateTopic(OffsetsTopic, cfg.OffsetsTopicPartitions, offsetsTopicConfigs(segmentBytes), false)
-		if err != nil {
-			return nil, fmt.Errorf("create %s: %w", OffsetsTopic, err)
-		}
+	def := DefaultGroupConfig()
+	if cfg.OffsetsTopicPartitions <= 0 {
+		cfg.OffsetsTopicPartitions = def.OffsetsTopicPartitions
 	}
-	parts := t.Partitions()
-	if int32(len(parts)) != cfg.OffsetsTopicPartitions {
-		logger.Warn("existing "+OffsetsTopic+" has a different partition count than offsets.topic.num.partitions; using the topic's",
-			zap.Int("partitions", len(parts)), zap.Int32("configured", cfg.OffsetsTopicPartitions))
+	if cfg.OffsetsSegmentBytes <= 0 {
+		cfg.OffsetsSegmentBytes = def.OffsetsSegmentBytes
 	}
 	c := &Groups{
 		cfg:    cfg,
 		logs:   logs,
 		logger: logger.Named("groups"),
 		now:    time.Now,
-		parts:  parts,
 		groups: make(map[string]*group),
 		stop:   make(chan struct{}),
 	}
+	t := logs.Topic(OffsetsTopic)
+	if t == nil {
+		c.loaded.Store(true) // nothing to load
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.expireLoop()
+		}()
+		return c, nil
+	}
+	c.setParts(t)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -140,6 +148,65 @@ func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Gr
 		c.expireLoop()
 	}()
 	return c, nil
+}
+
+// setParts publishes t as __consumer_offsets.
+func (c *Groups) setParts(t *storage.Topic) {
+	parts := t.Partitions()
+	if int32(len(parts)) != c.cfg.OffsetsTopicPartitions {
+		c.logger.Warn("existing "+OffsetsTopic+" has a different partition count than offsets.topic.num.partitions; using the topic's",
+			zap.Int("partitions", len(parts)), zap.Int32("configured", c.cfg.OffsetsTopicPartitions))
+	}
+	c.parts.Store(&parts)
+}
+
+// Ensure makes sure __consumer_offsets exists, creating it on first need
+// (FindCoordinator for a group, or any group request): once, even under
+// concurrent callers; after a failure the next call tries again. A topic
+// created meanwhile by other means (Metadata auto-creation, CreateTopics)
+// is adopted.
+func (c *Groups) Ensure() error {
+	if c.parts.Load() != nil {
+		return nil
+	}
+	c.topicMu.Lock()
+	defer c.topicMu.Unlock()
+	if c.parts.Load() != nil {
+		return nil
+	}
+	t := c.logs.Topic(OffsetsTopic)
+	if t == nil {
+		start := time.Now()
+		var err error
+		t, err = c.logs.CreateTopic(OffsetsTopic, c.cfg.OffsetsTopicPartitions, offsetsTopicConfigs(c.cfg.OffsetsSegmentBytes), false)
+		if err != nil {
+			if t = c.logs.Topic(OffsetsTopic); t == nil {
+				return fmt.Errorf("create %s with %d partitions: %w", OffsetsTopic, c.cfg.OffsetsTopicPartitions, err)
+			}
+		} else {
+			c.logger.Info("created "+OffsetsTopic, zap.Int32("partitions", c.cfg.OffsetsTopicPartitions), zap.Duration("duration", time.Since(start)))
+		}
+	}
+	c.setParts(t)
+	return nil
+}
+
+// ensure is Ensure for request paths: COORDINATOR_NOT_AVAILABLE when the
+// topic cannot be created, as Kafka answers while it creates it.
+func (c *Groups) ensure() *kerr.Error {
+	if err := c.Ensure(); err != nil {
+		c.logger.Error("group coordinator not available", zap.Error(err))
+		return kerr.CoordinatorNotAvailable
+	}
+	return nil
+}
+
+// partitions is __consumer_offsets, nil before it exists.
+func (c *Groups) partitions() []*storage.Partition {
+	if p := c.parts.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Close stops timers and background work and waits for running callbacks;
@@ -221,8 +288,14 @@ func (c *Groups) deleteGroup(g *group) {
 // records (Kafka's GroupMetadataManager.partitionFor).
 func (c *Groups) PartitionFor(groupID string) int32 { return c.partitionOf(groupID) }
 
+// partitionOf uses the topic's partition count, or the configured one
+// before the topic exists (the count it will be created with).
 func (c *Groups) partitionOf(groupID string) int32 {
-	return partitionFor(groupID, int32(len(c.parts)))
+	n := int32(len(c.partitions()))
+	if n == 0 {
+		n = c.cfg.OffsetsTopicPartitions
+	}
+	return partitionFor(groupID, n)
 }
 
 // append writes records for group g's partition; they are visible once it
@@ -231,7 +304,11 @@ func (c *Groups) append(g *group, recs []kv) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	p := c.parts[g.partition]
+	parts := c.partitions()
+	if int(g.partition) >= len(parts) {
+		return fmt.Errorf("group %s: %s-%d does not exist", g.id, OffsetsTopic, g.partition)
+	}
+	p := parts[g.partition]
 	if _, err := p.Log.Append(buildBatch(recs, c.now()), p.LeaderEpoch()); err != nil {
 		return fmt.Errorf("group %s: append to %s-%d: %w", g.id, OffsetsTopic, g.partition, err)
 	}
@@ -246,7 +323,7 @@ func (c *Groups) storeGroup(g *group) error {
 // load replays every partition of __consumer_offsets: the latest record
 // per key wins and tombstones delete.
 func (c *Groups) load() error {
-	for _, p := range c.parts {
+	for _, p := range c.partitions() {
 		if err := c.loadPartition(p); err != nil {
 			return fmt.Errorf("%s-%d: %w", OffsetsTopic, p.Index, err)
 		}
@@ -385,9 +462,20 @@ func deref(s *string) string {
 }
 
 // checkGroupID is the common check of group requests: INVALID_GROUP_ID for
-// an empty id (when the request requires one) and
-// COORDINATOR_LOAD_IN_PROGRESS until __consumer_offsets is replayed.
+// an empty id (when the request requires one),
+// COORDINATOR_LOAD_IN_PROGRESS until __consumer_offsets is replayed, and
+// COORDINATOR_NOT_AVAILABLE if it does not exist and cannot be created.
 func (c *Groups) checkGroupID(id string) *kerr.Error {
+	if id == "" {
+		return kerr.InvalidGroupID
+	}
+	return c.checkReady()
+}
+
+// checkGroupRead is checkGroupID for requests that only read or delete
+// existing groups: they need no __consumer_offsets until a group exists
+// (none does before it is created), so they do not create it.
+func (c *Groups) checkGroupRead(id string) *kerr.Error {
 	if id == "" {
 		return kerr.InvalidGroupID
 	}
@@ -395,6 +483,15 @@ func (c *Groups) checkGroupID(id string) *kerr.Error {
 		return kerr.CoordinatorLoadInProgress
 	}
 	return nil
+}
+
+// checkReady is COORDINATOR_LOAD_IN_PROGRESS until __consumer_offsets is
+// replayed, then creates it if needed (ensure).
+func (c *Groups) checkReady() *kerr.Error {
+	if !c.loaded.Load() {
+		return kerr.CoordinatorLoadInProgress
+	}
+	return c.ensure()
 }
 
 // newMemberID is Kafka's member id: client id, '-', a random UUID.

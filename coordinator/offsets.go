@@ -199,7 +199,7 @@ type PartitionError struct {
 // of topics it subscribes to (GROUP_SUBSCRIBED_TO_TOPIC); another group
 // with members refuses (NON_EMPTY_GROUP).
 func (c *Groups) DeleteOffsets(groupID string, topics []TopicPartitions) (*kerr.Error, []PartitionError) {
-	if err := c.checkGroupID(groupID); err != nil {
+	if err := c.checkGroupRead(groupID); err != nil {
 		return err, nil
 	}
 	g := c.lockGroup(groupID, false)

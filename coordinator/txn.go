@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
@@ -113,7 +114,12 @@ type Txns struct {
 	groups *Groups
 	logger *zap.Logger
 	now    func() time.Time
-	parts  []*storage.Partition // of __transaction_state
+
+	// parts is __transaction_state once it exists: opened at start when it
+	// already does, else created by ensure on first need (topicMu makes
+	// that happen once; a failure is retried by the next request).
+	parts   atomic.Pointer[[]*storage.Partition]
+	topicMu sync.Mutex
 
 	loaded atomic.Bool
 
@@ -126,7 +132,9 @@ type Txns struct {
 	wg     sync.WaitGroup
 }
 
-// OpenTxns creates __transaction_state if needed, replays it, and in the
+// OpenTxns replays __transaction_state if it exists (else the first
+// request that needs it creates it, with transaction.state.log.num.partitions
+// partitions, as Kafka does on the first FindCoordinator), and in the
 // background (once the group coordinator has loaded, since markers on
 // __consumer_offsets complete its pending offsets) finishes transactions
 // left in PrepareCommit/PrepareAbort and starts aborting timed out ones.
@@ -148,14 +156,6 @@ func OpenTxns(logs *storage.Manager, pids *ProducerIDs, groups *Groups, cfg TxnC
 	if cfg.IDExpirationChecker <= 0 {
 		cfg.IDExpirationChecker = def.IDExpirationChecker
 	}
-	t := logs.Topic(TxnStateTopic)
-	if t == nil {
-		var err error
-		t, err = logs.CreateTopic(TxnStateTopic, cfg.StateLogPartitions, txnStateTopicConfigs, false)
-		if err != nil {
-			return nil, fmt.Errorf("create %s: %w", TxnStateTopic, err)
-		}
-	}
 	c := &Txns{
 		cfg:    cfg,
 		logs:   logs,
@@ -163,22 +163,22 @@ func OpenTxns(logs *storage.Manager, pids *ProducerIDs, groups *Groups, cfg TxnC
 		groups: groups,
 		logger: logger.Named("txns"),
 		now:    time.Now,
-		parts:  t.Partitions(),
 		txns:   make(map[string]*txnMeta),
 		stop:   make(chan struct{}),
 	}
-	if int32(len(c.parts)) != cfg.StateLogPartitions {
-		c.logger.Warn("existing "+TxnStateTopic+" has a different partition count than transaction.state.log.num.partitions; using the topic's",
-			zap.Int("partitions", len(c.parts)), zap.Int32("configured", cfg.StateLogPartitions))
+	if t := logs.Topic(TxnStateTopic); t != nil {
+		c.setParts(t)
+		start := time.Now()
+		if err := c.load(); err != nil {
+			return nil, fmt.Errorf("load %s: %w", TxnStateTopic, err)
+		}
+		c.logger.Info("loaded transactions from "+TxnStateTopic, zap.Int("transactional_ids", len(c.txns)), zap.Duration("duration", time.Since(start)))
 	}
-	start := time.Now()
-	if err := c.load(); err != nil {
-		return nil, fmt.Errorf("load %s: %w", TxnStateTopic, err)
-	}
-	c.logger.Info("loaded transactions from "+TxnStateTopic, zap.Int("transactional_ids", len(c.txns)), zap.Duration("duration", time.Since(start)))
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		// A group coordinator without __consumer_offsets is loaded from
+		// the start (nothing to load), so this only waits for a replay.
 		t := time.NewTicker(10 * time.Millisecond)
 		for groups != nil && !groups.Loaded() {
 			select {
@@ -212,11 +212,81 @@ func (c *Txns) Close() {
 // Loaded reports whether the coordinator serves requests.
 func (c *Txns) Loaded() bool { return c.loaded.Load() }
 
-func (c *Txns) partitionOf(id string) int32 { return partitionFor(id, int32(len(c.parts))) }
+// setParts publishes t as __transaction_state.
+func (c *Txns) setParts(t *storage.Topic) {
+	parts := t.Partitions()
+	if int32(len(parts)) != c.cfg.StateLogPartitions {
+		c.logger.Warn("existing "+TxnStateTopic+" has a different partition count than transaction.state.log.num.partitions; using the topic's",
+			zap.Int("partitions", len(parts)), zap.Int32("configured", c.cfg.StateLogPartitions))
+	}
+	c.parts.Store(&parts)
+}
+
+// Ensure makes sure __transaction_state exists, creating it on first need
+// (FindCoordinator for a transactional id, InitProducerId with one): once,
+// even under concurrent callers; after a failure the next call tries
+// again. A topic created meanwhile by other means is adopted.
+func (c *Txns) Ensure() error {
+	if c.parts.Load() != nil {
+		return nil
+	}
+	c.topicMu.Lock()
+	defer c.topicMu.Unlock()
+	if c.parts.Load() != nil {
+		return nil
+	}
+	t := c.logs.Topic(TxnStateTopic)
+	if t == nil {
+		start := time.Now()
+		var err error
+		t, err = c.logs.CreateTopic(TxnStateTopic, c.cfg.StateLogPartitions, txnStateTopicConfigs, false)
+		if err != nil {
+			if t = c.logs.Topic(TxnStateTopic); t == nil {
+				return fmt.Errorf("create %s with %d partitions: %w", TxnStateTopic, c.cfg.StateLogPartitions, err)
+			}
+		} else {
+			c.logger.Info("created "+TxnStateTopic, zap.Int32("partitions", c.cfg.StateLogPartitions), zap.Duration("duration", time.Since(start)))
+		}
+	}
+	c.setParts(t)
+	return nil
+}
+
+// checkReady is COORDINATOR_LOAD_IN_PROGRESS until the coordinator is
+// loaded, then COORDINATOR_NOT_AVAILABLE if __transaction_state does not
+// exist and cannot be created.
+func (c *Txns) checkReady() *kerr.Error {
+	if !c.loaded.Load() {
+		return kerr.CoordinatorLoadInProgress
+	}
+	if err := c.Ensure(); err != nil {
+		c.logger.Error("transaction coordinator not available", zap.Error(err))
+		return kerr.CoordinatorNotAvailable
+	}
+	return nil
+}
+
+// partitions is __transaction_state, nil before it exists.
+func (c *Txns) partitions() []*storage.Partition {
+	if p := c.parts.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// partitionOf uses the topic's partition count, or the configured one
+// before the topic exists (the count it will be created with).
+func (c *Txns) partitionOf(id string) int32 {
+	n := int32(len(c.partitions()))
+	if n == 0 {
+		n = c.cfg.StateLogPartitions
+	}
+	return partitionFor(id, n)
+}
 
 // load replays every partition of __transaction_state.
 func (c *Txns) load() error {
-	for _, p := range c.parts {
+	for _, p := range c.partitions() {
 		err := p.Log.ForEachBatch(p.Log.LogStartOffset(), func(batch []byte) error {
 			_, err := batchRecords(batch, func(key, value []byte) error {
 				return c.replay(p.Index, key, value)
@@ -283,7 +353,11 @@ func (c *Txns) persist(m *txnMeta, pid int64, epoch int16, state txnState, parts
 			v.Topics[len(v.Topics)-1].Partitions = append(v.Topics[len(v.Topics)-1].Partitions, tp.partition)
 		}
 	}
-	p := c.parts[m.stateLog]
+	stateLog := c.partitions()
+	if int(m.stateLog) >= len(stateLog) {
+		return fmt.Errorf("transactional id %q: %s-%d does not exist", m.id, TxnStateTopic, m.stateLog)
+	}
+	p := stateLog[m.stateLog]
 	if _, err := p.Log.Append(buildBatch([]kv{{key: k.AppendTo(nil), value: v.AppendTo(nil)}}, now), p.LeaderEpoch()); err != nil {
 		return fmt.Errorf("transactional id %q: append to %s-%d: %w", m.id, TxnStateTopic, m.stateLog, err)
 	}

@@ -50,8 +50,8 @@ func (c *Txns) InitProducerID(id string, timeoutMs int32, reqPid int64, reqEpoch
 	fail := func(err *kerr.Error) InitProducerIDResult {
 		return InitProducerIDResult{ProducerID: -1, Epoch: -1, Err: err}
 	}
-	if !c.loaded.Load() {
-		return fail(kerr.CoordinatorLoadInProgress)
+	if err := c.checkReady(); err != nil {
+		return fail(err)
 	}
 	if timeoutMs <= 0 || time.Duration(timeoutMs)*time.Millisecond > c.cfg.MaxTimeout {
 		return fail(kerr.InvalidTransactionTimeout)
@@ -226,6 +226,9 @@ func (c *Txns) AddOffsets(id string, pid int64, epoch int16, group string) *kerr
 	}
 	if c.groups == nil {
 		return kerr.CoordinatorNotAvailable
+	}
+	if err := c.groups.checkReady(); err != nil {
+		return err // the group's partition must exist to get a marker
 	}
 	parts := []TxnPartition{{Topic: OffsetsTopic, Partition: c.groups.partitionOf(group)}}
 	c.AddPartitions(id, pid, epoch, parts)
@@ -409,7 +412,7 @@ func (c *Txns) expireIDs() {
 		idle := m.state == txnEmpty || m.state == txnCompleteCommit || m.state == txnCompleteAbort
 		if idle && now.Sub(m.lastUpdate) > c.cfg.IDExpiration {
 			k := kvTxnTombstone(m.id)
-			p := c.parts[m.stateLog]
+			p := c.partitions()[m.stateLog] // exists: m was persisted
 			if _, err := p.Log.Append(buildBatch([]kv{k}, now), p.LeaderEpoch()); err != nil {
 				c.logger.Error("expiring a transactional id", zap.String("transactional_id", m.id), zap.Error(err))
 			} else {
