@@ -2,11 +2,13 @@ package broker
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -16,8 +18,99 @@ import (
 )
 
 // keepFrameBuf is the largest request buffer a connection keeps between
-// requests; a larger one (one big produce) is dropped after use.
+// requests; a larger one (a big produce) goes to bigFrames after use.
 const keepFrameBuf = 1 << 20
+
+// bigFrames holds Produce request buffers larger than keepFrameBuf, shared
+// by the connections. A fast producer sends frames of several hundred KiB to
+// several MiB whose sizes vary, so a connection's own buffer kept growing
+// past keepFrameBuf, was dropped, and the next frame grew a fresh one
+// (allocate, zero, copy): that was the top of the broker's CPU profile under
+// one fast producer. A pooled buffer is only taken for a frame whose size it
+// already covers, so a lying size field still allocates nothing up front.
+// (A sync.Pool loses a buffer put on one P and asked for on another.)
+var bigFrames struct {
+	sync.Mutex
+	free  [][]byte
+	bytes int
+}
+
+const (
+	// poolFrameMin is the smallest frame read into a pooled buffer: below it
+	// a connection's own buffer is grown, as before.
+	poolFrameMin = 64 << 10
+	// bigFramesMaxBytes bounds the memory bigFrames keeps; a buffer above
+	// bigFrameMax is never kept.
+	bigFramesMaxBytes = 64 << 20
+	bigFrameMax       = 16 << 20
+)
+
+// getBigFrame takes the smallest pooled buffer of at least n bytes, or nil.
+func getBigFrame(n int) []byte {
+	bigFrames.Lock()
+	defer bigFrames.Unlock()
+	best := -1
+	for i, b := range bigFrames.free {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(bigFrames.free[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	b := bigFrames.free[best]
+	last := len(bigFrames.free) - 1
+	bigFrames.free[best] = bigFrames.free[last]
+	bigFrames.free[last] = nil
+	bigFrames.free = bigFrames.free[:last]
+	bigFrames.bytes -= cap(b)
+	return b[:0]
+}
+
+// putBigFrame returns a buffer no request refers to any more, evicting
+// smaller ones to stay under bigFramesMaxBytes.
+func putBigFrame(b []byte) {
+	if cap(b) > bigFrameMax {
+		return
+	}
+	bigFrames.Lock()
+	defer bigFrames.Unlock()
+	for bigFrames.bytes+cap(b) > bigFramesMaxBytes && len(bigFrames.free) > 0 {
+		small := 0
+		for i, f := range bigFrames.free {
+			if cap(f) < cap(bigFrames.free[small]) {
+				small = i
+			}
+		}
+		if cap(bigFrames.free[small]) >= cap(b) {
+			return
+		}
+		bigFrames.bytes -= cap(bigFrames.free[small])
+		last := len(bigFrames.free) - 1
+		bigFrames.free[small] = bigFrames.free[last]
+		bigFrames.free[last] = nil
+		bigFrames.free = bigFrames.free[:last]
+	}
+	bigFrames.free = append(bigFrames.free, b[:0])
+	bigFrames.bytes += cap(b)
+}
+
+// frameBuf is the buffer to read the next frame into: the connection's own,
+// or a pooled one when the frame waiting in the reader needs more.
+func (c *conn) frameBuf() []byte {
+	hdr, err := c.r.Peek(4)
+	if err != nil {
+		return c.frame
+	}
+	n := int(int32(binary.BigEndian.Uint32(hdr)))
+	if n <= cap(c.frame) || n < poolFrameMin || n > int(c.b.cfg.SocketRequestMaxBytes) {
+		return c.frame
+	}
+	if b := getBigFrame(n); b != nil {
+		return b
+	}
+	return c.frame
+}
 
 type conn struct {
 	b      *Broker
@@ -86,7 +179,7 @@ func (c *conn) logClose(err error) {
 
 func (c *conn) serveOne() error {
 	c.armIdle()
-	frame, err := protocol.ReadFrame(c.r, c.b.cfg.SocketRequestMaxBytes, c.frame)
+	frame, err := protocol.ReadFrame(c.r, c.b.cfg.SocketRequestMaxBytes, c.frameBuf())
 	if err != nil {
 		return c.idleErr(err)
 	}
@@ -95,10 +188,16 @@ func (c *conn) serveOne() error {
 	// kmsg decodes byte fields as slices of the frame. Produce and Fetch
 	// never keep them past the request, so their buffer is reused; other
 	// requests (JoinGroup metadata, SyncGroup assignments) may be kept by the
-	// coordinator, so their frame is left to them.
-	c.frame = nil
-	if req != nil && (req.Key == int16(kmsg.Produce) || req.Key == int16(kmsg.Fetch)) && cap(frame) <= keepFrameBuf {
-		c.frame = frame[:0]
+	// coordinator, so their frame is left to them. A frame above keepFrameBuf
+	// goes to bigFrames once the request is answered.
+	if req != nil && (req.Key == int16(kmsg.Produce) || req.Key == int16(kmsg.Fetch)) {
+		if cap(frame) <= keepFrameBuf {
+			c.frame = frame[:0]
+		} else {
+			defer putBigFrame(frame)
+		}
+	} else {
+		c.frame = nil
 	}
 	if err != nil {
 		if errors.Is(err, protocol.ErrUnsupported) && req.Key == int16(kmsg.ApiVersions) {

@@ -39,6 +39,7 @@ func main() {
 		w7        = flag.Int64("w7-bytes", 1_000_000_000, "W7 bytes written before kill -9")
 		fsyncN    = flag.Int64("fsync-records", 200_000, "W1 and W3 records in the fsync pass (W5 runs as in the default pass)")
 		perfN     = flag.Int64("perf-records", 1_000_000, "kafka-producer-perf-test records")
+		strataBin = flag.String("strata-bin", "", "use this strata binary instead of building one from the tree")
 		pprofOut  = flag.String("pprof", "", "save a CPU profile of strata under W1 to this file (strata --pprof)")
 		pprofSecs = flag.Int("pprof-seconds", 5, "length of that profile; W1 must run longer")
 	)
@@ -65,12 +66,15 @@ func main() {
 		}
 	}
 	check(os.MkdirAll(cfg.WorkDir, 0o755))
-	cfg.StrataBin = filepath.Join(cfg.WorkDir, "strata")
-	fmt.Println("building strata (CGO_ENABLED=0 -trimpath)")
-	build := exec.Command("go", "build", "-trimpath", "-o", cfg.StrataBin, "./cmd/strata")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	check(build.Run())
+	cfg.StrataBin = *strataBin
+	if cfg.StrataBin == "" {
+		cfg.StrataBin = filepath.Join(cfg.WorkDir, "strata")
+		fmt.Println("building strata (CGO_ENABLED=0 -trimpath)")
+		build := exec.Command("go", "build", "-trimpath", "-o", cfg.StrataBin, "./cmd/strata")
+		build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		check(build.Run())
+	}
 	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("load average before the run: %s", la)
 	}
