@@ -249,8 +249,13 @@ func TestTxnGroupTransactSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		go func() {
-			defer close(w.done)
-			defer sess.Close()
+			// A killed worker stops at once; the client's goodbye (leaving
+			// the group through a dialer that refuses everything) can take
+			// its retry timeout, so it finishes in the background.
+			defer func() {
+				close(w.done)
+				go sess.Close()
+			}()
 			for ctx.Err() == nil {
 				fs := sess.PollFetches(ctx)
 				if ctx.Err() != nil {
@@ -268,6 +273,11 @@ func TestTxnGroupTransactSession(t *testing.T) {
 					k++
 					sess.Produce(ctx, &kgo.Record{Topic: out, Key: r.Key, Value: append([]byte("out-"), r.Value...)}, e.Promise())
 				})
+				// Flush first, so that waiting on the promise cannot outlive a
+				// kill: records of a killed worker never complete.
+				if sess.Client().Flush(ctx) != nil {
+					return
+				}
 				committed, err := sess.End(ctx, kgo.TransactionEndTry(e.Err() == nil))
 				if committed && err == nil {
 					processed.Add(k)
