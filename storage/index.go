@@ -110,10 +110,34 @@ func (m *mmapFile) entry(i int) []byte { return m.data[i*m.entrySize : (i+1)*m.e
 
 func (m *mmapFile) full() bool { return m.entries >= m.maxEntries }
 
-// put appends an entry; the caller checked full.
+// put appends an entry; the caller checked full. A writable index is
+// written with pwrite(2) into the page cache the mapping shares, rather than
+// stored through the mapping: the first store to a page of the sparse,
+// pre-allocated file takes a page fault that allocates the block, which
+// cost milliseconds of system time per page on ext4 (1,000 partitions: two
+// such faults each, the top of the broker's profile), while pwrite of the
+// same bytes takes microseconds. Like the store, it bypasses the vfs; a
+// failed pwrite falls back to the store.
 func (m *mmapFile) put(e []byte) {
-	copy(m.data[m.entries*m.entrySize:], e)
+	off := m.entries * m.entrySize
+	if m.f == nil || !pwriteFull(int(m.f.Fd()), e, int64(off)) {
+		copy(m.data[off:], e)
+	}
 	m.entries++
+}
+
+func pwriteFull(fd int, p []byte, off int64) bool {
+	for len(p) > 0 {
+		n, err := unix.Pwrite(fd, p, off)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return false
+		}
+		p, off = p[n:], off+int64(n)
+	}
+	return true
 }
 
 // sync flushes the mapped pages to the file.
