@@ -168,6 +168,7 @@ func (run *Run) Markdown(command, preface string) string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(run.targets())
 	if len(run.Errors) > 0 {
 		b.WriteString("## Errors during the run\n\n")
 		for _, e := range run.Errors {
@@ -319,4 +320,48 @@ func (run *Run) Charts(dir string) error {
 	p.Legend.Left, p.Legend.Top = true, true
 	p.Add(plotter.NewGrid())
 	return p.Save(160*vg.Millimeter, 100*vg.Millimeter, filepath.Join(dir, "latency-cdf.png"))
+}
+
+// targets checks issue 7's goals against the default-flush results.
+func (run *Run) targets() string {
+	var b strings.Builder
+	b.WriteString("## Targets (default flush)\n\n| target | measured | |\n| --- | --- | --- |\n")
+	row := func(target, measured string, met bool) {
+		verdict := "**missed**"
+		if met {
+			verdict = "met"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", target, measured, verdict)
+	}
+	for _, w := range []string{"W1", "W2", "W3", "W4"} {
+		s, k := run.find(w, Strata, Default), run.find(w, Kafka, Default)
+		if s == nil || k == nil {
+			continue
+		}
+		x := s.RecordsPerSec() / k.RecordsPerSec()
+		row(w+" throughput ≥ 2x Kafka", fmt.Sprintf("%.2fx (%.0f vs %.0f records/s)", x, s.RecordsPerSec(), k.RecordsPerSec()), x >= 2)
+	}
+	if s, k := run.find("W5", Strata, Default), run.find("W5", Kafka, Default); s != nil && k != nil && k.Quantile(0.99) > 0 {
+		x := s.Quantile(0.99) / k.Quantile(0.99)
+		row("W5 p99 ≤ 1/3 of Kafka's", fmt.Sprintf("%.2f ms vs %.2f ms (%.2fx)", s.Quantile(0.99), k.Quantile(0.99), x), x <= 1.0/3)
+	}
+	worst, worstW := 0.0, ""
+	for _, w := range []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7"} {
+		s, k := run.find(w, Strata, Default), run.find(w, Kafka, Default)
+		if s == nil || k == nil || k.PeakRSS == 0 {
+			continue
+		}
+		if x := float64(s.PeakRSS) / float64(k.PeakRSS); x > worst {
+			worst, worstW = x, fmt.Sprintf("%s: %.0f MiB vs %.0f MiB", w, mib(s.PeakRSS), mib(k.PeakRSS))
+		}
+	}
+	if worstW != "" {
+		row("peak RSS ≤ 1/10 of Kafka's (worst workload)", fmt.Sprintf("%.3fx (%s)", worst, worstW), worst <= 0.1)
+	}
+	if s := run.find("W7", Strata, Default); s != nil {
+		row("start-up < 50 ms (exec to first produce answered)", fmt.Sprintf("%.1f ms", s.Millis["start"]), s.Millis["start"] < 50)
+		row("recovery < 1 s (kill -9 with ~1 GB, restart to first produce answered)", fmt.Sprintf("%.1f ms (%s)", s.Millis["recovery"], s.Note), s.Millis["recovery"] < 1000)
+	}
+	b.WriteString("\n")
+	return b.String()
 }

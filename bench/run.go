@@ -36,9 +36,11 @@ type Config struct {
 	FsyncDisabled bool
 	PerfRecords   int64
 	// PprofOut, when set, starts Strata with --pprof and saves a CPU profile
-	// of PprofSeconds taken while W1 runs (W1 should last longer).
-	PprofOut     string
-	PprofSeconds int
+	// of PprofSeconds taken while PprofWorkload (default W1) runs; the
+	// workload should last longer.
+	PprofOut      string
+	PprofSeconds  int
+	PprofWorkload string
 }
 
 // Run is the full set of results.
@@ -112,7 +114,18 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 			r.Workload, k, mode, r.RecordsPerSec(), r.MBPerSec(), r.CPUSeconds, float64(r.PeakRSS)/(1<<20), latSummary(r))
 		return nil
 	}
-	label := func(w string) string { return fmt.Sprintf("%s %s %s", w, k, mode) }
+	label := func(w string) string {
+		if pprofAddr != "" && w == c.PprofWorkload {
+			go func() {
+				if err := c.fetchProfile(ctx, pprofAddr); err != nil {
+					fmt.Println("ERROR", err)
+					return
+				}
+				fmt.Printf("   wrote the CPU profile of strata under %s to %s\n", w, c.PprofOut)
+			}()
+		}
+		return fmt.Sprintf("%s %s %s", w, k, mode)
+	}
 	if mode == Fsync {
 		if c.want("W1") {
 			if err := add(runProduce(ctx, b, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.FsyncRecords, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W1"))); err != nil {
@@ -132,19 +145,8 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 		return stop(b)
 	}
 	if c.want("W1") {
-		var prof chan error
-		if pprofAddr != "" {
-			prof = make(chan error, 1)
-			go func() { prof <- c.fetchProfile(ctx, pprofAddr) }()
-		}
 		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.W1Records, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W1"))); err != nil {
 			return err
-		}
-		if prof != nil {
-			if err := <-prof; err != nil {
-				return err
-			}
-			fmt.Printf("   wrote the CPU profile of strata under W1 to %s\n", c.PprofOut)
 		}
 		if c.want("W4") {
 			if err := add(runConsume(ctx, b, "W4", "w1", c.W1Records, label("W4"))); err != nil {

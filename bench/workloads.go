@@ -400,6 +400,8 @@ func timedStart(ctx context.Context, b Broker, topic string) (time.Duration, err
 	go func() { started <- b.Start(sctx) }()
 	t1, err := firstProduce(sctx, b.Addr(), topic)
 	if err != nil {
+		cancel()
+		<-started // launched or not: the caller's Kill must see the process
 		return 0, err
 	}
 	if err := <-started; err != nil {

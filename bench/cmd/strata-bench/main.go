@@ -39,9 +39,11 @@ func main() {
 		w7        = flag.Int64("w7-bytes", 1_000_000_000, "W7 bytes written before kill -9")
 		fsyncN    = flag.Int64("fsync-records", 200_000, "W1 and W3 records in the fsync pass (W5 runs as in the default pass)")
 		perfN     = flag.Int64("perf-records", 1_000_000, "kafka-producer-perf-test records")
+		notes     = flag.String("notes", "bench/notes.md", "markdown appended to the report when the file exists (relative to -repo)")
 		strataBin = flag.String("strata-bin", "", "use this strata binary instead of building one from the tree")
-		pprofOut  = flag.String("pprof", "", "save a CPU profile of strata under W1 to this file (strata --pprof)")
-		pprofSecs = flag.Int("pprof-seconds", 5, "length of that profile; W1 must run longer")
+		pprofOut  = flag.String("pprof", "", "save a CPU profile of strata under -pprof-workload to this file (strata --pprof)")
+		pprofSecs = flag.Int("pprof-seconds", 5, "length of that profile; the workload must run longer")
+		pprofW    = flag.String("pprof-workload", "W1", "the workload -pprof profiles")
 	)
 	flag.Parse()
 	root, err := filepath.Abs(*repo)
@@ -51,7 +53,7 @@ func main() {
 		WorkDir:   filepath.Join(root, ".cache", "bench"),
 		W1Records: *w1, W2Records: *w2, W3Records: *w3, W5Rate: *w5rate, W5Duration: *w5dur,
 		W6Records: *w6, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, PerfRecords: *perfN,
-		Workloads: map[string]bool{}, PprofOut: *pprofOut, PprofSeconds: *pprofSecs,
+		Workloads: map[string]bool{}, PprofOut: *pprofOut, PprofSeconds: *pprofSecs, PprofWorkload: *pprofW,
 	}
 	if *quick {
 		cfg.W1Records, cfg.W2Records, cfg.W3Records, cfg.W6Records = 20_000, 5_000, 5_000, 5_000
@@ -89,9 +91,16 @@ func main() {
 	check(run.WriteJSON(filepath.Join(reportDir, "results.json")))
 	command := "make bench   # = go run ./bench/cmd/strata-bench " + strings.Join(os.Args[1:], " ")
 	md := run.Markdown(command, "")
+	if extra, err := os.ReadFile(filepath.Join(root, *notes)); err == nil {
+		md += string(extra)
+	}
 	if *out != "" {
-		check(os.WriteFile(filepath.Join(root, *out), []byte(md), 0o644))
-		fmt.Printf("wrote %s and %s\n", filepath.Join(root, *out), reportDir)
+		path := *out
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(root, path)
+		}
+		check(os.WriteFile(path, []byte(md), 0o644))
+		fmt.Printf("wrote %s and %s\n", path, reportDir)
 	} else {
 		fmt.Print(md)
 	}
