@@ -41,6 +41,7 @@ type Config struct {
 	PprofOut      string
 	PprofSeconds  int
 	PprofWorkload string
+	Keep          bool // keep the data dirs and broker logs under WorkDir
 }
 
 // Run is the full set of results.
@@ -86,7 +87,9 @@ func Execute(ctx context.Context, c Config) *Run {
 func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) error {
 	dir := filepath.Join(c.WorkDir, fmt.Sprintf("%s-%s", k, mode))
 	_ = os.RemoveAll(dir)
-	defer os.RemoveAll(dir)
+	if !c.Keep {
+		defer os.RemoveAll(dir)
+	}
 	var pprofAddr string
 	if k == Strata && mode == Default && c.PprofOut != "" {
 		port, err := chaos.FreePort()
@@ -189,7 +192,9 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 		// A fresh broker, so recovery covers W7's data only.
 		wdir := dir + "-w7"
 		_ = os.RemoveAll(wdir)
-		defer os.RemoveAll(wdir)
+		if !c.Keep {
+			defer os.RemoveAll(wdir)
+		}
 		b7, err := newBroker(k, mode, c.StrataBin, c.KafkaHome, wdir, "")
 		if err != nil {
 			return err

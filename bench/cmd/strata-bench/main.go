@@ -30,7 +30,7 @@ func main() {
 		quick     = flag.Bool("quick", false, "tiny record counts: a smoke test, not a measurement")
 		noFsync   = flag.Bool("no-fsync", false, "skip the fsync-on-every-produce pass")
 		out       = flag.String("out", "BENCHMARKS.md", "report file (relative to -repo); empty writes none")
-		w1        = flag.Int64("w1", 2_000_000, "W1 (and W4) records")
+		w1        = flag.Int64("w1", 5_000_000, "W1 (and W4) records")
 		w2        = flag.Int64("w2", 500_000, "W2 records")
 		w3        = flag.Int64("w3", 500_000, "W3 records")
 		w5dur     = flag.Duration("w5-duration", 20*time.Second, "W5 duration")
@@ -40,6 +40,7 @@ func main() {
 		fsyncN    = flag.Int64("fsync-records", 200_000, "W1 and W3 records in the fsync pass (W5 runs as in the default pass)")
 		perfN     = flag.Int64("perf-records", 1_000_000, "kafka-producer-perf-test records")
 		notes     = flag.String("notes", "bench/notes.md", "markdown appended to the report when the file exists (relative to -repo)")
+		keep      = flag.Bool("keep", false, "keep the brokers' data dirs and logs under .cache/bench")
 		strataBin = flag.String("strata-bin", "", "use this strata binary instead of building one from the tree")
 		pprofOut  = flag.String("pprof", "", "save a CPU profile of strata under -pprof-workload to this file (strata --pprof)")
 		pprofSecs = flag.Int("pprof-seconds", 5, "length of that profile; the workload must run longer")
@@ -53,7 +54,7 @@ func main() {
 		WorkDir:   filepath.Join(root, ".cache", "bench"),
 		W1Records: *w1, W2Records: *w2, W3Records: *w3, W5Rate: *w5rate, W5Duration: *w5dur,
 		W6Records: *w6, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, PerfRecords: *perfN,
-		Workloads: map[string]bool{}, PprofOut: *pprofOut, PprofSeconds: *pprofSecs, PprofWorkload: *pprofW,
+		Workloads: map[string]bool{}, PprofOut: *pprofOut, PprofSeconds: *pprofSecs, PprofWorkload: *pprofW, Keep: *keep,
 	}
 	if *quick {
 		cfg.W1Records, cfg.W2Records, cfg.W3Records, cfg.W6Records = 20_000, 5_000, 5_000, 5_000
