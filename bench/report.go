@@ -97,7 +97,8 @@ func (run *Run) Markdown(command, preface string) string {
 	b.WriteString("\nRates are records/s and MB/s of record values (10^6 bytes); CPU is the broker process's " +
 		"utime+stime during the workload (/proc/<pid>/stat); peak RSS is its VmHWM, reset with " +
 		"/proc/<pid>/clear_refs before each workload. Latency for produce workloads is produce call to " +
-		"acknowledgement in the client (one record in 16 is timed), for W5 produce call to consume (every record). The ratio column is Strata ÷ Kafka.\n\n")
+		"acknowledgement in the client (one record in 16 is timed), for W5 produce call to consume (every record). Ratio rows are Strata ÷ Kafka: above 1 is better for records/s, below 1 is better for latency, CPU and RSS. " +
+		"The load generator (franz-go, in the harness process) runs on the same cores as the broker, for both brokers alike.\n\n")
 	for _, m := range []Mode{Default, Fsync} {
 		any := false
 		for _, r := range run.Results {
