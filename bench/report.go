@@ -198,8 +198,7 @@ func ratioQ(s, k *Result, p float64) string {
 // WriteJSON saves the results without the raw latencies, with percentiles.
 func (run *Run) WriteJSON(path string) error {
 	type row struct {
-		*Result
-		Latencies     []int64 `json:"-"`
+		Result
 		RecordsPerSec float64
 		MBPerSec      float64
 		P50, P99      float64
@@ -207,7 +206,9 @@ func (run *Run) WriteJSON(path string) error {
 	}
 	var rows []row
 	for _, r := range run.Results {
-		rows = append(rows, row{Result: r, RecordsPerSec: r.RecordsPerSec(), MBPerSec: r.MBPerSec(), P50: r.Quantile(0.5), P99: r.Quantile(0.99), P999: r.Quantile(0.999)})
+		c := *r
+		c.Latencies = nil // the percentiles below summarise them
+		rows = append(rows, row{Result: c, RecordsPerSec: r.RecordsPerSec(), MBPerSec: r.MBPerSec(), P50: r.Quantile(0.5), P99: r.Quantile(0.99), P999: r.Quantile(0.999)})
 	}
 	data, err := json.MarshalIndent(map[string]any{"started": run.Started.UTC().Format(time.RFC3339), "results": rows, "perf": run.Perf, "errors": run.Errors}, "", "  ")
 	if err != nil {

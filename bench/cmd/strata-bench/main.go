@@ -29,7 +29,8 @@ func main() {
 		workloads = flag.String("workloads", "", "comma-separated subset of W1..W7,PERF (default all)")
 		quick     = flag.Bool("quick", false, "tiny record counts: a smoke test, not a measurement")
 		noFsync   = flag.Bool("no-fsync", false, "skip the fsync-on-every-produce pass")
-		out       = flag.String("out", "BENCHMARKS.md", "report file (relative to -repo); empty writes none")
+		out       = flag.String("out", "BENCHMARKS.md", "report file (relative to -repo); empty prints it")
+		reportDir = flag.String("report-dir", "", "charts and results.json (relative to -repo); default bench/report with -out BENCHMARKS.md, else .cache/bench/report")
 		w1        = flag.Int64("w1", 5_000_000, "W1 (and W4) records")
 		w2        = flag.Int64("w2", 2_000_000, "W2 records")
 		w3        = flag.Int64("w3", 1_000_000, "W3 records")
@@ -86,10 +87,21 @@ func main() {
 	defer cancel()
 	run := bench.Execute(ctx, cfg)
 
-	reportDir := filepath.Join(root, "bench", "report")
-	check(os.MkdirAll(reportDir, 0o755))
-	check(run.Charts(reportDir))
-	check(run.WriteJSON(filepath.Join(reportDir, "results.json")))
+	// Only the report run (BENCHMARKS.md) writes bench/report; smoke and
+	// profiling runs leave it alone.
+	rdir := *reportDir
+	if rdir == "" {
+		rdir = filepath.Join(".cache", "bench", "report")
+		if *out == "BENCHMARKS.md" {
+			rdir = filepath.Join("bench", "report")
+		}
+	}
+	if !filepath.IsAbs(rdir) {
+		rdir = filepath.Join(root, rdir)
+	}
+	check(os.MkdirAll(rdir, 0o755))
+	check(run.Charts(rdir))
+	check(run.WriteJSON(filepath.Join(rdir, "results.json")))
 	command := "make bench   # = go run ./bench/cmd/strata-bench " + strings.Join(os.Args[1:], " ")
 	md := run.Markdown(command, "")
 	if extra, err := os.ReadFile(filepath.Join(root, *notes)); err == nil {
@@ -101,7 +113,7 @@ func main() {
 			path = filepath.Join(root, path)
 		}
 		check(os.WriteFile(path, []byte(md), 0o644))
-		fmt.Printf("wrote %s and %s\n", path, reportDir)
+		fmt.Printf("wrote %s and %s\n", path, rdir)
 	} else {
 		fmt.Print(md)
 	}
