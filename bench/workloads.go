@@ -27,7 +27,7 @@ type Result struct {
 	CPUSeconds float64
 	PeakRSS    int64
 	// Latencies in nanoseconds, sorted (produce-to-ack, or produce-to-consume for W5).
-	Latencies []int64
+	Latencies []int64 `json:",omitempty"`
 	// Millis holds start-up and recovery times (W7), keyed by what was timed.
 	Millis map[string]float64
 	Note   string
