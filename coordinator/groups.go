@@ -80,11 +80,7 @@ type Groups struct {
 	logger *zap.Logger
 	now    func() time.Time
 
-	// parts is __consumer_offsets once it exists: opened at start when it
-	// already does, else created by ensure on first need (topicMu makes
-	// that happen once; a failure is retried by the next request).
-	parts   atomic.Pointer[[]*storage.Partition]
-	topicMu sync.Mutex
+	offsets internalTopic // __consumer_offsets
 
 	loaded atomic.Bool // replayed, or nothing to replay
 
@@ -121,6 +117,8 @@ func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Gr
 		groups: make(map[string]*group),
 		stop:   make(chan struct{}),
 	}
+	c.offsets = internalTopic{name: OffsetsTopic, partitions: cfg.OffsetsTopicPartitions,
+		configs: offsetsTopicConfigs(cfg.OffsetsSegmentBytes), logs: logs, logger: c.logger}
 	t := logs.Topic(OffsetsTopic)
 	if t == nil {
 		c.loaded.Store(true) // nothing to load
@@ -131,7 +129,7 @@ func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Gr
 		}()
 		return c, nil
 	}
-	c.setParts(t)
+	c.offsets.adopt(t)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -150,46 +148,12 @@ func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Gr
 	return c, nil
 }
 
-// setParts publishes t as __consumer_offsets.
-func (c *Groups) setParts(t *storage.Topic) {
-	parts := t.Partitions()
-	if int32(len(parts)) != c.cfg.OffsetsTopicPartitions {
-		c.logger.Warn("existing "+OffsetsTopic+" has a different partition count than offsets.topic.num.partitions; using the topic's",
-			zap.Int("partitions", len(parts)), zap.Int32("configured", c.cfg.OffsetsTopicPartitions))
-	}
-	c.parts.Store(&parts)
-}
-
 // Ensure makes sure __consumer_offsets exists, creating it on first need
 // (FindCoordinator for a group, or any group request): once, even under
 // concurrent callers; after a failure the next call tries again. A topic
 // created meanwhile by other means (Metadata auto-creation, CreateTopics)
 // is adopted.
-func (c *Groups) Ensure() error {
-	if c.parts.Load() != nil {
-		return nil
-	}
-	c.topicMu.Lock()
-	defer c.topicMu.Unlock()
-	if c.parts.Load() != nil {
-		return nil
-	}
-	t := c.logs.Topic(OffsetsTopic)
-	if t == nil {
-		start := time.Now()
-		var err error
-		t, err = c.logs.CreateTopic(OffsetsTopic, c.cfg.OffsetsTopicPartitions, offsetsTopicConfigs(c.cfg.OffsetsSegmentBytes), false)
-		if err != nil {
-			if t = c.logs.Topic(OffsetsTopic); t == nil {
-				return fmt.Errorf("create %s with %d partitions: %w", OffsetsTopic, c.cfg.OffsetsTopicPartitions, err)
-			}
-		} else {
-			c.logger.Info("created "+OffsetsTopic, zap.Int32("partitions", c.cfg.OffsetsTopicPartitions), zap.Duration("duration", time.Since(start)))
-		}
-	}
-	c.setParts(t)
-	return nil
-}
+func (c *Groups) Ensure() error { return c.offsets.ensure() }
 
 // ensure is Ensure for request paths: COORDINATOR_NOT_AVAILABLE when the
 // topic cannot be created, as Kafka answers while it creates it.
@@ -197,14 +161,6 @@ func (c *Groups) ensure() *kerr.Error {
 	if err := c.Ensure(); err != nil {
 		c.logger.Error("group coordinator not available", zap.Error(err))
 		return kerr.CoordinatorNotAvailable
-	}
-	return nil
-}
-
-// partitions is __consumer_offsets, nil before it exists.
-func (c *Groups) partitions() []*storage.Partition {
-	if p := c.parts.Load(); p != nil {
-		return *p
 	}
 	return nil
 }
@@ -261,7 +217,7 @@ func (c *Groups) lockGroup(id string, create bool) *group {
 			}
 			c.mu.Lock()
 			if g = c.groups[id]; g == nil {
-				g = newGroup(id, c.partitionOf(id), c.now())
+				g = newGroup(id, c.offsets.partitionOf(id), c.now())
 				c.groups[id] = g
 			}
 			c.mu.Unlock()
@@ -286,17 +242,7 @@ func (c *Groups) deleteGroup(g *group) {
 
 // PartitionFor is the __consumer_offsets partition holding groupID's
 // records (Kafka's GroupMetadataManager.partitionFor).
-func (c *Groups) PartitionFor(groupID string) int32 { return c.partitionOf(groupID) }
-
-// partitionOf uses the topic's partition count, or the configured one
-// before the topic exists (the count it will be created with).
-func (c *Groups) partitionOf(groupID string) int32 {
-	n := int32(len(c.partitions()))
-	if n == 0 {
-		n = c.cfg.OffsetsTopicPartitions
-	}
-	return partitionFor(groupID, n)
-}
+func (c *Groups) PartitionFor(groupID string) int32 { return c.offsets.partitionOf(groupID) }
 
 // append writes records for group g's partition; they are visible once it
 // returns without error.
@@ -304,7 +250,7 @@ func (c *Groups) append(g *group, recs []kv) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	parts := c.partitions()
+	parts := c.offsets.current()
 	if int(g.partition) >= len(parts) {
 		return fmt.Errorf("group %s: %s-%d does not exist", g.id, OffsetsTopic, g.partition)
 	}
@@ -323,7 +269,7 @@ func (c *Groups) storeGroup(g *group) error {
 // load replays every partition of __consumer_offsets: the latest record
 // per key wins and tombstones delete.
 func (c *Groups) load() error {
-	for _, p := range c.partitions() {
+	for _, p := range c.offsets.current() {
 		if err := c.loadPartition(p); err != nil {
 			return fmt.Errorf("%s-%d: %w", OffsetsTopic, p.Index, err)
 		}

@@ -115,11 +115,7 @@ type Txns struct {
 	logger *zap.Logger
 	now    func() time.Time
 
-	// parts is __transaction_state once it exists: opened at start when it
-	// already does, else created by ensure on first need (topicMu makes
-	// that happen once; a failure is retried by the next request).
-	parts   atomic.Pointer[[]*storage.Partition]
-	topicMu sync.Mutex
+	state internalTopic // __transaction_state
 
 	loaded atomic.Bool
 
@@ -166,8 +162,10 @@ func OpenTxns(logs *storage.Manager, pids *ProducerIDs, groups *Groups, cfg TxnC
 		txns:   make(map[string]*txnMeta),
 		stop:   make(chan struct{}),
 	}
+	c.state = internalTopic{name: TxnStateTopic, partitions: cfg.StateLogPartitions,
+		configs: txnStateTopicConfigs, logs: logs, logger: c.logger}
 	if t := logs.Topic(TxnStateTopic); t != nil {
-		c.setParts(t)
+		c.state.adopt(t)
 		start := time.Now()
 		if err := c.load(); err != nil {
 			return nil, fmt.Errorf("load %s: %w", TxnStateTopic, err)
@@ -212,45 +210,11 @@ func (c *Txns) Close() {
 // Loaded reports whether the coordinator serves requests.
 func (c *Txns) Loaded() bool { return c.loaded.Load() }
 
-// setParts publishes t as __transaction_state.
-func (c *Txns) setParts(t *storage.Topic) {
-	parts := t.Partitions()
-	if int32(len(parts)) != c.cfg.StateLogPartitions {
-		c.logger.Warn("existing "+TxnStateTopic+" has a different partition count than transaction.state.log.num.partitions; using the topic's",
-			zap.Int("partitions", len(parts)), zap.Int32("configured", c.cfg.StateLogPartitions))
-	}
-	c.parts.Store(&parts)
-}
-
 // Ensure makes sure __transaction_state exists, creating it on first need
 // (FindCoordinator for a transactional id, InitProducerId with one): once,
 // even under concurrent callers; after a failure the next call tries
 // again. A topic created meanwhile by other means is adopted.
-func (c *Txns) Ensure() error {
-	if c.parts.Load() != nil {
-		return nil
-	}
-	c.topicMu.Lock()
-	defer c.topicMu.Unlock()
-	if c.parts.Load() != nil {
-		return nil
-	}
-	t := c.logs.Topic(TxnStateTopic)
-	if t == nil {
-		start := time.Now()
-		var err error
-		t, err = c.logs.CreateTopic(TxnStateTopic, c.cfg.StateLogPartitions, txnStateTopicConfigs, false)
-		if err != nil {
-			if t = c.logs.Topic(TxnStateTopic); t == nil {
-				return fmt.Errorf("create %s with %d partitions: %w", TxnStateTopic, c.cfg.StateLogPartitions, err)
-			}
-		} else {
-			c.logger.Info("created "+TxnStateTopic, zap.Int32("partitions", c.cfg.StateLogPartitions), zap.Duration("duration", time.Since(start)))
-		}
-	}
-	c.setParts(t)
-	return nil
-}
+func (c *Txns) Ensure() error { return c.state.ensure() }
 
 // checkReady is COORDINATOR_LOAD_IN_PROGRESS until the coordinator is
 // loaded, then COORDINATOR_NOT_AVAILABLE if __transaction_state does not
@@ -266,27 +230,9 @@ func (c *Txns) checkReady() *kerr.Error {
 	return nil
 }
 
-// partitions is __transaction_state, nil before it exists.
-func (c *Txns) partitions() []*storage.Partition {
-	if p := c.parts.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// partitionOf uses the topic's partition count, or the configured one
-// before the topic exists (the count it will be created with).
-func (c *Txns) partitionOf(id string) int32 {
-	n := int32(len(c.partitions()))
-	if n == 0 {
-		n = c.cfg.StateLogPartitions
-	}
-	return partitionFor(id, n)
-}
-
 // load replays every partition of __transaction_state.
 func (c *Txns) load() error {
-	for _, p := range c.partitions() {
+	for _, p := range c.state.current() {
 		err := p.Log.ForEachBatch(p.Log.LogStartOffset(), func(batch []byte) error {
 			_, err := batchRecords(batch, func(key, value []byte) error {
 				return c.replay(p.Index, key, value)
@@ -353,7 +299,7 @@ func (c *Txns) persist(m *txnMeta, pid int64, epoch int16, state txnState, parts
 			v.Topics[len(v.Topics)-1].Partitions = append(v.Topics[len(v.Topics)-1].Partitions, tp.partition)
 		}
 	}
-	stateLog := c.partitions()
+	stateLog := c.state.current()
 	if int(m.stateLog) >= len(stateLog) {
 		return fmt.Errorf("transactional id %q: %s-%d does not exist", m.id, TxnStateTopic, m.stateLog)
 	}

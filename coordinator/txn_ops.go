@@ -27,7 +27,7 @@ func (c *Txns) lock(id string, create bool) *txnMeta {
 				c.mu.Unlock()
 				return nil
 			}
-			m = &txnMeta{id: id, pid: -1, epoch: -1, lastEpoch: -1, partitions: map[txnTP]struct{}{}, stateLog: c.partitionOf(id)}
+			m = &txnMeta{id: id, pid: -1, epoch: -1, lastEpoch: -1, partitions: map[txnTP]struct{}{}, stateLog: c.state.partitionOf(id)}
 			c.txns[id] = m
 		}
 		c.mu.Unlock()
@@ -230,7 +230,7 @@ func (c *Txns) AddOffsets(id string, pid int64, epoch int16, group string) *kerr
 	if err := c.groups.checkReady(); err != nil {
 		return err // the group's partition must exist to get a marker
 	}
-	parts := []TxnPartition{{Topic: OffsetsTopic, Partition: c.groups.partitionOf(group)}}
+	parts := []TxnPartition{{Topic: OffsetsTopic, Partition: c.groups.PartitionFor(group)}}
 	c.AddPartitions(id, pid, epoch, parts)
 	return parts[0].Err
 }
@@ -412,7 +412,7 @@ func (c *Txns) expireIDs() {
 		idle := m.state == txnEmpty || m.state == txnCompleteCommit || m.state == txnCompleteAbort
 		if idle && now.Sub(m.lastUpdate) > c.cfg.IDExpiration {
 			k := kvTxnTombstone(m.id)
-			p := c.partitions()[m.stateLog] // exists: m was persisted
+			p := c.state.current()[m.stateLog] // exists: m was persisted
 			if _, err := p.Log.Append(buildBatch([]kv{k}, now), p.LeaderEpoch()); err != nil {
 				c.logger.Error("expiring a transactional id", zap.String("transactional_id", m.id), zap.Error(err))
 			} else {

@@ -118,7 +118,7 @@ func (c *Groups) TxnCommitOffsets(req TxnCommitRequest) []*kerr.Error {
 	if len(recs) == 0 {
 		return errs
 	}
-	p := c.partitions()[g.partition] // exists: checkGroupID created it
+	p := c.offsets.current()[g.partition] // exists: checkGroupID created it
 	batch := buildTxnBatch(recs, req.ProducerID, req.ProducerEpoch, c.now())
 	if _, err := p.Log.AppendCoordinator(batch, p.LeaderEpoch()); err != nil {
 		c.logger.Warn("transactional offset commit", zap.String("group", g.id), zap.Int64("producer_id", req.ProducerID), zap.Error(err))

@@ -1,0 +1,85 @@
+package coordinator
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/storage"
+)
+
+// internalTopic is one of the coordinators' internal topics
+// (__consumer_offsets, __transaction_state). It is opened at start when an
+// earlier run created it, and is otherwise created on first need, as Kafka
+// creates it on the first FindCoordinator.
+type internalTopic struct {
+	name       string
+	partitions int32             // created with (offsets.topic.num.partitions, ...)
+	configs    map[string]string // created with
+	logs       *storage.Manager
+	logger     *zap.Logger
+
+	parts atomic.Pointer[[]*storage.Partition] // set once the topic exists
+	mu    sync.Mutex                           // makes creation happen once; a failure is retried by the next caller
+}
+
+// adopt publishes t as the topic's partitions.
+func (it *internalTopic) adopt(t *storage.Topic) {
+	parts := t.Partitions()
+	if int32(len(parts)) != it.partitions {
+		it.logger.Warn("existing "+it.name+" has a different partition count than configured; using the topic's",
+			zap.Int("partitions", len(parts)), zap.Int32("configured", it.partitions))
+	}
+	it.parts.Store(&parts)
+}
+
+// ensure makes sure the topic exists: once, even under concurrent callers.
+// A topic created meanwhile by other means (Metadata auto-creation,
+// CreateTopics) is adopted.
+func (it *internalTopic) ensure() error {
+	if it.parts.Load() != nil {
+		return nil
+	}
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.parts.Load() != nil {
+		return nil
+	}
+	t := it.logs.Topic(it.name)
+	if t == nil {
+		start := time.Now()
+		var err error
+		t, err = it.logs.CreateTopic(it.name, it.partitions, it.configs, false)
+		if err != nil {
+			if t = it.logs.Topic(it.name); t == nil {
+				return fmt.Errorf("create %s with %d partitions: %w", it.name, it.partitions, err)
+			}
+		} else {
+			it.logger.Info("created "+it.name, zap.Int32("partitions", it.partitions), zap.Duration("duration", time.Since(start)))
+		}
+	}
+	it.adopt(t)
+	return nil
+}
+
+// current is the topic's partitions, nil before it exists.
+func (it *internalTopic) current() []*storage.Partition {
+	if p := it.parts.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// partitionOf is the partition holding key's records: by the topic's
+// partition count, or the configured one before the topic exists (the
+// count it will be created with).
+func (it *internalTopic) partitionOf(key string) int32 {
+	n := int32(len(it.current()))
+	if n == 0 {
+		n = it.partitions
+	}
+	return partitionFor(key, n)
+}
