@@ -24,52 +24,29 @@ func run(a rt.Args) rt.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	e := env{a, ctx}
-	s := a.Scenario
-	switch {
-	case s == "metadata":
-		return e.metadata()
-	case s == "create_topic":
-		return e.createTopic()
-	case strings.HasPrefix(s, "produce_consume_"):
-		return e.produceConsume(strings.TrimPrefix(s, "produce_consume_"))
-	case s == "headers":
-		return e.headers()
-	case s == "list_offsets":
-		return e.listOffsets()
-	case s == "idempotent_produce":
-		return e.idempotent()
-	case s == "group_commit_resume":
-		return e.groupCommitResume()
-	case s == "transactions":
-		return e.transactions()
-	case s == "describe_list_groups":
-		return e.describeListGroups()
-	case s == "describe_configs":
-		return e.describeConfigs()
-	case s == "create_partitions":
-		return e.createPartitions()
-	case s == "delete_topic":
-		return e.deleteTopic()
-	case s == "max_message_size":
-		return e.maxMessageSize()
-	case s == "alter_configs":
-		return e.alterConfigs()
-	case s == "describe_topic":
-		return e.describeTopic()
-	case s == "log_dirs":
-		return rt.Skip("confluent-kafka-go's AdminClient has no DescribeLogDirs")
-	case s == "delete_records":
-		return e.deleteRecords()
-	case s == "consumer_groups_cli":
-		return rt.Skip("kafka-cli only: checks the kafka-consumer-groups tool's output")
-	case s == "group_consumer_protocol":
-		return e.groupConsumerProtocol()
-	case s == "cross_produce":
-		return e.crossProduce()
-	case s == "cross_consume":
-		return e.crossConsume()
-	}
-	return rt.Skip("unknown scenario " + s)
+	return rt.Dispatch(a.Scenario, rt.Handlers{
+		Metadata:              e.metadata,
+		CreateTopic:           e.createTopic,
+		ProduceConsume:        e.produceConsume,
+		Headers:               e.headers,
+		ListOffsets:           e.listOffsets,
+		IdempotentProduce:     e.idempotent,
+		GroupCommitResume:     e.groupCommitResume,
+		Transactions:          e.transactions,
+		DescribeListGroups:    e.describeListGroups,
+		DescribeConfigs:       e.describeConfigs,
+		CreatePartitions:      e.createPartitions,
+		DeleteTopic:           e.deleteTopic,
+		MaxMessageSize:        e.maxMessageSize,
+		AlterConfigs:          e.alterConfigs,
+		DescribeTopic:         e.describeTopic,
+		LogDirs:               rt.Skipping("confluent-kafka-go's AdminClient has no DescribeLogDirs"),
+		DeleteRecords:         e.deleteRecords,
+		ConsumerGroupsCLI:     rt.Skipping("kafka-cli only: checks the kafka-consumer-groups tool's output"),
+		GroupConsumerProtocol: e.groupConsumerProtocol,
+		CrossProduce:          e.crossProduce,
+		CrossConsume:          e.crossConsume,
+	})
 }
 
 func (e env) conf(extra kafka.ConfigMap) *kafka.ConfigMap {

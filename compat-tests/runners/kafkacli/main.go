@@ -49,52 +49,29 @@ func run(a rt.Args) rt.Result {
 	if _, err := os.Stat(filepath.Join(root, ".cache/kafka/libs")); err != nil {
 		return rt.Skip("Kafka tools not installed (scripts/install-kafka.sh)")
 	}
-	s := a.Scenario
-	switch {
-	case s == "metadata":
-		return e.metadata()
-	case s == "create_topic":
-		return e.createTopic()
-	case strings.HasPrefix(s, "produce_consume_"):
-		return e.produceConsume(strings.TrimPrefix(s, "produce_consume_"))
-	case s == "headers":
-		return rt.Skip("kafka-console-producer reads headers from UTF-8 text lines: the 0x00 0xff value cannot be expressed")
-	case s == "list_offsets":
-		return e.listOffsets()
-	case s == "idempotent_produce":
-		return e.idempotent()
-	case s == "group_commit_resume":
-		return e.groupCommitResume()
-	case s == "transactions":
-		return rt.Skip("the console tools cannot produce transactionally")
-	case s == "describe_list_groups":
-		return e.describeListGroups()
-	case s == "describe_configs":
-		return e.describeConfigs()
-	case s == "create_partitions":
-		return e.createPartitions()
-	case s == "delete_topic":
-		return e.deleteTopic()
-	case s == "max_message_size":
-		return e.maxMessageSize()
-	case s == "alter_configs":
-		return e.alterConfigs()
-	case s == "describe_topic":
-		return e.describeTopic()
-	case s == "log_dirs":
-		return e.logDirs()
-	case s == "delete_records":
-		return e.deleteRecords()
-	case s == "consumer_groups_cli":
-		return e.consumerGroupsCLI()
-	case s == "group_consumer_protocol":
-		return e.groupConsumerProtocol()
-	case s == "cross_produce":
-		return e.crossProduce()
-	case s == "cross_consume":
-		return e.crossConsume()
-	}
-	return rt.Skip("unknown scenario " + s)
+	return rt.Dispatch(a.Scenario, rt.Handlers{
+		Metadata:              e.metadata,
+		CreateTopic:           e.createTopic,
+		ProduceConsume:        e.produceConsume,
+		Headers:               rt.Skipping("kafka-console-producer reads headers from UTF-8 text lines: the 0x00 0xff value cannot be expressed"),
+		ListOffsets:           e.listOffsets,
+		IdempotentProduce:     e.idempotent,
+		GroupCommitResume:     e.groupCommitResume,
+		Transactions:          rt.Skipping("the console tools cannot produce transactionally"),
+		DescribeListGroups:    e.describeListGroups,
+		DescribeConfigs:       e.describeConfigs,
+		CreatePartitions:      e.createPartitions,
+		DeleteTopic:           e.deleteTopic,
+		MaxMessageSize:        e.maxMessageSize,
+		AlterConfigs:          e.alterConfigs,
+		DescribeTopic:         e.describeTopic,
+		LogDirs:               e.logDirs,
+		DeleteRecords:         e.deleteRecords,
+		ConsumerGroupsCLI:     e.consumerGroupsCLI,
+		GroupConsumerProtocol: e.groupConsumerProtocol,
+		CrossProduce:          e.crossProduce,
+		CrossConsume:          e.crossConsume,
+	})
 }
 
 // tool runs one Kafka tool class; it returns stdout, stderr and the error.

@@ -27,52 +27,29 @@ func run(a rt.Args) rt.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	e := env{a: a, ctx: ctx, cl: &kafka.Client{Addr: kafka.TCP(a.Bootstrap), Timeout: 15 * time.Second}}
-	s := a.Scenario
-	switch {
-	case s == "metadata":
-		return e.metadata()
-	case s == "create_topic":
-		return e.createTopic()
-	case strings.HasPrefix(s, "produce_consume_"):
-		return e.produceConsume(strings.TrimPrefix(s, "produce_consume_"))
-	case s == "headers":
-		return e.headers()
-	case s == "list_offsets":
-		return e.listOffsets()
-	case s == "idempotent_produce":
-		return rt.Skip("kafka-go has no idempotent producer")
-	case s == "group_commit_resume":
-		return e.groupCommitResume()
-	case s == "transactions":
-		return rt.Skip("kafka-go has no transactional producer")
-	case s == "describe_list_groups":
-		return e.describeListGroups()
-	case s == "describe_configs":
-		return e.describeConfigs()
-	case s == "create_partitions":
-		return e.createPartitions()
-	case s == "delete_topic":
-		return e.deleteTopic()
-	case s == "max_message_size":
-		return e.maxMessageSize()
-	case s == "alter_configs":
-		return e.alterConfigs()
-	case s == "describe_topic":
-		return e.describeTopic()
-	case s == "log_dirs":
-		return rt.Skip("kafka-go's Client has no DescribeLogDirs")
-	case s == "delete_records":
-		return rt.Skip("kafka-go's Client has no DeleteRecords")
-	case s == "consumer_groups_cli":
-		return rt.Skip("kafka-cli only: checks the kafka-consumer-groups tool's output")
-	case s == "group_consumer_protocol":
-		return rt.Skip("kafka-go implements only the classic group protocol (no ConsumerGroupHeartbeat / KIP-848)")
-	case s == "cross_produce":
-		return e.crossProduce()
-	case s == "cross_consume":
-		return e.crossConsume()
-	}
-	return rt.Skip("unknown scenario " + s)
+	return rt.Dispatch(a.Scenario, rt.Handlers{
+		Metadata:              e.metadata,
+		CreateTopic:           e.createTopic,
+		ProduceConsume:        e.produceConsume,
+		Headers:               e.headers,
+		ListOffsets:           e.listOffsets,
+		IdempotentProduce:     rt.Skipping("kafka-go has no idempotent producer"),
+		GroupCommitResume:     e.groupCommitResume,
+		Transactions:          rt.Skipping("kafka-go has no transactional producer"),
+		DescribeListGroups:    e.describeListGroups,
+		DescribeConfigs:       e.describeConfigs,
+		CreatePartitions:      e.createPartitions,
+		DeleteTopic:           e.deleteTopic,
+		MaxMessageSize:        e.maxMessageSize,
+		AlterConfigs:          e.alterConfigs,
+		DescribeTopic:         e.describeTopic,
+		LogDirs:               rt.Skipping("kafka-go's Client has no DescribeLogDirs"),
+		DeleteRecords:         rt.Skipping("kafka-go's Client has no DeleteRecords"),
+		ConsumerGroupsCLI:     rt.Skipping("kafka-cli only: checks the kafka-consumer-groups tool's output"),
+		GroupConsumerProtocol: rt.Skipping("kafka-go implements only the classic group protocol (no ConsumerGroupHeartbeat / KIP-848)"),
+		CrossProduce:          e.crossProduce,
+		CrossConsume:          e.crossConsume,
+	})
 }
 
 func (e env) ensureTopic(parts int) error {

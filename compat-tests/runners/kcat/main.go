@@ -22,42 +22,29 @@ type env struct{ a rt.Args }
 
 func run(a rt.Args) rt.Result {
 	e := env{a}
-	s := a.Scenario
-	switch {
-	case s == "metadata":
-		return e.metadata()
-	case s == "create_topic", s == "create_partitions", s == "delete_topic", s == "describe_configs":
-		return rt.Skip("kcat has no admin API")
-	case s == "describe_list_groups":
-		return rt.Skip("kcat cannot list or describe groups")
-	case s == "alter_configs", s == "log_dirs", s == "delete_records":
-		return rt.Skip("kcat has no admin API")
-	case s == "consumer_groups_cli":
-		return rt.Skip("kafka-cli only: checks the kafka-consumer-groups tool's output")
-	case s == "group_consumer_protocol":
-		return rt.Skip("kcat is built on librdkafka 2.0.2 (Debian), which predates group.protocol=consumer (KIP-848)")
-	case s == "describe_topic":
-		return e.describeTopic()
-	case s == "transactions":
-		return rt.Skip("kcat can only commit one transaction per run (-X transactional.id), never abort one")
-	case s == "headers":
-		return rt.Skip("kcat takes header values from argv (-H k=v): a 0x00 byte cannot be expressed")
-	case strings.HasPrefix(s, "produce_consume_"):
-		return e.produceConsume(strings.TrimPrefix(s, "produce_consume_"))
-	case s == "list_offsets":
-		return e.listOffsets()
-	case s == "idempotent_produce":
-		return e.idempotent()
-	case s == "group_commit_resume":
-		return e.groupCommitResume()
-	case s == "max_message_size":
-		return e.maxMessageSize()
-	case s == "cross_produce":
-		return e.crossProduce()
-	case s == "cross_consume":
-		return e.crossConsume()
-	}
-	return rt.Skip("unknown scenario " + s)
+	return rt.Dispatch(a.Scenario, rt.Handlers{
+		Metadata:              e.metadata,
+		CreateTopic:           rt.Skipping("kcat has no admin API"),
+		CreatePartitions:      rt.Skipping("kcat has no admin API"),
+		DeleteTopic:           rt.Skipping("kcat has no admin API"),
+		DescribeConfigs:       rt.Skipping("kcat has no admin API"),
+		DescribeListGroups:    rt.Skipping("kcat cannot list or describe groups"),
+		AlterConfigs:          rt.Skipping("kcat has no admin API"),
+		LogDirs:               rt.Skipping("kcat has no admin API"),
+		DeleteRecords:         rt.Skipping("kcat has no admin API"),
+		ConsumerGroupsCLI:     rt.Skipping("kafka-cli only: checks the kafka-consumer-groups tool's output"),
+		GroupConsumerProtocol: rt.Skipping("kcat is built on librdkafka 2.0.2 (Debian), which predates group.protocol=consumer (KIP-848)"),
+		DescribeTopic:         e.describeTopic,
+		Transactions:          rt.Skipping("kcat can only commit one transaction per run (-X transactional.id), never abort one"),
+		Headers:               rt.Skipping("kcat takes header values from argv (-H k=v): a 0x00 byte cannot be expressed"),
+		ProduceConsume:        e.produceConsume,
+		ListOffsets:           e.listOffsets,
+		IdempotentProduce:     e.idempotent,
+		GroupCommitResume:     e.groupCommitResume,
+		MaxMessageSize:        e.maxMessageSize,
+		CrossProduce:          e.crossProduce,
+		CrossConsume:          e.crossConsume,
+	})
 }
 
 // kcat runs kcat with a timeout; it returns stdout, stderr and the error.

@@ -331,3 +331,38 @@ func (r *Ring) String() string {
 	}
 	return " | client log: " + strings.Join(r.lines, " / ")
 }
+
+// Handlers maps each scenario to a runner's implementation of it; a
+// scenario the client cannot express gets Skipping with the reason.
+type Handlers struct {
+	Metadata, CreateTopic, Headers, ListOffsets, IdempotentProduce, GroupCommitResume,
+	Transactions, DescribeListGroups, DescribeConfigs, CreatePartitions, DeleteTopic,
+	MaxMessageSize, AlterConfigs, DescribeTopic, LogDirs, DeleteRecords, ConsumerGroupsCLI,
+	GroupConsumerProtocol, CrossProduce, CrossConsume func() Result
+	ProduceConsume func(codec string) Result // produce_consume_<codec>
+}
+
+// Skipping is a handler that skips with reason.
+func Skipping(reason string) func() Result { return func() Result { return Skip(reason) } }
+
+// Dispatch runs the handler of scenario.
+func Dispatch(scenario string, h Handlers) Result {
+	if codec, ok := strings.CutPrefix(scenario, "produce_consume_"); ok && h.ProduceConsume != nil {
+		return h.ProduceConsume(codec)
+	}
+	fn := map[string]func() Result{
+		"metadata": h.Metadata, "create_topic": h.CreateTopic, "headers": h.Headers,
+		"list_offsets": h.ListOffsets, "idempotent_produce": h.IdempotentProduce,
+		"group_commit_resume": h.GroupCommitResume, "transactions": h.Transactions,
+		"describe_list_groups": h.DescribeListGroups, "describe_configs": h.DescribeConfigs,
+		"create_partitions": h.CreatePartitions, "delete_topic": h.DeleteTopic,
+		"max_message_size": h.MaxMessageSize, "alter_configs": h.AlterConfigs,
+		"describe_topic": h.DescribeTopic, "log_dirs": h.LogDirs, "delete_records": h.DeleteRecords,
+		"consumer_groups_cli": h.ConsumerGroupsCLI, "group_consumer_protocol": h.GroupConsumerProtocol,
+		"cross_produce": h.CrossProduce, "cross_consume": h.CrossConsume,
+	}[scenario]
+	if fn == nil {
+		return Skip("unknown scenario " + scenario)
+	}
+	return fn()
+}
