@@ -264,6 +264,20 @@ func (x *offsetIndex) lookup(target int64) (pos int64) {
 	return pos
 }
 
+// lastBefore returns the position of the last indexed batch that starts
+// below limit, or -1 when there is none.
+func (x *offsetIndex) lastBefore(limit int64) int64 {
+	i := sort.Search(x.entries, func(i int) bool {
+		_, p := x.at(i)
+		return p >= limit
+	})
+	if i == 0 {
+		return -1
+	}
+	_, pos := x.at(i - 1)
+	return pos
+}
+
 // check verifies what Kafka's OffsetIndex.sanityCheck does, plus ordering
 // and that positions lie inside the log.
 func (x *offsetIndex) check(logSize int64) error {

@@ -89,9 +89,20 @@ func (l *Log) ReadIsolated(offset int64, maxBytes int, minOneBatch, readCommitte
 		}
 		s = next
 	}
+	// The chunk ends at a batch boundary, found by reading batch headers.
+	// When every batch below limit is under upTo, the walk starts at the
+	// last indexed batch inside the byte budget instead of at pos: the
+	// batches before it are whole and wanted, and their headers need not
+	// be read (one pread each).
+	end := pos
+	if upTo == l.hw.offset {
+		if p := s.idx.lastBefore(min(limit, pos+int64(maxBytes))); p > pos {
+			end = p
+		}
+	}
+	skipped := end > pos
 	l.mu.Unlock()
 	var hb [batchHeaderSize]byte
-	end := pos
 	for end < limit {
 		h, err := readHeader(f.f, end, limit, &hb)
 		if err != nil {
@@ -99,10 +110,14 @@ func (l *Log) ReadIsolated(offset int64, maxBytes int, minOneBatch, readCommitte
 			return res, fmt.Errorf("segment %d: read at position %d: %w: %w", s.base, end, err, kerr.KafkaStorageError)
 		}
 		if h.BaseOffset >= upTo || end+h.size()-pos > int64(maxBytes) && !(end == pos && minOneBatch) {
+			if skipped {
+				res.NextOffset = h.BaseOffset // the skipped batches end below it
+			}
 			break
 		}
 		end += h.size()
 		res.NextOffset = h.nextOffset()
+		skipped = false
 	}
 	if end == pos {
 		_ = f.release()
