@@ -35,6 +35,7 @@ type Config struct {
 	FsyncRecords  int64 // W1 and W3 record count in fsync mode
 	FsyncDisabled bool
 	PerfRecords   int64
+	BatchBytes    int // wire generator batch size (default flag: 16 KiB, the Java producer's batch.size)
 	// PprofOut, when set, starts Strata with --pprof and saves a CPU profile
 	// of PprofSeconds taken while PprofWorkload (default W1) runs; the
 	// workload should last longer.
@@ -131,7 +132,7 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 	}
 	if mode == Fsync {
 		if c.want("W1") {
-			if err := add(runProduce(ctx, b, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.FsyncRecords, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W1"))); err != nil {
+			if err := add(runProduceWire(ctx, b, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.FsyncRecords, ValueSize: 100, BatchBytes: c.BatchBytes}, label("W1"))); err != nil {
 				return err
 			}
 		}
@@ -148,17 +149,26 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 		return stop(b)
 	}
 	if c.want("W1") {
-		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.W1Records, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W1"))); err != nil {
+		if err := add(runProduceWire(ctx, b, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.W1Records, ValueSize: 100, BatchBytes: c.BatchBytes}, label("W1"))); err != nil {
 			return err
 		}
 		if c.want("W4") {
-			if err := add(runConsume(ctx, b, "W4", "w1", c.W1Records, label("W4"))); err != nil {
+			if err := add(runConsumeWire(ctx, b, "W4", "w1", 6, c.W1Records, 100, label("W4"))); err != nil {
+				return err
+			}
+			if err := add(runConsume(ctx, b, "W4/kgo", "w1", c.W1Records, label("W4/kgo"))); err != nil {
 				return err
 			}
 		}
+		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W1/kgo", Topic: "w1kgo", Partitions: 6, Records: c.W1Records, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W1/kgo"))); err != nil {
+			return err
+		}
 	}
 	if c.want("W2") {
-		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W2", Topic: "w2", Partitions: 6, Records: c.W2Records, ValueSize: 1000, Linger: 5 * time.Millisecond}, label("W2"))); err != nil {
+		if err := add(runProduceWire(ctx, b, ProduceSpec{Name: "W2", Topic: "w2", Partitions: 6, Records: c.W2Records, ValueSize: 1000, BatchBytes: c.BatchBytes}, label("W2"))); err != nil {
+			return err
+		}
+		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W2/kgo", Topic: "w2kgo", Partitions: 6, Records: c.W2Records, ValueSize: 1000, Linger: 5 * time.Millisecond}, label("W2/kgo"))); err != nil {
 			return err
 		}
 	}

@@ -170,6 +170,7 @@ type ProduceSpec struct {
 	Keys       bool
 	Linger     time.Duration
 	MaxBuf     int // per client MaxBufferedRecords
+	BatchBytes int // wire generator: the size of each record batch
 	Configs    map[string]*string
 }
 

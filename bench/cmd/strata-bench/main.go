@@ -31,7 +31,7 @@ func main() {
 		noFsync   = flag.Bool("no-fsync", false, "skip the fsync-on-every-produce pass")
 		out       = flag.String("out", "BENCHMARKS.md", "report file (relative to -repo); empty prints it")
 		reportDir = flag.String("report-dir", "", "charts and results.json (relative to -repo); default bench/report with -out BENCHMARKS.md, else .cache/bench/report")
-		w1        = flag.Int64("w1", 5_000_000, "W1 (and W4) records")
+		w1        = flag.Int64("w1", 10_000_000, "W1 (and W4) records")
 		w2        = flag.Int64("w2", 2_000_000, "W2 records")
 		w3        = flag.Int64("w3", 1_000_000, "W3 records")
 		w5dur     = flag.Duration("w5-duration", 20*time.Second, "W5 duration")
@@ -40,6 +40,7 @@ func main() {
 		w7        = flag.Int64("w7-bytes", 1_000_000_000, "W7 bytes written before kill -9")
 		fsyncN    = flag.Int64("fsync-records", 200_000, "W1 and W3 records in the fsync pass (W5 runs as in the default pass)")
 		perfN     = flag.Int64("perf-records", 1_000_000, "kafka-producer-perf-test records")
+		batch     = flag.Int("batch-bytes", 16384, "record batch size of the wire generator (W1, W2); 16 KiB is the Java producer's default batch.size")
 		notes     = flag.String("notes", "bench/notes.md", "markdown appended to the report when the file exists (relative to -repo)")
 		keep      = flag.Bool("keep", false, "keep the brokers' data dirs and logs under .cache/bench")
 		strataBin = flag.String("strata-bin", "", "use this strata binary instead of building one from the tree")
@@ -54,7 +55,7 @@ func main() {
 		KafkaHome: filepath.Join(root, "compat-tests", ".cache", "kafka"),
 		WorkDir:   filepath.Join(root, ".cache", "bench"),
 		W1Records: *w1, W2Records: *w2, W3Records: *w3, W5Rate: *w5rate, W5Duration: *w5dur,
-		W6Records: *w6, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, PerfRecords: *perfN,
+		W6Records: *w6, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, PerfRecords: *perfN, BatchBytes: *batch,
 		Workloads: map[string]bool{}, PprofOut: *pprofOut, PprofSeconds: *pprofSecs, PprofWorkload: *pprofW, Keep: *keep,
 	}
 	if *quick {
