@@ -46,6 +46,7 @@ type Mode string
 const (
 	Default Mode = "default" // no fsync on the produce path (both brokers' default)
 	Fsync   Mode = "fsync"   // log.flush.interval.messages=1
+	Pinned  Mode = "pinned"  // default flush, broker on CPU 1 and load generator on CPU 0
 )
 
 // newBroker prepares (does not start) a broker of kind k with its data

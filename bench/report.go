@@ -111,7 +111,7 @@ func (run *Run) Markdown(command, preface string) string {
 		"the batch headers. It spends a small fraction of a kgo.Client's CPU per record, so records/s shows what the " +
 		"broker can take. The /kgo rows run the same workloads with a kgo.Client: there the client needs most of the " +
 		"machine and sets the pace for both brokers, so their ratios are smaller.\n\n")
-	for _, m := range []Mode{Default, Fsync} {
+	for _, m := range []Mode{Default, Fsync, Pinned} {
 		any := false
 		for _, r := range run.Results {
 			if r.Mode == m && r.Workload != "W7" {
@@ -122,8 +122,11 @@ func (run *Run) Markdown(command, preface string) string {
 			continue
 		}
 		title := "default flush (no fsync on produce)"
-		if m == Fsync {
+		switch m {
+		case Fsync:
 			title = "fsync on every produce (log.flush.interval.messages=1)"
+		case Pinned:
+			title = "one core each: broker pinned to CPU 1, load generator to CPU 0 (default flush)"
 		}
 		fmt.Fprintf(&b, "## Throughput and latency, %s\n\n", title)
 		b.WriteString("| workload | broker | records | records/s | MB/s | p50 ms | p99 ms | p99.9 ms | CPU s | peak RSS MiB |\n")
@@ -242,15 +245,15 @@ func (run *Run) Charts(dir string) error {
 	}
 	var labels []string
 	vals := map[Kind]plotter.Values{}
-	for _, m := range []Mode{Default, Fsync} {
+	for _, m := range []Mode{Default, Fsync, Pinned} {
 		for _, w := range []string{"W1", "W2", "W3", "W4", "W6"} {
 			s, k := run.find(w, Strata, m), run.find(w, Kafka, m)
 			if s == nil && k == nil {
 				continue
 			}
 			l := w
-			if m == Fsync {
-				l += " fsync"
+			if m != Default {
+				l += " " + string(m)
 			}
 			labels = append(labels, l)
 			for _, pair := range []struct {
@@ -336,7 +339,8 @@ func (run *Run) Charts(dir string) error {
 	return p.Save(160*vg.Millimeter, 100*vg.Millimeter, filepath.Join(dir, "latency-cdf.png"))
 }
 
-// targets checks issue 7's goals against the default-flush results.
+// targets checks issue 7's goals against the default-flush results (and
+// the pinned pass's, which is default flush with one core each).
 func (run *Run) targets() string {
 	var b strings.Builder
 	b.WriteString("## Targets (default flush)\n\n| target | measured | |\n| --- | --- | --- |\n")
@@ -354,6 +358,14 @@ func (run *Run) targets() string {
 		}
 		x := s.RecordsPerSec() / k.RecordsPerSec()
 		row(w+" throughput ≥ 2x Kafka", fmt.Sprintf("%.2fx (%.0f vs %.0f records/s)", x, s.RecordsPerSec(), k.RecordsPerSec()), x >= 2)
+	}
+	for _, w := range []string{"W1", "W2", "W4"} {
+		s, k := run.find(w, Strata, Pinned), run.find(w, Kafka, Pinned)
+		if s == nil || k == nil {
+			continue
+		}
+		x := s.RecordsPerSec() / k.RecordsPerSec()
+		row(w+" throughput ≥ 2x Kafka, one core each (pinned)", fmt.Sprintf("%.2fx (%.0f vs %.0f records/s)", x, s.RecordsPerSec(), k.RecordsPerSec()), x >= 2)
 	}
 	for _, w := range []string{"W1/kgo", "W2/kgo", "W4/kgo"} {
 		s, k := run.find(w, Strata, Default), run.find(w, Kafka, Default)

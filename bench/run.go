@@ -34,6 +34,7 @@ type Config struct {
 	W7Bytes       int64 // data written before the kill -9
 	FsyncRecords  int64 // W1 and W3 record count in fsync mode
 	FsyncDisabled bool
+	PinDisabled   bool // skip the pinned pass (W1, W4, W2 with one core each)
 	PerfRecords   int64
 	BatchBytes    int // wire generator batch size (default flag: 16 KiB, the Java producer's batch.size)
 	// PprofOut, when set, starts Strata with --pprof and saves a CPU profile
@@ -72,6 +73,13 @@ func Execute(ctx context.Context, c Config) *Run {
 	modes := []Mode{Default}
 	if !c.FsyncDisabled {
 		modes = append(modes, Fsync)
+	}
+	if !c.PinDisabled {
+		if canPin() {
+			modes = append(modes, Pinned)
+		} else {
+			run.Errors = append(run.Errors, "pinned pass skipped: it needs 2 CPUs")
+		}
 	}
 	for _, mode := range modes {
 		for _, k := range c.Brokers {
@@ -129,6 +137,31 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 			}()
 		}
 		return fmt.Sprintf("%s %s %s", w, k, mode)
+	}
+	if mode == Pinned {
+		if err := pinProcess(b.Pid(), brokerCPU); err != nil {
+			return err
+		}
+		if err := pinProcess(os.Getpid(), generatorCPU); err != nil {
+			return err
+		}
+		defer pinProcess(os.Getpid())
+		if c.want("W1") {
+			if err := add(runProduceWire(ctx, b, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.W1Records, ValueSize: 100, BatchBytes: c.BatchBytes}, label("W1"))); err != nil {
+				return err
+			}
+			if c.want("W4") {
+				if err := add(runConsumeWire(ctx, b, "W4", "w1", 6, c.W1Records, 100, label("W4"))); err != nil {
+					return err
+				}
+			}
+		}
+		if c.want("W2") {
+			if err := add(runProduceWire(ctx, b, ProduceSpec{Name: "W2", Topic: "w2", Partitions: 6, Records: c.W2Records, ValueSize: 1000, BatchBytes: c.BatchBytes}, label("W2"))); err != nil {
+				return err
+			}
+		}
+		return stop(b)
 	}
 	if mode == Fsync {
 		if c.want("W1") {

@@ -29,6 +29,7 @@ func main() {
 		workloads = flag.String("workloads", "", "comma-separated subset of W1..W7,PERF (default all)")
 		quick     = flag.Bool("quick", false, "tiny record counts: a smoke test, not a measurement")
 		noFsync   = flag.Bool("no-fsync", false, "skip the fsync-on-every-produce pass")
+		noPin     = flag.Bool("no-pinned", false, "skip the pinned pass (broker on CPU 1, load generator on CPU 0: W1, W4, W2)")
 		out       = flag.String("out", "BENCHMARKS.md", "report file (relative to -repo); empty prints it")
 		reportDir = flag.String("report-dir", "", "charts and results.json (relative to -repo); default bench/report with -out BENCHMARKS.md, else .cache/bench/report")
 		w1        = flag.Int64("w1", 10_000_000, "W1 (and W4) records")
@@ -55,7 +56,7 @@ func main() {
 		KafkaHome: filepath.Join(root, "compat-tests", ".cache", "kafka"),
 		WorkDir:   filepath.Join(root, ".cache", "bench"),
 		W1Records: *w1, W2Records: *w2, W3Records: *w3, W5Rate: *w5rate, W5Duration: *w5dur,
-		W6Records: *w6, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, PerfRecords: *perfN, BatchBytes: *batch,
+		W6Records: *w6, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, PinDisabled: *noPin, PerfRecords: *perfN, BatchBytes: *batch,
 		Workloads: map[string]bool{}, PprofOut: *pprofOut, PprofSeconds: *pprofSecs, PprofWorkload: *pprofW, Keep: *keep,
 	}
 	if *quick {
