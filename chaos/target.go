@@ -296,13 +296,24 @@ func (t *KafkaTarget) java(main string, args ...string) []string {
 		"-cp", filepath.Join(t.home, "libs", "*"), main), args...)
 }
 
+// kafkaClusterID is a random ID as Kafka's Uuid.randomUuid makes them:
+// base64url of 16 random bytes, drawn again when the text starts with '-',
+// which kafka-storage's argument parser would take for an option.
+func kafkaClusterID() string {
+	for {
+		var id [16]byte
+		_, _ = rand.Read(id[:])
+		if s := base64.RawURLEncoding.EncodeToString(id[:]); s[0] != '-' {
+			return s
+		}
+	}
+}
+
 // Start formats the storage on the first call, then launches the JVM and
 // waits until the broker answers Metadata.
 func (t *KafkaTarget) Start(ctx context.Context) error {
 	if !t.formatted {
-		var id [16]byte
-		_, _ = rand.Read(id[:])
-		argv := t.java("kafka.tools.StorageTool", "format", "-t", base64.RawURLEncoding.EncodeToString(id[:]), "-c", t.props)
+		argv := t.java("kafka.tools.StorageTool", "format", "-t", kafkaClusterID(), "-c", t.props)
 		if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
 			return fmt.Errorf("kafka storage format: %w\n%s", err, out)
 		}

@@ -148,9 +148,14 @@ auto.create.topics.enable=true
 	if err := os.WriteFile(propsPath, []byte(props), 0o644); err != nil {
 		return nil, err
 	}
-	var id [16]byte
-	rand.Read(id[:])
-	cid := base64.RawURLEncoding.EncodeToString(id[:])
+	// Kafka's Uuid.randomUuid draws again when the text starts with '-',
+	// which kafka-storage's argument parser would take for an option.
+	var cid string
+	for cid == "" || cid[0] == '-' {
+		var id [16]byte
+		rand.Read(id[:])
+		cid = base64.RawURLEncoding.EncodeToString(id[:])
+	}
 	libs := filepath.Join(h.root, ".cache/kafka/libs/*")
 	jopts := []string{"-Xmx512m", "-XX:+UseSerialGC", "-Dlog4j2.configurationFile=" + filepath.Join(h.root, ".cache/kafka/log4j2.properties"),
 		"-Dkafka.logs.file=" + filepath.Join(dir, "kafka.log")}
