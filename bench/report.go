@@ -23,7 +23,8 @@ var workloadDesc = map[string]string{
 	"W1/kgo": "W1 with a kgo.Client producer (linger 5 ms): client-bound, for reference",
 	"W2":     "1 producer, 1 KB values, 6 partitions, acks=all idempotent (wire generator, 16 KiB batches)",
 	"W2/kgo": "W2 with a kgo.Client producer (linger 5 ms): client-bound, for reference",
-	"W3":     "50 producers (kgo.Client), keyed 100 B values, no linger (small batches)",
+	"W3":     "50 producers, keyed 100 B values, small batches: 1 KiB (7 records) per partition per request (wire generator)",
+	"W3/kgo": "W3 with 50 kgo.Client producers, no linger, 64 records buffered each: client-bound, for reference",
 	"W4":     "1 consumer reading W1's data from the start to the high watermark (wire generator)",
 	"W4/kgo": "W4 with a kgo.Client consumer: client-bound, for reference",
 	"W5":     "end-to-end latency, 100 B values at a fixed rate",
@@ -94,7 +95,7 @@ func (run *Run) Markdown(command, preface string) string {
 	fmt.Fprintf(&b, "Measured %s (UTC). Rerun with:\n\n```sh\n%s\n```\n\n", run.Started.UTC().Format("2006-01-02 15:04"), command)
 	fmt.Fprintf(&b, "## Machine\n\n%s\n", Machine())
 	fmt.Fprintf(&b, "## Workloads\n\n")
-	for _, w := range []string{"W1", "W1/kgo", "W2", "W2/kgo", "W3", "W4", "W4/kgo", "W5", "W6", "W7"} {
+	for _, w := range []string{"W1", "W1/kgo", "W2", "W2/kgo", "W3", "W3/kgo", "W4", "W4/kgo", "W5", "W6", "W7"} {
 		fmt.Fprintf(&b, "- **%s** %s\n", w, workloadDesc[w])
 	}
 	b.WriteString("\nRates are records/s and MB/s of record values (10^6 bytes); CPU is the broker process's " +
@@ -103,14 +104,15 @@ func (run *Run) Markdown(command, preface string) string {
 		"acknowledgement in the client (one record in 16 is timed; for the wire generator, each request from its write to its " +
 		"acknowledgement), for W5 produce call to consume (every record). Ratio rows are Strata ÷ Kafka: above 1 is better for " +
 		"records/s, below 1 is better for latency, CPU and RSS.\n\n" +
-		"The load generator runs in the harness process on the same two cores as the broker, for both brokers alike. " +
-		"W1, W2 and W4 use the wire generator (`bench/wire.go`): franz-go's kmsg on one TCP connection, an idempotent " +
-		"acks=all producer with five requests in flight, each carrying one 16 KiB batch (the Java producer's default " +
-		"batch.size) per partition, every batch with its own sequence, timestamps and CRC-32C; the consumer keeps one " +
-		"Fetch in flight (1 MiB per partition, 50 MiB per response), checks every batch's CRC and counts records from " +
-		"the batch headers. It spends a small fraction of a kgo.Client's CPU per record, so records/s shows what the " +
-		"broker can take. The /kgo rows run the same workloads with a kgo.Client: there the client needs most of the " +
-		"machine and sets the pace for both brokers, so their ratios are smaller.\n\n")
+		"The load generator runs in the harness process on the same two cores as the broker, for both brokers alike (the pinned pass splits them). " +
+		"W1, W2, W3 and W4 use the wire generator (`bench/wire.go`): franz-go's kmsg on one TCP connection per client. " +
+		"Its producers are idempotent and acks=all, with five requests in flight; each request carries one batch per " +
+		"partition, 16 KiB (the Java producer's default batch.size) for W1 and W2 and 1 KiB for W3's 50 producers, and " +
+		"every batch has its own sequence, timestamps and CRC-32C. Its consumer keeps one Fetch in flight (1 MiB per " +
+		"partition, 50 MiB per response), checks every batch's CRC and counts records from the batch headers. It " +
+		"spends a small fraction of a kgo.Client's CPU per record, so records/s shows what the broker can take. The " +
+		"/kgo rows run the same workloads with kgo.Client: there the client needs most of the machine and sets the " +
+		"pace for both brokers, so their ratios are smaller.\n\n")
 	for _, m := range []Mode{Default, Fsync, Pinned} {
 		any := false
 		for _, r := range run.Results {
@@ -131,7 +133,7 @@ func (run *Run) Markdown(command, preface string) string {
 		fmt.Fprintf(&b, "## Throughput and latency, %s\n\n", title)
 		b.WriteString("| workload | broker | records | records/s | MB/s | p50 ms | p99 ms | p99.9 ms | CPU s | peak RSS MiB |\n")
 		b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-		for _, w := range []string{"W1", "W1/kgo", "W4", "W4/kgo", "W2", "W2/kgo", "W3", "W5", "W6"} {
+		for _, w := range []string{"W1", "W1/kgo", "W4", "W4/kgo", "W2", "W2/kgo", "W3", "W3/kgo", "W5", "W6"} {
 			s, k := run.find(w, Strata, m), run.find(w, Kafka, m)
 			for _, r := range []*Result{s, k} {
 				if r == nil {
@@ -367,7 +369,7 @@ func (run *Run) targets() string {
 		x := s.RecordsPerSec() / k.RecordsPerSec()
 		row(w+" throughput ≥ 2x Kafka, one core each (pinned)", fmt.Sprintf("%.2fx (%.0f vs %.0f records/s)", x, s.RecordsPerSec(), k.RecordsPerSec()), x >= 2)
 	}
-	for _, w := range []string{"W1/kgo", "W2/kgo", "W4/kgo"} {
+	for _, w := range []string{"W1/kgo", "W2/kgo", "W3/kgo", "W4/kgo"} {
 		s, k := run.find(w, Strata, Default), run.find(w, Kafka, Default)
 		if s == nil || k == nil {
 			continue
@@ -379,7 +381,7 @@ func (run *Run) targets() string {
 		row("W5 p99 ≤ 1/3 of Kafka's", fmt.Sprintf("%.2f ms vs %.2f ms (%.2fx)", s.Quantile(0.99), k.Quantile(0.99), x), x <= 1.0/3)
 	}
 	worst, worstW := 0.0, ""
-	for _, w := range []string{"W1", "W1/kgo", "W2", "W2/kgo", "W3", "W4", "W4/kgo", "W5", "W6", "W7"} {
+	for _, w := range []string{"W1", "W1/kgo", "W2", "W2/kgo", "W3", "W3/kgo", "W4", "W4/kgo", "W5", "W6", "W7"} {
 		s, k := run.find(w, Strata, Default), run.find(w, Kafka, Default)
 		if s == nil || k == nil || k.PeakRSS == 0 {
 			continue

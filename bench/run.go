@@ -170,7 +170,7 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 			}
 		}
 		if c.want("W3") {
-			if err := add(runProduce(ctx, b, ProduceSpec{Name: "W3", Topic: "w3", Partitions: 6, Records: c.FsyncRecords, ValueSize: 100, Producers: 50, Keys: true, MaxBuf: 64}, label("W3"))); err != nil {
+			if err := add(runProduceWire(ctx, b, w3Spec(c.FsyncRecords), label("W3"))); err != nil {
 				return err
 			}
 		}
@@ -206,7 +206,10 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 		}
 	}
 	if c.want("W3") {
-		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W3", Topic: "w3", Partitions: 6, Records: c.W3Records, ValueSize: 100, Producers: 50, Keys: true, MaxBuf: 64}, label("W3"))); err != nil {
+		if err := add(runProduceWire(ctx, b, w3Spec(c.W3Records), label("W3"))); err != nil {
+			return err
+		}
+		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W3/kgo", Topic: "w3kgo", Partitions: 6, Records: c.W3Records, ValueSize: 100, Producers: 50, Keys: true, MaxBuf: 64}, label("W3/kgo"))); err != nil {
 			return err
 		}
 	}
@@ -253,6 +256,13 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 		return stop(b7)
 	}
 	return nil
+}
+
+// w3Spec is W3: 50 producers of keyed records in small batches, 1 KiB (7
+// records) per partition per request, as a producer without linger sends
+// what accumulated while its previous requests were in flight.
+func w3Spec(records int64) ProduceSpec {
+	return ProduceSpec{Name: "W3", Topic: "w3", Partitions: 6, Records: records, ValueSize: 100, Producers: 50, Keys: true, BatchBytes: 1024}
 }
 
 func latSummary(r *Result) string {

@@ -159,8 +159,9 @@ type batchTemplate struct {
 }
 
 // newBatchTemplate encodes as many records of valueSize random bytes as
-// fit a batchBytes batch (at least one).
-func newBatchTemplate(rng interface{ IntN(int) int }, valueSize, batchBytes int) batchTemplate {
+// fit a batchBytes batch (at least one). key, when not nil, gives each
+// record's key.
+func newBatchTemplate(rng interface{ IntN(int) int }, valueSize, batchBytes int, key func() []byte) batchTemplate {
 	var t batchTemplate
 	var rec []byte
 	for i := 0; ; i++ {
@@ -168,7 +169,13 @@ func newBatchTemplate(rng interface{ IntN(int) int }, valueSize, batchBytes int)
 		rec = append(rec, 0)                     // attributes
 		rec = binary.AppendVarint(rec, 0)        // timestamp delta
 		rec = binary.AppendVarint(rec, int64(i)) // offset delta
-		rec = binary.AppendVarint(rec, -1)       // null key
+		if key == nil {
+			rec = binary.AppendVarint(rec, -1) // null key
+		} else {
+			k := key()
+			rec = binary.AppendVarint(rec, int64(len(k)))
+			rec = append(rec, k...)
+		}
 		rec = binary.AppendVarint(rec, int64(valueSize))
 		off := rng.IntN(len(randomPool) - valueSize)
 		rec = append(rec, randomPool[off:off+valueSize]...)

@@ -80,7 +80,7 @@ func TestWireGeneratorAgainstStrata(t *testing.T) {
 
 // TestCountBatchesChecksCRC flips one byte of a fetched batch.
 func TestCountBatchesChecksCRC(t *testing.T) {
-	tmpl := newBatchTemplate(nopRand{}, 50, 1024)
+	tmpl := newBatchTemplate(nopRand{}, 50, 1024, nil)
 	var data []byte
 	data = tmpl.appendBatch(data, 3, 1, 0, 0, 1)
 	data = tmpl.appendBatch(data, len(tmpl.ends), 1, 0, 3, 1)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -28,60 +29,134 @@ type wirePending struct {
 	records int64
 }
 
-// runProduceWire is a throughput workload for one idempotent acks=all
-// producer on the wire generator: each Produce request carries one batch
-// of up to BatchBytes for every partition, with up to five requests in
-// flight. Latency is per request, from its write to its acknowledgement.
+// runProduceWire is a throughput workload for s.Producers idempotent
+// acks=all producers on the wire generator, each on its own connection
+// with its share of s.Records: each Produce request carries one batch of
+// up to s.BatchBytes for every partition, with up to five requests in
+// flight per producer. With s.Keys, each record has a 16-byte random key
+// that hashes (murmur2, as the Java and franz-go partitioners) to its
+// partition. Latency is per request, from its write to its
+// acknowledgement.
 func runProduceWire(ctx context.Context, b Broker, s ProduceSpec, label string) (*Result, error) {
 	if err := createTopic(ctx, b.Addr(), s.Topic, s.Partitions, s.Configs); err != nil {
 		return nil, err
 	}
-	w, err := dialWire(b.Addr())
-	if err != nil {
-		return nil, err
+	s.Producers = max(s.Producers, 1)
+	producers := make([]*wireProducer, s.Producers)
+	for i := range producers {
+		n := s.Records / int64(s.Producers)
+		if i == 0 {
+			n += s.Records % int64(s.Producers)
+		}
+		p, err := newWireProducer(ctx, b.Addr(), s, i, n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: producer %d: %w", s.Name, i, err)
+		}
+		defer p.w.Close()
+		producers[i] = p
 	}
-	defer w.Close()
-	pid, epoch, err := initProducerID(ctx, w)
+	pr := startProgress(label, s.Records)
+	u := startUsage(b)
+	t0 := time.Now()
+	errs := make(chan error, len(producers))
+	for _, p := range producers {
+		go func() { errs <- p.run(ctx, &pr.done) }()
+	}
+	var err error
+	for range producers {
+		err = errors.Join(err, <-errs)
+	}
+	elapsed := time.Since(t0)
+	pr.stop()
+	r := &Result{Workload: s.Name, Broker: kindOf(b), Records: s.Records, Bytes: s.Records * int64(s.ValueSize), Seconds: elapsed.Seconds()}
+	u.finish(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
-	rng := mrand.New(mrand.NewPCG(uint64(s.Partitions), 11))
-	templates := make([][]batchTemplate, s.Partitions)
-	for p := range templates {
-		for range wireTemplates {
-			templates[p] = append(templates[p], newBatchTemplate(rng, s.ValueSize, s.BatchBytes))
-		}
+	for _, p := range producers {
+		r.Latencies = append(r.Latencies, p.lat...)
 	}
-	perBatch := int64(len(templates[0][0].ends))
-	remaining := make([]int64, s.Partitions)
-	for p := range remaining {
-		remaining[p] = s.Records / int64(s.Partitions)
-		if int64(p) < s.Records%int64(s.Partitions) {
-			remaining[p]++
-		}
-	}
-	seq := make([]int32, s.Partitions)
-	if err := warmWire(ctx, w, s.Topic, templates, pid, epoch); err != nil {
-		return nil, fmt.Errorf("%s: warm-up produce: %w", s.Name, err)
-	}
-	for p := range seq {
-		seq[p] = 1
-	}
+	slices.Sort(r.Latencies)
+	r.Note = fmt.Sprintf("wire generator, %d producer(s), %d records per batch", s.Producers, producers[0].perBatch)
+	return r, nil
+}
 
-	pending := make(chan wirePending, wireInFlight)
+// wireProducer is one idempotent producer of the wire generator.
+type wireProducer struct {
+	w         *wireConn
+	topic     string
+	pid       int64
+	epoch     int16
+	templates [][]batchTemplate // per partition
+	perBatch  int64
+	remaining []int64 // records still to send, per partition
+	seq       []int32
+	lat       []int64
+}
+
+// newWireProducer connects, gets a producer ID, builds the batch templates
+// and produces the warm-up records: everything before the timer starts.
+func newWireProducer(ctx context.Context, addr string, s ProduceSpec, id int, records int64) (*wireProducer, error) {
+	w, err := dialWire(addr)
+	if err != nil {
+		return nil, err
+	}
+	p := &wireProducer{w: w, topic: s.Topic, remaining: make([]int64, s.Partitions), seq: make([]int32, s.Partitions)}
+	if p.pid, p.epoch, err = initProducerID(ctx, w); err != nil {
+		w.Close()
+		return nil, err
+	}
+	rng := mrand.New(mrand.NewPCG(uint64(id), 11))
+	partitioner := kgo.StickyKeyPartitioner(nil).ForTopic(s.Topic)
+	p.templates = make([][]batchTemplate, s.Partitions)
+	for part := range p.templates {
+		var key func() []byte
+		if s.Keys {
+			key = func() []byte {
+				for {
+					k := randomValue(rng, 16)
+					if partitioner.Partition(&kgo.Record{Key: k}, int(s.Partitions)) == part {
+						return k
+					}
+				}
+			}
+		}
+		for range wireTemplates {
+			p.templates[part] = append(p.templates[part], newBatchTemplate(rng, s.ValueSize, s.BatchBytes, key))
+		}
+	}
+	p.perBatch = int64(len(p.templates[0][0].ends))
+	for part := range p.remaining {
+		p.remaining[part] = records / int64(s.Partitions)
+		if int64(part) < records%int64(s.Partitions) {
+			p.remaining[part]++
+		}
+	}
+	if err := warmWire(ctx, w, s.Topic, p.templates, p.pid, p.epoch); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("warm-up produce: %w", err)
+	}
+	for part := range p.seq {
+		p.seq[part] = 1
+	}
+	return p, nil
+}
+
+// run sends every remaining record, adding acknowledged ones to done.
+func (p *wireProducer) run(ctx context.Context, done *atomic.Int64) error {
+	// The reader holds one request it waits on, the channel the rest.
+	pending := make(chan wirePending, wireInFlight-1)
 	readerDone := make(chan error, 1)
-	pr := startProgress(label, s.Records)
-	lat := make([]int64, 0, s.Records/perBatch/int64(s.Partitions)+1)
 	go func() {
 		// The reader: responses come back in request order.
-		for p := range pending {
-			produceResp := kmsg.NewPtrProduceResponse()
-			produceResp.Version = wireProduceVersion
-			if err := w.recv(p.corr, produceResp); err != nil {
+		for pend := range pending {
+			resp := kmsg.NewPtrProduceResponse()
+			resp.Version = wireProduceVersion
+			if err := p.w.recv(pend.corr, resp); err != nil {
 				readerDone <- err
 				return
 			}
-			for _, t := range produceResp.Topics {
+			for _, t := range resp.Topics {
 				for _, part := range t.Partitions {
 					if err := kerr.ErrorForCode(part.ErrorCode); err != nil {
 						readerDone <- fmt.Errorf("produce %s[%d]: %w", t.Topic, part.Partition, err)
@@ -89,15 +164,13 @@ func runProduceWire(ctx context.Context, b Broker, s ProduceSpec, label string) 
 					}
 				}
 			}
-			lat = append(lat, int64(time.Since(p.sent)))
-			pr.done.Add(p.records)
+			p.lat = append(p.lat, int64(time.Since(pend.sent)))
+			done.Add(pend.records)
 		}
 		readerDone <- nil
 	}()
-
-	u := startUsage(b)
-	t0 := time.Now()
 	var buf []byte
+	var bounds []int
 	var sendErr error
 	for round := 0; sendErr == nil; round++ {
 		req := kmsg.NewPtrProduceRequest()
@@ -105,25 +178,24 @@ func runProduceWire(ctx context.Context, b Broker, s ProduceSpec, label string) 
 		req.Acks = -1
 		req.TimeoutMillis = 30_000
 		topic := kmsg.NewProduceRequestTopic()
-		topic.Topic = s.Topic
+		topic.Topic = p.topic
 		now := time.Now().UnixMilli()
-		buf = buf[:0]
+		buf, bounds = buf[:0], bounds[:0]
 		var records int64
-		var bounds []int
-		for p := range s.Partitions {
-			m := min(perBatch, remaining[p])
+		for part := range int32(len(p.templates)) {
+			m := min(p.perBatch, p.remaining[part])
 			if m == 0 {
 				continue
 			}
-			t := &templates[p][round%wireTemplates]
+			t := &p.templates[part][round%wireTemplates]
 			start := len(buf)
-			buf = t.appendBatch(buf, int(m), pid, epoch, seq[p], now)
+			buf = t.appendBatch(buf, int(m), p.pid, p.epoch, p.seq[part], now)
 			bounds = append(bounds, start, len(buf))
-			part := kmsg.NewProduceRequestTopicPartition()
-			part.Partition = p
-			topic.Partitions = append(topic.Partitions, part)
-			seq[p] += int32(m)
-			remaining[p] -= m
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition = part
+			topic.Partitions = append(topic.Partitions, rp)
+			p.seq[part] += int32(m)
+			p.remaining[part] -= m
 			records += m
 		}
 		if records == 0 {
@@ -134,12 +206,12 @@ func runProduceWire(ctx context.Context, b Broker, s ProduceSpec, label string) 
 			topic.Partitions[i].Records = buf[bounds[2*i]:bounds[2*i+1]]
 		}
 		req.Topics = append(req.Topics, topic)
-		if ctx.Err() != nil {
-			sendErr = ctx.Err()
+		if err := ctx.Err(); err != nil {
+			sendErr = err
 			break
 		}
 		sent := time.Now()
-		corr, err := w.send(req)
+		corr, err := p.w.send(req)
 		if err != nil {
 			sendErr = err
 			break
@@ -152,18 +224,7 @@ func runProduceWire(ctx context.Context, b Broker, s ProduceSpec, label string) 
 		}
 	}
 	close(pending)
-	readErr := <-readerDone
-	elapsed := time.Since(t0)
-	pr.stop()
-	r := &Result{Workload: s.Name, Broker: kindOf(b), Records: s.Records, Bytes: s.Records * int64(s.ValueSize), Seconds: elapsed.Seconds()}
-	u.finish(r)
-	if err := errors.Join(sendErr, readErr); err != nil {
-		return nil, fmt.Errorf("%s: %w", s.Name, err)
-	}
-	r.Latencies = lat
-	slices.Sort(r.Latencies)
-	r.Note = fmt.Sprintf("wire generator, %d records per batch", perBatch)
-	return r, nil
+	return errors.Join(sendErr, <-readerDone)
 }
 
 // warmWire produces one record to every partition (sequence 0), retrying
