@@ -228,7 +228,11 @@
 // Read finds the segment by binary search over base offsets, the start
 // position through the offset index and a short header scan, and returns a
 // Chunk of whole batches up to maxBytes below the high watermark (whose byte
-// position is tracked, so no scan is needed to bound it). A Chunk holds a
+// position is tracked, so no scan is needed to bound it). The chunk's end is
+// found the same way: from the last indexed batch inside the byte budget, a
+// short header scan finds the last batch that fits (unless read_committed
+// stops below the high watermark, when every header from the start is
+// read, to stop at the last stable offset). A Chunk holds a
 // reference to a shared descriptor: closed segments open a read-only
 // descriptor lazily; it is closed when the last Chunk is released, so
 // rolling, closing or deleting never pulls a file from under a fetch.
