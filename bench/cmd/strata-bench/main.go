@@ -30,7 +30,7 @@ func main() {
 		quick     = flag.Bool("quick", false, "tiny record counts: a smoke test, not a measurement")
 		noFsync   = flag.Bool("no-fsync", false, "skip the fsync-on-every-produce pass")
 		noPin     = flag.Bool("no-pinned", false, "skip the pinned pass (broker on CPU 1, load generator on CPU 0: W1, W4, W2)")
-		out       = flag.String("out", "BENCHMARKS.md", "report file (relative to -repo); empty prints it")
+		out       = flag.String("out", "BENCHMARKS.md", "report file (relative to -repo); empty prints it (the default with -quick)")
 		reportDir = flag.String("report-dir", "", "charts and results.json (relative to -repo); default bench/report with -out BENCHMARKS.md, else .cache/bench/report")
 		w1        = flag.Int64("w1", 10_000_000, "W1 (and W4) records")
 		w2        = flag.Int64("w2", 2_000_000, "W2 records")
@@ -58,6 +58,12 @@ func main() {
 		W1Records: *w1, W2Records: *w2, W3Records: *w3, W5Rate: *w5rate, W5Duration: *w5dur,
 		W6Records: *w6, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, PinDisabled: *noPin, PerfRecords: *perfN, BatchBytes: *batch,
 		Workloads: map[string]bool{}, PprofOut: *pprofOut, PprofSeconds: *pprofSecs, PprofWorkload: *pprofW, Keep: *keep,
+	}
+	outSet := false
+	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
+	if *quick && !outSet {
+		// A smoke test must not replace the committed report.
+		*out = ""
 	}
 	if *quick {
 		cfg.W1Records, cfg.W2Records, cfg.W3Records, cfg.W6Records = 20_000, 5_000, 5_000, 5_000
