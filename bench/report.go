@@ -286,9 +286,11 @@ func (run *Run) Charts(dir string) error {
 			p.Add(bars)
 			p.Legend.Add(string(k), bars)
 		}
-		p.Legend.Top = true
+		// Room above the tallest bar for the legend, top left.
+		p.Y.Min, p.Y.Max = 0, p.Y.Max*1.15
+		p.Legend.Top, p.Legend.Left = true, true
 		p.NominalX(labels...)
-		if err := p.Save(vg.Length(90+60*len(labels))*vg.Millimeter/4, 100*vg.Millimeter, filepath.Join(dir, "throughput.png")); err != nil {
+		if err := p.Save(vg.Length(40+22*len(labels))*vg.Millimeter, 100*vg.Millimeter, filepath.Join(dir, "throughput.png")); err != nil {
 			return err
 		}
 	}
