@@ -411,6 +411,34 @@ func TestBadInput(t *testing.T) {
 		h.check("negative topic counts")
 	})
 
+	t.Run("two batches in one partition", func(t *testing.T) {
+		// Kafka's ProduceRequest.validateRecords: from v3 on, exactly one
+		// batch per partition; a second whole one is INVALID_RECORD and
+		// neither is written.
+		cl := newClient(t, b)
+		end := func() int64 {
+			resp, err := cl.Request(context.Background(), listEnd(healthTopic))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].Offset
+		}
+		before := end()
+		o := produceRaw(t, b, healthTopic, 0, append(benchBatch(1), benchBatch(2)...), 30)
+		checkProduceError(t, o.body, 9, "two batches", kerr.InvalidRecord)
+		if after := end(); after != before {
+			t.Errorf("end offset %d -> %d: a refused request wrote records", before, after)
+		}
+		// A batch and a torn second one: storage's validation refuses it.
+		two := append(benchBatch(1), benchBatch(2)...)
+		o = produceRaw(t, b, healthTopic, 0, two[:len(two)-1], 31)
+		checkProduceError(t, o.body, 9, "a batch and a torn one", kerr.CorruptMessage)
+		if after := end(); after != before {
+			t.Errorf("end offset %d -> %d after a torn second batch", before, after)
+		}
+		h.check("two batches in one partition")
+	})
+
 	t.Run("internal topic", func(t *testing.T) {
 		const internal = "__consumer_offsets"
 		md := kmsg.NewPtrMetadataRequest()
@@ -464,6 +492,20 @@ func TestBadInput(t *testing.T) {
 		}
 		t.Logf("DeleteTopics %s: %v", internal, kerr.ErrorForCode(dresp.Topics[0].ErrorCode))
 	})
+}
+
+// listEnd is a ListOffsets v7 request for the end offset of topic's
+// partition 0.
+func listEnd(topic string) *kmsg.ListOffsetsRequest {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version = 7
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
 }
 
 // badInputBatch is a valid one-record magic-2 batch.

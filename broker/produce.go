@@ -2,9 +2,12 @@ package broker
 
 // Produce, versions 3-11.
 //
-// Each partition's batches are appended all or none under that partition's
-// lock; storage validates them (magic, length, CRC32C, record count, codec,
-// size) and applies idempotent-producer sequence checks. There is one
+// A partition's records must hold exactly one batch, as Kafka's
+// ProduceRequest.validateRecords requires from v3 on: a second whole batch
+// is INVALID_RECORD and nothing is written. The batch is appended under
+// that partition's lock; storage validates it (magic, length, CRC32C,
+// record count, codec, size) and applies idempotent-producer sequence
+// checks. There is one
 // replica, so acks=1 and acks=-1 both answer once the batch is in the log
 // (and fsynced, when log.flush.interval.messages asks for it); acks=0 gets
 // no response. A transactional batch (attributes bit 4) needs the
@@ -20,6 +23,9 @@ package broker
 // INVALID_TOPIC_EXCEPTION, as Kafka answers clients other than its admin.
 
 import (
+	"encoding/binary"
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -43,6 +49,9 @@ func handleProduce(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, er
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			err := requestErr
+			if err == nil {
+				err = checkOneBatch(req.Version, rp.Records)
+			}
 			if err == nil {
 				err = b.verifyTxnBatch(r.TransactionID, rt.Topic, rp.Partition, rp.Records)
 			}
@@ -83,4 +92,29 @@ func (b *Broker) appendPartition(topic *storage.Topic, partition int32, records 
 	sp.LogAppendTime = res.LogAppendTime
 	sp.LogStartOffset = res.LogStartOffset
 	return nil
+}
+
+// checkOneBatch refuses a second whole batch after the first, with Kafka's
+// message. What is wrong with a batch itself (too short, torn, an empty
+// payload) is storage's validation to report, with its own codes.
+func checkOneBatch(version int16, records []byte) error {
+	first, ok := wholeBatch(records)
+	if !ok {
+		return nil
+	}
+	if _, ok := wholeBatch(records[first:]); ok {
+		return fmt.Errorf("Produce requests with version %d are only allowed to contain exactly one record batch per partition: %w", version, kerr.InvalidRecord)
+	}
+	return nil
+}
+
+// wholeBatch returns the size of the v2 batch at the start of b when b holds
+// all of it.
+func wholeBatch(b []byte) (int, bool) {
+	const headerSize = 61 // a v2 batch header; its length field is at byte 8
+	if len(b) < headerSize {
+		return 0, false
+	}
+	size := 12 + int64(int32(binary.BigEndian.Uint32(b[8:])))
+	return int(size), size >= headerSize && size <= int64(len(b))
 }
