@@ -55,12 +55,15 @@ type Broker struct {
 	advHost string
 	advPort int32
 
-	mu       sync.Mutex
-	conns    map[*conn]struct{}
-	perIP    map[string]int // open connections by remote IP (limits.go)
-	closing  bool
-	shutdown chan struct{} // closed when Shutdown starts: wakes long polls
-	inflight sync.WaitGroup
+	mu    sync.Mutex
+	conns map[*conn]struct{}
+	perIP map[string]int // open connections by remote IP (limits.go)
+	// slotFreed is signalled (with mu) when a connection closes or shutdown
+	// starts: the accept loop waits on it at max.connections (limits.go).
+	slotFreed *sync.Cond
+	closing   bool
+	shutdown  chan struct{} // closed when Shutdown starts: wakes long polls
+	inflight  sync.WaitGroup
 
 	metrics    *metrics.Metrics // nil when metrics.listener is off; see metrics.go
 	metricsSrv *metrics.Server
@@ -130,6 +133,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		shutdown: make(chan struct{}),
 		metrics:  met,
 	}
+	b.slotFreed = sync.NewCond(&b.mu)
 	if err := b.openMetrics(); err != nil {
 		return nil, errors.Join(err, logs.Close(), ln.Close())
 	}
@@ -144,6 +148,9 @@ func (b *Broker) Serve() error {
 	b.startMetrics()
 	var delay time.Duration
 	for {
+		if !b.waitForSlot() {
+			return nil
+		}
 		nc, err := b.ln.Accept()
 		if err != nil {
 			if b.isClosing() {
@@ -192,6 +199,7 @@ func (b *Broker) track(c *conn) bool {
 func (b *Broker) untrack(c *conn) {
 	b.mu.Lock()
 	delete(b.conns, c)
+	b.slotFreed.Broadcast()
 	b.mu.Unlock()
 	b.release(c)
 	b.metrics.ConnClosed()
@@ -208,6 +216,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		return errors.New("broker already shut down")
 	}
 	b.closing = true
+	b.slotFreed.Broadcast()
 	b.metrics.SetReady(false)
 	close(b.shutdown)
 	for c := range b.conns {

@@ -17,9 +17,11 @@ package broker
 // after that long (Kafka drops it through the same idle expiry: a channel
 // with no reads or writes for connections.max.idle.ms is closed).
 //
-// Differences from Kafka: over max.connections Kafka's acceptor stops
-// accepting until a connection closes (the kernel queues new ones); Strata
-// closes the new connection at once, as both do for max.connections.per.ip.
+// At max.connections the accept loop stops accepting until a connection
+// closes, as Kafka's acceptor does (ConnectionQuotas.waitForConnectionSlot):
+// new connections wait in the kernel's backlog and are served, in turn, once
+// a slot frees. Over max.connections.per.ip the new connection is closed at
+// once, as Kafka does. Differences from Kafka:
 // max.connections.per.ip.overrides and the per-listener and rate limits
 // (max.connection.creation.rate) are not implemented.
 
@@ -56,21 +58,35 @@ func (l ConnLimits) idle() time.Duration {
 // connections.max.idle.ms.
 var errIdle = errors.New("idle for connections.max.idle.ms")
 
-// admit checks a new connection against max.connections and
-// max.connections.per.ip and counts it against its address; over a limit it
-// closes the connection with one log line and returns false. Only the accept
-// loop adds connections, so a count checked here cannot grow before track.
+// waitForSlot blocks the accept loop while the broker holds
+// max.connections connections, logging once when it starts to wait. It
+// returns false when the broker is shutting down.
+func (b *Broker) waitForSlot() bool {
+	limit := b.cfg.Limits.MaxConnections
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if limit > 0 && len(b.conns) >= limit && !b.closing {
+		b.logger.Info("not accepting connections until one closes", zap.String("reason",
+			fmt.Sprintf("the broker has the configured maximum of %d connections (max.connections)", limit)))
+		for len(b.conns) >= limit && !b.closing {
+			b.slotFreed.Wait()
+		}
+	}
+	return !b.closing
+}
+
+// admit checks a new connection against max.connections.per.ip and counts
+// it against its address; over the limit it closes the connection with one
+// log line and returns false. Only the accept loop adds connections, so a
+// count checked here cannot grow before track.
 func (b *Broker) admit(c *conn) bool {
 	ip := remoteIP(c.nc)
 	l := b.cfg.Limits
 	b.mu.Lock()
 	var reason string
-	switch {
-	case l.MaxConnections > 0 && len(b.conns) >= l.MaxConnections:
-		reason = fmt.Sprintf("the broker already has the configured maximum of %d connections (max.connections)", l.MaxConnections)
-	case l.MaxConnectionsPerIP > 0 && b.perIP[ip] >= l.MaxConnectionsPerIP:
+	if l.MaxConnectionsPerIP > 0 && b.perIP[ip] >= l.MaxConnectionsPerIP {
 		reason = fmt.Sprintf("address already has the configured maximum of %d connections (max.connections.per.ip)", l.MaxConnectionsPerIP)
-	default:
+	} else {
 		if b.perIP == nil {
 			b.perIP = make(map[string]int)
 		}

@@ -111,6 +111,9 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 	servedWithin(t, p.addr, 10*time.Second) // a slot is free again once the broker sees a go
 }
 
+// TestMaxConnections: at max.connections the broker stops accepting, as
+// Kafka's acceptor does; a further connection waits in the kernel's backlog
+// unanswered and is served as soon as one of the others closes.
 func TestMaxConnections(t *testing.T) {
 	e2e(t)
 	p := startBroker(t, "", "--override", "max.connections=3")
@@ -119,11 +122,26 @@ func TestMaxConnections(t *testing.T) {
 		conns = append(conns, servedWithin(t, p.addr, 10*time.Second))
 	}
 	over := dial(t, p.addr)
-	waitClosed(t, over, 10*time.Second)
-	p.waitLog(regexp.MustCompile(`rejected connection.*max.connections\)`), 5*time.Second)
+	p.waitLog(regexp.MustCompile(`not accepting connections until one closes.*max.connections\)`), 5*time.Second)
+	if _, err := over.Write(apiVersionsFrame()); err != nil {
+		t.Fatal(err)
+	}
+	_ = over.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	var b [1]byte
+	var ne net.Error
+	if n, err := over.Read(b[:]); n != 0 || !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("a connection over max.connections was answered or closed: %d bytes, %v", n, err)
+	}
 	conns[0].Close()
-	c := servedWithin(t, p.addr, 10*time.Second)
-	apiVersions(t, c)
+	_ = over.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(over, size[:]); err != nil {
+		t.Fatalf("the waiting connection was not served after a slot freed: %v", err)
+	}
+	if _, err := io.ReadFull(over, make([]byte, binary.BigEndian.Uint32(size[:]))); err != nil {
+		t.Fatal(err)
+	}
+	apiVersions(t, over)
 }
 
 func TestIdleConnectionClosed(t *testing.T) {
