@@ -10,7 +10,8 @@ package broker
 // request blocks this connection until the rebalance completes, as Kafka
 // holds the response; a shutdown answers it with NOT_COORDINATOR. A static
 // leader rejoining a Stable group gets SkipAssignment at v9 (KIP-814).
-// Difference from Kafka: group.max.size is not enforced.
+// group.max.size is enforced with Kafka's rule (GROUP_MAX_SIZE_REACHED; see
+// coordinator.acceptJoiningMember).
 
 import (
 	"net"

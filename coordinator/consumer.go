@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -286,6 +287,9 @@ func (c *Groups) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest,
 		g.protocolType, g.protocol, g.leader = "consumer", "", ""
 	}
 	cg := g.consumer
+	if _, known := cg.members[req.MemberID]; !known && c.cfg.ConsumerMaxSize > 0 && len(cg.members) >= c.cfg.ConsumerMaxSize {
+		return heartbeatError(kerr.GroupMaxSizeReached, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", c.cfg.ConsumerMaxSize))
+	}
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
 		return c.consumerLeave(g, req)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -44,10 +45,12 @@ type GroupConfig struct {
 	MinSessionTimeout      time.Duration // group.min.session.timeout.ms
 	MaxSessionTimeout      time.Duration // group.max.session.timeout.ms
 	InitialRebalanceDelay  time.Duration // group.initial.rebalance.delay.ms
+	MaxSize                int           // group.max.size; 0 = no limit
 
 	// KIP-848 consumer groups.
 	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms
 	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
+	ConsumerMaxSize           int           // group.consumer.max.size; 0 = no limit
 }
 
 // DefaultGroupConfig is Kafka's defaults.
@@ -60,9 +63,11 @@ func DefaultGroupConfig() GroupConfig {
 		MinSessionTimeout:      6 * time.Second,
 		MaxSessionTimeout:      30 * time.Minute,
 		InitialRebalanceDelay:  3 * time.Second,
+		MaxSize:                math.MaxInt32,
 
 		ConsumerSessionTimeout:    45 * time.Second,
 		ConsumerHeartbeatInterval: 5 * time.Second,
+		ConsumerMaxSize:           math.MaxInt32,
 	}
 }
 

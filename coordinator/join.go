@@ -120,6 +120,12 @@ func (c *Groups) join(g *group, jr *joinRequest) (joinResult, chan joinResult) {
 	if !g.supportsProtocols(jr.protocolType, jr.protocols) {
 		return fail(kerr.InconsistentGroupProtocol, jr.memberID)
 	}
+	if !c.acceptJoiningMember(g, jr.memberID) {
+		if m := g.members[jr.memberID]; m != nil {
+			c.removeMemberAndUpdateGroup(g, m, "member "+m.id+" did not fit group.max.size")
+		}
+		return fail(kerr.GroupMaxSizeReached, "")
+	}
 	if jr.memberID == "" {
 		id := newMemberID(jr.client.ID)
 		switch {
@@ -176,6 +182,33 @@ func (c *Groups) join(g *group, jr *joinRequest) (joinResult, chan joinResult) {
 		return c.currentGeneration(g, m), nil
 	default:
 		return fail(kerr.UnknownMemberID, jr.memberID)
+	}
+}
+
+// acceptJoiningMember is Kafka's rule for group.max.size: an empty group
+// takes anyone; while it prepares a rebalance, a member already waiting in
+// it is kept and others come in while fewer than the maximum wait (so a
+// lowered maximum sheds the last to rejoin); otherwise existing members are
+// kept and new ones come in while the group is below the maximum.
+func (c *Groups) acceptJoiningMember(g *group, memberID string) bool {
+	limit := c.cfg.MaxSize
+	if limit <= 0 {
+		return true
+	}
+	m := g.members[memberID]
+	switch g.state {
+	case statePreparingRebalance:
+		waiting := 0
+		for _, o := range g.members {
+			if o.join != nil {
+				waiting++
+			}
+		}
+		return (m != nil && m.join != nil) || waiting < limit
+	case stateCompletingRebalance, stateStable:
+		return m != nil || len(g.members) < limit
+	default:
+		return true
 	}
 }
 

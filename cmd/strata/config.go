@@ -36,6 +36,7 @@ type settings struct {
 	GroupMinSessionTimeoutMs     int64  // group.min.session.timeout.ms
 	GroupMaxSessionTimeoutMs     int64  // group.max.session.timeout.ms
 	GroupInitialRebalanceDelayMs int64  // group.initial.rebalance.delay.ms
+	GroupMaxSize                 int    // group.max.size
 	MetricsListener              string // metrics.listener (Strata's own key): http://host:port; empty = off
 
 	OffsetsSegmentBytes int32 // offsets.topic.segment.bytes
@@ -53,6 +54,7 @@ type settings struct {
 	ConsumerHeartbeatIntervalMs    int64 // group.consumer.heartbeat.interval.ms
 	ConsumerMinHeartbeatIntervalMs int64 // group.consumer.min.heartbeat.interval.ms
 	ConsumerMaxHeartbeatIntervalMs int64 // group.consumer.max.heartbeat.interval.ms
+	ConsumerMaxSize                int   // group.consumer.max.size
 
 	// Log cleaner (compaction).
 	CleanerEnable      bool    // log.cleaner.enable
@@ -93,6 +95,7 @@ func defaultSettings() settings {
 		GroupMinSessionTimeoutMs:     6000,
 		GroupMaxSessionTimeoutMs:     1800000,
 		GroupInitialRebalanceDelayMs: 3000,
+		GroupMaxSize:                 math.MaxInt32,
 		OffsetsSegmentBytes:          100 << 20,
 		Limits:                       defaultLimitSettings(),
 		Retention:                    defaultRetentionSettings(),
@@ -104,6 +107,7 @@ func defaultSettings() settings {
 		ConsumerHeartbeatIntervalMs:    5000,
 		ConsumerMinHeartbeatIntervalMs: 5000,
 		ConsumerMaxHeartbeatIntervalMs: 15000,
+		ConsumerMaxSize:                math.MaxInt32,
 
 		CleanerEnable:     true,
 		CleanerBackoffMs:  15000,
@@ -131,7 +135,7 @@ var implementedKeys = []string{
 	"max.connections", "max.connections.per.ip", "connections.max.idle.ms",
 	"offsets.topic.num.partitions", "offsets.retention.minutes", "offsets.retention.check.interval.ms",
 	"offsets.commit.timeout.ms", "group.min.session.timeout.ms", "group.max.session.timeout.ms",
-	"group.initial.rebalance.delay.ms", "offsets.topic.segment.bytes",
+	"group.initial.rebalance.delay.ms", "offsets.topic.segment.bytes", "group.max.size", "group.consumer.max.size",
 	"group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms",
 	"group.consumer.max.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
 	"group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms",
@@ -277,6 +281,7 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	p.int64Range(&s.GroupMinSessionTimeoutMs, "group.min.session.timeout.ms", 0, math.MaxInt32)
 	p.int64Range(&s.GroupMaxSessionTimeoutMs, "group.max.session.timeout.ms", 0, math.MaxInt32)
 	p.int64Range(&s.GroupInitialRebalanceDelayMs, "group.initial.rebalance.delay.ms", 0, math.MaxInt32)
+	p.intRange(&s.GroupMaxSize, "group.max.size", 1, math.MaxInt32)
 	p.int32Range(&s.OffsetsSegmentBytes, "offsets.topic.segment.bytes", 1, math.MaxInt32)
 	loadConsumerGroupSettings(&p, &s)
 	loadCleanerSettings(&p, &s)
@@ -303,6 +308,7 @@ func loadConsumerGroupSettings(p *propReader, s *settings) {
 	p.int64Range(&s.ConsumerHeartbeatIntervalMs, "group.consumer.heartbeat.interval.ms", 1, math.MaxInt32)
 	p.int64Range(&s.ConsumerMinHeartbeatIntervalMs, "group.consumer.min.heartbeat.interval.ms", 1, math.MaxInt32)
 	p.int64Range(&s.ConsumerMaxHeartbeatIntervalMs, "group.consumer.max.heartbeat.interval.ms", 1, math.MaxInt32)
+	p.intRange(&s.ConsumerMaxSize, "group.consumer.max.size", 1, math.MaxInt32)
 	if p.err != nil {
 		return
 	}

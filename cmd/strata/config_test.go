@@ -95,6 +95,7 @@ func TestDefaults(t *testing.T) {
 		GroupMinSessionTimeoutMs:     6000,
 		GroupMaxSessionTimeoutMs:     1800000,
 		GroupInitialRebalanceDelayMs: 3000,
+		GroupMaxSize:                 math.MaxInt32,
 		OffsetsSegmentBytes:          104857600,
 		Limits:                       limitSettings{MaxConnections: math.MaxInt32, MaxConnectionsPerIP: math.MaxInt32, MaxIdleMs: 600000},
 		Retention:                    retentionSettings{RetentionMs: 604800000, RetentionBytes: -1, CheckIntervalMs: 300000, SegmentDeleteMs: 60000},
@@ -107,6 +108,7 @@ func TestDefaults(t *testing.T) {
 		ConsumerHeartbeatIntervalMs:    5000,
 		ConsumerMinHeartbeatIntervalMs: 5000,
 		ConsumerMaxHeartbeatIntervalMs: 15000,
+		ConsumerMaxSize:                math.MaxInt32,
 
 		CleanerEnable:     true,
 		CleanerBackoffMs:  15000,
@@ -156,6 +158,8 @@ func TestValidValues(t *testing.T) {
 		{map[string]string{"metrics.listener": " 0.0.0.0:0 "}, func(s settings) bool { return s.MetricsListener == "0.0.0.0:0" }},
 		{map[string]string{"metrics.listener": ""}, func(s settings) bool { return s.MetricsListener == "" }},
 		{map[string]string{"offsets.topic.segment.bytes": "1"}, func(s settings) bool { return s.OffsetsSegmentBytes == 1 }},
+		{map[string]string{"group.max.size": "3", "group.consumer.max.size": "1"},
+			func(s settings) bool { return s.GroupMaxSize == 3 && s.ConsumerMaxSize == 1 }},
 		{map[string]string{"group.consumer.session.timeout.ms": "2000", "group.consumer.min.session.timeout.ms": "1000",
 			"group.consumer.heartbeat.interval.ms": "100", "group.consumer.min.heartbeat.interval.ms": "100"},
 			func(s settings) bool {
@@ -220,6 +224,8 @@ func TestInvalidValues(t *testing.T) {
 		{"log.flush.interval.messages", "9223372036854775808", "whole number"},
 		{"offsets.topic.num.partitions", "0", "at least 1"},
 		{"group.initial.rebalance.delay.ms", "-1", "at least 0"},
+		{"group.max.size", "0", "at least 1"},
+		{"group.consumer.max.size", "0", "at least 1"},
 		{"offsets.commit.timeout.ms", "x", "whole number"},
 		{"log.flush.interval.ms", "-1", "at least 0"},
 		{"offsets.topic.segment.bytes", "0", "at least 1"},

@@ -143,10 +143,12 @@ func brokerConfig(s settings, logRequests bool) broker.Config {
 			MinSessionTimeout:      time.Duration(s.GroupMinSessionTimeoutMs) * time.Millisecond,
 			MaxSessionTimeout:      time.Duration(s.GroupMaxSessionTimeoutMs) * time.Millisecond,
 			InitialRebalanceDelay:  time.Duration(s.GroupInitialRebalanceDelayMs) * time.Millisecond,
+			MaxSize:                s.GroupMaxSize,
 			OffsetsSegmentBytes:    s.OffsetsSegmentBytes,
 
 			ConsumerSessionTimeout:    time.Duration(s.ConsumerSessionTimeoutMs) * time.Millisecond,
 			ConsumerHeartbeatInterval: time.Duration(s.ConsumerHeartbeatIntervalMs) * time.Millisecond,
+			ConsumerMaxSize:           s.ConsumerMaxSize,
 		},
 		Txns: s.Txn.config(),
 		Log: storage.Config{
