@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"github.com/klauspost/crc32"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -167,6 +168,39 @@ func validateBatches(records []byte, maxMessageBytes int) ([]batchHeader, error)
 		pos += len(b)
 	}
 	return hdrs, nil
+}
+
+// checkTimestamps is Kafka's timestamp bound for CreateTime topics
+// (LogValidator.validateTimestamp): a record may be at most beforeMax ms
+// older and afterMax ms newer than the broker's clock, else the batch is
+// INVALID_TIMESTAMP. Records are not decoded here, so the bounds are checked
+// on each batch's first timestamp (a producer's earliest record) and its max
+// timestamp (its latest); records without a timestamp (-1) pass, as in
+// Kafka.
+func checkTimestamps(hdrs []batchHeader, beforeMax, afterMax, now int64) error {
+	const noTimestamp = -1
+	for i := range hdrs {
+		h := &hdrs[i]
+		for _, ts := range []int64{h.BaseTimestamp, h.MaxTimestamp} {
+			// Written so that no subtraction can overflow.
+			// Kafka's unbounded default (Long.MAX_VALUE) never refuses.
+			tooOld := beforeMax != math.MaxInt64 && ts < now && ts != noTimestamp && now-beforeMax > ts
+			tooNew := ts > now && ts-now > afterMax
+			if tooOld || tooNew {
+				return fmt.Errorf("record timestamp %d is out of range: timestamps must be within [%d, %d]: %w",
+					ts, now-beforeMax, satAdd(now, afterMax), kerr.InvalidTimestamp)
+			}
+		}
+	}
+	return nil
+}
+
+// satAdd is a+b, or math.MaxInt64 where that overflows (a, b >= 0).
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // stampBatch assigns the batch's base offset and leader epoch in place.

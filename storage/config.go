@@ -25,6 +25,13 @@ type Config struct {
 	RetentionBytes    int64 // log.retention.bytes / retention.bytes, -1 = unlimited
 	FileDeleteDelayMs int64 // log.segment.delete.delay.ms / file.delete.delay.ms, 60000
 
+	// Timestamp bounds on client batches (Append), Kafka's LogValidator
+	// check for CreateTime topics. The zero Config checks nothing;
+	// DefaultConfig and the broker's settings turn the check on.
+	CheckTimestamps      bool  // log.message.timestamp.type / message.timestamp.type is CreateTime (Kafka checks nothing for LogAppendTime)
+	TimestampBeforeMaxMs int64 // log.message.timestamp.before.max.ms / message.timestamp.before.max.ms, math.MaxInt64
+	TimestampAfterMaxMs  int64 // log.message.timestamp.after.max.ms / message.timestamp.after.max.ms, 3600000
+
 	// Broker-only cleaner settings, read by the Manager from its defaults.
 	CleanerDisable   bool  // !log.cleaner.enable (default enabled)
 	CleanerBackoffMs int64 // log.cleaner.backoff.ms, 15000
@@ -46,6 +53,10 @@ func DefaultConfig() Config {
 		DeleteRetentionMs:      24 * 60 * 60 * 1000,
 		MinCleanableDirtyRatio: 0.5,
 		CleanerBackoffMs:       15000,
+
+		CheckTimestamps:      true,
+		TimestampBeforeMaxMs: math.MaxInt64,
+		TimestampAfterMaxMs:  60 * 60 * 1000,
 
 		RetentionMs:              7 * 24 * 60 * 60 * 1000,
 		RetentionBytes:           -1,

@@ -154,6 +154,11 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
 	if err != nil {
 		return AppendResult{}, err
 	}
+	if view.CheckTimestamps {
+		if err := checkTimestamps(hdrs, view.TimestampBeforeMaxMs, view.TimestampAfterMaxMs, time.Now().UnixMilli()); err != nil {
+			return AppendResult{}, err
+		}
+	}
 	if view.Compact {
 		for i, pos := range batchPositions(hdrs) {
 			if err := checkKeyed(&hdrs[i], records[pos:pos+int(hdrs[i].size())]); err != nil {

@@ -190,6 +190,12 @@ func (c Config) WithTopicConfigs(m map[string]string) (Config, error) {
 					c.NoDelete = false
 				}
 			}
+		case "message.timestamp.type":
+			c.CheckTimestamps = strings.TrimSpace(m[k]) == "CreateTime"
+		case "message.timestamp.before.max.ms":
+			c.TimestampBeforeMaxMs = n
+		case "message.timestamp.after.max.ms":
+			c.TimestampAfterMaxMs = n
 		case "delete.retention.ms":
 			c.DeleteRetentionMs = n
 		case "min.compaction.lag.ms":

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -34,7 +35,9 @@ func TestWithTopicConfigsApplies(t *testing.T) {
 	want := Config{SegmentBytes: 1048576, SegmentMs: 60000, IndexIntervalBytes: 0, MaxIndexSize: 4096,
 		MaxMessageBytes: 2000000, FlushIntervalMessages: 1, FlushIntervalMs: 0,
 		Compact: true, DeleteRetentionMs: 1000, MinCompactionLagMs: 5, MinCleanableDirtyRatio: 0.25, CleanerBackoffMs: 15000,
-		RetentionMs: -1, RetentionBytes: -1, FileDeleteDelayMs: 60000, RetentionCheckIntervalMs: 300000}
+		RetentionMs: -1, RetentionBytes: -1, FileDeleteDelayMs: 60000, RetentionCheckIntervalMs: 300000,
+		// LogAppendTime: Kafka stamps the batch and checks no bounds.
+		CheckTimestamps: false, TimestampBeforeMaxMs: math.MaxInt64, TimestampAfterMaxMs: 3600000}
 	if got != want {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}

@@ -29,6 +29,9 @@ type settings struct {
 	SocketRequestMaxBytes int32  // socket.request.max.bytes
 	FlushIntervalMessages int64  // log.flush.interval.messages
 	FlushIntervalMs       int64  // log.flush.interval.ms
+	TimestampType         string // log.message.timestamp.type
+	TimestampBeforeMaxMs  int64  // log.message.timestamp.before.max.ms
+	TimestampAfterMaxMs   int64  // log.message.timestamp.after.max.ms
 
 	OffsetsTopicPartitions       int32  // offsets.topic.num.partitions
 	OffsetsRetentionMinutes      int64  // offsets.retention.minutes
@@ -88,6 +91,9 @@ func defaultSettings() settings {
 		SocketRequestMaxBytes: 100 << 20,
 		FlushIntervalMessages: math.MaxInt64,
 		FlushIntervalMs:       math.MaxInt64,
+		TimestampType:         "CreateTime",
+		TimestampBeforeMaxMs:  math.MaxInt64,
+		TimestampAfterMaxMs:   3600000,
 
 		OffsetsTopicPartitions:       50,
 		OffsetsRetentionMinutes:      7 * 24 * 60,
@@ -131,7 +137,8 @@ var implementedKeys = []string{
 	"num.partitions", "auto.create.topics.enable", "log.segment.bytes", "log.roll.ms",
 	"log.roll.hours", "log.index.interval.bytes", "log.index.size.max.bytes",
 	"message.max.bytes", "socket.request.max.bytes", "log.flush.interval.messages",
-	"log.flush.interval.ms", "metrics.listener",
+	"log.flush.interval.ms", "metrics.listener", "log.message.timestamp.type",
+	"log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
 	"max.connections", "max.connections.per.ip", "connections.max.idle.ms",
 	"offsets.topic.num.partitions", "offsets.retention.minutes", "offsets.retention.check.interval.ms",
 	"offsets.commit.timeout.ms", "group.min.session.timeout.ms", "group.max.session.timeout.ms",
@@ -161,7 +168,7 @@ var ignoredKeys = []string{
 	"zookeeper.connect", "zookeeper.connection.timeout.ms", "metadata.log.dir",
 	"log.flush.scheduler.interval.ms", "log.flush.offset.checkpoint.interval.ms",
 	"log.flush.start.offset.checkpoint.interval.ms",
-	"log.preallocate", "log.message.timestamp.type",
+	"log.preallocate",
 	"delete.topic.enable", "compression.type", "unclean.leader.election.enable",
 	"auto.leader.rebalance.enable", "request.timeout.ms",
 	"broker.rack", "authorizer.class.name", "super.users", "metric.reporters",
@@ -272,6 +279,9 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	p.int32Range(&s.SocketRequestMaxBytes, "socket.request.max.bytes", 1, math.MaxInt32)
 	p.int64Range(&s.FlushIntervalMessages, "log.flush.interval.messages", 1, math.MaxInt64)
 	p.int64Range(&s.FlushIntervalMs, "log.flush.interval.ms", 0, math.MaxInt64)
+	p.enum(&s.TimestampType, "log.message.timestamp.type", "CreateTime", "LogAppendTime")
+	p.int64Range(&s.TimestampBeforeMaxMs, "log.message.timestamp.before.max.ms", 0, math.MaxInt64)
+	p.int64Range(&s.TimestampAfterMaxMs, "log.message.timestamp.after.max.ms", 0, math.MaxInt64)
 	p.int32Range(&s.OffsetsTopicPartitions, "offsets.topic.num.partitions", 1, math.MaxInt32)
 	p.int64Range(&s.OffsetsRetentionMinutes, "offsets.retention.minutes", 1, math.MaxInt32)
 	p.int64Range(&s.OffsetsRetentionCheckMs, "offsets.retention.check.interval.ms", 1, math.MaxInt64)
@@ -438,6 +448,19 @@ func (p *propReader) boolean(dst *bool, key string) {
 	default:
 		p.fail(key, p.props[key], "must be true or false")
 	}
+}
+
+// enum accepts one of values exactly (Kafka's ValidString is case-sensitive).
+func (p *propReader) enum(dst *string, key string, values ...string) {
+	v, ok := p.get(key)
+	if !ok || p.err != nil {
+		return
+	}
+	if !slices.Contains(values, v) {
+		p.fail(key, p.props[key], "must be one of "+strings.Join(values, ", "))
+		return
+	}
+	*dst = v
 }
 
 // parseListeners checks Kafka's listener syntax, NAME://host:port[,...], and returns

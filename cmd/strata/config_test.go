@@ -88,6 +88,9 @@ func TestDefaults(t *testing.T) {
 		SocketRequestMaxBytes: 104857600,
 		FlushIntervalMessages: math.MaxInt64,
 		FlushIntervalMs:       math.MaxInt64,
+		TimestampType:         "CreateTime",
+		TimestampBeforeMaxMs:  math.MaxInt64,
+		TimestampAfterMaxMs:   3600000,
 
 		OffsetsTopicPartitions:       50,
 		OffsetsRetentionMinutes:      10080,
@@ -148,6 +151,11 @@ func TestValidValues(t *testing.T) {
 		{map[string]string{"socket.request.max.bytes": "2048"}, func(s settings) bool { return s.SocketRequestMaxBytes == 2048 }},
 		{map[string]string{"log.flush.interval.messages": "1"}, func(s settings) bool { return s.FlushIntervalMessages == 1 }},
 		{map[string]string{"log.flush.interval.ms": "0"}, func(s settings) bool { return s.FlushIntervalMs == 0 }},
+		{map[string]string{"log.message.timestamp.type": "LogAppendTime", "log.message.timestamp.before.max.ms": "0",
+			"log.message.timestamp.after.max.ms": "9223372036854775807"},
+			func(s settings) bool {
+				return s.TimestampType == "LogAppendTime" && s.TimestampBeforeMaxMs == 0 && s.TimestampAfterMaxMs == math.MaxInt64
+			}},
 		{map[string]string{"offsets.topic.num.partitions": "3", "offsets.retention.minutes": "1", "offsets.commit.timeout.ms": "5000"},
 			func(s settings) bool { return s.OffsetsTopicPartitions == 3 && s.OffsetsRetentionMinutes == 1 }},
 		{map[string]string{"group.min.session.timeout.ms": "100", "group.max.session.timeout.ms": "200", "group.initial.rebalance.delay.ms": "0"},
@@ -225,6 +233,8 @@ func TestInvalidValues(t *testing.T) {
 		{"offsets.topic.num.partitions", "0", "at least 1"},
 		{"group.initial.rebalance.delay.ms", "-1", "at least 0"},
 		{"group.max.size", "0", "at least 1"},
+		{"log.message.timestamp.type", "createtime", "one of CreateTime, LogAppendTime"},
+		{"log.message.timestamp.after.max.ms", "-1", "at least 0"},
 		{"group.consumer.max.size", "0", "at least 1"},
 		{"offsets.commit.timeout.ms", "x", "whole number"},
 		{"log.flush.interval.ms", "-1", "at least 0"},

@@ -160,6 +160,10 @@ func brokerConfig(s settings, logRequests bool) broker.Config {
 			FlushIntervalMessages: s.FlushIntervalMessages,
 			FlushIntervalMs:       s.FlushIntervalMs,
 
+			CheckTimestamps:      s.TimestampType == "CreateTime",
+			TimestampBeforeMaxMs: s.TimestampBeforeMaxMs,
+			TimestampAfterMaxMs:  s.TimestampAfterMaxMs,
+
 			Compact:                s.CleanupCompact,
 			DeleteRetentionMs:      s.DeleteRetentionMs,
 			MinCompactionLagMs:     s.MinCompactionLagMs,
