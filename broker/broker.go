@@ -60,10 +60,11 @@ type Broker struct {
 	perIP map[string]int // open connections by remote IP (limits.go)
 	// slotFreed is signalled (with mu) when a connection closes or shutdown
 	// starts: the accept loop waits on it at max.connections (limits.go).
-	slotFreed *sync.Cond
-	closing   bool
-	shutdown  chan struct{} // closed when Shutdown starts: wakes long polls
-	inflight  sync.WaitGroup
+	slotFreed  *sync.Cond
+	fullLogged time.Time // when waitForSlot last logged (limits.go)
+	closing    bool
+	shutdown   chan struct{} // closed when Shutdown starts: wakes long polls
+	inflight   sync.WaitGroup
 
 	metrics    *metrics.Metrics // nil when metrics.listener is off; see metrics.go
 	metricsSrv *metrics.Server

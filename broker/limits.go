@@ -59,15 +59,19 @@ func (l ConnLimits) idle() time.Duration {
 var errIdle = errors.New("idle for connections.max.idle.ms")
 
 // waitForSlot blocks the accept loop while the broker holds
-// max.connections connections, logging once when it starts to wait. It
-// returns false when the broker is shutting down.
+// max.connections connections, logging when it starts to wait (at most once
+// a minute: at the limit, every close lets one waiting connection in and the
+// loop waits again). It returns false when the broker is shutting down.
 func (b *Broker) waitForSlot() bool {
 	limit := b.cfg.Limits.MaxConnections
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if limit > 0 && len(b.conns) >= limit && !b.closing {
-		b.logger.Info("not accepting connections until one closes", zap.String("reason",
-			fmt.Sprintf("the broker has the configured maximum of %d connections (max.connections)", limit)))
+		if now := time.Now(); now.Sub(b.fullLogged) >= time.Minute {
+			b.fullLogged = now
+			b.logger.Info("not accepting connections until one closes", zap.String("reason",
+				fmt.Sprintf("the broker has the configured maximum of %d connections (max.connections)", limit)))
+		}
 		for len(b.conns) >= limit && !b.closing {
 			b.slotFreed.Wait()
 		}
