@@ -3,9 +3,11 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/klauspost/crc32"
 	"math"
+	"sync/atomic"
+	"time"
 
+	"github.com/klauspost/crc32"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -177,22 +179,58 @@ func validateBatches(records []byte, maxMessageBytes int) ([]batchHeader, error)
 // on each batch's first timestamp (a producer's earliest record) and its max
 // timestamp (its latest); records without a timestamp (-1) pass, as in
 // Kafka.
-func checkTimestamps(hdrs []batchHeader, beforeMax, afterMax, now int64) error {
-	const noTimestamp = -1
+//
+// With the default unbounded beforeMax only the future bound applies, and
+// a timestamp within afterMax of a clock reading taken earlier is within it
+// of the clock now, so the clock is read only when that check fails (about
+// once per afterMax), not on every append.
+func checkTimestamps(hdrs []batchHeader, beforeMax, afterMax int64) error {
+	fresh := beforeMax != math.MaxInt64
+	now := lastClockMs.Load()
+	if fresh {
+		now = readClockMs()
+	}
 	for i := range hdrs {
-		h := &hdrs[i]
-		for _, ts := range []int64{h.BaseTimestamp, h.MaxTimestamp} {
-			// Written so that no subtraction can overflow.
-			// Kafka's unbounded default (Long.MAX_VALUE) never refuses.
-			tooOld := beforeMax != math.MaxInt64 && ts < now && ts != noTimestamp && now-beforeMax > ts
-			tooNew := ts > now && ts-now > afterMax
-			if tooOld || tooNew {
-				return fmt.Errorf("record timestamp %d is out of range: timestamps must be within [%d, %d]: %w",
-					ts, now-beforeMax, satAdd(now, afterMax), kerr.InvalidTimestamp)
+		for _, ts := range [2]int64{hdrs[i].BaseTimestamp, hdrs[i].MaxTimestamp} {
+			if timestampInBounds(ts, beforeMax, afterMax, now) {
+				continue
 			}
+			if !fresh {
+				now, fresh = readClockMs(), true
+				if timestampInBounds(ts, beforeMax, afterMax, now) {
+					continue
+				}
+			}
+			return timestampError(ts, beforeMax, afterMax, now)
 		}
 	}
 	return nil
+}
+
+// lastClockMs is the wall clock in ms as checkTimestamps last read it.
+var lastClockMs atomic.Int64
+
+func readClockMs() int64 {
+	now := time.Now().UnixMilli()
+	lastClockMs.Store(now)
+	return now
+}
+
+// timestampInBounds is written so that no subtraction can overflow.
+// Kafka's unbounded default (Long.MAX_VALUE) never refuses, and a record
+// without a timestamp (-1) always passes.
+func timestampInBounds(ts, beforeMax, afterMax, now int64) bool {
+	const noTimestamp = -1
+	tooOld := beforeMax != math.MaxInt64 && ts < now && ts != noTimestamp && now-beforeMax > ts
+	tooNew := ts > now && ts-now > afterMax
+	return !tooOld && !tooNew
+}
+
+// timestampError is apart from checkTimestamps so that only a refusal
+// allocates.
+func timestampError(ts, beforeMax, afterMax, now int64) error {
+	return fmt.Errorf("record timestamp %d is out of range: timestamps must be within [%d, %d]: %w",
+		ts, now-beforeMax, satAdd(now, afterMax), kerr.InvalidTimestamp)
 }
 
 // satAdd is a+b, or math.MaxInt64 where that overflows (a, b >= 0).

@@ -155,7 +155,7 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
 		return AppendResult{}, err
 	}
 	if view.CheckTimestamps {
-		if err := checkTimestamps(hdrs, view.TimestampBeforeMaxMs, view.TimestampAfterMaxMs, time.Now().UnixMilli()); err != nil {
+		if err := checkTimestamps(hdrs, view.TimestampBeforeMaxMs, view.TimestampAfterMaxMs); err != nil {
 			return AppendResult{}, err
 		}
 	}
