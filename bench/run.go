@@ -146,20 +146,8 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 			return err
 		}
 		defer pinProcess(os.Getpid())
-		if c.want("W1") {
-			if err := add(runProduceWire(ctx, b, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.W1Records, ValueSize: 100, BatchBytes: c.BatchBytes}, label("W1"))); err != nil {
-				return err
-			}
-			if c.want("W4") {
-				if err := add(runConsumeWire(ctx, b, "W4", "w1", 6, c.W1Records, 100, label("W4"))); err != nil {
-					return err
-				}
-			}
-		}
-		if c.want("W2") {
-			if err := add(runProduceWire(ctx, b, ProduceSpec{Name: "W2", Topic: "w2", Partitions: 6, Records: c.W2Records, ValueSize: 1000, BatchBytes: c.BatchBytes}, label("W2"))); err != nil {
-				return err
-			}
+		if err := c.runWire(ctx, b, add, label, false); err != nil {
+			return err
 		}
 		return stop(b)
 	}
@@ -181,29 +169,8 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 		}
 		return stop(b)
 	}
-	if c.want("W1") {
-		if err := add(runProduceWire(ctx, b, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.W1Records, ValueSize: 100, BatchBytes: c.BatchBytes}, label("W1"))); err != nil {
-			return err
-		}
-		if c.want("W4") {
-			if err := add(runConsumeWire(ctx, b, "W4", "w1", 6, c.W1Records, 100, label("W4"))); err != nil {
-				return err
-			}
-			if err := add(runConsume(ctx, b, "W4/kgo", "w1", c.W1Records, label("W4/kgo"))); err != nil {
-				return err
-			}
-		}
-		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W1/kgo", Topic: "w1kgo", Partitions: 6, Records: c.W1Records, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W1/kgo"))); err != nil {
-			return err
-		}
-	}
-	if c.want("W2") {
-		if err := add(runProduceWire(ctx, b, ProduceSpec{Name: "W2", Topic: "w2", Partitions: 6, Records: c.W2Records, ValueSize: 1000, BatchBytes: c.BatchBytes}, label("W2"))); err != nil {
-			return err
-		}
-		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W2/kgo", Topic: "w2kgo", Partitions: 6, Records: c.W2Records, ValueSize: 1000, Linger: 5 * time.Millisecond}, label("W2/kgo"))); err != nil {
-			return err
-		}
+	if err := c.runWire(ctx, b, add, label, true); err != nil {
+		return err
 	}
 	if c.want("W3") {
 		if err := add(runProduceWire(ctx, b, w3Spec(c.W3Records), label("W3"))); err != nil {
@@ -254,6 +221,42 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 			return err
 		}
 		return stop(b7)
+	}
+	return nil
+}
+
+// runWire runs W1, W4 on W1's data, and W2 on the wire generator, and with
+// withKgo also their /kgo reference runs, in the order the report lists them.
+func (c *Config) runWire(ctx context.Context, b Broker, add func(*Result, error) error, label func(string) string, withKgo bool) error {
+	if c.want("W1") {
+		if err := add(runProduceWire(ctx, b, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.W1Records, ValueSize: 100, BatchBytes: c.BatchBytes}, label("W1"))); err != nil {
+			return err
+		}
+		if c.want("W4") {
+			if err := add(runConsumeWire(ctx, b, "W4", "w1", 6, c.W1Records, 100, label("W4"))); err != nil {
+				return err
+			}
+			if withKgo {
+				if err := add(runConsume(ctx, b, "W4/kgo", "w1", c.W1Records, label("W4/kgo"))); err != nil {
+					return err
+				}
+			}
+		}
+		if withKgo {
+			if err := add(runProduce(ctx, b, ProduceSpec{Name: "W1/kgo", Topic: "w1kgo", Partitions: 6, Records: c.W1Records, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W1/kgo"))); err != nil {
+				return err
+			}
+		}
+	}
+	if c.want("W2") {
+		if err := add(runProduceWire(ctx, b, ProduceSpec{Name: "W2", Topic: "w2", Partitions: 6, Records: c.W2Records, ValueSize: 1000, BatchBytes: c.BatchBytes}, label("W2"))); err != nil {
+			return err
+		}
+		if withKgo {
+			if err := add(runProduce(ctx, b, ProduceSpec{Name: "W2/kgo", Topic: "w2kgo", Partitions: 6, Records: c.W2Records, ValueSize: 1000, Linger: 5 * time.Millisecond}, label("W2/kgo"))); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -79,24 +79,30 @@ func benchTopic(b *testing.B, br *Broker) {
 	}
 }
 
+// produceFrame is a Produce v11 request frame of one batch of n records to
+// partition 0 of "allocs", and the batch's size.
+func produceFrame(n int, acks int16) ([]byte, int) {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 11, acks, 5000
+	t := kmsg.NewProduceRequestTopic()
+	t.Topic = "allocs"
+	p := kmsg.NewProduceRequestTopicPartition()
+	p.Records = benchBatch(n)
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	return kmsg.NewRequestFormatter().AppendRequest(nil, req, 1), len(p.Records)
+}
+
 // BenchmarkProduceAllocs appends one batch per op through a Produce v11
 // request (acks=all).
 func BenchmarkProduceAllocs(b *testing.B) {
 	for _, n := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			br := startBroker(b, nil)
-			req := kmsg.NewPtrProduceRequest()
-			req.Version, req.Acks, req.TimeoutMillis = 11, -1, 5000
-			t := kmsg.NewProduceRequestTopic()
-			t.Topic = "allocs"
-			p := kmsg.NewProduceRequestTopicPartition()
-			p.Records = benchBatch(n)
-			t.Partitions = append(t.Partitions, p)
-			req.Topics = append(req.Topics, t)
-			frame := kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)
+			frame, batchLen := produceFrame(n, -1)
 			c := dialBench(b, br)
 			benchTopic(b, br)
-			b.SetBytes(int64(len(p.Records)))
+			b.SetBytes(int64(batchLen))
 			b.ReportAllocs()
 			for b.Loop() {
 				body := c.roundTrip(b, frame)
@@ -120,15 +126,7 @@ func BenchmarkFetchAllocs(b *testing.B) {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			br := startBroker(b, nil)
 			benchTopic(b, br)
-			produce := kmsg.NewPtrProduceRequest()
-			produce.Version, produce.Acks, produce.TimeoutMillis = 11, 1, 5000
-			t := kmsg.NewProduceRequestTopic()
-			t.Topic = "allocs"
-			p := kmsg.NewProduceRequestTopicPartition()
-			p.Records = benchBatch(n)
-			t.Partitions = append(t.Partitions, p)
-			produce.Topics = append(produce.Topics, t)
-			frame := kmsg.NewRequestFormatter().AppendRequest(nil, produce, 1)
+			frame, _ := produceFrame(n, 1)
 			c := dialBench(b, br)
 			var end int64
 			for end < 200_000 {
