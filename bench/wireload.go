@@ -325,24 +325,20 @@ func runConsumeWire(ctx context.Context, b Broker, name, topic string, partition
 // asks for the next data before it checks what it got: the next offsets
 // come from the batch headers, then the CRCs are verified while the broker
 // works on the next response.
-func consumeWire(ctx context.Context, addr, topic string, count int32, done *atomic.Int64) error {
-	partitions := make([]int32, count)
-	for p := range partitions {
-		partitions[p] = int32(p)
-	}
+func consumeWire(ctx context.Context, addr, topic string, partitions int32, done *atomic.Int64) error {
 	w, err := dialWire(addr)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	offsets := make(map[int32]int64, len(partitions))
-	hws := make(map[int32]int64, len(partitions))
-	for _, p := range partitions {
+	offsets := make([]int64, partitions) // next offset to fetch, by partition
+	hws := make([]int64, partitions)     // high watermark last reported, -1 before the first
+	for p := range hws {
 		hws[p] = -1
 	}
 	finished := func() bool {
-		for _, p := range partitions {
-			if offsets[p] < hws[p] || hws[p] < 0 {
+		for p := range offsets {
+			if hws[p] < 0 || offsets[p] < hws[p] {
 				return false
 			}
 		}
@@ -357,7 +353,7 @@ func consumeWire(ctx context.Context, addr, topic string, count int32, done *ato
 		req.SessionEpoch = -1
 		t := kmsg.NewFetchRequestTopic()
 		t.Topic = topic
-		for _, p := range partitions {
+		for p := range partitions {
 			fp := kmsg.NewFetchRequestTopicPartition()
 			fp.Partition = p
 			fp.FetchOffset = offsets[p]
@@ -374,7 +370,7 @@ func consumeWire(ctx context.Context, addr, topic string, count int32, done *ato
 	var check [][]byte
 	for {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("partitions %v at offsets %v: %w", partitions, offsets, err)
+			return fmt.Errorf("at offsets %v: %w", offsets, err)
 		}
 		fr := kmsg.NewPtrFetchResponse()
 		fr.Version = wireFetchVersion
@@ -391,7 +387,7 @@ func consumeWire(ctx context.Context, addr, topic string, count int32, done *ato
 				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
 					return fmt.Errorf("fetch %s[%d]: %w", rt.Topic, rp.Partition, err)
 				}
-				if _, ok := hws[rp.Partition]; rt.Topic != topic || !ok {
+				if rt.Topic != topic || rp.Partition < 0 || rp.Partition >= partitions {
 					return fmt.Errorf("fetch answered %s[%d], not asked for", rt.Topic, rp.Partition)
 				}
 				next, got, complete, err := countBatches(rp.RecordBatches, offsets[rp.Partition])

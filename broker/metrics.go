@@ -222,18 +222,10 @@ func topLevelErrorCode(resp kmsg.Response) int16 {
 // batchRecordCount adds up the recordCount fields of the record batches in
 // records (magic 2 layout, storage/doc.go), which storage has validated.
 func batchRecordCount(records []byte) int64 {
-	const (
-		offLength  = 8
-		offCount   = 57
-		headerSize = 61
-	)
+	const offCount = 57
 	var n int64
-	for len(records) >= headerSize {
-		size := 12 + int(int32(binary.BigEndian.Uint32(records[offLength:])))
+	for size, ok := wholeBatch(records); ok; size, ok = wholeBatch(records) {
 		n += int64(int32(binary.BigEndian.Uint32(records[offCount:])))
-		if size < headerSize || size > len(records) {
-			break
-		}
 		records = records[size:]
 	}
 	return n

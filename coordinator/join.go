@@ -192,8 +192,8 @@ func (c *Groups) join(g *group, jr *joinRequest) (joinResult, chan joinResult) {
 // kept and new ones come in while the group is below the maximum.
 func (c *Groups) acceptJoiningMember(g *group, memberID string) bool {
 	limit := c.cfg.MaxSize
-	if limit <= 0 {
-		return true
+	if limit <= 0 || len(g.members) < limit {
+		return true // every rule below admits anyone while the group is smaller
 	}
 	m := g.members[memberID]
 	switch g.state {
