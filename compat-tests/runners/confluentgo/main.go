@@ -627,31 +627,23 @@ func (e env) alterConfigs() rt.Result {
 			return rt.Failf("IncrementalAlterConfigs %s: %v", r.Name, r.Error)
 		}
 	}
-	// Kafka applies the alter through its metadata log: poll for up to 10 s.
-	var value, source string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	res, err := rt.AwaitAlteredRetention("IncrementalAlterConfigs", "DescribeConfigs", func() (string, string, error) {
 		dr, err := adm.DescribeConfigs(e.ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: e.a.Topic}})
 		if err != nil {
-			return rt.Failf("DescribeConfigs: %v", err)
+			return "", "", fmt.Errorf("DescribeConfigs: %v", err)
 		}
 		if len(dr) != 1 || dr[0].Error.Code() != kafka.ErrNoError {
-			return rt.Failf("DescribeConfigs: %+v", dr)
+			return "", "", fmt.Errorf("DescribeConfigs: %+v", dr)
 		}
-		value, source = "(absent)", ""
 		if c, ok := dr[0].Config["retention.ms"]; ok {
-			value, source = c.Value, c.Source.String()
+			return c.Value, c.Source.String(), nil
 		}
-		if (value == rt.AlterRetentionMs && source == rt.DynamicTopicConfig) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+		return "(absent)", "", nil
+	})
+	if err != nil {
+		return rt.Failf("%v", err)
 	}
-	data := map[string]any{"value": value, "source": source}
-	if value != rt.AlterRetentionMs || source != rt.DynamicTopicConfig {
-		return rt.Fail(fmt.Sprintf("after IncrementalAlterConfigs SET retention.ms=%s DescribeConfigs shows %s (source %s), want %s (%s)", rt.AlterRetentionMs, value, source, rt.AlterRetentionMs, rt.DynamicTopicConfig), data)
-	}
-	return rt.Pass(fmt.Sprintf("IncrementalAlterConfigs SET retention.ms=%s; DescribeConfigs: %s, source %s", rt.AlterRetentionMs, value, source), data)
+	return res
 }
 
 // describeTopic: DescribeTopics of a 3-partition topic: topic ID, leader = the only replica = the only ISR.

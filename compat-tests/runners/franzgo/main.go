@@ -40,6 +40,27 @@ func (e *env) client(opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
+// commitSync commits offset of partition 0 of the scenario topic for c's
+// group and returns the request's error or a partition's.
+func (e *env) commitSync(c *kgo.Client, offset int64) error {
+	var cerr error
+	c.CommitOffsetsSync(e.ctx, map[string]map[int32]kgo.EpochOffset{e.a.Topic: {0: {Epoch: -1, Offset: offset}}},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				cerr = err
+				return
+			}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+						cerr = err
+					}
+				}
+			}
+		})
+	return cerr
+}
+
 func (e *env) failf(format string, a ...any) rt.Result {
 	return rt.Fail(fmt.Sprintf(format, a...)+e.ring.String(), nil)
 }
@@ -400,31 +421,16 @@ func (e *env) groupCommitResume() rt.Result {
 	if err := e.produceN(20); err != nil {
 		return e.failf("produce: %v", err)
 	}
-	c1, recs, err := e.groupConsume(10)
+	c1, _, err := e.groupConsume(10)
 	if err != nil {
 		c1.Close()
 		return e.failf("first consumer: %v", err)
 	}
-	var cerr error
-	c1.CommitOffsetsSync(e.ctx, map[string]map[int32]kgo.EpochOffset{e.a.Topic: {0: {Epoch: -1, Offset: 10}}},
-		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			if err != nil {
-				cerr = err
-				return
-			}
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-						cerr = err
-					}
-				}
-			}
-		})
+	cerr := e.commitSync(c1, 10)
 	c1.Close()
 	if cerr != nil {
 		return e.failf("commit: %v", cerr)
 	}
-	_ = recs
 	c2, recs2, err := e.groupConsume(1)
 	c2.Close()
 	if err != nil {
@@ -650,39 +656,29 @@ func (e *env) alterConfigs() rt.Result {
 			return e.failf("IncrementalAlterConfigs %s: %v %s", r.Name, r.Err, r.ErrMessage)
 		}
 	}
-	// Kafka applies the alter through its metadata log, so a describe right after it may
-	// still show the old value: poll for up to 10 s.
-	var value, source string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	res, err := rt.AwaitAlteredRetention("IncrementalAlterConfigs", "DescribeConfigs", func() (string, string, error) {
 		rcs, err := adm.DescribeTopicConfigs(e.ctx, e.a.Topic)
 		if err != nil {
-			return e.failf("DescribeConfigs: %v", err)
+			return "", "", fmt.Errorf("DescribeConfigs: %v", err)
 		}
 		rc, err := rcs.On(e.a.Topic, nil)
 		if err == nil && rc.Err != nil {
 			err = fmt.Errorf("%v %s", rc.Err, rc.ErrMessage)
 		}
 		if err != nil {
-			return e.failf("DescribeConfigs: %v", err)
+			return "", "", fmt.Errorf("DescribeConfigs: %v", err)
 		}
-		value, source = "(absent)", ""
 		for _, c := range rc.Configs {
 			if c.Key == "retention.ms" {
-				value, source = c.MaybeValue(), c.Source.String()
+				return c.MaybeValue(), c.Source.String(), nil
 			}
 		}
-		if (value == rt.AlterRetentionMs && source == rt.DynamicTopicConfig) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+		return "(absent)", "", nil
+	})
+	if err != nil {
+		return e.failf("%v", err)
 	}
-	data := map[string]any{"value": value, "source": source}
-	if value != rt.AlterRetentionMs || source != rt.DynamicTopicConfig {
-		return rt.Fail(fmt.Sprintf("after IncrementalAlterConfigs SET retention.ms=%s DescribeConfigs shows retention.ms %s (source %s) for 10 s, want %s (%s)",
-			rt.AlterRetentionMs, value, source, rt.AlterRetentionMs, rt.DynamicTopicConfig), data)
-	}
-	return rt.Pass(fmt.Sprintf("IncrementalAlterConfigs SET retention.ms=%s; DescribeConfigs: %s, source %s", rt.AlterRetentionMs, value, source), data)
+	return res
 }
 
 // describeTopic checks Metadata's view of a 3-partition topic: leader, replicas and ISR.
@@ -838,21 +834,7 @@ func (e *env) groupConsumerProtocol() rt.Result {
 		c1.Close()
 		return e.failf("first consumer: %v", err)
 	}
-	var cerr error
-	c1.CommitOffsetsSync(e.ctx, map[string]map[int32]kgo.EpochOffset{e.a.Topic: {0: {Epoch: -1, Offset: 10}}},
-		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			if err != nil {
-				cerr = err
-				return
-			}
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-						cerr = err
-					}
-				}
-			}
-		})
+	cerr := e.commitSync(c1, 10)
 	gt, gterr := e.groupType(cl, e.a.Group())
 	c1.Close()
 	if cerr != nil {

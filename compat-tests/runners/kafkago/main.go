@@ -518,33 +518,25 @@ func (e env) alterConfigs() rt.Result {
 			return rt.Failf("IncrementalAlterConfigs %s: %v", r.ResourceName, r.Error)
 		}
 	}
-	// Kafka applies the alter through its metadata log: poll for up to 10 s.
-	var value, source string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	res, err := rt.AwaitAlteredRetention("IncrementalAlterConfigs", "DescribeConfigs", func() (string, string, error) {
 		resp, err := e.cl.DescribeConfigs(e.ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{ResourceType: kafka.ResourceTypeTopic, ResourceName: e.a.Topic}}})
 		if err != nil {
-			return rt.Failf("DescribeConfigs: %v", err)
+			return "", "", fmt.Errorf("DescribeConfigs: %v", err)
 		}
 		if len(resp.Resources) != 1 || resp.Resources[0].Error != nil {
-			return rt.Failf("DescribeConfigs: %d resources %+v", len(resp.Resources), resp.Resources)
+			return "", "", fmt.Errorf("DescribeConfigs: %d resources %+v", len(resp.Resources), resp.Resources)
 		}
-		value, source = "(absent)", ""
 		for _, c := range resp.Resources[0].ConfigEntries {
 			if c.ConfigName == "retention.ms" {
-				value, source = c.ConfigValue, rt.SourceName(c.ConfigSource)
+				return c.ConfigValue, rt.SourceName(c.ConfigSource), nil
 			}
 		}
-		if (value == rt.AlterRetentionMs && source == rt.DynamicTopicConfig) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+		return "(absent)", "", nil
+	})
+	if err != nil {
+		return rt.Failf("%v", err)
 	}
-	data := map[string]any{"value": value, "source": source}
-	if value != rt.AlterRetentionMs || source != rt.DynamicTopicConfig {
-		return rt.Fail(fmt.Sprintf("after IncrementalAlterConfigs SET retention.ms=%s DescribeConfigs shows %s (source %s), want %s (%s)", rt.AlterRetentionMs, value, source, rt.AlterRetentionMs, rt.DynamicTopicConfig), data)
-	}
-	return rt.Pass(fmt.Sprintf("IncrementalAlterConfigs SET retention.ms=%s; DescribeConfigs: %s, source %s", rt.AlterRetentionMs, value, source), data)
+	return res
 }
 
 // describeTopic: Metadata of a 3-partition topic: leader = the only replica = the only ISR.

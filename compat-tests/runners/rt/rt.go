@@ -242,6 +242,35 @@ const (
 	LogDirsProduce = 10
 )
 
+// AwaitAlteredRetention is alter_configs' check after the alter: it polls
+// describe, which returns the topic's retention.ms value ("(absent)" when
+// missing) and config source, for up to 10 s until they show
+// AlterRetentionMs as a per-topic override (Kafka applies an alter through
+// its metadata log, so a describe right after it may still show the old
+// value), and judges what it last saw. alter and describe name the
+// client's calls in the messages. A describe error ends the poll and is
+// returned, for the runner to report.
+func AwaitAlteredRetention(alter, describeName string, describe func() (value, source string, err error)) (Result, error) {
+	var value, source string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var err error
+		if value, source, err = describe(); err != nil {
+			return Result{}, err
+		}
+		if (value == AlterRetentionMs && source == DynamicTopicConfig) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	data := map[string]any{"value": value, "source": source}
+	if value != AlterRetentionMs || source != DynamicTopicConfig {
+		return Fail(fmt.Sprintf("after %s SET retention.ms=%s %s shows %s (source %s), want %s (%s)",
+			alter, AlterRetentionMs, describeName, value, source, AlterRetentionMs, DynamicTopicConfig), data), nil
+	}
+	return Pass(fmt.Sprintf("%s SET retention.ms=%s; %s: %s, source %s", alter, AlterRetentionMs, describeName, value, source), data), nil
+}
+
 // SourceName is Kafka's name of a DescribeConfigs (v1+) config source code.
 func SourceName(code int8) string {
 	names := []string{"UNKNOWN", "DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG",

@@ -684,30 +684,22 @@ func (e env) alterConfigs() rt.Result {
 		"retention.ms": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v}}, false); err != nil {
 		return rt.Failf("IncrementalAlterConfig: %v", err)
 	}
-	// Kafka applies the alter through its metadata log: poll for up to 10 s.
-	var value, source string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	res, err := rt.AwaitAlteredRetention("IncrementalAlterConfig", "DescribeConfig", func() (string, string, error) {
 		entries, err := adm.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: e.a.Topic})
 		if err != nil {
-			return rt.Failf("DescribeConfig: %v", err)
+			return "", "", fmt.Errorf("DescribeConfig: %v", err)
 		}
-		value, source = "(absent)", ""
 		for _, c := range entries {
 			if c.Name == "retention.ms" {
-				value, source = c.Value, kafkaSource[c.Source]
+				return c.Value, kafkaSource[c.Source], nil
 			}
 		}
-		if (value == rt.AlterRetentionMs && source == rt.DynamicTopicConfig) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+		return "(absent)", "", nil
+	})
+	if err != nil {
+		return rt.Failf("%v", err)
 	}
-	data := map[string]any{"value": value, "source": source}
-	if value != rt.AlterRetentionMs || source != rt.DynamicTopicConfig {
-		return rt.Fail(fmt.Sprintf("after IncrementalAlterConfig SET retention.ms=%s DescribeConfig shows %s (source %s), want %s (%s)", rt.AlterRetentionMs, value, source, rt.AlterRetentionMs, rt.DynamicTopicConfig), data)
-	}
-	return rt.Pass(fmt.Sprintf("IncrementalAlterConfig SET retention.ms=%s; DescribeConfig: %s, source %s", rt.AlterRetentionMs, value, source), data)
+	return res
 }
 
 // describeTopic: DescribeTopics of a 3-partition topic: leader = the only replica = the only ISR.
