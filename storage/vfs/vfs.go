@@ -36,6 +36,10 @@ type FS interface {
 	// SyncDir fsyncs a directory so that creations, renames and removals of
 	// its entries are durable.
 	SyncDir(dir string) error
+	// Lock takes an exclusive lock on the named file, creating it, for as
+	// long as the returned Closer is open. A lock held elsewhere is
+	// ErrLocked, with the holder in the message when it is known.
+	Lock(name string) (io.Closer, error)
 }
 
 // Default is the operating system's file system.

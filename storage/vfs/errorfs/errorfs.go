@@ -7,6 +7,7 @@ package errorfs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -188,6 +189,9 @@ func (fs *FS) Rename(oldname, newname string) error {
 
 func (fs *FS) ReadDir(dir string) ([]os.DirEntry, error) { return fs.inner.ReadDir(dir) }
 func (fs *FS) Stat(name string) (os.FileInfo, error)     { return fs.inner.Stat(name) }
+
+// Lock is the inner FS's lock; no fault targets it.
+func (fs *FS) Lock(name string) (io.Closer, error) { return fs.inner.Lock(name) }
 
 func (fs *FS) SyncDir(dir string) error {
 	if f := fs.check(OpSyncDir, dir); f != nil {

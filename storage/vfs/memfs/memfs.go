@@ -108,6 +108,7 @@ type FS struct {
 	haltAt  int64
 	halted  bool
 	haltImg *Image
+	locks   map[string]bool // names held by Lock
 }
 
 var _ vfs.FS = (*FS)(nil)
@@ -450,6 +451,32 @@ func (m *FS) Stat(name string) (os.FileInfo, error) {
 }
 
 // SyncDir makes the directory's current entries durable.
+// Lock holds name until the Closer is closed; a second Lock of the same
+// name fails with vfs.ErrLocked. It is not a mutating operation: no file is
+// created and a crash image starts with no locks held.
+func (m *FS) Lock(name string) (io.Closer, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	name = clean(name)
+	if m.locks[name] {
+		return nil, fmt.Errorf("lock %s: %w", name, vfs.ErrLocked)
+	}
+	if m.locks == nil {
+		m.locks = map[string]bool{}
+	}
+	m.locks[name] = true
+	return lockCloser(func() error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.locks, name)
+		return nil
+	}), nil
+}
+
+type lockCloser func() error
+
+func (c lockCloser) Close() error { return c() }
+
 func (m *FS) SyncDir(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
