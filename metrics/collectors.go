@@ -12,12 +12,14 @@ import (
 // *storage.Manager implements it.
 type Storage interface {
 	Topics() []*storage.Topic
+	OfflinePartitions() []storage.OfflinePartition
 }
 
 type storageSource struct{ s Storage }
 
-// SetStorage makes scrapes report every partition's offsets and drop the
-// traffic counters of topics that no longer exist.
+// SetStorage makes scrapes report every partition's offsets and whether it
+// is offline, drop the traffic counters of topics that no longer exist, and
+// /healthz answer 503 while a partition is offline.
 func (m *Metrics) SetStorage(s Storage) {
 	if m != nil {
 		m.storage.Store(&storageSource{s})
@@ -58,6 +60,9 @@ var (
 		"First offset still in the log.", []string{"topic", "partition"}, nil)
 	sizeDesc = prometheus.NewDesc(PartitionSizeBytes,
 		"Bytes of the partition's segment files.", []string{"topic", "partition"}, nil)
+	offlineDesc = prometheus.NewDesc(PartitionOffline,
+		"1 while the partition's log has failed (a write error, e.g. a full disk) and refuses writes, else 0.",
+		[]string{"topic", "partition"}, nil)
 	highWatermarkDesc = prometheus.NewDesc(PartitionHighWatermark,
 		"Offset up to which records are visible to consumers.", []string{"topic", "partition"}, nil)
 	groupOffsetDesc = prometheus.NewDesc(GroupCommittedOffset,
@@ -105,6 +110,7 @@ func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- logStartDesc
 	ch <- highWatermarkDesc
 	ch <- sizeDesc
+	ch <- offlineDesc
 	ch <- groupOffsetDesc
 	ch <- groupLagDesc
 }
@@ -132,6 +138,11 @@ func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(logStartDesc, prometheus.GaugeValue, float64(p.Log.LogStartOffset()), t.Name, part)
 			ch <- prometheus.MustNewConstMetric(highWatermarkDesc, prometheus.GaugeValue, float64(hw), t.Name, part)
 			ch <- prometheus.MustNewConstMetric(sizeDesc, prometheus.GaugeValue, float64(p.Log.Size()), t.Name, part)
+			offline := 0.0
+			if p.Log.Failed() != nil {
+				offline = 1
+			}
+			ch <- prometheus.MustNewConstMetric(offlineDesc, prometheus.GaugeValue, offline, t.Name, part)
 			if hws != nil {
 				hws[topicPartition{t.Name, p.Index}] = hw
 			}

@@ -46,6 +46,7 @@ const (
 	GroupCommittedOffset   = "strata_group_committed_offset"
 	GroupLag               = "strata_group_lag"
 	PartitionSizeBytes     = "strata_partition_size_bytes"
+	PartitionOffline       = "strata_partition_offline"
 	FsyncDurationSeconds   = "strata_fsync_duration_seconds"
 )
 

@@ -42,7 +42,8 @@ func ParseListener(v string) (string, error) {
 }
 
 // Handler serves /metrics (the Prometheus exposition formats, negotiated)
-// and /healthz (200 "ok" while the broker serves, else 503).
+// and /healthz: 200 "ok" while the broker serves and every partition takes
+// writes, else 503 with the reason (the offline partitions, one a line).
 func (m *Metrics) Handler(log *zap.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
@@ -55,6 +56,16 @@ func (m *Metrics) Handler(log *zap.Logger) http.Handler {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, "not serving")
 			return
+		}
+		if src := m.storage.Load(); src != nil {
+			if offline := src.s.OfflinePartitions(); len(offline) > 0 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintf(w, "%d offline partitions\n", len(offline))
+				for _, o := range offline {
+					fmt.Fprintf(w, "%s-%d: %v\n", o.Topic, o.Partition, o.Err)
+				}
+				return
+			}
 		}
 		fmt.Fprintln(w, "ok")
 	})

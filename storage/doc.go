@@ -3,11 +3,13 @@
 //
 // # Directory layout
 //
-// One directory per log.dir holds meta.properties, recovery-point-offset-
-// checkpoint, log-start-offset-checkpoint, cleaner-offset-checkpoint,
-// .kafka_cleanshutdown and strata-topics.json (written by the Manager), and
-// one directory per
-// partition, <topic>-<partition>, holding:
+// One directory per log.dir holds .lock (held with an fcntl lock for the
+// broker's lifetime, as Kafka's LogManager holds it, so neither a second
+// Strata nor a Kafka can open the dir at the same time), meta.properties,
+// recovery-point-offset-checkpoint, log-start-offset-checkpoint,
+// cleaner-offset-checkpoint, .kafka_cleanshutdown and strata-topics.json
+// (written by the Manager), and one directory per partition,
+// <topic>-<partition>, holding:
 //
 //	00000000000000000000.log        record batches, concatenated
 //	00000000000000000000.index      offset index of that segment
@@ -220,8 +222,32 @@
 // reason is logged once, the active segment is cut back to the high
 // watermark (or the last fsynced position if further) so that a torn write
 // or an append whose fsync failed is not brought back by recovery, and every
-// later Append returns KAFKA_STORAGE_ERROR until the log is reopened. A batch
-// is never acknowledged if its write or its required fsync failed.
+// later Append returns KAFKA_STORAGE_ERROR. A batch is never acknowledged
+// if its write or its required fsync failed. The failed log still serves
+// reads, and retention and DeleteRecords still delete its closed segments
+// (it cannot roll), so space can be freed. Every second the Manager writes,
+// fsyncs and removes a probe file (.strata-write-probe, message.max.bytes
+// long) in the log dir; once that succeeds it revives each failed log in
+// place: closes its files and recovers it from its last fsynced offset, as
+// a restart would, logging what recovery checked and dropped (never
+// anything acknowledged). A log whose revival fails goes offline (reads fail
+// too) until a later one succeeds. A Close with failed logs writes the
+// checkpoints it can and no clean-shutdown marker, so the next start
+// recovers from the checkpoints.
+//
+// # What the Manager may delete
+//
+// Nothing it cannot account for (manager_dirs.go). It removes directories
+// named <topic>-<p>.<id>-delete (Kafka's name for a partition being
+// deleted, which Kafka removes too), and partition directories of a topic
+// listed under "deleted" in strata-topics.json whose partition.metadata
+// holds that topic's id (a deletion interrupted by a crash). Any other
+// non-empty partition directory that no registered topic owns is foreign:
+// left alone with one warning at open, its entries kept in the offset
+// checkpoint files, and a topic that would take its name is refused
+// (INVALID_TOPIC_EXCEPTION naming the directory). Segment files renamed
+// .deleted by retention or DeleteRecords are removed file.delete.delay.ms
+// later, to the second: each deletion wakes the Manager's timer.
 //
 // # Reads
 //

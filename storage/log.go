@@ -31,6 +31,10 @@ type OpenOptions struct {
 	Now func() time.Time
 	// OnFsync, when set, is told how long each segment fsync took.
 	OnFsync func(time.Duration)
+	// OnSegmentsDeleted, when set, is called (under the log's lock, so it
+	// must not block) when segments are renamed .deleted, so the caller can
+	// remove them when their file.delete.delay.ms is up.
+	OnSegmentsDeleted func()
 }
 
 // AppendResult describes a successful Append.
@@ -67,6 +71,7 @@ type Log struct {
 	hw            logPos
 	waitCh        chan struct{}
 	failed        error // first write/fsync/truncate failure; refuses all writes
+	recovery      RecoveryReport
 	closed        bool
 	producers     *producerStates
 	aborted       []abortedTxn // aborted-transaction index of all segments, by marker offset
@@ -92,9 +97,10 @@ type Log struct {
 	// Retention (retention.go): cfgView is cfg for the reads Append makes
 	// before taking mu; doomed lists renamed segment files awaiting removal
 	// (guarded by mu).
-	cfgView atomic.Pointer[Config]
-	doomed  []doomedFiles
-	onFsync func(time.Duration)
+	cfgView  atomic.Pointer[Config]
+	doomed   []doomedFiles
+	onDoomed func()
+	onFsync  func(time.Duration)
 }
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
@@ -109,7 +115,7 @@ func (l *Log) fail(err error) {
 		return
 	}
 	l.failed = err
-	l.logger.Error("partition log failed, refusing writes until restart", zap.String("dir", l.dir), zap.Error(err))
+	l.logger.Error("partition log failed, refusing writes until a write in its log dir succeeds again", zap.String("dir", l.dir), zap.Error(err))
 	s := l.active()
 	if !s.active {
 		return
@@ -127,7 +133,7 @@ func (l *Log) fail(err error) {
 }
 
 func (l *Log) storageError() error {
-	return fmt.Errorf("log %s failed: %v: %w", l.dir, l.failed, kerr.KafkaStorageError)
+	return fmt.Errorf("log %s failed: %w: %w", l.dir, l.failed, kerr.KafkaStorageError)
 }
 
 var errLogClosed = errors.New("log closed")

@@ -3,12 +3,12 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +22,10 @@ import (
 // in a log.dir when the previous broker stopped cleanly, so the logs' indexes
 // can be trusted and recovery skipped above the recovery point.
 const cleanShutdownFile = ".kafka_cleanshutdown"
+
+// lockFile is Kafka's LogManager.LockFileName: held for the broker's
+// lifetime so that a second broker (Strata or Kafka) cannot open the dir.
+const lockFile = ".lock"
 
 // ManagerOptions configures OpenManager.
 type ManagerOptions struct {
@@ -45,9 +49,17 @@ type Manager struct {
 	defaults Config
 	logger   *zap.Logger
 	meta     metaProperties
+	lock     io.Closer // the log dir's .lock, released by Close
 
 	adminMu sync.Mutex
 	closed  bool // under adminMu
+	// deleting lists deleted topics whose directories may remain (under
+	// adminMu); foreign names the partition directories found at open that
+	// no registered partition owns, and foreignCkpt their checkpoint
+	// entries, kept on every rewrite (manager_dirs.go).
+	deleting    []registryTopic
+	foreign     map[string]bool
+	foreignCkpt map[string]map[topicPartition]int64
 
 	cleaner *logCleaner // nil when log.cleaner.enable is false
 	// cleanMu serializes cleaning passes and cleaner-offset-checkpoint writes.
@@ -66,6 +78,12 @@ type Manager struct {
 	brokerConfigs map[string]string
 	retention     *logCleaner
 	ckptMu        sync.Mutex
+	// deletedSegs wakes the retention goroutine when a log renamed
+	// segments .deleted, so it removes them when their delay is up.
+	deletedSegs chan struct{}
+	// lsoCkptPending is set when a log-start-offset-checkpoint write
+	// failed; the retention goroutine retries it.
+	lsoCkptPending atomic.Bool
 
 	mu     sync.RWMutex
 	topics map[string]*Topic
@@ -128,44 +146,62 @@ func OpenManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOptions) 
 	if logger == nil {
 		logger = zap.NewNop()
 	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("log dir %s: %w", dir, err)
 	}
-	meta, err := loadOrCreateMetaProperties(fsys, dir, opts.NodeID)
+	lock, err := fsys.Lock(filepath.Join(dir, lockFile))
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return nil, fmt.Errorf("log dir %s is in use by another broker: %w", dir, err)
+		}
+		return nil, fmt.Errorf("log dir %s: %w", dir, err)
+	}
+	m, err := openLockedManager(fsys, dir, defaults, opts, logger)
+	if err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	m.lock = lock
+	return m, nil
+}
+
+// openLockedManager is OpenManager once the log dir's lock is held.
+func openLockedManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOptions, logger *zap.Logger) (*Manager, error) {
+	meta, created, err := loadOrCreateMetaProperties(fsys, dir, opts.NodeID)
 	if err != nil {
 		return nil, err
 	}
-	reg, err := readRegistry(fsys, dir)
+	reg, deleted, err := readRegistry(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
-	recoveryPoints, err := readOffsetCheckpoint(fsys, filepath.Join(dir, recoveryPointCheckpointFile))
-	if err != nil {
-		return nil, err
-	}
-	startOffsets, err := readOffsetCheckpoint(fsys, filepath.Join(dir, logStartOffsetCheckpointFile))
-	if err != nil {
-		return nil, err
-	}
-	dirtyOffsets, err := readOffsetCheckpoint(fsys, filepath.Join(dir, cleanerCheckpointFile))
-	if err != nil {
-		return nil, err
+	checkpoints := map[string]map[topicPartition]int64{}
+	for _, name := range []string{recoveryPointCheckpointFile, logStartOffsetCheckpointFile, cleanerCheckpointFile} {
+		if checkpoints[name], err = readOffsetCheckpoint(fsys, filepath.Join(dir, name)); err != nil {
+			return nil, err
+		}
 	}
 	clean, err := consumeCleanShutdownMarker(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
 	m := &Manager{
-		fsys:     fsys,
-		dir:      dir,
-		defaults: defaults,
-		static:   defaults,
-		logger:   logger,
-		meta:     meta,
-		now:      opts.Now,
-		onFsync:  opts.OnFsync,
-		topics:   make(map[string]*Topic, len(reg)),
-		byID:     make(map[[16]byte]*Topic, len(reg)),
+		fsys:        fsys,
+		dir:         dir,
+		defaults:    defaults,
+		static:      defaults,
+		logger:      logger,
+		meta:        meta,
+		now:         opts.Now,
+		onFsync:     opts.OnFsync,
+		deleting:    deleted,
+		deletedSegs: make(chan struct{}, 1),
+		foreignCkpt: map[string]map[topicPartition]int64{},
+		topics:      make(map[string]*Topic, len(reg)),
+		byID:        make(map[[16]byte]*Topic, len(reg)),
 	}
 	if m.now == nil {
 		m.now = time.Now
@@ -173,8 +209,12 @@ func OpenManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOptions) 
 	if err := m.loadBrokerConfigs(); err != nil {
 		return nil, err
 	}
-	logger.Info("opening log dir", zap.String("dir", dir), zap.String("cluster.id", meta.ClusterID),
-		zap.Int("topics", len(reg)), zap.Bool("clean_shutdown", clean))
+	if created && len(reg) == 0 {
+		logger.Info("log dir is new", zap.String("dir", dir), zap.String("cluster.id", meta.ClusterID))
+	} else {
+		logger.Info("opening log dir", zap.String("dir", dir), zap.String("cluster.id", meta.ClusterID),
+			zap.Int("topics", len(reg)), zap.Bool("clean_shutdown", clean))
+	}
 	var opens []partitionOpen
 	for _, rt := range reg {
 		t, err := m.newTopic(rt.Name, rt.ID, rt.Configs)
@@ -185,29 +225,61 @@ func OpenManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOptions) 
 		t.parts.Store(&parts)
 		for i := range parts {
 			tp := topicPartition{Topic: t.Name, Partition: int32(i)}
-			rp, ok := recoveryPoints[tp]
+			rp, ok := checkpoints[recoveryPointCheckpointFile][tp]
 			if !ok {
 				rp = -1
 			}
 			opens = append(opens, partitionOpen{topic: t, index: int32(i), opts: OpenOptions{RecoveryPoint: rp, CleanShutdown: clean,
-				LogStartOffset: startOffsets[tp], FirstDirtyOffset: dirtyOffsets[tp]}})
+				LogStartOffset: checkpoints[logStartOffsetCheckpointFile][tp], FirstDirtyOffset: checkpoints[cleanerCheckpointFile][tp]}})
 		}
 		m.topics[t.Name] = t
 		m.byID[t.ID] = t
 	}
+	if err := m.finishDeletions(deleted); err != nil {
+		return nil, err
+	}
+	if err := m.scanLogDir(); err != nil {
+		return nil, err
+	}
+	for name, cp := range checkpoints {
+		m.keepForeignCheckpoints(name, cp)
+	}
+	start := time.Now()
 	if err := m.openPartitions(opens); err != nil {
 		return nil, err
 	}
-	if err := m.scanStrayDirs(); err != nil {
-		if _, _, cerr := m.closeLogs(); cerr != nil {
-			m.logger.Warn("close after failed open", zap.Error(cerr))
-		}
-		return nil, err
-	}
-	logger.Info("log dir open", zap.String("dir", dir), zap.Int("partitions", len(opens)))
+	m.logOpened(opens, clean, time.Since(start))
 	m.startCleaner()
 	m.startRetention()
 	return m, nil
+}
+
+// logOpened logs what opening the partitions took and, when they were
+// recovered rather than trusted, what recovery checked and dropped.
+func (m *Manager) logOpened(opens []partitionOpen, clean bool, took time.Duration) {
+	var sum RecoveryReport
+	var dropped []string
+	for _, o := range opens {
+		r := (*o.topic.parts.Load())[o.index].Log.Recovery()
+		sum.SegmentsChecked += r.SegmentsChecked
+		sum.BytesChecked += r.BytesChecked
+		sum.BytesDropped += r.BytesDropped
+		sum.BatchesDropped += r.BatchesDropped
+		if r.DroppedFrom >= 0 {
+			dropped = append(dropped, fmt.Sprintf("%s-%d from offset %d", o.topic.Name, o.index, r.DroppedFrom))
+		}
+	}
+	fields := []zap.Field{zap.String("dir", m.dir), zap.Int("partitions", len(opens)), zap.Duration("took", took)}
+	if clean || sum.SegmentsChecked == 0 {
+		m.logger.Info("log dir open", fields...)
+		return
+	}
+	fields = append(fields, zap.Int("segmentsChecked", sum.SegmentsChecked), zap.Int64("bytesChecked", sum.BytesChecked),
+		zap.Int64("bytesDropped", sum.BytesDropped), zap.Int("batchesDropped", sum.BatchesDropped))
+	if len(dropped) > 0 {
+		fields = append(fields, zap.Strings("truncated", dropped))
+	}
+	m.logger.Info("log dir recovered after an unclean shutdown", fields...)
 }
 
 // consumeCleanShutdownMarker reports whether the marker was present and
@@ -308,7 +380,7 @@ func (m *Manager) openPartition(o partitionOpen) (*Partition, error) {
 	}
 	opts := o.opts
 	opts.Logger = m.logger.With(zap.String("topic", t.Name), zap.Int32("partition", o.index))
-	opts.Now, opts.OnFsync = m.now, m.onFsync
+	opts.Now, opts.OnFsync, opts.OnSegmentsDeleted = m.now, m.onFsync, m.segmentsDeleted
 	l, err := OpenLog(m.fsys, pdir, t.LogConfig(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, o.index, err)
@@ -332,40 +404,6 @@ func parallel(n int, fn func(i int) error) []error {
 	}
 	wg.Wait()
 	return errs
-}
-
-// scanStrayDirs removes leftovers of interrupted deletions (<name>-delete) and
-// warns about partition-like directories that no registered topic owns;
-// those are left alone.
-func (m *Manager) scanStrayDirs() error {
-	ents, err := m.fsys.ReadDir(m.dir)
-	if err != nil {
-		return fmt.Errorf("list log dir %s: %w", m.dir, err)
-	}
-	for _, de := range ents {
-		if !de.IsDir() {
-			continue
-		}
-		name := de.Name()
-		if strings.HasSuffix(name, deleteDirSuffix) {
-			if err := m.fsys.RemoveAll(filepath.Join(m.dir, name)); err != nil {
-				return fmt.Errorf("remove deleted partition dir %s: %w", name, err)
-			}
-			continue
-		}
-		i := strings.LastIndexByte(name, '-')
-		if i <= 0 {
-			continue
-		}
-		p, err := strconv.ParseInt(name[i+1:], 10, 32)
-		if err != nil || p < 0 {
-			continue
-		}
-		if t := m.topics[name[:i]]; t == nil || int(p) >= len(t.Partitions()) {
-			m.logger.Warn("partition directory not in topic registry, leaving it", zap.String("dir", filepath.Join(m.dir, name)))
-		}
-	}
-	return nil
 }
 
 // ClusterID is the cluster id from meta.properties.
@@ -398,31 +436,41 @@ func (m *Manager) Topics() []*Topic {
 }
 
 // closeLogs closes every partition log in parallel and returns the
-// recovery-point and log-start-offset checkpoints as of the close.
-func (m *Manager) closeLogs() (recovery, start map[topicPartition]int64, err error) {
+// recovery-point and log-start-offset checkpoints as of the close, and the
+// partitions that were offline (failed logs close without touching their
+// files; that is not an error).
+func (m *Manager) closeLogs() (recovery, start map[topicPartition]int64, offline []string, err error) {
 	var parts []*Partition
 	for _, t := range m.Topics() {
 		parts = append(parts, t.Partitions()...)
 	}
+	failed := make([]bool, len(parts))
 	errs := parallel(len(parts), func(i int) error {
-		if err := parts[i].Log.Close(); err != nil {
+		failed[i] = parts[i].Log.Failed() != nil
+		if err := parts[i].Log.Close(); err != nil && !failed[i] {
 			return fmt.Errorf("close partition %s-%d: %w", parts[i].Topic, parts[i].Index, err)
 		}
 		return nil
 	})
 	recovery = make(map[topicPartition]int64, len(parts))
 	start = make(map[topicPartition]int64, len(parts))
-	for _, p := range parts {
+	for i, p := range parts {
 		tp := topicPartition{Topic: p.Topic, Partition: p.Index}
 		recovery[tp] = p.Log.RecoveryPoint()
 		start[tp] = p.Log.LogStartOffset()
+		if failed[i] {
+			offline = append(offline, fmt.Sprintf("%s-%d", p.Topic, p.Index))
+		}
 	}
-	return recovery, start, errors.Join(errs...)
+	return recovery, start, offline, errors.Join(errs...)
 }
 
-// Close shuts the log dir down cleanly: it closes every log (flushing it),
-// writes the recovery-point and log-start-offset checkpoints and, only if all
-// of that succeeded, the clean-shutdown marker. Later calls return nil.
+// Close shuts the log dir down: it closes every log (flushing it), writes
+// the recovery-point, log-start-offset and cleaner checkpoints and, if all
+// of that succeeded and no partition was offline, the clean-shutdown
+// marker. An offline partition is not a failed shutdown: the checkpoints
+// hold its last fsynced offset, and the next start recovers the log dir
+// from them. The log dir's lock is released last. Later calls return nil.
 func (m *Manager) Close() error {
 	m.adminMu.Lock()
 	defer m.adminMu.Unlock()
@@ -430,21 +478,30 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	m.closed = true
+	if m.lock != nil {
+		defer func() { _ = m.lock.Close() }()
+	}
 	m.stopCleaner()
 	m.stopRetention()
 	dirty := m.cleanerOffsets()
-	recovery, start, err := m.closeLogs()
+	recovery, start, offline, err := m.closeLogs()
 	if err != nil {
 		m.logger.Error("closing logs failed; next start will recover", zap.Error(err))
 		return err
 	}
-	if err := writeOffsetCheckpoint(m.fsys, filepath.Join(m.dir, recoveryPointCheckpointFile), recovery); err != nil {
-		return err
+	var ckptErrs []error
+	for name, cp := range map[string]map[topicPartition]int64{recoveryPointCheckpointFile: recovery,
+		logStartOffsetCheckpointFile: start, cleanerCheckpointFile: dirty} {
+		ckptErrs = append(ckptErrs, m.writeCheckpoint(name, cp))
 	}
-	if err := writeOffsetCheckpoint(m.fsys, filepath.Join(m.dir, logStartOffsetCheckpointFile), start); err != nil {
-		return err
+	if len(offline) > 0 {
+		// The disk that failed them may refuse the checkpoints too; the
+		// previous ones stay valid (older points only mean more to scan).
+		m.logger.Warn("log dir closed with offline partitions; the next start recovers it from its checkpoints",
+			zap.String("dir", m.dir), zap.Strings("offline", offline), zap.NamedError("checkpoints", errors.Join(ckptErrs...)))
+		return nil
 	}
-	if err := writeOffsetCheckpoint(m.fsys, filepath.Join(m.dir, cleanerCheckpointFile), dirty); err != nil {
+	if err := errors.Join(ckptErrs...); err != nil {
 		return err
 	}
 	if err := writeCleanShutdownMarker(m.fsys, m.dir); err != nil {

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"errors"
-	"path/filepath"
 	"time"
 
 	"go.uber.org/zap"
@@ -98,7 +97,7 @@ func (m *Manager) cleanPass(stop <-chan struct{}) int {
 		}
 	}
 	if cleaned > 0 {
-		if err := writeOffsetCheckpoint(m.fsys, filepath.Join(m.dir, cleanerCheckpointFile), m.cleanerOffsets()); err != nil {
+		if err := m.writeCheckpoint(cleanerCheckpointFile, m.cleanerOffsets()); err != nil {
 			m.logger.Warn("cannot write the cleaner offset checkpoint", zap.Error(err))
 		}
 	}

@@ -28,10 +28,17 @@ const deleteDirSuffix = "-delete"
 
 // registry is the JSON layout of strata-topics.json:
 //
-//	{"version":1,"topics":[{"name":"t","id":"<Kafka uuid string>","partitions":3,"configs":{"k":"v"}}]}
+//	{"version":1,"topics":[{"name":"t","id":"<Kafka uuid string>","partitions":3,"configs":{"k":"v"}}],
+//	 "deleted":[{"name":"old","id":"<uuid>","partitions":1}]}
+//
+// Deleted lists topics whose deletion was decided (they left "topics") but
+// whose partition directories may still be on disk: only a directory named
+// for such a topic whose partition.metadata holds its id is known garbage,
+// removed on the next open; any other directory is left alone.
 type registry struct {
 	Version int             `json:"version"`
 	Topics  []registryTopic `json:"topics"`
+	Deleted []registryTopic `json:"deleted,omitempty"`
 }
 
 type registryTopic struct {
@@ -43,49 +50,67 @@ type registryTopic struct {
 	ID [16]byte `json:"-"`
 }
 
-// readRegistry loads the topic registry; a missing file means no topics.
-func readRegistry(fsys vfs.FS, dir string) ([]registryTopic, error) {
+// readRegistry loads the topic registry and its deleted topics; a missing
+// file means none of either.
+func readRegistry(fsys vfs.FS, dir string) (topics, deleted []registryTopic, err error) {
 	path := filepath.Join(dir, registryFile)
 	data, err := slurpFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("topic registry %s: %w", path, err)
+		return nil, nil, fmt.Errorf("topic registry %s: %w", path, err)
 	}
 	var reg registry
 	if err := json.Unmarshal(data, &reg); err != nil {
-		return nil, fmt.Errorf("topic registry %s: %w", path, err)
+		return nil, nil, fmt.Errorf("topic registry %s: %w", path, err)
 	}
 	if reg.Version != registryVersion {
-		return nil, fmt.Errorf("topic registry %s: unsupported version %d", path, reg.Version)
+		return nil, nil, fmt.Errorf("topic registry %s: unsupported version %d", path, reg.Version)
 	}
 	seen := make(map[string]bool, len(reg.Topics))
 	for i := range reg.Topics {
-		rt := &reg.Topics[i]
-		if err := validateTopicName(rt.Name); err != nil {
-			return nil, fmt.Errorf("topic registry %s: %w", path, err)
+		if seen[reg.Topics[i].Name] {
+			return nil, nil, fmt.Errorf("topic registry %s: topic %q duplicated", path, reg.Topics[i].Name)
 		}
-		if seen[rt.Name] || rt.Partitions < 1 {
-			return nil, fmt.Errorf("topic registry %s: topic %q duplicated or with %d partitions", path, rt.Name, rt.Partitions)
-		}
-		seen[rt.Name] = true
-		id, err := parseUUID(rt.IDString)
-		if err != nil || id == ([16]byte{}) {
-			return nil, fmt.Errorf("topic registry %s: topic %q: bad id %q", path, rt.Name, rt.IDString)
-		}
-		rt.ID = id
+		seen[reg.Topics[i].Name] = true
 	}
-	return reg.Topics, nil
+	for _, list := range [][]registryTopic{reg.Topics, reg.Deleted} {
+		for i := range list {
+			if err := list[i].parse(); err != nil {
+				return nil, nil, fmt.Errorf("topic registry %s: %w", path, err)
+			}
+		}
+	}
+	return reg.Topics, reg.Deleted, nil
 }
 
-// writeRegistry atomically replaces the registry with topics (sorted by name).
-func writeRegistry(fsys vfs.FS, dir string, topics []registryTopic) error {
-	sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
-	for i := range topics {
-		topics[i].IDString = uuidString(topics[i].ID)
+// parse validates an entry read from the file and fills in ID.
+func (rt *registryTopic) parse() error {
+	if err := validateTopicName(rt.Name); err != nil {
+		return err
 	}
-	data, err := json.MarshalIndent(registry{Version: registryVersion, Topics: topics}, "", "  ")
+	if rt.Partitions < 1 {
+		return fmt.Errorf("topic %q with %d partitions", rt.Name, rt.Partitions)
+	}
+	id, err := parseUUID(rt.IDString)
+	if err != nil || id == ([16]byte{}) {
+		return fmt.Errorf("topic %q: bad id %q", rt.Name, rt.IDString)
+	}
+	rt.ID = id
+	return nil
+}
+
+// writeRegistry atomically replaces the registry with topics and deleted
+// (each sorted by name).
+func writeRegistry(fsys vfs.FS, dir string, topics, deleted []registryTopic) error {
+	for _, list := range [][]registryTopic{topics, deleted} {
+		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+		for i := range list {
+			list[i].IDString = uuidString(list[i].ID)
+		}
+	}
+	data, err := json.MarshalIndent(registry{Version: registryVersion, Topics: topics, Deleted: deleted}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("topic registry: %w", err)
 	}

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -11,10 +10,11 @@ import (
 
 // startRetention starts the goroutine that applies retention every
 // log.retention.check.interval.ms (Config.RetentionCheckIntervalMs of the
-// defaults, 300000 when unset) and removes deleted segments' files when
-// their file.delete.delay.ms has passed. Waits are computed from the
-// Manager's clock, so an injected clock that does not move never fires a
-// check early.
+// defaults, 300000 when unset), removes deleted segments' files when their
+// file.delete.delay.ms has passed (woken by every deletion, whatever made
+// it), and revives failed logs once a write in the log dir succeeds
+// (reviveInterval). Waits are computed from the Manager's clock, so an
+// injected clock that does not move never fires a check early.
 func (m *Manager) startRetention() {
 	interval := time.Duration(m.static.RetentionCheckIntervalMs) * time.Millisecond
 	if interval <= 0 {
@@ -26,6 +26,8 @@ func (m *Manager) startRetention() {
 		defer close(r.done)
 		nextCheck := m.now().Add(interval)
 		var nextRemoval time.Time
+		revive := time.NewTicker(reviveInterval)
+		defer revive.Stop()
 		for {
 			wait := nextCheck.Sub(m.now())
 			if !nextRemoval.IsZero() {
@@ -36,8 +38,17 @@ func (m *Manager) startRetention() {
 			case <-r.stop:
 				t.Stop()
 				return
+			case <-revive.C:
+				t.Stop()
+				m.reviveFailed()
+				if m.lsoCkptPending.Load() && m.checkpointLogStartOffsets() == nil {
+					m.lsoCkptPending.Store(false)
+				}
+				continue
+			case <-m.deletedSegs:
 			case <-t.C:
 			}
+			t.Stop()
 			if !m.now().Before(nextCheck) {
 				m.RetainNow()
 				nextCheck = m.now().Add(interval)
@@ -45,6 +56,15 @@ func (m *Manager) startRetention() {
 			nextRemoval = m.removeDeletedSegments()
 		}
 	}()
+}
+
+// segmentsDeleted is every log's OnSegmentsDeleted: it wakes the
+// retention goroutine without blocking the log.
+func (m *Manager) segmentsDeleted() {
+	select {
+	case m.deletedSegs <- struct{}{}:
+	default:
+	}
 }
 
 // stopRetention stops the retention goroutine and waits for it.
@@ -78,7 +98,8 @@ func (m *Manager) RetainNow() int {
 	}
 	if moved {
 		if err := m.checkpointLogStartOffsets(); err != nil {
-			m.logger.Warn("cannot write the log start offset checkpoint", zap.Error(err))
+			m.logger.Warn("cannot write the log start offset checkpoint; retrying every second", zap.Error(err))
+			m.lsoCkptPending.Store(true)
 		}
 	}
 	return deleted
@@ -126,7 +147,11 @@ func (m *Manager) DeleteRecords(topic string, partition int32, offset int64) (in
 	}
 	if res.LogStartOffset != before {
 		if err := m.checkpointLogStartOffsets(); err != nil {
-			return -1, fmt.Errorf("delete records of %s-%d: %w: %w", topic, partition, err, kerr.KafkaStorageError)
+			// Kafka checkpoints log start offsets in the background; a
+			// crash before the retry only lets records below the new start
+			// come back, never loses any.
+			m.logger.Warn("cannot write the log start offset checkpoint; retrying every second", zap.Error(err))
+			m.lsoCkptPending.Store(true)
 		}
 	}
 	return res.LogStartOffset, nil
@@ -146,5 +171,5 @@ func (m *Manager) checkpointLogStartOffsets() error {
 			}
 		}
 	}
-	return writeOffsetCheckpoint(m.fsys, filepath.Join(m.dir, logStartOffsetCheckpointFile), start)
+	return m.writeCheckpoint(logStartOffsetCheckpointFile, start)
 }

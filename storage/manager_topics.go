@@ -1,11 +1,10 @@
 package storage
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -120,14 +119,8 @@ func (m *Manager) newTopicID() ([16]byte, error) {
 // their directories removed. Call under adminMu.
 func (m *Manager) addPartitions(t *Topic, from, to int) error {
 	for i := from; i < to; i++ {
-		pdir := partitionDir(m.dir, t.Name, int32(i))
-		if _, err := m.fsys.Stat(pdir); err == nil {
-			// Left by a deletion that crashed after updating the registry:
-			// the name now belongs to the new topic.
-			m.logger.Warn("removing stale partition directory", zap.String("dir", pdir))
-			if err := m.fsys.RemoveAll(pdir); err != nil {
-				return fmt.Errorf("remove stale partition dir %s: %w", pdir, err)
-			}
+		if err := m.claimPartitionDir(t, int32(i)); err != nil {
+			return err
 		}
 	}
 	opens := make([]partitionOpen, 0, to-from)
@@ -136,7 +129,7 @@ func (m *Manager) addPartitions(t *Topic, from, to int) error {
 	}
 	err := m.openPartitions(opens)
 	if err == nil {
-		err = writeRegistry(m.fsys, m.dir, m.registryWith(t, to))
+		err = m.writeRegistry(m.registryWith(t, to))
 		if err != nil {
 			m.discardPartitions((*t.parts.Load())[from:to])
 		}
@@ -159,7 +152,7 @@ func (m *Manager) registryWith(t *Topic, partitions int) []registryTopic {
 	defer m.mu.RUnlock()
 	reg := make([]registryTopic, 0, len(m.topics)+1)
 	for _, other := range m.topics {
-		if other.Name != t.Name {
+		if t == nil || other.Name != t.Name {
 			reg = append(reg, registryEntry(other, len(other.Partitions())))
 		}
 	}
@@ -216,10 +209,12 @@ func (m *Manager) CreatePartitions(name string, total int32, validateOnly bool) 
 	return nil
 }
 
-// DeleteTopic removes a topic: it leaves the registry first (so a crash can
-// not resurrect it), then its logs are closed and each partition directory
-// is renamed to <topic>-<p>.<hex>-delete, as Kafka does, and removed.
-// kerr.UnknownTopicOrPartition if there is no such topic.
+// DeleteTopic removes a topic: it leaves the registry first, listed as
+// deleted (so a crash can neither resurrect it nor lose track of its
+// directories), then its logs are closed and each partition directory is
+// renamed to <topic>-<p>.<hex>-delete, as Kafka does, and removed; last the
+// registry forgets it. kerr.UnknownTopicOrPartition if there is no such
+// topic.
 func (m *Manager) DeleteTopic(name string) error {
 	m.adminMu.Lock()
 	defer m.adminMu.Unlock()
@@ -230,7 +225,10 @@ func (m *Manager) DeleteTopic(name string) error {
 	if t == nil {
 		return fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
 	}
-	if err := writeRegistry(m.fsys, m.dir, m.registryWith(t, 0)); err != nil {
+	entry := registryEntry(t, len(t.Partitions()))
+	m.deleting = append(m.deleting, entry)
+	if err := m.writeRegistry(m.registryWith(t, 0)); err != nil {
+		m.deleting = m.deleting[:len(m.deleting)-1]
 		return fmt.Errorf("delete topic %s: %w", name, err)
 	}
 	m.mu.Lock()
@@ -242,34 +240,24 @@ func (m *Manager) DeleteTopic(name string) error {
 		errs = append(errs, err)
 	}
 	for _, p := range t.Partitions() {
-		if err := m.removePartition(p); err != nil {
+		if err := p.Log.Close(); err != nil {
+			m.logger.Warn("close deleted partition", zap.String("topic", p.Topic), zap.Int32("partition", p.Index), zap.Error(err))
+		}
+		if err := m.removePartitionDir(p.Topic, p.Index); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if err := m.fsys.SyncDir(m.dir); err != nil {
 		errs = append(errs, fmt.Errorf("delete topic %s: %w", name, err))
 	}
+	if len(errs) == 0 {
+		m.deleting = slices.DeleteFunc(m.deleting, func(d registryTopic) bool { return d.ID == entry.ID })
+		if err := m.writeRegistry(m.registryWith(nil, 0)); err != nil {
+			m.logger.Warn("cannot drop a finished deletion from the topic registry; the next start does", zap.String("topic", name), zap.Error(err))
+		}
+	}
 	m.logger.Info("deleted topic", zap.String("topic", name), zap.String("id", uuidString(t.ID)))
 	return errors.Join(errs...)
-}
-
-func (m *Manager) removePartition(p *Partition) error {
-	if err := p.Log.Close(); err != nil {
-		m.logger.Warn("close deleted partition", zap.String("topic", p.Topic), zap.Int32("partition", p.Index), zap.Error(err))
-	}
-	var suffix [16]byte
-	if _, err := rand.Read(suffix[:]); err != nil {
-		return fmt.Errorf("delete partition %s-%d: %w", p.Topic, p.Index, err)
-	}
-	pdir := partitionDir(m.dir, p.Topic, p.Index)
-	doomed := filepath.Join(m.dir, fmt.Sprintf("%s-%d.%s%s", p.Topic, p.Index, hex.EncodeToString(suffix[:]), deleteDirSuffix))
-	if err := m.fsys.Rename(pdir, doomed); err != nil {
-		return fmt.Errorf("delete partition %s-%d: %w", p.Topic, p.Index, err)
-	}
-	if err := m.fsys.RemoveAll(doomed); err != nil {
-		return fmt.Errorf("delete partition %s-%d: %w", p.Topic, p.Index, err)
-	}
-	return nil
 }
 
 // dropFromCheckpoints removes a deleted topic from the offset checkpoint

@@ -98,52 +98,54 @@ func formatProperties(props map[string]string) []byte {
 }
 
 // loadOrCreateMetaProperties reads dir/meta.properties, creating it with a new
-// cluster id and directory id on first start. A stored node.id different from
-// nodeID is an error: the directory belongs to another broker.
-func loadOrCreateMetaProperties(fsys vfs.FS, dir string, nodeID int32) (metaProperties, error) {
+// cluster id and directory id on first start (created is then true). A
+// stored node.id different from nodeID is an error: the directory belongs to
+// another broker.
+func loadOrCreateMetaProperties(fsys vfs.FS, dir string, nodeID int32) (mp metaProperties, created bool, err error) {
 	path := filepath.Join(dir, metaPropertiesFile)
 	data, err := slurpFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return createMetaProperties(fsys, path, nodeID)
+		mp, err := createMetaProperties(fsys, path, nodeID)
+		return mp, err == nil, err
 	}
 	if err != nil {
-		return metaProperties{}, fmt.Errorf("%s: %w", path, err)
+		return metaProperties{}, false, fmt.Errorf("%s: %w", path, err)
 	}
 	props, err := parseProperties(data)
 	if err != nil {
-		return metaProperties{}, fmt.Errorf("%s: %w", path, err)
+		return metaProperties{}, false, fmt.Errorf("%s: %w", path, err)
 	}
 	if v := props["version"]; v != strconv.Itoa(metaPropertiesVersion) {
-		return metaProperties{}, fmt.Errorf("%s: unsupported version %q, want %d", path, v, metaPropertiesVersion)
+		return metaProperties{}, false, fmt.Errorf("%s: unsupported version %q, want %d", path, v, metaPropertiesVersion)
 	}
 	id, err := strconv.ParseInt(props["node.id"], 10, 32)
 	if err != nil {
-		return metaProperties{}, fmt.Errorf("%s: malformed node.id %q", path, props["node.id"])
+		return metaProperties{}, false, fmt.Errorf("%s: malformed node.id %q", path, props["node.id"])
 	}
 	if int32(id) != nodeID {
-		return metaProperties{}, fmt.Errorf("%s: stored node.id %d does not match configured node.id %d", path, id, nodeID)
+		return metaProperties{}, false, fmt.Errorf("%s: stored node.id %d does not match configured node.id %d", path, id, nodeID)
 	}
-	mp := metaProperties{ClusterID: props["cluster.id"], NodeID: nodeID, DirectoryID: props["directory.id"]}
+	mp = metaProperties{ClusterID: props["cluster.id"], NodeID: nodeID, DirectoryID: props["directory.id"]}
 	if _, err := parseUUID(mp.ClusterID); err != nil {
-		return metaProperties{}, fmt.Errorf("%s: cluster.id: %w", path, err)
+		return metaProperties{}, false, fmt.Errorf("%s: cluster.id: %w", path, err)
 	}
 	if mp.DirectoryID != "" {
 		if _, err := parseUUID(mp.DirectoryID); err != nil {
-			return metaProperties{}, fmt.Errorf("%s: directory.id: %w", path, err)
+			return metaProperties{}, false, fmt.Errorf("%s: directory.id: %w", path, err)
 		}
-		return mp, nil
+		return mp, false, nil
 	}
 	// Files written before directory ids existed get one now, as Kafka does.
 	dirID, err := newUUID()
 	if err != nil {
-		return metaProperties{}, err
+		return metaProperties{}, false, err
 	}
 	mp.DirectoryID = uuidString(dirID)
 	props["directory.id"] = mp.DirectoryID
 	if err := replaceFile(fsys, path, formatProperties(props)); err != nil {
-		return metaProperties{}, fmt.Errorf("meta.properties: %w", err)
+		return metaProperties{}, false, fmt.Errorf("meta.properties: %w", err)
 	}
-	return mp, nil
+	return mp, false, nil
 }
 
 func createMetaProperties(fsys vfs.FS, path string, nodeID int32) (metaProperties, error) {

@@ -11,7 +11,7 @@ import (
 
 func TestMetaPropertiesStableAcrossReopen(t *testing.T) {
 	dir := t.TempDir()
-	first, err := loadOrCreateMetaProperties(vfs.Default, dir, 3)
+	first, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestMetaPropertiesStableAcrossReopen(t *testing.T) {
 			t.Errorf("meta.properties lacks %q:\n%s", line, data)
 		}
 	}
-	again, err := loadOrCreateMetaProperties(vfs.Default, dir, 3)
+	again, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,10 +41,10 @@ func TestMetaPropertiesStableAcrossReopen(t *testing.T) {
 
 func TestMetaPropertiesNodeIDMismatch(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := loadOrCreateMetaProperties(vfs.Default, dir, 1); err != nil {
+	if _, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 1); err != nil {
 		t.Fatal(err)
 	}
-	_, err := loadOrCreateMetaProperties(vfs.Default, dir, 2)
+	_, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 2)
 	if err == nil || !strings.Contains(err.Error(), "node.id 1") || !strings.Contains(err.Error(), "node.id 2") {
 		t.Fatalf("mismatch error %v should name both node ids", err)
 	}
@@ -59,14 +59,14 @@ func TestMetaPropertiesReadsKafkaFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(kafka), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mp, err := loadOrCreateMetaProperties(vfs.Default, dir, 0)
+	mp, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if mp.ClusterID != "MkU3OEVBNTcwNTJENDM2Qk" || mp.DirectoryID == "" {
 		t.Fatalf("read %+v", mp)
 	}
-	again, err := loadOrCreateMetaProperties(vfs.Default, dir, 0)
+	again, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 0)
 	if err != nil || again != mp {
 		t.Fatalf("directory.id not persisted: %+v %v", again, err)
 	}
@@ -74,7 +74,7 @@ func TestMetaPropertiesReadsKafkaFile(t *testing.T) {
 		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := loadOrCreateMetaProperties(vfs.Default, dir, 0); err == nil {
+		if _, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 0); err == nil {
 			t.Errorf("accepted %q", bad)
 		}
 	}

@@ -37,7 +37,7 @@ func OpenLog(fsys vfs.FS, dir string, cfg Config, opts OpenOptions) (*Log, error
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
 	l := &Log{fsys: fsys, dir: dir, cfg: cfg, logger: logger.With(zap.String("log", dir)), now: time.Now,
-		waitCh: make(chan struct{}), onFsync: opts.OnFsync}
+		waitCh: make(chan struct{}), onFsync: opts.OnFsync, onDoomed: opts.OnSegmentsDeleted}
 	if opts.Now != nil {
 		l.now = opts.Now
 	}
@@ -53,8 +53,25 @@ func OpenLog(fsys vfs.FS, dir string, cfg Config, opts OpenOptions) (*Log, error
 	return l, nil
 }
 
+// RecoveryReport is what opening a log checked and what it dropped.
+type RecoveryReport struct {
+	SegmentsChecked int   // segments whose batches were validated, not trusted from their indexes
+	BytesChecked    int64 // their size
+	BytesDropped    int64 // cut from the log: an invalid tail and the segments after it
+	BatchesDropped  int   // whole batches in the dropped segments after the cut
+	DroppedFrom     int64 // the offset the log now ends at when something was dropped, else -1
+}
+
+// Recovery reports what opening the log checked and dropped.
+func (l *Log) Recovery() RecoveryReport {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.recovery
+}
+
 // load recovers segments, producer state and epochs.
 func (l *Log) load(opts OpenOptions) error {
+	l.recovery = RecoveryReport{DroppedFrom: -1}
 	if err := l.finishSwaps(); err != nil {
 		return err
 	}
@@ -136,6 +153,8 @@ func (l *Log) loadSegments(bases []int64, opts OpenOptions) error {
 			if err != nil {
 				return err
 			}
+			l.recovery.SegmentsChecked++
+			l.recovery.BytesChecked += s.size + cut
 			l.segs = append(l.segs, s)
 			if reason != nil {
 				return l.dropFrom(bases[i+1:], cut, reason, s)
@@ -164,6 +183,9 @@ func (l *Log) dropFrom(bases []int64, cutBytes int64, reason error, truncated ..
 		}
 	}
 	l.dirDirty = true
+	l.recovery.BytesDropped += bytes
+	l.recovery.BatchesDropped += batches
+	l.recovery.DroppedFrom = l.active().next
 	fields := []zap.Field{zap.Error(reason), zap.Int64("bytesDropped", bytes),
 		zap.Int("laterSegmentsDropped", len(bases)), zap.Int("laterBatchesDropped", batches),
 		zap.Int64("logEndOffset", l.active().next)}

@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -26,7 +27,9 @@ func (l *Log) finishSwaps() error {
 	for _, e := range ents {
 		name := e.Name()
 		switch {
-		case strings.HasSuffix(name, cleanedExt) || strings.HasSuffix(name, ".deleted"):
+		case strings.HasSuffix(name, deletedExt) && l.isDoomed(filepath.Join(l.dir, name)):
+			// Renamed by this process, removed when file.delete.delay.ms is up.
+		case strings.HasSuffix(name, cleanedExt) || strings.HasSuffix(name, deletedExt):
 			orphans = append(orphans, name)
 		case strings.HasSuffix(name, logExt+swapExt):
 			base, err := strconv.ParseInt(strings.TrimSuffix(name, logExt+swapExt), 10, 64)

@@ -53,15 +53,16 @@ type RetentionResult struct {
 // ApplyRetention deletes the segments that retention.ms, retention.bytes
 // or the log start offset make obsolete (see the file comment) and removes
 // the files of earlier deletions whose file.delete.delay.ms has passed. A
-// closed or failed log is left alone. It waits for a running cleaning of
-// this log.
+// closed log is left alone; a failed one keeps its active segment (rolling
+// is a write) but loses the closed segments retention deletes, which frees
+// space on a full disk. It waits for a running cleaning of this log.
 func (l *Log) ApplyRetention() (RetentionResult, error) {
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	res := RetentionResult{LogStartOffset: l.logStart}
-	if l.closed || l.failed != nil || l.closing.Load() {
+	if l.closed || l.closing.Load() {
 		return res, nil
 	}
 	now := l.now()
@@ -94,7 +95,8 @@ func (l *Log) ApplyRetention() (RetentionResult, error) {
 
 // DeleteRecordsBefore is DeleteRecords for one partition: it moves the log
 // start offset to offset (-1 = the high watermark) and deletes the segments
-// entirely below it. An offset above the high watermark or below -1 is
+// entirely below it. It works on a failed log too, as retention does, so
+// that space can be freed without a restart. An offset above the high watermark or below -1 is
 // kerr.OffsetOutOfRange; a log whose cleanup.policy lacks "delete" is
 // kerr.PolicyViolation, as in Kafka. It returns the new log start offset
 // (the low watermark), which never moves backwards.
@@ -104,8 +106,8 @@ func (l *Log) DeleteRecordsBefore(offset int64) (RetentionResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	res := RetentionResult{LogStartOffset: l.logStart}
-	if err := l.writable(); err != nil {
-		return res, err
+	if l.closed {
+		return res, fmt.Errorf("log %s: %w: %w", l.dir, errLogClosed, kerr.KafkaStorageError)
 	}
 	if l.cfg.NoDelete {
 		return res, fmt.Errorf("records of %s can not be deleted due to the configured cleanup.policy: %w", l.dir, kerr.PolicyViolation)
@@ -152,6 +154,9 @@ func (l *Log) deleteSegments(res *RetentionResult, now time.Time, reason string,
 		}
 		k++
 	}
+	if k == len(l.segs) && l.failed != nil {
+		k-- // a failed log cannot roll; its active segment stays
+	}
 	if k == 0 {
 		return nil
 	}
@@ -192,6 +197,9 @@ func (l *Log) deleteSegments(res *RetentionResult, now time.Time, reason string,
 	l.logger.Info("deleted segments", zap.String("reason", reason), zap.Int("segments", k), zap.Int64("bytes", bytes),
 		zap.Int64("firstBase", doomed[0].base), zap.Int64("logStartOffset", l.logStart))
 	l.doomed = append(l.doomed, doomedFiles{due: now.Add(time.Duration(l.cfg.FileDeleteDelayMs) * time.Millisecond), paths: paths})
+	if l.onDoomed != nil {
+		l.onDoomed()
+	}
 	if err := errors.Join(errs...); err != nil {
 		l.fail(err)
 		return l.storageError()

@@ -257,6 +257,7 @@ func TestDeleteRecords(t *testing.T) {
 func openRetentionManagerAfterCrash(t *testing.T, m *Manager, dir string, clock *fakeClock) *Manager {
 	t.Helper()
 	m.stopRetention()
+	m.lock.Close()
 	for _, top := range m.Topics() {
 		for _, p := range top.Partitions() {
 			p.Log.mu.Lock()
