@@ -11,7 +11,7 @@ GO ?= go
 TEST_TIMEOUT ?= 15m
 ARGS ?=
 
-.PHONY: run build test fmt-check vet tools compose-check bench gobench clean compat chaos
+.PHONY: run build test fmt-check vet tools bench gobench clean compat chaos
 
 run: build
 	./bin/strata $(ARGS)
@@ -20,7 +20,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/strata ./cmd/strata
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/strata-proxy ./cmd/strata-proxy
 
-test: fmt-check vet tools compose-check
+test: fmt-check vet tools
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
 fmt-check:
@@ -31,12 +31,6 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
-
-# docker-compose.yml must validate; Docker itself is not needed to run it. Without the
-# compose plugin, Debian's docker-compose is installed to check it.
-compose-check:
-	@if docker compose version >/dev/null 2>&1; then docker compose config -q && echo "docker compose config: ok"; \
-	else ./scripts/apt-install.sh docker-compose docker-compose && docker-compose config -q && echo "docker-compose config: ok"; fi
 
 # Tools the end-to-end tests drive as real clients: kcat, and Apache Kafka's jars for its
 # command-line tools (cached in compat-tests/.cache, shared with make compat and make bench).

@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 var workloadDesc = map[string]string{
@@ -149,6 +150,9 @@ func (run *Run) Markdown(command, preface string) string {
 			}
 		}
 		b.WriteString("\n")
+		if m == Default {
+			b.WriteString(run.perfSection())
+		}
 	}
 	s7, k7 := run.find("W7", Strata, Default), run.find("W7", Kafka, Default)
 	if s7 != nil || k7 != nil {
@@ -166,26 +170,6 @@ func (run *Run) Markdown(command, preface string) string {
 		}
 		b.WriteString("\n")
 	}
-	if len(run.Perf) > 0 {
-		b.WriteString("## Cross-check: kafka-producer-perf-test (W1's shape)\n\n")
-		b.WriteString("`org.apache.kafka.tools.ProducerPerformance` from the cached Kafka 4.1.1 jars, 100 B records, " +
-			"6 partitions, `acks=all enable.idempotence=true linger.ms=5`, `--throughput -1`.\n\n")
-		b.WriteString("| broker | records | records/s | MB/s | avg ms | p99 ms |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
-		var sp, kp *PerfResult
-		for i := range run.Perf {
-			p := &run.Perf[i]
-			fmt.Fprintf(&b, "| %s | %d | %.0f | %.2f | %.1f | %.0f |\n", p.Broker, p.Records, p.RecordsPerSec, p.MBPerSec, p.AvgMs, p.P99Ms)
-			if p.Broker == Strata {
-				sp = p
-			} else {
-				kp = p
-			}
-		}
-		if sp != nil && kp != nil {
-			fmt.Fprintf(&b, "| **ratio** | | **%s** | | | |\n", ratio(sp.RecordsPerSec, kp.RecordsPerSec))
-		}
-		b.WriteString("\n")
-	}
 	b.WriteString(run.targets())
 	if len(run.Errors) > 0 {
 		b.WriteString("## Errors during the run\n\n")
@@ -195,6 +179,42 @@ func (run *Run) Markdown(command, preface string) string {
 		b.WriteString("\n")
 	}
 	b.WriteString("## Charts\n\n![throughput](bench/report/throughput.png)\n\n![W5 latency CDF](bench/report/latency-cdf.png)\n\n")
+	return b.String()
+}
+
+// perfSection is the stock-tool cross-check, shown under the default-flush
+// table it checks.
+func (run *Run) perfSection() string {
+	if len(run.Perf) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("### Cross-check: kafka-producer-perf-test (W1's shape)\n\n")
+	b.WriteString("`org.apache.kafka.tools.ProducerPerformance` from the cached Kafka 4.1.1 jars, 100 B records, " +
+		"6 partitions, `acks=all enable.idempotence=true linger.ms=5`, `--throughput -1`.\n\n")
+	b.WriteString("| broker | records | records/s | MB/s | avg ms | p99 ms |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	var sp, kp *PerfResult
+	for i := range run.Perf {
+		p := &run.Perf[i]
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.2f | %.1f | %.0f |\n", p.Broker, p.Records, p.RecordsPerSec, p.MBPerSec, p.AvgMs, p.P99Ms)
+		if p.Broker == Strata {
+			sp = p
+		} else {
+			kp = p
+		}
+	}
+	if sp == nil || kp == nil {
+		b.WriteString("\n")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "| **ratio** | | **%s** | | | |\n\n", ratio(sp.RecordsPerSec, kp.RecordsPerSec))
+	fmt.Fprintf(&b, "The Java producer is the limit on both brokers: it sends %.2f M records/s to Strata and %.2f M to Kafka",
+		sp.RecordsPerSec/1e6, kp.RecordsPerSec/1e6)
+	if s, k := run.find("W1", Strata, Default), run.find("W1", Kafka, Default); s != nil && k != nil {
+		fmt.Fprintf(&b, ", where W1's wire generator above gets %.2f M and %.2f M", s.RecordsPerSec()/1e6, k.RecordsPerSec()/1e6)
+	}
+	b.WriteString(". So this run cannot show a difference between the brokers; it shows that a stock client " +
+		"runs at its own full speed against Strata.\n\n")
 	return b.String()
 }
 
@@ -245,6 +265,51 @@ func (run *Run) Charts(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	if err := run.ThroughputChart(filepath.Join(dir, "throughput.png")); err != nil {
+		return err
+	}
+	return run.latencyChart(filepath.Join(dir, "latency-cdf.png"))
+}
+
+// ReadRun loads a results.json written by WriteJSON, to redraw its
+// throughput chart. The file keeps latency percentiles, not latencies, so the
+// latency CDF cannot be redrawn from it.
+func ReadRun(path string) (*Run, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var saved struct {
+		Started time.Time
+		Results []*Result
+		Perf    []PerfResult
+		Errors  []string
+	}
+	if err := json.Unmarshal(data, &saved); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &Run{Started: saved.Started, Results: saved.Results, Perf: saved.Perf, Errors: saved.Errors}, nil
+}
+
+// barScale is a log scale on which a bar's base (0) sits on the axis
+// minimum: plot.LogScale cannot place 0.
+type barScale struct{}
+
+func (barScale) Normalize(min, max, x float64) float64 {
+	return plot.LogScale{}.Normalize(min, max, math.Max(x, min))
+}
+
+// mbLabel is a bar's value label: three significant figures at most.
+func mbLabel(v float64) string {
+	if v >= 100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// ThroughputChart draws MB/s per workload and mode, Strata beside Kafka, on
+// a log scale (the rates span three decades) with each bar's value on it.
+func (run *Run) ThroughputChart(path string) error {
 	var labels []string
 	vals := map[Kind]plotter.Values{}
 	for _, m := range []Mode{Default, Fsync, Pinned} {
@@ -270,30 +335,71 @@ func (run *Run) Charts(dir string) error {
 			}
 		}
 	}
-	if len(labels) > 0 {
-		p := plot.New()
-		p.Title.Text = "Throughput (record values, MB/s; higher is better)"
-		p.Y.Label.Text = "MB/s"
-		w := vg.Points(14)
-		for i, k := range []Kind{Strata, Kafka} {
-			bars, err := plotter.NewBarChart(vals[k], w)
-			if err != nil {
-				return err
+	if len(labels) == 0 {
+		return nil
+	}
+	lo, hi := math.Inf(1), 0.0
+	for _, vs := range vals {
+		for _, v := range vs {
+			if v > 0 {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
 			}
-			bars.Color = colors[k]
-			bars.LineStyle.Width = 0
-			bars.Offset = vg.Length(2*i-1) * w / 2
-			p.Add(bars)
-			p.Legend.Add(string(k), bars)
-		}
-		// Room above the tallest bar for the legend, top left.
-		p.Y.Min, p.Y.Max = 0, p.Y.Max*1.15
-		p.Legend.Top, p.Legend.Left = true, true
-		p.NominalX(labels...)
-		if err := p.Save(vg.Length(40+22*len(labels))*vg.Millimeter, 100*vg.Millimeter, filepath.Join(dir, "throughput.png")); err != nil {
-			return err
 		}
 	}
+	if hi == 0 {
+		return nil
+	}
+	p := plot.New()
+	p.Title.Text = "Throughput (record values, MB/s, log scale; higher is better)"
+	p.Y.Label.Text = "MB/s"
+	p.Y.Scale = barScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	grid := plotter.NewGrid()
+	grid.Vertical.Width = 0
+	p.Add(grid)
+	w := vg.Points(20)
+	for i, k := range []Kind{Strata, Kafka} {
+		bars, err := plotter.NewBarChart(vals[k], w)
+		if err != nil {
+			return err
+		}
+		bars.Color = colors[k]
+		bars.LineStyle.Width = 0
+		bars.Offset = vg.Length(2*i-1) * w / 2
+		p.Add(bars)
+		p.Legend.Add(string(k), bars)
+
+		var xys plotter.XYs
+		var text []string
+		for x, v := range vals[k] {
+			if v > 0 {
+				xys = append(xys, plotter.XY{X: float64(x), Y: v})
+				text = append(text, mbLabel(v))
+			}
+		}
+		values, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: text})
+		if err != nil {
+			return err
+		}
+		for j := range values.TextStyle {
+			values.TextStyle[j].Font.Size = vg.Points(8)
+			values.TextStyle[j].XAlign = draw.XCenter
+		}
+		values.Offset = vg.Point{X: bars.Offset, Y: vg.Points(2)}
+		p.Add(values)
+	}
+	// Whole decades around the data, with at least 2x above the tallest bar
+	// for its label and the legend (top left).
+	p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
+	p.Y.Max = math.Pow(10, math.Ceil(math.Log10(2*hi)))
+	p.Legend.Top, p.Legend.Left = true, true
+	p.NominalX(labels...)
+	return p.Save(vg.Length(40+24*len(labels))*vg.Millimeter, 110*vg.Millimeter, path)
+}
+
+// latencyChart draws the W5 produce-to-consume latency CDF of each broker
+// and mode that has latencies.
+func (run *Run) latencyChart(path string) error {
 	p := plot.New()
 	p.Title.Text = "W5 end-to-end latency CDF (produce to consume)"
 	p.X.Label.Text = "latency (ms, log scale)"
@@ -340,7 +446,7 @@ func (run *Run) Charts(dir string) error {
 	}
 	p.Legend.Left, p.Legend.Top = true, true
 	p.Add(plotter.NewGrid())
-	return p.Save(160*vg.Millimeter, 100*vg.Millimeter, filepath.Join(dir, "latency-cdf.png"))
+	return p.Save(160*vg.Millimeter, 100*vg.Millimeter, path)
 }
 
 // targets checks issue 7's goals against the default-flush results (and

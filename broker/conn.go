@@ -122,6 +122,8 @@ type conn struct {
 	remote string
 	ip     string // counted against max.connections.per.ip (limits.go)
 
+	sniffed bool // the first frame was checked for TLS or HTTP (sniffFirstFrame)
+
 	fetchErr int16 // top-level error code of the fetch response just written, for metrics
 }
 
@@ -166,6 +168,34 @@ func (c *conn) serveOneRecovered() (err error) {
 	return c.serveOne()
 }
 
+// errNotKafka is the end of a connection whose first bytes are another
+// protocol's: a client configured for TLS, or a browser or HTTP tool pointed
+// at the Kafka port. Its size field would be an invalid frame size, a
+// message that leaves the user guessing.
+var errNotKafka = errors.New("not a Kafka client")
+
+// sniffFirstFrame names a first frame that is a TLS ClientHello (a
+// handshake record, 0x16, of SSL 3.0 to TLS 1.3, 0x03 0x00-0x04) or an HTTP
+// request (a method, or HTTP/2's "PRI * HTTP/2.0" preface). As a Kafka size
+// field these are frames of 369 MB or more, which no client sends as its
+// first request. Later frames are not sniffed: their size is checked as
+// usual.
+func (c *conn) sniffFirstFrame() error {
+	hdr, err := c.r.Peek(4)
+	if err != nil {
+		// No size yet: ReadFrame meets the same error and reports it.
+		return nil
+	}
+	if hdr[0] == 0x16 && hdr[1] == 0x03 && hdr[2] <= 0x04 {
+		return fmt.Errorf("%w: first bytes % x look like TLS: this listener is PLAINTEXT", errNotKafka, hdr[:3])
+	}
+	switch string(hdr) {
+	case "GET ", "POST", "HEAD", "PUT ", "DELE", "PATC", "OPTI", "CONN", "TRAC", "PRI ":
+		return fmt.Errorf("%w: first bytes %q look like HTTP: this is a Kafka listener", errNotKafka, hdr)
+	}
+	return nil
+}
+
 // logClose writes the one line a closed connection gets; a client hanging
 // up between requests, or a shutdown, is not an error.
 func (c *conn) logClose(err error) {
@@ -179,6 +209,12 @@ func (c *conn) logClose(err error) {
 
 func (c *conn) serveOne() error {
 	c.armIdle()
+	if !c.sniffed {
+		c.sniffed = true
+		if err := c.sniffFirstFrame(); err != nil {
+			return err
+		}
+	}
 	frame, err := protocol.ReadFrame(c.r, c.b.cfg.SocketRequestMaxBytes, c.frameBuf())
 	if err != nil {
 		return c.idleErr(err)

@@ -23,6 +23,12 @@ const testNodeID = 1
 // the test ends. Warnings and errors go to the test log.
 func startBroker(t testing.TB, mutate func(*Config)) *Broker {
 	t.Helper()
+	return startBrokerLogging(t, mutate, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
+}
+
+// startBrokerLogging is startBroker with the broker logging to logger.
+func startBrokerLogging(t testing.TB, mutate func(*Config), logger *zap.Logger) *Broker {
+	t.Helper()
 	cfg := Config{
 		Listeners:             "PLAINTEXT://127.0.0.1:0",
 		LogDirs:               t.TempDir(),
@@ -36,7 +42,7 @@ func startBroker(t testing.TB, mutate func(*Config)) *Broker {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	b, err := New(cfg, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
+	b, err := New(cfg, logger)
 	if err != nil {
 		t.Fatalf("start broker: %v", err)
 	}

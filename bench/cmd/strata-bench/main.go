@@ -5,6 +5,7 @@
 //
 //	go run ./bench/cmd/strata-bench            # full run (make bench)
 //	go run ./bench/cmd/strata-bench -quick     # tiny counts, a smoke test
+//	go run ./bench/cmd/strata-bench -redraw bench/report/results.json   # throughput.png from saved results
 package main
 
 import (
@@ -48,10 +49,23 @@ func main() {
 		pprofOut  = flag.String("pprof", "", "save a CPU profile of strata under -pprof-workload to this file (strata --pprof)")
 		pprofSecs = flag.Int("pprof-seconds", 5, "length of that profile; the workload must run longer")
 		pprofW    = flag.String("pprof-workload", "W1", "the workload -pprof profiles")
+		redraw    = flag.String("redraw", "", "run nothing: redraw throughput.png beside this results.json from its figures (relative to -repo; the latency CDF needs the raw latencies, which it does not keep)")
 	)
 	flag.Parse()
 	root, err := filepath.Abs(*repo)
 	check(err)
+	if *redraw != "" {
+		path := *redraw
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(root, path)
+		}
+		run, err := bench.ReadRun(path)
+		check(err)
+		chart := filepath.Join(filepath.Dir(path), "throughput.png")
+		check(run.ThroughputChart(chart))
+		fmt.Printf("wrote %s from %s\n", chart, path)
+		return
+	}
 	cfg := bench.Config{
 		KafkaHome: filepath.Join(root, "compat-tests", ".cache", "kafka"),
 		WorkDir:   filepath.Join(root, ".cache", "bench"),
