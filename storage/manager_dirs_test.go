@@ -278,3 +278,30 @@ func TestDeletedSegmentsRemovedOnTime(t *testing.T) {
 		t.Fatalf("removed after %v, before file.delete.delay.ms", took)
 	}
 }
+
+func TestDeleteTopicWithFailedLog(t *testing.T) {
+	dir := t.TempDir()
+	efs := errorfs.Wrap(vfs.Default)
+	m, err := OpenManager(efs, dir, DefaultConfig(), ManagerOptions{Logger: zap.NewNop(), NodeID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := m.CreateTopic("t", 1, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendOK(t, top.Partitions()[0].Log, makeBatch(batchOpts{records: 3}))
+	efs.Inject(errorfs.Fault{Op: errorfs.OpWrite, PathSuffix: ".log", Sticky: true, Err: syscall.ENOSPC})
+	if _, err := top.Partitions()[0].Log.Append(makeBatch(batchOpts{records: 3}), 0); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append: %v", err)
+	}
+	if err := m.DeleteTopic("t"); err != nil {
+		t.Fatalf("delete a topic whose log failed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "t-0")); !os.IsNotExist(err) {
+		t.Fatalf("partition directory kept: %v", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
