@@ -205,7 +205,9 @@ func TestInvalidValues(t *testing.T) {
 	}{
 		{"listeners", "", "no listener"},
 		{"listeners", "127.0.0.1:9092", "NAME://host:port"},
-		{"listeners", "SSL://127.0.0.1:9093", "only PLAINTEXT"},
+		{"listeners", "SSL://127.0.0.1:9093", "does not support the SSL security protocol"},
+		{"listeners", "CLIENT://127.0.0.1:9093", "no security protocol defined for listener CLIENT"},
+		{"listeners", "PLAINTEXT://a:1,PLAINTEXT_HOST://b:1", "no security protocol defined"},
 		{"listeners", "PLAINTEXT://127.0.0.1", "NAME://host:port"},
 		{"listeners", "PLAINTEXT://127.0.0.1:70000", "port"},
 		{"listeners", "PLAINTEXT://a:1,PLAINTEXT://b:2", "more than once"},
@@ -285,13 +287,14 @@ func TestBrokerIDConflictsWithNodeID(t *testing.T) {
 func TestUnknownAndIgnoredKeys(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	props := map[string]string{
-		"process.roles":                    "broker,controller",
-		"controller.quorum.voters":         "1@localhost:9093",
-		"socket.send.buffer.bytes":         "102400",
-		"log.roll.jitter.hours":            "0",
-		"transaction.state.log.min.isr":    "1",
-		"offsets.topic.replication.factor": "1",
-		"no.such.key":                      "1",
+		"num.io.threads":                        "8",
+		"controller.quorum.election.timeout.ms": "1000",
+		"ssl.enabled.protocols":                 "TLSv1.3",
+		"socket.send.buffer.bytes":              "102400",
+		"log.roll.jitter.hours":                 "0",
+		"transaction.state.log.min.isr":         "1",
+		"offsets.topic.replication.factor":      "1",
+		"no.such.key":                           "1",
 	}
 	if _, err := loadSettings(props, zap.New(core)); err != nil {
 		t.Fatal(err)
