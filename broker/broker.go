@@ -30,8 +30,9 @@ type Config struct {
 	Log                   storage.Config
 	Groups                coordinator.GroupConfig
 	Txns                  coordinator.TxnConfig
-	LogRequests           bool   // --log-requests: log every decoded request and response
-	MetricsListener       string // metrics.listener: http://host:port for /metrics and /healthz; empty = off
+	LogRequests           bool              // --log-requests: log every decoded request and response
+	MetricsListener       string            // metrics.listener: http://host:port for /metrics and /healthz; empty = off
+	Build                 metrics.BuildInfo // which build this is: the strata_build_info gauge
 
 	// Limits are max.connections, max.connections.per.ip and
 	// connections.max.idle.ms (limits.go).

@@ -4,10 +4,14 @@ package main
 // the binary says about itself.
 
 import (
+	"bytes"
+	"debug/buildinfo"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,4 +58,73 @@ func TestKafkaStockFileServesClients(t *testing.T) {
 	acked := produceAll(t, cl, topic, 0, 200)
 	consumed := consumeAll(t, b.addr, topic, 200)
 	checkAcked(t, acked, consumed)
+}
+
+// versionLine is what --version prints.
+var versionLine = regexp.MustCompile(`^strata (\S+) \(commit (\S+?)(?:, (\S+))?, (go\S+) (\S+)\)\n$`)
+
+// runVersion runs bin with args and returns what it printed, requiring exit 0
+// and nothing on stderr.
+func runVersion(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+		t.Fatalf("%s %q: %v, stderr %q", bin, args, err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// TestVersion: --version and the version command print the build the Go
+// toolchain recorded in the binary (read back here with debug/buildinfo), and a
+// make build's -X version and commit.
+func TestVersion(t *testing.T) {
+	e2e(t)
+	out := runVersion(t, strataBin, "--version")
+	if again := runVersion(t, strataBin, "version"); again != out {
+		t.Errorf("strata version printed %q, --version %q", again, out)
+	}
+	m := versionLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("--version printed %q, want strata VERSION (commit C[, TIME], GO OS/ARCH)", out)
+	}
+	info, err := buildinfo.ReadFile(strataBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantVersion, wantCommit, wantTime := "dev", "unknown", ""
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		wantVersion = v
+	}
+	modified := false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			wantCommit = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		case "vcs.time":
+			wantTime = s.Value
+		}
+	}
+	if modified {
+		wantCommit += "-dirty"
+	}
+	if m[1] != wantVersion || m[2] != wantCommit || m[3] != wantTime || m[4] != info.GoVersion || m[5] != runtime.GOOS+"/"+runtime.GOARCH {
+		t.Errorf("--version printed %q; want version %s, commit %s, time %q, %s %s/%s (from the binary's build info)",
+			out, wantVersion, wantCommit, wantTime, info.GoVersion, runtime.GOOS, runtime.GOARCH)
+	}
+
+	// make build's flags, without a vcs stamp.
+	stamped := filepath.Join(t.TempDir(), "strata")
+	const rev = "0123456789abcdef0123456789abcdef01234567"
+	build := exec.Command("go", "build", "-buildvcs=false", "-ldflags", "-X main.version=v9.9.9-test -X main.commit="+rev, "-o", stamped, ".")
+	if msg, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, msg)
+	}
+	want := "strata v9.9.9-test (commit " + rev + ", " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + ")\n"
+	if got := runVersion(t, stamped, "--version"); got != want {
+		t.Errorf("-X build printed %q, want %q", got, want)
+	}
 }

@@ -42,7 +42,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	strataBin = filepath.Join(dir, "strata")
-	build := exec.Command("go", "build", "-o", strataBin, ".")
+	// -buildvcs=auto: record the commit as a build from a clone does, even where
+	// GOFLAGS turns it off (TestVersion checks what the binary reports).
+	build := exec.Command("go", "build", "-buildvcs=auto", "-o", strataBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: building strata:", err)
