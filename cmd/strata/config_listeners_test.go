@@ -79,9 +79,9 @@ func combined(changes map[string]string) map[string]string {
 
 func TestCombinedNodeForms(t *testing.T) {
 	tests := []struct {
-		name                            string
-		changes                         map[string]string
-		listener, advertised, controler string
+		name                             string
+		changes                          map[string]string
+		listener, advertised, controller string
 	}{
 		{"voters", nil, "PLAINTEXT://127.0.0.1:9092", "PLAINTEXT://127.0.0.1:9092", "CONTROLLER://127.0.0.1:9093"},
 		{"bootstrap servers instead of voters", map[string]string{"controller.quorum.voters": "<unset>",
@@ -107,9 +107,9 @@ func TestCombinedNodeForms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Listeners != tt.listener || s.AdvertisedListeners != tt.advertised || s.ControllerListener != tt.controler {
+			if s.Listeners != tt.listener || s.AdvertisedListeners != tt.advertised || s.ControllerListener != tt.controller {
 				t.Errorf("listeners %q, advertised %q, controller %q; want %q, %q, %q",
-					s.Listeners, s.AdvertisedListeners, s.ControllerListener, tt.listener, tt.advertised, tt.controler)
+					s.Listeners, s.AdvertisedListeners, s.ControllerListener, tt.listener, tt.advertised, tt.controller)
 			}
 		})
 	}
