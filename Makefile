@@ -16,8 +16,14 @@ ARGS ?=
 run: build
 	./bin/strata $(ARGS)
 
+# strata --version: the release from git describe ("dev" outside git) and the commit.
+# The commit is also passed by flag because a git worktree gets no vcs stamp;
+# -buildvcs=auto undoes a GOFLAGS=-buildvcs=false so a clone's build records vcs.*.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/strata ./cmd/strata
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o bin/strata ./cmd/strata
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/strata-proxy ./cmd/strata-proxy
 
 test: fmt-check vet tools

@@ -20,7 +20,7 @@ import (
 
 // Config is the broker's part of server.properties, already validated.
 type Config struct {
-	Listeners             string // listeners: PLAINTEXT://host:port
+	Listeners             string // the client listener, NAME://host:port, served as PLAINTEXT
 	AdvertisedListeners   string // advertised.listeners; empty means Listeners
 	LogDirs               string // log.dirs: one directory
 	NodeID                int32  // node.id
@@ -30,8 +30,9 @@ type Config struct {
 	Log                   storage.Config
 	Groups                coordinator.GroupConfig
 	Txns                  coordinator.TxnConfig
-	LogRequests           bool   // --log-requests: log every decoded request and response
-	MetricsListener       string // metrics.listener: http://host:port for /metrics and /healthz; empty = off
+	LogRequests           bool              // --log-requests: log every decoded request and response
+	MetricsListener       string            // metrics.listener: http://host:port for /metrics and /healthz; empty = off
+	Build                 metrics.BuildInfo // which build this is: the strata_build_info gauge
 
 	// Limits are max.connections, max.connections.per.ip and
 	// connections.max.idle.ms (limits.go).
@@ -247,17 +248,15 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	return b.stopMetrics(ctx)
 }
 
-// parseListener reads one PLAINTEXT listener, Kafka's NAME://host:port.
+// parseListener reads one listener, Kafka's NAME://host:port. It is served as
+// PLAINTEXT whatever its name: the caller maps names to security protocols.
 func parseListener(s string) (string, int, error) {
 	if strings.Contains(s, ",") {
 		return "", 0, fmt.Errorf("%q: only one listener is supported", s)
 	}
-	name, addr, ok := strings.Cut(strings.TrimSpace(s), "://")
+	_, addr, ok := strings.Cut(strings.TrimSpace(s), "://")
 	if !ok {
-		return "", 0, fmt.Errorf("%q: want PLAINTEXT://host:port", s)
-	}
-	if name != "PLAINTEXT" {
-		return "", 0, fmt.Errorf("%q: only PLAINTEXT is supported", s)
+		return "", 0, fmt.Errorf("%q: want NAME://host:port", s)
 	}
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {

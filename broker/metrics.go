@@ -35,6 +35,7 @@ func (b *Broker) openMetrics() error {
 		return err
 	}
 	m.SetStorage(b.logs)
+	m.SetBuildInfo(b.cfg.Build)
 	if b.groups != nil {
 		m.SetGroupOffsets(groupOffsets{b.groups})
 	}

@@ -48,6 +48,7 @@ const (
 	PartitionSizeBytes     = "strata_partition_size_bytes"
 	PartitionOffline       = "strata_partition_offline"
 	FsyncDurationSeconds   = "strata_fsync_duration_seconds"
+	BuildInfoMetric        = "strata_build_info"
 )
 
 // fsyncBuckets span a page-cache-only fsync (tens of microseconds) to a
@@ -79,6 +80,7 @@ type Metrics struct {
 	topics  sync.Map // topic name -> *TopicStats
 	storage atomic.Pointer[storageSource]
 	groups  atomic.Pointer[groupSource]
+	build   atomic.Pointer[BuildInfo] // build.go
 	ready   atomic.Bool
 }
 
@@ -117,7 +119,7 @@ func New() *Metrics {
 	})
 	m.reg.MustRegister(m.requests, m.partitionErrors, m.latency, m.connsOpen, m.connsAccepted, m.connsClosed, m.fsync,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&topicCollector{m: m}, &storageCollector{m: m})
+		&topicCollector{m: m}, &storageCollector{m: m}, &buildCollector{m: m})
 	return m
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,8 +14,9 @@ import (
 
 // settings is the validated server configuration, with Kafka's key names and meanings.
 type settings struct {
-	Listeners             string // listeners, normalised
-	AdvertisedListeners   string // advertised.listeners, defaults to listeners
+	Listeners             string // the client listener of listeners, normalised (config_listeners.go)
+	AdvertisedListeners   string // its advertised.listeners entry, defaults to it
+	ControllerListener    string // a combined node's controller listener: validated, not served
 	LogDir                string // log.dirs / log.dir
 	NodeID                int32  // node.id (broker.id accepted as its alias)
 	NumPartitions         int32  // num.partitions
@@ -133,7 +133,9 @@ func (e *configError) Error() string {
 
 // implementedKeys are the keys loadSettings reads.
 var implementedKeys = []string{
-	"listeners", "advertised.listeners", "log.dirs", "log.dir", "node.id", "broker.id",
+	"listeners", "advertised.listeners", "listener.security.protocol.map", "inter.broker.listener.name",
+	"security.inter.broker.protocol", "process.roles", "controller.listener.names", "controller.quorum.voters",
+	"controller.quorum.bootstrap.servers", "control.plane.listener.name", "log.dirs", "log.dir", "node.id", "broker.id",
 	"num.partitions", "auto.create.topics.enable", "log.segment.bytes", "log.roll.ms",
 	"log.roll.hours", "log.index.interval.bytes", "log.index.size.max.bytes",
 	"message.max.bytes", "socket.request.max.bytes", "log.flush.interval.messages",
@@ -160,9 +162,7 @@ var implementedKeys = []string{
 // broker yet; a Kafka server.properties contains many of them, so they are only
 // mentioned at debug level rather than warned about.
 var ignoredKeys = []string{
-	"process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
-	"controller.listener.names", "listener.security.protocol.map", "inter.broker.listener.name",
-	"security.inter.broker.protocol", "num.network.threads", "num.io.threads",
+	"num.network.threads", "num.io.threads",
 	"num.replica.fetchers", "num.recovery.threads.per.data.dir", "queued.max.requests",
 	"offsets.topic.replication.factor", "default.replication.factor", "min.insync.replicas",
 	"zookeeper.connect", "zookeeper.connection.timeout.ms", "metadata.log.dir",
@@ -171,18 +171,19 @@ var ignoredKeys = []string{
 	"log.preallocate",
 	"delete.topic.enable", "compression.type", "unclean.leader.election.enable",
 	"auto.leader.rebalance.enable", "request.timeout.ms",
-	"broker.rack", "authorizer.class.name", "super.users", "metric.reporters",
+	"broker.rack", "super.users", "allow.everyone.if.no.acl.found", "metric.reporters",
 	"fetch.max.bytes", "producer.id.expiration.ms",
 	"initial.broker.registration.timeout.ms", "broker.heartbeat.interval.ms",
 	"broker.session.timeout.ms", "num.replica.alter.log.dirs.threads",
 }
 
-// ignoredPrefixes cover the families of such keys.
+// ignoredPrefixes cover the families of such keys; the keys among them that
+// turn on a missing feature are refused first (config_unsupported.go).
 var ignoredPrefixes = []string{
 	"log.retention.", "log.cleaner.", "log.roll.jitter.", "transaction.state.log.",
 	"transaction.", "offsets.", "group.", "replica.", "controller.", "ssl.", "sasl.",
 	"listener.name.", "metadata.", "zookeeper.", "quota.", "metrics.", "leader.imbalance.",
-	"remote.log.", "max.connection", "socket.listen.",
+	"remote.log.", "max.connection", "socket.listen.", "share.coordinator.",
 }
 
 // keyKind says how loadSettings treats a key.
@@ -214,15 +215,21 @@ func parseOverride(arg string) (key, value string, err error) {
 }
 
 // loadSettings validates props (the file with the overrides applied) over the
-// defaults. It returns the first invalid value, checking keys in a fixed order. Keys
-// it does not implement are logged: a warning for unknown ones, a debug line for
-// common Kafka keys that do not apply.
+// defaults. It returns the first invalid value, checking keys in a fixed order, and
+// refuses keys of features Strata does not have yet. Other keys it does not
+// implement are logged: a warning for unknown ones, a debug line for common Kafka
+// keys that do not apply.
 func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	keys := make([]string, 0, len(props))
 	for k := range props {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	for _, k := range keys {
+		if f := unsupportedFeature(k, props[k]); f != "" {
+			return defaultSettings(), &unsupportedError{Key: k, Value: props[k], Feature: f}
+		}
+	}
 	for _, k := range keys {
 		switch keyKind(k) {
 		case "ignored":
@@ -234,21 +241,6 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 
 	s := defaultSettings()
 	p := propReader{props: props}
-	if v, ok := p.get("listeners"); ok {
-		l, err := parseListeners(v, false)
-		if err != nil {
-			return s, &configError{"listeners", props["listeners"], err.Error()}
-		}
-		s.Listeners = l
-	}
-	s.AdvertisedListeners = s.Listeners
-	if v, ok := p.get("advertised.listeners"); ok {
-		l, err := parseListeners(v, true)
-		if err != nil {
-			return s, &configError{"advertised.listeners", props["advertised.listeners"], err.Error()}
-		}
-		s.AdvertisedListeners = l
-	}
 	// log.dirs wins over log.dir, as in Kafka.
 	for _, key := range []string{"log.dir", "log.dirs"} {
 		if v, ok := p.get(key); ok {
@@ -266,6 +258,7 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 			p.fail("broker.id", b, "differs from node.id "+strings.TrimSpace(n)+"; they are the same setting")
 		}
 	}
+	loadListenerSettings(&p, &s)
 	p.int32Range(&s.NumPartitions, "num.partitions", 1, math.MaxInt32)
 	p.boolean(&s.AutoCreateTopics, "auto.create.topics.enable")
 	p.int64Range(&s.SegmentBytes, "log.segment.bytes", 14, math.MaxInt32)
@@ -303,6 +296,10 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 			p.fail("metrics.listener", props["metrics.listener"], err.Error())
 		}
 		s.MetricsListener = v
+	}
+	if p.err == nil && s.ControllerListener != "" {
+		log.Info("combined node: serving the broker role; the controller listener is validated but not served, "+
+			"strata has no separate controller quorum yet", zap.String("controller.listener", s.ControllerListener))
 	}
 	return s, p.err
 }
@@ -461,46 +458,6 @@ func (p *propReader) enum(dst *string, key string, values ...string) {
 		return
 	}
 	*dst = v
-}
-
-// parseListeners checks Kafka's listener syntax, NAME://host:port[,...], and returns
-// it normalised (upper-case names, IPv6 hosts in brackets). Only the PLAINTEXT
-// listener exists for now, and listener names are unique, so there is exactly one.
-func parseListeners(v string, advertised bool) (string, error) {
-	var out []string
-	for _, l := range strings.Split(v, ",") {
-		l = strings.TrimSpace(l)
-		if l == "" {
-			continue
-		}
-		name, hostport, ok := strings.Cut(l, "://")
-		if !ok {
-			return "", fmt.Errorf("listener %q: want NAME://host:port", l)
-		}
-		name = strings.ToUpper(name)
-		if name != "PLAINTEXT" {
-			return "", fmt.Errorf("listener %q: only PLAINTEXT listeners are supported", l)
-		}
-		host, portStr, err := net.SplitHostPort(hostport)
-		if err != nil {
-			return "", fmt.Errorf("listener %q: want NAME://host:port", l)
-		}
-		port, err := strconv.ParseUint(portStr, 10, 16)
-		if err != nil {
-			return "", fmt.Errorf("listener %q: port must be a number from 0 to 65535", l)
-		}
-		if advertised && (host == "0.0.0.0" || host == "::") {
-			return "", fmt.Errorf("listener %q: cannot advertise the non-routable address %s", l, host)
-		}
-		if len(out) > 0 {
-			return "", fmt.Errorf("listener name %s appears more than once", name)
-		}
-		out = append(out, name+"://"+net.JoinHostPort(host, strconv.FormatUint(port, 10)))
-	}
-	if len(out) == 0 {
-		return "", fmt.Errorf("no listener given")
-	}
-	return strings.Join(out, ","), nil
 }
 
 // parseLogDirs accepts a single directory: one log.dir is all the storage supports.

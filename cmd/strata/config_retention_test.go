@@ -54,7 +54,7 @@ func TestRetentionSettingsReachStorage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := brokerConfig(s, false)
+	cfg := brokerConfig(s, false, buildInfo{})
 	if cfg.Log.RetentionMs != 180000 || cfg.Log.RetentionBytes != 77 || cfg.Log.FileDeleteDelayMs != 5 ||
 		cfg.Log.RetentionCheckIntervalMs != 300000 || cfg.Log.NoDelete {
 		t.Fatalf("storage config %+v", cfg.Log)
@@ -62,7 +62,7 @@ func TestRetentionSettingsReachStorage(t *testing.T) {
 	// Kafka's defaults reach storage when nothing is set.
 	s, _ = loadSettings(nil, zap.NewNop())
 	d := storage.DefaultConfig()
-	if got := brokerConfig(s, false).Log; got.RetentionMs != d.RetentionMs || got.RetentionBytes != d.RetentionBytes || got.FileDeleteDelayMs != d.FileDeleteDelayMs {
+	if got := brokerConfig(s, false, buildInfo{}).Log; got.RetentionMs != d.RetentionMs || got.RetentionBytes != d.RetentionBytes || got.FileDeleteDelayMs != d.FileDeleteDelayMs {
 		t.Fatalf("defaults %+v", got)
 	}
 }

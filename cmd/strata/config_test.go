@@ -205,7 +205,9 @@ func TestInvalidValues(t *testing.T) {
 	}{
 		{"listeners", "", "no listener"},
 		{"listeners", "127.0.0.1:9092", "NAME://host:port"},
-		{"listeners", "SSL://127.0.0.1:9093", "only PLAINTEXT"},
+		{"listeners", "SSL://127.0.0.1:9093", "does not support the SSL security protocol"},
+		{"listeners", "CLIENT://127.0.0.1:9093", "no security protocol defined for listener CLIENT"},
+		{"listeners", "PLAINTEXT://a:1,PLAINTEXT_HOST://b:1", "no security protocol defined"},
 		{"listeners", "PLAINTEXT://127.0.0.1", "NAME://host:port"},
 		{"listeners", "PLAINTEXT://127.0.0.1:70000", "port"},
 		{"listeners", "PLAINTEXT://a:1,PLAINTEXT://b:2", "more than once"},
@@ -285,13 +287,14 @@ func TestBrokerIDConflictsWithNodeID(t *testing.T) {
 func TestUnknownAndIgnoredKeys(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	props := map[string]string{
-		"process.roles":                    "broker,controller",
-		"controller.quorum.voters":         "1@localhost:9093",
-		"socket.send.buffer.bytes":         "102400",
-		"log.roll.jitter.hours":            "0",
-		"transaction.state.log.min.isr":    "1",
-		"offsets.topic.replication.factor": "1",
-		"no.such.key":                      "1",
+		"num.io.threads":                        "8",
+		"controller.quorum.election.timeout.ms": "1000",
+		"ssl.enabled.protocols":                 "TLSv1.3",
+		"socket.send.buffer.bytes":              "102400",
+		"log.roll.jitter.hours":                 "0",
+		"transaction.state.log.min.isr":         "1",
+		"offsets.topic.replication.factor":      "1",
+		"no.such.key":                           "1",
 	}
 	if _, err := loadSettings(props, zap.New(core)); err != nil {
 		t.Fatal(err)
@@ -364,15 +367,48 @@ func TestParseFlags(t *testing.T) {
 
 func TestRunRejectsInvalidConfig(t *testing.T) {
 	var out bytes.Buffer
-	code := run([]string{"--override", "num.partitions=abc", "--override", "log.dirs=" + t.TempDir()}, &out)
+	code := run([]string{"--override", "num.partitions=abc", "--override", "log.dirs=" + t.TempDir()}, &out, &out)
 	if code != 1 || !strings.Contains(out.String(), "num.partitions") || !strings.Contains(out.String(), "abc") {
 		t.Errorf("exit %d, output %q; want 1 and a message naming num.partitions and abc", code, out.String())
 	}
-	if code := run([]string{"--config", t.TempDir() + "/missing.properties"}, &out); code != 1 {
+	if code := run([]string{"--config", t.TempDir() + "/missing.properties"}, &out, &out); code != 1 {
 		t.Errorf("missing config file: exit %d, want 1", code)
 	}
-	if code := run([]string{"--bogus"}, &out); code != 2 {
-		t.Errorf("bad flag: exit %d, want 2", code)
+}
+
+// TestUsageErrorsOnce: a bad argument is reported once, on stderr, with a pointer to
+// --help, and exits 1 as kafka-server-start does.
+func TestUsageErrorsOnce(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"--log-level", "loud"}, `unrecognized level: "loud"`},
+		{[]string{"--override", "novalue"}, "want key=value"},
+		{[]string{"a.properties", "b.properties"}, "unexpected arguments"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tt.args, &stdout, &stderr)
+		if code != 1 || stdout.Len() != 0 || strings.Count(stderr.String(), tt.msg) != 1 ||
+			!strings.HasSuffix(stderr.String(), "Run 'strata --help' for usage.\n") || strings.Contains(stderr.String(), "Usage") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 1, nothing, and %q once with the --help hint", tt.args, code, stdout.String(), stderr.String(), tt.msg)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"--config", "x.properties", "--help"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+			t.Errorf("%q: exit %d, stderr %q; want 0 and nothing", args, code, stderr.String())
+		}
+		for _, want := range []string{"--config FILE", "FILE  ", "--override key=value", "README's Configuration", "-log-level",
+			"-log-requests", "-pprof", "-version", "strata --version | strata version"} {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("%q: usage lacks %q:\n%s", args, want, stdout.String())
+			}
+		}
 	}
 }
 

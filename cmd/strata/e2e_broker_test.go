@@ -259,7 +259,7 @@ func TestConfigFile(t *testing.T) {
 	e2e(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "server.properties")
-	writeFile(t, file, "# a Kafka-style file\nprocess.roles=broker,controller\n"+
+	writeFile(t, file, "# a Kafka-style file\nnum.io.threads=8\n"+
 		"num.partitions = \\\n    2\nauto.create.topics.enable:true\n")
 	b := startBroker(t, filepath.Join(dir, "data"), "--config", file)
 	cl := newClient(t, b.addr, kgo.AllowAutoTopicCreation()) // the topic does not exist yet

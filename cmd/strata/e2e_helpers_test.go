@@ -42,7 +42,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	strataBin = filepath.Join(dir, "strata")
-	build := exec.Command("go", "build", "-o", strataBin, ".")
+	// -buildvcs=auto: record the commit as a build from a clone does, even where
+	// GOFLAGS turns it off (TestVersion checks what the binary reports).
+	build := exec.Command("go", "build", "-buildvcs=auto", "-o", strataBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: building strata:", err)
@@ -108,11 +110,17 @@ func freePort(t testing.TB) int {
 func launch(t testing.TB, dir string, port int, args ...string) *proc {
 	t.Helper()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	all := append([]string{
+	return launchArgs(t, dir, addr, append([]string{
 		"--override", "listeners=PLAINTEXT://" + addr,
 		"--override", "log.dirs=" + dir,
-	}, args...)
-	p := &proc{t: t, cmd: exec.Command(strataBin, all...), addr: addr, dir: dir, out: &syncBuffer{}, done: make(chan struct{})}
+	}, args...)...)
+}
+
+// launchArgs starts strata with exactly args; addr is where it will listen and
+// dir where its data goes, as args say.
+func launchArgs(t testing.TB, dir, addr string, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, cmd: exec.Command(strataBin, args...), addr: addr, dir: dir, out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start strata: %v", err)

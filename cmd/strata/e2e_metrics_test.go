@@ -46,4 +46,17 @@ func TestMetricsListener(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `strata_topic_records_in_total{topic="scraped"} 10`) {
 		t.Fatalf("/metrics %d lacks 10 records in for topic scraped:\n%s", code, body)
 	}
+
+	// The build, as --version prints it, in the gauge and the start-up line.
+	v := versionLine.FindStringSubmatch(runVersion(t, strataBin, "--version"))
+	if v == nil {
+		t.Fatal("--version output not understood")
+	}
+	version, commit, goVersion := v[1], v[2], v[4]
+	gauge := `strata_build_info{commit="` + commit + `",goversion="` + goVersion + `",version="` + version + `"} 1`
+	if !strings.Contains(body, gauge) {
+		t.Errorf("/metrics lacks %s:\n%s", gauge, body)
+	}
+	b.waitLog(regexp.MustCompile(`\tlistening\t.*"version": "`+regexp.QuoteMeta(version)+`", "commit": "`+
+		regexp.QuoteMeta(commit)+`", "go": "`+regexp.QuoteMeta(goVersion)+`"`), time.Second)
 }

@@ -1,6 +1,7 @@
 // Command strata runs a single-node, Kafka wire-compatible broker.
 //
 //	strata [--config server.properties] [--override key=value]... [--log-requests] [--log-level info]
+//	strata --version
 //
 // With no arguments it serves PLAINTEXT on 127.0.0.1:9092 with its data under ./data.
 package main
@@ -30,7 +31,7 @@ import (
 const shutdownTimeout = 30 * time.Second
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // options are the command-line flags.
@@ -40,7 +41,23 @@ type options struct {
 	logRequests bool
 	logLevel    zapcore.Level
 	pprofAddr   string
+	version     bool
 }
+
+const usageHeader = `Usage: strata [--config FILE | FILE] [--override key=value]... [flags]
+       strata --version | strata version
+
+strata runs a single-node broker that speaks Kafka's wire protocol. Without a
+configuration it serves PLAINTEXT on 127.0.0.1:9092 with its data in ./data.
+
+Configuration takes Kafka's server.properties keys (the README's Configuration
+section lists those Strata implements; Kafka's own config/server.properties works):
+  --config FILE         a properties file, as kafka-server-start takes it
+  FILE                  the same file as the only positional argument
+  --override key=value  a key set after the file; repeatable
+
+Flags:
+`
 
 type overrideFlag struct{ list *[]string }
 
@@ -60,11 +77,19 @@ func (o overrideFlag) Set(v string) error {
 }
 
 // parseFlags accepts the flags anywhere, and like kafka-server-start one positional
-// argument naming the properties file.
-func parseFlags(args []string, stderr io.Writer) (options, error) {
+// argument naming the properties file; "version" alone is the version command. It
+// prints nothing: the caller reports an error once, and on flag.ErrHelp writes
+// usage.
+func parseFlags(args []string, usage io.Writer) (options, error) {
 	opts := options{logLevel: zapcore.InfoLevel}
+	if len(args) == 1 && args[0] == "version" {
+		opts.version = true
+		return opts, nil
+	}
 	fs := flag.NewFlagSet("strata", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {} // the flag package calls it on errors too
+	fs.BoolVar(&opts.version, "version", false, "print the version, commit and Go version, and exit")
 	fs.StringVar(&opts.configFile, "config", "", "server.properties `file` (Java properties format)")
 	fs.Var(overrideFlag{&opts.overrides}, "override", "`key=value` applied after the config file; repeatable")
 	fs.BoolVar(&opts.logRequests, "log-requests", false, "log every decoded request and response")
@@ -73,6 +98,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(usage, usageHeader)
+				fs.SetOutput(usage)
+				fs.PrintDefaults()
+			}
 			return opts, err
 		}
 		args = fs.Args()
@@ -124,8 +154,9 @@ func loadConfig(opts options, log *zap.Logger) (settings, error) {
 }
 
 // brokerConfig maps the settings onto the broker's configuration.
-func brokerConfig(s settings, logRequests bool) broker.Config {
+func brokerConfig(s settings, logRequests bool, build buildInfo) broker.Config {
 	cfg := broker.Config{
+		Build:                 build.metrics(),
 		Listeners:             s.Listeners,
 		AdvertisedListeners:   s.AdvertisedListeners,
 		LogDirs:               s.LogDir,
@@ -176,17 +207,22 @@ func brokerConfig(s settings, logRequests bool) broker.Config {
 	return cfg
 }
 
-// run is main without the exit: 0 after a clean shutdown, 1 on a configuration or
-// runtime error, 2 on bad usage.
-func run(args []string, stderr io.Writer) int {
+// run is main without the exit: 0 after a clean shutdown, --help or --version; 1 on
+// bad usage (as kafka-server-start), a configuration or a runtime error.
+func run(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
-	opts, err := parseFlags(args, stderr)
+	opts, err := parseFlags(args, stdout)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintln(stderr, "strata:", err)
-		return 2
+		fmt.Fprintf(stderr, "strata: %v\nRun 'strata --help' for usage.\n", err)
+		return 1
+	}
+	build := readBuildInfo()
+	if opts.version {
+		fmt.Fprintln(stdout, build)
+		return 0
 	}
 	log := newLogger(stderr, opts.logLevel)
 	defer log.Sync() //nolint:errcheck // nothing useful to do if stderr fails
@@ -202,7 +238,7 @@ func run(args []string, stderr io.Writer) int {
 			return 1
 		}
 	}
-	b, err := broker.New(brokerConfig(s, opts.logRequests), log)
+	b, err := broker.New(brokerConfig(s, opts.logRequests, build), log)
 	if err != nil {
 		log.Error("cannot start", zap.Error(err))
 		return 1
@@ -213,6 +249,9 @@ func run(args []string, stderr io.Writer) int {
 		zap.String("advertised.listeners", s.AdvertisedListeners),
 		zap.String("log.dir", s.LogDir),
 		zap.Int32("node.id", s.NodeID),
+		zap.String("version", build.Version),
+		zap.String("commit", build.commitLabel()),
+		zap.String("go", build.GoVersion),
 		zap.Duration("startup", time.Since(start)))
 	if a := b.MetricsAddr(); a != nil {
 		log.Info("serving metrics", zap.String("metrics", "http://"+a.String()+"/metrics"), zap.String("healthz", "http://"+a.String()+"/healthz"))

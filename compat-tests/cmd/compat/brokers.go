@@ -92,41 +92,11 @@ func (h *harness) tempDir(name string) (string, error) {
 	return dir, nil
 }
 
-func (h *harness) startStrata() (*broker, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := h.tempDir("strata")
-	if err != nil {
-		return nil, err
-	}
-	b := &broker{name: "strata", addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, dataDir: filepath.Join(dir, "data"), log: filepath.Join(dir, "strata.log")}
-	if err := h.launch(b, nil, filepath.Join(h.root, ".cache/bin/strata"),
-		"--override", "listeners=PLAINTEXT://"+b.addr, "--override", "log.dirs="+b.dataDir,
-		// The same group and internal-topic settings the Kafka reference gets.
-		"--override", "group.initial.rebalance.delay.ms=0",
-		"--override", "offsets.topic.num.partitions=5"); err != nil {
-		return nil, err
-	}
-	return b, h.waitReady(b, 30*time.Second)
-}
-
-func (h *harness) startKafka() (*broker, error) {
-	kport, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	cport, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := h.tempDir("kafka")
-	if err != nil {
-		return nil, err
-	}
-	b := &broker{name: "kafka", addr: fmt.Sprintf("127.0.0.1:%d", kport), dir: dir, dataDir: filepath.Join(dir, "data"), log: filepath.Join(dir, "stdout.log")}
-	props := fmt.Sprintf(`process.roles=broker,controller
+// serverProperties is the one configuration both brokers run with: a KRaft
+// combined node on 127.0.0.1, as a stock Kafka setup has it, with the suite's
+// group and internal-topic settings.
+func serverProperties(port, controllerPort int, dataDir string) string {
+	return fmt.Sprintf(`process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:%[2]d
 listeners=PLAINTEXT://127.0.0.1:%[1]d,CONTROLLER://127.0.0.1:%[2]d
@@ -143,11 +113,49 @@ transaction.state.log.min.isr=1
 transaction.state.log.num.partitions=5
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
-`, kport, cport, b.dataDir)
-	propsPath := filepath.Join(dir, "server.properties")
-	if err := os.WriteFile(propsPath, []byte(props), 0o644); err != nil {
+`, port, controllerPort, dataDir)
+}
+
+// newBroker picks the ports of a broker and writes its server.properties (see
+// serverProperties) into a fresh temporary directory.
+func (h *harness) newBroker(name, log string) (b *broker, propsPath string, err error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	controllerPort, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := h.tempDir(name)
+	if err != nil {
+		return nil, "", err
+	}
+	b = &broker{name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, dataDir: filepath.Join(dir, "data"), log: filepath.Join(dir, log)}
+	propsPath = filepath.Join(dir, "server.properties")
+	if err := os.WriteFile(propsPath, []byte(serverProperties(port, controllerPort, b.dataDir)), 0o644); err != nil {
+		return nil, "", err
+	}
+	return b, propsPath, nil
+}
+
+func (h *harness) startStrata() (*broker, error) {
+	b, propsPath, err := h.newBroker("strata", "strata.log")
+	if err != nil {
 		return nil, err
 	}
+	if err := h.launch(b, nil, filepath.Join(h.root, ".cache/bin/strata"), "--config", propsPath); err != nil {
+		return nil, err
+	}
+	return b, h.waitReady(b, 30*time.Second)
+}
+
+func (h *harness) startKafka() (*broker, error) {
+	b, propsPath, err := h.newBroker("kafka", "stdout.log")
+	if err != nil {
+		return nil, err
+	}
+	dir := b.dir
 	// Kafka's Uuid.randomUuid draws again when the text starts with '-',
 	// which kafka-storage's argument parser would take for an option.
 	var cid string

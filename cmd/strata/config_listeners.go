@@ -1,0 +1,388 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// This file reads the listener and KRaft keys of a Kafka server.properties with
+// the checks of Kafka's KafkaConfig.validateValues for a combined node
+// (process.roles=broker,controller), so a stock KRaft file starts Strata as that
+// one node. Strata serves the broker role only: the controller listener is
+// checked but not bound, since there is no separate controller quorum yet, and
+// what a single node cannot do (an external quorum, several voters, several
+// client listeners, SSL or SASL) is refused rather than ignored.
+
+// listenerEndpoint is one entry of listeners or advertised.listeners.
+type listenerEndpoint struct {
+	name     string // upper-case, as Kafka's ListenerName.normalised
+	host     string
+	port     int
+	protocol string // security protocol from the effective listener.security.protocol.map
+}
+
+func (e listenerEndpoint) String() string {
+	return e.name + "://" + net.JoinHostPort(e.host, strconv.Itoa(e.port))
+}
+
+// securityProtocols are Kafka's SecurityProtocol names.
+var securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+// kraftKeys only mean something on a KRaft node.
+var kraftKeys = []string{"controller.listener.names", "controller.quorum.voters", "controller.quorum.bootstrap.servers"}
+
+// csvList splits a comma-separated value into its trimmed, non-empty items, as
+// Kafka's Csv.parseCsvList and LIST-typed keys do.
+func csvList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// loadListenerSettings sets s.Listeners, s.AdvertisedListeners and
+// s.ControllerListener from listeners, advertised.listeners,
+// listener.security.protocol.map, inter.broker.listener.name,
+// security.inter.broker.protocol, process.roles, controller.listener.names,
+// controller.quorum.voters and controller.quorum.bootstrap.servers.
+func loadListenerSettings(p *propReader, s *settings) {
+	if p.err != nil {
+		return
+	}
+	kraft := loadProcessRoles(p)
+	if p.err != nil {
+		return
+	}
+	if kraft && strings.TrimSpace(p.props["node.id"]) == "" && strings.TrimSpace(p.props["broker.id"]) == "" {
+		p.fail("node.id", p.props["node.id"], "missing; it is required when process.roles is set")
+		return
+	}
+	if !kraft {
+		for _, k := range kraftKeys {
+			if v, ok := p.get(k); ok && v != "" {
+				p.fail(k, p.props[k], "needs process.roles=broker,controller")
+				return
+			}
+		}
+	}
+	if v, ok := p.get("control.plane.listener.name"); ok && v != "" {
+		p.fail("control.plane.listener.name", p.props["control.plane.listener.name"], "is not supported in KRaft mode")
+		return
+	}
+	controllerNames := []string{}
+	for _, n := range csvList(p.props["controller.listener.names"]) {
+		controllerNames = append(controllerNames, strings.ToUpper(n))
+	}
+	isController := func(e listenerEndpoint) bool { return slices.Contains(controllerNames, e.name) }
+
+	protocols, ok := protocolMap(p, kraft, controllerNames)
+	if !ok {
+		return
+	}
+	listenersValue := defaultListeners
+	if v, ok := p.get("listeners"); ok {
+		listenersValue = v
+	}
+	listeners, err := parseEndpoints(listenersValue, protocols, false)
+	if err != nil {
+		p.fail("listeners", p.props["listeners"], err.Error())
+		return
+	}
+	advertised := listeners
+	if v, ok := p.get("advertised.listeners"); ok {
+		if advertised, err = parseEndpoints(v, protocols, true); err != nil {
+			p.fail("advertised.listeners", p.props["advertised.listeners"], err.Error())
+			return
+		}
+	}
+	var clients, controllers, advertisedClients []listenerEndpoint
+	for _, e := range listeners {
+		if isController(e) {
+			controllers = append(controllers, e)
+		} else {
+			clients = append(clients, e)
+		}
+	}
+	for _, e := range advertised {
+		if !isController(e) {
+			advertisedClients = append(advertisedClients, e)
+		}
+	}
+	for _, e := range listeners {
+		if e.protocol != "PLAINTEXT" {
+			p.err = &unsupportedError{Key: "listeners", Value: p.props["listeners"],
+				Feature: fmt.Sprintf("the %s security protocol (listener %s, see listener.security.protocol.map)", e.protocol, e.name)}
+			return
+		}
+	}
+	if kraft && !checkQuorum(p, s.NodeID, controllerNames, listeners, advertised, controllers) {
+		return
+	}
+	if !checkBrokerListeners(p, protocols, listeners, advertisedClients) {
+		return
+	}
+	if len(clients) > 1 {
+		names := make([]string, len(clients))
+		for i, e := range clients {
+			names[i] = e.name
+		}
+		p.fail("listeners", p.props["listeners"], fmt.Sprintf("strata serves one client listener, found %d (%s)", len(clients), strings.Join(names, ", ")))
+		return
+	}
+	// checkBrokerListeners made sure advertisedClients is non-empty and a subset of
+	// the listener names, so with one client listener it is that listener.
+	s.Listeners = clients[0].String()
+	s.AdvertisedListeners = advertisedClients[0].String()
+	if kraft {
+		s.ControllerListener = controllers[0].String()
+	}
+}
+
+// loadProcessRoles reads process.roles: absent or empty is Strata's own
+// single-node mode; otherwise it must be broker,controller (a combined node).
+func loadProcessRoles(p *propReader) (kraft bool) {
+	v, ok := p.get("process.roles")
+	if !ok || v == "" {
+		return false
+	}
+	raw := p.props["process.roles"]
+	roles := csvList(v)
+	for i, r := range roles {
+		if r != "broker" && r != "controller" {
+			p.fail("process.roles", raw, fmt.Sprintf("unknown process role '%s' (only 'broker' and 'controller' are allowed roles)", r))
+			return false
+		}
+		if slices.Contains(roles[:i], r) {
+			p.fail("process.roles", raw, "duplicate role names")
+			return false
+		}
+	}
+	switch {
+	case len(roles) == 2:
+		return true
+	case roles[0] == "broker":
+		p.fail("process.roles", raw, "a broker-only node joins an external controller quorum, which strata cannot do; "+
+			"run it as one combined node with process.roles=broker,controller")
+	default:
+		p.fail("process.roles", raw, "strata has no controller-only mode; use process.roles=broker,controller")
+	}
+	return false
+}
+
+// protocolMap is the effective listener.security.protocol.map. Absent, it is
+// Kafka's default (each security protocol maps its own name), and on a KRaft node
+// the controller listener names are added as PLAINTEXT unless SSL or SASL is in
+// sight, as in KafkaConfig.effectiveListenerSecurityProtocolMap.
+func protocolMap(p *propReader, kraft bool, controllerNames []string) (map[string]string, bool) {
+	m := map[string]string{}
+	v, explicit := p.get("listener.security.protocol.map")
+	if !explicit {
+		for _, sp := range securityProtocols {
+			m[sp] = sp
+		}
+		if kraft {
+			isSecure := func(name string) bool { return name != "PLAINTEXT" && slices.Contains(securityProtocols, name) }
+			secure := slices.ContainsFunc(controllerNames, isSecure)
+			for _, l := range csvList(p.props["listeners"]) {
+				name, _, _ := strings.Cut(l, "://")
+				secure = secure || isSecure(strings.ToUpper(strings.TrimSpace(name)))
+			}
+			if !secure {
+				for _, n := range controllerNames {
+					m[n] = "PLAINTEXT"
+				}
+			}
+		}
+		return m, true
+	}
+	raw := p.props["listener.security.protocol.map"]
+	for _, entry := range csvList(v) {
+		name, protocol, ok := strings.Cut(entry, ":")
+		name, protocol = strings.ToUpper(strings.TrimSpace(name)), strings.ToUpper(strings.TrimSpace(protocol))
+		if !ok || name == "" {
+			p.fail("listener.security.protocol.map", raw, fmt.Sprintf("entry %q: want LISTENER_NAME:SECURITY_PROTOCOL", entry))
+			return nil, false
+		}
+		if !slices.Contains(securityProtocols, protocol) {
+			p.fail("listener.security.protocol.map", raw, fmt.Sprintf("invalid security protocol `%s`; one of %s", protocol, strings.Join(securityProtocols, ", ")))
+			return nil, false
+		}
+		m[name] = protocol
+	}
+	return m, true
+}
+
+// parseEndpoints reads Kafka's NAME://host:port[,...] with each name's security
+// protocol. Names are unique; so are the ports of listeners (0 aside), while
+// advertised listeners may share a port and must not name a non-routable host.
+func parseEndpoints(v string, protocols map[string]string, advertised bool) ([]listenerEndpoint, error) {
+	var out []listenerEndpoint
+	for _, l := range csvList(v) {
+		name, hostport, ok := strings.Cut(l, "://")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("listener %q: want NAME://host:port", l)
+		}
+		name = strings.ToUpper(name)
+		host, portStr, err := net.SplitHostPort(hostport)
+		if err != nil {
+			return nil, fmt.Errorf("listener %q: want NAME://host:port", l)
+		}
+		port, err := strconv.ParseUint(portStr, 10, 16)
+		if err != nil {
+			return nil, fmt.Errorf("listener %q: port must be a number from 0 to 65535", l)
+		}
+		if advertised && (host == "0.0.0.0" || host == "::") {
+			return nil, fmt.Errorf("listener %q: cannot advertise the non-routable address %s", l, host)
+		}
+		protocol, ok := protocols[name]
+		if !ok {
+			return nil, fmt.Errorf("no security protocol defined for listener %s in listener.security.protocol.map", name)
+		}
+		for _, e := range out {
+			if e.name == name {
+				return nil, fmt.Errorf("listener name %s appears more than once", name)
+			}
+			if !advertised && port != 0 && e.port == int(port) {
+				return nil, fmt.Errorf("listeners %s and %s have the same port %d; each listener must have a different port", e.name, name, port)
+			}
+		}
+		out = append(out, listenerEndpoint{name: name, host: host, port: int(port), protocol: protocol})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no listener given")
+	}
+	return out, nil
+}
+
+// checkQuorum holds a combined node's controller keys to Kafka's rules, and to
+// Strata's: the quorum is this node alone.
+func checkQuorum(p *propReader, nodeID int32, controllerNames []string, listeners, advertised, controllers []listenerEndpoint) bool {
+	if len(controllerNames) == 0 || len(controllers) == 0 {
+		p.fail("controller.listener.names", p.props["controller.listener.names"],
+			"must contain at least one value appearing in the 'listeners' configuration when running the KRaft controller role")
+		return false
+	}
+	for _, n := range controllerNames {
+		if !slices.ContainsFunc(listeners, func(e listenerEndpoint) bool { return e.name == n }) {
+			p.fail("controller.listener.names", p.props["controller.listener.names"],
+				fmt.Sprintf("%s does not appear in the 'listeners' configuration; it must when running the KRaft controller role", n))
+			return false
+		}
+	}
+	// The controller's own address: its advertised entry, else its listener.
+	self := controllers[0]
+	for _, e := range advertised {
+		if e.name == self.name {
+			self = e
+		}
+	}
+	voters, hasVoters := p.get("controller.quorum.voters")
+	bootstrap, hasBootstrap := p.get("controller.quorum.bootstrap.servers")
+	if voters == "" && bootstrap == "" {
+		p.fail("controller.quorum.voters", p.props["controller.quorum.voters"],
+			"with process.roles set, either controller.quorum.bootstrap.servers must contain the set of bootstrap controllers "+
+				"or controller.quorum.voters must contain a parseable set of controllers")
+		return false
+	}
+	if hasVoters && voters != "" {
+		entries := csvList(voters)
+		var ids []int32
+		for _, entry := range entries {
+			idText, addr, ok := strings.Cut(entry, "@")
+			id, err := strconv.ParseInt(strings.TrimSpace(idText), 10, 32)
+			if !ok || err != nil || strings.Contains(addr, "@") {
+				p.fail("controller.quorum.voters", p.props["controller.quorum.voters"], fmt.Sprintf("entry %q: want {id}@{host}:{port}", entry))
+				return false
+			}
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				p.fail("controller.quorum.voters", p.props["controller.quorum.voters"], fmt.Sprintf("entry %q: want {id}@{host}:{port}", entry))
+				return false
+			}
+			ids = append(ids, int32(id))
+		}
+		if !slices.Contains(ids, nodeID) {
+			p.fail("controller.quorum.voters", p.props["controller.quorum.voters"],
+				fmt.Sprintf("if process.roles contains the 'controller' role, the node id %d must be included in the set of voters", nodeID))
+			return false
+		}
+		if len(entries) > 1 {
+			p.fail("controller.quorum.voters", p.props["controller.quorum.voters"],
+				fmt.Sprintf("%d voters: strata runs a single-node quorum only; list only this node (%d@host:port)", len(entries), nodeID))
+			return false
+		}
+	}
+	if hasBootstrap && bootstrap != "" {
+		entries := csvList(bootstrap)
+		if len(entries) > 1 {
+			p.fail("controller.quorum.bootstrap.servers", p.props["controller.quorum.bootstrap.servers"],
+				fmt.Sprintf("%d controllers: strata runs a single-node quorum only; list only this node's %s listener", len(entries), self.name))
+			return false
+		}
+		_, port, err := net.SplitHostPort(entries[0])
+		if err != nil {
+			p.fail("controller.quorum.bootstrap.servers", p.props["controller.quorum.bootstrap.servers"], "want {host}:{port}")
+			return false
+		}
+		if self.port != 0 && port != strconv.Itoa(self.port) {
+			p.fail("controller.quorum.bootstrap.servers", p.props["controller.quorum.bootstrap.servers"],
+				fmt.Sprintf("names a controller other than this node's %s listener (port %d); strata cannot join an external quorum", self.name, self.port))
+			return false
+		}
+	}
+	return true
+}
+
+// checkBrokerListeners applies Kafka's checks for every node with the broker
+// role: an advertised broker listener exists, advertised names are listener
+// names, and the inter-broker listener is one of them.
+func checkBrokerListeners(p *propReader, protocols map[string]string, listeners, advertisedClients []listenerEndpoint) bool {
+	if len(advertisedClients) == 0 {
+		p.fail("listeners", p.props["listeners"],
+			"there must be at least one broker listener; perhaps all listeners appear in controller.listener.names?")
+		return false
+	}
+	for _, a := range advertisedClients {
+		if !slices.ContainsFunc(listeners, func(e listenerEndpoint) bool { return e.name == a.name }) {
+			p.fail("advertised.listeners", p.props["advertised.listeners"],
+				fmt.Sprintf("listener name %s is not defined in listeners; advertised listener names must be equal to or a subset of those", a.name))
+			return false
+		}
+	}
+	name, hasName := p.get("inter.broker.listener.name")
+	if _, hasProtocol := p.props["security.inter.broker.protocol"]; hasName && hasProtocol {
+		p.fail("inter.broker.listener.name", p.props["inter.broker.listener.name"], "only one of inter.broker.listener.name and security.inter.broker.protocol should be set")
+		return false
+	}
+	key := "inter.broker.listener.name"
+	if hasName {
+		name = strings.ToUpper(name)
+		if _, ok := protocols[name]; !ok {
+			p.fail(key, p.props[key], fmt.Sprintf("listener %s not found in listener.security.protocol.map", name))
+			return false
+		}
+	} else if v, ok := p.get("security.inter.broker.protocol"); ok {
+		key, name = "security.inter.broker.protocol", strings.ToUpper(v)
+		if !slices.Contains(securityProtocols, name) {
+			p.fail(key, p.props[key], "invalid security protocol; one of "+strings.Join(securityProtocols, ", "))
+			return false
+		}
+	} else {
+		name = "PLAINTEXT" // security.inter.broker.protocol's default names the listener
+	}
+	if !slices.ContainsFunc(advertisedClients, func(e listenerEndpoint) bool { return e.name == name }) {
+		names := make([]string, len(advertisedClients))
+		for i, e := range advertisedClients {
+			names[i] = e.name
+		}
+		p.fail(key, p.props[key], fmt.Sprintf("inter-broker listener %s must be a listener name defined in advertised.listeners; "+
+			"the valid options based on the configured listeners are %s", name, strings.Join(names, ",")))
+		return false
+	}
+	return true
+}
