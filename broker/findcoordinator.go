@@ -8,9 +8,11 @@ package broker
 // FindCoordinator for a group creates __consumer_offsets
 // (offsets.topic.num.partitions partitions) and the first for a
 // transactional id creates __transaction_state
-// (transaction.state.log.num.partitions); a single node creates it within
-// the request and answers normally, or COORDINATOR_NOT_AVAILABLE when
-// creation fails. Key type 2 (share groups) is INVALID_REQUEST, as on a
+// (transaction.state.log.num.partitions), and, as Kafka's getCoordinator,
+// the request that creates the topic is answered COORDINATOR_NOT_AVAILABLE
+// (clients retry): the creation finishes within the request, so the next
+// one finds the coordinator. A failed creation is COORDINATOR_NOT_AVAILABLE
+// too, and is tried again by the next request. Key type 2 (share groups) is INVALID_REQUEST, as on a
 // Kafka broker without share groups.
 
 import (
@@ -18,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/protocol"
 )
 
@@ -40,20 +43,24 @@ func (b *Broker) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorR
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	var err *kerr.Error
-	var ensure func() error
+	var topic string
 	switch keyType {
 	case 0:
-		ensure = b.groups.Ensure
+		topic = coordinator.OffsetsTopic
 	case 1:
-		ensure = b.txns.Ensure
+		topic = coordinator.TxnStateTopic
 	default:
 		err = kerr.InvalidRequest
 	}
-	if ensure != nil {
-		if e := ensure(); e != nil {
-			b.logger.Error("find coordinator: creating the internal topic", zap.Int8("key_type", keyType), zap.Error(e))
+	if topic != "" {
+		existed := b.logs.Topic(topic) != nil
+		switch e := b.internalTopicCreator(topic)(); {
+		case e != nil:
+			b.logger.Error("find coordinator: creating the internal topic", zap.String("topic", topic), zap.Error(e))
 			err = kerr.CoordinatorNotAvailable
-		} else {
+		case !existed:
+			err = kerr.CoordinatorNotAvailable
+		default:
 			c.NodeID, c.Host, c.Port = b.cfg.NodeID, b.advHost, b.advPort
 			return c
 		}
