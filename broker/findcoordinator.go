@@ -28,18 +28,21 @@ func handleFindCoordinator(b *Broker, _ *conn, req *protocol.Request) (kmsg.Resp
 	r := req.Body.(*kmsg.FindCoordinatorRequest)
 	resp := kmsg.NewPtrFindCoordinatorResponse()
 	if req.Version < 4 {
-		c := b.findCoordinator(r.CoordinatorKey, r.CoordinatorType)
+		c := b.findCoordinator(r.CoordinatorKey, r.CoordinatorType, req.Version)
 		resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
 		return resp, nil
 	}
 	for _, key := range r.CoordinatorKeys {
-		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(key, r.CoordinatorType))
+		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(key, r.CoordinatorType, req.Version))
 	}
 	return resp, nil
 }
 
-func (b *Broker) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
+// findCoordinator answers for one key. An error carries Kafka's message:
+// the error's description before v4, an empty string in v4+ (Kafka's
+// handleFindCoordinatorRequestV4AndAbove sets none).
+func (b *Broker) findCoordinator(key string, keyType int8, version int16) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	var err *kerr.Error
@@ -66,7 +69,10 @@ func (b *Broker) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorR
 		}
 	}
 	c.ErrorCode = err.Code
-	msg := err.Message
+	msg := ""
+	if version < 4 {
+		msg = err.Description
+	}
 	c.ErrorMessage = &msg
 	return c
 }

@@ -27,7 +27,7 @@ func TestFindCoordinator(t *testing.T) {
 	// As Kafka's getCoordinator: the request that creates the internal
 	// topic is answered COORDINATOR_NOT_AVAILABLE, the next one finds it.
 	r3 := adminRoundTrip[*kmsg.FindCoordinatorResponse](t, b, req, 3)
-	if r3.ErrorCode != kerr.CoordinatorNotAvailable.Code || r3.NodeID != -1 {
+	if r3.ErrorCode != kerr.CoordinatorNotAvailable.Code || r3.NodeID != -1 || r3.ErrorMessage == nil || *r3.ErrorMessage != "The coordinator is not available." {
 		t.Fatalf("v3 creating %s: %+v", coordinator.OffsetsTopic, r3)
 	}
 	r3 = adminRoundTrip[*kmsg.FindCoordinatorResponse](t, b, req, 3)
@@ -42,7 +42,7 @@ func TestFindCoordinator(t *testing.T) {
 	}
 	req.CoordinatorType = 1
 	r6 = adminRoundTrip[*kmsg.FindCoordinatorResponse](t, b, req, 6)
-	if c := r6.Coordinators[0]; c.ErrorCode != kerr.CoordinatorNotAvailable.Code || c.NodeID != -1 {
+	if c := r6.Coordinators[0]; c.ErrorCode != kerr.CoordinatorNotAvailable.Code || c.NodeID != -1 || c.ErrorMessage == nil || *c.ErrorMessage != "" {
 		t.Fatalf("transaction key creating %s: %+v", coordinator.TxnStateTopic, c)
 	}
 	r6 = adminRoundTrip[*kmsg.FindCoordinatorResponse](t, b, req, 6)
