@@ -39,9 +39,7 @@ func handleFindCoordinator(b *Broker, _ *conn, req *protocol.Request) (kmsg.Resp
 	return resp, nil
 }
 
-// findCoordinator answers for one key. An error carries Kafka's message:
-// the error's description before v4, an empty string in v4+ (Kafka's
-// handleFindCoordinatorRequestV4AndAbove sets none).
+// findCoordinator answers for one key.
 func (b *Broker) findCoordinator(key string, keyType int8, version int16) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
@@ -65,14 +63,26 @@ func (b *Broker) findCoordinator(key string, keyType int8, version int16) kmsg.F
 			err = kerr.CoordinatorNotAvailable
 		default:
 			c.NodeID, c.Host, c.Port = b.cfg.NodeID, b.advHost, b.advPort
+			c.ErrorMessage = coordinatorMessage(nil, version)
 			return c
 		}
 	}
 	c.ErrorCode = err.Code
+	c.ErrorMessage = coordinatorMessage(err, version)
+	return c
+}
+
+// coordinatorMessage is Kafka's error_message: before v4 the error's
+// description ("NONE" for success, as Errors.NONE.message()), from v4 an
+// empty string (handleFindCoordinatorRequestV4AndAbove sets none).
+func coordinatorMessage(err *kerr.Error, version int16) *string {
 	msg := ""
-	if version < 4 {
+	switch {
+	case version >= 4:
+	case err == nil:
+		msg = "NONE"
+	default:
 		msg = err.Description
 	}
-	c.ErrorMessage = &msg
-	return c
+	return &msg
 }

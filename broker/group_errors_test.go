@@ -31,7 +31,7 @@ func TestFindCoordinator(t *testing.T) {
 		t.Fatalf("v3 creating %s: %+v", coordinator.OffsetsTopic, r3)
 	}
 	r3 = adminRoundTrip[*kmsg.FindCoordinatorResponse](t, b, req, 3)
-	if r3.ErrorCode != 0 || r3.NodeID != testNodeID || r3.Port != b.advPort {
+	if r3.ErrorCode != 0 || r3.NodeID != testNodeID || r3.Port != b.advPort || r3.ErrorMessage == nil || *r3.ErrorMessage != "NONE" {
 		t.Fatalf("v3: %+v", r3)
 	}
 	req = kmsg.NewPtrFindCoordinatorRequest()
