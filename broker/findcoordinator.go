@@ -12,8 +12,10 @@ package broker
 // the request that creates the topic is answered COORDINATOR_NOT_AVAILABLE
 // (clients retry): the creation finishes within the request, so the next
 // one finds the coordinator. A failed creation is COORDINATOR_NOT_AVAILABLE
-// too, and is tried again by the next request. Key type 2 (share groups) is INVALID_REQUEST, as on a
-// Kafka broker without share groups.
+// too, and is tried again by the next request. Error messages are Kafka's:
+// the error's description before v4 ("NONE" for success), empty from v4.
+// Key type 2 (share groups) is INVALID_REQUEST, as on a Kafka broker
+// without share groups.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

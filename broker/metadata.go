@@ -74,11 +74,12 @@ func (b *Broker) describeTopicByName(name string, autoCreate bool) kmsg.Metadata
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = &name
 	mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+	ensure := b.internalTopicCreator(name)
+	mt.IsInternal = ensure != nil
 	if !autoCreate {
 		return mt
 	}
-	if ensure := b.internalTopicCreator(name); ensure != nil {
-		mt.IsInternal = true
+	if ensure != nil {
 		if err := ensure(); err != nil {
 			b.logger.Error("auto-creating an internal topic", zap.String("topic", name), zap.Error(err))
 		}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/coordinator"
 )
 
 // TestMetadataAutoCreationAnswersAsKafka checks Kafka 4.1's answers over
@@ -35,6 +37,9 @@ func TestMetadataAutoCreationAnswersAsKafka(t *testing.T) {
 	}
 	if mt := metadata("not-asked", 12, false); mt.ErrorCode != kerr.UnknownTopicOrPartition.Code || b.logs.Topic("not-asked") != nil {
 		t.Errorf("v12 without allow_auto_topic_creation: error %v, created %v", kerr.ErrorForCode(mt.ErrorCode), b.logs.Topic("not-asked") != nil)
+	}
+	if mt := metadata(coordinator.TxnStateTopic, 12, false); mt.ErrorCode != kerr.UnknownTopicOrPartition.Code || !mt.IsInternal {
+		t.Errorf("v12 %s before it exists: error %v, internal %v; want UNKNOWN_TOPIC_OR_PARTITION, internal", coordinator.TxnStateTopic, kerr.ErrorForCode(mt.ErrorCode), mt.IsInternal)
 	}
 	if mt := metadata("bad name!", 12, true); mt.ErrorCode != kerr.InvalidTopicException.Code {
 		t.Errorf("invalid name: error %v, want INVALID_TOPIC_EXCEPTION", kerr.ErrorForCode(mt.ErrorCode))
