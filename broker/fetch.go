@@ -3,8 +3,12 @@ package broker
 // Fetch, versions 4-17.
 //
 // Sessionless: every response carries session id 0, which tells clients to
-// send full fetches (KIP-227 allows a broker to decline sessions); a request
-// naming a session id gets FETCH_SESSION_ID_NOT_FOUND. Topics are named by
+// send full fetches (KIP-227 allows a broker to decline sessions). As in
+// Kafka's FetchManager.newContext the epoch decides, whatever the session
+// id: epoch -1 (FINAL_EPOCH: close the session, if any, and fetch without
+// one) and epoch 0 (INITIAL_EPOCH: a new session, which is declined) are
+// full fetches and served; any other epoch names a session, which cannot
+// exist here, so it gets FETCH_SESSION_ID_NOT_FOUND. Topics are named by
 // id from v13. Records go from the segment file to the socket with
 // sendfile(2), never through a user-space buffer. The long poll waits on
 // MaxWaitMillis/MinBytes and wakes as soon as any requested partition's
@@ -30,9 +34,16 @@ import (
 	"github.com/strata-io/strata/storage"
 )
 
+// The session epochs of a full fetch (KIP-227). Before v7 requests carry
+// no session fields and decode with epoch -1.
+const (
+	finalFetchEpoch   = -1
+	initialFetchEpoch = 0
+)
+
 func (b *Broker) serveFetch(c *conn, req *protocol.Request) error {
 	r := req.Body.(*kmsg.FetchRequest)
-	if r.SessionID != 0 {
+	if r.SessionEpoch != finalFetchEpoch && r.SessionEpoch != initialFetchEpoch {
 		return c.writeFetch(req, kerr.FetchSessionIDNotFound.Code, nil)
 	}
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)

@@ -8,16 +8,21 @@ package broker
 // FindCoordinator for a group creates __consumer_offsets
 // (offsets.topic.num.partitions partitions) and the first for a
 // transactional id creates __transaction_state
-// (transaction.state.log.num.partitions); a single node creates it within
-// the request and answers normally, or COORDINATOR_NOT_AVAILABLE when
-// creation fails. Key type 2 (share groups) is INVALID_REQUEST, as on a
-// Kafka broker without share groups.
+// (transaction.state.log.num.partitions), and, as Kafka's getCoordinator,
+// the request that creates the topic is answered COORDINATOR_NOT_AVAILABLE
+// (clients retry): the creation finishes within the request, so the next
+// one finds the coordinator. A failed creation is COORDINATOR_NOT_AVAILABLE
+// too, and is tried again by the next request. Error messages are Kafka's:
+// the error's description before v4 ("NONE" for success), empty from v4.
+// Key type 2 (share groups) is INVALID_REQUEST, as on a Kafka broker
+// without share groups.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/protocol"
 )
 
@@ -25,41 +30,61 @@ func handleFindCoordinator(b *Broker, _ *conn, req *protocol.Request) (kmsg.Resp
 	r := req.Body.(*kmsg.FindCoordinatorRequest)
 	resp := kmsg.NewPtrFindCoordinatorResponse()
 	if req.Version < 4 {
-		c := b.findCoordinator(r.CoordinatorKey, r.CoordinatorType)
+		c := b.findCoordinator(r.CoordinatorKey, r.CoordinatorType, req.Version)
 		resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
 		return resp, nil
 	}
 	for _, key := range r.CoordinatorKeys {
-		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(key, r.CoordinatorType))
+		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(key, r.CoordinatorType, req.Version))
 	}
 	return resp, nil
 }
 
-func (b *Broker) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
+// findCoordinator answers for one key.
+func (b *Broker) findCoordinator(key string, keyType int8, version int16) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	var err *kerr.Error
-	var ensure func() error
+	var topic string
 	switch keyType {
 	case 0:
-		ensure = b.groups.Ensure
+		topic = coordinator.OffsetsTopic
 	case 1:
-		ensure = b.txns.Ensure
+		topic = coordinator.TxnStateTopic
 	default:
 		err = kerr.InvalidRequest
 	}
-	if ensure != nil {
-		if e := ensure(); e != nil {
-			b.logger.Error("find coordinator: creating the internal topic", zap.Int8("key_type", keyType), zap.Error(e))
+	if topic != "" {
+		existed := b.logs.Topic(topic) != nil
+		switch e := b.internalTopicCreator(topic)(); {
+		case e != nil:
+			b.logger.Error("find coordinator: creating the internal topic", zap.String("topic", topic), zap.Error(e))
 			err = kerr.CoordinatorNotAvailable
-		} else {
+		case !existed:
+			err = kerr.CoordinatorNotAvailable
+		default:
 			c.NodeID, c.Host, c.Port = b.cfg.NodeID, b.advHost, b.advPort
+			c.ErrorMessage = coordinatorMessage(nil, version)
 			return c
 		}
 	}
 	c.ErrorCode = err.Code
-	msg := err.Message
-	c.ErrorMessage = &msg
+	c.ErrorMessage = coordinatorMessage(err, version)
 	return c
+}
+
+// coordinatorMessage is Kafka's error_message: before v4 the error's
+// description ("NONE" for success, as Errors.NONE.message()), from v4 an
+// empty string (handleFindCoordinatorRequestV4AndAbove sets none).
+func coordinatorMessage(err *kerr.Error, version int16) *string {
+	msg := ""
+	switch {
+	case version >= 4:
+	case err == nil:
+		msg = "NONE"
+	default:
+		msg = err.Description
+	}
+	return &msg
 }

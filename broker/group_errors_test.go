@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/coordinator"
 )
 
 // Raw requests at pinned versions check the error codes of the group APIs.
@@ -22,8 +24,14 @@ func TestFindCoordinator(t *testing.T) {
 	b := startGroupBroker(t)
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorKey = "g"
+	// As Kafka's getCoordinator: the request that creates the internal
+	// topic is answered COORDINATOR_NOT_AVAILABLE, the next one finds it.
 	r3 := adminRoundTrip[*kmsg.FindCoordinatorResponse](t, b, req, 3)
-	if r3.ErrorCode != 0 || r3.NodeID != testNodeID || r3.Port != b.advPort {
+	if r3.ErrorCode != kerr.CoordinatorNotAvailable.Code || r3.NodeID != -1 || r3.ErrorMessage == nil || *r3.ErrorMessage != "The coordinator is not available." {
+		t.Fatalf("v3 creating %s: %+v", coordinator.OffsetsTopic, r3)
+	}
+	r3 = adminRoundTrip[*kmsg.FindCoordinatorResponse](t, b, req, 3)
+	if r3.ErrorCode != 0 || r3.NodeID != testNodeID || r3.Port != b.advPort || r3.ErrorMessage == nil || *r3.ErrorMessage != "NONE" {
 		t.Fatalf("v3: %+v", r3)
 	}
 	req = kmsg.NewPtrFindCoordinatorRequest()
@@ -33,6 +41,10 @@ func TestFindCoordinator(t *testing.T) {
 		t.Fatalf("v6 batch: %+v", r6.Coordinators)
 	}
 	req.CoordinatorType = 1
+	r6 = adminRoundTrip[*kmsg.FindCoordinatorResponse](t, b, req, 6)
+	if c := r6.Coordinators[0]; c.ErrorCode != kerr.CoordinatorNotAvailable.Code || c.NodeID != -1 || c.ErrorMessage == nil || *c.ErrorMessage != "" {
+		t.Fatalf("transaction key creating %s: %+v", coordinator.TxnStateTopic, c)
+	}
 	r6 = adminRoundTrip[*kmsg.FindCoordinatorResponse](t, b, req, 6)
 	if c := r6.Coordinators[0]; c.ErrorCode != 0 || c.NodeID != testNodeID || c.Port != b.advPort {
 		t.Fatalf("transaction key: %+v", c)

@@ -14,13 +14,20 @@ import (
 )
 
 // findCoordinator asks for the coordinator of key (key type 0: group, 1:
-// transactional id) and fails the test on an error answer.
+// transactional id) as a client does, retrying COORDINATOR_NOT_AVAILABLE,
+// and fails the test on another error answer.
 func findCoordinator(t *testing.T, b *Broker, keyType int8, key string) {
 	t.Helper()
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorType = keyType
 	req.CoordinatorKeys = []string{key}
-	r := adminRoundTrip[*kmsg.FindCoordinatorResponse](t, b, req, 4)
+	// As a client: COORDINATOR_NOT_AVAILABLE, the answer while the internal
+	// topic is being created, is retried.
+	var r *kmsg.FindCoordinatorResponse
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		r = adminRoundTrip[*kmsg.FindCoordinatorResponse](t, b, req, 4)
+		return len(r.Coordinators) != 1 || r.Coordinators[0].ErrorCode != kerr.CoordinatorNotAvailable.Code, "coordinator not available"
+	})
 	if len(r.Coordinators) != 1 || r.Coordinators[0].ErrorCode != 0 || r.Coordinators[0].NodeID != testNodeID {
 		t.Fatalf("find coordinator type %d %q: %+v", keyType, key, r.Coordinators)
 	}
@@ -163,7 +170,8 @@ func TestInternalTopicsCreatedOnFirstNeed(t *testing.T) {
 // TestInternalTopicAutoCreatedByCoordinator: a Metadata request that may
 // auto-create __consumer_offsets gets it from the coordinator, with
 // offsets.topic.num.partitions partitions rather than num.partitions, as
-// Kafka's AutoTopicCreationManager.
+// Kafka's AutoTopicCreationManager: UNKNOWN_TOPIC_OR_PARTITION while it is
+// created, described from the next request on.
 func TestInternalTopicAutoCreatedByCoordinator(t *testing.T) {
 	b := startBroker(t, func(c *Config) { c.Groups.OffsetsTopicPartitions = 4 })
 	md := kmsg.NewPtrMetadataRequest()
@@ -172,6 +180,10 @@ func TestInternalTopicAutoCreatedByCoordinator(t *testing.T) {
 	mt.Topic = kmsg.StringPtr(coordinator.OffsetsTopic)
 	md.Topics = append(md.Topics, mt)
 	r := adminRoundTrip[*kmsg.MetadataResponse](t, b, md, 12)
+	if r.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code || !r.Topics[0].IsInternal || len(r.Topics[0].Partitions) != 0 {
+		t.Fatalf("creating metadata: error %d, internal %v, %d partitions", r.Topics[0].ErrorCode, r.Topics[0].IsInternal, len(r.Topics[0].Partitions))
+	}
+	r = adminRoundTrip[*kmsg.MetadataResponse](t, b, md, 12)
 	if r.Topics[0].ErrorCode != 0 || !r.Topics[0].IsInternal || len(r.Topics[0].Partitions) != 4 {
 		t.Fatalf("metadata: error %d, internal %v, %d partitions", r.Topics[0].ErrorCode, r.Topics[0].IsInternal, len(r.Topics[0].Partitions))
 	}

@@ -4,10 +4,17 @@ package broker
 //
 // One broker leads every partition, with itself as the only replica and ISR.
 // A topic that does not exist is created when auto.create.topics.enable is
-// set and the request allows it (always before v4), and described at once;
-// Kafka answers LEADER_NOT_AVAILABLE until the new leader is elected, which
-// on one node never needs waiting for. Authorized operations are reported
-// as "not requested" (INT32_MIN): there are no ACLs.
+// set and the request allows it (always before v4): as Kafka 4.1's
+// AutoTopicCreationManager (KafkaApis.getTopicMetadata), whatever the
+// version, the answer that creates it is UNKNOWN_TOPIC_OR_PARTITION with no
+// partitions, and the topic is described from the next request on (clients
+// retry). The creation itself finishes within the request. The internal
+// topics (__consumer_offsets, __transaction_state) are created by their
+// coordinator, with its partition count and configs, and answered the same
+// way; a name that cannot be created keeps the error that refused it (an
+// invalid name is INVALID_TOPIC_EXCEPTION, as in Kafka). Authorized
+// operations are reported as "not requested" (INT32_MIN): there are no
+// ACLs.
 
 import (
 	"errors"
@@ -61,42 +68,33 @@ func (b *Broker) describeTopicByID(id [16]byte) kmsg.MetadataResponseTopic {
 }
 
 func (b *Broker) describeTopicByName(name string, autoCreate bool) kmsg.MetadataResponseTopic {
-	t := b.logs.Topic(name)
-	if t == nil && autoCreate {
-		var err error
-		if ensure := b.internalTopicCreator(name); ensure != nil {
-			// As Kafka's AutoTopicCreationManager: the coordinator
-			// creates its topic, with its partition count and configs.
-			if err = ensure(); err != nil {
-				b.logger.Error("auto-creating an internal topic", zap.String("topic", name), zap.Error(err))
-				mt := kmsg.NewMetadataResponseTopic()
-				mt.Topic = &name
-				mt.ErrorCode = kerr.LeaderNotAvailable.Code
-				return mt
-			}
-			return b.describeTopicByName(name, false)
-		}
-		t, err = b.logs.CreateTopic(name, b.cfg.NumPartitions, nil, false)
-		switch {
-		case errors.Is(err, kerr.TopicAlreadyExists):
-			t = b.logs.Topic(name)
-		case err != nil:
-			b.logger.Info("auto-create refused", zap.String("topic", name), zap.Error(err))
-			mt := kmsg.NewMetadataResponseTopic()
-			mt.Topic = &name
-			mt.ErrorCode = errorCode(err)
-			return mt
-		default:
-			b.logger.Info("auto-created topic", zap.String("topic", name), zap.Int32("partitions", b.cfg.NumPartitions))
-		}
+	if t := b.logs.Topic(name); t != nil {
+		return b.describeTopic(t)
 	}
-	if t == nil {
-		mt := kmsg.NewMetadataResponseTopic()
-		mt.Topic = &name
-		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = &name
+	mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+	ensure := b.internalTopicCreator(name)
+	mt.IsInternal = ensure != nil
+	if !autoCreate {
 		return mt
 	}
-	return b.describeTopic(t)
+	if ensure != nil {
+		if err := ensure(); err != nil {
+			b.logger.Error("auto-creating an internal topic", zap.String("topic", name), zap.Error(err))
+		}
+		return mt
+	}
+	_, err := b.logs.CreateTopic(name, b.cfg.NumPartitions, nil, false)
+	switch {
+	case errors.Is(err, kerr.TopicAlreadyExists):
+	case err != nil:
+		b.logger.Info("auto-create refused", zap.String("topic", name), zap.Error(err))
+		mt.ErrorCode = errorCode(err)
+	default:
+		b.logger.Info("auto-created topic", zap.String("topic", name), zap.Int32("partitions", b.cfg.NumPartitions))
+	}
+	return mt
 }
 
 // internalTopicCreator is the coordinator's Ensure for its internal

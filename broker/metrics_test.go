@@ -286,10 +286,10 @@ func TestMetricsCountErrorCodes(t *testing.T) {
 		req.Topics = append(req.Topics, rt)
 		adminRoundTrip[*kmsg.ProduceResponse](t, b, req, 9)
 	}
-	fetch := func(topic string, offset int64, session int32) *kmsg.FetchResponse {
+	fetch := func(topic string, offset int64, session, epoch int32) *kmsg.FetchResponse {
 		t.Helper()
 		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID, req.MaxBytes, req.SessionID = -1, 1<<20, session
+		req.ReplicaID, req.MaxBytes, req.SessionID, req.SessionEpoch = -1, 1<<20, session, epoch
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic = topic
 		rp := kmsg.NewFetchRequestTopicPartition()
@@ -317,11 +317,11 @@ func TestMetricsCountErrorCodes(t *testing.T) {
 	produce("errs", 3, batch)    // no such partition
 	produce("missing", 0, batch) // no such topic
 	createTopics("errs")         // TOPIC_ALREADY_EXISTS
-	if p := fetch("errs", 100, 0).Topics[0].Partitions[0]; p.ErrorCode == 0 {
+	if p := fetch("errs", 100, 0, -1).Topics[0].Partitions[0]; p.ErrorCode == 0 {
 		t.Fatal("fetch past the end succeeded")
 	}
-	if r := fetch("errs", 0, 42); r.ErrorCode == 0 {
-		t.Fatal("fetch with a session id succeeded")
+	if r := fetch("errs", 0, 42, 1); r.ErrorCode == 0 {
+		t.Fatal("incremental fetch in an unknown session succeeded")
 	}
 	adminRoundTrip[*kmsg.ApiVersionsResponse](t, b, kmsg.NewPtrApiVersionsRequest(), 3)
 

@@ -2,22 +2,29 @@ package broker
 
 // OffsetCommit, versions 2-9.
 //
-// Commits are checked against the group as Kafka's handleCommitOffsets
-// does: generation -1 commits to a group without members (simple commits,
-// which create the group), otherwise the member (UNKNOWN_MEMBER_ID,
-// FENCED_INSTANCE_ID v7+) and generation (ILLEGAL_GENERATION) must match
-// and a group completing a rebalance answers REBALANCE_IN_PROGRESS. The
-// offsets are appended to __consumer_offsets as OffsetCommit records and
-// answered once the append succeeded. v9 names the member epoch of KIP-848
+// Commits are checked against the group as Kafka's
+// ClassicGroup.validateOffsetCommit does: generation -1 commits to a group
+// without members (simple commits, which create the group); to a group with
+// members a commit with generation -1 and no member id (what kadm,
+// AdminClient.alterConsumerGroupOffsets and kafka-consumer-groups
+// --reset-offsets send) is UNKNOWN_MEMBER_ID. A commit naming a member, a
+// generation or an instance id must come from a member (UNKNOWN_MEMBER_ID,
+// FENCED_INSTANCE_ID v7+) at the group's generation (ILLEGAL_GENERATION),
+// and a group completing a rebalance answers REBALANCE_IN_PROGRESS. A
+// commit with a generation to a group that does not exist is
+// ILLEGAL_GENERATION, from v9 GROUP_ID_NOT_FOUND. The offsets are appended
+// to __consumer_offsets as OffsetCommit records and answered once the
+// append succeeded. v9 names the member epoch of KIP-848
 // consumer groups in the generation field; for classic groups it is the
 // generation. A consumer group takes commits from its members at their
 // member epoch (STALE_MEMBER_EPOCH otherwise; the previous epoch is also
 // accepted for partitions the member still holds, as Kafka 4.3) and only
 // with v9+ (UNSUPPORTED_VERSION), and epoch -1 commits while it has no
-// members. The v2-4 retention time, when set, becomes the record's
-// expire timestamp (value v1), as in Kafka. Metadata longer than 4096 bytes
-// (offset.metadata.max.bytes) is OFFSET_METADATA_TOO_LARGE; partitions
-// that do not exist are UNKNOWN_TOPIC_OR_PARTITION.
+// members (with members, UNKNOWN_MEMBER_ID). The v2-4 retention time,
+// when set, becomes the record's expire timestamp (value v1), as in Kafka.
+// Metadata longer than 4096 bytes (offset.metadata.max.bytes) is
+// OFFSET_METADATA_TOO_LARGE; partitions that do not exist are
+// UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
 	"time"

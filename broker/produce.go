@@ -16,14 +16,21 @@ package broker
 // does in-process: the producer's transaction must be Ongoing and hold the
 // partition, else INVALID_TXN_STATE (INVALID_PRODUCER_EPOCH for a stale
 // epoch). Produce v12 (KIP-890 part 2: partitions added implicitly) is not
-// served. Per-record errors (v8+) are not
-// reported: a partition's error covers all its records, with ErrorMessage
-// saying why. Internal topics (__consumer_offsets, __transaction_state) are
+// served. On a compacted topic (cleanup.policy contains compact) a batch
+// holding records without a key is refused whole with INVALID_RECORD, as
+// Kafka's LogValidator: Kafka's message, and from v8 each keyless record
+// in record_errors (its index in the batch and "Compacted topic cannot
+// accept message without key in topic partition <tp>"), so clients can
+// tell which records failed; only batches bound to compacted topics are
+// decoded. Other errors cover all of a partition's records, with
+// ErrorMessage saying why. A refused partition answers base offset -1, as
+// Kafka. Internal topics (__consumer_offsets, __transaction_state) are
 // written only by the coordinators: producing to them is
 // INVALID_TOPIC_EXCEPTION, as Kafka answers clients other than its admin.
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -60,8 +67,12 @@ func handleProduce(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, er
 			}
 			sp.ErrorCode = errorCode(err)
 			b.metrics.PartitionError(req.Key, sp.ErrorCode)
+			if err != nil {
+				sp.BaseOffset = -1
+			}
 			if err != nil && req.Version >= 8 {
 				sp.ErrorMessage = errorMessage(err)
+				sp.ErrorRecords = recordErrors(err)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -92,6 +103,22 @@ func (b *Broker) appendPartition(topic *storage.Topic, partition int32, records 
 	sp.LogAppendTime = res.LogAppendTime
 	sp.LogStartOffset = res.LogStartOffset
 	return nil
+}
+
+// recordErrors lists the records a batch was refused for, for Produce
+// v8+'s record_errors; nil when the error is not about single records.
+func recordErrors(err error) []kmsg.ProduceResponseTopicPartitionErrorRecord {
+	var rve *storage.RecordValidationError
+	if !errors.As(err, &rve) {
+		return nil
+	}
+	out := make([]kmsg.ProduceResponseTopicPartitionErrorRecord, 0, len(rve.Records))
+	for _, r := range rve.Records {
+		er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		er.RelativeOffset, er.ErrorMessage = r.BatchIndex, &r.Message
+		out = append(out, er)
+	}
+	return out
 }
 
 // checkOneBatch refuses a second whole batch after the first, with Kafka's

@@ -6,9 +6,14 @@ package broker
 // are appended to __consumer_offsets at once as a transactional batch of
 // the producer and become the group's committed offsets only when the
 // transaction commits (its marker on that partition), as in Kafka. The
-// member, generation and group instance id (v3+) are checked when given,
-// as OffsetCommit does; a producer epoch older than the one the partition
-// has seen is INVALID_PRODUCER_EPOCH. v5 (KIP-890 part 2) and v6 (topic
+// member fields (v3+) are optional, as in Kafka's
+// validateTransactionalOffsetCommit: a commit with generation -1 and no
+// member or instance id is accepted whatever the group's members; one
+// naming any is checked as OffsetCommit checks it (classic groups: member,
+// instance id, generation; KIP-848 groups: member and member epoch, a stale
+// epoch answered ILLEGAL_GENERATION), except that a rebalance in progress
+// does not refuse it. A producer epoch older than the one the partition has
+// seen is INVALID_PRODUCER_EPOCH. v5 (KIP-890 part 2) and v6 (topic
 // ids) are not served.
 
 import (

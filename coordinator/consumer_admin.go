@@ -10,27 +10,28 @@ import (
 
 // validateConsumerCommit is Kafka's ConsumerGroup.validateOffsetCommit: a
 // commit with epoch -1 is accepted while the group has no members (admin
-// tools, manual commits); otherwise it must come from a member, with
-// OffsetCommit v9+, at its member epoch (STALE_MEMBER_EPOCH). Like Kafka
-// 4.3 (KIP-1251), the previous epoch is accepted too when every committed
-// partition is still the member's, so a commit racing an epoch bump that
-// did not take partitions away succeeds.
-func (c *Groups) validateConsumerCommit(cg *consumerGroup, req CommitRequest) *kerr.Error {
-	if req.Generation < 0 && len(cg.members) == 0 {
+// tools, manual commits); otherwise it must come from a member
+// (UNKNOWN_MEMBER_ID), outside a transaction with OffsetCommit v9+
+// (UNSUPPORTED_VERSION), at its member epoch (STALE_MEMBER_EPOCH). Like
+// Kafka 4.3 (KIP-1251), the previous epoch is accepted too when every
+// committed partition is still the member's, so a commit racing an epoch
+// bump that did not take partitions away succeeds.
+func (c *Groups) validateConsumerCommit(cg *consumerGroup, memberID string, epoch int32, commits []Commit, transactional bool, version int16) *kerr.Error {
+	if epoch < 0 && len(cg.members) == 0 {
 		return nil
 	}
-	m := cg.members[req.MemberID]
+	m := cg.members[memberID]
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID
-	case req.Version < 9:
+	case !transactional && version < 9:
 		return kerr.UnsupportedVersion
-	case req.Generation == m.epoch:
+	case epoch == m.epoch:
 		return nil
-	case req.Generation != m.prevEpoch || m.prevEpoch <= 0 || m.epoch < 0:
+	case epoch != m.prevEpoch || m.prevEpoch <= 0 || m.epoch < 0:
 		return kerr.StaleMemberEpoch
 	}
-	for _, cm := range req.Commits {
+	for _, cm := range commits {
 		t := c.logs.Topic(cm.Topic)
 		if t == nil || !m.assigned.has(t.ID, cm.Partition) && !m.revoking.has(t.ID, cm.Partition) {
 			return kerr.StaleMemberEpoch

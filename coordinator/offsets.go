@@ -52,29 +52,21 @@ func (c *Groups) CommitOffsets(req CommitRequest) []*kerr.Error {
 	}
 	g := c.lockGroup(req.Group, req.Generation < 0)
 	if g == nil {
+		if req.Version >= 9 {
+			return all(kerr.GroupIDNotFound)
+		}
 		return all(kerr.IllegalGeneration)
 	}
 	defer g.mu.Unlock()
 	if g.consumer != nil {
-		if err := c.validateConsumerCommit(g.consumer, req); err != nil {
+		if err := c.validateConsumerCommit(g.consumer, req.MemberID, req.Generation, req.Commits, false, req.Version); err != nil {
 			return all(err)
 		}
 	} else {
-		m := g.members[req.MemberID]
-		switch {
-		case req.Generation < 0 && g.state == stateEmpty:
-		case g.fenced(req.InstanceID, req.MemberID):
-			return all(kerr.FencedInstanceID)
-		case req.MemberID != "" && m == nil:
-			return all(kerr.UnknownMemberID)
-		case req.Generation != g.generation:
-			return all(kerr.IllegalGeneration)
-		case g.state == stateCompletingRebalance:
-			return all(kerr.RebalanceInProgress)
-		case g.state == stateEmpty:
-			return all(kerr.UnknownMemberID)
+		if err := g.validateCommit(req.MemberID, req.InstanceID, req.Generation, false); err != nil {
+			return all(err)
 		}
-		if m != nil {
+		if m := g.members[req.MemberID]; m != nil {
 			c.scheduleHeartbeat(g, m)
 		}
 	}
@@ -110,6 +102,45 @@ func (c *Groups) CommitOffsets(req CommitRequest) []*kerr.Error {
 			metadata: deref(cm.Metadata), commitTime: now, expireTime: cm.ExpireTime}
 	}
 	return errs
+}
+
+// validateCommit is Kafka's ClassicGroup.validateOffsetCommit: generation
+// -1 (admin tools such as kafka-consumer-groups --reset-offsets, and
+// consumers outside group management) commits while the group is Empty;
+// once the group has members such a commit is UNKNOWN_MEMBER_ID, except a
+// transactional one, whose member fields are optional (TxnOffsetCommit
+// before v3 has none). A commit naming a member, a generation or an
+// instance id must come from a member (UNKNOWN_MEMBER_ID,
+// FENCED_INSTANCE_ID) at the group's generation (ILLEGAL_GENERATION), and
+// outside a transaction not while the group completes a rebalance
+// (REBALANCE_IN_PROGRESS).
+func (g *group) validateCommit(memberID, instanceID string, generation int32, transactional bool) *kerr.Error {
+	switch {
+	case generation < 0 && g.state == stateEmpty:
+		return nil
+	case generation >= 0 || memberID != "" || instanceID != "":
+		if instanceID != "" {
+			id, ok := g.static[instanceID]
+			if !ok {
+				return kerr.UnknownMemberID
+			}
+			if id != memberID {
+				return kerr.FencedInstanceID
+			}
+		}
+		if g.members[memberID] == nil {
+			return kerr.UnknownMemberID
+		}
+		if generation != g.generation {
+			return kerr.IllegalGeneration
+		}
+	case !transactional:
+		return kerr.UnknownMemberID
+	}
+	if !transactional && g.state == stateCompletingRebalance {
+		return kerr.RebalanceInProgress
+	}
+	return nil
 }
 
 func (c *Groups) partitionExists(topic string, partition int32) bool {

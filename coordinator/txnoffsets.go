@@ -74,9 +74,29 @@ type TxnCommitRequest struct {
 	Commits       []Commit
 }
 
+// validateTxnCommit is Kafka's OffsetMetadataManager
+// .validateTransactionalOffsetCommit: the member fields are optional, so a
+// commit naming none is accepted from the transaction alone; one that names
+// any is checked as the group type checks commits, a consumer group's
+// STALE_MEMBER_EPOCH answered as ILLEGAL_GENERATION.
+func (c *Groups) validateTxnCommit(g *group, req TxnCommitRequest) *kerr.Error {
+	if g.consumer == nil {
+		return g.validateCommit(req.MemberID, req.InstanceID, req.Generation, true)
+	}
+	if req.Generation < 0 && req.MemberID == "" && req.InstanceID == "" {
+		return nil
+	}
+	err := c.validateConsumerCommit(g.consumer, req.MemberID, req.Generation, req.Commits, true, 0)
+	if err == kerr.StaleMemberEpoch {
+		return kerr.IllegalGeneration
+	}
+	return err
+}
+
 // TxnCommitOffsets serves TxnOffsetCommit: one error per commit (nil for
-// success). The member and generation, when given (v3+), are checked as
-// Kafka does; the offsets stay pending until the transaction ends.
+// success). The member, generation and instance id, when given (v3+), are
+// checked as Kafka does; the offsets stay pending until the transaction
+// ends.
 func (c *Groups) TxnCommitOffsets(req TxnCommitRequest) []*kerr.Error {
 	errs := make([]*kerr.Error, len(req.Commits))
 	all := func(err *kerr.Error) []*kerr.Error {
@@ -88,17 +108,13 @@ func (c *Groups) TxnCommitOffsets(req TxnCommitRequest) []*kerr.Error {
 	if err := c.checkGroupID(req.Group); err != nil {
 		return all(err)
 	}
-	g := c.lockGroup(req.Group, true)
+	g := c.lockGroup(req.Group, req.Generation < 0)
+	if g == nil {
+		return all(kerr.IllegalGeneration)
+	}
 	defer g.mu.Unlock()
-	if req.Generation >= 0 || req.MemberID != "" {
-		switch {
-		case g.fenced(req.InstanceID, req.MemberID):
-			return all(kerr.FencedInstanceID)
-		case g.members[req.MemberID] == nil:
-			return all(kerr.UnknownMemberID)
-		case req.Generation != g.generation:
-			return all(kerr.IllegalGeneration)
-		}
+	if err := c.validateTxnCommit(g, req); err != nil {
+		return all(err)
 	}
 	now := c.now().UnixMilli()
 	var recs []kv

@@ -67,10 +67,14 @@
 // IllegalArgumentException, i.e. UNKNOWN_SERVER_ERROR; we give the specific
 // code). Unlike Kafka, trailing bytes that do not form a whole batch are
 // rejected (CORRUPT_MESSAGE) rather than silently dropped. On a compacted log
-// (cleanup.policy contains compact) every record must have a key: a keyless
-// record is INVALID_RECORD, as Kafka's LogValidator; compressed batches are
-// decompressed for that check (compression.go: gzip, snappy raw or in
-// snappy-java's xerial framing, lz4 frames, zstd).
+// (cleanup.policy contains compact) every record must have a key: a batch
+// with keyless records is refused whole with a RecordValidationError
+// (INVALID_RECORD) listing each of them, as Kafka's LogValidator, so the
+// cleaner never meets a keyless record appended under that policy (it drops
+// those written before the policy changed, as Kafka's). Only compacted logs
+// decode records for the check; compressed batches are decompressed
+// (compression.go: gzip, snappy raw or in snappy-java's xerial framing, lz4
+// frames, zstd).
 //
 // # Offset index (.index)
 //

@@ -166,10 +166,16 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
 		}
 	}
 	if view.Compact {
+		var keyless []RecordError
 		for i, pos := range batchPositions(hdrs) {
-			if err := checkKeyed(&hdrs[i], records[pos:pos+int(hdrs[i].size())]); err != nil {
+			errs, err := checkKeyed(&hdrs[i], records[pos:pos+int(hdrs[i].size())], filepath.Base(l.dir))
+			if err != nil {
 				return AppendResult{}, err
 			}
+			keyless = append(keyless, errs...)
+		}
+		if len(keyless) > 0 {
+			return AppendResult{}, &RecordValidationError{Records: keyless}
 		}
 	}
 	return l.appendBatches(records, hdrs, leaderEpoch, originClient)

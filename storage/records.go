@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -82,21 +83,59 @@ func batchRecords(h *batchHeader, b []byte) ([]byte, error) {
 	return decompressRecords(h.compression(), b[batchHeaderSize:])
 }
 
-// checkKeyed rejects a batch holding a record without a key, as Kafka's
-// LogValidator does for compacted topics ("Compacted topic cannot accept
-// message without key"): kerr.InvalidRecord. Compressed batches are
-// decompressed for the check.
-func checkKeyed(h *batchHeader, b []byte) error {
+// RecordError is one record a batch was refused for, as Kafka's
+// ProduceResponse.RecordError: its index in the batch and why.
+type RecordError struct {
+	BatchIndex int32
+	Message    string
+}
+
+// RecordValidationError refuses a batch for the records it lists, as
+// Kafka's RecordValidationException: its text is Kafka's message and it
+// unwraps to kerr.InvalidRecord.
+type RecordValidationError struct {
+	Records []RecordError
+}
+
+func (e *RecordValidationError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "One or more records have been rejected due to %d record errors in total, and only showing the first three errors at most: [", len(e.Records))
+	for i, r := range e.Records[:min(len(e.Records), 3)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "RecordError(batchIndex=%d, message='%s')", r.BatchIndex, r.Message)
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+func (e *RecordValidationError) Unwrap() error { return kerr.InvalidRecord }
+
+// checkKeyed lists the records of batch b without a key, as Kafka's
+// LogValidator.validateKey does for compacted topics; partition names the
+// log in the message ("topic-0"). Compressed batches are decompressed for
+// the check. A record that does not parse is INVALID_RECORD, as Kafka's
+// DefaultRecord.readFrom.
+func checkKeyed(h *batchHeader, b []byte, partition string) ([]RecordError, error) {
 	recs, err := batchRecords(h, b)
 	if err != nil {
-		return fmt.Errorf("compacted topic: %w: %w", err, kerr.CorruptMessage)
+		return nil, fmt.Errorf("compacted topic: %w: %w", err, kerr.CorruptMessage)
 	}
-	return forEachRecord(recs, h.RecordCount, func(r *record) error {
+	var keyless []RecordError
+	index := int32(0)
+	err = forEachRecord(recs, h.RecordCount, func(r *record) error {
 		if r.keyNull {
-			return fmt.Errorf("compacted topic cannot accept a record without key (offset delta %d): %w", r.offDelta, kerr.InvalidRecord)
+			keyless = append(keyless, RecordError{BatchIndex: index,
+				Message: "Compacted topic cannot accept message without key in topic partition " + partition})
 		}
+		index++
 		return nil
 	})
+	if err != nil {
+		return nil, fmt.Errorf("compacted topic: invalid record structure: %w: %w", err, kerr.InvalidRecord)
+	}
+	return keyless, nil
 }
 
 // appendRecord re-encodes r with a timestamp delta relative to a new base

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -128,13 +129,28 @@ func TestProxyProducesAndConsumesThroughStrata(t *testing.T) {
 	}
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.CoordinatorKey, fc.CoordinatorKeys = "g", []string{"g"}
-	coord, err := fc.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, port := coord.Host, coord.Port
-	if len(coord.Coordinators) > 0 {
-		host, port = coord.Coordinators[0].Host, coord.Coordinators[0].Port
+	// The first lookup creates __consumer_offsets and, as in Kafka, is
+	// answered COORDINATOR_NOT_AVAILABLE: retry as a client does.
+	var coord *kmsg.FindCoordinatorResponse
+	var host string
+	var port int32
+	for {
+		if coord, err = fc.RequestWith(ctx, cl); err != nil {
+			t.Fatal(err)
+		}
+		code := coord.ErrorCode
+		host, port = coord.Host, coord.Port
+		if len(coord.Coordinators) > 0 {
+			code, host, port = coord.Coordinators[0].ErrorCode, coord.Coordinators[0].Host, coord.Coordinators[0].Port
+		}
+		if code != kerr.CoordinatorNotAvailable.Code {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("FindCoordinator: still COORDINATOR_NOT_AVAILABLE: %v", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	if host != "127.0.0.1" || port != proxyPort {
 		t.Fatalf("FindCoordinator v%d answered %s:%d, want the proxy 127.0.0.1:%d", coord.Version, host, port, proxyPort)
