@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/storage/kraftmeta"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -31,6 +32,10 @@ type ManagerOptions struct {
 	Now func() time.Time
 	// OnFsync, when set, is told how long each segment fsync took.
 	OnFsync func(time.Duration)
+	// ReserveProducerIDs, when set, is called while adopting a log dir
+	// Apache Kafka wrote (manager_adopt.go) with the end of the producer
+	// ids Kafka handed out, which must never be handed out again.
+	ReserveProducerIDs func(end int64) error
 }
 
 // Manager owns every topic and partition under one log.dir.
@@ -107,7 +112,7 @@ type Partition struct {
 }
 
 // LeaderEpoch is the partition's current leader epoch, stamped on appended
-// batches. A single broker is always leader at epoch 0.
+// batches: the log's latest (0 for a log Strata created).
 func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
 
 // SetLeaderEpoch records a new leader epoch (for replication).
@@ -138,6 +143,11 @@ func OpenManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOptions) 
 	reg, err := readRegistry(fsys, dir)
 	if err != nil {
 		return nil, err
+	}
+	if reg == nil {
+		if reg, err = adoptKafkaLogDir(fsys, dir, defaults, opts, logger); err != nil {
+			return nil, err
+		}
 	}
 	recoveryPoints, err := readOffsetCheckpoint(fsys, filepath.Join(dir, recoveryPointCheckpointFile))
 	if err != nil {
@@ -189,8 +199,12 @@ func OpenManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOptions) 
 			if !ok {
 				rp = -1
 			}
-			opens = append(opens, partitionOpen{topic: t, index: int32(i), opts: OpenOptions{RecoveryPoint: rp, CleanShutdown: clean,
-				LogStartOffset: startOffsets[tp], FirstDirtyOffset: dirtyOffsets[tp]}})
+			o := partitionOpen{topic: t, index: int32(i), opts: OpenOptions{RecoveryPoint: rp, CleanShutdown: clean,
+				LogStartOffset: startOffsets[tp], FirstDirtyOffset: dirtyOffsets[tp]}}
+			if rt.leaderEpochs != nil {
+				o.leaderEpoch = rt.leaderEpochs[i]
+			}
+			opens = append(opens, o)
 		}
 		m.topics[t.Name] = t
 		m.byID[t.ID] = t
@@ -260,10 +274,11 @@ func IsInternalTopic(name string) bool {
 
 // partitionOpen is one partition log to open into topic's partition slice.
 type partitionOpen struct {
-	topic  *Topic
-	index  int32
-	opts   OpenOptions
-	create bool // a new, empty partition rather than one from the registry
+	topic       *Topic
+	index       int32
+	opts        OpenOptions
+	create      bool  // a new, empty partition rather than one from the registry
+	leaderEpoch int32 // to lead with if newer than the log's (adopting Kafka's); 0 is every log's first
 }
 
 // openPartitions opens the logs in parallel and stores each Partition at its
@@ -313,7 +328,16 @@ func (m *Manager) openPartition(o partitionOpen) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, o.index, err)
 	}
-	return &Partition{Topic: t.Name, Index: o.index, Log: l}, nil
+	if o.leaderEpoch > 0 {
+		if err := l.AssignLeaderEpoch(o.leaderEpoch); err != nil {
+			return nil, errors.Join(fmt.Errorf("partition %s-%d: %w", t.Name, o.index, err), l.Close())
+		}
+	}
+	p := &Partition{Topic: t.Name, Index: o.index, Log: l}
+	// Lead with the log's latest epoch, so that epochs never go backwards
+	// on a log an earlier leader (Kafka) wrote.
+	p.leaderEpoch.Store(max(0, l.LatestEpoch()))
+	return p, nil
 }
 
 // parallel runs fn(0..n-1) on at most GOMAXPROCS goroutines and returns the
@@ -347,6 +371,9 @@ func (m *Manager) scanStrayDirs() error {
 			continue
 		}
 		name := de.Name()
+		if name == kraftmeta.DirName {
+			continue // Kafka's metadata log: read when adopting, never touched
+		}
 		if strings.HasSuffix(name, deleteDirSuffix) {
 			if err := m.fsys.RemoveAll(filepath.Join(m.dir, name)); err != nil {
 				return fmt.Errorf("remove deleted partition dir %s: %w", name, err)

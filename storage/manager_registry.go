@@ -41,6 +41,9 @@ type registryTopic struct {
 	Configs    map[string]string `json:"configs,omitempty"`
 
 	ID [16]byte `json:"-"`
+	// leaderEpochs, set only when adopting a Kafka log dir, is the epoch
+	// each partition is led with (its leader-epoch-checkpoint keeps it).
+	leaderEpochs []int32
 }
 
 // readRegistry loads the topic registry; a missing file means no topics.

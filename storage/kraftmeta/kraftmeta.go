@@ -44,6 +44,9 @@ type Image struct {
 	// BrokerConfigs holds the broker ConfigRecords by resource name: "" is
 	// the cluster-wide default, "<node id>" one broker.
 	BrokerConfigs map[string]map[string]string
+	// NextProducerID is the end of the producer id blocks the controller
+	// handed out (ProducerIdsRecord): no id at or above it was ever used.
+	NextProducerID int64
 
 	Snapshot    string   // the snapshot file read, "" if none
 	BadSnapshot []string // newer snapshots that were not whole, and why

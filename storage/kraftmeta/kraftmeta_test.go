@@ -203,13 +203,16 @@ func TestLoadRejectsMissingRecords(t *testing.T) {
 	}
 }
 
-// Unknown record types and versions are skipped and counted; metadata
+// Unknown record types and versions are skipped and counted; the highest
+// ProducerIdsRecord block end is kept; metadata
 // transactions apply at their end and vanish on abort or when the log ends
 // inside one.
 func TestLoadSkipsUnknownAndHonoursTransactions(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), DirName)
 	writeLog(t, dir, 0, [][]byte{
 		topicRecord("a", [16]byte{1}),
+		producerIDsRecord(2000),
+		producerIDsRecord(1000),
 		metadataRecord(99, 0, []byte{0xde, 0xad}),
 		metadataRecord(keyTopic, 1, []byte{0xbe}),
 		metadataRecord(keyBeginTransaction, 0, []byte{0}),
@@ -229,8 +232,11 @@ func TestLoadSkipsUnknownAndHonoursTransactions(t *testing.T) {
 	for _, tp := range img.Topics {
 		names = append(names, tp.Name)
 	}
-	if !reflect.DeepEqual(names, []string{"a", "committed"}) || img.Skipped != 2 || img.Records != 11 {
-		t.Errorf("topics %v skipped %d records %d; want [a committed], 2, 11", names, img.Skipped, img.Records)
+	if !reflect.DeepEqual(names, []string{"a", "committed"}) || img.Skipped != 2 || img.Records != 13 {
+		t.Errorf("topics %v skipped %d records %d; want [a committed], 2, 13", names, img.Skipped, img.Records)
+	}
+	if img.NextProducerID != 2000 {
+		t.Errorf("next producer id %d, want 2000", img.NextProducerID)
 	}
 }
 
@@ -337,6 +343,13 @@ func configRecord(resource int8, name, key string, value *string) []byte {
 		b = compactString(b, *value)
 	}
 	return metadataRecord(keyConfig, 0, append(b, 0))
+}
+
+func producerIDsRecord(next int64) []byte {
+	b := binary.BigEndian.AppendUint32(nil, 1) // broker id
+	b = binary.BigEndian.AppendUint64(b, 5)    // broker epoch
+	b = binary.BigEndian.AppendUint64(b, uint64(next))
+	return metadataRecord(keyProducerIDs, 0, append(b, 0))
 }
 
 // logBytes is one uncompressed batch v2 at base holding values as records.

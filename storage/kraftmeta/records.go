@@ -14,6 +14,7 @@ const (
 	keyConfig           = 4
 	keyPartitionChange  = 5
 	keyRemoveTopic      = 9
+	keyProducerIDs      = 15
 	keyBeginTransaction = 23
 	keyEndTransaction   = 24
 	keyAbortTransaction = 25
@@ -25,7 +26,7 @@ const (
 // not counted as skipped.
 var knownVersions = map[uint16]uint16{
 	0: 3, 1: 0, keyTopic: 0, keyPartition: 2, keyConfig: 0, keyPartitionChange: 2,
-	7: 0, 8: 0, keyRemoveTopic: 0, 10: 0, 11: 0, 12: 0, 14: 0, 15: 0, 17: 2, 18: 0,
+	7: 0, 8: 0, keyRemoveTopic: 0, 10: 0, 11: 0, 12: 0, 14: 0, keyProducerIDs: 0, 17: 2, 18: 0,
 	19: 0, 20: 0, 21: 0, 22: 0, keyBeginTransaction: 0, keyEndTransaction: 0,
 	keyAbortTransaction: 0, 26: 0, 27: 0, 28: 0,
 }
@@ -58,6 +59,8 @@ type Record struct {
 	ResourceType int8    // Config
 	ConfigName   string  // Config
 	ConfigValue  *string // Config; nil deletes the key
+
+	NextProducerID int64 // ProducerIDs
 }
 
 // Kind says what a Record means to Strata.
@@ -71,6 +74,7 @@ const (
 	KindPartitionChange
 	KindRemoveTopic
 	KindConfig
+	KindProducerIDs
 	KindBeginTransaction
 	KindEndTransaction
 	KindAbortTransaction
@@ -147,6 +151,12 @@ func DecodeRecord(value []byte) (Record, error) {
 		rec.ConfigName = r.compactString()
 		rec.ConfigValue = r.compactNullableString()
 		r.skipTaggedFields(nil)
+	case keyProducerIDs:
+		rec.Kind = KindProducerIDs
+		r.int32() // BrokerId
+		r.int64() // BrokerEpoch
+		rec.NextProducerID = r.int64()
+		r.skipTaggedFields(nil)
 	case keyBeginTransaction:
 		rec.Kind = KindBeginTransaction
 		return rec, nil
@@ -206,6 +216,13 @@ func (r *reader) byte() byte {
 func (r *reader) int32() int32 {
 	if p := r.take(4); p != nil {
 		return int32(binary.BigEndian.Uint32(p))
+	}
+	return 0
+}
+
+func (r *reader) int64() int64 {
+	if p := r.take(8); p != nil {
+		return int64(binary.BigEndian.Uint64(p))
 	}
 	return 0
 }

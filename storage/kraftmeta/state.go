@@ -11,6 +11,7 @@ type state struct {
 	topics        map[[16]byte]*topicState
 	topicConfigs  map[string]map[string]string // by topic name
 	brokerConfigs map[string]map[string]string // by resource name
+	nextPID       int64
 	records       int
 	skipped       int
 
@@ -134,6 +135,8 @@ func (s *state) replay(rec Record) error {
 			configs[rec.TopicName] = c
 		}
 		c[rec.ConfigName] = *rec.ConfigValue
+	case KindProducerIDs:
+		s.nextPID = max(s.nextPID, rec.NextProducerID)
 	}
 	return nil
 }
@@ -154,5 +157,6 @@ func (s *state) image(img *Image) error {
 	}
 	sort.Slice(img.Topics, func(i, j int) bool { return img.Topics[i].Name < img.Topics[j].Name })
 	img.BrokerConfigs = s.brokerConfigs
+	img.NextProducerID = s.nextPID
 	return nil
 }
