@@ -38,9 +38,11 @@ compose-check:
 	@if docker compose version >/dev/null 2>&1; then docker compose config -q && echo "docker compose config: ok"; \
 	else ./scripts/apt-install.sh docker-compose docker-compose && docker-compose config -q && echo "docker-compose config: ok"; fi
 
-# Tools the end-to-end tests drive as real clients.
+# Tools the end-to-end tests drive as real clients, and Apache Kafka (TestAdoptKafkaLogDir
+# runs it to write the log dir Strata adopts); both installs are cached.
 tools:
 	./scripts/install-kcat.sh
+	./compat-tests/scripts/install-kafka.sh
 
 # Strata and the reference Kafka (compat-tests/scripts/install-kafka.sh) one after the
 # other under the same franz-go workloads; BENCH_ARGS passes flags (-quick, -workloads W1,W4).
