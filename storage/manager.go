@@ -201,8 +201,8 @@ func OpenManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOptions) 
 			}
 			o := partitionOpen{topic: t, index: int32(i), opts: OpenOptions{RecoveryPoint: rp, CleanShutdown: clean,
 				LogStartOffset: startOffsets[tp], FirstDirtyOffset: dirtyOffsets[tp]}}
-			if rt.leaderEpochs != nil {
-				o.leaderEpoch = rt.leaderEpochs[i]
+			if rt.LeaderEpochs != nil {
+				o.leaderEpoch = rt.LeaderEpochs[i]
 			}
 			opens = append(opens, o)
 		}

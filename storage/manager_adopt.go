@@ -18,8 +18,9 @@ import (
 // adoptKafkaLogDir builds the topic registry of a log dir that Apache
 // Kafka (KRaft, one combined node) wrote: when there is no
 // strata-topics.json but a __cluster_metadata-0, the topics (names, ids,
-// partition counts, configs) and leader epochs come from Kafka's metadata
-// log (kraftmeta), its dynamic broker configs become
+// partition counts, configs) and the leader epochs to take over at (kept in
+// the registry until every partition recorded them) come from Kafka's
+// metadata log (kraftmeta), its dynamic broker configs become
 // strata-broker-configs.json, the end of its producer id blocks is reserved
 // through opts.ReserveProducerIDs, and the registry is written last, so an
 // interrupted adoption is redone on the next start. __cluster_metadata-0
@@ -52,13 +53,13 @@ func adoptKafkaLogDir(fsys vfs.FS, dir string, defaults Config, opts ManagerOpti
 			return nil, fmt.Errorf("adopt Kafka topic %s: %w", t.Name, err)
 		}
 		rt := registryTopic{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions)), Configs: t.Configs,
-			leaderEpochs: make([]int32, len(t.Partitions))}
+			LeaderEpochs: make([]int32, len(t.Partitions))}
 		for i, p := range t.Partitions {
-			rt.leaderEpochs[i] = takeoverEpoch(p, opts.NodeID)
+			rt.LeaderEpochs[i] = takeoverEpoch(p, opts.NodeID)
 		}
 		reg = append(reg, rt)
 		logger.Info("adopted Kafka topic", zap.String("topic", t.Name), zap.String("topic_id", uuidString(t.ID)),
-			zap.Int("partitions", len(t.Partitions)), zap.Any("configs", t.Configs), zap.Int32s("leader_epochs", rt.leaderEpochs))
+			zap.Int("partitions", len(t.Partitions)), zap.Any("configs", t.Configs), zap.Int32s("leader_epochs", rt.LeaderEpochs))
 	}
 	if err := adoptKafkaBrokerConfigs(fsys, dir, img.BrokerConfigs, opts.NodeID, logger); err != nil {
 		return nil, err

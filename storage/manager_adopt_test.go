@@ -242,3 +242,21 @@ func metadataBatch(base int64, value []byte) []byte {
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
 	return b
 }
+
+// A crash after the adoption wrote the registry but before any partition
+// opened: the next start (no adoption now) still leads at Kafka's epoch
+// plus one, kept in the registry.
+func TestOpenManagerAdoptionInterruptedBeforeOpen(t *testing.T) {
+	dir := kafkaLogDir(t, "ey4p5zIaSymNtFBxjOeFcg")
+	if _, err := adoptKafkaLogDir(vfs.Default, dir, DefaultConfig(), ManagerOptions{NodeID: 1}, zap.NewNop()); err != nil {
+		t.Fatal(err)
+	}
+	m, logs := openAdoptingManager(t, dir, nil)
+	defer m.Close()
+	if n := logs.FilterMessage("adopted Kafka topic").Len(); n != 0 {
+		t.Errorf("adopted again (%d topics)", n)
+	}
+	if e := m.Topic("orders").Partitions()[0].LeaderEpoch(); e != 4 {
+		t.Errorf("orders-0 leader epoch %d, want 4", e)
+	}
+}

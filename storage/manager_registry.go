@@ -29,6 +29,8 @@ const deleteDirSuffix = "-delete"
 // registry is the JSON layout of strata-topics.json:
 //
 //	{"version":1,"topics":[{"name":"t","id":"<Kafka uuid string>","partitions":3,"configs":{"k":"v"}}]}
+//
+// (plus "leader_epochs":[...] on topics adopted from Kafka, until rewritten).
 type registry struct {
 	Version int             `json:"version"`
 	Topics  []registryTopic `json:"topics"`
@@ -39,11 +41,13 @@ type registryTopic struct {
 	IDString   string            `json:"id"`
 	Partitions int32             `json:"partitions"`
 	Configs    map[string]string `json:"configs,omitempty"`
+	// LeaderEpochs, written only when adopting a Kafka log dir, is the
+	// epoch each partition is led with from then on. Every open records
+	// it in the partition's leader-epoch-checkpoint (when newer), so it may
+	// go when the next admin change rewrites the registry.
+	LeaderEpochs []int32 `json:"leader_epochs,omitempty"`
 
 	ID [16]byte `json:"-"`
-	// leaderEpochs, set only when adopting a Kafka log dir, is the epoch
-	// each partition is led with (its leader-epoch-checkpoint keeps it).
-	leaderEpochs []int32
 }
 
 // readRegistry loads the topic registry; a missing file means no topics.
@@ -69,8 +73,8 @@ func readRegistry(fsys vfs.FS, dir string) ([]registryTopic, error) {
 		if err := validateTopicName(rt.Name); err != nil {
 			return nil, fmt.Errorf("topic registry %s: %w", path, err)
 		}
-		if seen[rt.Name] || rt.Partitions < 1 {
-			return nil, fmt.Errorf("topic registry %s: topic %q duplicated or with %d partitions", path, rt.Name, rt.Partitions)
+		if seen[rt.Name] || rt.Partitions < 1 || (rt.LeaderEpochs != nil && len(rt.LeaderEpochs) != int(rt.Partitions)) {
+			return nil, fmt.Errorf("topic registry %s: topic %q duplicated, with %d partitions or with %d leader epochs", path, rt.Name, rt.Partitions, len(rt.LeaderEpochs))
 		}
 		seen[rt.Name] = true
 		id, err := parseUUID(rt.IDString)
