@@ -195,6 +195,17 @@ func TestLoadStopsAtTornBatch(t *testing.T) {
 	}
 }
 
+// A topic whose partition records this reader cannot decode (a newer
+// version, skipped) fails the load rather than yield a topic without
+// partitions.
+func TestLoadRejectsTopicWithoutPartitions(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), DirName)
+	writeLog(t, dir, 0, [][]byte{topicRecord("a", [16]byte{1}), metadataRecord(keyPartition, 9, []byte{1, 2, 3})})
+	if _, err := Load(vfs.Default, dir); err == nil || !strings.Contains(err.Error(), "no partition records") {
+		t.Fatalf("got %v, want no partition records", err)
+	}
+}
+
 func TestLoadRejectsMissingRecords(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), DirName)
 	writeLog(t, dir, 100, [][]byte{topicRecord("a", [16]byte{1})})
@@ -211,6 +222,7 @@ func TestLoadSkipsUnknownAndHonoursTransactions(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), DirName)
 	writeLog(t, dir, 0, [][]byte{
 		topicRecord("a", [16]byte{1}),
+		partitionRecord([16]byte{1}, 0, 1, 0),
 		producerIDsRecord(2000),
 		producerIDsRecord(1000),
 		metadataRecord(99, 0, []byte{0xde, 0xad}),
@@ -220,6 +232,7 @@ func TestLoadSkipsUnknownAndHonoursTransactions(t *testing.T) {
 		metadataRecord(keyAbortTransaction, 0, []byte{0}),
 		metadataRecord(keyBeginTransaction, 0, []byte{0}),
 		topicRecord("committed", [16]byte{3}),
+		partitionRecord([16]byte{3}, 0, 1, 0),
 		metadataRecord(keyEndTransaction, 0, []byte{0}),
 		metadataRecord(keyBeginTransaction, 0, []byte{0}),
 		topicRecord("open", [16]byte{4}),
@@ -232,8 +245,8 @@ func TestLoadSkipsUnknownAndHonoursTransactions(t *testing.T) {
 	for _, tp := range img.Topics {
 		names = append(names, tp.Name)
 	}
-	if !reflect.DeepEqual(names, []string{"a", "committed"}) || img.Skipped != 2 || img.Records != 13 {
-		t.Errorf("topics %v skipped %d records %d; want [a committed], 2, 13", names, img.Skipped, img.Records)
+	if !reflect.DeepEqual(names, []string{"a", "committed"}) || img.Skipped != 2 || img.Records != 15 {
+		t.Errorf("topics %v skipped %d records %d; want [a committed], 2, 15", names, img.Skipped, img.Records)
 	}
 	if img.NextProducerID != 2000 {
 		t.Errorf("next producer id %d, want 2000", img.NextProducerID)

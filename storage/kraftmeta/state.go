@@ -145,6 +145,9 @@ func (s *state) replay(rec Record) error {
 func (s *state) image(img *Image) error {
 	img.Topics = make([]Topic, 0, len(s.topics))
 	for id, t := range s.topics {
+		if len(t.parts) == 0 {
+			return fmt.Errorf("topic %s has no partition records (of a version this reader knows)", t.name)
+		}
 		parts := make([]Partition, len(t.parts))
 		for i := range parts {
 			p := t.parts[int32(i)]
