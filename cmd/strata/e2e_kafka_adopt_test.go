@@ -445,10 +445,25 @@ func TestAdoptKafkaLogDir(t *testing.T) {
 		}
 	}
 
+	// Segments Strata writes from scratch (small ones, so it rolls) must
+	// read in DumpLogSegments too.
+	small := "1024"
+	if resp, err := sadm.CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": &small}, "strata-made"); err != nil || resp.Err != nil {
+		t.Fatalf("create strata-made on strata: %v %v", err, resp.Err)
+	}
+	for i := range 50 { // one batch each
+		if err := fresh.ProduceSync(ctx, keyed("strata-made", i)).FirstErr(); err != nil {
+			t.Fatalf("produce to strata-made: %v", err)
+		}
+	}
+
 	if code := s.signal(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("strata exit code %d", code)
 	}
 	files := segmentFiles(t, dataDir)
+	if made, _ := filepath.Glob(filepath.Join(dataDir, "strata-made-0", "*.log")); len(made) < 2 {
+		t.Fatalf("strata-made-0 has %d segments, want several", len(made))
+	}
 	out, err := k.java(true, "kafka.tools.DumpLogSegments", "--deep-iteration", "--files", strings.Join(files, ",")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("DumpLogSegments: %v\n%s", err, tail(string(out), 8<<10))
