@@ -94,14 +94,14 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if cfg.MetricsListener != "" {
 		met = metrics.New()
 	}
-	logs, err := storage.OpenManager(vfs.Default, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID,
-		OnFsync: met.Fsync})
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())
-	}
 	pids, err := coordinator.OpenProducerIDs(vfs.Default, cfg.LogDirs)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("producer ids: %w", err), logs.Close(), ln.Close())
+		return nil, errors.Join(fmt.Errorf("producer ids: %w", err), ln.Close())
+	}
+	logs, err := storage.OpenManager(vfs.Default, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID,
+		OnFsync: met.Fsync, ReserveProducerIDs: pids.Reserve})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())
 	}
 	groups, err := coordinator.OpenGroups(logs, cfg.Groups, logger)
 	if err != nil {

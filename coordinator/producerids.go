@@ -97,6 +97,24 @@ func (p *ProducerIDs) Next() (int64, error) {
 	return id, nil
 }
 
+// Reserve makes sure no id below end is ever handed out (ids another
+// broker, Apache Kafka, used on this log dir), durably before it returns.
+func (p *ProducerIDs) Reserve(end int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if end <= p.next {
+		return nil
+	}
+	if end > p.blockEnd {
+		if err := p.persist(end); err != nil {
+			return err
+		}
+		p.blockEnd = end
+	}
+	p.next = end
+	return nil
+}
+
 // persist atomically replaces the file (tmp, fsync, rename, dir fsync) so a
 // crash leaves either the old or the new block end, never a torn one.
 func (p *ProducerIDs) persist(end int64) error {

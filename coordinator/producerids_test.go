@@ -105,3 +105,32 @@ func TestProducerIDsMalformedFile(t *testing.T) {
 		}
 	}
 }
+
+// Reserve (ids Apache Kafka handed out on an adopted log dir) is durable at
+// once: neither this allocator nor one reopened later hands out an id below
+// it, even if no id was handed out in between.
+func TestProducerIDsReserve(t *testing.T) {
+	dir := t.TempDir()
+	p, err := OpenProducerIDs(vfs.Default, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reserve(1500); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := OpenProducerIDs(vfs.Default, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []*ProducerIDs{p, reopened} {
+		if id, err := a.Next(); err != nil || id < 1500 {
+			t.Errorf("id %d (%v) after reserving up to 1500", id, err)
+		}
+	}
+	if err := p.Reserve(10); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := p.Next(); err != nil || id != 1501 {
+		t.Errorf("id %d (%v) after a lower reserve, want 1501", id, err)
+	}
+}

@@ -77,8 +77,10 @@ func slurpFile(fsys vfs.FS, path string) ([]byte, error) {
 
 // readCheckpointLines parses Kafka's checkpoint text format (CheckpointFile):
 // a version line ("0"), an entry count line, then exactly that many entry
-// lines, each split on whitespace into want fields. A missing file yields nil
-// entries and a nil error.
+// lines, each split on whitespace into want fields. A missing or empty file
+// yields nil entries and a nil error (Kafka's CheckpointReadBuffer reads an
+// empty file, which its cleaner-offset-checkpoint is until a cleaning, as
+// no entries).
 func readCheckpointLines(fsys vfs.FS, path string, want int) ([][]string, error) {
 	data, err := slurpFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -99,7 +101,7 @@ func readCheckpointLines(fsys vfs.FS, path string, want int) ([][]string, error)
 	}
 	v, ok := next()
 	if !ok {
-		return nil, fmt.Errorf("checkpoint %s: empty file", path)
+		return nil, sc.Err()
 	}
 	if ver, err := strconv.Atoi(strings.TrimSpace(v)); err != nil || ver != checkpointVersion {
 		return nil, fmt.Errorf("checkpoint %s: unrecognized version %q", path, v)

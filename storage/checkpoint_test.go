@@ -54,12 +54,20 @@ func TestOffsetCheckpointMissingAndEmpty(t *testing.T) {
 	if data, _ := os.ReadFile(path); string(data) != "0\n0\n" {
 		t.Fatalf("empty checkpoint %q", data)
 	}
+	// Kafka leaves cleaner-offset-checkpoint as an empty file until its
+	// cleaner cleans something; its CheckpointReadBuffer reads no entries.
+	empty := filepath.Join(dir, cleanerCheckpointFile)
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readOffsetCheckpoint(vfs.Default, empty); err != nil || len(got) != 0 || got == nil {
+		t.Fatalf("empty file: %v %v", got, err)
+	}
 }
 
 func TestCheckpointMalformed(t *testing.T) {
 	dir := t.TempDir()
 	cases := map[string]string{
-		"empty":         "",
 		"bad version":   "1\n0\n",
 		"no count":      "0\n",
 		"bad count":     "0\nx\n",

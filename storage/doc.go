@@ -345,6 +345,29 @@
 // swap. Readers holding Chunks of replaced segments keep reading them
 // through their descriptors. Close aborts a running cleaning.
 //
+// # Adopting a log dir Apache Kafka wrote (manager_adopt.go, kraftmeta)
+//
+// Kafka in KRaft mode keeps the topic registry in __cluster_metadata-0, not
+// strata-topics.json; everything else in the directory is the layout above.
+// When OpenManager finds no registry but that directory, it reads Kafka's
+// metadata (package kraftmeta: the newest whole snapshot, then the log's
+// records after it) and writes the registry from it: topic names, ids,
+// partition counts and topic configs; Kafka's dynamic broker configs that
+// are log configs go to strata-broker-configs.json; the end of Kafka's
+// producer id blocks is reserved (ManagerOptions.ReserveProducerIDs) before
+// the registry is written, so an interrupted adoption is simply redone.
+// Each partition then opens as any other (its partition.metadata must hold
+// the topic id); its leader epoch becomes Kafka's plus one when Kafka's
+// metadata left no leader (a clean shutdown fences the broker), recorded in
+// leader-epoch-checkpoint at the log end offset as Kafka does on becoming
+// leader, and every open leads at the checkpoint's latest epoch, so epochs
+// never go backwards. __cluster_metadata-0 is never written or deleted and
+// is not a topic. Only this direction works: Kafka started on a directory
+// Strata wrote sees none of Strata's metadata changes (its own topics, with
+// Strata's records, are served; Strata's new topics are renamed -stray) and
+// reissues producer ids Strata used (see the README, "Moving from Apache
+// Kafka").
+//
 // # CRC32C implementation
 //
 // Batches and producer snapshots are checksummed with

@@ -407,7 +407,20 @@ func (l *Log) Wait() <-chan struct{} {
 	return l.waitCh
 }
 
-// LatestEpoch is the newest leader epoch that wrote to the log, or -1.
+// AssignLeaderEpoch records that epoch leads the log from its end offset
+// on, as Kafka does when a replica becomes leader
+// (maybeAssignEpochStartOffset); an epoch not newer than the latest is
+// ignored.
+func (l *Log) AssignLeaderEpoch(epoch int32) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	return l.assignEpoch(epoch, l.active().next)
+}
+
+// LatestEpoch is the newest leader epoch in the log's leader-epoch-checkpoint, or -1.
 func (l *Log) LatestEpoch() int32 {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -35,6 +35,10 @@ type ManagerOptions struct {
 	Now func() time.Time
 	// OnFsync, when set, is told how long each segment fsync took.
 	OnFsync func(time.Duration)
+	// ReserveProducerIDs, when set, is called while adopting a log dir
+	// Apache Kafka wrote (manager_adopt.go) with the end of the producer
+	// ids Kafka handed out, which must never be handed out again.
+	ReserveProducerIDs func(end int64) error
 }
 
 // Manager owns every topic and partition under one log.dir.
@@ -125,7 +129,7 @@ type Partition struct {
 }
 
 // LeaderEpoch is the partition's current leader epoch, stamped on appended
-// batches. A single broker is always leader at epoch 0.
+// batches: the log's latest (0 for a log Strata created).
 func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
 
 // SetLeaderEpoch records a new leader epoch (for replication).
@@ -178,6 +182,11 @@ func openLockedManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOpt
 	if err != nil {
 		return nil, err
 	}
+	if reg == nil {
+		if reg, err = adoptKafkaLogDir(fsys, dir, defaults, opts, logger); err != nil {
+			return nil, err
+		}
+	}
 	checkpoints := map[string]map[topicPartition]int64{}
 	for _, name := range []string{recoveryPointCheckpointFile, logStartOffsetCheckpointFile, cleanerCheckpointFile} {
 		if checkpoints[name], err = readOffsetCheckpoint(fsys, filepath.Join(dir, name)); err != nil {
@@ -229,8 +238,12 @@ func openLockedManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOpt
 			if !ok {
 				rp = -1
 			}
-			opens = append(opens, partitionOpen{topic: t, index: int32(i), opts: OpenOptions{RecoveryPoint: rp, CleanShutdown: clean,
-				LogStartOffset: checkpoints[logStartOffsetCheckpointFile][tp], FirstDirtyOffset: checkpoints[cleanerCheckpointFile][tp]}})
+			o := partitionOpen{topic: t, index: int32(i), opts: OpenOptions{RecoveryPoint: rp, CleanShutdown: clean,
+				LogStartOffset: checkpoints[logStartOffsetCheckpointFile][tp], FirstDirtyOffset: checkpoints[cleanerCheckpointFile][tp]}}
+			if rt.LeaderEpochs != nil {
+				o.leaderEpoch = rt.LeaderEpochs[i]
+			}
+			opens = append(opens, o)
 		}
 		m.topics[t.Name] = t
 		m.byID[t.ID] = t
@@ -332,10 +345,11 @@ func IsInternalTopic(name string) bool {
 
 // partitionOpen is one partition log to open into topic's partition slice.
 type partitionOpen struct {
-	topic  *Topic
-	index  int32
-	opts   OpenOptions
-	create bool // a new, empty partition rather than one from the registry
+	topic       *Topic
+	index       int32
+	opts        OpenOptions
+	create      bool  // a new, empty partition rather than one from the registry
+	leaderEpoch int32 // to lead with if newer than the log's (adopting Kafka's); 0 is every log's first
 }
 
 // openPartitions opens the logs in parallel and stores each Partition at its
@@ -385,7 +399,16 @@ func (m *Manager) openPartition(o partitionOpen) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, o.index, err)
 	}
-	return &Partition{Topic: t.Name, Index: o.index, Log: l}, nil
+	if o.leaderEpoch > 0 {
+		if err := l.AssignLeaderEpoch(o.leaderEpoch); err != nil {
+			return nil, errors.Join(fmt.Errorf("partition %s-%d: %w", t.Name, o.index, err), l.Close())
+		}
+	}
+	p := &Partition{Topic: t.Name, Index: o.index, Log: l}
+	// Lead with the log's latest epoch, so that epochs never go backwards
+	// on a log an earlier leader (Kafka) wrote.
+	p.leaderEpoch.Store(max(0, l.LatestEpoch()))
+	return p, nil
 }
 
 // parallel runs fn(0..n-1) on at most GOMAXPROCS goroutines and returns the

@@ -29,6 +29,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/storage/kraftmeta"
 )
 
 // deletedDirPattern is Kafka's LogFileUtils.DELETE_DIR_PATTERN: a
@@ -117,6 +119,9 @@ func (m *Manager) scanLogDir() error {
 		name := de.Name()
 		if !de.IsDir() {
 			continue
+		}
+		if name == kraftmeta.DirName {
+			continue // Kafka's metadata log: read when adopting, never touched
 		}
 		if deletedDirPattern.MatchString(name) {
 			if err := m.fsys.RemoveAll(filepath.Join(m.dir, name)); err != nil {

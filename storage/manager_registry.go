@@ -35,6 +35,9 @@ const deleteDirSuffix = "-delete"
 // whose partition directories may still be on disk: only a directory named
 // for such a topic whose partition.metadata holds its id is known garbage,
 // removed on the next open; any other directory is left alone.
+//
+// Topics adopted from Kafka also carry "leader_epochs":[...] (one per
+// partition) until rewritten.
 type registry struct {
 	Version int             `json:"version"`
 	Topics  []registryTopic `json:"topics"`
@@ -46,6 +49,11 @@ type registryTopic struct {
 	IDString   string            `json:"id"`
 	Partitions int32             `json:"partitions"`
 	Configs    map[string]string `json:"configs,omitempty"`
+	// LeaderEpochs, written only when adopting a Kafka log dir, is the
+	// epoch each partition is led with from then on. Every open records
+	// it in the partition's leader-epoch-checkpoint (when newer), so it may
+	// go when the next admin change rewrites the registry.
+	LeaderEpochs []int32 `json:"leader_epochs,omitempty"`
 
 	ID [16]byte `json:"-"`
 }
@@ -90,8 +98,8 @@ func (rt *registryTopic) parse() error {
 	if err := validateTopicName(rt.Name); err != nil {
 		return err
 	}
-	if rt.Partitions < 1 {
-		return fmt.Errorf("topic %q with %d partitions", rt.Name, rt.Partitions)
+	if rt.Partitions < 1 || (rt.LeaderEpochs != nil && len(rt.LeaderEpochs) != int(rt.Partitions)) {
+		return fmt.Errorf("topic %q with %d partitions and %d leader epochs", rt.Name, rt.Partitions, len(rt.LeaderEpochs))
 	}
 	id, err := parseUUID(rt.IDString)
 	if err != nil || id == ([16]byte{}) {
