@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -489,4 +490,32 @@ func rawRequest(t testing.TB, c net.Conn, req kmsg.Request, version int16, corr 
 		t.Fatalf("decode %T: %v", resp, err)
 	}
 	return resp
+}
+
+// httpGet returns the status and body of a GET of url.
+func httpGet(t testing.TB, url string) (int, string) {
+	t.Helper()
+	cl := http.Client{Timeout: 10 * time.Second}
+	resp, err := cl.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// waitFor polls cond until it holds, failing the test after timeout.
+func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

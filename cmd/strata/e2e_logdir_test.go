@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -154,34 +153,6 @@ func mountTmpfs(t *testing.T, size string) string {
 	return dir
 }
 
-// healthz returns /healthz's status and body.
-func healthz(t *testing.T, url string) (int, string) {
-	t.Helper()
-	cl := http.Client{Timeout: 10 * time.Second}
-	resp, err := cl.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(body)
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // fillUntilStorageError produces 1 KiB records, 50 per request, until the
 // broker answers KAFKA_STORAGE_ERROR, and returns the acknowledged ones.
 func fillUntilStorageError(t *testing.T, cl *kgo.Client, topic string) []*kgo.Record {
@@ -219,7 +190,7 @@ func TestDiskFullRecoversWithoutRestart(t *testing.T) {
 		"--override", "log.segment.delete.delay.ms=500")
 	line := b.waitLog(regexp.MustCompile(`\tserving metrics\t`), 10*time.Second)
 	url := regexp.MustCompile(`"healthz": "(http://[^"]+)"`).FindStringSubmatch(line)[1]
-	waitFor(t, "/healthz 200 at start", 10*time.Second, func() bool { code, _ := healthz(t, url); return code == http.StatusOK })
+	waitFor(t, "/healthz 200 at start", 10*time.Second, func() bool { code, _ := httpGet(t, url); return code == http.StatusOK })
 
 	cl := newClient(t, b.addr, kgo.DisableIdempotentWrite(), kgo.RecordRetries(0), kgo.ProducerLinger(0),
 		kgo.ProducerBatchCompression(kgo.NoCompression()))
@@ -227,11 +198,11 @@ func TestDiskFullRecoversWithoutRestart(t *testing.T) {
 	acked := fillUntilStorageError(t, cl, "full")
 	t.Logf("%d records acknowledged before the disk filled", len(acked))
 
-	code, body := healthz(t, url)
+	code, body := httpGet(t, url)
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "full-0") {
 		t.Fatalf("/healthz on a full disk: %d %q", code, body)
 	}
-	_, metrics := healthz(t, strings.TrimSuffix(url, "/healthz")+"/metrics")
+	_, metrics := httpGet(t, strings.TrimSuffix(url, "/healthz")+"/metrics")
 	if !strings.Contains(metrics, `strata_partition_offline{partition="0",topic="full"} 1`) {
 		t.Fatal("/metrics does not report full-0 offline")
 	}
@@ -249,7 +220,7 @@ func TestDiskFullRecoversWithoutRestart(t *testing.T) {
 	t.Logf("kafka-delete-records: low watermark %s", m[1])
 
 	// Space comes back after file.delete.delay.ms; the partition revives.
-	waitFor(t, "/healthz 200 after freeing space", 30*time.Second, func() bool { code, _ := healthz(t, url); return code == http.StatusOK })
+	waitFor(t, "/healthz 200 after freeing space", 30*time.Second, func() bool { code, _ := httpGet(t, url); return code == http.StatusOK })
 	ctx := timeoutCtx(t, 30*time.Second)
 	r := &kgo.Record{Topic: "full", Value: []byte("after")}
 	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -17,28 +16,9 @@ func TestMetricsListener(t *testing.T) {
 	if m == nil {
 		t.Fatalf("metrics line %q lacks the /healthz URL", line)
 	}
-	get := func(url string) (int, string) {
-		t.Helper()
-		cl := http.Client{Timeout: 10 * time.Second}
-		resp, err := cl.Get(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(body)
-	}
+	get := func(url string) (int, string) { return httpGet(t, url) }
 	// Ready is set as Serve starts, just after the line is logged.
-	deadline := time.Now().Add(10 * time.Second)
-	for code, _ := get(m[1]); code != http.StatusOK; code, _ = get(m[1]) {
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz %d, want 200", code)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, "/healthz 200", 10*time.Second, func() bool { code, _ := get(m[1]); return code == http.StatusOK })
 	cl := newClient(t, b.addr)
 	createTopic(t, cl, "scraped", 1)
 	produceAll(t, cl, "scraped", 0, 10)
