@@ -69,6 +69,9 @@ func (l *Log) Revive() (*RecoveryReport, error) {
 		l.closed = true // offline: the segments behind l.segs are closed
 		return nil, fmt.Errorf("revive log %s: %w", l.dir, err)
 	}
+	for _, s := range fresh.segs {
+		s.cfg = &l.cfg // recovery built them on fresh's copy; SetConfig changes l's
+	}
 	l.segs, l.logStart, l.firstDirty, l.tombstoneHorizon = fresh.segs, fresh.logStart, fresh.firstDirty, fresh.tombstoneHorizon
 	l.producers, l.aborted, l.epochs, l.recovery = fresh.producers, fresh.aborted, fresh.epochs, fresh.recovery
 	l.flushedPos, l.dirDirty, l.unflushedMsgs, l.lastFlush = fresh.flushedPos, fresh.dirDirty, 0, fresh.lastFlush

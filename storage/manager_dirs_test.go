@@ -231,6 +231,13 @@ func TestFailedLogRevives(t *testing.T) {
 	if l.LogStartOffset() != 100 {
 		t.Fatalf("log start %d after revival, want 100", l.LogStartOffset())
 	}
+	// A config change after the revival reaches the recovered segments.
+	cfg2 := l.Config()
+	cfg2.SegmentBytes = 1 << 30
+	l.SetConfig(cfg2)
+	if l.active().cfg.SegmentBytes != 1<<30 {
+		t.Fatal("the revived log's segments do not see its config")
+	}
 	if got := readAll(t, l); int64(len(got)) != (acked+10-100)/10 || got[0] != 100 {
 		t.Fatalf("after revival the log reads %v", got)
 	}
