@@ -19,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/configdef"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -89,7 +90,7 @@ func (b *Broker) staticConfigs() map[string]string {
 
 // topicConfigSynonyms lists where a topic config's value may come from,
 // highest priority first, ending with Kafka's default.
-func topicConfigSynonyms(def storage.TopicConfigDef, topic map[string]string, src brokerConfigSources) []configSynonym {
+func topicConfigSynonyms(def configdef.Def, topic map[string]string, src brokerConfigSources) []configSynonym {
 	var out []configSynonym
 	if v, ok := topic[def.Name]; ok {
 		out = append(out, configSynonym{def.Name, &v, configSourceTopic})
@@ -123,14 +124,14 @@ func topicConfigSynonyms(def storage.TopicConfigDef, topic map[string]string, sr
 
 // describeTopicConfig answers one topic config: the first synonym decides
 // the value (scaled to the topic config's unit) and the source.
-func describeTopicConfig(def storage.TopicConfigDef, topic map[string]string, src brokerConfigSources, synonyms, docs bool) kmsg.DescribeConfigsResponseResourceConfig {
+func describeTopicConfig(def configdef.Def, topic map[string]string, src brokerConfigSources, synonyms, docs bool) kmsg.DescribeConfigsResponseResourceConfig {
 	syns := topicConfigSynonyms(def, topic, src)
 	first := syns[0]
 	value := *first.value
 	if first.source != configSourceTopic && first.source != configSourceDefault {
 		for _, s := range def.Synonyms {
 			if s.Name == first.name {
-				value = storage.ScaleBrokerValue(value, s.Scale)
+				value = configdef.ScaleBrokerValue(value, s.Scale)
 			}
 		}
 	}
@@ -161,7 +162,7 @@ func describeTopicConfig(def storage.TopicConfigDef, topic map[string]string, sr
 // read-only and come from the broker's settings.
 type brokerConfigDef struct {
 	name     string
-	typ      int8
+	typ      configdef.Type
 	value    func(b *Broker) string
 	readOnly bool
 	doc      string
@@ -171,22 +172,22 @@ func i64(v int64) string { return strconv.FormatInt(v, 10) }
 
 // staticBrokerConfigs are the read-only broker configs Strata implements.
 var staticBrokerConfigs = []brokerConfigDef{
-	{"advertised.listeners", storage.ConfigTypeString, func(b *Broker) string {
+	{"advertised.listeners", configdef.String, func(b *Broker) string {
 		if b.cfg.AdvertisedListeners == "" {
 			return b.cfg.Listeners
 		}
 		return b.cfg.AdvertisedListeners
 	}, true, "Listeners published to clients."},
-	{"auto.create.topics.enable", storage.ConfigTypeBoolean, func(b *Broker) string { return strconv.FormatBool(b.cfg.AutoCreateTopics) }, true, "Create topics named in Metadata requests."},
-	{"broker.id", storage.ConfigTypeInt, func(b *Broker) string { return i64(int64(b.cfg.NodeID)) }, true, "Same as node.id."},
-	{"listeners", storage.ConfigTypeString, func(b *Broker) string { return b.cfg.Listeners }, true, "Addresses the broker listens on."},
-	{"log.dirs", storage.ConfigTypeString, func(b *Broker) string { return b.cfg.LogDirs }, true, "The log directory."},
-	{"log.retention.check.interval.ms", storage.ConfigTypeLong, func(b *Broker) string {
+	{"auto.create.topics.enable", configdef.Boolean, func(b *Broker) string { return strconv.FormatBool(b.cfg.AutoCreateTopics) }, true, "Create topics named in Metadata requests."},
+	{"broker.id", configdef.Int, func(b *Broker) string { return i64(int64(b.cfg.NodeID)) }, true, "Same as node.id."},
+	{"listeners", configdef.String, func(b *Broker) string { return b.cfg.Listeners }, true, "Addresses the broker listens on."},
+	{"log.dirs", configdef.String, func(b *Broker) string { return b.cfg.LogDirs }, true, "The log directory."},
+	{"log.retention.check.interval.ms", configdef.Long, func(b *Broker) string {
 		return i64(b.cfg.Log.RetentionCheckIntervalMs)
 	}, true, "How often retention is applied."},
-	{"node.id", storage.ConfigTypeInt, func(b *Broker) string { return i64(int64(b.cfg.NodeID)) }, true, "This node's id."},
-	{"num.partitions", storage.ConfigTypeInt, func(b *Broker) string { return i64(int64(b.cfg.NumPartitions)) }, true, "Partitions of auto-created topics."},
-	{"socket.request.max.bytes", storage.ConfigTypeInt, func(b *Broker) string { return i64(int64(b.cfg.SocketRequestMaxBytes)) }, true, "The largest request frame accepted."},
+	{"node.id", configdef.Int, func(b *Broker) string { return i64(int64(b.cfg.NodeID)) }, true, "This node's id."},
+	{"num.partitions", configdef.Int, func(b *Broker) string { return i64(int64(b.cfg.NumPartitions)) }, true, "Partitions of auto-created topics."},
+	{"socket.request.max.bytes", configdef.Int, func(b *Broker) string { return i64(int64(b.cfg.SocketRequestMaxBytes)) }, true, "The largest request frame accepted."},
 }
 
 // describeBrokerConfigs lists the configs of a BROKER resource: for the
@@ -195,7 +196,7 @@ var staticBrokerConfigs = []brokerConfigDef{
 func (b *Broker) describeBrokerConfigs(node bool, names map[string]bool, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	src := b.brokerConfigSources()
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	add := func(name string, typ int8, value *string, source int8, readOnly bool, doc string, syns []configSynonym) {
+	add := func(name string, typ configdef.Type, value *string, source int8, readOnly bool, doc string, syns []configSynonym) {
 		if names != nil && !names[name] {
 			return
 		}
@@ -215,11 +216,11 @@ func (b *Broker) describeBrokerConfigs(node bool, names map[string]bool, synonym
 		}
 		out = append(out, c)
 	}
-	for _, def := range storage.TopicConfigDefs() {
+	for _, def := range configdef.Topics() {
 		for i, s := range def.Synonyms {
 			if !node {
 				if v, ok := src.clusterDefault[s.Name]; ok {
-					add(s.Name, brokerType(def.Type, s.Scale), &v, configSourceDynamicDefaultBroker, false, def.Doc,
+					add(s.Name, configdef.SynonymType(def, s), &v, configSourceDynamicDefaultBroker, false, def.Doc,
 						[]configSynonym{{s.Name, &v, configSourceDynamicDefaultBroker}})
 				}
 				continue
@@ -242,7 +243,7 @@ func (b *Broker) describeBrokerConfigs(node bool, names map[string]bool, synonym
 			if len(syns) > 0 {
 				value, source = syns[0].value, syns[0].source
 			}
-			add(s.Name, brokerType(def.Type, s.Scale), value, source, false, def.Doc, syns)
+			add(s.Name, configdef.SynonymType(def, s), value, source, false, def.Doc, syns)
 		}
 	}
 	if node {
@@ -257,13 +258,4 @@ func (b *Broker) describeBrokerConfigs(node bool, names map[string]bool, synonym
 	}
 	slices.SortFunc(out, func(x, y kmsg.DescribeConfigsResponseResourceConfig) int { return strings.Compare(x.Name, y.Name) })
 	return out
-}
-
-// brokerType is the type of a broker synonym: hour and minute settings are
-// ints in Kafka, the rest share the topic config's type.
-func brokerType(topicType int8, scale int64) int8 {
-	if scale > 1 {
-		return storage.ConfigTypeInt
-	}
-	return topicType
 }
