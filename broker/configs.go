@@ -157,37 +157,26 @@ func describeTopicConfig(def configdef.Def, topic map[string]string, src brokerC
 	return c
 }
 
-// brokerConfigDef is a broker config DescribeConfigs lists for a BROKER
-// resource. Dynamic ones are the topic configs' synonyms; the rest are
-// read-only and come from the broker's settings.
-type brokerConfigDef struct {
-	name     string
-	typ      configdef.Type
-	value    func(b *Broker) string
-	readOnly bool
-	doc      string
-}
-
 func i64(v int64) string { return strconv.FormatInt(v, 10) }
 
-// staticBrokerConfigs are the read-only broker configs Strata implements.
-var staticBrokerConfigs = []brokerConfigDef{
-	{"advertised.listeners", configdef.String, func(b *Broker) string {
+// readOnlyConfigValues are the values of the read-only broker configs
+// DescribeConfigs lists (configdef's Described keys), from the broker's
+// settings.
+var readOnlyConfigValues = map[string]func(b *Broker) string{
+	"advertised.listeners": func(b *Broker) string {
 		if b.cfg.AdvertisedListeners == "" {
 			return b.cfg.Listeners
 		}
 		return b.cfg.AdvertisedListeners
-	}, true, "Listeners published to clients."},
-	{"auto.create.topics.enable", configdef.Boolean, func(b *Broker) string { return strconv.FormatBool(b.cfg.AutoCreateTopics) }, true, "Create topics named in Metadata requests."},
-	{"broker.id", configdef.Int, func(b *Broker) string { return i64(int64(b.cfg.NodeID)) }, true, "Same as node.id."},
-	{"listeners", configdef.String, func(b *Broker) string { return b.cfg.Listeners }, true, "Addresses the broker listens on."},
-	{"log.dirs", configdef.String, func(b *Broker) string { return b.cfg.LogDirs }, true, "The log directory."},
-	{"log.retention.check.interval.ms", configdef.Long, func(b *Broker) string {
-		return i64(b.cfg.Log.RetentionCheckIntervalMs)
-	}, true, "How often retention is applied."},
-	{"node.id", configdef.Int, func(b *Broker) string { return i64(int64(b.cfg.NodeID)) }, true, "This node's id."},
-	{"num.partitions", configdef.Int, func(b *Broker) string { return i64(int64(b.cfg.NumPartitions)) }, true, "Partitions of auto-created topics."},
-	{"socket.request.max.bytes", configdef.Int, func(b *Broker) string { return i64(int64(b.cfg.SocketRequestMaxBytes)) }, true, "The largest request frame accepted."},
+	},
+	"auto.create.topics.enable":       func(b *Broker) string { return strconv.FormatBool(b.cfg.AutoCreateTopics) },
+	"broker.id":                       func(b *Broker) string { return i64(int64(b.cfg.NodeID)) },
+	"listeners":                       func(b *Broker) string { return b.cfg.Listeners },
+	"log.dirs":                        func(b *Broker) string { return b.cfg.LogDirs },
+	"log.retention.check.interval.ms": func(b *Broker) string { return i64(b.cfg.Log.RetentionCheckIntervalMs) },
+	"node.id":                         func(b *Broker) string { return i64(int64(b.cfg.NodeID)) },
+	"num.partitions":                  func(b *Broker) string { return i64(int64(b.cfg.NumPartitions)) },
+	"socket.request.max.bytes":        func(b *Broker) string { return i64(int64(b.cfg.SocketRequestMaxBytes)) },
 }
 
 // describeBrokerConfigs lists the configs of a BROKER resource: for the
@@ -247,13 +236,16 @@ func (b *Broker) describeBrokerConfigs(node bool, names map[string]bool, synonym
 		}
 	}
 	if node {
-		for _, d := range staticBrokerConfigs {
-			v := d.value(b)
+		for _, d := range configdef.Brokers() {
+			if !d.Described {
+				continue
+			}
+			v := readOnlyConfigValues[d.Name](b)
 			source := int8(configSourceDefault)
-			if _, ok := src.static[d.name]; ok {
+			if _, ok := src.static[d.Name]; ok {
 				source = configSourceStaticBroker
 			}
-			add(d.name, d.typ, &v, source, d.readOnly, d.doc, []configSynonym{{d.name, &v, source}})
+			add(d.Name, d.Type, &v, source, true, d.Doc, []configSynonym{{d.Name, &v, source}})
 		}
 	}
 	slices.SortFunc(out, func(x, y kmsg.DescribeConfigsResponseResourceConfig) int { return strings.Compare(x.Name, y.Name) })

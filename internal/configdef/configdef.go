@@ -110,8 +110,20 @@ var topicsByName = func() []Def {
 	return out
 }()
 
+// brokers are brokerDefs with their scope.
+var brokers = func() []Def {
+	out := slices.Clone(brokerDefs)
+	for i := range out {
+		out[i].Scope = Broker
+	}
+	return out
+}()
+
 // Topics returns the topic configs Strata accepts, sorted by name.
 func Topics() []Def { return topicsByName }
+
+// Brokers returns the server.properties keys Strata reads, in the README's order.
+func Brokers() []Def { return brokers }
 
 // TopicDef returns the definition of a topic config.
 func TopicDef(name string) (Def, bool) {
@@ -120,6 +132,15 @@ func TopicDef(name string) (Def, bool) {
 		return Def{}, false
 	}
 	return topicsByName[i], true
+}
+
+// BrokerDef returns the definition of a server.properties key Strata reads.
+func BrokerDef(name string) (Def, bool) {
+	i := slices.IndexFunc(brokers, func(d Def) bool { return d.Name == name })
+	if i < 0 {
+		return Def{}, false
+	}
+	return brokers[i], true
 }
 
 // BrokerSynonymOf returns the topic config a broker config provides the
