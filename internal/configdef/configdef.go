@@ -6,6 +6,8 @@
 // README's key table is generated from it (go generate).
 package configdef
 
+//go:generate go run ./gen -readme ../../README.md
+
 import (
 	"math"
 	"slices"
