@@ -136,13 +136,7 @@ func implemented(key string) bool {
 	return ok
 }
 
-func defaultInt(key string) int64 {
-	n, err := strconv.ParseInt(def(key).Default, 10, 64)
-	if err != nil {
-		panic(fmt.Sprintf("configdef: default of %s: %v", key, err))
-	}
-	return n
-}
+func defaultInt(key string) int64 { return def(key).DefaultInt() }
 
 func defaultBool(key string) bool { return def(key).Default == "true" }
 

@@ -145,6 +145,25 @@ func BrokerDef(name string) (Def, bool) {
 	return brokers[i], true
 }
 
+// DefaultInt is the default of an Int or Long config, which must be a whole
+// number (TestDefaultsParse).
+func (d Def) DefaultInt() int64 {
+	n, err := strconv.ParseInt(d.Default, 10, 64)
+	if err != nil {
+		panic("configdef: the default of " + d.Name + " is no whole number: " + err.Error())
+	}
+	return n
+}
+
+// TopicDefaults are the topic configs' defaults by name.
+func TopicDefaults() map[string]string {
+	out := make(map[string]string, len(topicsByName))
+	for _, d := range topicsByName {
+		out[d.Name] = d.Default
+	}
+	return out
+}
+
 // BrokerSynonymOf returns the topic config a broker config provides the
 // default of, and its scale; ok is false for other broker configs, which
 // cannot change dynamically.

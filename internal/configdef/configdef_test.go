@@ -1,6 +1,9 @@
 package configdef
 
-import "testing"
+import (
+	"strconv"
+	"testing"
+)
 
 func TestTopicDefs(t *testing.T) {
 	synonymOf := map[string]string{}
@@ -47,6 +50,30 @@ func TestBrokerDefs(t *testing.T) {
 		}
 		if d.Described && (dynamic || d.Doc == "") {
 			t.Errorf("%s: described read-only, but dynamic %v or without documentation", d.Name, dynamic)
+		}
+	}
+}
+
+// TestDefaultsParse checks that each default is a value of its type.
+func TestDefaultsParse(t *testing.T) {
+	for _, d := range append(Topics(), Brokers()...) {
+		if d.Default == "" {
+			continue
+		}
+		var err error
+		switch d.Type {
+		case Int, Long:
+			var n int64
+			if n, err = strconv.ParseInt(d.Default, 10, 64); err == nil && (n < d.Check.Min || n > d.Type.Max()) {
+				t.Errorf("default of %s out of its range", d.Name)
+			}
+		case Double:
+			_, err = strconv.ParseFloat(d.Default, 64)
+		case Boolean:
+			_, err = strconv.ParseBool(d.Default)
+		}
+		if err != nil {
+			t.Errorf("default of %s: %v", d.Name, err)
 		}
 	}
 }
