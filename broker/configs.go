@@ -19,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/configdef"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -89,7 +90,7 @@ func (b *Broker) staticConfigs() map[string]string {
 
 // topicConfigSynonyms lists where a topic config's value may come from,
 // highest priority first, ending with Kafka's default.
-func topicConfigSynonyms(def storage.TopicConfigDef, topic map[string]string, src brokerConfigSources) []configSynonym {
+func topicConfigSynonyms(def configdef.Def, topic map[string]string, src brokerConfigSources) []configSynonym {
 	var out []configSynonym
 	if v, ok := topic[def.Name]; ok {
 		out = append(out, configSynonym{def.Name, &v, configSourceTopic})
@@ -123,14 +124,14 @@ func topicConfigSynonyms(def storage.TopicConfigDef, topic map[string]string, sr
 
 // describeTopicConfig answers one topic config: the first synonym decides
 // the value (scaled to the topic config's unit) and the source.
-func describeTopicConfig(def storage.TopicConfigDef, topic map[string]string, src brokerConfigSources, synonyms, docs bool) kmsg.DescribeConfigsResponseResourceConfig {
+func describeTopicConfig(def configdef.Def, topic map[string]string, src brokerConfigSources, synonyms, docs bool) kmsg.DescribeConfigsResponseResourceConfig {
 	syns := topicConfigSynonyms(def, topic, src)
 	first := syns[0]
 	value := *first.value
 	if first.source != configSourceTopic && first.source != configSourceDefault {
 		for _, s := range def.Synonyms {
 			if s.Name == first.name {
-				value = storage.ScaleBrokerValue(value, s.Scale)
+				value = configdef.ScaleBrokerValue(value, s.Scale)
 			}
 		}
 	}
@@ -156,37 +157,26 @@ func describeTopicConfig(def storage.TopicConfigDef, topic map[string]string, sr
 	return c
 }
 
-// brokerConfigDef is a broker config DescribeConfigs lists for a BROKER
-// resource. Dynamic ones are the topic configs' synonyms; the rest are
-// read-only and come from the broker's settings.
-type brokerConfigDef struct {
-	name     string
-	typ      int8
-	value    func(b *Broker) string
-	readOnly bool
-	doc      string
-}
-
 func i64(v int64) string { return strconv.FormatInt(v, 10) }
 
-// staticBrokerConfigs are the read-only broker configs Strata implements.
-var staticBrokerConfigs = []brokerConfigDef{
-	{"advertised.listeners", storage.ConfigTypeString, func(b *Broker) string {
+// readOnlyConfigValues are the values of the read-only broker configs
+// DescribeConfigs lists (configdef's Described keys), from the broker's
+// settings.
+var readOnlyConfigValues = map[string]func(b *Broker) string{
+	"advertised.listeners": func(b *Broker) string {
 		if b.cfg.AdvertisedListeners == "" {
 			return b.cfg.Listeners
 		}
 		return b.cfg.AdvertisedListeners
-	}, true, "Listeners published to clients."},
-	{"auto.create.topics.enable", storage.ConfigTypeBoolean, func(b *Broker) string { return strconv.FormatBool(b.cfg.AutoCreateTopics) }, true, "Create topics named in Metadata requests."},
-	{"broker.id", storage.ConfigTypeInt, func(b *Broker) string { return i64(int64(b.cfg.NodeID)) }, true, "Same as node.id."},
-	{"listeners", storage.ConfigTypeString, func(b *Broker) string { return b.cfg.Listeners }, true, "Addresses the broker listens on."},
-	{"log.dirs", storage.ConfigTypeString, func(b *Broker) string { return b.cfg.LogDirs }, true, "The log directory."},
-	{"log.retention.check.interval.ms", storage.ConfigTypeLong, func(b *Broker) string {
-		return i64(b.cfg.Log.RetentionCheckIntervalMs)
-	}, true, "How often retention is applied."},
-	{"node.id", storage.ConfigTypeInt, func(b *Broker) string { return i64(int64(b.cfg.NodeID)) }, true, "This node's id."},
-	{"num.partitions", storage.ConfigTypeInt, func(b *Broker) string { return i64(int64(b.cfg.NumPartitions)) }, true, "Partitions of auto-created topics."},
-	{"socket.request.max.bytes", storage.ConfigTypeInt, func(b *Broker) string { return i64(int64(b.cfg.SocketRequestMaxBytes)) }, true, "The largest request frame accepted."},
+	},
+	"auto.create.topics.enable":       func(b *Broker) string { return strconv.FormatBool(b.cfg.AutoCreateTopics) },
+	"broker.id":                       func(b *Broker) string { return i64(int64(b.cfg.NodeID)) },
+	"listeners":                       func(b *Broker) string { return b.cfg.Listeners },
+	"log.dirs":                        func(b *Broker) string { return b.cfg.LogDirs },
+	"log.retention.check.interval.ms": func(b *Broker) string { return i64(b.cfg.Log.RetentionCheckIntervalMs) },
+	"node.id":                         func(b *Broker) string { return i64(int64(b.cfg.NodeID)) },
+	"num.partitions":                  func(b *Broker) string { return i64(int64(b.cfg.NumPartitions)) },
+	"socket.request.max.bytes":        func(b *Broker) string { return i64(int64(b.cfg.SocketRequestMaxBytes)) },
 }
 
 // describeBrokerConfigs lists the configs of a BROKER resource: for the
@@ -195,7 +185,7 @@ var staticBrokerConfigs = []brokerConfigDef{
 func (b *Broker) describeBrokerConfigs(node bool, names map[string]bool, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	src := b.brokerConfigSources()
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	add := func(name string, typ int8, value *string, source int8, readOnly bool, doc string, syns []configSynonym) {
+	add := func(name string, typ configdef.Type, value *string, source int8, readOnly bool, doc string, syns []configSynonym) {
 		if names != nil && !names[name] {
 			return
 		}
@@ -215,11 +205,11 @@ func (b *Broker) describeBrokerConfigs(node bool, names map[string]bool, synonym
 		}
 		out = append(out, c)
 	}
-	for _, def := range storage.TopicConfigDefs() {
+	for _, def := range configdef.Topics() {
 		for i, s := range def.Synonyms {
 			if !node {
 				if v, ok := src.clusterDefault[s.Name]; ok {
-					add(s.Name, brokerType(def.Type, s.Scale), &v, configSourceDynamicDefaultBroker, false, def.Doc,
+					add(s.Name, configdef.SynonymType(def, s), &v, configSourceDynamicDefaultBroker, false, def.Doc,
 						[]configSynonym{{s.Name, &v, configSourceDynamicDefaultBroker}})
 				}
 				continue
@@ -242,28 +232,22 @@ func (b *Broker) describeBrokerConfigs(node bool, names map[string]bool, synonym
 			if len(syns) > 0 {
 				value, source = syns[0].value, syns[0].source
 			}
-			add(s.Name, brokerType(def.Type, s.Scale), value, source, false, def.Doc, syns)
+			add(s.Name, configdef.SynonymType(def, s), value, source, false, def.Doc, syns)
 		}
 	}
 	if node {
-		for _, d := range staticBrokerConfigs {
-			v := d.value(b)
+		for _, d := range configdef.Brokers() {
+			if !d.Described {
+				continue
+			}
+			v := readOnlyConfigValues[d.Name](b)
 			source := int8(configSourceDefault)
-			if _, ok := src.static[d.name]; ok {
+			if _, ok := src.static[d.Name]; ok {
 				source = configSourceStaticBroker
 			}
-			add(d.name, d.typ, &v, source, d.readOnly, d.doc, []configSynonym{{d.name, &v, source}})
+			add(d.Name, d.Type, &v, source, true, d.Doc, []configSynonym{{d.Name, &v, source}})
 		}
 	}
 	slices.SortFunc(out, func(x, y kmsg.DescribeConfigsResponseResourceConfig) int { return strings.Compare(x.Name, y.Name) })
 	return out
-}
-
-// brokerType is the type of a broker synonym: hour and minute settings are
-// ints in Kafka, the rest share the topic config's type.
-func brokerType(topicType int8, scale int64) int8 {
-	if scale > 1 {
-		return storage.ConfigTypeInt
-	}
-	return topicType
 }

@@ -3,7 +3,7 @@ package broker
 // DescribeConfigs, versions 0-4.
 //
 // TOPIC resources list every topic config Kafka defines that Strata
-// accepts (storage.TopicConfigDefs), sorted by name, with the value in
+// accepts (configdef.Topics), sorted by name, with the value in
 // effect and its source (configs.go); v1+ adds the synonyms when asked,
 // v3+ the config type and, when asked, the documentation. BROKER resources
 // named after node.id list the broker configs that can change dynamically
@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/configdef"
 	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/storage"
 )
@@ -56,7 +57,7 @@ func handleDescribeConfigs(b *Broker, _ *conn, req *protocol.Request) (kmsg.Resp
 			}
 			src := b.brokerConfigSources()
 			topic := t.ConfigMap()
-			for _, def := range storage.TopicConfigDefs() {
+			for _, def := range configdef.Topics() {
 				if names == nil || names[def.Name] {
 					res.Configs = append(res.Configs, describeTopicConfig(def, topic, src, synonyms, docs))
 				}

@@ -23,8 +23,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/configdef"
 	"github.com/strata-io/strata/protocol"
-	"github.com/strata-io/strata/storage"
 )
 
 func handleIncrementalAlterConfigs(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
@@ -116,14 +116,14 @@ func (b *Broker) alterIncrementally(rr kmsg.IncrementalAlterConfigsRequestResour
 func (b *Broker) listConfig(typ kmsg.ConfigResourceType, name string, configs map[string]string) ([]string, error) {
 	key := name
 	if typ == kmsg.ConfigResourceTypeBroker {
-		topicKey, _, ok := storage.BrokerSynonymOf(name)
+		topicKey, _, ok := configdef.BrokerSynonymOf(name)
 		if !ok {
 			return nil, fmt.Errorf("config value append/subtract is not allowed for config key %s: %w", name, kerr.InvalidConfig)
 		}
 		key = topicKey
 	}
-	def, ok := storage.TopicConfigDefFor(key)
-	if !ok || def.Type != storage.ConfigTypeList {
+	def, ok := configdef.TopicDef(key)
+	if !ok || def.Type != configdef.List {
 		return nil, fmt.Errorf("config value append/subtract is not allowed for config key %s, whose type is not LIST: %w", name, kerr.InvalidConfig)
 	}
 	if v, ok := configs[name]; ok {

@@ -1,6 +1,6 @@
 package storage
 
-import "math"
+import "github.com/strata-io/strata/internal/configdef"
 
 // Config holds the per-log settings. Each field names the Kafka broker
 // setting and the topic-level override it mirrors.
@@ -40,27 +40,28 @@ type Config struct {
 	RetentionCheckIntervalMs int64
 }
 
-// DefaultConfig returns Kafka's broker defaults.
-func DefaultConfig() Config {
-	return Config{
-		SegmentBytes:           1 << 30,
-		SegmentMs:              7 * 24 * 60 * 60 * 1000,
-		IndexIntervalBytes:     4096,
-		MaxIndexSize:           10 << 20,
-		MaxMessageBytes:        1048588,
-		FlushIntervalMessages:  math.MaxInt64,
-		FlushIntervalMs:        math.MaxInt64,
-		DeleteRetentionMs:      24 * 60 * 60 * 1000,
-		MinCleanableDirtyRatio: 0.5,
-		CleanerBackoffMs:       15000,
-
-		CheckTimestamps:      true,
-		TimestampBeforeMaxMs: math.MaxInt64,
-		TimestampAfterMaxMs:  60 * 60 * 1000,
-
-		RetentionMs:              7 * 24 * 60 * 60 * 1000,
-		RetentionBytes:           -1,
-		FileDeleteDelayMs:        60000,
-		RetentionCheckIntervalMs: 300000,
+// kafkaDefaults is Kafka's broker defaults: every topic config's default
+// (configdef) applied as a topic override would be, and the defaults of the
+// broker-only settings.
+var kafkaDefaults = func() Config {
+	c := Config{
+		CleanerBackoffMs:         mustBrokerDef("log.cleaner.backoff.ms").DefaultInt(),
+		RetentionCheckIntervalMs: mustBrokerDef("log.retention.check.interval.ms").DefaultInt(),
 	}
+	c, err := c.WithTopicConfigs(configdef.TopicDefaults())
+	if err != nil {
+		panic("configdef: a topic config default is invalid: " + err.Error())
+	}
+	return c
+}()
+
+func mustBrokerDef(key string) configdef.Def {
+	d, ok := configdef.BrokerDef(key)
+	if !ok {
+		panic("configdef has no broker config " + key)
+	}
+	return d
 }
+
+// DefaultConfig returns Kafka's broker defaults.
+func DefaultConfig() Config { return kafkaDefaults }

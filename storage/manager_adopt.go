@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/internal/configdef"
 	"github.com/strata-io/strata/storage/kraftmeta"
 	"github.com/strata-io/strata/storage/vfs"
 )
@@ -110,9 +111,9 @@ func adoptKafkaBrokerConfigs(fsys vfs.FS, dir string, configs map[string]map[str
 		sort.Strings(keys)
 		for _, k := range keys {
 			v := configs[resource][k]
-			topicKey, scale, ok := BrokerSynonymOf(k)
+			topicKey, scale, ok := configdef.BrokerSynonymOf(k)
 			if ok {
-				_, err := validateTopicConfig(topicKey, ScaleBrokerValue(v, scale))
+				_, err := validateTopicConfig(topicKey, configdef.ScaleBrokerValue(v, scale))
 				ok = err == nil
 			}
 			if !ok {

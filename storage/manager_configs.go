@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/internal/configdef"
 )
 
 // brokerConfigsFile holds the dynamic broker configs (AlterConfigs on a
@@ -121,11 +123,11 @@ func (m *Manager) AlterBrokerConfigs(configs map[string]string, node, validateOn
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		topicKey, scale, ok := BrokerSynonymOf(k)
+		topicKey, scale, ok := configdef.BrokerSynonymOf(k)
 		if !ok {
 			return fmt.Errorf("cannot update broker config %s dynamically: %w", k, kerr.InvalidRequest)
 		}
-		if _, err := validateTopicConfig(topicKey, ScaleBrokerValue(configs[k], scale)); err != nil {
+		if _, err := validateTopicConfig(topicKey, configdef.ScaleBrokerValue(configs[k], scale)); err != nil {
 			return fmt.Errorf("broker config %s=%q: %w", k, configs[k], kerr.InvalidConfig)
 		}
 	}
@@ -184,7 +186,7 @@ func (m *Manager) effectiveDefaults(d brokerConfigsJSON) (Config, error) {
 		merged = map[string]string{}
 	}
 	maps.Copy(merged, d.Broker)
-	cfg, err := m.static.WithTopicConfigs(brokerToTopicConfigs(merged))
+	cfg, err := m.static.WithTopicConfigs(configdef.BrokerToTopicConfigs(merged))
 	if err != nil {
 		return m.static, fmt.Errorf("dynamic broker configs: %w", err)
 	}

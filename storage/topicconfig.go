@@ -2,129 +2,63 @@ package storage
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/internal/configdef"
 )
-
-// topicConfigKind is how a Kafka topic config value is parsed and validated
-// (Kafka's ConfigDef type plus its validator).
-type topicConfigKind struct {
-	parse func(v string) (int64, error) // nil for non-integer kinds
-	min   int64
-	enum  []string // allowed values (lower case when fold); for lists, allowed items
-	list  bool     // comma-separated list
-	fold  bool     // case-insensitive, as Kafka parses booleans
-	ratio bool     // a double in [0, 1]
-}
-
-func intKind(min int64) topicConfigKind {
-	return topicConfigKind{parse: parseInt32, min: min}
-}
-
-func longKind(min int64) topicConfigKind {
-	return topicConfigKind{parse: parseInt64, min: min}
-}
-
-var (
-	boolKind  = topicConfigKind{enum: []string{"true", "false"}, fold: true}
-	ratioKind = topicConfigKind{ratio: true}
-	anyKind   = topicConfigKind{}
-)
-
-func parseInt32(v string) (int64, error) { return strconv.ParseInt(v, 10, 32) }
-func parseInt64(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }
-
-// topicConfigs lists the Kafka topic-level configs Strata accepts, with
-// Kafka's validation (LogConfig's ConfigDef). Only the ones applied in
-// WithTopicConfigs change behaviour; the rest are kept for DescribeConfigs.
-var topicConfigs = map[string]topicConfigKind{
-	// Applied.
-	"segment.bytes":             intKind(14), // LegacyRecord.RECORD_OVERHEAD_V0
-	"segment.ms":                longKind(1),
-	"index.interval.bytes":      intKind(0),
-	"segment.index.bytes":       intKind(4),
-	"max.message.bytes":         intKind(0),
-	"flush.messages":            longKind(1),
-	"flush.ms":                  longKind(0),
-	"cleanup.policy":            {list: true, enum: []string{"compact", "delete"}},
-	"delete.retention.ms":       longKind(0),
-	"min.compaction.lag.ms":     longKind(0),
-	"min.cleanable.dirty.ratio": ratioKind,
-	// Accepted and kept.
-	"compression.type":                        {enum: []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}},
-	"compression.gzip.level":                  intKind(math.MinInt32),
-	"compression.lz4.level":                   intKind(math.MinInt32),
-	"compression.zstd.level":                  intKind(math.MinInt32),
-	"file.delete.delay.ms":                    longKind(0),
-	"follower.replication.throttled.replicas": {list: true},
-	"leader.replication.throttled.replicas":   {list: true},
-	"local.retention.bytes":                   longKind(-2),
-	"local.retention.ms":                      longKind(-2),
-	"max.compaction.lag.ms":                   longKind(1),
-	"message.downconversion.enable":           boolKind,
-	"message.format.version":                  anyKind,
-	"message.timestamp.after.max.ms":          longKind(0),
-	"message.timestamp.before.max.ms":         longKind(0),
-	"message.timestamp.difference.max.ms":     longKind(0),
-	"message.timestamp.type":                  {enum: []string{"CreateTime", "LogAppendTime"}},
-	"min.insync.replicas":                     intKind(1),
-	"preallocate":                             boolKind,
-	"remote.log.copy.disable":                 boolKind,
-	"remote.log.delete.on.disable":            boolKind,
-	"remote.storage.enable":                   boolKind,
-	"retention.bytes":                         longKind(math.MinInt64),
-	"retention.ms":                            longKind(-1),
-	"segment.jitter.ms":                       longKind(0),
-	"unclean.leader.election.enable":          boolKind,
-}
 
 func invalidConfig(key, value, why string) error {
 	return fmt.Errorf("topic config %s=%q: %s: %w", key, value, why, kerr.InvalidConfig)
 }
 
-// validateTopicConfig checks one value and returns its number for numeric
-// kinds. Like Kafka's ConfigDef, surrounding whitespace is ignored and
-// booleans are case-insensitive.
+// validateTopicConfig checks one value against its definition
+// (configdef) and returns its number for Int and Long configs. Like Kafka's
+// ConfigDef, surrounding whitespace is ignored and booleans are
+// case-insensitive.
 func validateTopicConfig(key, raw string) (int64, error) {
-	kind, ok := topicConfigs[key]
+	def, ok := configdef.TopicDef(key)
 	if !ok {
 		return 0, fmt.Errorf("unknown topic config %q: %w", key, kerr.InvalidConfig)
 	}
 	v := strings.TrimSpace(raw)
-	switch {
-	case kind.parse != nil:
-		n, err := kind.parse(v)
+	switch def.Type {
+	case configdef.Int, configdef.Long:
+		bits := 64
+		if def.Type == configdef.Int {
+			bits = 32
+		}
+		n, err := strconv.ParseInt(v, 10, bits)
 		if err != nil {
 			return 0, invalidConfig(key, raw, "not a valid number")
 		}
-		if n < kind.min {
-			return 0, invalidConfig(key, raw, fmt.Sprintf("value must be at least %d", kind.min))
+		if n < def.Check.Min {
+			return 0, invalidConfig(key, raw, fmt.Sprintf("value must be at least %d", def.Check.Min))
 		}
 		return n, nil
-	case kind.ratio:
+	case configdef.Double:
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 || f > 1 {
 			return 0, invalidConfig(key, raw, "value must be a number between 0 and 1")
 		}
-	case kind.list:
+	case configdef.List:
 		if v == "" {
 			break
 		}
 		for _, item := range strings.Split(v, ",") {
-			if err := checkEnum(key, raw, strings.TrimSpace(item), kind.enum); err != nil {
+			if err := checkEnum(key, raw, strings.TrimSpace(item), def.Check.OneOf); err != nil {
 				return 0, err
 			}
 		}
-	case kind.fold:
-		if err := checkEnum(key, raw, strings.ToLower(v), kind.enum); err != nil {
+	case configdef.Boolean:
+		if err := checkEnum(key, raw, strings.ToLower(v), []string{"true", "false"}); err != nil {
 			return 0, err
 		}
 	default:
-		if err := checkEnum(key, raw, v, kind.enum); err != nil {
+		if err := checkEnum(key, raw, v, def.Check.OneOf); err != nil {
 			return 0, err
 		}
 	}

@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/internal/configdef"
 	"github.com/strata-io/strata/metrics"
 )
 
@@ -68,58 +68,84 @@ type settings struct {
 	MinCleanableRatio  float64 // log.cleaner.min.cleanable.ratio
 }
 
-const (
-	defaultListeners = "PLAINTEXT://127.0.0.1:9092"
-	defaultLogDir    = "./data"
-)
-
-// defaultSettings are Kafka's defaults, except for listeners and log.dirs which suit a
-// developer machine: loopback only and ./data.
+// defaultSettings are the defaults of configdef: Kafka's, except for
+// listeners and log.dirs which suit a developer machine: loopback only and
+// ./data.
 func defaultSettings() settings {
 	return settings{
-		Listeners:             defaultListeners,
-		AdvertisedListeners:   defaultListeners,
-		LogDir:                defaultLogDir,
-		NodeID:                1,
-		NumPartitions:         1,
-		AutoCreateTopics:      true,
-		SegmentBytes:          1 << 30,
-		SegmentMs:             168 * 3600 * 1000,
-		IndexIntervalBytes:    4096,
-		MaxIndexSize:          10 << 20,
-		MaxMessageBytes:       1048588,
-		SocketRequestMaxBytes: 100 << 20,
-		FlushIntervalMessages: math.MaxInt64,
-		FlushIntervalMs:       math.MaxInt64,
-		TimestampType:         "CreateTime",
-		TimestampBeforeMaxMs:  math.MaxInt64,
-		TimestampAfterMaxMs:   3600000,
+		Listeners:             def("listeners").Default,
+		AdvertisedListeners:   def("listeners").Default,
+		LogDir:                def("log.dirs").Default,
+		NodeID:                int32(defaultInt("node.id")),
+		NumPartitions:         int32(defaultInt("num.partitions")),
+		AutoCreateTopics:      defaultBool("auto.create.topics.enable"),
+		SegmentBytes:          defaultInt("log.segment.bytes"),
+		SegmentMs:             defaultInt("log.roll.hours") * 3600 * 1000,
+		IndexIntervalBytes:    int(defaultInt("log.index.interval.bytes")),
+		MaxIndexSize:          int(defaultInt("log.index.size.max.bytes")),
+		MaxMessageBytes:       int(defaultInt("message.max.bytes")),
+		SocketRequestMaxBytes: int32(defaultInt("socket.request.max.bytes")),
+		FlushIntervalMessages: defaultInt("log.flush.interval.messages"),
+		FlushIntervalMs:       defaultInt("log.flush.interval.ms"),
+		TimestampType:         def("log.message.timestamp.type").Default,
+		TimestampBeforeMaxMs:  defaultInt("log.message.timestamp.before.max.ms"),
+		TimestampAfterMaxMs:   defaultInt("log.message.timestamp.after.max.ms"),
 
-		OffsetsTopicPartitions:       50,
-		OffsetsRetentionMinutes:      7 * 24 * 60,
-		OffsetsRetentionCheckMs:      600000,
-		GroupMinSessionTimeoutMs:     6000,
-		GroupMaxSessionTimeoutMs:     1800000,
-		GroupInitialRebalanceDelayMs: 3000,
-		GroupMaxSize:                 math.MaxInt32,
-		OffsetsSegmentBytes:          100 << 20,
+		OffsetsTopicPartitions:       int32(defaultInt("offsets.topic.num.partitions")),
+		OffsetsRetentionMinutes:      defaultInt("offsets.retention.minutes"),
+		OffsetsRetentionCheckMs:      defaultInt("offsets.retention.check.interval.ms"),
+		GroupMinSessionTimeoutMs:     defaultInt("group.min.session.timeout.ms"),
+		GroupMaxSessionTimeoutMs:     defaultInt("group.max.session.timeout.ms"),
+		GroupInitialRebalanceDelayMs: defaultInt("group.initial.rebalance.delay.ms"),
+		GroupMaxSize:                 int(defaultInt("group.max.size")),
+		OffsetsSegmentBytes:          int32(defaultInt("offsets.topic.segment.bytes")),
 		Limits:                       defaultLimitSettings(),
 		Retention:                    defaultRetentionSettings(),
 		Txn:                          defaultTxnSettings(),
 
-		ConsumerSessionTimeoutMs:       45000,
-		ConsumerMinSessionTimeoutMs:    45000,
-		ConsumerMaxSessionTimeoutMs:    60000,
-		ConsumerHeartbeatIntervalMs:    5000,
-		ConsumerMinHeartbeatIntervalMs: 5000,
-		ConsumerMaxHeartbeatIntervalMs: 15000,
-		ConsumerMaxSize:                math.MaxInt32,
+		ConsumerSessionTimeoutMs:       defaultInt("group.consumer.session.timeout.ms"),
+		ConsumerMinSessionTimeoutMs:    defaultInt("group.consumer.min.session.timeout.ms"),
+		ConsumerMaxSessionTimeoutMs:    defaultInt("group.consumer.max.session.timeout.ms"),
+		ConsumerHeartbeatIntervalMs:    defaultInt("group.consumer.heartbeat.interval.ms"),
+		ConsumerMinHeartbeatIntervalMs: defaultInt("group.consumer.min.heartbeat.interval.ms"),
+		ConsumerMaxHeartbeatIntervalMs: defaultInt("group.consumer.max.heartbeat.interval.ms"),
+		ConsumerMaxSize:                int(defaultInt("group.consumer.max.size")),
 
-		CleanerEnable:     true,
-		CleanerBackoffMs:  15000,
-		DeleteRetentionMs: 86400000,
-		MinCleanableRatio: 0.5,
+		CleanerEnable:      defaultBool("log.cleaner.enable"),
+		CleanerBackoffMs:   defaultInt("log.cleaner.backoff.ms"),
+		CleanupCompact:     slices.Contains(strings.Split(def("log.cleanup.policy").Default, ","), "compact"),
+		DeleteRetentionMs:  defaultInt("log.cleaner.delete.retention.ms"),
+		MinCompactionLagMs: defaultInt("log.cleaner.min.compaction.lag.ms"),
+		MinCleanableRatio:  defaultFloat("log.cleaner.min.cleanable.ratio"),
 	}
+}
+
+// def is the definition of a key loadSettings reads; one missing from
+// configdef is a bug TestDefaults catches.
+func def(key string) configdef.Def {
+	d, ok := configdef.BrokerDef(key)
+	if !ok {
+		panic("configdef has no server.properties key " + key)
+	}
+	return d
+}
+
+// implemented says whether loadSettings reads key: configdef defines it.
+func implemented(key string) bool {
+	_, ok := configdef.BrokerDef(key)
+	return ok
+}
+
+func defaultInt(key string) int64 { return def(key).DefaultInt() }
+
+func defaultBool(key string) bool { return def(key).Default == "true" }
+
+func defaultFloat(key string) float64 {
+	f, err := strconv.ParseFloat(def(key).Default, 64)
+	if err != nil {
+		panic(fmt.Sprintf("configdef: default of %s: %v", key, err))
+	}
+	return f
 }
 
 // configError is an invalid value for a key; its message names both.
@@ -129,33 +155,6 @@ type configError struct {
 
 func (e *configError) Error() string {
 	return fmt.Sprintf("invalid value %q for configuration %s: %s", e.Value, e.Key, e.Reason)
-}
-
-// implementedKeys are the keys loadSettings reads.
-var implementedKeys = []string{
-	"listeners", "advertised.listeners", "listener.security.protocol.map", "inter.broker.listener.name",
-	"security.inter.broker.protocol", "process.roles", "controller.listener.names", "controller.quorum.voters",
-	"controller.quorum.bootstrap.servers", "control.plane.listener.name", "log.dirs", "log.dir", "node.id", "broker.id",
-	"num.partitions", "auto.create.topics.enable", "log.segment.bytes", "log.roll.ms",
-	"log.roll.hours", "log.index.interval.bytes", "log.index.size.max.bytes",
-	"message.max.bytes", "socket.request.max.bytes", "log.flush.interval.messages",
-	"log.flush.interval.ms", "metrics.listener", "log.message.timestamp.type",
-	"log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
-	"max.connections", "max.connections.per.ip", "connections.max.idle.ms",
-	"offsets.topic.num.partitions", "offsets.retention.minutes", "offsets.retention.check.interval.ms",
-	"offsets.commit.timeout.ms", "group.min.session.timeout.ms", "group.max.session.timeout.ms",
-	"group.initial.rebalance.delay.ms", "offsets.topic.segment.bytes", "group.max.size", "group.consumer.max.size",
-	"group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms",
-	"group.consumer.max.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
-	"group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms",
-	"log.cleaner.enable", "log.cleaner.backoff.ms", "log.cleanup.policy",
-	"log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
-	"log.cleaner.min.cleanable.ratio",
-	"log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.retention.bytes",
-	"log.retention.check.interval.ms", "log.segment.delete.delay.ms",
-	"transaction.state.log.num.partitions", "transaction.max.timeout.ms",
-	"transaction.abort.timed.out.transaction.cleanup.interval.ms", "transactional.id.expiration.ms",
-	"transaction.remove.expired.transaction.cleanup.interval.ms",
 }
 
 // ignoredKeys are common Kafka broker keys that have no meaning for a single-node
@@ -189,7 +188,7 @@ var ignoredPrefixes = []string{
 // keyKind says how loadSettings treats a key.
 func keyKind(key string) string {
 	switch {
-	case slices.Contains(implementedKeys, key):
+	case implemented(key):
 		return "implemented"
 	case slices.Contains(ignoredKeys, key):
 		return "ignored"
@@ -251,41 +250,41 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 			s.LogDir = dir
 		}
 	}
-	p.int32Range(&s.NodeID, "broker.id", 0, math.MaxInt32)
-	p.int32Range(&s.NodeID, "node.id", 0, math.MaxInt32)
+	p.setInt32(&s.NodeID, "broker.id")
+	p.setInt32(&s.NodeID, "node.id")
 	if b, ok := props["broker.id"]; ok && p.err == nil {
 		if n, ok := props["node.id"]; ok && strings.TrimSpace(b) != strings.TrimSpace(n) {
 			p.fail("broker.id", b, "differs from node.id "+strings.TrimSpace(n)+"; they are the same setting")
 		}
 	}
 	loadListenerSettings(&p, &s)
-	p.int32Range(&s.NumPartitions, "num.partitions", 1, math.MaxInt32)
+	p.setInt32(&s.NumPartitions, "num.partitions")
 	p.boolean(&s.AutoCreateTopics, "auto.create.topics.enable")
-	p.int64Range(&s.SegmentBytes, "log.segment.bytes", 14, math.MaxInt32)
-	var rollHours int64 = 168
-	p.int64Range(&rollHours, "log.roll.hours", 1, math.MaxInt32)
+	p.setInt64(&s.SegmentBytes, "log.segment.bytes")
+	rollHours := defaultInt("log.roll.hours")
+	p.setInt64(&rollHours, "log.roll.hours")
 	s.SegmentMs = rollHours * 3600 * 1000
-	p.int64Range(&s.SegmentMs, "log.roll.ms", 1, math.MaxInt64) // wins over log.roll.hours
-	p.intRange(&s.IndexIntervalBytes, "log.index.interval.bytes", 0, math.MaxInt32)
-	p.intRange(&s.MaxIndexSize, "log.index.size.max.bytes", 4, math.MaxInt32)
-	p.intRange(&s.MaxMessageBytes, "message.max.bytes", 0, math.MaxInt32)
-	p.int32Range(&s.SocketRequestMaxBytes, "socket.request.max.bytes", 1, math.MaxInt32)
-	p.int64Range(&s.FlushIntervalMessages, "log.flush.interval.messages", 1, math.MaxInt64)
-	p.int64Range(&s.FlushIntervalMs, "log.flush.interval.ms", 0, math.MaxInt64)
-	p.enum(&s.TimestampType, "log.message.timestamp.type", "CreateTime", "LogAppendTime")
-	p.int64Range(&s.TimestampBeforeMaxMs, "log.message.timestamp.before.max.ms", 0, math.MaxInt64)
-	p.int64Range(&s.TimestampAfterMaxMs, "log.message.timestamp.after.max.ms", 0, math.MaxInt64)
-	p.int32Range(&s.OffsetsTopicPartitions, "offsets.topic.num.partitions", 1, math.MaxInt32)
-	p.int64Range(&s.OffsetsRetentionMinutes, "offsets.retention.minutes", 1, math.MaxInt32)
-	p.int64Range(&s.OffsetsRetentionCheckMs, "offsets.retention.check.interval.ms", 1, math.MaxInt64)
+	p.setInt64(&s.SegmentMs, "log.roll.ms") // wins over log.roll.hours
+	p.setInt(&s.IndexIntervalBytes, "log.index.interval.bytes")
+	p.setInt(&s.MaxIndexSize, "log.index.size.max.bytes")
+	p.setInt(&s.MaxMessageBytes, "message.max.bytes")
+	p.setInt32(&s.SocketRequestMaxBytes, "socket.request.max.bytes")
+	p.setInt64(&s.FlushIntervalMessages, "log.flush.interval.messages")
+	p.setInt64(&s.FlushIntervalMs, "log.flush.interval.ms")
+	p.enum(&s.TimestampType, "log.message.timestamp.type")
+	p.setInt64(&s.TimestampBeforeMaxMs, "log.message.timestamp.before.max.ms")
+	p.setInt64(&s.TimestampAfterMaxMs, "log.message.timestamp.after.max.ms")
+	p.setInt32(&s.OffsetsTopicPartitions, "offsets.topic.num.partitions")
+	p.setInt64(&s.OffsetsRetentionMinutes, "offsets.retention.minutes")
+	p.setInt64(&s.OffsetsRetentionCheckMs, "offsets.retention.check.interval.ms")
 	// offsets.commit.timeout.ms is validated only: a commit is answered
 	// once its single local append returns.
-	p.integer("offsets.commit.timeout.ms", 1, math.MaxInt32)
-	p.int64Range(&s.GroupMinSessionTimeoutMs, "group.min.session.timeout.ms", 0, math.MaxInt32)
-	p.int64Range(&s.GroupMaxSessionTimeoutMs, "group.max.session.timeout.ms", 0, math.MaxInt32)
-	p.int64Range(&s.GroupInitialRebalanceDelayMs, "group.initial.rebalance.delay.ms", 0, math.MaxInt32)
-	p.intRange(&s.GroupMaxSize, "group.max.size", 1, math.MaxInt32)
-	p.int32Range(&s.OffsetsSegmentBytes, "offsets.topic.segment.bytes", 1, math.MaxInt32)
+	p.integer("offsets.commit.timeout.ms")
+	p.setInt64(&s.GroupMinSessionTimeoutMs, "group.min.session.timeout.ms")
+	p.setInt64(&s.GroupMaxSessionTimeoutMs, "group.max.session.timeout.ms")
+	p.setInt64(&s.GroupInitialRebalanceDelayMs, "group.initial.rebalance.delay.ms")
+	p.setInt(&s.GroupMaxSize, "group.max.size")
+	p.setInt32(&s.OffsetsSegmentBytes, "offsets.topic.segment.bytes")
 	loadConsumerGroupSettings(&p, &s)
 	loadCleanerSettings(&p, &s)
 	loadLimitSettings(&p, &s)
@@ -309,13 +308,13 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 // timeout and heartbeat interval within their min and max, and the
 // heartbeat interval below the session timeout.
 func loadConsumerGroupSettings(p *propReader, s *settings) {
-	p.int64Range(&s.ConsumerSessionTimeoutMs, "group.consumer.session.timeout.ms", 1, math.MaxInt32)
-	p.int64Range(&s.ConsumerMinSessionTimeoutMs, "group.consumer.min.session.timeout.ms", 1, math.MaxInt32)
-	p.int64Range(&s.ConsumerMaxSessionTimeoutMs, "group.consumer.max.session.timeout.ms", 1, math.MaxInt32)
-	p.int64Range(&s.ConsumerHeartbeatIntervalMs, "group.consumer.heartbeat.interval.ms", 1, math.MaxInt32)
-	p.int64Range(&s.ConsumerMinHeartbeatIntervalMs, "group.consumer.min.heartbeat.interval.ms", 1, math.MaxInt32)
-	p.int64Range(&s.ConsumerMaxHeartbeatIntervalMs, "group.consumer.max.heartbeat.interval.ms", 1, math.MaxInt32)
-	p.intRange(&s.ConsumerMaxSize, "group.consumer.max.size", 1, math.MaxInt32)
+	p.setInt64(&s.ConsumerSessionTimeoutMs, "group.consumer.session.timeout.ms")
+	p.setInt64(&s.ConsumerMinSessionTimeoutMs, "group.consumer.min.session.timeout.ms")
+	p.setInt64(&s.ConsumerMaxSessionTimeoutMs, "group.consumer.max.session.timeout.ms")
+	p.setInt64(&s.ConsumerHeartbeatIntervalMs, "group.consumer.heartbeat.interval.ms")
+	p.setInt64(&s.ConsumerMinHeartbeatIntervalMs, "group.consumer.min.heartbeat.interval.ms")
+	p.setInt64(&s.ConsumerMaxHeartbeatIntervalMs, "group.consumer.max.heartbeat.interval.ms")
+	p.setInt(&s.ConsumerMaxSize, "group.consumer.max.size")
 	if p.err != nil {
 		return
 	}
@@ -344,9 +343,9 @@ func loadConsumerGroupSettings(p *propReader, s *settings) {
 // validation (CleanerConfig, ServerLogConfigs).
 func loadCleanerSettings(p *propReader, s *settings) {
 	p.boolean(&s.CleanerEnable, "log.cleaner.enable")
-	p.int64Range(&s.CleanerBackoffMs, "log.cleaner.backoff.ms", 0, math.MaxInt64)
-	p.int64Range(&s.DeleteRetentionMs, "log.cleaner.delete.retention.ms", 0, math.MaxInt64)
-	p.int64Range(&s.MinCompactionLagMs, "log.cleaner.min.compaction.lag.ms", 0, math.MaxInt64)
+	p.setInt64(&s.CleanerBackoffMs, "log.cleaner.backoff.ms")
+	p.setInt64(&s.DeleteRetentionMs, "log.cleaner.delete.retention.ms")
+	p.setInt64(&s.MinCompactionLagMs, "log.cleaner.min.compaction.lag.ms")
 	if v, ok := p.get("log.cleaner.min.cleanable.ratio"); ok && p.err == nil {
 		f, err := strconv.ParseFloat(v, 64)
 		switch {
@@ -361,13 +360,11 @@ func loadCleanerSettings(p *propReader, s *settings) {
 	if v, ok := p.get("log.cleanup.policy"); ok && p.err == nil {
 		compact := false
 		for _, item := range strings.Split(v, ",") {
-			switch strings.TrimSpace(item) {
-			case "compact":
-				compact = true
-			case "delete":
-			default:
-				p.fail("log.cleanup.policy", p.props["log.cleanup.policy"], "each item must be compact or delete")
+			item = strings.TrimSpace(item)
+			if policies := def("log.cleanup.policy").Check.OneOf; !slices.Contains(policies, item) {
+				p.fail("log.cleanup.policy", p.props["log.cleanup.policy"], "each item must be "+strings.Join(policies, " or "))
 			}
+			compact = compact || item == "compact"
 		}
 		s.CleanupCompact = compact
 	}
@@ -391,8 +388,12 @@ func (p *propReader) fail(key, value, reason string) {
 	}
 }
 
-// integer parses key as a whole number in [lo, hi]; ok is false when it is absent or invalid.
-func (p *propReader) integer(key string, lo, hi int64) (int64, bool) {
+// integer parses key as a whole number in its definition's range (from
+// Check.Min to the largest Int or Long); ok is false when it is absent or
+// invalid.
+func (p *propReader) integer(key string) (int64, bool) {
+	d := def(key)
+	lo, hi := d.Check.Min, d.Type.Max()
 	v, ok := p.get(key)
 	if !ok || p.err != nil {
 		return 0, false
@@ -413,20 +414,20 @@ func (p *propReader) integer(key string, lo, hi int64) (int64, bool) {
 	return n, true
 }
 
-func (p *propReader) int64Range(dst *int64, key string, lo, hi int64) {
-	if n, ok := p.integer(key, lo, hi); ok {
+func (p *propReader) setInt64(dst *int64, key string) {
+	if n, ok := p.integer(key); ok {
 		*dst = n
 	}
 }
 
-func (p *propReader) int32Range(dst *int32, key string, lo, hi int64) {
-	if n, ok := p.integer(key, lo, hi); ok {
+func (p *propReader) setInt32(dst *int32, key string) {
+	if n, ok := p.integer(key); ok {
 		*dst = int32(n)
 	}
 }
 
-func (p *propReader) intRange(dst *int, key string, lo, hi int64) {
-	if n, ok := p.integer(key, lo, hi); ok {
+func (p *propReader) setInt(dst *int, key string) {
+	if n, ok := p.integer(key); ok {
 		*dst = int(n)
 	}
 }
@@ -447,8 +448,10 @@ func (p *propReader) boolean(dst *bool, key string) {
 	}
 }
 
-// enum accepts one of values exactly (Kafka's ValidString is case-sensitive).
-func (p *propReader) enum(dst *string, key string, values ...string) {
+// enum accepts one of the key's Check.OneOf exactly (Kafka's ValidString
+// is case-sensitive).
+func (p *propReader) enum(dst *string, key string) {
+	values := def(key).Check.OneOf
 	v, ok := p.get(key)
 	if !ok || p.err != nil {
 		return

@@ -18,9 +18,9 @@ type limitSettings struct {
 
 func defaultLimitSettings() limitSettings {
 	return limitSettings{
-		MaxConnections:      math.MaxInt32,
-		MaxConnectionsPerIP: math.MaxInt32,
-		MaxIdleMs:           600000,
+		MaxConnections:      int32(defaultInt("max.connections")),
+		MaxConnectionsPerIP: int32(defaultInt("max.connections.per.ip")),
+		MaxIdleMs:           defaultInt("connections.max.idle.ms"),
 	}
 }
 
@@ -32,9 +32,9 @@ func defaultLimitSettings() limitSettings {
 // 0, which would close every connection at once, is rejected.
 func loadLimitSettings(p *propReader, s *settings) {
 	l := &s.Limits
-	p.int32Range(&l.MaxConnections, "max.connections", 1, math.MaxInt32)
-	p.int32Range(&l.MaxConnectionsPerIP, "max.connections.per.ip", 1, math.MaxInt32)
-	p.int64Range(&l.MaxIdleMs, "connections.max.idle.ms", math.MinInt64, math.MaxInt64)
+	p.setInt32(&l.MaxConnections, "max.connections")
+	p.setInt32(&l.MaxConnectionsPerIP, "max.connections.per.ip")
+	p.setInt64(&l.MaxIdleMs, "connections.max.idle.ms")
 	if l.MaxIdleMs == 0 && p.err == nil {
 		p.fail("connections.max.idle.ms", strconv.FormatInt(l.MaxIdleMs, 10),
 			"0 would close every connection at once; use a negative value to never close idle connections")

@@ -85,7 +85,7 @@ func loadListenerSettings(p *propReader, s *settings) {
 	if !ok {
 		return
 	}
-	listenersValue := defaultListeners
+	listenersValue := def("listeners").Default
 	if v, ok := p.get("listeners"); ok {
 		listenersValue = v
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"strings"
 
 	"github.com/strata-io/strata/storage"
@@ -20,17 +19,11 @@ type retentionSettings struct {
 
 func defaultRetentionSettings() retentionSettings {
 	return retentionSettings{
-		RetentionMs:     168 * 3600 * 1000,
-		RetentionBytes:  -1,
-		CheckIntervalMs: 300000,
-		SegmentDeleteMs: 60000,
+		RetentionMs:     defaultInt("log.retention.hours") * 3600 * 1000,
+		RetentionBytes:  defaultInt("log.retention.bytes"),
+		CheckIntervalMs: defaultInt("log.retention.check.interval.ms"),
+		SegmentDeleteMs: defaultInt("log.segment.delete.delay.ms"),
 	}
-}
-
-// retentionKeys are the keys loadRetentionSettings reads.
-var retentionKeys = []string{
-	"log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.retention.bytes",
-	"log.retention.check.interval.ms", "log.segment.delete.delay.ms",
 }
 
 // loadRetentionSettings reads the retention keys with Kafka's validation:
@@ -38,19 +31,19 @@ var retentionKeys = []string{
 // result means unlimited (-1), as Kafka's KafkaConfig.logRetentionTimeMillis.
 func loadRetentionSettings(p *propReader, s *settings) {
 	r := &s.Retention
-	if hours, ok := p.integer("log.retention.hours", math.MinInt32, math.MaxInt32); ok {
+	if hours, ok := p.integer("log.retention.hours"); ok {
 		r.RetentionMs = hours * 3600 * 1000
 	}
-	if minutes, ok := p.integer("log.retention.minutes", math.MinInt32, math.MaxInt32); ok {
+	if minutes, ok := p.integer("log.retention.minutes"); ok {
 		r.RetentionMs = minutes * 60 * 1000
 	}
-	p.int64Range(&r.RetentionMs, "log.retention.ms", math.MinInt64, math.MaxInt64)
+	p.setInt64(&r.RetentionMs, "log.retention.ms")
 	if r.RetentionMs < 0 {
 		r.RetentionMs = -1
 	}
-	p.int64Range(&r.RetentionBytes, "log.retention.bytes", math.MinInt64, math.MaxInt64)
-	p.int64Range(&r.CheckIntervalMs, "log.retention.check.interval.ms", 1, math.MaxInt64)
-	p.int64Range(&r.SegmentDeleteMs, "log.segment.delete.delay.ms", 0, math.MaxInt64)
+	p.setInt64(&r.RetentionBytes, "log.retention.bytes")
+	p.setInt64(&r.CheckIntervalMs, "log.retention.check.interval.ms")
+	p.setInt64(&r.SegmentDeleteMs, "log.segment.delete.delay.ms")
 	if v, ok := p.get("log.cleanup.policy"); ok {
 		r.NoDelete = true
 		for _, item := range strings.Split(v, ",") {

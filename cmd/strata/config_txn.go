@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"time"
 
 	"github.com/strata-io/strata/coordinator"
@@ -19,21 +18,21 @@ type txnSettings struct {
 
 func defaultTxnSettings() txnSettings {
 	return txnSettings{
-		StateLogPartitions:   50,
-		MaxTimeoutMs:         900000,
-		AbortCheckIntervalMs: 10000,
-		IDExpirationMs:       604800000,
-		IDExpirationCheckMs:  3600000,
+		StateLogPartitions:   int32(defaultInt("transaction.state.log.num.partitions")),
+		MaxTimeoutMs:         defaultInt("transaction.max.timeout.ms"),
+		AbortCheckIntervalMs: defaultInt("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+		IDExpirationMs:       defaultInt("transactional.id.expiration.ms"),
+		IDExpirationCheckMs:  defaultInt("transaction.remove.expired.transaction.cleanup.interval.ms"),
 	}
 }
 
 func loadTxnSettings(p *propReader, s *settings) {
 	t := &s.Txn
-	p.int32Range(&t.StateLogPartitions, "transaction.state.log.num.partitions", 1, math.MaxInt32)
-	p.int64Range(&t.MaxTimeoutMs, "transaction.max.timeout.ms", 1, math.MaxInt32)
-	p.int64Range(&t.AbortCheckIntervalMs, "transaction.abort.timed.out.transaction.cleanup.interval.ms", 1, math.MaxInt32)
-	p.int64Range(&t.IDExpirationMs, "transactional.id.expiration.ms", 1, math.MaxInt32)
-	p.int64Range(&t.IDExpirationCheckMs, "transaction.remove.expired.transaction.cleanup.interval.ms", 1, math.MaxInt32)
+	p.setInt32(&t.StateLogPartitions, "transaction.state.log.num.partitions")
+	p.setInt64(&t.MaxTimeoutMs, "transaction.max.timeout.ms")
+	p.setInt64(&t.AbortCheckIntervalMs, "transaction.abort.timed.out.transaction.cleanup.interval.ms")
+	p.setInt64(&t.IDExpirationMs, "transactional.id.expiration.ms")
+	p.setInt64(&t.IDExpirationCheckMs, "transaction.remove.expired.transaction.cleanup.interval.ms")
 }
 
 func (t txnSettings) config() coordinator.TxnConfig {
