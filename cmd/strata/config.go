@@ -14,24 +14,25 @@ import (
 
 // settings is the validated server configuration, with Kafka's key names and meanings.
 type settings struct {
-	Listeners             string // the client listener of listeners, normalised (config_listeners.go)
-	AdvertisedListeners   string // its advertised.listeners entry, defaults to it
-	ControllerListener    string // a combined node's controller listener: validated, not served
-	LogDir                string // log.dirs / log.dir
-	NodeID                int32  // node.id (broker.id accepted as its alias)
-	NumPartitions         int32  // num.partitions
-	AutoCreateTopics      bool   // auto.create.topics.enable
-	SegmentBytes          int64  // log.segment.bytes
-	SegmentMs             int64  // log.roll.ms / log.roll.hours
-	IndexIntervalBytes    int    // log.index.interval.bytes
-	MaxIndexSize          int    // log.index.size.max.bytes
-	MaxMessageBytes       int    // message.max.bytes
-	SocketRequestMaxBytes int32  // socket.request.max.bytes
-	FlushIntervalMessages int64  // log.flush.interval.messages
-	FlushIntervalMs       int64  // log.flush.interval.ms
-	TimestampType         string // log.message.timestamp.type
-	TimestampBeforeMaxMs  int64  // log.message.timestamp.before.max.ms
-	TimestampAfterMaxMs   int64  // log.message.timestamp.after.max.ms
+	Static                map[string]string // the implemented keys as given: DescribeConfigs' STATIC_BROKER_CONFIG
+	Listeners             string            // the client listener of listeners, normalised (config_listeners.go)
+	AdvertisedListeners   string            // its advertised.listeners entry, defaults to it
+	ControllerListener    string            // a combined node's controller listener: validated, not served
+	LogDir                string            // log.dirs / log.dir
+	NodeID                int32             // node.id (broker.id accepted as its alias)
+	NumPartitions         int32             // num.partitions
+	AutoCreateTopics      bool              // auto.create.topics.enable
+	SegmentBytes          int64             // log.segment.bytes
+	SegmentMs             int64             // log.roll.ms / log.roll.hours
+	IndexIntervalBytes    int               // log.index.interval.bytes
+	MaxIndexSize          int               // log.index.size.max.bytes
+	MaxMessageBytes       int               // message.max.bytes
+	SocketRequestMaxBytes int32             // socket.request.max.bytes
+	FlushIntervalMessages int64             // log.flush.interval.messages
+	FlushIntervalMs       int64             // log.flush.interval.ms
+	TimestampType         string            // log.message.timestamp.type
+	TimestampBeforeMaxMs  int64             // log.message.timestamp.before.max.ms
+	TimestampAfterMaxMs   int64             // log.message.timestamp.after.max.ms
 
 	OffsetsTopicPartitions       int32  // offsets.topic.num.partitions
 	OffsetsRetentionMinutes      int64  // offsets.retention.minutes
@@ -229,8 +230,11 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 			return defaultSettings(), &unsupportedError{Key: k, Value: props[k], Feature: f}
 		}
 	}
+	static := map[string]string{}
 	for _, k := range keys {
 		switch keyKind(k) {
+		case "implemented":
+			static[k] = strings.TrimSpace(props[k])
 		case "ignored":
 			log.Debug("configuration key not implemented by strata, ignored", zap.String("key", k))
 		case "unknown":
@@ -239,6 +243,7 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	}
 
 	s := defaultSettings()
+	s.Static = static
 	p := propReader{props: props}
 	// log.dirs wins over log.dir, as in Kafka.
 	for _, key := range []string{"log.dir", "log.dirs"} {

@@ -118,7 +118,8 @@ func TestDefaults(t *testing.T) {
 		DeleteRetentionMs: 86400000,
 		MinCleanableRatio: 0.5,
 	}
-	if s != want {
+	want.Static = map[string]string{}
+	if !reflect.DeepEqual(s, want) {
 		t.Errorf("defaults = %+v\nwant %+v", s, want)
 	}
 }

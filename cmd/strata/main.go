@@ -167,6 +167,7 @@ func brokerConfig(s settings, logRequests bool, build buildInfo) broker.Config {
 		LogRequests:           logRequests,
 		MetricsListener:       s.MetricsListener,
 		Limits:                s.Limits.config(),
+		StaticConfigs:         s.Static,
 		Groups: coordinator.GroupConfig{
 			OffsetsTopicPartitions: s.OffsetsTopicPartitions,
 			OffsetsRetention:       time.Duration(s.OffsetsRetentionMinutes) * time.Minute,
