@@ -1,6 +1,6 @@
 package broker
 
-// AddOffsetsToTxn, versions 0-4.
+// AddOffsetsToTxn.
 //
 // The group's __consumer_offsets partition joins the producer's
 // transaction, so that EndTxn writes a marker there and the offsets sent
@@ -11,11 +11,13 @@ package broker
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleAddOffsetsToTxn(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerAddOffsetsToTxn serves AddOffsetsToTxn; its versions are here and nowhere else.
+func registerAddOffsetsToTxn(r *registry) { r.add(kmsg.AddOffsetsToTxn, 0, 4, handleAddOffsetsToTxn) }
+
+func handleAddOffsetsToTxn(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.AddOffsetsToTxnRequest)
 	resp := kmsg.NewPtrAddOffsetsToTxnResponse()
 	if err := b.txns.AddOffsets(r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group); err != nil {

@@ -1,6 +1,6 @@
 package broker
 
-// AddPartitionsToTxn, versions 0-3.
+// AddPartitionsToTxn.
 //
 // The partitions join the producer's transaction (coordinator/txn_ops.go):
 // every partition gets the transaction's error, or, when some partition
@@ -15,10 +15,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleAddPartitionsToTxn(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerAddPartitionsToTxn serves AddPartitionsToTxn; its versions are here and nowhere else.
+func registerAddPartitionsToTxn(r *registry) {
+	r.add(kmsg.AddPartitionsToTxn, 0, 3, handleAddPartitionsToTxn)
+}
+
+func handleAddPartitionsToTxn(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.AddPartitionsToTxnRequest)
 	var parts []coordinator.TxnPartition
 	for _, t := range r.Topics {

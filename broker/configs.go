@@ -29,18 +29,6 @@ const (
 	configSourceDynamicDefaultBroker = 3 // DYNAMIC_DEFAULT_BROKER_CONFIG
 )
 
-func init() {
-	// Registered here rather than in handlers.go so these APIs stay in
-	// their own files.
-	handlers[int16(kmsg.DescribeConfigs)] = handleDescribeConfigs
-	handlers[int16(kmsg.AlterConfigs)] = handleAlterConfigs
-	handlers[int16(kmsg.IncrementalAlterConfigs)] = handleIncrementalAlterConfigs
-	handlers[int16(kmsg.DeleteRecords)] = handleDeleteRecords
-	handlers[int16(kmsg.DescribeCluster)] = handleDescribeCluster
-	handlers[int16(kmsg.DescribeLogDirs)] = handleDescribeLogDirs
-	handlers[int16(kmsg.ElectLeaders)] = handleElectLeaders
-}
-
 // configSynonym is one candidate source of a config's value.
 type configSynonym struct {
 	name   string
@@ -53,7 +41,7 @@ type brokerConfigSources struct {
 	node, clusterDefault, static map[string]string
 }
 
-func (b *Broker) brokerConfigSources() brokerConfigSources {
+func (b *services) brokerConfigSources() brokerConfigSources {
 	def, node := b.logs.BrokerConfigs()
 	return brokerConfigSources{node: node, clusterDefault: def, static: b.staticConfigs()}
 }
@@ -61,7 +49,7 @@ func (b *Broker) brokerConfigSources() brokerConfigSources {
 // staticConfigs are the server.properties keys as given
 // (Config.StaticConfigs) or, when the broker was built without them (tests),
 // the log settings that differ from Kafka's defaults.
-func (b *Broker) staticConfigs() map[string]string {
+func (b *services) staticConfigs() map[string]string {
 	if b.cfg.StaticConfigs != nil {
 		return b.cfg.StaticConfigs
 	}
@@ -162,7 +150,7 @@ func describeTopicConfig(def storage.TopicConfigDef, topic map[string]string, sr
 type brokerConfigDef struct {
 	name     string
 	typ      int8
-	value    func(b *Broker) string
+	value    func(b *services) string
 	readOnly bool
 	doc      string
 }
@@ -171,28 +159,28 @@ func i64(v int64) string { return strconv.FormatInt(v, 10) }
 
 // staticBrokerConfigs are the read-only broker configs Strata implements.
 var staticBrokerConfigs = []brokerConfigDef{
-	{"advertised.listeners", storage.ConfigTypeString, func(b *Broker) string {
+	{"advertised.listeners", storage.ConfigTypeString, func(b *services) string {
 		if b.cfg.AdvertisedListeners == "" {
 			return b.cfg.Listeners
 		}
 		return b.cfg.AdvertisedListeners
 	}, true, "Listeners published to clients."},
-	{"auto.create.topics.enable", storage.ConfigTypeBoolean, func(b *Broker) string { return strconv.FormatBool(b.cfg.AutoCreateTopics) }, true, "Create topics named in Metadata requests."},
-	{"broker.id", storage.ConfigTypeInt, func(b *Broker) string { return i64(int64(b.cfg.NodeID)) }, true, "Same as node.id."},
-	{"listeners", storage.ConfigTypeString, func(b *Broker) string { return b.cfg.Listeners }, true, "Addresses the broker listens on."},
-	{"log.dirs", storage.ConfigTypeString, func(b *Broker) string { return b.cfg.LogDirs }, true, "The log directory."},
-	{"log.retention.check.interval.ms", storage.ConfigTypeLong, func(b *Broker) string {
+	{"auto.create.topics.enable", storage.ConfigTypeBoolean, func(b *services) string { return strconv.FormatBool(b.cfg.AutoCreateTopics) }, true, "Create topics named in Metadata requests."},
+	{"broker.id", storage.ConfigTypeInt, func(b *services) string { return i64(int64(b.cfg.NodeID)) }, true, "Same as node.id."},
+	{"listeners", storage.ConfigTypeString, func(b *services) string { return b.cfg.Listeners }, true, "Addresses the broker listens on."},
+	{"log.dirs", storage.ConfigTypeString, func(b *services) string { return b.cfg.LogDirs }, true, "The log directory."},
+	{"log.retention.check.interval.ms", storage.ConfigTypeLong, func(b *services) string {
 		return i64(b.cfg.Log.RetentionCheckIntervalMs)
 	}, true, "How often retention is applied."},
-	{"node.id", storage.ConfigTypeInt, func(b *Broker) string { return i64(int64(b.cfg.NodeID)) }, true, "This node's id."},
-	{"num.partitions", storage.ConfigTypeInt, func(b *Broker) string { return i64(int64(b.cfg.NumPartitions)) }, true, "Partitions of auto-created topics."},
-	{"socket.request.max.bytes", storage.ConfigTypeInt, func(b *Broker) string { return i64(int64(b.cfg.SocketRequestMaxBytes)) }, true, "The largest request frame accepted."},
+	{"node.id", storage.ConfigTypeInt, func(b *services) string { return i64(int64(b.cfg.NodeID)) }, true, "This node's id."},
+	{"num.partitions", storage.ConfigTypeInt, func(b *services) string { return i64(int64(b.cfg.NumPartitions)) }, true, "Partitions of auto-created topics."},
+	{"socket.request.max.bytes", storage.ConfigTypeInt, func(b *services) string { return i64(int64(b.cfg.SocketRequestMaxBytes)) }, true, "The largest request frame accepted."},
 }
 
 // describeBrokerConfigs lists the configs of a BROKER resource: for the
 // node (name = node.id) every config with its effective value, for the
 // cluster default (name "") only the dynamic default configs, as Kafka.
-func (b *Broker) describeBrokerConfigs(node bool, names map[string]bool, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+func (b *services) describeBrokerConfigs(node bool, names map[string]bool, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	src := b.brokerConfigSources()
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	add := func(name string, typ int8, value *string, source int8, readOnly bool, doc string, syns []configSynonym) {

@@ -220,7 +220,7 @@ func (c *conn) serveOne() error {
 		return c.idleErr(err)
 	}
 	start := time.Now()
-	req, err := protocol.ParseRequest(frame)
+	req, err := protocol.ParseRequest(frame, c.b.apis.supports)
 	// kmsg decodes byte fields as slices of the frame. Produce and Fetch
 	// never keep them past the request, so their buffer is reused; other
 	// requests (JoinGroup metadata, SyncGroup assignments) may be kept by the
@@ -239,7 +239,7 @@ func (c *conn) serveOne() error {
 		if errors.Is(err, protocol.ErrUnsupported) && req.Key == int16(kmsg.ApiVersions) {
 			return c.write(protocol.AppendResponse(c.out[:0], &protocol.Request{
 				Key: req.Key, Version: 0, CorrelationID: req.CorrelationID,
-			}, unsupportedAPIVersions()))
+			}, unsupportedAPIVersions(c.b.svc.served)))
 		}
 		return err
 	}
@@ -247,13 +247,17 @@ func (c *conn) serveOne() error {
 		c.log.Info("request", zap.String("api", kmsg.NameForKey(req.Key)), zap.Int16("version", req.Version),
 			zap.Int32("correlation_id", req.CorrelationID), zap.Any("body", req.Body))
 	}
-	if req.Key == int16(kmsg.Fetch) {
-		err := c.b.serveFetch(c, req)
-		c.observe(req, start, nil, err)
-		return err
+	rc := &reqCtx{
+		principal:  anonymousPrincipal,
+		clientAddr: c.remote,
+		listener:   c.b.listener,
+		req:        req,
+		svc:        c.b.svc,
 	}
-	h := handlers[req.Key]
-	resp, err := h(c.b, c, req)
+	if req.Key == int16(kmsg.Fetch) {
+		rc.fetch = c
+	}
+	resp, err := c.b.apis.apis[req.Key].serve(rc)
 	if err == nil && resp != nil {
 		err = c.reply(req, resp)
 	}

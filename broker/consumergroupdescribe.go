@@ -1,6 +1,6 @@
 package broker
 
-// ConsumerGroupDescribe, versions 0-1 (KIP-848).
+// ConsumerGroupDescribe (KIP-848).
 //
 // Epochs, assignor, state (Empty, Assigning, Reconciling, Stable) and
 // members of consumer-protocol groups with their current and target
@@ -10,13 +10,15 @@ package broker
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func init() { handlers[int16(kmsg.ConsumerGroupDescribe)] = handleConsumerGroupDescribe }
+// registerConsumerGroupDescribe serves ConsumerGroupDescribe; its versions are here and nowhere else.
+func registerConsumerGroupDescribe(r *registry) {
+	r.add(kmsg.ConsumerGroupDescribe, 0, 1, handleConsumerGroupDescribe)
+}
 
-func handleConsumerGroupDescribe(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+func handleConsumerGroupDescribe(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := kmsg.NewPtrConsumerGroupDescribeResponse()
 	for _, id := range r.Groups {

@@ -1,6 +1,6 @@
 package broker
 
-// DeleteGroups, versions 0-2.
+// DeleteGroups.
 //
 // Deletes each Empty group with its committed offsets (tombstones in
 // __consumer_offsets); NON_EMPTY_GROUP while it has members,
@@ -8,11 +8,13 @@ package broker
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleDeleteGroups(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerDeleteGroups serves DeleteGroups; its versions are here and nowhere else.
+func registerDeleteGroups(r *registry) { r.add(kmsg.DeleteGroups, 0, 2, handleDeleteGroups) }
+
+func handleDeleteGroups(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.DeleteGroupsRequest)
 	resp := kmsg.NewPtrDeleteGroupsResponse()
 	for _, id := range r.Groups {

@@ -1,6 +1,6 @@
 package broker
 
-// DeleteTopics, versions 1-6.
+// DeleteTopics.
 //
 // Versions 1-5 name topics; v6 names each one by name or by topic id. As in
 // the KRaft controller (ControllerApis.deleteTopics): a v6 entry with neither
@@ -20,11 +20,13 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleDeleteTopics(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerDeleteTopics serves DeleteTopics; its versions are here and nowhere else.
+func registerDeleteTopics(r *registry) { r.add(kmsg.DeleteTopics, 1, 6, handleDeleteTopics) }
+
+func handleDeleteTopics(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.DeleteTopicsRequest)
 	entries := r.Topics
 	if r.Version < 6 {
@@ -69,7 +71,7 @@ func handleDeleteTopics(b *Broker, _ *conn, req *protocol.Request) (kmsg.Respons
 
 // deleteTopic deletes the topic st names, by name or else by id, and fills
 // in the other of the two.
-func (b *Broker) deleteTopic(st kmsg.DeleteTopicsResponseTopic) kmsg.DeleteTopicsResponseTopic {
+func (b *services) deleteTopic(st kmsg.DeleteTopicsResponseTopic) kmsg.DeleteTopicsResponseTopic {
 	if st.Topic == nil {
 		t := b.logs.TopicByID(st.TopicID)
 		if t == nil {

@@ -1,6 +1,6 @@
 package broker
 
-// DescribeGroups, versions 0-5.
+// DescribeGroups.
 //
 // State, protocol and members of classic groups, as Kafka's
 // GroupMetadata.summary: member metadata and assignments only for a Stable
@@ -12,11 +12,13 @@ package broker
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleDescribeGroups(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerDescribeGroups serves DescribeGroups; its versions are here and nowhere else.
+func registerDescribeGroups(r *registry) { r.add(kmsg.DescribeGroups, 0, 5, handleDescribeGroups) }
+
+func handleDescribeGroups(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.DescribeGroupsRequest)
 	resp := kmsg.NewPtrDescribeGroupsResponse()
 	for _, id := range r.Groups {

@@ -1,6 +1,6 @@
 package broker
 
-// DescribeTransactions, version 0.
+// DescribeTransactions.
 //
 // The state, producer id and epoch, timeout, start time (-1 unless a
 // transaction is open) and partitions of each transactional id, for
@@ -9,11 +9,15 @@ package broker
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleDescribeTransactions(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerDescribeTransactions serves DescribeTransactions; its versions are here and nowhere else.
+func registerDescribeTransactions(r *registry) {
+	r.add(kmsg.DescribeTransactions, 0, 0, handleDescribeTransactions)
+}
+
+func handleDescribeTransactions(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.DescribeTransactionsRequest)
 	resp := kmsg.NewPtrDescribeTransactionsResponse()
 	for _, id := range r.TransactionalIDs {

@@ -1,6 +1,6 @@
 package broker
 
-// ElectLeaders, versions 0-2.
+// ElectLeaders.
 //
 // This node is the only replica and already the leader (and preferred
 // leader) of every partition, so, as Kafka answers when the preferred
@@ -15,11 +15,13 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleElectLeaders(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerElectLeaders serves ElectLeaders; its versions are here and nowhere else.
+func registerElectLeaders(r *registry) { r.add(kmsg.ElectLeaders, 0, 2, handleElectLeaders) }
+
+func handleElectLeaders(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.ElectLeadersRequest)
 	resp := kmsg.NewPtrElectLeadersResponse()
 	if r.ElectionType != 0 && r.ElectionType != 1 {

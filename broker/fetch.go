@@ -1,6 +1,6 @@
 package broker
 
-// Fetch, versions 4-17.
+// Fetch.
 //
 // Sessionless: every response carries session id 0, which tells clients to
 // send full fetches (KIP-227 allows a broker to decline sessions). As in
@@ -34,6 +34,9 @@ import (
 	"github.com/strata-io/strata/storage"
 )
 
+// registerFetch serves Fetch; its versions are here and nowhere else.
+func registerFetch(r *registry) { r.add(kmsg.Fetch, 4, 17, handleFetch) }
+
 // The session epochs of a full fetch (KIP-227). Before v7 requests carry
 // no session fields and decode with epoch -1.
 const (
@@ -41,7 +44,13 @@ const (
 	initialFetchEpoch = 0
 )
 
-func (b *Broker) serveFetch(c *conn, req *protocol.Request) error {
+// handleFetch writes the response itself, through rc.fetch, so it returns
+// none.
+func handleFetch(rc *reqCtx) (kmsg.Response, error) {
+	return nil, rc.svc.serveFetch(rc.fetch, rc.req)
+}
+
+func (b *services) serveFetch(c fetchWriter, req *protocol.Request) error {
 	r := req.Body.(*kmsg.FetchRequest)
 	if r.SessionEpoch != finalFetchEpoch && r.SessionEpoch != initialFetchEpoch {
 		return c.writeFetch(req, kerr.FetchSessionIDNotFound.Code, nil)
@@ -62,7 +71,7 @@ func (b *Broker) serveFetch(c *conn, req *protocol.Request) error {
 }
 
 // resolveFetchTopic finds a requested topic by name, or by id from v13.
-func (b *Broker) resolveFetchTopic(rt *kmsg.FetchRequestTopic, version int16) *storage.Topic {
+func (b *services) resolveFetchTopic(rt *kmsg.FetchRequestTopic, version int16) *storage.Topic {
 	if version >= 13 {
 		return b.logs.TopicByID(rt.TopicID)
 	}
@@ -72,7 +81,7 @@ func (b *Broker) resolveFetchTopic(rt *kmsg.FetchRequestTopic, version int16) *s
 // fetchWaits collects, before reading, the channels that close when a
 // requested partition's high watermark next moves, so an append between the
 // read and the wait is not missed.
-func (b *Broker) fetchWaits(r *kmsg.FetchRequest, version int16) []<-chan struct{} {
+func (b *services) fetchWaits(r *kmsg.FetchRequest, version int16) []<-chan struct{} {
 	var waits []<-chan struct{}
 	for i := range r.Topics {
 		t := b.resolveFetchTopic(&r.Topics[i], version)
@@ -87,7 +96,7 @@ func (b *Broker) fetchWaits(r *kmsg.FetchRequest, version int16) []<-chan struct
 
 // waitAny blocks until one of waits closes (true), or d passes or the broker
 // shuts down (false).
-func (b *Broker) waitAny(waits []<-chan struct{}, d time.Duration) bool {
+func (b *services) waitAny(waits []<-chan struct{}, d time.Duration) bool {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	cases := make([]reflect.SelectCase, 0, len(waits)+2)
@@ -103,7 +112,7 @@ func (b *Broker) waitAny(waits []<-chan struct{}, d time.Duration) bool {
 
 // readFetch reads every requested partition once, applying max_bytes across
 // the response and partition_max_bytes per partition.
-func (b *Broker) readFetch(r *kmsg.FetchRequest, version int16) (topics []fetchTopic, total int, hasError bool) {
+func (b *services) readFetch(r *kmsg.FetchRequest, version int16) (topics []fetchTopic, total int, hasError bool) {
 	remaining := int(r.MaxBytes)
 	minOne := true
 	for i := range r.Topics {
@@ -133,7 +142,7 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest, version int16) (topics []fetchT
 	return topics, total, hasError
 }
 
-func (b *Broker) readPartition(t *storage.Topic, version int16, rp *kmsg.FetchRequestTopicPartition, limit int, minOne bool, fp *fetchPartition) error {
+func (b *services) readPartition(t *storage.Topic, version int16, rp *kmsg.FetchRequestTopicPartition, limit int, minOne bool, fp *fetchPartition) error {
 	if t == nil && version >= 13 {
 		return kerr.UnknownTopicID
 	}

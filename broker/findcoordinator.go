@@ -1,6 +1,6 @@
 package broker
 
-// FindCoordinator, versions 0-6.
+// FindCoordinator.
 //
 // This node coordinates every group (key type 0) and every transactional
 // id (key type 1), so the answer is always this broker's advertised
@@ -23,10 +23,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/coordinator"
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleFindCoordinator(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerFindCoordinator serves FindCoordinator; its versions are here and nowhere else.
+func registerFindCoordinator(r *registry) { r.add(kmsg.FindCoordinator, 0, 6, handleFindCoordinator) }
+
+func handleFindCoordinator(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.FindCoordinatorRequest)
 	resp := kmsg.NewPtrFindCoordinatorResponse()
 	if req.Version < 4 {
@@ -42,7 +45,7 @@ func handleFindCoordinator(b *Broker, _ *conn, req *protocol.Request) (kmsg.Resp
 }
 
 // findCoordinator answers for one key.
-func (b *Broker) findCoordinator(key string, keyType int8, version int16) kmsg.FindCoordinatorResponseCoordinator {
+func (b *services) findCoordinator(key string, keyType int8, version int16) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	var err *kerr.Error

@@ -1,6 +1,6 @@
 package broker
 
-// InitProducerId, versions 0-5.
+// InitProducerId.
 //
 // Without a transactional id (idempotent producers) every request gets a
 // fresh producer id at epoch 0, even one that carries its current id and
@@ -20,11 +20,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleInitProducerID(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerInitProducerID serves InitProducerID; its versions are here and nowhere else.
+func registerInitProducerID(r *registry) { r.add(kmsg.InitProducerID, 0, 5, handleInitProducerID) }
+
+func handleInitProducerID(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.InitProducerIDRequest)
 	resp := kmsg.NewPtrInitProducerIDResponse()
 	fail := func(code int16) (kmsg.Response, error) {

@@ -1,6 +1,6 @@
 package broker
 
-// ListOffsets, versions 1-10.
+// ListOffsets.
 //
 // Each partition is answered on its own; a partition named twice in one
 // request gets INVALID_REQUEST (KafkaApis does the same). An unknown topic or
@@ -34,9 +34,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/storage"
 )
+
+// registerListOffsets serves ListOffsets; its versions are here and nowhere else.
+func registerListOffsets(r *registry) { r.add(kmsg.ListOffsets, 1, 10, handleListOffsets) }
 
 // ListOffsets special timestamps (Kafka's ListOffsetsRequest constants).
 const (
@@ -51,7 +53,8 @@ const (
 // to followers (their broker id) or debugging tools (-2).
 const consumerReplicaID = -1
 
-func handleListOffsets(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+func handleListOffsets(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.ListOffsetsRequest)
 	type topicPartition struct {
 		topic     string

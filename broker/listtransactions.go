@@ -1,6 +1,6 @@
 package broker
 
-// ListTransactions, versions 0-1.
+// ListTransactions.
 //
 // Every transactional id with its producer id and state, filtered by state
 // names (unknown ones are echoed in UnknownStateFilters), producer ids and
@@ -11,11 +11,15 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleListTransactions(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerListTransactions serves ListTransactions; its versions are here and nowhere else.
+func registerListTransactions(r *registry) {
+	r.add(kmsg.ListTransactions, 0, 1, handleListTransactions)
+}
+
+func handleListTransactions(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.ListTransactionsRequest)
 	resp := kmsg.NewPtrListTransactionsResponse()
 	minDuration := time.Duration(-1)

@@ -1,6 +1,6 @@
 package broker
 
-// Metadata, versions 0-12.
+// Metadata.
 //
 // One broker leads every partition, with itself as the only replica and ISR.
 // A topic that does not exist is created when auto.create.topics.enable is
@@ -25,11 +25,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/coordinator"
-	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/storage"
 )
 
-func handleMetadata(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerMetadata serves Metadata; its versions are here and nowhere else.
+func registerMetadata(r *registry) { r.add(kmsg.Metadata, 0, 12, handleMetadata) }
+
+func handleMetadata(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.MetadataRequest)
 	resp := kmsg.NewPtrMetadataResponse()
 	broker := kmsg.NewMetadataResponseBroker()
@@ -57,7 +60,7 @@ func handleMetadata(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, e
 	return resp, nil
 }
 
-func (b *Broker) describeTopicByID(id [16]byte) kmsg.MetadataResponseTopic {
+func (b *services) describeTopicByID(id [16]byte) kmsg.MetadataResponseTopic {
 	if t := b.logs.TopicByID(id); t != nil {
 		return b.describeTopic(t)
 	}
@@ -67,7 +70,7 @@ func (b *Broker) describeTopicByID(id [16]byte) kmsg.MetadataResponseTopic {
 	return mt
 }
 
-func (b *Broker) describeTopicByName(name string, autoCreate bool) kmsg.MetadataResponseTopic {
+func (b *services) describeTopicByName(name string, autoCreate bool) kmsg.MetadataResponseTopic {
 	if t := b.logs.Topic(name); t != nil {
 		return b.describeTopic(t)
 	}
@@ -99,7 +102,7 @@ func (b *Broker) describeTopicByName(name string, autoCreate bool) kmsg.Metadata
 
 // internalTopicCreator is the coordinator's Ensure for its internal
 // topic, nil for other names.
-func (b *Broker) internalTopicCreator(name string) func() error {
+func (b *services) internalTopicCreator(name string) func() error {
 	switch name {
 	case coordinator.OffsetsTopic:
 		return b.groups.Ensure
@@ -109,7 +112,7 @@ func (b *Broker) internalTopicCreator(name string) func() error {
 	return nil
 }
 
-func (b *Broker) describeTopic(t *storage.Topic) kmsg.MetadataResponseTopic {
+func (b *services) describeTopic(t *storage.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name

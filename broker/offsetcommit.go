@@ -1,6 +1,6 @@
 package broker
 
-// OffsetCommit, versions 2-9.
+// OffsetCommit.
 //
 // Commits are checked against the group as Kafka's
 // ClassicGroup.validateOffsetCommit does: generation -1 commits to a group
@@ -32,10 +32,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleOffsetCommit(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerOffsetCommit serves OffsetCommit; its versions are here and nowhere else.
+func registerOffsetCommit(r *registry) { r.add(kmsg.OffsetCommit, 2, 9, handleOffsetCommit) }
+
+func handleOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.OffsetCommitRequest)
 	cr := coordinator.CommitRequest{Group: r.Group, Generation: r.Generation, MemberID: r.MemberID, InstanceID: deref(r.InstanceID),
 		Version: req.Version}

@@ -1,6 +1,6 @@
 package broker
 
-// OffsetDelete, version 0.
+// OffsetDelete.
 //
 // Deletes committed offsets of a group (tombstones in __consumer_offsets)
 // as Kafka's handleDeleteOffsets: any offsets of an Empty group; for a
@@ -12,10 +12,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleOffsetDelete(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerOffsetDelete serves OffsetDelete; its versions are here and nowhere else.
+func registerOffsetDelete(r *registry) { r.add(kmsg.OffsetDelete, 0, 0, handleOffsetDelete) }
+
+func handleOffsetDelete(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.OffsetDeleteRequest)
 	var topics []coordinator.TopicPartitions
 	for _, t := range r.Topics {

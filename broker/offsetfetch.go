@@ -1,6 +1,6 @@
 package broker
 
-// OffsetFetch, versions 1-9.
+// OffsetFetch.
 //
 // Committed offsets of a group (v8+: of several groups), -1 with leader
 // epoch -1 for a partition without one; a null topic list (v2+) returns
@@ -19,10 +19,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleOffsetFetch(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerOffsetFetch serves OffsetFetch; its versions are here and nowhere else.
+func registerOffsetFetch(r *registry) { r.add(kmsg.OffsetFetch, 1, 9, handleOffsetFetch) }
+
+func handleOffsetFetch(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.OffsetFetchRequest)
 	resp := kmsg.NewPtrOffsetFetchResponse()
 	if req.Version >= 8 {

@@ -1,6 +1,6 @@
 package broker
 
-// OffsetForLeaderEpoch, versions 2-4.
+// OffsetForLeaderEpoch.
 //
 // Per partition: an unknown topic or partition gets
 // UNKNOWN_TOPIC_OR_PARTITION; a CurrentLeaderEpoch other than -1 must equal
@@ -17,11 +17,15 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleOffsetForLeaderEpoch(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerOffsetForLeaderEpoch serves OffsetForLeaderEpoch; its versions are here and nowhere else.
+func registerOffsetForLeaderEpoch(r *registry) {
+	r.add(kmsg.OffsetForLeaderEpoch, 2, 4, handleOffsetForLeaderEpoch)
+}
+
+func handleOffsetForLeaderEpoch(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
 	for _, rt := range r.Topics {

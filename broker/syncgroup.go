@@ -1,6 +1,6 @@
 package broker
 
-// SyncGroup, versions 0-5.
+// SyncGroup.
 //
 // The leader's assignment is stored with the group metadata in
 // __consumer_offsets before any member gets its part; followers wait for
@@ -10,10 +10,12 @@ package broker
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleSyncGroup(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerSyncGroup serves SyncGroup; its versions are here and nowhere else.
+func registerSyncGroup(r *registry) { r.add(kmsg.SyncGroup, 0, 5, handleSyncGroup) }
+
+func handleSyncGroup(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	return b.groups.SyncGroup(req.Body.(*kmsg.SyncGroupRequest), req.Version, b.shutdown), nil
 }

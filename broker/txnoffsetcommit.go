@@ -1,6 +1,6 @@
 package broker
 
-// TxnOffsetCommit, versions 0-4.
+// TxnOffsetCommit.
 //
 // Offsets committed inside a transaction (coordinator/txnoffsets.go): they
 // are appended to __consumer_offsets at once as a transactional batch of
@@ -20,10 +20,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleTxnOffsetCommit(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerTxnOffsetCommit serves TxnOffsetCommit; its versions are here and nowhere else.
+func registerTxnOffsetCommit(r *registry) { r.add(kmsg.TxnOffsetCommit, 0, 4, handleTxnOffsetCommit) }
+
+func handleTxnOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.TxnOffsetCommitRequest)
 	cr := coordinator.TxnCommitRequest{Group: r.Group, ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch,
 		Generation: -1, MemberID: r.MemberID, InstanceID: deref(r.InstanceID)}

@@ -10,7 +10,7 @@ import (
 // verifyTxnBatch checks a produce payload whose first batch is
 // transactional against the transaction coordinator (see produce.go).
 // Payloads too short for a batch header are left to storage's validation.
-func (b *Broker) verifyTxnBatch(txnID *string, topic string, partition int32, records []byte) error {
+func (b *services) verifyTxnBatch(txnID *string, topic string, partition int32, records []byte) error {
 	const (
 		offAttributes    = 21
 		offProducerID    = 43
