@@ -10,6 +10,7 @@ package broker
 // TRANSACTION_ABORTABLE, which Strata never sends.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -20,6 +21,14 @@ func handleAddOffsetsToTxn(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.AddOffsetsToTxnRequest)
 	resp := kmsg.NewPtrAddOffsetsToTxnResponse()
+	switch {
+	case !rc.authorize(OpWrite, ResourceTransactionalID, r.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	case !rc.authorize(OpRead, ResourceGroup, r.Group):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	if err := b.txns.AddOffsets(r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group); err != nil {
 		resp.ErrorCode = fencedCode(err, req.Version, 2)
 	}

@@ -54,6 +54,11 @@ func handleAlterConfigs(rc *reqCtx) (kmsg.Response, error) {
 			}
 			configs[c.Name] = *c.Value
 		}
+		// Duplicates, then authorization, then the values, as the KRaft
+		// controller.
+		if refused := configRefused(rc, OpAlterConfigs, rr.ResourceType, rr.ResourceName); refused != nil {
+			err = refused
+		}
 		if seen[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
 			err = fmt.Errorf("duplicate resource %s %q in one request: %w", rr.ResourceType, rr.ResourceName, kerr.InvalidRequest)
 		}

@@ -37,6 +37,9 @@ type Config struct {
 	// Limits are max.connections, max.connections.per.ip and
 	// connections.max.idle.ms (limits.go).
 	Limits ConnLimits
+	// Authorizer decides what each request may do (authz.go); nil allows
+	// everything, as Kafka without authorizer.class.name.
+	Authorizer Authorizer
 	// StaticConfigs are the server.properties keys and values as given,
 	// reported by DescribeConfigs as STATIC_BROKER_CONFIG; nil = derive
 	// them from Log (configs.go).
@@ -70,9 +73,10 @@ type Broker struct {
 	metrics    *metrics.Metrics // nil when metrics.listener is off; see metrics.go
 	metricsSrv *metrics.Server
 
-	listener string    // the client listener's name, from listeners
-	apis     *registry // the keys and versions served, and their handlers
-	svc      *services // what handlers see of the broker
+	listener string     // the client listener's name, from listeners
+	apis     *registry  // the keys and versions served, and their handlers
+	svc      *services  // what handlers see of the broker
+	authz    Authorizer // cfg.Authorizer, or allowAll
 }
 
 // New opens the log directory (running recovery) and binds the listener.
@@ -140,6 +144,10 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		metrics:  met,
 		listener: listenerName(cfg.Listeners),
 		apis:     newRegistry(),
+		authz:    cfg.Authorizer,
+	}
+	if b.authz == nil {
+		b.authz = allowAll{}
 	}
 	b.svc = newServices(b)
 	b.slotFreed = sync.NewCond(&b.mu)

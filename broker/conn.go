@@ -125,6 +125,8 @@ type conn struct {
 	sniffed bool // the first frame was checked for TLS or HTTP (sniffFirstFrame)
 
 	fetchErr int16 // top-level error code of the fetch response just written, for metrics
+
+	rc reqCtx // the request being served
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
@@ -247,17 +249,20 @@ func (c *conn) serveOne() error {
 		c.log.Info("request", zap.String("api", kmsg.NameForKey(req.Key)), zap.Int16("version", req.Version),
 			zap.Int32("correlation_id", req.CorrelationID), zap.Any("body", req.Body))
 	}
-	rc := &reqCtx{
+	// One request at a time per connection, so its context is reused.
+	c.rc = reqCtx{
 		principal:  anonymousPrincipal,
 		clientAddr: c.remote,
 		listener:   c.b.listener,
 		req:        req,
 		svc:        c.b.svc,
+		authz:      c.b.authz,
 	}
 	if req.Key == int16(kmsg.Fetch) {
-		rc.fetch = c
+		c.rc.fetch = c
 	}
-	resp, err := c.b.apis.apis[req.Key].serve(rc)
+	resp, err := c.b.apis.apis[req.Key].serve(&c.rc)
+	c.rc = reqCtx{} // an idle connection keeps no request (and frame) alive
 	if err == nil && resp != nil {
 		err = c.reply(req, resp)
 	}

@@ -9,6 +9,7 @@ package broker
 // as in Kafka. Authorized operations are INT32_MIN: there are no ACLs.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -22,6 +23,12 @@ func handleConsumerGroupDescribe(rc *reqCtx) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := kmsg.NewPtrConsumerGroupDescribeResponse()
 	for _, id := range r.Groups {
+		if !rc.authorize(OpDescribe, ResourceGroup, id) {
+			g := kmsg.NewConsumerGroupDescribeResponseGroup()
+			g.Group, g.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		resp.Groups = append(resp.Groups, b.groups.ConsumerGroupDescribe(id, req.Version))
 	}
 	return resp, nil

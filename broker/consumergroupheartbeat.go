@@ -19,6 +19,7 @@ package broker
 // group.consumer.assignors and per-group configs are not configurable.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -30,5 +31,10 @@ func registerConsumerGroupHeartbeat(r *registry) {
 func handleConsumerGroupHeartbeat(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if !rc.authorize(OpRead, ResourceGroup, r.Group) {
+		resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	return b.groups.ConsumerGroupHeartbeat(r, req.Version, requestClient(rc)), nil
 }

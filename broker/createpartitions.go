@@ -40,6 +40,10 @@ func handleCreatePartitions(rc *reqCtx) (kmsg.Response, error) {
 		case n > 1:
 			dups = append(dups, createPartitionsFailed(t.Topic, kerr.InvalidRequest.Code, "Duplicate topic name."))
 			count[t.Topic] = -1 // report it once
+		case n == 1 && !rc.authorize(OpAlter, ResourceTopic, t.Topic):
+			st := kmsg.NewCreatePartitionsResponseTopic()
+			st.Topic, st.ErrorCode = t.Topic, kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, st)
 		case n == 1:
 			resp.Topics = append(resp.Topics, b.createPartitions(t, r.ValidateOnly))
 		}

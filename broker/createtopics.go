@@ -73,14 +73,25 @@ func handleCreateTopics(rc *reqCtx) (kmsg.Response, error) {
 	for _, t := range r.Topics {
 		count[t.Topic]++
 	}
+	// CREATE on the cluster creates any topic, else CREATE on the topic,
+	// as the KRaft controller (ControllerApis.createTopics).
+	clusterCreate := rc.authorizeCluster(OpCreate)
 	var dups []kmsg.CreateTopicsResponseTopic
 	for _, t := range r.Topics {
 		switch n := count[t.Topic]; {
 		case n > 1:
 			dups = append(dups, createTopicFailed(t.Topic, kerr.InvalidRequest.Code, "Duplicate topic name."))
 			count[t.Topic] = -1 // report it once
+		case n == 1 && !clusterCreate && !rc.authorize(OpCreate, ResourceTopic, t.Topic):
+			resp.Topics = append(resp.Topics, createTopicFailed(t.Topic, kerr.TopicAuthorizationFailed.Code, "Authorization failed."))
 		case n == 1:
-			resp.Topics = append(resp.Topics, b.createTopic(t, r.ValidateOnly))
+			st := b.createTopic(t, r.ValidateOnly)
+			if st.ErrorCode == 0 && !rc.authorize(OpDescribeConfigs, ResourceTopic, t.Topic) {
+				// Created, but its configs are not the principal's to see.
+				st.NumPartitions, st.ReplicationFactor, st.Configs = -1, -1, nil
+				st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+			}
+			resp.Topics = append(resp.Topics, st)
 		}
 	}
 	resp.Topics = append(resp.Topics, dups...)

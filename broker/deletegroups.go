@@ -7,6 +7,7 @@ package broker
 // GROUP_ID_NOT_FOUND when it does not exist. As in Kafka.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -20,7 +21,9 @@ func handleDeleteGroups(rc *reqCtx) (kmsg.Response, error) {
 	for _, id := range r.Groups {
 		g := kmsg.NewDeleteGroupsResponseGroup()
 		g.Group = id
-		if err := b.groups.DeleteGroup(id); err != nil {
+		if !rc.authorize(OpDelete, ResourceGroup, id) {
+			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		} else if err := b.groups.DeleteGroup(id); err != nil {
 			g.ErrorCode = err.Code
 		}
 		resp.Groups = append(resp.Groups, g)

@@ -47,6 +47,8 @@ func handleDeleteRecords(rc *reqCtx) (kmsg.Response, error) {
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
 			var err error
 			switch {
+			case !rc.authorize(OpDelete, ResourceTopic, rt.Topic):
+				err = kerr.TopicAuthorizationFailed
 			case named[tp{rt.Topic, rp.Partition}] > 1:
 				err = kerr.InvalidRequest
 			case t != nil && t.Internal:

@@ -50,6 +50,11 @@ func handleDescribeConfigs(rc *reqCtx) (kmsg.Response, error) {
 			}
 		}
 		synonyms, docs := r.IncludeSynonyms && req.Version >= 1, r.IncludeDocumentation && req.Version >= 3
+		if err := configRefused(rc, OpDescribeConfigs, rr.ResourceType, rr.ResourceName); err != nil {
+			res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			t, err := b.configTopic(rr.ResourceName)

@@ -11,6 +11,7 @@ package broker
 // come from the group metadata replayed from __consumer_offsets.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -22,6 +23,12 @@ func handleDescribeGroups(rc *reqCtx) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DescribeGroupsRequest)
 	resp := kmsg.NewPtrDescribeGroupsResponse()
 	for _, id := range r.Groups {
+		if !rc.authorize(OpDescribe, ResourceGroup, id) {
+			g := kmsg.NewDescribeGroupsResponseGroup()
+			g.Group, g.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		resp.Groups = append(resp.Groups, b.groups.DescribeGroup(id))
 	}
 	return resp, nil

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/storage"
@@ -26,6 +27,10 @@ func handleDescribeLogDirs(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := kmsg.NewPtrDescribeLogDirsResponse()
+	if !rc.authorizeCluster(OpDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir = b.cfg.LogDirs
 	if abs, err := filepath.Abs(b.cfg.LogDirs); err == nil {

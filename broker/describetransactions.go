@@ -8,7 +8,9 @@ package broker
 // unknown id, as in Kafka.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"slices"
 )
 
 // registerDescribeTransactions serves DescribeTransactions; its versions are here and nowhere else.
@@ -21,7 +23,18 @@ func handleDescribeTransactions(rc *reqCtx) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DescribeTransactionsRequest)
 	resp := kmsg.NewPtrDescribeTransactionsResponse()
 	for _, id := range r.TransactionalIDs {
-		resp.TransactionStates = append(resp.TransactionStates, b.txns.DescribeTransaction(id))
+		if !rc.authorize(OpDescribe, ResourceTransactionalID, id) {
+			st := kmsg.NewDescribeTransactionsResponseTransactionState()
+			st.TransactionalID, st.ErrorCode = id, kerr.TransactionalIDAuthorizationFailed.Code
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
+		st := b.txns.DescribeTransaction(id)
+		// Only the topics the principal may describe, as Kafka.
+		st.Topics = slices.DeleteFunc(st.Topics, func(t kmsg.DescribeTransactionsResponseTransactionStateTopic) bool {
+			return !rc.authorize(OpDescribe, ResourceTopic, t.Topic)
+		})
+		resp.TransactionStates = append(resp.TransactionStates, st)
 	}
 	return resp, nil
 }

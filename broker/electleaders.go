@@ -24,6 +24,23 @@ func handleElectLeaders(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.ElectLeadersRequest)
 	resp := kmsg.NewPtrElectLeadersResponse()
+	if !rc.authorizeCluster(OpAlter) {
+		// Kafka's ElectLeadersRequest.getErrorResponse: the error at the top
+		// and on every named partition.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		msg := kerr.ClusterAuthorizationFailed.Description
+		for _, rt := range r.Topics {
+			st := kmsg.NewElectLeadersResponseTopic()
+			st.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				sp := kmsg.NewElectLeadersResponseTopicPartition()
+				sp.Partition, sp.ErrorCode, sp.ErrorMessage = p, resp.ErrorCode, &msg
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	}
 	if r.ElectionType != 0 && r.ElectionType != 1 {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil

@@ -14,6 +14,7 @@ package broker
 // which Strata never sends).
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -24,6 +25,10 @@ func handleEndTxn(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.EndTxnRequest)
 	resp := kmsg.NewPtrEndTxnResponse()
+	if !rc.authorize(OpWrite, ResourceTransactionalID, r.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
 	if err := b.txns.EndTxn(r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit); err != nil {
 		resp.ErrorCode = fencedCode(err, req.Version, 2)
 	}

@@ -14,12 +14,13 @@ package broker
 // MaxWaitMillis/MinBytes and wakes as soon as any requested partition's
 // high watermark moves. The first batch of the first non-empty partition is
 // sent even when it exceeds max_bytes or partition_max_bytes (the progress
-// guarantee). Follower fetches (replica id >= 0) are served as consumer
-// fetches: there are no followers yet. Every partition reports its last
-// stable offset (min of the open transactions' first offsets and the high
-// watermark); isolation level read_committed (1) reads only below it and
-// lists the aborted transactions with records in the returned range, as
-// Kafka does, so clients drop their records (and the markers).
+// guarantee). Follower fetches (replica id >= 0) need CLUSTER_ACTION, as in
+// Kafka, and are served as consumer fetches: there are no followers yet.
+// Every partition reports its last stable offset (min of the open
+// transactions' first offsets and the high watermark); isolation level
+// read_committed (1) reads only below it and lists the aborted
+// transactions with records in the returned range, as Kafka does, so
+// clients drop their records (and the markers).
 
 import (
 	"fmt"
@@ -47,10 +48,38 @@ const (
 // handleFetch writes the response itself, through rc.fetch, so it returns
 // none.
 func handleFetch(rc *reqCtx) (kmsg.Response, error) {
-	return nil, rc.svc.serveFetch(rc.fetch, rc.req)
+	r := rc.req.Body.(*kmsg.FetchRequest)
+	access := fetchAccess{rc: rc, follower: r.ReplicaID >= 0 || r.ReplicaState.ID >= 0}
+	access.clusterAction = access.follower && rc.authorizeCluster(OpClusterAction)
+	return nil, rc.svc.serveFetch(rc.fetch, rc.req, access)
 }
 
-func (b *services) serveFetch(c fetchWriter, req *protocol.Request) error {
+// fetchAccess is which topics a fetch may read, as Kafka's
+// handleFetchRequest decides: a follower (replica id >= 0, v15+ in the
+// replica state) with CLUSTER_ACTION reads every topic and without it
+// none; a consumer needs READ on each topic.
+type fetchAccess struct {
+	rc                      *reqCtx
+	follower, clusterAction bool
+}
+
+// refused reports whether a requested topic (t, nil when unknown) may not
+// be read: TOPIC_AUTHORIZATION_FAILED. An unknown topic id is answered
+// UNKNOWN_TOPIC_ID before authorization, an unknown name after it.
+func (a fetchAccess) refused(t *storage.Topic, rt *kmsg.FetchRequestTopic, version int16) bool {
+	switch {
+	case a.follower:
+		return !a.clusterAction
+	case version >= 13 && t == nil:
+		return false
+	case version >= 13:
+		return !a.rc.authorize(OpRead, ResourceTopic, t.Name)
+	default:
+		return !a.rc.authorize(OpRead, ResourceTopic, rt.Topic)
+	}
+}
+
+func (b *services) serveFetch(c fetchWriter, req *protocol.Request, access fetchAccess) error {
 	r := req.Body.(*kmsg.FetchRequest)
 	if r.SessionEpoch != finalFetchEpoch && r.SessionEpoch != initialFetchEpoch {
 		return c.writeFetch(req, kerr.FetchSessionIDNotFound.Code, nil)
@@ -58,13 +87,13 @@ func (b *services) serveFetch(c fetchWriter, req *protocol.Request) error {
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	for {
 		waits := b.fetchWaits(r, req.Version)
-		topics, total, hasError := b.readFetch(r, req.Version)
+		topics, total, hasError := b.readFetch(r, req.Version, access)
 		if total >= int(r.MinBytes) || hasError || !time.Now().Before(deadline) {
 			return c.writeFetch(req, 0, topics)
 		}
 		releaseFetch(topics)
 		if !b.waitAny(waits, time.Until(deadline)) {
-			topics, _, _ = b.readFetch(r, req.Version)
+			topics, _, _ = b.readFetch(r, req.Version, access)
 			return c.writeFetch(req, 0, topics)
 		}
 	}
@@ -112,7 +141,7 @@ func (b *services) waitAny(waits []<-chan struct{}, d time.Duration) bool {
 
 // readFetch reads every requested partition once, applying max_bytes across
 // the response and partition_max_bytes per partition.
-func (b *services) readFetch(r *kmsg.FetchRequest, version int16) (topics []fetchTopic, total int, hasError bool) {
+func (b *services) readFetch(r *kmsg.FetchRequest, version int16, access fetchAccess) (topics []fetchTopic, total int, hasError bool) {
 	remaining := int(r.MaxBytes)
 	minOne := true
 	for i := range r.Topics {
@@ -122,10 +151,14 @@ func (b *services) readFetch(r *kmsg.FetchRequest, version int16) (topics []fetc
 		if t != nil {
 			ft.stats = b.metrics.Topic(t.Name)
 		}
+		refused := access.refused(t, rt, version)
 		for _, rp := range rt.Partitions {
 			fp := fetchPartition{partition: rp.Partition, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1,
 				readCommitted: r.IsolationLevel == 1}
-			err := b.readPartition(t, version, &rp, min(int(rp.PartitionMaxBytes), max(remaining, 0)), minOne, &fp)
+			var err error = kerr.TopicAuthorizationFailed
+			if !refused {
+				err = b.readPartition(t, version, &rp, min(int(rp.PartitionMaxBytes), max(remaining, 0)), minOne, &fp)
+			}
 			if err != nil {
 				fp.errorCode = errorCode(err)
 				hasError = true

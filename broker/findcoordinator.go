@@ -29,19 +29,38 @@ import (
 func registerFindCoordinator(r *registry) { r.add(kmsg.FindCoordinator, 0, 6, handleFindCoordinator) }
 
 func handleFindCoordinator(rc *reqCtx) (kmsg.Response, error) {
-	b, req := rc.svc, rc.req
+	req := rc.req
 	r := req.Body.(*kmsg.FindCoordinatorRequest)
 	resp := kmsg.NewPtrFindCoordinatorResponse()
 	if req.Version < 4 {
-		c := b.findCoordinator(r.CoordinatorKey, r.CoordinatorType, req.Version)
+		c := coordinatorFor(rc, r.CoordinatorKey, r.CoordinatorType)
 		resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
 		return resp, nil
 	}
 	for _, key := range r.CoordinatorKeys {
-		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(key, r.CoordinatorType, req.Version))
+		resp.Coordinators = append(resp.Coordinators, coordinatorFor(rc, key, r.CoordinatorType))
 	}
 	return resp, nil
+}
+
+// coordinatorFor answers for one key once the principal may describe it:
+// DESCRIBE on the group or the transactional id, as Kafka's getCoordinator.
+func coordinatorFor(rc *reqCtx, key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
+	var refused *kerr.Error
+	switch {
+	case keyType == 0 && !rc.authorize(OpDescribe, ResourceGroup, key):
+		refused = kerr.GroupAuthorizationFailed
+	case keyType == 1 && !rc.authorize(OpDescribe, ResourceTransactionalID, key):
+		refused = kerr.TransactionalIDAuthorizationFailed
+	default:
+		return rc.svc.findCoordinator(key, keyType, rc.req.Version)
+	}
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Port = key, -1, -1
+	c.ErrorCode = refused.Code
+	c.ErrorMessage = coordinatorMessage(refused, rc.req.Version)
+	return c
 }
 
 // findCoordinator answers for one key.

@@ -7,6 +7,7 @@ package broker
 // FENCED_INSTANCE_ID). As in Kafka.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -15,8 +16,13 @@ func registerHeartbeat(r *registry) { r.add(kmsg.Heartbeat, 0, 4, handleHeartbea
 
 func handleHeartbeat(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
+	r := req.Body.(*kmsg.HeartbeatRequest)
 	resp := kmsg.NewPtrHeartbeatResponse()
-	if err := b.groups.Heartbeat(req.Body.(*kmsg.HeartbeatRequest)); err != nil {
+	if !rc.authorize(OpRead, ResourceGroup, r.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	if err := b.groups.Heartbeat(r); err != nil {
 		resp.ErrorCode = err.Code
 	}
 	return resp, nil

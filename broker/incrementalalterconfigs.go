@@ -45,7 +45,7 @@ func handleIncrementalAlterConfigs(rc *reqCtx) (kmsg.Response, error) {
 		var err error
 		if seen[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
 			err = fmt.Errorf("duplicate resource %s %q in one request: %w", rr.ResourceType, rr.ResourceName, kerr.InvalidRequest)
-		} else {
+		} else if err = configRefused(rc, OpAlterConfigs, rr.ResourceType, rr.ResourceName); err == nil {
 			err = b.alterIncrementally(rr, r.ValidateOnly)
 		}
 		res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)

@@ -33,6 +33,16 @@ func handleInitProducerID(rc *reqCtx) (kmsg.Response, error) {
 		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, -1, -1
 		return resp, nil
 	}
+	// Authorization first, as Kafka: WRITE on the transactional id, or for
+	// an idempotent producer IDEMPOTENT_WRITE on the cluster. (Kafka also
+	// accepts WRITE on some topic, which needs an authorizer that can list
+	// its grants.)
+	switch {
+	case r.TransactionalID != nil && !rc.authorize(OpWrite, ResourceTransactionalID, *r.TransactionalID):
+		return fail(kerr.TransactionalIDAuthorizationFailed.Code)
+	case r.TransactionalID == nil && !rc.authorizeCluster(OpIdempotentWrite):
+		return fail(kerr.ClusterAuthorizationFailed.Code)
+	}
 	switch {
 	case (r.ProducerID == -1) != (r.ProducerEpoch == -1):
 		return fail(kerr.InvalidRequest.Code)

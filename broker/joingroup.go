@@ -16,6 +16,7 @@ package broker
 import (
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
@@ -27,6 +28,13 @@ func registerJoinGroup(r *registry) { r.add(kmsg.JoinGroup, 0, 9, handleJoinGrou
 func handleJoinGroup(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.JoinGroupRequest)
+	if !rc.authorize(OpRead, ResourceGroup, r.Group) {
+		// Kafka's JoinGroupRequest.getErrorResponse: no member id, leader
+		// or generation.
+		resp := kmsg.NewPtrJoinGroupResponse()
+		resp.ErrorCode, resp.Generation = kerr.GroupAuthorizationFailed.Code, -1
+		return resp, nil
+	}
 	return b.groups.JoinGroup(r, req.Version, requestClient(rc), b.shutdown), nil
 }
 

@@ -9,6 +9,7 @@ package broker
 // Kafka; the v5 reason is only logged by the coordinator's rebalance line.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
@@ -21,6 +22,10 @@ func handleLeaveGroup(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.LeaveGroupRequest)
 	resp := kmsg.NewPtrLeaveGroupResponse()
+	if !rc.authorize(OpRead, ResourceGroup, r.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	leaving := []coordinator.LeaveMember{{MemberID: r.MemberID}}
 	if req.Version >= 3 {
 		leaving = leaving[:0]

@@ -9,6 +9,8 @@ package broker
 // error is COORDINATOR_LOAD_IN_PROGRESS. As in Kafka.
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -22,6 +24,13 @@ func handleListGroups(rc *reqCtx) (kmsg.Response, error) {
 	groups, err := b.groups.ListGroups(r.StatesFilter, r.TypesFilter)
 	if err != nil {
 		resp.ErrorCode = err.Code
+	}
+	// DESCRIBE on the cluster sees every group, else only the groups it may
+	// describe, as Kafka.
+	if !rc.authorizeCluster(OpDescribe) {
+		groups = slices.DeleteFunc(groups, func(g kmsg.ListGroupsResponseGroup) bool {
+			return !rc.authorize(OpDescribe, ResourceGroup, g.Group)
+		})
 	}
 	resp.Groups = groups
 	return resp, nil

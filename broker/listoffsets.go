@@ -61,11 +61,14 @@ func handleListOffsets(rc *reqCtx) (kmsg.Response, error) {
 		partition int32
 	}
 	named := make(map[topicPartition]int)
-	for _, rt := range r.Topics {
+	names := make([]string, len(r.Topics))
+	for i, rt := range r.Topics {
+		names[i] = rt.Topic
 		for _, rp := range rt.Partitions {
 			named[topicPartition{rt.Topic, rp.Partition}]++
 		}
 	}
+	allowed := rc.authorizedTopics(OpDescribe, names)
 	resp := kmsg.NewPtrListOffsetsResponse()
 	for _, rt := range r.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
@@ -74,6 +77,8 @@ func handleListOffsets(rc *reqCtx) (kmsg.Response, error) {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			switch p := lookupPartition(b.logs.Topic(rt.Topic), rp.Partition); {
+			case !allowed[rt.Topic]:
+				sp.ErrorCode, sp.Timestamp, sp.Offset = kerr.TopicAuthorizationFailed.Code, -1, -1
 			case named[topicPartition{rt.Topic, rp.Partition}] > 1:
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case p == nil:

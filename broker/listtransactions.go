@@ -8,6 +8,7 @@ package broker
 // v2 (a transactional id regular expression) is not served.
 
 import (
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,6 +32,10 @@ func handleListTransactions(rc *reqCtx) (kmsg.Response, error) {
 		resp.ErrorCode = err.Code
 		return resp, nil
 	}
+	// Only the transactional ids the principal may describe, as Kafka.
+	states = slices.DeleteFunc(states, func(s kmsg.ListTransactionsResponseTransactionState) bool {
+		return !rc.authorize(OpDescribe, ResourceTransactionalID, s.TransactionalID)
+	})
 	resp.TransactionStates, resp.UnknownStateFilters = states, unknown
 	return resp, nil
 }

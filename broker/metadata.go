@@ -12,9 +12,12 @@ package broker
 // topics (__consumer_offsets, __transaction_state) are created by their
 // coordinator, with its partition count and configs, and answered the same
 // way; a name that cannot be created keeps the error that refused it (an
-// invalid name is INVALID_TOPIC_EXCEPTION, as in Kafka). Authorized
-// operations are reported as "not requested" (INT32_MIN): there are no
-// ACLs.
+// invalid name is INVALID_TOPIC_EXCEPTION, as in Kafka). As in Kafka, a
+// topic the principal may not DESCRIBE is left out of an all-topics answer
+// and is TOPIC_AUTHORIZATION_FAILED when named (by id: without its name),
+// and a missing topic is auto-created only with CREATE on the cluster or
+// the topic, else TOPIC_AUTHORIZATION_FAILED. Authorized operations are
+// reported as "not requested" (INT32_MIN).
 
 import (
 	"errors"
@@ -45,17 +48,38 @@ func handleMetadata(rc *reqCtx) (kmsg.Response, error) {
 
 	if r.Topics == nil || req.Version == 0 && len(r.Topics) == 0 {
 		for _, t := range b.logs.Topics() {
-			resp.Topics = append(resp.Topics, b.describeTopic(t))
+			if rc.authorize(OpDescribe, ResourceTopic, t.Name) {
+				resp.Topics = append(resp.Topics, b.describeTopic(t))
+			}
 		}
 		return resp, nil
 	}
 	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || r.AllowAutoTopicCreation)
 	for _, rt := range r.Topics {
 		if rt.Topic == nil {
+			if t := b.logs.TopicByID(rt.TopicID); t != nil && !rc.authorize(OpDescribe, ResourceTopic, t.Name) {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID, mt.ErrorCode = rt.TopicID, kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
 			resp.Topics = append(resp.Topics, b.describeTopicByID(rt.TopicID))
 			continue
 		}
-		resp.Topics = append(resp.Topics, b.describeTopicByName(*rt.Topic, autoCreate))
+		name := *rt.Topic
+		switch {
+		case !rc.authorize(OpDescribe, ResourceTopic, name):
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.ErrorCode = &name, kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, mt)
+		case autoCreate && b.logs.Topic(name) == nil && !rc.authorizeCluster(OpCreate) && !rc.authorize(OpCreate, ResourceTopic, name):
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.ErrorCode = &name, kerr.TopicAuthorizationFailed.Code
+			mt.IsInternal = b.internalTopicCreator(name) != nil
+			resp.Topics = append(resp.Topics, mt)
+		default:
+			resp.Topics = append(resp.Topics, b.describeTopicByName(name, autoCreate))
+		}
 	}
 	return resp, nil
 }

@@ -29,6 +29,7 @@ package broker
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
@@ -46,7 +47,21 @@ func handleOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 	if req.Version <= 4 && r.RetentionTimeMillis >= 0 {
 		expire = time.Now().UnixMilli() + r.RetentionTimeMillis
 	}
+	// READ on the group, then on each topic; refused topics are not
+	// committed (Kafka's handleOffsetCommitRequest).
+	groupOK := rc.authorize(OpRead, ResourceGroup, r.Group)
+	var allowed map[string]bool
+	if groupOK {
+		names := make([]string, len(r.Topics))
+		for i, t := range r.Topics {
+			names[i] = t.Topic
+		}
+		allowed = rc.authorizedTopics(OpRead, names)
+	}
 	for _, t := range r.Topics {
+		if !allowed[t.Topic] {
+			continue
+		}
 		for _, p := range t.Partitions {
 			epoch := int32(-1)
 			if req.Version >= 6 {
@@ -56,7 +71,10 @@ func handleOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 				LeaderEpoch: epoch, Metadata: p.Metadata, ExpireTime: expire})
 		}
 	}
-	errs := b.groups.CommitOffsets(cr)
+	var errs []*kerr.Error
+	if groupOK {
+		errs = b.groups.CommitOffsets(cr)
+	}
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	i := 0
 	for _, t := range r.Topics {
@@ -65,10 +83,17 @@ func handleOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			if errs[i] != nil {
-				rp.ErrorCode = errs[i].Code
+			switch {
+			case !groupOK:
+				rp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			case !allowed[t.Topic]:
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			default:
+				if errs[i] != nil {
+					rp.ErrorCode = errs[i].Code
+				}
+				i++
 			}
-			i++
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -9,6 +9,7 @@ package broker
 // protocol type with members; GROUP_ID_NOT_FOUND for an unknown group.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
@@ -20,20 +21,37 @@ func registerOffsetDelete(r *registry) { r.add(kmsg.OffsetDelete, 0, 0, handleOf
 func handleOffsetDelete(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.OffsetDeleteRequest)
+	resp := kmsg.NewPtrOffsetDeleteResponse()
+	if !rc.authorize(OpDelete, ResourceGroup, r.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	names := make([]string, len(r.Topics))
+	for i, t := range r.Topics {
+		names[i] = t.Topic
+	}
+	allowed := rc.authorizedTopics(OpRead, names)
 	var topics []coordinator.TopicPartitions
+	var denied []coordinator.PartitionError // answered first, as Kafka's response builder
 	for _, t := range r.Topics {
 		tp := coordinator.TopicPartitions{Topic: t.Topic}
 		for _, p := range t.Partitions {
+			if !allowed[t.Topic] {
+				denied = append(denied, coordinator.PartitionError{Topic: t.Topic, Partition: p.Partition, Err: kerr.TopicAuthorizationFailed})
+				continue
+			}
 			tp.Partitions = append(tp.Partitions, p.Partition)
 		}
-		topics = append(topics, tp)
+		if allowed[t.Topic] {
+			topics = append(topics, tp)
+		}
 	}
-	resp := kmsg.NewPtrOffsetDeleteResponse()
 	groupErr, results := b.groups.DeleteOffsets(r.Group, topics)
 	if groupErr != nil {
 		resp.ErrorCode = groupErr.Code
 		return resp, nil
 	}
+	results = append(denied, results...)
 	for _, pe := range results {
 		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != pe.Topic {
 			t := kmsg.NewOffsetDeleteResponseTopic()

@@ -28,13 +28,19 @@ func handleOffsetForLeaderEpoch(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
+	// CLUSTER_ACTION (a follower) reads every topic, else DESCRIBE on each
+	// (KIP-320 consumers), as Kafka.
+	cluster := rc.authorizeCluster(OpClusterAction)
 	for _, rt := range r.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
+		allowed := cluster || rc.authorize(OpDescribe, ResourceTopic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if p := lookupPartition(b.logs.Topic(rt.Topic), rp.Partition); p == nil {
+			if !allowed {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if p := lookupPartition(b.logs.Topic(rt.Topic), rp.Partition); p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
 				sp.ErrorCode = errorCode(err)

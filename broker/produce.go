@@ -46,19 +46,30 @@ func handleProduce(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.ProduceRequest)
 	resp := kmsg.NewPtrProduceResponse()
+	// As Kafka: transactional records need WRITE on the transactional id
+	// (else every partition fails), each topic WRITE on it, before acks
+	// and records are looked at.
 	var requestErr error
-	switch {
-	case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
-		requestErr = kerr.InvalidRequiredAcks
+	if producesTransactionally(r) && (r.TransactionID == nil || !rc.authorize(OpWrite, ResourceTransactionalID, *r.TransactionID)) {
+		requestErr = kerr.TransactionalIDAuthorizationFailed
 	}
+	badAcks := r.Acks != 0 && r.Acks != 1 && r.Acks != -1
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		topic := b.logs.Topic(rt.Topic)
+		topicErr := requestErr
+		switch {
+		case topicErr != nil:
+		case !rc.authorize(OpWrite, ResourceTopic, rt.Topic):
+			topicErr = kerr.TopicAuthorizationFailed
+		case badAcks:
+			topicErr = kerr.InvalidRequiredAcks
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
-			err := requestErr
+			err := topicErr
 			if err == nil {
 				err = checkOneBatch(req.Version, rp.Records)
 			}

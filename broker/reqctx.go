@@ -26,7 +26,8 @@ type reqCtx struct {
 	listener   string // the listener's name, e.g. PLAINTEXT
 	req        *protocol.Request
 
-	svc *services
+	svc   *services
+	authz Authorizer // never nil: allowAll when none is configured
 
 	// fetch writes a Fetch response in place: records go from the segment
 	// files to the socket. Nil for other keys.

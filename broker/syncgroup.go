@@ -9,6 +9,7 @@ package broker
 // As in Kafka otherwise.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -17,5 +18,11 @@ func registerSyncGroup(r *registry) { r.add(kmsg.SyncGroup, 0, 5, handleSyncGrou
 
 func handleSyncGroup(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
-	return b.groups.SyncGroup(req.Body.(*kmsg.SyncGroupRequest), req.Version, b.shutdown), nil
+	r := req.Body.(*kmsg.SyncGroupRequest)
+	if !rc.authorize(OpRead, ResourceGroup, r.Group) {
+		resp := kmsg.NewPtrSyncGroupResponse()
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	return b.groups.SyncGroup(r, req.Version, b.shutdown), nil
 }

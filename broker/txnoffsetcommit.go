@@ -17,6 +17,7 @@ package broker
 // ids) are not served.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
@@ -33,7 +34,28 @@ func handleTxnOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 	if req.Version >= 3 {
 		cr.Generation = r.Generation
 	}
+	// WRITE on the transactional id, READ on the group, then on each
+	// topic; refused topics are not committed (Kafka's
+	// handleTxnOffsetCommitRequest).
+	var refused *kerr.Error
+	switch {
+	case !rc.authorize(OpWrite, ResourceTransactionalID, r.TransactionalID):
+		refused = kerr.TransactionalIDAuthorizationFailed
+	case !rc.authorize(OpRead, ResourceGroup, r.Group):
+		refused = kerr.GroupAuthorizationFailed
+	}
+	var allowed map[string]bool
+	if refused == nil {
+		names := make([]string, len(r.Topics))
+		for i, t := range r.Topics {
+			names[i] = t.Topic
+		}
+		allowed = rc.authorizedTopics(OpRead, names)
+	}
 	for _, t := range r.Topics {
+		if !allowed[t.Topic] {
+			continue
+		}
 		for _, p := range t.Partitions {
 			epoch := int32(-1)
 			if req.Version >= 2 {
@@ -43,7 +65,10 @@ func handleTxnOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 				LeaderEpoch: epoch, Metadata: p.Metadata, ExpireTime: -1})
 		}
 	}
-	errs := b.groups.TxnCommitOffsets(cr)
+	var errs []*kerr.Error
+	if refused == nil {
+		errs = b.groups.TxnCommitOffsets(cr)
+	}
 	resp := kmsg.NewPtrTxnOffsetCommitResponse()
 	i := 0
 	for _, t := range r.Topics {
@@ -52,10 +77,17 @@ func handleTxnOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 		for _, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			if errs[i] != nil {
-				rp.ErrorCode = errs[i].Code
+			switch {
+			case refused != nil:
+				rp.ErrorCode = refused.Code
+			case !allowed[t.Topic]:
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			default:
+				if errs[i] != nil {
+					rp.ErrorCode = errs[i].Code
+				}
+				i++
 			}
-			i++
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
