@@ -1,6 +1,6 @@
 package broker
 
-// AddPartitionsToTxn, versions 0-3.
+// AddPartitionsToTxn.
 //
 // The partitions join the producer's transaction (coordinator/txn_ops.go):
 // every partition gets the transaction's error, or, when some partition
@@ -12,13 +12,19 @@ package broker
 // transactional produce in-process, see produce.go).
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleAddPartitionsToTxn(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerAddPartitionsToTxn serves AddPartitionsToTxn; its versions are here and nowhere else.
+func registerAddPartitionsToTxn(r *registry) {
+	r.add(kmsg.AddPartitionsToTxn, 0, 3, handleAddPartitionsToTxn)
+}
+
+func handleAddPartitionsToTxn(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.AddPartitionsToTxnRequest)
 	var parts []coordinator.TxnPartition
 	for _, t := range r.Topics {
@@ -26,7 +32,9 @@ func handleAddPartitionsToTxn(b *Broker, _ *conn, req *protocol.Request) (kmsg.R
 			parts = append(parts, coordinator.TxnPartition{Topic: t.Topic, Partition: p})
 		}
 	}
-	b.txns.AddPartitions(r.TransactionalID, r.ProducerID, r.ProducerEpoch, parts)
+	if authorizeTxnPartitions(rc, r.TransactionalID, parts) {
+		b.txns.AddPartitions(r.TransactionalID, r.ProducerID, r.ProducerEpoch, parts)
+	}
 	resp := kmsg.NewPtrAddPartitionsToTxnResponse()
 	for _, p := range parts {
 		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != p.Topic {
@@ -43,4 +51,41 @@ func handleAddPartitionsToTxn(b *Broker, _ *conn, req *protocol.Request) (kmsg.R
 		t.Partitions = append(t.Partitions, rp)
 	}
 	return resp, nil
+}
+
+// authorizeTxnPartitions is Kafka's check of a client's AddPartitionsToTxn
+// (v3 and below): WRITE on the transactional id, else every partition
+// fails with TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then WRITE on each
+// topic, and if one is refused the transaction adds nothing: refused
+// topics TOPIC_AUTHORIZATION_FAILED, missing partitions
+// UNKNOWN_TOPIC_OR_PARTITION, the rest OPERATION_NOT_ATTEMPTED. Kafka
+// refuses internal topics here whatever the ACLs; Strata asks the
+// authorizer, as it adds them with no authorizer. It reports whether the
+// partitions may be added; if not, each has its error.
+func authorizeTxnPartitions(rc *reqCtx, id string, parts []coordinator.TxnPartition) bool {
+	if !rc.authorize(OpWrite, ResourceTransactionalID, id) {
+		for i := range parts {
+			parts[i].Err = kerr.TransactionalIDAuthorizationFailed
+		}
+		return false
+	}
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = p.Topic
+	}
+	allowed := rc.authorizedTopics(OpWrite, names)
+	if len(allowed) == len(distinct(names)) {
+		return true
+	}
+	for i, p := range parts {
+		switch t := rc.svc.logs.Topic(p.Topic); {
+		case !allowed[p.Topic]:
+			parts[i].Err = kerr.TopicAuthorizationFailed
+		case lookupPartition(t, p.Partition) == nil:
+			parts[i].Err = kerr.UnknownTopicOrPartition
+		default:
+			parts[i].Err = kerr.OperationNotAttempted
+		}
+	}
+	return false
 }

@@ -1,6 +1,6 @@
 package broker
 
-// AlterConfigs, versions 0-2.
+// AlterConfigs.
 //
 // Kafka's legacy semantics: the configs given replace the resource's whole
 // set of dynamic configs, so a config not named goes back to its default.
@@ -24,16 +24,18 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
+
+// registerAlterConfigs serves AlterConfigs; its versions are here and nowhere else.
+func registerAlterConfigs(r *registry) { r.add(kmsg.AlterConfigs, 0, 2, handleAlterConfigs) }
 
 type configResource struct {
 	typ  kmsg.ConfigResourceType
 	name string
 }
 
-func handleAlterConfigs(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+func handleAlterConfigs(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.AlterConfigsRequest)
 	resp := kmsg.NewPtrAlterConfigsResponse()
 	seen := map[configResource]int{}
@@ -52,6 +54,11 @@ func handleAlterConfigs(b *Broker, _ *conn, req *protocol.Request) (kmsg.Respons
 			}
 			configs[c.Name] = *c.Value
 		}
+		// Duplicates, then authorization, then the values, as the KRaft
+		// controller.
+		if refused := configRefused(rc, OpAlterConfigs, rr.ResourceType, rr.ResourceName); refused != nil {
+			err = refused
+		}
 		if seen[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
 			err = fmt.Errorf("duplicate resource %s %q in one request: %w", rr.ResourceType, rr.ResourceName, kerr.InvalidRequest)
 		}
@@ -65,7 +72,7 @@ func handleAlterConfigs(b *Broker, _ *conn, req *protocol.Request) (kmsg.Respons
 }
 
 // replaceConfigs sets the whole dynamic config set of a resource.
-func (b *Broker) replaceConfigs(typ kmsg.ConfigResourceType, name string, configs map[string]string, validateOnly bool) error {
+func (b *services) replaceConfigs(typ kmsg.ConfigResourceType, name string, configs map[string]string, validateOnly bool) error {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
 		if _, err := b.configTopic(name); err != nil {

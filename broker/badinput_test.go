@@ -15,8 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
 // Bad input: each case sends something a well-behaved client never would
@@ -187,7 +185,7 @@ func TestBadInput(t *testing.T) {
 	})
 
 	t.Run("truncated requests of every served key", func(t *testing.T) {
-		for _, r := range protocol.Served() {
+		for _, r := range ServedVersions() {
 			req := kmsg.RequestForKey(r.Key)
 			req.SetVersion(r.Max)
 			body := req.AppendTo(nil)

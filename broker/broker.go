@@ -37,6 +37,9 @@ type Config struct {
 	// Limits are max.connections, max.connections.per.ip and
 	// connections.max.idle.ms (limits.go).
 	Limits ConnLimits
+	// Authorizer decides what each request may do (authz.go); nil allows
+	// everything, as Kafka without authorizer.class.name.
+	Authorizer Authorizer
 	// StaticConfigs are the server.properties keys and values as given,
 	// reported by DescribeConfigs as STATIC_BROKER_CONFIG; nil = derive
 	// them from Log (configs.go).
@@ -69,6 +72,11 @@ type Broker struct {
 
 	metrics    *metrics.Metrics // nil when metrics.listener is off; see metrics.go
 	metricsSrv *metrics.Server
+
+	listener string     // the client listener's name, from listeners
+	apis     *registry  // the keys and versions served, and their handlers
+	svc      *services  // what handlers see of the broker
+	authz    Authorizer // cfg.Authorizer, or allowAll
 }
 
 // New opens the log directory (running recovery) and binds the listener.
@@ -134,7 +142,14 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		conns:    make(map[*conn]struct{}),
 		shutdown: make(chan struct{}),
 		metrics:  met,
+		listener: listenerName(cfg.Listeners),
+		apis:     newRegistry(),
+		authz:    cfg.Authorizer,
 	}
+	if b.authz == nil {
+		b.authz = allowAll{}
+	}
+	b.svc = newServices(b)
 	b.slotFreed = sync.NewCond(&b.mu)
 	if err := b.openMetrics(); err != nil {
 		return nil, errors.Join(err, logs.Close(), ln.Close())
@@ -250,6 +265,12 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 
 // parseListener reads one listener, Kafka's NAME://host:port. It is served as
 // PLAINTEXT whatever its name: the caller maps names to security protocols.
+// listenerName is the NAME of a validated NAME://host:port listener.
+func listenerName(s string) string {
+	name, _, _ := strings.Cut(strings.TrimSpace(s), "://")
+	return name
+}
+
 func parseListener(s string) (string, int, error) {
 	if strings.Contains(s, ",") {
 		return "", 0, fmt.Errorf("%q: only one listener is supported", s)

@@ -30,18 +30,6 @@ const (
 	configSourceDynamicDefaultBroker = 3 // DYNAMIC_DEFAULT_BROKER_CONFIG
 )
 
-func init() {
-	// Registered here rather than in handlers.go so these APIs stay in
-	// their own files.
-	handlers[int16(kmsg.DescribeConfigs)] = handleDescribeConfigs
-	handlers[int16(kmsg.AlterConfigs)] = handleAlterConfigs
-	handlers[int16(kmsg.IncrementalAlterConfigs)] = handleIncrementalAlterConfigs
-	handlers[int16(kmsg.DeleteRecords)] = handleDeleteRecords
-	handlers[int16(kmsg.DescribeCluster)] = handleDescribeCluster
-	handlers[int16(kmsg.DescribeLogDirs)] = handleDescribeLogDirs
-	handlers[int16(kmsg.ElectLeaders)] = handleElectLeaders
-}
-
 // configSynonym is one candidate source of a config's value.
 type configSynonym struct {
 	name   string
@@ -54,7 +42,7 @@ type brokerConfigSources struct {
 	node, clusterDefault, static map[string]string
 }
 
-func (b *Broker) brokerConfigSources() brokerConfigSources {
+func (b *services) brokerConfigSources() brokerConfigSources {
 	def, node := b.logs.BrokerConfigs()
 	return brokerConfigSources{node: node, clusterDefault: def, static: b.staticConfigs()}
 }
@@ -62,7 +50,7 @@ func (b *Broker) brokerConfigSources() brokerConfigSources {
 // staticConfigs are the server.properties keys as given
 // (Config.StaticConfigs) or, when the broker was built without them (tests),
 // the log settings that differ from Kafka's defaults.
-func (b *Broker) staticConfigs() map[string]string {
+func (b *services) staticConfigs() map[string]string {
 	if b.cfg.StaticConfigs != nil {
 		return b.cfg.StaticConfigs
 	}
@@ -162,27 +150,27 @@ func i64(v int64) string { return strconv.FormatInt(v, 10) }
 // readOnlyConfigValues are the values of the read-only broker configs
 // DescribeConfigs lists (configdef's Described keys), from the broker's
 // settings.
-var readOnlyConfigValues = map[string]func(b *Broker) string{
-	"advertised.listeners": func(b *Broker) string {
+var readOnlyConfigValues = map[string]func(b *services) string{
+	"advertised.listeners": func(b *services) string {
 		if b.cfg.AdvertisedListeners == "" {
 			return b.cfg.Listeners
 		}
 		return b.cfg.AdvertisedListeners
 	},
-	"auto.create.topics.enable":       func(b *Broker) string { return strconv.FormatBool(b.cfg.AutoCreateTopics) },
-	"broker.id":                       func(b *Broker) string { return i64(int64(b.cfg.NodeID)) },
-	"listeners":                       func(b *Broker) string { return b.cfg.Listeners },
-	"log.dirs":                        func(b *Broker) string { return b.cfg.LogDirs },
-	"log.retention.check.interval.ms": func(b *Broker) string { return i64(b.cfg.Log.RetentionCheckIntervalMs) },
-	"node.id":                         func(b *Broker) string { return i64(int64(b.cfg.NodeID)) },
-	"num.partitions":                  func(b *Broker) string { return i64(int64(b.cfg.NumPartitions)) },
-	"socket.request.max.bytes":        func(b *Broker) string { return i64(int64(b.cfg.SocketRequestMaxBytes)) },
+	"auto.create.topics.enable":       func(b *services) string { return strconv.FormatBool(b.cfg.AutoCreateTopics) },
+	"broker.id":                       func(b *services) string { return i64(int64(b.cfg.NodeID)) },
+	"listeners":                       func(b *services) string { return b.cfg.Listeners },
+	"log.dirs":                        func(b *services) string { return b.cfg.LogDirs },
+	"log.retention.check.interval.ms": func(b *services) string { return i64(b.cfg.Log.RetentionCheckIntervalMs) },
+	"node.id":                         func(b *services) string { return i64(int64(b.cfg.NodeID)) },
+	"num.partitions":                  func(b *services) string { return i64(int64(b.cfg.NumPartitions)) },
+	"socket.request.max.bytes":        func(b *services) string { return i64(int64(b.cfg.SocketRequestMaxBytes)) },
 }
 
 // describeBrokerConfigs lists the configs of a BROKER resource: for the
 // node (name = node.id) every config with its effective value, for the
 // cluster default (name "") only the dynamic default configs, as Kafka.
-func (b *Broker) describeBrokerConfigs(node bool, names map[string]bool, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+func (b *services) describeBrokerConfigs(node bool, names map[string]bool, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	src := b.brokerConfigSources()
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	add := func(name string, typ configdef.Type, value *string, source int8, readOnly bool, doc string, syns []configSynonym) {

@@ -125,6 +125,8 @@ type conn struct {
 	sniffed bool // the first frame was checked for TLS or HTTP (sniffFirstFrame)
 
 	fetchErr int16 // top-level error code of the fetch response just written, for metrics
+
+	rc reqCtx // the request being served
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
@@ -220,7 +222,7 @@ func (c *conn) serveOne() error {
 		return c.idleErr(err)
 	}
 	start := time.Now()
-	req, err := protocol.ParseRequest(frame)
+	req, err := protocol.ParseRequest(frame, c.b.apis.supports)
 	// kmsg decodes byte fields as slices of the frame. Produce and Fetch
 	// never keep them past the request, so their buffer is reused; other
 	// requests (JoinGroup metadata, SyncGroup assignments) may be kept by the
@@ -239,7 +241,7 @@ func (c *conn) serveOne() error {
 		if errors.Is(err, protocol.ErrUnsupported) && req.Key == int16(kmsg.ApiVersions) {
 			return c.write(protocol.AppendResponse(c.out[:0], &protocol.Request{
 				Key: req.Key, Version: 0, CorrelationID: req.CorrelationID,
-			}, unsupportedAPIVersions()))
+			}, unsupportedAPIVersions(c.b.svc.served)))
 		}
 		return err
 	}
@@ -247,13 +249,20 @@ func (c *conn) serveOne() error {
 		c.log.Info("request", zap.String("api", kmsg.NameForKey(req.Key)), zap.Int16("version", req.Version),
 			zap.Int32("correlation_id", req.CorrelationID), zap.Any("body", req.Body))
 	}
-	if req.Key == int16(kmsg.Fetch) {
-		err := c.b.serveFetch(c, req)
-		c.observe(req, start, nil, err)
-		return err
+	// One request at a time per connection, so its context is reused.
+	c.rc = reqCtx{
+		principal:  anonymousPrincipal,
+		clientAddr: c.remote,
+		listener:   c.b.listener,
+		req:        req,
+		svc:        c.b.svc,
+		authz:      c.b.authz,
 	}
-	h := handlers[req.Key]
-	resp, err := h(c.b, c, req)
+	if req.Key == int16(kmsg.Fetch) {
+		c.rc.fetch = c
+	}
+	resp, err := c.b.apis.apis[req.Key].serve(&c.rc)
+	c.rc = reqCtx{} // an idle connection keeps no request (and frame) alive
 	if err == nil && resp != nil {
 		err = c.reply(req, resp)
 	}

@@ -113,8 +113,8 @@ func TestApiVersionsAtUnknownVersionGetsOurRanges(t *testing.T) {
 	if resp.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("error code %d, want UNSUPPORTED_VERSION", resp.ErrorCode)
 	}
-	if len(resp.ApiKeys) != len(protocol.Served()) {
-		t.Fatalf("%d keys advertised, want %d", len(resp.ApiKeys), len(protocol.Served()))
+	if len(resp.ApiKeys) != len(ServedVersions()) {
+		t.Fatalf("%d keys advertised, want %d", len(resp.ApiKeys), len(ServedVersions()))
 	}
 	for _, k := range resp.ApiKeys {
 		if k.ApiKey == int16(kmsg.ApiVersions) && k.MaxVersion != 4 {
@@ -156,9 +156,9 @@ func isReset(err error) bool {
 func TestHandlerPanicClosesOnlyThatConnection(t *testing.T) {
 	b := startBroker(t, nil)
 	key := int16(kmsg.ApiVersions)
-	saved := handlers[key]
-	handlers[key] = func(*Broker, *conn, *protocol.Request) (kmsg.Response, error) { panic("boom") }
-	t.Cleanup(func() { handlers[key] = saved })
+	a := b.apis.apis[key]
+	a.serve = func(*reqCtx) (kmsg.Response, error) { panic("boom") }
+	b.apis.apis[key] = a
 
 	c := dialRaw(t, b)
 	c.sendRequest(kmsg.NewPtrApiVersionsRequest(), 0, 1)

@@ -1,6 +1,6 @@
 package broker
 
-// ConsumerGroupDescribe, versions 0-1 (KIP-848).
+// ConsumerGroupDescribe (KIP-848).
 //
 // Epochs, assignor, state (Empty, Assigning, Reconciling, Stable) and
 // members of consumer-protocol groups with their current and target
@@ -9,17 +9,26 @@ package broker
 // as in Kafka. Authorized operations are INT32_MIN: there are no ACLs.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func init() { handlers[int16(kmsg.ConsumerGroupDescribe)] = handleConsumerGroupDescribe }
+// registerConsumerGroupDescribe serves ConsumerGroupDescribe; its versions are here and nowhere else.
+func registerConsumerGroupDescribe(r *registry) {
+	r.add(kmsg.ConsumerGroupDescribe, 0, 1, handleConsumerGroupDescribe)
+}
 
-func handleConsumerGroupDescribe(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+func handleConsumerGroupDescribe(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := kmsg.NewPtrConsumerGroupDescribeResponse()
 	for _, id := range r.Groups {
+		if !rc.authorize(OpDescribe, ResourceGroup, id) {
+			g := kmsg.NewConsumerGroupDescribeResponseGroup()
+			g.Group, g.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		resp.Groups = append(resp.Groups, b.groups.ConsumerGroupDescribe(id, req.Version))
 	}
 	return resp, nil

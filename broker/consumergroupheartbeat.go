@@ -1,6 +1,6 @@
 package broker
 
-// ConsumerGroupHeartbeat, versions 0-1 (KIP-848).
+// ConsumerGroupHeartbeat (KIP-848).
 //
 // The consumer group protocol: members heartbeat their subscription and
 // owned partitions, and the coordinator answers with their member epoch
@@ -19,14 +19,22 @@ package broker
 // group.consumer.assignors and per-group configs are not configurable.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func init() { handlers[int16(kmsg.ConsumerGroupHeartbeat)] = handleConsumerGroupHeartbeat }
+// registerConsumerGroupHeartbeat serves ConsumerGroupHeartbeat; its versions are here and nowhere else.
+func registerConsumerGroupHeartbeat(r *registry) {
+	r.add(kmsg.ConsumerGroupHeartbeat, 0, 1, handleConsumerGroupHeartbeat)
+}
 
-func handleConsumerGroupHeartbeat(b *Broker, c *conn, req *protocol.Request) (kmsg.Response, error) {
+func handleConsumerGroupHeartbeat(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
-	return b.groups.ConsumerGroupHeartbeat(r, req.Version, requestClient(c, req)), nil
+	if !rc.authorize(OpRead, ResourceGroup, r.Group) {
+		resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	return b.groups.ConsumerGroupHeartbeat(r, req.Version, requestClient(rc)), nil
 }

@@ -1,6 +1,6 @@
 package broker
 
-// CreatePartitions, versions 0-3.
+// CreatePartitions.
 //
 // As in the KRaft controller (ControllerApis.createPartitions and
 // ReplicationControlManager.createPartitions), with its messages: a topic
@@ -19,11 +19,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleCreatePartitions(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerCreatePartitions serves CreatePartitions; its versions are here and nowhere else.
+func registerCreatePartitions(r *registry) {
+	r.add(kmsg.CreatePartitions, 0, 3, handleCreatePartitions)
+}
+
+func handleCreatePartitions(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.CreatePartitionsRequest)
 	count := make(map[string]int, len(r.Topics))
 	for _, t := range r.Topics {
@@ -36,6 +40,10 @@ func handleCreatePartitions(b *Broker, _ *conn, req *protocol.Request) (kmsg.Res
 		case n > 1:
 			dups = append(dups, createPartitionsFailed(t.Topic, kerr.InvalidRequest.Code, "Duplicate topic name."))
 			count[t.Topic] = -1 // report it once
+		case n == 1 && !rc.authorize(OpAlter, ResourceTopic, t.Topic):
+			st := kmsg.NewCreatePartitionsResponseTopic()
+			st.Topic, st.ErrorCode = t.Topic, kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, st)
 		case n == 1:
 			resp.Topics = append(resp.Topics, b.createPartitions(t, r.ValidateOnly))
 		}
@@ -44,7 +52,7 @@ func handleCreatePartitions(b *Broker, _ *conn, req *protocol.Request) (kmsg.Res
 	return resp, nil
 }
 
-func (b *Broker) createPartitions(t kmsg.CreatePartitionsRequestTopic, validateOnly bool) kmsg.CreatePartitionsResponseTopic {
+func (b *services) createPartitions(t kmsg.CreatePartitionsRequestTopic, validateOnly bool) kmsg.CreatePartitionsResponseTopic {
 	topic := b.logs.Topic(t.Topic)
 	if topic == nil {
 		st := kmsg.NewCreatePartitionsResponseTopic()

@@ -1,6 +1,6 @@
 package broker
 
-// CreateTopics, versions 2-7.
+// CreateTopics.
 //
 // Checks follow the KRaft controller (ControllerApis.createTopics and
 // ReplicationControlManager.createTopics), in its order and with its
@@ -35,9 +35,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/storage"
 )
+
+// registerCreateTopics serves CreateTopics; its versions are here and nowhere else.
+func registerCreateTopics(r *registry) { r.add(kmsg.CreateTopics, 2, 7, handleCreateTopics) }
 
 // Config sources, as DescribeConfigs numbers them.
 const (
@@ -63,28 +65,40 @@ var appliedConfigs = []appliedConfig{
 	{"segment.ms", func(c storage.Config) int64 { return c.SegmentMs }},
 }
 
-func handleCreateTopics(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+func handleCreateTopics(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.CreateTopicsRequest)
 	resp := kmsg.NewPtrCreateTopicsResponse()
 	count := make(map[string]int, len(r.Topics))
 	for _, t := range r.Topics {
 		count[t.Topic]++
 	}
+	// CREATE on the cluster creates any topic, else CREATE on the topic,
+	// as the KRaft controller (ControllerApis.createTopics).
+	clusterCreate := rc.authorizeCluster(OpCreate)
 	var dups []kmsg.CreateTopicsResponseTopic
 	for _, t := range r.Topics {
 		switch n := count[t.Topic]; {
 		case n > 1:
 			dups = append(dups, createTopicFailed(t.Topic, kerr.InvalidRequest.Code, "Duplicate topic name."))
 			count[t.Topic] = -1 // report it once
+		case n == 1 && !clusterCreate && !rc.authorize(OpCreate, ResourceTopic, t.Topic):
+			resp.Topics = append(resp.Topics, createTopicFailed(t.Topic, kerr.TopicAuthorizationFailed.Code, "Authorization failed."))
 		case n == 1:
-			resp.Topics = append(resp.Topics, b.createTopic(t, r.ValidateOnly))
+			st := b.createTopic(t, r.ValidateOnly)
+			if st.ErrorCode == 0 && !rc.authorize(OpDescribeConfigs, ResourceTopic, t.Topic) {
+				// Created, but its configs are not the principal's to see.
+				st.NumPartitions, st.ReplicationFactor, st.Configs = -1, -1, nil
+				st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+			}
+			resp.Topics = append(resp.Topics, st)
 		}
 	}
 	resp.Topics = append(resp.Topics, dups...)
 	return resp, nil
 }
 
-func (b *Broker) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {
+func (b *services) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {
 	// Name rules and existence come first in Kafka; a validate-only creation
 	// of one partition with no configs checks exactly those.
 	if _, err := b.logs.CreateTopic(t.Topic, 1, nil, true); err != nil {
@@ -128,7 +142,7 @@ func (b *Broker) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool)
 
 // topicLayout validates the partition layout of a new topic and returns its
 // partition count, or a Kafka error code and message.
-func (b *Broker) topicLayout(t kmsg.CreateTopicsRequestTopic) (int32, int16, string) {
+func (b *services) topicLayout(t kmsg.CreateTopicsRequestTopic) (int32, int16, string) {
 	if len(t.ReplicaAssignment) > 0 {
 		if t.ReplicationFactor != -1 {
 			return 0, kerr.InvalidRequest.Code, "A manual partition assignment was specified, but replication factor was not set to -1."
@@ -173,7 +187,7 @@ func (b *Broker) topicLayout(t kmsg.CreateTopicsRequestTopic) (int32, int16, str
 // checkReplicas is ReplicationControlManager.validateManualPartitionAssignment
 // for a cluster of one broker: the only valid list is [node.id]. It returns
 // Kafka's message for an invalid list, or "".
-func (b *Broker) checkReplicas(replicas []int32) string {
+func (b *services) checkReplicas(replicas []int32) string {
 	if len(replicas) == 0 {
 		return "The manual partition assignment includes an empty replica list."
 	}
@@ -192,7 +206,7 @@ func (b *Broker) checkReplicas(replicas []int32) string {
 // topicConfigs lists a new topic's configs, sorted by name as Kafka sends
 // them: the applied ones with their effective values, and every other
 // config the request set.
-func (b *Broker) topicConfigs(given map[string]string, effective storage.Config) []kmsg.CreateTopicsResponseTopicConfig {
+func (b *services) topicConfigs(given map[string]string, effective storage.Config) []kmsg.CreateTopicsResponseTopicConfig {
 	defaults := storage.DefaultConfig()
 	var out []kmsg.CreateTopicsResponseTopicConfig
 	add := func(name, value string, source int8) {

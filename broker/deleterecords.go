@@ -1,6 +1,6 @@
 package broker
 
-// DeleteRecords, versions 0-2.
+// DeleteRecords.
 //
 // Each partition's log start offset moves to the requested offset (-1 =
 // the high watermark) and the segments entirely below it are deleted; the
@@ -19,11 +19,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleDeleteRecords(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerDeleteRecords serves DeleteRecords; its versions are here and nowhere else.
+func registerDeleteRecords(r *registry) { r.add(kmsg.DeleteRecords, 0, 2, handleDeleteRecords) }
+
+func handleDeleteRecords(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.DeleteRecordsRequest)
 	type tp struct {
 		topic     string
@@ -45,6 +47,8 @@ func handleDeleteRecords(b *Broker, _ *conn, req *protocol.Request) (kmsg.Respon
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
 			var err error
 			switch {
+			case !rc.authorize(OpDelete, ResourceTopic, rt.Topic):
+				err = kerr.TopicAuthorizationFailed
 			case named[tp{rt.Topic, rp.Partition}] > 1:
 				err = kerr.InvalidRequest
 			case t != nil && t.Internal:

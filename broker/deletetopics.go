@@ -1,6 +1,6 @@
 package broker
 
-// DeleteTopics, versions 1-6.
+// DeleteTopics.
 //
 // Versions 1-5 name topics; v6 names each one by name or by topic id. As in
 // the KRaft controller (ControllerApis.deleteTopics): a v6 entry with neither
@@ -20,11 +20,13 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleDeleteTopics(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerDeleteTopics serves DeleteTopics; its versions are here and nowhere else.
+func registerDeleteTopics(r *registry) { r.add(kmsg.DeleteTopics, 1, 6, handleDeleteTopics) }
+
+func handleDeleteTopics(rc *reqCtx) (kmsg.Response, error) {
+	req := rc.req
 	r := req.Body.(*kmsg.DeleteTopicsRequest)
 	entries := r.Topics
 	if r.Version < 6 {
@@ -60,16 +62,49 @@ func handleDeleteTopics(b *Broker, _ *conn, req *protocol.Request) (kmsg.Respons
 			dups = append(dups, deleteTopicFailed(st, kerr.InvalidRequest.Code, "Duplicate topic id."))
 			ids[e.TopicID] = -1
 		case e.Topic != nil && names[*e.Topic] == 1, e.Topic == nil && ids[e.TopicID] == 1:
-			resp.Topics = append(resp.Topics, b.deleteTopic(st))
+			resp.Topics = append(resp.Topics, deleteAuthorized(rc, st))
 		}
 	}
 	resp.Topics = append(resp.Topics, dups...)
 	return resp, nil
 }
 
+// deleteAuthorized deletes the topic st names if the principal may, as
+// the KRaft controller decides: DELETE on the cluster, or DELETE on the
+// topic; a topic it may not DESCRIBE is refused before its existence is
+// looked at, and one named by id is answered without its name.
+func deleteAuthorized(rc *reqCtx, st kmsg.DeleteTopicsResponseTopic) kmsg.DeleteTopicsResponseTopic {
+	if rc.authorizeCluster(OpDelete) {
+		return rc.svc.deleteTopic(st)
+	}
+	if st.Topic == nil {
+		t := rc.svc.logs.TopicByID(st.TopicID)
+		switch {
+		case t == nil:
+		case !rc.authorize(OpDelete, ResourceTopic, t.Name):
+			if rc.authorize(OpDescribe, ResourceTopic, t.Name) {
+				name := t.Name
+				st.Topic = &name
+			}
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			return st
+		}
+		return rc.svc.deleteTopic(st)
+	}
+	switch {
+	case !rc.authorize(OpDescribe, ResourceTopic, *st.Topic):
+	case rc.svc.logs.Topic(*st.Topic) == nil:
+		return rc.svc.deleteTopic(st)
+	case rc.authorize(OpDelete, ResourceTopic, *st.Topic):
+		return rc.svc.deleteTopic(st)
+	}
+	st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+	return st
+}
+
 // deleteTopic deletes the topic st names, by name or else by id, and fills
 // in the other of the two.
-func (b *Broker) deleteTopic(st kmsg.DeleteTopicsResponseTopic) kmsg.DeleteTopicsResponseTopic {
+func (b *services) deleteTopic(st kmsg.DeleteTopicsResponseTopic) kmsg.DeleteTopicsResponseTopic {
 	if st.Topic == nil {
 		t := b.logs.TopicByID(st.TopicID)
 		if t == nil {

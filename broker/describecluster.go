@@ -1,6 +1,6 @@
 package broker
 
-// DescribeCluster, versions 0-1.
+// DescribeCluster.
 //
 // The cluster is this node: the cluster id from meta.properties, node.id as
 // the controller id (Kafka reports a random live broker to clients) and one
@@ -14,13 +14,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
+
+// registerDescribeCluster serves DescribeCluster; its versions are here and nowhere else.
+func registerDescribeCluster(r *registry) { r.add(kmsg.DescribeCluster, 0, 1, handleDescribeCluster) }
 
 const endpointTypeBroker = 1
 
-func handleDescribeCluster(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+func handleDescribeCluster(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.DescribeClusterRequest)
 	resp := kmsg.NewPtrDescribeClusterResponse()
 	resp.EndpointType = r.EndpointType

@@ -1,6 +1,6 @@
 package broker
 
-// DescribeConfigs, versions 0-4.
+// DescribeConfigs.
 //
 // TOPIC resources list every topic config Kafka defines that Strata
 // accepts (configdef.Topics), sorted by name, with the value in
@@ -30,11 +30,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/configdef"
-	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/storage"
 )
 
-func handleDescribeConfigs(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerDescribeConfigs serves DescribeConfigs; its versions are here and nowhere else.
+func registerDescribeConfigs(r *registry) { r.add(kmsg.DescribeConfigs, 0, 4, handleDescribeConfigs) }
+
+func handleDescribeConfigs(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.DescribeConfigsRequest)
 	resp := kmsg.NewPtrDescribeConfigsResponse()
 	for _, rr := range r.Resources {
@@ -48,6 +51,11 @@ func handleDescribeConfigs(b *Broker, _ *conn, req *protocol.Request) (kmsg.Resp
 			}
 		}
 		synonyms, docs := r.IncludeSynonyms && req.Version >= 1, r.IncludeDocumentation && req.Version >= 3
+		if err := configRefused(rc, OpDescribeConfigs, rr.ResourceType, rr.ResourceName); err != nil {
+			res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			t, err := b.configTopic(rr.ResourceName)
@@ -79,7 +87,7 @@ func handleDescribeConfigs(b *Broker, _ *conn, req *protocol.Request) (kmsg.Resp
 }
 
 // configTopic resolves a TOPIC resource.
-func (b *Broker) configTopic(name string) (*storage.Topic, error) {
+func (b *services) configTopic(name string) (*storage.Topic, error) {
 	if name == "" {
 		return nil, fmt.Errorf("topic name is illegal, it can't be empty: %w", kerr.InvalidTopicException)
 	}
@@ -95,7 +103,7 @@ func (b *Broker) configTopic(name string) (*storage.Topic, error) {
 
 // configBroker resolves a BROKER resource: "" is the cluster default,
 // node.id this node.
-func (b *Broker) configBroker(name string) (node bool, err error) {
+func (b *services) configBroker(name string) (node bool, err error) {
 	if name == "" {
 		return false, nil
 	}

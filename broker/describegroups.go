@@ -1,6 +1,6 @@
 package broker
 
-// DescribeGroups, versions 0-5.
+// DescribeGroups.
 //
 // State, protocol and members of classic groups, as Kafka's
 // GroupMetadata.summary: member metadata and assignments only for a Stable
@@ -11,15 +11,24 @@ package broker
 // come from the group metadata replayed from __consumer_offsets.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleDescribeGroups(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerDescribeGroups serves DescribeGroups; its versions are here and nowhere else.
+func registerDescribeGroups(r *registry) { r.add(kmsg.DescribeGroups, 0, 5, handleDescribeGroups) }
+
+func handleDescribeGroups(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.DescribeGroupsRequest)
 	resp := kmsg.NewPtrDescribeGroupsResponse()
 	for _, id := range r.Groups {
+		if !rc.authorize(OpDescribe, ResourceGroup, id) {
+			g := kmsg.NewDescribeGroupsResponseGroup()
+			g.Group, g.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		resp.Groups = append(resp.Groups, b.groups.DescribeGroup(id))
 	}
 	return resp, nil

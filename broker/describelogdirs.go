@@ -1,6 +1,6 @@
 package broker
 
-// DescribeLogDirs, versions 0-4.
+// DescribeLogDirs.
 //
 // There is one log dir (log.dirs), reported by its absolute path with the
 // size in bytes of each partition's segments; OffsetLag is 0 and IsFuture
@@ -14,15 +14,23 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/storage"
 )
 
-func handleDescribeLogDirs(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerDescribeLogDirs serves DescribeLogDirs; its versions are here and nowhere else.
+func registerDescribeLogDirs(r *registry) { r.add(kmsg.DescribeLogDirs, 0, 4, handleDescribeLogDirs) }
+
+func handleDescribeLogDirs(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := kmsg.NewPtrDescribeLogDirsResponse()
+	if !rc.authorizeCluster(OpDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir = b.cfg.LogDirs
 	if abs, err := filepath.Abs(b.cfg.LogDirs); err == nil {

@@ -1,6 +1,6 @@
 package broker
 
-// ElectLeaders, versions 0-2.
+// ElectLeaders.
 //
 // This node is the only replica and already the leader (and preferred
 // leader) of every partition, so, as Kafka answers when the preferred
@@ -15,13 +15,32 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleElectLeaders(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerElectLeaders serves ElectLeaders; its versions are here and nowhere else.
+func registerElectLeaders(r *registry) { r.add(kmsg.ElectLeaders, 0, 2, handleElectLeaders) }
+
+func handleElectLeaders(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.ElectLeadersRequest)
 	resp := kmsg.NewPtrElectLeadersResponse()
+	if !rc.authorizeCluster(OpAlter) {
+		// Kafka's ElectLeadersRequest.getErrorResponse: the error at the top
+		// and on every named partition.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		msg := kerr.ClusterAuthorizationFailed.Description
+		for _, rt := range r.Topics {
+			st := kmsg.NewElectLeadersResponseTopic()
+			st.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				sp := kmsg.NewElectLeadersResponseTopicPartition()
+				sp.Partition, sp.ErrorCode, sp.ErrorMessage = p, resp.ErrorCode, &msg
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	}
 	if r.ElectionType != 0 && r.ElectionType != 1 {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil

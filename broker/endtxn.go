@@ -1,6 +1,6 @@
 package broker
 
-// EndTxn, versions 0-4.
+// EndTxn.
 //
 // Commits or aborts the producer's ongoing transaction. Difference from
 // Kafka: the markers are written to every partition of the transaction
@@ -14,14 +14,21 @@ package broker
 // which Strata never sends).
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleEndTxn(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerEndTxn serves EndTxn; its versions are here and nowhere else.
+func registerEndTxn(r *registry) { r.add(kmsg.EndTxn, 0, 4, handleEndTxn) }
+
+func handleEndTxn(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.EndTxnRequest)
 	resp := kmsg.NewPtrEndTxnResponse()
+	if !rc.authorize(OpWrite, ResourceTransactionalID, r.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
 	if err := b.txns.EndTxn(r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit); err != nil {
 		resp.ErrorCode = fencedCode(err, req.Version, 2)
 	}

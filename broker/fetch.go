@@ -1,6 +1,6 @@
 package broker
 
-// Fetch, versions 4-17.
+// Fetch.
 //
 // Sessionless: every response carries session id 0, which tells clients to
 // send full fetches (KIP-227 allows a broker to decline sessions). As in
@@ -14,12 +14,13 @@ package broker
 // MaxWaitMillis/MinBytes and wakes as soon as any requested partition's
 // high watermark moves. The first batch of the first non-empty partition is
 // sent even when it exceeds max_bytes or partition_max_bytes (the progress
-// guarantee). Follower fetches (replica id >= 0) are served as consumer
-// fetches: there are no followers yet. Every partition reports its last
-// stable offset (min of the open transactions' first offsets and the high
-// watermark); isolation level read_committed (1) reads only below it and
-// lists the aborted transactions with records in the returned range, as
-// Kafka does, so clients drop their records (and the markers).
+// guarantee). Follower fetches (replica id >= 0) need CLUSTER_ACTION, as in
+// Kafka, and are served as consumer fetches: there are no followers yet.
+// Every partition reports its last stable offset (min of the open
+// transactions' first offsets and the high watermark); isolation level
+// read_committed (1) reads only below it and lists the aborted
+// transactions with records in the returned range, as Kafka does, so
+// clients drop their records (and the markers).
 
 import (
 	"fmt"
@@ -34,6 +35,9 @@ import (
 	"github.com/strata-io/strata/storage"
 )
 
+// registerFetch serves Fetch; its versions are here and nowhere else.
+func registerFetch(r *registry) { r.add(kmsg.Fetch, 4, 17, handleFetch) }
+
 // The session epochs of a full fetch (KIP-227). Before v7 requests carry
 // no session fields and decode with epoch -1.
 const (
@@ -41,7 +45,41 @@ const (
 	initialFetchEpoch = 0
 )
 
-func (b *Broker) serveFetch(c *conn, req *protocol.Request) error {
+// handleFetch writes the response itself, through rc.fetch, so it returns
+// none.
+func handleFetch(rc *reqCtx) (kmsg.Response, error) {
+	r := rc.req.Body.(*kmsg.FetchRequest)
+	access := fetchAccess{rc: rc, follower: r.ReplicaID >= 0 || r.ReplicaState.ID >= 0}
+	access.clusterAction = access.follower && rc.authorizeCluster(OpClusterAction)
+	return nil, rc.svc.serveFetch(rc.fetch, rc.req, access)
+}
+
+// fetchAccess is which topics a fetch may read, as Kafka's
+// handleFetchRequest decides: a follower (replica id >= 0, v15+ in the
+// replica state) with CLUSTER_ACTION reads every topic and without it
+// none; a consumer needs READ on each topic.
+type fetchAccess struct {
+	rc                      *reqCtx
+	follower, clusterAction bool
+}
+
+// refused reports whether a requested topic (t, nil when unknown) may not
+// be read: TOPIC_AUTHORIZATION_FAILED. An unknown topic id is answered
+// UNKNOWN_TOPIC_ID before authorization, an unknown name after it.
+func (a fetchAccess) refused(t *storage.Topic, rt *kmsg.FetchRequestTopic, version int16) bool {
+	switch {
+	case a.follower:
+		return !a.clusterAction
+	case version >= 13 && t == nil:
+		return false
+	case version >= 13:
+		return !a.rc.authorize(OpRead, ResourceTopic, t.Name)
+	default:
+		return !a.rc.authorize(OpRead, ResourceTopic, rt.Topic)
+	}
+}
+
+func (b *services) serveFetch(c fetchWriter, req *protocol.Request, access fetchAccess) error {
 	r := req.Body.(*kmsg.FetchRequest)
 	if r.SessionEpoch != finalFetchEpoch && r.SessionEpoch != initialFetchEpoch {
 		return c.writeFetch(req, kerr.FetchSessionIDNotFound.Code, nil)
@@ -49,20 +87,20 @@ func (b *Broker) serveFetch(c *conn, req *protocol.Request) error {
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	for {
 		waits := b.fetchWaits(r, req.Version)
-		topics, total, hasError := b.readFetch(r, req.Version)
+		topics, total, hasError := b.readFetch(r, req.Version, access)
 		if total >= int(r.MinBytes) || hasError || !time.Now().Before(deadline) {
 			return c.writeFetch(req, 0, topics)
 		}
 		releaseFetch(topics)
 		if !b.waitAny(waits, time.Until(deadline)) {
-			topics, _, _ = b.readFetch(r, req.Version)
+			topics, _, _ = b.readFetch(r, req.Version, access)
 			return c.writeFetch(req, 0, topics)
 		}
 	}
 }
 
 // resolveFetchTopic finds a requested topic by name, or by id from v13.
-func (b *Broker) resolveFetchTopic(rt *kmsg.FetchRequestTopic, version int16) *storage.Topic {
+func (b *services) resolveFetchTopic(rt *kmsg.FetchRequestTopic, version int16) *storage.Topic {
 	if version >= 13 {
 		return b.logs.TopicByID(rt.TopicID)
 	}
@@ -72,7 +110,7 @@ func (b *Broker) resolveFetchTopic(rt *kmsg.FetchRequestTopic, version int16) *s
 // fetchWaits collects, before reading, the channels that close when a
 // requested partition's high watermark next moves, so an append between the
 // read and the wait is not missed.
-func (b *Broker) fetchWaits(r *kmsg.FetchRequest, version int16) []<-chan struct{} {
+func (b *services) fetchWaits(r *kmsg.FetchRequest, version int16) []<-chan struct{} {
 	var waits []<-chan struct{}
 	for i := range r.Topics {
 		t := b.resolveFetchTopic(&r.Topics[i], version)
@@ -87,7 +125,7 @@ func (b *Broker) fetchWaits(r *kmsg.FetchRequest, version int16) []<-chan struct
 
 // waitAny blocks until one of waits closes (true), or d passes or the broker
 // shuts down (false).
-func (b *Broker) waitAny(waits []<-chan struct{}, d time.Duration) bool {
+func (b *services) waitAny(waits []<-chan struct{}, d time.Duration) bool {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	cases := make([]reflect.SelectCase, 0, len(waits)+2)
@@ -103,7 +141,7 @@ func (b *Broker) waitAny(waits []<-chan struct{}, d time.Duration) bool {
 
 // readFetch reads every requested partition once, applying max_bytes across
 // the response and partition_max_bytes per partition.
-func (b *Broker) readFetch(r *kmsg.FetchRequest, version int16) (topics []fetchTopic, total int, hasError bool) {
+func (b *services) readFetch(r *kmsg.FetchRequest, version int16, access fetchAccess) (topics []fetchTopic, total int, hasError bool) {
 	remaining := int(r.MaxBytes)
 	minOne := true
 	for i := range r.Topics {
@@ -113,10 +151,14 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest, version int16) (topics []fetchT
 		if t != nil {
 			ft.stats = b.metrics.Topic(t.Name)
 		}
+		refused := access.refused(t, rt, version)
 		for _, rp := range rt.Partitions {
 			fp := fetchPartition{partition: rp.Partition, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1,
 				readCommitted: r.IsolationLevel == 1}
-			err := b.readPartition(t, version, &rp, min(int(rp.PartitionMaxBytes), max(remaining, 0)), minOne, &fp)
+			var err error = kerr.TopicAuthorizationFailed
+			if !refused {
+				err = b.readPartition(t, version, &rp, min(int(rp.PartitionMaxBytes), max(remaining, 0)), minOne, &fp)
+			}
 			if err != nil {
 				fp.errorCode = errorCode(err)
 				hasError = true
@@ -133,7 +175,7 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest, version int16) (topics []fetchT
 	return topics, total, hasError
 }
 
-func (b *Broker) readPartition(t *storage.Topic, version int16, rp *kmsg.FetchRequestTopicPartition, limit int, minOne bool, fp *fetchPartition) error {
+func (b *services) readPartition(t *storage.Topic, version int16, rp *kmsg.FetchRequestTopicPartition, limit int, minOne bool, fp *fetchPartition) error {
 	if t == nil && version >= 13 {
 		return kerr.UnknownTopicID
 	}

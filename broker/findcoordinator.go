@@ -1,6 +1,6 @@
 package broker
 
-// FindCoordinator, versions 0-6.
+// FindCoordinator.
 //
 // This node coordinates every group (key type 0) and every transactional
 // id (key type 1), so the answer is always this broker's advertised
@@ -23,26 +23,48 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/coordinator"
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleFindCoordinator(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerFindCoordinator serves FindCoordinator; its versions are here and nowhere else.
+func registerFindCoordinator(r *registry) { r.add(kmsg.FindCoordinator, 0, 6, handleFindCoordinator) }
+
+func handleFindCoordinator(rc *reqCtx) (kmsg.Response, error) {
+	req := rc.req
 	r := req.Body.(*kmsg.FindCoordinatorRequest)
 	resp := kmsg.NewPtrFindCoordinatorResponse()
 	if req.Version < 4 {
-		c := b.findCoordinator(r.CoordinatorKey, r.CoordinatorType, req.Version)
+		c := coordinatorFor(rc, r.CoordinatorKey, r.CoordinatorType)
 		resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
 		return resp, nil
 	}
 	for _, key := range r.CoordinatorKeys {
-		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(key, r.CoordinatorType, req.Version))
+		resp.Coordinators = append(resp.Coordinators, coordinatorFor(rc, key, r.CoordinatorType))
 	}
 	return resp, nil
 }
 
+// coordinatorFor answers for one key once the principal may describe it:
+// DESCRIBE on the group or the transactional id, as Kafka's getCoordinator.
+func coordinatorFor(rc *reqCtx, key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
+	var refused *kerr.Error
+	switch {
+	case keyType == 0 && !rc.authorize(OpDescribe, ResourceGroup, key):
+		refused = kerr.GroupAuthorizationFailed
+	case keyType == 1 && !rc.authorize(OpDescribe, ResourceTransactionalID, key):
+		refused = kerr.TransactionalIDAuthorizationFailed
+	default:
+		return rc.svc.findCoordinator(key, keyType, rc.req.Version)
+	}
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Port = key, -1, -1
+	c.ErrorCode = refused.Code
+	c.ErrorMessage = coordinatorMessage(refused, rc.req.Version)
+	return c
+}
+
 // findCoordinator answers for one key.
-func (b *Broker) findCoordinator(key string, keyType int8, version int16) kmsg.FindCoordinatorResponseCoordinator {
+func (b *services) findCoordinator(key string, keyType int8, version int16) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	var err *kerr.Error

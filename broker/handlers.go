@@ -2,46 +2,88 @@ package broker
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
 // handler serves one decoded request. It returns the response to send, or
-// nil when none is due (Produce with acks=0); an error closes the connection.
-type handler func(b *Broker, c *conn, req *protocol.Request) (kmsg.Response, error)
+// nil when none is due (Produce with acks=0, and Fetch, which writes its
+// response itself); an error closes the connection.
+type handler func(rc *reqCtx) (kmsg.Response, error)
 
-// handlers has an entry for every key in protocol's served table except
-// Fetch, which streams its response itself (see fetch.go).
-var handlers = map[int16]handler{
-	int16(kmsg.ApiVersions):          handleApiVersions,
-	int16(kmsg.Metadata):             handleMetadata,
-	int16(kmsg.Produce):              handleProduce,
-	int16(kmsg.ListOffsets):          handleListOffsets,
-	int16(kmsg.CreateTopics):         handleCreateTopics,
-	int16(kmsg.DeleteTopics):         handleDeleteTopics,
-	int16(kmsg.CreatePartitions):     handleCreatePartitions,
-	int16(kmsg.InitProducerID):       handleInitProducerID,
-	int16(kmsg.OffsetForLeaderEpoch): handleOffsetForLeaderEpoch,
-	int16(kmsg.FindCoordinator):      handleFindCoordinator,
-	int16(kmsg.JoinGroup):            handleJoinGroup,
-	int16(kmsg.SyncGroup):            handleSyncGroup,
-	int16(kmsg.Heartbeat):            handleHeartbeat,
-	int16(kmsg.LeaveGroup):           handleLeaveGroup,
-	int16(kmsg.DescribeGroups):       handleDescribeGroups,
-	int16(kmsg.ListGroups):           handleListGroups,
-	int16(kmsg.DeleteGroups):         handleDeleteGroups,
-	int16(kmsg.OffsetCommit):         handleOffsetCommit,
-	int16(kmsg.OffsetFetch):          handleOffsetFetch,
-	int16(kmsg.OffsetDelete):         handleOffsetDelete,
-	int16(kmsg.AddPartitionsToTxn):   handleAddPartitionsToTxn,
-	int16(kmsg.AddOffsetsToTxn):      handleAddOffsetsToTxn,
-	int16(kmsg.EndTxn):               handleEndTxn,
-	int16(kmsg.TxnOffsetCommit):      handleTxnOffsetCommit,
-	int16(kmsg.DescribeTransactions): handleDescribeTransactions,
-	int16(kmsg.ListTransactions):     handleListTransactions,
+// VersionRange is the inclusive range of versions served for one key.
+type VersionRange struct {
+	Key      int16
+	Min, Max int16
+}
+
+// api is one served key: its versions and its handler.
+type api struct {
+	VersionRange
+	serve handler
+}
+
+// registry is the APIs one broker serves. A key goes in only together with
+// its handler and tests: ApiVersions offers exactly these ranges, and
+// requests for anything else are refused before their body is decoded.
+type registry struct {
+	apis map[int16]api
+}
+
+// add registers a key's version range and handler; a key registered twice
+// is a programming error.
+func (r *registry) add(key kmsg.Key, minVersion, maxVersion int16, h handler) {
+	if _, dup := r.apis[int16(key)]; dup || minVersion > maxVersion {
+		panic(fmt.Sprintf("registry: %s registered twice or with versions %d-%d", key.Name(), minVersion, maxVersion))
+	}
+	r.apis[int16(key)] = api{VersionRange{int16(key), minVersion, maxVersion}, h}
+}
+
+// newRegistry calls each handler file's register function: the file that
+// serves a key is the one place its versions are written.
+func newRegistry() *registry {
+	r := &registry{apis: make(map[int16]api)}
+	for _, register := range []func(*registry){
+		registerProduce, registerFetch, registerListOffsets, registerMetadata, registerApiVersions,
+		registerCreateTopics, registerDeleteTopics, registerInitProducerID, registerOffsetForLeaderEpoch,
+		registerCreatePartitions,
+		registerDescribeConfigs, registerAlterConfigs, registerIncrementalAlterConfigs, registerDeleteRecords,
+		registerDescribeCluster, registerDescribeLogDirs, registerElectLeaders,
+		registerFindCoordinator, registerJoinGroup, registerSyncGroup, registerHeartbeat, registerLeaveGroup,
+		registerDescribeGroups, registerListGroups, registerDeleteGroups,
+		registerOffsetCommit, registerOffsetFetch, registerOffsetDelete,
+		registerConsumerGroupHeartbeat, registerConsumerGroupDescribe,
+		registerAddPartitionsToTxn, registerAddOffsetsToTxn, registerEndTxn, registerTxnOffsetCommit,
+		registerDescribeTransactions, registerListTransactions,
+	} {
+		register(r)
+	}
+	return r
+}
+
+// supports reports whether key is served at version.
+func (r *registry) supports(key, version int16) bool {
+	a, ok := r.apis[key]
+	return ok && version >= a.Min && version <= a.Max
+}
+
+// ranges lists the served ranges in key order.
+func (r *registry) ranges() []VersionRange {
+	out := make([]VersionRange, 0, len(r.apis))
+	for _, a := range r.apis {
+		out = append(out, a.VersionRange)
+	}
+	slices.SortFunc(out, func(a, b VersionRange) int { return int(a.Key) - int(b.Key) })
+	return out
+}
+
+// ServedVersions lists every API key and version range a broker serves,
+// in key order: what ApiVersions advertises.
+func ServedVersions() []VersionRange {
+	return newRegistry().ranges()
 }
 
 // errorCode maps an error from storage or the coordinator to a Kafka error

@@ -1,6 +1,6 @@
 package broker
 
-// IncrementalAlterConfigs, versions 0-1.
+// IncrementalAlterConfigs.
 //
 // Each resource's operations apply to its current dynamic configs (a
 // topic's overrides, or the cluster-default or this node's dynamic broker
@@ -24,10 +24,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/configdef"
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleIncrementalAlterConfigs(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerIncrementalAlterConfigs serves IncrementalAlterConfigs; its versions are here and nowhere else.
+func registerIncrementalAlterConfigs(r *registry) {
+	r.add(kmsg.IncrementalAlterConfigs, 0, 1, handleIncrementalAlterConfigs)
+}
+
+func handleIncrementalAlterConfigs(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
 	seen := map[configResource]int{}
@@ -40,7 +45,7 @@ func handleIncrementalAlterConfigs(b *Broker, _ *conn, req *protocol.Request) (k
 		var err error
 		if seen[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
 			err = fmt.Errorf("duplicate resource %s %q in one request: %w", rr.ResourceType, rr.ResourceName, kerr.InvalidRequest)
-		} else {
+		} else if err = configRefused(rc, OpAlterConfigs, rr.ResourceType, rr.ResourceName); err == nil {
 			err = b.alterIncrementally(rr, r.ValidateOnly)
 		}
 		res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
@@ -49,7 +54,7 @@ func handleIncrementalAlterConfigs(b *Broker, _ *conn, req *protocol.Request) (k
 	return resp, nil
 }
 
-func (b *Broker) alterIncrementally(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+func (b *services) alterIncrementally(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
 	var current map[string]string
 	switch rr.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
@@ -113,7 +118,7 @@ func (b *Broker) alterIncrementally(rr kmsg.IncrementalAlterConfigsRequestResour
 
 // listConfig returns the current items of a LIST config: its value in
 // configs, else Kafka's default. Other configs are INVALID_CONFIG.
-func (b *Broker) listConfig(typ kmsg.ConfigResourceType, name string, configs map[string]string) ([]string, error) {
+func (b *services) listConfig(typ kmsg.ConfigResourceType, name string, configs map[string]string) ([]string, error) {
 	key := name
 	if typ == kmsg.ConfigResourceTypeBroker {
 		topicKey, _, ok := configdef.BrokerSynonymOf(name)

@@ -1,6 +1,6 @@
 package broker
 
-// InitProducerId, versions 0-5.
+// InitProducerId.
 //
 // Without a transactional id (idempotent producers) every request gets a
 // fresh producer id at epoch 0, even one that carries its current id and
@@ -20,16 +20,28 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleInitProducerID(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerInitProducerID serves InitProducerID; its versions are here and nowhere else.
+func registerInitProducerID(r *registry) { r.add(kmsg.InitProducerID, 0, 5, handleInitProducerID) }
+
+func handleInitProducerID(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.InitProducerIDRequest)
 	resp := kmsg.NewPtrInitProducerIDResponse()
 	fail := func(code int16) (kmsg.Response, error) {
 		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, -1, -1
 		return resp, nil
+	}
+	// Authorization first, as Kafka: WRITE on the transactional id, or for
+	// an idempotent producer IDEMPOTENT_WRITE on the cluster. (Kafka also
+	// accepts WRITE on some topic, which needs an authorizer that can list
+	// its grants.)
+	switch {
+	case r.TransactionalID != nil && !rc.authorize(OpWrite, ResourceTransactionalID, *r.TransactionalID):
+		return fail(kerr.TransactionalIDAuthorizationFailed.Code)
+	case r.TransactionalID == nil && !rc.authorizeCluster(OpIdempotentWrite):
+		return fail(kerr.ClusterAuthorizationFailed.Code)
 	}
 	switch {
 	case (r.ProducerID == -1) != (r.ProducerEpoch == -1):

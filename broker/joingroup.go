@@ -1,6 +1,6 @@
 package broker
 
-// JoinGroup, versions 0-9.
+// JoinGroup.
 //
 // Served by the group coordinator (coordinator.Groups) as Kafka's classic
 // protocol: MEMBER_ID_REQUIRED from v4 (KIP-394), static membership with
@@ -16,25 +16,36 @@ package broker
 import (
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleJoinGroup(b *Broker, c *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerJoinGroup serves JoinGroup; its versions are here and nowhere else.
+func registerJoinGroup(r *registry) { r.add(kmsg.JoinGroup, 0, 9, handleJoinGroup) }
+
+func handleJoinGroup(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.JoinGroupRequest)
-	return b.groups.JoinGroup(r, req.Version, requestClient(c, req), b.shutdown), nil
+	if !rc.authorize(OpRead, ResourceGroup, r.Group) {
+		// Kafka's JoinGroupRequest.getErrorResponse: no member id, leader
+		// or generation.
+		resp := kmsg.NewPtrJoinGroupResponse()
+		resp.ErrorCode, resp.Generation = kerr.GroupAuthorizationFailed.Code, -1
+		return resp, nil
+	}
+	return b.groups.JoinGroup(r, req.Version, requestClient(rc), b.shutdown), nil
 }
 
 // requestClient is the client id and host Kafka records for a member.
-func requestClient(c *conn, req *protocol.Request) coordinator.Client {
-	cl := coordinator.Client{Host: "/" + c.remote}
-	if host, _, err := net.SplitHostPort(c.remote); err == nil {
+func requestClient(rc *reqCtx) coordinator.Client {
+	cl := coordinator.Client{Host: "/" + rc.clientAddr}
+	if host, _, err := net.SplitHostPort(rc.clientAddr); err == nil {
 		cl.Host = "/" + host
 	}
-	if req.ClientID != nil {
-		cl.ID = *req.ClientID
+	if rc.req.ClientID != nil {
+		cl.ID = *rc.req.ClientID
 	}
 	return cl
 }

@@ -1,6 +1,6 @@
 package broker
 
-// LeaveGroup, versions 0-5.
+// LeaveGroup.
 //
 // v0-2 remove one member by id and report its error at the top level; v3+
 // remove a batch, each by member id or, with an empty member id, by
@@ -9,15 +9,23 @@ package broker
 // Kafka; the v5 reason is only logged by the coordinator's rebalance line.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleLeaveGroup(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerLeaveGroup serves LeaveGroup; its versions are here and nowhere else.
+func registerLeaveGroup(r *registry) { r.add(kmsg.LeaveGroup, 0, 5, handleLeaveGroup) }
+
+func handleLeaveGroup(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.LeaveGroupRequest)
 	resp := kmsg.NewPtrLeaveGroupResponse()
+	if !rc.authorize(OpRead, ResourceGroup, r.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	leaving := []coordinator.LeaveMember{{MemberID: r.MemberID}}
 	if req.Version >= 3 {
 		leaving = leaving[:0]

@@ -1,6 +1,6 @@
 package broker
 
-// ListOffsets, versions 1-10.
+// ListOffsets.
 //
 // Each partition is answered on its own; a partition named twice in one
 // request gets INVALID_REQUEST (KafkaApis does the same). An unknown topic or
@@ -34,9 +34,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/storage"
 )
+
+// registerListOffsets serves ListOffsets; its versions are here and nowhere else.
+func registerListOffsets(r *registry) { r.add(kmsg.ListOffsets, 1, 10, handleListOffsets) }
 
 // ListOffsets special timestamps (Kafka's ListOffsetsRequest constants).
 const (
@@ -51,18 +53,22 @@ const (
 // to followers (their broker id) or debugging tools (-2).
 const consumerReplicaID = -1
 
-func handleListOffsets(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+func handleListOffsets(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.ListOffsetsRequest)
 	type topicPartition struct {
 		topic     string
 		partition int32
 	}
 	named := make(map[topicPartition]int)
-	for _, rt := range r.Topics {
+	names := make([]string, len(r.Topics))
+	for i, rt := range r.Topics {
+		names[i] = rt.Topic
 		for _, rp := range rt.Partitions {
 			named[topicPartition{rt.Topic, rp.Partition}]++
 		}
 	}
+	allowed := rc.authorizedTopics(OpDescribe, names)
 	resp := kmsg.NewPtrListOffsetsResponse()
 	for _, rt := range r.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
@@ -71,6 +77,8 @@ func handleListOffsets(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			switch p := lookupPartition(b.logs.Topic(rt.Topic), rp.Partition); {
+			case !allowed[rt.Topic]:
+				sp.ErrorCode, sp.Timestamp, sp.Offset = kerr.TopicAuthorizationFailed.Code, -1, -1
 			case named[topicPartition{rt.Topic, rp.Partition}] > 1:
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case p == nil:

@@ -1,6 +1,6 @@
 package broker
 
-// ListTransactions, versions 0-1.
+// ListTransactions.
 //
 // Every transactional id with its producer id and state, filtered by state
 // names (unknown ones are echoed in UnknownStateFilters), producer ids and
@@ -8,14 +8,19 @@ package broker
 // v2 (a transactional id regular expression) is not served.
 
 import (
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleListTransactions(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerListTransactions serves ListTransactions; its versions are here and nowhere else.
+func registerListTransactions(r *registry) {
+	r.add(kmsg.ListTransactions, 0, 1, handleListTransactions)
+}
+
+func handleListTransactions(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.ListTransactionsRequest)
 	resp := kmsg.NewPtrListTransactionsResponse()
 	minDuration := time.Duration(-1)
@@ -27,6 +32,10 @@ func handleListTransactions(b *Broker, _ *conn, req *protocol.Request) (kmsg.Res
 		resp.ErrorCode = err.Code
 		return resp, nil
 	}
+	// Only the transactional ids the principal may describe, as Kafka.
+	states = slices.DeleteFunc(states, func(s kmsg.ListTransactionsResponseTransactionState) bool {
+		return !rc.authorize(OpDescribe, ResourceTransactionalID, s.TransactionalID)
+	})
 	resp.TransactionStates, resp.UnknownStateFilters = states, unknown
 	return resp, nil
 }

@@ -1,6 +1,6 @@
 package broker
 
-// Metadata, versions 0-12.
+// Metadata.
 //
 // One broker leads every partition, with itself as the only replica and ISR.
 // A topic that does not exist is created when auto.create.topics.enable is
@@ -12,9 +12,12 @@ package broker
 // topics (__consumer_offsets, __transaction_state) are created by their
 // coordinator, with its partition count and configs, and answered the same
 // way; a name that cannot be created keeps the error that refused it (an
-// invalid name is INVALID_TOPIC_EXCEPTION, as in Kafka). Authorized
-// operations are reported as "not requested" (INT32_MIN): there are no
-// ACLs.
+// invalid name is INVALID_TOPIC_EXCEPTION, as in Kafka). As in Kafka, a
+// topic the principal may not DESCRIBE is left out of an all-topics answer
+// and is TOPIC_AUTHORIZATION_FAILED when named (by id: without its name),
+// and a missing topic is auto-created only with CREATE on the cluster or
+// the topic, else TOPIC_AUTHORIZATION_FAILED. Authorized operations are
+// reported as "not requested" (INT32_MIN).
 
 import (
 	"errors"
@@ -25,11 +28,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/coordinator"
-	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/storage"
 )
 
-func handleMetadata(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerMetadata serves Metadata; its versions are here and nowhere else.
+func registerMetadata(r *registry) { r.add(kmsg.Metadata, 0, 12, handleMetadata) }
+
+func handleMetadata(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.MetadataRequest)
 	resp := kmsg.NewPtrMetadataResponse()
 	broker := kmsg.NewMetadataResponseBroker()
@@ -42,22 +48,43 @@ func handleMetadata(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, e
 
 	if r.Topics == nil || req.Version == 0 && len(r.Topics) == 0 {
 		for _, t := range b.logs.Topics() {
-			resp.Topics = append(resp.Topics, b.describeTopic(t))
+			if rc.authorize(OpDescribe, ResourceTopic, t.Name) {
+				resp.Topics = append(resp.Topics, b.describeTopic(t))
+			}
 		}
 		return resp, nil
 	}
 	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || r.AllowAutoTopicCreation)
 	for _, rt := range r.Topics {
 		if rt.Topic == nil {
+			if t := b.logs.TopicByID(rt.TopicID); t != nil && !rc.authorize(OpDescribe, ResourceTopic, t.Name) {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID, mt.ErrorCode = rt.TopicID, kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
 			resp.Topics = append(resp.Topics, b.describeTopicByID(rt.TopicID))
 			continue
 		}
-		resp.Topics = append(resp.Topics, b.describeTopicByName(*rt.Topic, autoCreate))
+		name := *rt.Topic
+		switch {
+		case !rc.authorize(OpDescribe, ResourceTopic, name):
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.ErrorCode = &name, kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, mt)
+		case autoCreate && b.logs.Topic(name) == nil && !rc.authorizeCluster(OpCreate) && !rc.authorize(OpCreate, ResourceTopic, name):
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.ErrorCode = &name, kerr.TopicAuthorizationFailed.Code
+			mt.IsInternal = b.internalTopicCreator(name) != nil
+			resp.Topics = append(resp.Topics, mt)
+		default:
+			resp.Topics = append(resp.Topics, b.describeTopicByName(name, autoCreate))
+		}
 	}
 	return resp, nil
 }
 
-func (b *Broker) describeTopicByID(id [16]byte) kmsg.MetadataResponseTopic {
+func (b *services) describeTopicByID(id [16]byte) kmsg.MetadataResponseTopic {
 	if t := b.logs.TopicByID(id); t != nil {
 		return b.describeTopic(t)
 	}
@@ -67,7 +94,7 @@ func (b *Broker) describeTopicByID(id [16]byte) kmsg.MetadataResponseTopic {
 	return mt
 }
 
-func (b *Broker) describeTopicByName(name string, autoCreate bool) kmsg.MetadataResponseTopic {
+func (b *services) describeTopicByName(name string, autoCreate bool) kmsg.MetadataResponseTopic {
 	if t := b.logs.Topic(name); t != nil {
 		return b.describeTopic(t)
 	}
@@ -99,7 +126,7 @@ func (b *Broker) describeTopicByName(name string, autoCreate bool) kmsg.Metadata
 
 // internalTopicCreator is the coordinator's Ensure for its internal
 // topic, nil for other names.
-func (b *Broker) internalTopicCreator(name string) func() error {
+func (b *services) internalTopicCreator(name string) func() error {
 	switch name {
 	case coordinator.OffsetsTopic:
 		return b.groups.Ensure
@@ -109,7 +136,7 @@ func (b *Broker) internalTopicCreator(name string) func() error {
 	return nil
 }
 
-func (b *Broker) describeTopic(t *storage.Topic) kmsg.MetadataResponseTopic {
+func (b *services) describeTopic(t *storage.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name

@@ -1,6 +1,6 @@
 package broker
 
-// OffsetCommit, versions 2-9.
+// OffsetCommit.
 //
 // Commits are checked against the group as Kafka's
 // ClassicGroup.validateOffsetCommit does: generation -1 commits to a group
@@ -29,13 +29,17 @@ package broker
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleOffsetCommit(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerOffsetCommit serves OffsetCommit; its versions are here and nowhere else.
+func registerOffsetCommit(r *registry) { r.add(kmsg.OffsetCommit, 2, 9, handleOffsetCommit) }
+
+func handleOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.OffsetCommitRequest)
 	cr := coordinator.CommitRequest{Group: r.Group, Generation: r.Generation, MemberID: r.MemberID, InstanceID: deref(r.InstanceID),
 		Version: req.Version}
@@ -43,7 +47,21 @@ func handleOffsetCommit(b *Broker, _ *conn, req *protocol.Request) (kmsg.Respons
 	if req.Version <= 4 && r.RetentionTimeMillis >= 0 {
 		expire = time.Now().UnixMilli() + r.RetentionTimeMillis
 	}
+	// READ on the group, then on each topic; refused topics are not
+	// committed (Kafka's handleOffsetCommitRequest).
+	groupOK := rc.authorize(OpRead, ResourceGroup, r.Group)
+	var allowed map[string]bool
+	if groupOK {
+		names := make([]string, len(r.Topics))
+		for i, t := range r.Topics {
+			names[i] = t.Topic
+		}
+		allowed = rc.authorizedTopics(OpRead, names)
+	}
 	for _, t := range r.Topics {
+		if !allowed[t.Topic] {
+			continue
+		}
 		for _, p := range t.Partitions {
 			epoch := int32(-1)
 			if req.Version >= 6 {
@@ -53,7 +71,10 @@ func handleOffsetCommit(b *Broker, _ *conn, req *protocol.Request) (kmsg.Respons
 				LeaderEpoch: epoch, Metadata: p.Metadata, ExpireTime: expire})
 		}
 	}
-	errs := b.groups.CommitOffsets(cr)
+	var errs []*kerr.Error
+	if groupOK {
+		errs = b.groups.CommitOffsets(cr)
+	}
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	i := 0
 	for _, t := range r.Topics {
@@ -62,10 +83,17 @@ func handleOffsetCommit(b *Broker, _ *conn, req *protocol.Request) (kmsg.Respons
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			if errs[i] != nil {
-				rp.ErrorCode = errs[i].Code
+			switch {
+			case !groupOK:
+				rp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			case !allowed[t.Topic]:
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			default:
+				if errs[i] != nil {
+					rp.ErrorCode = errs[i].Code
+				}
+				i++
 			}
-			i++
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -1,6 +1,6 @@
 package broker
 
-// OffsetFetch, versions 1-9.
+// OffsetFetch.
 //
 // Committed offsets of a group (v8+: of several groups), -1 with leader
 // epoch -1 for a partition without one; a null topic list (v2+) returns
@@ -15,14 +15,19 @@ package broker
 // STALE_MEMBER_EPOCH), as Kafka; classic groups ignore them.
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleOffsetFetch(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerOffsetFetch serves OffsetFetch; its versions are here and nowhere else.
+func registerOffsetFetch(r *registry) { r.add(kmsg.OffsetFetch, 1, 9, handleOffsetFetch) }
+
+func handleOffsetFetch(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.OffsetFetchRequest)
 	resp := kmsg.NewPtrOffsetFetchResponse()
 	if req.Version >= 8 {
@@ -39,7 +44,9 @@ func handleOffsetFetch(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response
 			if req.Version >= 9 {
 				memberID, memberEpoch = rg.MemberID, rg.MemberEpoch
 			}
-			offsets, err := b.groups.FetchOffsetsAs(rg.Group, memberID, memberEpoch, topics)
+			offsets, denied, err := authorizedOffsets(rc, rg.Group, topics, func(topics []coordinator.TopicPartitions) ([]coordinator.FetchedOffset, *kerr.Error) {
+				return b.groups.FetchOffsetsAs(rg.Group, memberID, memberEpoch, topics)
+			})
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group = rg.Group
 			if err != nil {
@@ -55,7 +62,9 @@ func handleOffsetFetch(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response
 				p.Partition, p.Offset, p.LeaderEpoch = o.Partition, o.Offset, o.LeaderEpoch
 				md := o.Metadata
 				p.Metadata = &md
-				if r.RequireStable && b.groups.HasPendingTxnOffset(rg.Group, o.Topic, o.Partition) {
+				if denied[o.Topic] {
+					p.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				} else if r.RequireStable && b.groups.HasPendingTxnOffset(rg.Group, o.Topic, o.Partition) {
 					p.Offset, p.LeaderEpoch, p.ErrorCode = -1, -1, kerr.UnstableOffsetCommit.Code
 				}
 				t := &g.Topics[len(g.Topics)-1]
@@ -72,7 +81,9 @@ func handleOffsetFetch(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response
 			topics = append(topics, coordinator.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
 		}
 	}
-	offsets, err := b.groups.FetchOffsets(r.Group, topics)
+	offsets, denied, err := authorizedOffsets(rc, r.Group, topics, func(topics []coordinator.TopicPartitions) ([]coordinator.FetchedOffset, *kerr.Error) {
+		return b.groups.FetchOffsets(r.Group, topics)
+	})
 	if err != nil && req.Version >= 2 {
 		resp.ErrorCode = err.Code
 		return resp, nil
@@ -95,13 +106,65 @@ func handleOffsetFetch(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response
 		md := o.Metadata
 		p.Metadata = &md
 		p.ErrorCode = errCode(err)
-		if err == nil && req.Version >= 7 && r.RequireStable && b.groups.HasPendingTxnOffset(r.Group, o.Topic, o.Partition) {
+		if denied[o.Topic] {
+			p.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		} else if err == nil && req.Version >= 7 && r.RequireStable && b.groups.HasPendingTxnOffset(r.Group, o.Topic, o.Partition) {
 			p.Offset, p.LeaderEpoch, p.ErrorCode = -1, -1, kerr.UnstableOffsetCommit.Code
 		}
 		t := &resp.Topics[len(resp.Topics)-1]
 		t.Partitions = append(t.Partitions, p)
 	}
 	return resp, nil
+}
+
+// authorizedOffsets fetches a group's committed offsets as Kafka's
+// handleOffsetFetchRequestFromCoordinator authorizes them: DESCRIBE on the
+// group, then on each topic. Topics refused DESCRIBE are not fetched: when
+// named in the request they come back with offset -1 and are in denied
+// (TOPIC_AUTHORIZATION_FAILED); a fetch of all topics leaves them out.
+// topics nil means all topics.
+func authorizedOffsets(rc *reqCtx, group string, topics []coordinator.TopicPartitions,
+	fetch func([]coordinator.TopicPartitions) ([]coordinator.FetchedOffset, *kerr.Error),
+) (offsets []coordinator.FetchedOffset, denied map[string]bool, err *kerr.Error) {
+	if !rc.authorize(OpDescribe, ResourceGroup, group) {
+		return nil, nil, kerr.GroupAuthorizationFailed
+	}
+	if topics == nil {
+		offsets, err = fetch(nil)
+		names := make([]string, len(offsets))
+		for i, o := range offsets {
+			names[i] = o.Topic
+		}
+		allowed := rc.authorizedTopics(OpDescribe, names)
+		return slices.DeleteFunc(offsets, func(o coordinator.FetchedOffset) bool { return !allowed[o.Topic] }), nil, err
+	}
+	names := make([]string, len(topics))
+	for i, t := range topics {
+		names[i] = t.Topic
+	}
+	allowed := rc.authorizedTopics(OpDescribe, names)
+	permitted := []coordinator.TopicPartitions{}
+	for _, t := range topics {
+		if allowed[t.Topic] {
+			permitted = append(permitted, t)
+		}
+	}
+	if offsets, err = fetch(permitted); err != nil {
+		return offsets, nil, err
+	}
+	for _, t := range topics {
+		if allowed[t.Topic] {
+			continue
+		}
+		if denied == nil {
+			denied = make(map[string]bool)
+		}
+		denied[t.Topic] = true
+		for _, p := range t.Partitions {
+			offsets = append(offsets, coordinator.FetchedOffset{Topic: t.Topic, Partition: p, Offset: -1, LeaderEpoch: -1})
+		}
+	}
+	return offsets, denied, nil
 }
 
 func errCode(err *kerr.Error) int16 {

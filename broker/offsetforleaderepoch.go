@@ -1,6 +1,6 @@
 package broker
 
-// OffsetForLeaderEpoch, versions 2-4.
+// OffsetForLeaderEpoch.
 //
 // Per partition: an unknown topic or partition gets
 // UNKNOWN_TOPIC_OR_PARTITION; a CurrentLeaderEpoch other than -1 must equal
@@ -17,20 +17,30 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleOffsetForLeaderEpoch(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerOffsetForLeaderEpoch serves OffsetForLeaderEpoch; its versions are here and nowhere else.
+func registerOffsetForLeaderEpoch(r *registry) {
+	r.add(kmsg.OffsetForLeaderEpoch, 2, 4, handleOffsetForLeaderEpoch)
+}
+
+func handleOffsetForLeaderEpoch(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
+	// CLUSTER_ACTION (a follower) reads every topic, else DESCRIBE on each
+	// (KIP-320 consumers), as Kafka.
+	cluster := rc.authorizeCluster(OpClusterAction)
 	for _, rt := range r.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
+		allowed := cluster || rc.authorize(OpDescribe, ResourceTopic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if p := lookupPartition(b.logs.Topic(rt.Topic), rp.Partition); p == nil {
+			if !allowed {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if p := lookupPartition(b.logs.Topic(rt.Topic), rp.Partition); p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
 				sp.ErrorCode = errorCode(err)

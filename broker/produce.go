@@ -1,6 +1,6 @@
 package broker
 
-// Produce, versions 3-11.
+// Produce.
 //
 // A partition's records must hold exactly one batch, as Kafka's
 // ProduceRequest.validateRecords requires from v3 on: a second whole batch
@@ -36,26 +36,40 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/storage"
 )
 
-func handleProduce(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerProduce serves Produce; its versions are here and nowhere else.
+func registerProduce(r *registry) { r.add(kmsg.Produce, 3, 11, handleProduce) }
+
+func handleProduce(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.ProduceRequest)
 	resp := kmsg.NewPtrProduceResponse()
+	// As Kafka: transactional records need WRITE on the transactional id
+	// (else every partition fails), each topic WRITE on it, before acks
+	// and records are looked at.
 	var requestErr error
-	switch {
-	case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
-		requestErr = kerr.InvalidRequiredAcks
+	if producesTransactionally(r) && (r.TransactionID == nil || !rc.authorize(OpWrite, ResourceTransactionalID, *r.TransactionID)) {
+		requestErr = kerr.TransactionalIDAuthorizationFailed
 	}
+	badAcks := r.Acks != 0 && r.Acks != 1 && r.Acks != -1
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		topic := b.logs.Topic(rt.Topic)
+		topicErr := requestErr
+		switch {
+		case topicErr != nil:
+		case !rc.authorize(OpWrite, ResourceTopic, rt.Topic):
+			topicErr = kerr.TopicAuthorizationFailed
+		case badAcks:
+			topicErr = kerr.InvalidRequiredAcks
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
-			err := requestErr
+			err := topicErr
 			if err == nil {
 				err = checkOneBatch(req.Version, rp.Records)
 			}
@@ -84,7 +98,7 @@ func handleProduce(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, er
 	return resp, nil
 }
 
-func (b *Broker) appendPartition(topic *storage.Topic, partition int32, records []byte, sp *kmsg.ProduceResponseTopicPartition) error {
+func (b *services) appendPartition(topic *storage.Topic, partition int32, records []byte, sp *kmsg.ProduceResponseTopicPartition) error {
 	p := lookupPartition(topic, partition)
 	if p == nil {
 		return kerr.UnknownTopicOrPartition
@@ -96,8 +110,10 @@ func (b *Broker) appendPartition(topic *storage.Topic, partition int32, records 
 	if err != nil {
 		return err
 	}
-	if b.metrics != nil && !res.Duplicate {
-		b.metrics.Topic(topic.Name).Produced(int64(len(records)), batchRecordCount(records))
+	if !res.Duplicate {
+		if st := b.metrics.Topic(topic.Name); st != nil {
+			st.Produced(int64(len(records)), batchRecordCount(records))
+		}
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime

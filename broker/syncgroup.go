@@ -1,6 +1,6 @@
 package broker
 
-// SyncGroup, versions 0-5.
+// SyncGroup.
 //
 // The leader's assignment is stored with the group metadata in
 // __consumer_offsets before any member gets its part; followers wait for
@@ -9,11 +9,20 @@ package broker
 // As in Kafka otherwise.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleSyncGroup(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
-	return b.groups.SyncGroup(req.Body.(*kmsg.SyncGroupRequest), req.Version, b.shutdown), nil
+// registerSyncGroup serves SyncGroup; its versions are here and nowhere else.
+func registerSyncGroup(r *registry) { r.add(kmsg.SyncGroup, 0, 5, handleSyncGroup) }
+
+func handleSyncGroup(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
+	r := req.Body.(*kmsg.SyncGroupRequest)
+	if !rc.authorize(OpRead, ResourceGroup, r.Group) {
+		resp := kmsg.NewPtrSyncGroupResponse()
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	return b.groups.SyncGroup(r, req.Version, b.shutdown), nil
 }

@@ -1,6 +1,6 @@
 package broker
 
-// TxnOffsetCommit, versions 0-4.
+// TxnOffsetCommit.
 //
 // Offsets committed inside a transaction (coordinator/txnoffsets.go): they
 // are appended to __consumer_offsets at once as a transactional batch of
@@ -17,20 +17,45 @@ package broker
 // ids) are not served.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
-	"github.com/strata-io/strata/protocol"
 )
 
-func handleTxnOffsetCommit(b *Broker, _ *conn, req *protocol.Request) (kmsg.Response, error) {
+// registerTxnOffsetCommit serves TxnOffsetCommit; its versions are here and nowhere else.
+func registerTxnOffsetCommit(r *registry) { r.add(kmsg.TxnOffsetCommit, 0, 4, handleTxnOffsetCommit) }
+
+func handleTxnOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
+	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.TxnOffsetCommitRequest)
 	cr := coordinator.TxnCommitRequest{Group: r.Group, ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch,
 		Generation: -1, MemberID: r.MemberID, InstanceID: deref(r.InstanceID)}
 	if req.Version >= 3 {
 		cr.Generation = r.Generation
 	}
+	// WRITE on the transactional id, READ on the group, then on each
+	// topic; refused topics are not committed (Kafka's
+	// handleTxnOffsetCommitRequest).
+	var refused *kerr.Error
+	switch {
+	case !rc.authorize(OpWrite, ResourceTransactionalID, r.TransactionalID):
+		refused = kerr.TransactionalIDAuthorizationFailed
+	case !rc.authorize(OpRead, ResourceGroup, r.Group):
+		refused = kerr.GroupAuthorizationFailed
+	}
+	var allowed map[string]bool
+	if refused == nil {
+		names := make([]string, len(r.Topics))
+		for i, t := range r.Topics {
+			names[i] = t.Topic
+		}
+		allowed = rc.authorizedTopics(OpRead, names)
+	}
 	for _, t := range r.Topics {
+		if !allowed[t.Topic] {
+			continue
+		}
 		for _, p := range t.Partitions {
 			epoch := int32(-1)
 			if req.Version >= 2 {
@@ -40,7 +65,10 @@ func handleTxnOffsetCommit(b *Broker, _ *conn, req *protocol.Request) (kmsg.Resp
 				LeaderEpoch: epoch, Metadata: p.Metadata, ExpireTime: -1})
 		}
 	}
-	errs := b.groups.TxnCommitOffsets(cr)
+	var errs []*kerr.Error
+	if refused == nil {
+		errs = b.groups.TxnCommitOffsets(cr)
+	}
 	resp := kmsg.NewPtrTxnOffsetCommitResponse()
 	i := 0
 	for _, t := range r.Topics {
@@ -49,10 +77,17 @@ func handleTxnOffsetCommit(b *Broker, _ *conn, req *protocol.Request) (kmsg.Resp
 		for _, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			if errs[i] != nil {
-				rp.ErrorCode = errs[i].Code
+			switch {
+			case refused != nil:
+				rp.ErrorCode = refused.Code
+			case !allowed[t.Topic]:
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			default:
+				if errs[i] != nil {
+					rp.ErrorCode = errs[i].Code
+				}
+				i++
 			}
-			i++
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -1,5 +1,5 @@
-// Package protocol frames Kafka requests and responses on the wire and knows
-// which API keys and versions Strata serves.
+// Package protocol frames Kafka requests and responses on the wire. Which API
+// keys and versions are served is the broker's registry, not this package's.
 //
 // Every request on a connection is a 4-byte big-endian size followed by that
 // many bytes: a request header (api key, api version, correlation id, client

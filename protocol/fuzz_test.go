@@ -108,7 +108,7 @@ func fuzzSeeds() []kmsg.Request {
 func FuzzParseRequest(f *testing.F) {
 	for i, req := range fuzzSeeds() {
 		rest := headerRest(req, kmsg.StringPtr("client"))
-		if _, err := protocol.ParseRequest(requestFrame(req.Key(), req.GetVersion(), int32(i), rest)); err != nil {
+		if _, err := protocol.ParseRequest(requestFrame(req.Key(), req.GetVersion(), int32(i), rest), decodable); err != nil {
 			f.Fatalf("seed %s v%d does not parse: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 		}
 		f.Add(req.Key(), req.GetVersion(), int32(i), rest)
@@ -123,7 +123,7 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add(int16(kmsg.Fetch), int16(12), int32(6), bytes.Repeat([]byte{0xff}, 64))
 
 	f.Fuzz(func(t *testing.T, key, version int16, correlationID int32, rest []byte) {
-		req, err := protocol.ParseRequest(requestFrame(key, version, correlationID, rest))
+		req, err := protocol.ParseRequest(requestFrame(key, version, correlationID, rest), decodable)
 		if err != nil {
 			if !errors.Is(err, protocol.ErrUnsupported) && !errors.Is(err, protocol.ErrMalformed) {
 				t.Fatalf("error %v is neither ErrUnsupported nor ErrMalformed", err)
@@ -143,7 +143,7 @@ func FuzzParseRequest(f *testing.F) {
 			t.Fatalf("body %T does not match key %d version %d", req.Body, key, version)
 		}
 		body := req.Body.AppendTo(nil)
-		again, err := protocol.ParseRequest(requestFrame(key, version, correlationID, headerRest(req.Body, req.ClientID)))
+		again, err := protocol.ParseRequest(requestFrame(key, version, correlationID, headerRest(req.Body, req.ClientID)), decodable)
 		if err != nil {
 			t.Fatalf("re-encoded %s v%d does not parse: %v", kmsg.NameForKey(key), version, err)
 		}

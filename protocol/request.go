@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ErrUnsupported is returned by ParseRequest for a key or version Strata does
-// not serve. The returned Request still carries the header fields so the
+// ErrUnsupported is returned by ParseRequest for a key or version the caller
+// does not serve. The returned Request still carries the header fields so the
 // caller can answer ApiVersions with UNSUPPORTED_VERSION (KIP-511).
 var ErrUnsupported = errors.New("unsupported api key or version")
 
@@ -25,9 +25,9 @@ type Request struct {
 	Body          kmsg.Request
 }
 
-// ParseRequest decodes a request header and, when the key and version are
-// served, its body.
-func ParseRequest(frame []byte) (*Request, error) {
+// ParseRequest decodes a request header and, when served reports its key and
+// version as served, its body. What is served is the broker's to say.
+func ParseRequest(frame []byte, served func(key, version int16) bool) (*Request, error) {
 	if len(frame) < 8 {
 		return nil, fmt.Errorf("%w: header needs 8 bytes, frame has %d", ErrMalformed, len(frame))
 	}
@@ -36,7 +36,7 @@ func ParseRequest(frame []byte) (*Request, error) {
 		Version:       int16(binary.BigEndian.Uint16(frame[2:])),
 		CorrelationID: int32(binary.BigEndian.Uint32(frame[4:])),
 	}
-	if !SupportsVersion(req.Key, req.Version) {
+	if !served(req.Key, req.Version) {
 		return req, fmt.Errorf("%w: %s (key %d) v%d", ErrUnsupported, kmsg.NameForKey(req.Key), req.Key, req.Version)
 	}
 	rest := frame[8:]

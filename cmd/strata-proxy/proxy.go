@@ -288,11 +288,11 @@ func (p *proxy) rewrite(resp kmsg.Response) bool {
 	return false
 }
 
-// decodeRequest reads a request's header and body: protocol.ParseRequest
-// for what Strata serves, else kmsg by key and version. The header is
+// decodeRequest reads a request's header and body: any key and version
+// kmsg knows, whether or not the broker behind serves it. The header is
 // returned even when the body does not decode; nil means no header.
 func decodeRequest(frame []byte) (*protocol.Request, error) {
-	req, err := protocol.ParseRequest(frame)
+	req, err := protocol.ParseRequest(frame, kmsgKnows)
 	if err == nil || req == nil || !errors.Is(err, protocol.ErrUnsupported) {
 		return req, err
 	}
@@ -300,23 +300,13 @@ func decodeRequest(frame []byte) (*protocol.Request, error) {
 	if body == nil {
 		return req, fmt.Errorf("unknown api key %d", req.Key)
 	}
-	if req.Version < 0 || req.Version > body.MaxVersion() {
-		return req, fmt.Errorf("%s v%d is newer than this proxy's kmsg (max v%d)", kmsg.NameForKey(req.Key), req.Version, body.MaxVersion())
-	}
-	body.SetVersion(req.Version)
-	r := kbin.Reader{Src: frame[8:]}
-	req.ClientID = r.NullableString()
-	if body.IsFlexible() {
-		kmsg.SkipTags(&r)
-	}
-	if !r.Ok() {
-		return req, errors.New("request header does not parse")
-	}
-	if err := body.ReadFrom(r.Src); err != nil {
-		return req, fmt.Errorf("%s v%d body: %w", kmsg.NameForKey(req.Key), req.Version, err)
-	}
-	req.Body = body
-	return req, nil
+	return req, fmt.Errorf("%s v%d is newer than this proxy's kmsg (max v%d)", kmsg.NameForKey(req.Key), req.Version, body.MaxVersion())
+}
+
+// kmsgKnows reports whether kmsg can decode key at version.
+func kmsgKnows(key, version int16) bool {
+	body := kmsg.RequestForKey(key)
+	return body != nil && version >= 0 && version <= body.MaxVersion()
 }
 
 // decodeResponse decodes a response frame (correlation id first) to a

@@ -1,0 +1,529 @@
+package broker
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// switchAuthorizer allows everything until deny is set, then nothing; it
+// records the principals it was asked about.
+type switchAuthorizer struct {
+	deny       atomic.Bool
+	mu         sync.Mutex
+	principals map[string]bool
+}
+
+func (a *switchAuthorizer) Authorize(principal string, _ Operation, _ ResourceType, _ string) bool {
+	a.mu.Lock()
+	a.principals[principal] = true
+	a.mu.Unlock()
+	return !a.deny.Load()
+}
+
+// authzCase is one request sent with everything denied and the check of
+// what Kafka answers then.
+type authzCase struct {
+	name    string
+	req     func() kmsg.Request
+	version int16
+	check   func(t *testing.T, resp kmsg.Response)
+}
+
+// TestDenyAllAuthorizer walks every registered key against a broker whose
+// authorizer refuses everything and checks each answers as Kafka's
+// KafkaApis (and the KRaft controller's ControllerApis) does: the
+// *_AUTHORIZATION_FAILED code in the field Kafka sets, or an answer
+// filtered of what may not be seen; ApiVersions and DescribeCluster are
+// not authorized. The topic, group and transaction exist (made while
+// everything was allowed), so a filtered answer is empty only because of
+// the authorizer, and afterwards nothing the refused requests asked for
+// has happened.
+func TestDenyAllAuthorizer(t *testing.T) {
+	authz := &switchAuthorizer{principals: map[string]bool{}}
+	b := startBroker(t, func(c *Config) { c.Authorizer = authz })
+	ctx := context.Background()
+	adm := kadm.NewClient(newClient(t, b))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	topicID := b.logs.Topic("t").ID
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = "g", -1
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5}}}}
+	if resp := adminRoundTrip[*kmsg.OffsetCommitResponse](t, b, commit, 9); resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("setup commit: %v", kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+	}
+	initTxn := kmsg.NewPtrInitProducerIDRequest()
+	initTxn.TransactionalID, initTxn.TransactionTimeoutMillis = kmsg.StringPtr("tx"), 60000
+	if resp := adminRoundTrip[*kmsg.InitProducerIDResponse](t, b, initTxn, 5); resp.ErrorCode != 0 {
+		t.Fatalf("setup init producer id: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	// What the filtered answers hold while everything is allowed.
+	allTopics := len(adminRoundTrip[*kmsg.MetadataResponse](t, b, kmsg.NewPtrMetadataRequest(), 12).Topics)
+	if allTopics != 3 {
+		t.Fatalf("allowed: metadata lists %d topics, want t and the two internal ones", allTopics)
+	}
+	if n := len(adminRoundTrip[*kmsg.ListGroupsResponse](t, b, kmsg.NewPtrListGroupsRequest(), 5).Groups); n != 1 {
+		t.Fatalf("allowed: %d groups listed, want 1", n)
+	}
+	if n := len(adminRoundTrip[*kmsg.ListTransactionsResponse](t, b, kmsg.NewPtrListTransactionsRequest(), 1).TransactionStates); n != 1 {
+		t.Fatalf("allowed: %d transactions listed, want 1", n)
+	}
+	authz.deny.Store(true)
+
+	cases := denyAllCases(topicID)
+	covered := map[int16]bool{}
+	for _, tc := range cases {
+		req := tc.req()
+		covered[req.Key()] = true
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t, adminRoundTrip[kmsg.Response](t, b, req, tc.version))
+		})
+	}
+	for _, v := range ServedVersions() {
+		if !covered[v.Key] {
+			t.Errorf("%s is served but has no deny-all case", kmsg.NameForKey(v.Key))
+		}
+	}
+
+	authz.deny.Store(false)
+	if n := len(adminRoundTrip[*kmsg.MetadataResponse](t, b, kmsg.NewPtrMetadataRequest(), 12).Topics); n != allTopics {
+		t.Errorf("after the refusals metadata lists %d topics, want %d", n, allTopics)
+	}
+	if parts := b.logs.Topic("t").Partitions(); len(parts) != 1 || parts[0].Log.HighWatermark() != 0 {
+		t.Errorf("after the refusals t has %d partitions, want 1 and empty", len(parts))
+	}
+	fetchOffsets := kmsg.NewPtrOffsetFetchRequest()
+	fetchOffsets.Group = "g"
+	if resp := adminRoundTrip[*kmsg.OffsetFetchResponse](t, b, fetchOffsets, 7); len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].Offset != 5 {
+		t.Errorf("after the refusals group g has %+v, want offset 5 for t-0", resp.Topics)
+	}
+	if len(authz.principals) != 1 || !authz.principals[anonymousPrincipal] {
+		t.Errorf("authorizer asked about %v, want only %s", authz.principals, anonymousPrincipal)
+	}
+}
+
+// code checks one error code.
+func code(t *testing.T, what string, got int16, want *kerr.Error) {
+	t.Helper()
+	if got != want.Code {
+		t.Errorf("%s: %v, want %v", what, kerr.ErrorForCode(got), want)
+	}
+}
+
+func denyAllCases(topicID [16]byte) []authzCase {
+	topicAuth, groupAuth := kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed
+	txnAuth, clusterAuth := kerr.TransactionalIDAuthorizationFailed, kerr.ClusterAuthorizationFailed
+	produce := func(records []byte, txnID *string) func() kmsg.Request {
+		return func() kmsg.Request {
+			r := kmsg.NewPtrProduceRequest()
+			r.Acks, r.TimeoutMillis, r.TransactionID = -1, 5000, txnID
+			r.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: records}}}}
+			return r
+		}
+	}
+	txnBatch := func() []byte {
+		bt := kmsg.NewRecordBatch()
+		bt.Magic, bt.Attributes, bt.ProducerID, bt.ProducerEpoch = 2, 0x10, 1, 0
+		bt.Length = int32(len(bt.AppendTo(nil)) - 12)
+		return bt.AppendTo(nil)
+	}
+	fetch := func(byID bool) func() kmsg.Request {
+		return func() kmsg.Request {
+			r := kmsg.NewPtrFetchRequest()
+			r.ReplicaID, r.MaxBytes, r.MinBytes, r.MaxWaitMillis = -1, 1<<20, 1, 5000
+			rt := kmsg.FetchRequestTopic{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}}
+			if byID {
+				rt.TopicID = topicID
+			}
+			r.Topics = []kmsg.FetchRequestTopic{rt}
+			return r
+		}
+	}
+	findCoordinator := func(keyType int8, key string) func() kmsg.Request {
+		return func() kmsg.Request {
+			r := kmsg.NewPtrFindCoordinatorRequest()
+			r.CoordinatorType, r.CoordinatorKey, r.CoordinatorKeys = keyType, key, []string{key}
+			return r
+		}
+	}
+	return []authzCase{
+		{"ApiVersions is not authorized", func() kmsg.Request { return kmsg.NewPtrApiVersionsRequest() }, 4, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.ApiVersionsResponse)
+			if r.ErrorCode != 0 || len(r.ApiKeys) != len(ServedVersions()) {
+				t.Errorf("error %d, %d keys", r.ErrorCode, len(r.ApiKeys))
+			}
+		}},
+		{"Produce", produce(badInputBatch(), nil), 11, func(t *testing.T, resp kmsg.Response) {
+			p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+			code(t, "partition", p.ErrorCode, topicAuth)
+			if p.BaseOffset != -1 {
+				t.Errorf("base offset %d, want -1", p.BaseOffset)
+			}
+		}},
+		{"Produce transactional", produce(txnBatch(), kmsg.StringPtr("tx")), 11, func(t *testing.T, resp kmsg.Response) {
+			code(t, "partition", resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, txnAuth)
+		}},
+		{"Fetch by id", fetch(true), 17, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.FetchResponse)
+			if r.ErrorCode != 0 {
+				t.Errorf("top level: %v, want none", kerr.ErrorForCode(r.ErrorCode))
+			}
+			p := r.Topics[0].Partitions[0]
+			code(t, "partition", p.ErrorCode, topicAuth)
+			if p.HighWatermark != -1 || len(p.RecordBatches) != 0 {
+				t.Errorf("high watermark %d, %d record bytes: a refused partition discloses nothing", p.HighWatermark, len(p.RecordBatches))
+			}
+		}},
+		{"Fetch by name", fetch(false), 12, func(t *testing.T, resp kmsg.Response) {
+			code(t, "partition", resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode, topicAuth)
+		}},
+		{"ListOffsets", func() kmsg.Request {
+			r := kmsg.NewPtrListOffsetsRequest()
+			r.ReplicaID = -1
+			r.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "t", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 0, Timestamp: -1, CurrentLeaderEpoch: -1}}}}
+			return r
+		}, 10, func(t *testing.T, resp kmsg.Response) {
+			p := resp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+			code(t, "partition", p.ErrorCode, topicAuth)
+			if p.Offset != -1 {
+				t.Errorf("offset %d, want -1", p.Offset)
+			}
+		}},
+		{"Metadata of all topics lists none", func() kmsg.Request { return kmsg.NewPtrMetadataRequest() }, 12, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.MetadataResponse)
+			if len(r.Topics) != 0 || len(r.Brokers) != 1 {
+				t.Errorf("%d topics, %d brokers: want no topics, the broker", len(r.Topics), len(r.Brokers))
+			}
+		}},
+		{"Metadata by name", func() kmsg.Request {
+			r := kmsg.NewPtrMetadataRequest()
+			r.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("t")}, {Topic: kmsg.StringPtr("auto")}}
+			r.AllowAutoTopicCreation = true
+			return r
+		}, 12, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.MetadataResponse)
+			if len(r.Topics) != 2 {
+				t.Fatalf("%d topics, want 2", len(r.Topics))
+			}
+			for _, mt := range r.Topics {
+				code(t, *mt.Topic, mt.ErrorCode, topicAuth)
+				if mt.TopicID != [16]byte{} || len(mt.Partitions) != 0 {
+					t.Errorf("%s: id %x, %d partitions disclosed", *mt.Topic, mt.TopicID, len(mt.Partitions))
+				}
+			}
+		}},
+		{"Metadata by id", func() kmsg.Request {
+			r := kmsg.NewPtrMetadataRequest()
+			r.Topics = []kmsg.MetadataRequestTopic{{TopicID: topicID}}
+			return r
+		}, 12, func(t *testing.T, resp kmsg.Response) {
+			mt := resp.(*kmsg.MetadataResponse).Topics[0]
+			code(t, "topic", mt.ErrorCode, topicAuth)
+			if mt.Topic != nil {
+				t.Errorf("name %q disclosed", *mt.Topic)
+			}
+		}},
+		{"CreateTopics", func() kmsg.Request {
+			r := kmsg.NewPtrCreateTopicsRequest()
+			r.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "new", NumPartitions: 1, ReplicationFactor: 1}}
+			return r
+		}, 7, func(t *testing.T, resp kmsg.Response) {
+			code(t, "topic", resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode, topicAuth)
+		}},
+		{"DeleteTopics by name", func() kmsg.Request {
+			r := kmsg.NewPtrDeleteTopicsRequest()
+			r.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("t")}}
+			return r
+		}, 6, func(t *testing.T, resp kmsg.Response) {
+			code(t, "topic", resp.(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode, topicAuth)
+		}},
+		{"DeleteTopics by id", func() kmsg.Request {
+			r := kmsg.NewPtrDeleteTopicsRequest()
+			r.Topics = []kmsg.DeleteTopicsRequestTopic{{TopicID: topicID}}
+			return r
+		}, 6, func(t *testing.T, resp kmsg.Response) {
+			st := resp.(*kmsg.DeleteTopicsResponse).Topics[0]
+			code(t, "topic", st.ErrorCode, topicAuth)
+			if st.Topic != nil {
+				t.Errorf("name %q disclosed", *st.Topic)
+			}
+		}},
+		{"InitProducerID transactional", func() kmsg.Request {
+			r := kmsg.NewPtrInitProducerIDRequest()
+			r.TransactionalID, r.TransactionTimeoutMillis = kmsg.StringPtr("tx"), 60000
+			return r
+		}, 5, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.InitProducerIDResponse)
+			code(t, "top level", r.ErrorCode, txnAuth)
+			if r.ProducerID != -1 {
+				t.Errorf("producer id %d, want -1", r.ProducerID)
+			}
+		}},
+		{"InitProducerID idempotent", func() kmsg.Request { return kmsg.NewPtrInitProducerIDRequest() }, 5, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.InitProducerIDResponse).ErrorCode, clusterAuth)
+		}},
+		{"OffsetForLeaderEpoch", func() kmsg.Request {
+			r := kmsg.NewPtrOffsetForLeaderEpochRequest()
+			r.ReplicaID = -1
+			r.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{{Partition: 0, CurrentLeaderEpoch: -1, LeaderEpoch: 0}}}}
+			return r
+		}, 4, func(t *testing.T, resp kmsg.Response) {
+			code(t, "partition", resp.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0].ErrorCode, topicAuth)
+		}},
+		{"CreatePartitions", func() kmsg.Request {
+			r := kmsg.NewPtrCreatePartitionsRequest()
+			r.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "t", Count: 2}}
+			return r
+		}, 3, func(t *testing.T, resp kmsg.Response) {
+			code(t, "topic", resp.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode, topicAuth)
+		}},
+		{"DescribeConfigs", func() kmsg.Request {
+			r := kmsg.NewPtrDescribeConfigsRequest()
+			r.Resources = []kmsg.DescribeConfigsRequestResource{
+				{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t"},
+				{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "1"},
+			}
+			return r
+		}, 4, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.DescribeConfigsResponse)
+			code(t, "topic", r.Resources[0].ErrorCode, topicAuth)
+			code(t, "broker", r.Resources[1].ErrorCode, clusterAuth)
+			if len(r.Resources[0].Configs)+len(r.Resources[1].Configs) != 0 {
+				t.Error("configs disclosed")
+			}
+		}},
+		{"AlterConfigs", func() kmsg.Request {
+			r := kmsg.NewPtrAlterConfigsRequest()
+			r.Resources = []kmsg.AlterConfigsRequestResource{
+				{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("1000")}}},
+				{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "1"},
+			}
+			return r
+		}, 2, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.AlterConfigsResponse)
+			code(t, "topic", r.Resources[0].ErrorCode, topicAuth)
+			code(t, "broker", r.Resources[1].ErrorCode, clusterAuth)
+		}},
+		{"IncrementalAlterConfigs", func() kmsg.Request {
+			r := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			r.Resources = []kmsg.IncrementalAlterConfigsRequestResource{
+				{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t", Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("1000")}}},
+				{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: ""},
+			}
+			return r
+		}, 1, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.IncrementalAlterConfigsResponse)
+			code(t, "topic", r.Resources[0].ErrorCode, topicAuth)
+			code(t, "broker", r.Resources[1].ErrorCode, clusterAuth)
+		}},
+		{"DeleteRecords", func() kmsg.Request {
+			r := kmsg.NewPtrDeleteRecordsRequest()
+			r.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "t", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: -1}}}}
+			return r
+		}, 2, func(t *testing.T, resp kmsg.Response) {
+			p := resp.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]
+			code(t, "partition", p.ErrorCode, topicAuth)
+			if p.LowWatermark != -1 {
+				t.Errorf("low watermark %d, want -1", p.LowWatermark)
+			}
+		}},
+		{"DescribeCluster is not authorized", func() kmsg.Request { return kmsg.NewPtrDescribeClusterRequest() }, 1, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.DescribeClusterResponse)
+			if r.ErrorCode != 0 || len(r.Brokers) != 1 {
+				t.Errorf("error %d, %d brokers", r.ErrorCode, len(r.Brokers))
+			}
+		}},
+		{"DescribeLogDirs", func() kmsg.Request { return kmsg.NewPtrDescribeLogDirsRequest() }, 4, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.DescribeLogDirsResponse)
+			code(t, "top level", r.ErrorCode, clusterAuth)
+			if len(r.Dirs) != 0 {
+				t.Errorf("%d dirs disclosed", len(r.Dirs))
+			}
+		}},
+		{"ElectLeaders", func() kmsg.Request {
+			r := kmsg.NewPtrElectLeadersRequest()
+			r.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+			return r
+		}, 2, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.ElectLeadersResponse)
+			code(t, "top level", r.ErrorCode, clusterAuth)
+			code(t, "partition", r.Topics[0].Partitions[0].ErrorCode, clusterAuth)
+		}},
+		{"FindCoordinator group v6", findCoordinator(0, "g"), 6, func(t *testing.T, resp kmsg.Response) {
+			c := resp.(*kmsg.FindCoordinatorResponse).Coordinators[0]
+			code(t, "coordinator", c.ErrorCode, groupAuth)
+			if c.NodeID != -1 {
+				t.Errorf("node %d disclosed", c.NodeID)
+			}
+		}},
+		{"FindCoordinator transaction v3", findCoordinator(1, "tx"), 3, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.FindCoordinatorResponse).ErrorCode, txnAuth)
+		}},
+		{"JoinGroup", func() kmsg.Request {
+			r := kmsg.NewPtrJoinGroupRequest()
+			r.Group, r.SessionTimeoutMillis, r.RebalanceTimeoutMillis, r.ProtocolType = "g", 10000, 10000, "consumer"
+			r.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0}}}
+			return r
+		}, 9, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.JoinGroupResponse)
+			code(t, "top level", r.ErrorCode, groupAuth)
+			if r.MemberID != "" || r.Generation != -1 {
+				t.Errorf("member %q generation %d, want none", r.MemberID, r.Generation)
+			}
+		}},
+		{"SyncGroup", func() kmsg.Request {
+			r := kmsg.NewPtrSyncGroupRequest()
+			r.Group, r.MemberID, r.Generation = "g", "m", 1
+			return r
+		}, 5, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.SyncGroupResponse).ErrorCode, groupAuth)
+		}},
+		{"Heartbeat", func() kmsg.Request {
+			r := kmsg.NewPtrHeartbeatRequest()
+			r.Group, r.MemberID, r.Generation = "g", "m", 1
+			return r
+		}, 4, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.HeartbeatResponse).ErrorCode, groupAuth)
+		}},
+		{"LeaveGroup", func() kmsg.Request {
+			r := kmsg.NewPtrLeaveGroupRequest()
+			r.Group = "g"
+			r.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "m"}}
+			return r
+		}, 5, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.LeaveGroupResponse).ErrorCode, groupAuth)
+		}},
+		{"DescribeGroups", func() kmsg.Request {
+			r := kmsg.NewPtrDescribeGroupsRequest()
+			r.Groups = []string{"g"}
+			return r
+		}, 5, func(t *testing.T, resp kmsg.Response) {
+			g := resp.(*kmsg.DescribeGroupsResponse).Groups[0]
+			code(t, "group", g.ErrorCode, groupAuth)
+			if g.Group != "g" || g.State != "" {
+				t.Errorf("group %q state %q", g.Group, g.State)
+			}
+		}},
+		{"ListGroups lists none", func() kmsg.Request { return kmsg.NewPtrListGroupsRequest() }, 5, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.ListGroupsResponse)
+			if r.ErrorCode != 0 || len(r.Groups) != 0 {
+				t.Errorf("error %d, groups %+v: want none", r.ErrorCode, r.Groups)
+			}
+		}},
+		{"DeleteGroups", func() kmsg.Request {
+			r := kmsg.NewPtrDeleteGroupsRequest()
+			r.Groups = []string{"g"}
+			return r
+		}, 2, func(t *testing.T, resp kmsg.Response) {
+			code(t, "group", resp.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode, groupAuth)
+		}},
+		{"OffsetCommit", func() kmsg.Request {
+			r := kmsg.NewPtrOffsetCommitRequest()
+			r.Group, r.Generation = "g", -1
+			r.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 9}}}}
+			return r
+		}, 9, func(t *testing.T, resp kmsg.Response) {
+			code(t, "partition", resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, groupAuth)
+		}},
+		{"OffsetFetch v9", func() kmsg.Request {
+			r := kmsg.NewPtrOffsetFetchRequest()
+			r.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g", MemberEpoch: -1}}
+			return r
+		}, 9, func(t *testing.T, resp kmsg.Response) {
+			g := resp.(*kmsg.OffsetFetchResponse).Groups[0]
+			code(t, "group", g.ErrorCode, groupAuth)
+			if len(g.Topics) != 0 {
+				t.Errorf("offsets disclosed: %+v", g.Topics)
+			}
+		}},
+		{"OffsetFetch v7", func() kmsg.Request {
+			r := kmsg.NewPtrOffsetFetchRequest()
+			r.Group = "g"
+			return r
+		}, 7, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.OffsetFetchResponse)
+			code(t, "top level", r.ErrorCode, groupAuth)
+			if len(r.Topics) != 0 {
+				t.Errorf("offsets disclosed: %+v", r.Topics)
+			}
+		}},
+		{"OffsetDelete", func() kmsg.Request {
+			r := kmsg.NewPtrOffsetDeleteRequest()
+			r.Group = "g"
+			r.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+			return r
+		}, 0, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.OffsetDeleteResponse).ErrorCode, groupAuth)
+		}},
+		{"ConsumerGroupHeartbeat", func() kmsg.Request {
+			r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			r.Group, r.MemberID, r.RebalanceTimeoutMillis = "cg", "m", 10000
+			r.SubscribedTopicNames = []string{"t"}
+			r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			return r
+		}, 1, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode, groupAuth)
+		}},
+		{"ConsumerGroupDescribe", func() kmsg.Request {
+			r := kmsg.NewPtrConsumerGroupDescribeRequest()
+			r.Groups = []string{"g"}
+			return r
+		}, 1, func(t *testing.T, resp kmsg.Response) {
+			code(t, "group", resp.(*kmsg.ConsumerGroupDescribeResponse).Groups[0].ErrorCode, groupAuth)
+		}},
+		{"AddPartitionsToTxn", func() kmsg.Request {
+			r := kmsg.NewPtrAddPartitionsToTxnRequest()
+			r.TransactionalID, r.ProducerID, r.ProducerEpoch = "tx", 1, 0
+			r.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+			return r
+		}, 3, func(t *testing.T, resp kmsg.Response) {
+			code(t, "partition", resp.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode, txnAuth)
+		}},
+		{"AddOffsetsToTxn", func() kmsg.Request {
+			r := kmsg.NewPtrAddOffsetsToTxnRequest()
+			r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group = "tx", 1, 0, "g"
+			return r
+		}, 4, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.AddOffsetsToTxnResponse).ErrorCode, txnAuth)
+		}},
+		{"EndTxn", func() kmsg.Request {
+			r := kmsg.NewPtrEndTxnRequest()
+			r.TransactionalID, r.ProducerID, r.ProducerEpoch = "tx", 1, 0
+			return r
+		}, 4, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.EndTxnResponse).ErrorCode, txnAuth)
+		}},
+		{"TxnOffsetCommit", func() kmsg.Request {
+			r := kmsg.NewPtrTxnOffsetCommitRequest()
+			r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch, r.Generation = "tx", "g", 1, 0, -1
+			r.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 9, LeaderEpoch: -1}}}}
+			return r
+		}, 4, func(t *testing.T, resp kmsg.Response) {
+			code(t, "partition", resp.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, txnAuth)
+		}},
+		{"DescribeTransactions", func() kmsg.Request {
+			r := kmsg.NewPtrDescribeTransactionsRequest()
+			r.TransactionalIDs = []string{"tx"}
+			return r
+		}, 0, func(t *testing.T, resp kmsg.Response) {
+			st := resp.(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
+			code(t, "transaction", st.ErrorCode, txnAuth)
+			if st.ProducerID > 0 {
+				t.Errorf("producer id %d disclosed", st.ProducerID)
+			}
+		}},
+		{"ListTransactions lists none", func() kmsg.Request { return kmsg.NewPtrListTransactionsRequest() }, 1, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.ListTransactionsResponse)
+			if r.ErrorCode != 0 || len(r.TransactionStates) != 0 {
+				t.Errorf("error %d, transactions %+v: want none", r.ErrorCode, r.TransactionStates)
+			}
+		}},
+	}
+}

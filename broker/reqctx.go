@@ -1,0 +1,134 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/metrics"
+	"github.com/strata-io/strata/protocol"
+	"github.com/strata-io/strata/storage"
+)
+
+// anonymousPrincipal is the principal of a PLAINTEXT client, in the string
+// form of Kafka's KafkaPrincipal (type:name).
+const anonymousPrincipal = "User:ANONYMOUS"
+
+// reqCtx is everything a handler sees of one request: who sent it, where
+// from, the request itself, and what of the broker it may use. It holds
+// nothing of the connection's reader, buffers or socket.
+type reqCtx struct {
+	principal  string // KafkaPrincipal string form, e.g. User:ANONYMOUS
+	clientAddr string // the client's host:port
+	listener   string // the listener's name, e.g. PLAINTEXT
+	req        *protocol.Request
+
+	svc   *services
+	authz Authorizer // never nil: allowAll when none is configured
+
+	// fetch writes a Fetch response in place: records go from the segment
+	// files to the socket. Nil for other keys.
+	fetch fetchWriter
+}
+
+// fetchWriter sends a Fetch response; Fetch's handler returns no response
+// of its own.
+type fetchWriter interface {
+	writeFetch(req *protocol.Request, errorCode int16, topics []fetchTopic) error
+}
+
+// services is what handlers use of their broker, each part behind the
+// narrowest interface the handlers need.
+type services struct {
+	cfg      *Config
+	logger   *zap.Logger
+	logs     logStore
+	pids     producerIDs
+	groups   groupCoordinator
+	txns     txnCoordinator
+	metrics  requestMetrics
+	advHost  string
+	advPort  int32
+	served   []VersionRange  // what ApiVersions advertises
+	shutdown <-chan struct{} // closed when Shutdown starts: ends long polls
+}
+
+// logStore is the log manager as handlers use it.
+type logStore interface {
+	ClusterID() string
+	Topic(name string) *storage.Topic
+	TopicByID(id [16]byte) *storage.Topic
+	Topics() []*storage.Topic
+	CreateTopic(name string, partitions int32, configs map[string]string, validateOnly bool) (*storage.Topic, error)
+	CreatePartitions(name string, total int32, validateOnly bool) error
+	DeleteTopic(name string) error
+	DeleteRecords(topic string, partition int32, offset int64) (int64, error)
+	BrokerConfigs() (clusterDefault, node map[string]string)
+	AlterBrokerConfigs(configs map[string]string, node, validateOnly bool) error
+	AlterTopicConfigs(name string, configs map[string]string, validateOnly bool) error
+}
+
+// producerIDs hands out producer ids to non-transactional idempotent
+// producers.
+type producerIDs interface {
+	Next() (int64, error)
+}
+
+// groupCoordinator is the group coordinator as handlers use it.
+type groupCoordinator interface {
+	Ensure() error
+	JoinGroup(req *kmsg.JoinGroupRequest, version int16, client coordinator.Client, done <-chan struct{}) *kmsg.JoinGroupResponse
+	SyncGroup(req *kmsg.SyncGroupRequest, version int16, done <-chan struct{}) *kmsg.SyncGroupResponse
+	Heartbeat(req *kmsg.HeartbeatRequest) *kerr.Error
+	LeaveGroup(groupID string, leaving []coordinator.LeaveMember) (*kerr.Error, []*kerr.Error)
+	ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, version int16, client coordinator.Client) *kmsg.ConsumerGroupHeartbeatResponse
+	ConsumerGroupDescribe(id string, version int16) kmsg.ConsumerGroupDescribeResponseGroup
+	DescribeGroup(id string) kmsg.DescribeGroupsResponseGroup
+	ListGroups(states, types []string) ([]kmsg.ListGroupsResponseGroup, *kerr.Error)
+	DeleteGroup(id string) *kerr.Error
+	CommitOffsets(req coordinator.CommitRequest) []*kerr.Error
+	TxnCommitOffsets(req coordinator.TxnCommitRequest) []*kerr.Error
+	FetchOffsets(groupID string, topics []coordinator.TopicPartitions) ([]coordinator.FetchedOffset, *kerr.Error)
+	FetchOffsetsAs(groupID string, memberID *string, memberEpoch int32, topics []coordinator.TopicPartitions) ([]coordinator.FetchedOffset, *kerr.Error)
+	DeleteOffsets(groupID string, topics []coordinator.TopicPartitions) (*kerr.Error, []coordinator.PartitionError)
+	HasPendingTxnOffset(group, topic string, partition int32) bool
+}
+
+// txnCoordinator is the transaction coordinator as handlers use it.
+type txnCoordinator interface {
+	Ensure() error
+	InitProducerID(id string, timeoutMs int32, reqPid int64, reqEpoch int16) coordinator.InitProducerIDResult
+	AddPartitions(id string, pid int64, epoch int16, parts []coordinator.TxnPartition)
+	AddOffsets(id string, pid int64, epoch int16, group string) *kerr.Error
+	EndTxn(id string, pid int64, epoch int16, commit bool) *kerr.Error
+	VerifyPartition(id string, pid int64, epoch int16, topic string, partition int32) *kerr.Error
+	DescribeTransaction(id string) kmsg.DescribeTransactionsResponseTransactionState
+	ListTransactions(states []string, pids []int64, minDuration time.Duration) ([]kmsg.ListTransactionsResponseTransactionState, []string, *kerr.Error)
+}
+
+// requestMetrics are the hooks handlers count into; both answer (and do)
+// nothing when metrics are off.
+type requestMetrics interface {
+	Topic(name string) *metrics.TopicStats
+	PartitionError(key, errorCode int16)
+}
+
+// newServices is the part of b its handlers see.
+func newServices(b *Broker) *services {
+	return &services{
+		cfg:      &b.cfg,
+		logger:   b.logger,
+		logs:     b.logs,
+		pids:     b.pids,
+		groups:   b.groups,
+		txns:     b.txns,
+		metrics:  b.metrics,
+		advHost:  b.advHost,
+		advPort:  b.advPort,
+		served:   b.apis.ranges(),
+		shutdown: b.shutdown,
+	}
+}
