@@ -1,9 +1,9 @@
 package broker
 
 import (
-	"encoding/binary"
 	"fmt"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -11,20 +11,17 @@ import (
 // transactional against the transaction coordinator (see produce.go).
 // Payloads too short for a batch header are left to storage's validation.
 func (b *Broker) verifyTxnBatch(txnID *string, topic string, partition int32, records []byte) error {
-	const (
-		offAttributes    = 21
-		offProducerID    = 43
-		offProducerEpoch = 51
-		headerLen        = 61
-	)
-	if len(records) < headerLen || binary.BigEndian.Uint16(records[offAttributes:])&0x10 == 0 {
+	if len(records) < batch.HeaderSize {
+		return nil
+	}
+	h := batch.DecodeHeader(records)
+	if !h.Transactional() {
 		return nil
 	}
 	if txnID == nil {
 		return fmt.Errorf("transactional batch without a transactional id: %w", kerr.InvalidTxnState)
 	}
-	pid := int64(binary.BigEndian.Uint64(records[offProducerID:]))
-	epoch := int16(binary.BigEndian.Uint16(records[offProducerEpoch:]))
+	pid, epoch := h.ProducerID, h.ProducerEpoch
 	if err := b.txns.VerifyPartition(*txnID, pid, epoch, topic, partition); err != nil {
 		return fmt.Errorf("transactional id %q, producer %d epoch %d, %s-%d: %w", *txnID, pid, epoch, topic, partition, err)
 	}
