@@ -5,11 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"net"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -33,8 +33,6 @@ const (
 	// maxWireFrame bounds a response frame read by the generator.
 	maxWireFrame = 256 << 20
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // wireConn is one client connection; requests may be pipelined, and
 // responses come back in order.
@@ -133,24 +131,6 @@ func skipTags(b []byte) ([]byte, error) {
 	return b, nil
 }
 
-// Offsets into a v2 record batch header.
-const (
-	batchHeaderLen     = 61
-	offBatchLength     = 8
-	offLeaderEpoch     = 12
-	offMagic           = 16
-	offCRC             = 17
-	offAttributes      = 21
-	offLastOffsetDelta = 23
-	offFirstTimestamp  = 27
-	offMaxTimestamp    = 35
-	offProducerID      = 43
-	offProducerEpoch   = 51
-	offBaseSequence    = 53
-	offRecordCount     = 57
-	attrControl        = 1 << 5
-)
-
 // batchTemplate is the records of one full batch, encoded once; a batch
 // of m records is the first ends[m-1] bytes.
 type batchTemplate struct {
@@ -181,7 +161,7 @@ func newBatchTemplate(rng interface{ IntN(int) int }, valueSize, batchBytes int,
 		rec = append(rec, randomPool[off:off+valueSize]...)
 		rec = binary.AppendVarint(rec, 0) // no headers
 		size := len(binary.AppendVarint(nil, int64(len(rec)))) + len(rec)
-		if i > 0 && batchHeaderLen+len(t.records)+size > batchBytes {
+		if i > 0 && batch.HeaderSize+len(t.records)+size > batchBytes {
 			return t
 		}
 		t.records = binary.AppendVarint(t.records, int64(len(rec)))
@@ -193,21 +173,22 @@ func newBatchTemplate(rng interface{ IntN(int) int }, valueSize, batchBytes int,
 // appendBatch appends a v2 batch of the template's first m records for an
 // idempotent producer, with its CRC-32C.
 func (t *batchTemplate) appendBatch(dst []byte, m int, pid int64, epoch int16, seq int32, now int64) []byte {
+	h := batch.Header{
+		PartitionLeaderEpoch: -1,
+		Magic:                batch.Magic,
+		LastOffsetDelta:      int32(m - 1),
+		BaseTimestamp:        now,
+		MaxTimestamp:         now,
+		ProducerID:           pid,
+		ProducerEpoch:        epoch,
+		BaseSequence:         seq,
+		RecordCount:          int32(m),
+	}
 	start := len(dst)
-	dst = append(dst, make([]byte, batchHeaderLen)...)
+	dst = append(dst, make([]byte, batch.HeaderSize)...)
+	h.Put(dst[start:])
 	dst = append(dst, t.records[:t.ends[m-1]]...)
-	h := dst[start:]
-	binary.BigEndian.PutUint32(h[offBatchLength:], uint32(len(h)-12))
-	binary.BigEndian.PutUint32(h[offLeaderEpoch:], 0xffffffff)
-	h[offMagic] = 2
-	binary.BigEndian.PutUint32(h[offLastOffsetDelta:], uint32(m-1))
-	binary.BigEndian.PutUint64(h[offFirstTimestamp:], uint64(now))
-	binary.BigEndian.PutUint64(h[offMaxTimestamp:], uint64(now))
-	binary.BigEndian.PutUint64(h[offProducerID:], uint64(pid))
-	binary.BigEndian.PutUint16(h[offProducerEpoch:], uint16(epoch))
-	binary.BigEndian.PutUint32(h[offBaseSequence:], uint32(seq))
-	binary.BigEndian.PutUint32(h[offRecordCount:], uint32(m))
-	binary.BigEndian.PutUint32(h[offCRC:], crc32.Checksum(h[offAttributes:], castagnoli))
+	batch.Seal(dst[start:])
 	return dst
 }
 
@@ -218,28 +199,26 @@ func (t *batchTemplate) appendBatch(dst []byte, m int, pid int64, epoch int16, s
 func countBatches(b []byte, offset int64) (next, records int64, complete []byte, err error) {
 	next = offset
 	all := b
-	for len(b) >= batchHeaderLen {
-		length := int(binary.BigEndian.Uint32(b[offBatchLength:]))
-		if length < batchHeaderLen-12 || 12+length > len(b) {
+	for {
+		raw, rest, ok := batch.Next(b)
+		if !ok {
 			break // a partial batch at the end of the response
 		}
-		batch := b[:12+length]
-		b = b[12+length:]
-		if batch[offMagic] != 2 {
-			return 0, 0, nil, fmt.Errorf("batch at %d: magic %d", binary.BigEndian.Uint64(batch), batch[offMagic])
+		b = rest
+		h := batch.DecodeHeader(raw)
+		if h.Magic != batch.Magic {
+			return 0, 0, nil, fmt.Errorf("batch at %d: magic %d", h.BaseOffset, h.Magic)
 		}
-		base := int64(binary.BigEndian.Uint64(batch))
-		last := base + int64(binary.BigEndian.Uint32(batch[offLastOffsetDelta:]))
-		if last < next {
+		if h.LastOffset() < next {
 			continue // a batch the fetch offset falls after
 		}
-		if base < next {
-			return 0, 0, nil, fmt.Errorf("batch %d-%d straddles fetch offset %d", base, last, next)
+		if h.BaseOffset < next {
+			return 0, 0, nil, fmt.Errorf("batch %d-%d straddles fetch offset %d", h.BaseOffset, h.LastOffset(), next)
 		}
-		if binary.BigEndian.Uint16(batch[offAttributes:])&attrControl == 0 {
-			records += int64(binary.BigEndian.Uint32(batch[offRecordCount:]))
+		if !h.Control() {
+			records += int64(h.RecordCount)
 		}
-		next = last + 1
+		next = h.NextOffset()
 	}
 	return next, records, all[:len(all)-len(b)], nil
 }
@@ -247,11 +226,9 @@ func countBatches(b []byte, offset int64) (next, records int64, complete []byte,
 // checkCRCs verifies the CRC-32C of each batch in b, which holds only
 // complete batches.
 func checkCRCs(b []byte) error {
-	for len(b) > 0 {
-		batch := b[:12+int(binary.BigEndian.Uint32(b[offBatchLength:]))]
-		b = b[len(batch):]
-		if crc32.Checksum(batch[offAttributes:], castagnoli) != binary.BigEndian.Uint32(batch[offCRC:]) {
-			return fmt.Errorf("batch at %d: CRC mismatch", binary.BigEndian.Uint64(batch))
+	for raw, rest, ok := batch.Next(b); ok; raw, rest, ok = batch.Next(rest) {
+		if h := batch.DecodeHeader(raw); batch.CRC(raw) != h.CRC {
+			return fmt.Errorf("batch at %d: CRC mismatch", h.BaseOffset)
 		}
 	}
 	return nil

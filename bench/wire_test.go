@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -84,7 +85,7 @@ func TestCountBatchesChecksCRC(t *testing.T) {
 	var data []byte
 	data = tmpl.appendBatch(data, 3, 1, 0, 0, 1)
 	data = tmpl.appendBatch(data, len(tmpl.ends), 1, 0, 3, 1)
-	first := len(tmpl.records[:tmpl.ends[2]]) + batchHeaderLen
+	first := len(tmpl.records[:tmpl.ends[2]]) + batch.HeaderSize
 	// appendBatch leaves the base offset 0; give the second batch its own.
 	data[first+7] = 3
 	next, n, complete, err := countBatches(data[:len(data)-1], 0)

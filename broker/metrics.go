@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
@@ -221,13 +222,11 @@ func topLevelErrorCode(resp kmsg.Response) int16 {
 }
 
 // batchRecordCount adds up the recordCount fields of the record batches in
-// records (magic 2 layout, storage/doc.go), which storage has validated.
+// records, which storage has validated.
 func batchRecordCount(records []byte) int64 {
-	const offCount = 57
 	var n int64
-	for size, ok := wholeBatch(records); ok; size, ok = wholeBatch(records) {
-		n += int64(int32(binary.BigEndian.Uint32(records[offCount:])))
-		records = records[size:]
+	for b, rest, ok := batch.Next(records); ok; b, rest, ok = batch.Next(rest) {
+		n += int64(int32(binary.BigEndian.Uint32(b[batch.OffRecordCount:])))
 	}
 	return n
 }

@@ -29,10 +29,10 @@ package broker
 // INVALID_TOPIC_EXCEPTION, as Kafka answers clients other than its admin.
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -141,23 +141,12 @@ func recordErrors(err error) []kmsg.ProduceResponseTopicPartitionErrorRecord {
 // message. What is wrong with a batch itself (too short, torn, an empty
 // payload) is storage's validation to report, with its own codes.
 func checkOneBatch(version int16, records []byte) error {
-	first, ok := wholeBatch(records)
+	_, rest, ok := batch.Next(records)
 	if !ok {
 		return nil
 	}
-	if _, ok := wholeBatch(records[first:]); ok {
+	if _, _, ok := batch.Next(rest); ok {
 		return fmt.Errorf("Produce requests with version %d are only allowed to contain exactly one record batch per partition: %w", version, kerr.InvalidRecord)
 	}
 	return nil
-}
-
-// wholeBatch returns the size of the v2 batch at the start of b when b holds
-// all of it.
-func wholeBatch(b []byte) (int, bool) {
-	const headerSize = 61 // a v2 batch header; its length field is at byte 8
-	if len(b) < headerSize {
-		return 0, false
-	}
-	size := 12 + int64(int32(binary.BigEndian.Uint32(b[8:])))
-	return int(size), size >= headerSize && size <= int64(len(b))
 }

@@ -1,9 +1,9 @@
 package broker
 
 import (
-	"encoding/binary"
 	"fmt"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -12,18 +12,14 @@ import (
 // transactional against the transaction coordinator (see produce.go).
 // Payloads too short for a batch header are left to storage's validation.
 func (b *services) verifyTxnBatch(txnID *string, topic string, partition int32, records []byte) error {
-	const (
-		offProducerID    = 43
-		offProducerEpoch = 51
-	)
 	if !isTransactionalBatch(records) {
 		return nil
 	}
+	h := batch.DecodeHeader(records)
 	if txnID == nil {
 		return fmt.Errorf("transactional batch without a transactional id: %w", kerr.InvalidTxnState)
 	}
-	pid := int64(binary.BigEndian.Uint64(records[offProducerID:]))
-	epoch := int16(binary.BigEndian.Uint16(records[offProducerEpoch:]))
+	pid, epoch := h.ProducerID, h.ProducerEpoch
 	if err := b.txns.VerifyPartition(*txnID, pid, epoch, topic, partition); err != nil {
 		return fmt.Errorf("transactional id %q, producer %d epoch %d, %s-%d: %w", *txnID, pid, epoch, topic, partition, err)
 	}
@@ -31,13 +27,13 @@ func (b *services) verifyTxnBatch(txnID *string, topic string, partition int32, 
 }
 
 // isTransactionalBatch reports whether records starts with a whole batch
-// header whose attributes mark it transactional (bit 4).
+// header whose attributes mark it transactional.
 func isTransactionalBatch(records []byte) bool {
-	const (
-		offAttributes = 21
-		headerLen     = 61
-	)
-	return len(records) >= headerLen && binary.BigEndian.Uint16(records[offAttributes:])&0x10 != 0
+	if len(records) < batch.HeaderSize {
+		return false
+	}
+	h := batch.DecodeHeader(records)
+	return h.Transactional()
 }
 
 // producesTransactionally is Kafka's RequestUtils.hasTransactionalRecords:

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -297,19 +297,19 @@ func (c *Groups) load() error {
 // loadPartition replays the partition batch by batch in place
 // (Log.ForEachBatch), from the log start to the high watermark.
 func (c *Groups) loadPartition(p *storage.Partition) error {
-	return p.Log.ForEachBatch(p.Log.LogStartOffset(), func(batch []byte) error {
+	return p.Log.ForEachBatch(p.Log.LogStartOffset(), func(raw []byte) error {
 		select {
 		case <-c.stop:
 			return errors.New("coordinator closed while loading")
 		default:
 		}
-		if _, err := forEachRecord(batch, func(b *batchInfo, key, value []byte) error {
+		if _, err := forEachRecord(raw, func(b *batchInfo, key, value []byte) error {
 			if b.transactional {
 				return c.replayTxn(p.Index, b, key, value)
 			}
 			return c.replay(p.Index, key, value)
 		}); err != nil {
-			return fmt.Errorf("replay batch at offset %d: %w", int64(binary.BigEndian.Uint64(batch)), err)
+			return fmt.Errorf("replay batch at offset %d: %w", batch.DecodeHeader(raw).BaseOffset, err)
 		}
 		return nil
 	})

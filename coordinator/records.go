@@ -3,11 +3,10 @@ package coordinator
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"time"
 	"unicode/utf16"
 
-	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -22,8 +21,6 @@ const (
 	offsetCommitValueVersion  = 3
 	groupMetadataValueVersion = 3
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // javaStringHashCode is Java's String.hashCode over UTF-16 code units.
 func javaStringHashCode(s string) int32 {
@@ -114,25 +111,26 @@ func groupMetadataValue(g *group, now time.Time) []byte {
 // buildBatch is an uncompressed magic-2 record batch of recs, without a
 // producer id, as Kafka's coordinator appends to __consumer_offsets.
 func buildBatch(recs []kv, now time.Time) []byte {
-	var raw []byte
+	return encodeBatch(recs, batch.Header{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, now)
+}
+
+// encodeBatch is an uncompressed batch of recs with h's attributes and
+// producer fields, timestamped now.
+func encodeBatch(recs []kv, h batch.Header, now time.Time) []byte {
+	h.Magic = batch.Magic
+	h.LastOffsetDelta = int32(len(recs) - 1)
+	h.BaseTimestamp, h.MaxTimestamp = now.UnixMilli(), now.UnixMilli()
+	h.RecordCount = int32(len(recs))
+	out := make([]byte, batch.HeaderSize)
+	h.Put(out)
 	for i, r := range recs {
 		rec := kmsg.NewRecord()
 		rec.OffsetDelta = int32(i)
 		rec.Key, rec.Value = r.key, r.value
 		rec.Length = int32(len(rec.AppendTo(nil)) - 1) // Length 0 is one varint byte
-		raw = rec.AppendTo(raw)
+		out = rec.AppendTo(out)
 	}
-	ts := now.UnixMilli()
-	b := kmsg.NewRecordBatch()
-	b.Magic = 2
-	b.LastOffsetDelta = int32(len(recs) - 1)
-	b.FirstTimestamp, b.MaxTimestamp = ts, ts
-	b.ProducerID, b.ProducerEpoch, b.FirstSequence = -1, -1, -1
-	b.NumRecords = int32(len(recs))
-	b.Records = raw
-	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
-	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], castagnoli))
+	batch.Seal(out)
 	return out
 }
 
@@ -161,43 +159,33 @@ type batchInfo struct {
 // records included, with its batch's producer and attributes, and returns
 // the offset after the last batch.
 func forEachRecord(data []byte, fn func(b *batchInfo, key, value []byte) error) (next int64, err error) {
-	decompressor := kgo.DefaultDecompressor()
 	for len(data) > 0 {
-		if len(data) < 12 {
-			return next, fmt.Errorf("short batch header: %d bytes", len(data))
+		raw, rest, ok := batch.Next(data)
+		if !ok {
+			return next, fmt.Errorf("torn or malformed batch: %d bytes left", len(data))
 		}
-		size := 12 + int(int32(binary.BigEndian.Uint32(data[8:])))
-		if size < 61 || size > len(data) {
-			return next, fmt.Errorf("batch length %d with %d bytes left", size, len(data))
+		data = rest
+		h := batch.DecodeHeader(raw)
+		next = h.NextOffset()
+		bi := batchInfo{producerID: h.ProducerID, producerEpoch: h.ProducerEpoch,
+			transactional: h.Transactional(), control: h.Control()}
+		recs, err := batch.Decompress(h.Compression(), raw[batch.HeaderSize:])
+		if err != nil {
+			return next, fmt.Errorf("decompress batch at offset %d: %w", h.BaseOffset, err)
 		}
-		var b kmsg.RecordBatch
-		if err := b.ReadFrom(data[:size]); err != nil {
-			return next, fmt.Errorf("decode batch at offset %d: %w", b.FirstOffset, err)
-		}
-		data = data[size:]
-		next = b.FirstOffset + int64(b.LastOffsetDelta) + 1
-		bi := batchInfo{producerID: b.ProducerID, producerEpoch: b.ProducerEpoch,
-			transactional: b.Attributes&0x10 != 0, control: b.Attributes&0x20 != 0}
-		recs := b.Records
-		if codec := kgo.CompressionCodecType(b.Attributes & 0x7); codec != 0 {
-			if recs, err = decompressor.Decompress(recs, codec); err != nil {
-				return next, fmt.Errorf("decompress batch at offset %d: %w", b.FirstOffset, err)
+		it := batch.NewRecords(recs, h.RecordCount)
+		var r batch.Record
+		for it.Next(&r) {
+			if err := r.CheckHeaders(); err != nil {
+				return next, fmt.Errorf("record at offset %d: %w", h.BaseOffset+int64(r.OffsetDelta), err)
 			}
-		}
-		for i := int32(0); i < b.NumRecords; i++ {
-			n, w := binary.Varint(recs)
-			if w <= 0 || n < 0 || int64(len(recs)-w) < n {
-				return next, fmt.Errorf("record %d of batch at offset %d: bad length", i, b.FirstOffset)
-			}
-			var r kmsg.Record
-			if err := r.ReadFrom(recs[:w+int(n)]); err != nil {
-				return next, fmt.Errorf("record %d of batch at offset %d: %w", i, b.FirstOffset, err)
-			}
-			recs = recs[w+int(n):]
-			bi.offset = b.FirstOffset + int64(r.OffsetDelta)
+			bi.offset = h.BaseOffset + int64(r.OffsetDelta)
 			if err := fn(&bi, r.Key, r.Value); err != nil {
 				return next, err
 			}
+		}
+		if err := it.Err(); err != nil {
+			return next, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
 		}
 	}
 	return next, nil

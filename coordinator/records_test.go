@@ -1,9 +1,12 @@
 package coordinator
 
 import (
+	"bytes"
+	"encoding/binary"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -56,5 +59,47 @@ func TestBatchRoundTrip(t *testing.T) {
 	}
 	if ver, _ := keyVersion(got[1].key); ver != groupMetadataKeyVersion {
 		t.Fatalf("group key version %d", ver)
+	}
+}
+
+// Kafka's coordinator compresses __consumer_offsets batches when
+// offsets.topic.compression.codec is set, so an adopted log may hold any
+// codec: replay reads each, written by franz-go's compressor.
+func TestForEachRecordReadsCompressedBatches(t *testing.T) {
+	o := committedOffset{offset: 42, leaderEpoch: 3, metadata: "m", commitTime: 1000, expireTime: -1}
+	recs := []kv{
+		{key: offsetCommitKey("g", "t", 1), value: offsetCommitValue(o)},
+		{key: groupMetadataKey("g")}, // tombstone
+	}
+	plain := buildBatch(recs, time.UnixMilli(5000))
+	for _, codec := range []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()} {
+		comp, err := kgo.DefaultCompressor(codec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rb kmsg.RecordBatch
+		if err := rb.ReadFrom(plain); err != nil {
+			t.Fatal(err)
+		}
+		var typ kgo.CompressionCodecType
+		rb.Records, typ = comp.Compress(new(bytes.Buffer), rb.Records)
+		rb.Attributes |= int16(typ)
+		rb.FirstOffset = 100
+		b := rb.AppendTo(nil)
+		binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+		var got []kv
+		var offsets []int64
+		next, err := forEachRecord(b, func(bi *batchInfo, k, v []byte) error {
+			got = append(got, kv{key: k, value: v})
+			offsets = append(offsets, bi.offset)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("codec %d: %v", typ, err)
+		}
+		if next != 102 || len(got) != 2 || !bytes.Equal(got[0].key, recs[0].key) || !bytes.Equal(got[0].value, recs[0].value) ||
+			got[1].value != nil || offsets[0] != 100 || offsets[1] != 101 {
+			t.Fatalf("codec %d: next %d, offsets %v, records %v", typ, next, offsets, got)
+		}
 	}
 }

@@ -233,8 +233,8 @@ func (c *Txns) checkReady() *kerr.Error {
 // load replays every partition of __transaction_state.
 func (c *Txns) load() error {
 	for _, p := range c.state.current() {
-		err := p.Log.ForEachBatch(p.Log.LogStartOffset(), func(batch []byte) error {
-			_, err := batchRecords(batch, func(key, value []byte) error {
+		err := p.Log.ForEachBatch(p.Log.LogStartOffset(), func(raw []byte) error {
+			_, err := batchRecords(raw, func(key, value []byte) error {
 				return c.replay(p.Index, key, value)
 			})
 			return err

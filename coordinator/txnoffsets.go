@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"sync"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -135,8 +135,8 @@ func (c *Groups) TxnCommitOffsets(req TxnCommitRequest) []*kerr.Error {
 		return errs
 	}
 	p := c.offsets.current()[g.partition] // exists: checkGroupID created it
-	batch := buildTxnBatch(recs, req.ProducerID, req.ProducerEpoch, c.now())
-	if _, err := p.Log.AppendCoordinator(batch, p.LeaderEpoch()); err != nil {
+	b := buildTxnBatch(recs, req.ProducerID, req.ProducerEpoch, c.now())
+	if _, err := p.Log.AppendCoordinator(b, p.LeaderEpoch()); err != nil {
 		c.logger.Warn("transactional offset commit", zap.String("group", g.id), zap.Int64("producer_id", req.ProducerID), zap.Error(err))
 		code := kerr.CoordinatorNotAvailable
 		switch {
@@ -231,11 +231,5 @@ func (c *Groups) replayTxn(partition int32, b *batchInfo, key, value []byte) err
 // as Kafka's group coordinator writes TxnOffsetCommit records (sequence 0:
 // coordinator appends are not sequence-checked).
 func buildTxnBatch(recs []kv, producerID int64, epoch int16, now time.Time) []byte {
-	out := buildBatch(recs, now)
-	binary.BigEndian.PutUint16(out[21:], 0x10) // attributes: transactional
-	binary.BigEndian.PutUint64(out[43:], uint64(producerID))
-	binary.BigEndian.PutUint16(out[51:], uint16(epoch))
-	binary.BigEndian.PutUint32(out[53:], 0)
-	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], castagnoli))
-	return out
+	return encodeBatch(recs, batch.Header{Attributes: batch.AttrTransactional, ProducerID: producerID, ProducerEpoch: epoch}, now)
 }

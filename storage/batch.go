@@ -7,72 +7,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/klauspost/crc32"
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// Record batch v2 header layout (see doc.go for the full byte table).
-const (
-	offBaseOffset      = 0  // int64
-	offBatchLength     = 8  // int32: bytes after this field
-	offLeaderEpoch     = 12 // int32: partitionLeaderEpoch
-	offMagic           = 16 // int8
-	offCRC             = 17 // uint32: CRC32C of bytes [offAttributes, end)
-	offAttributes      = 21 // int16
-	offLastOffsetDelta = 23 // int32
-	offBaseTimestamp   = 27 // int64
-	offMaxTimestamp    = 35 // int64
-	offProducerID      = 43 // int64
-	offProducerEpoch   = 51 // int16
-	offBaseSequence    = 53 // int32
-	offRecordCount     = 57 // int32
+// maxCompressionCodec is zstd, the last codec Kafka knows.
+const maxCompressionCodec = batch.CodecZstd
 
-	batchHeaderSize = 61
-	// logOverhead is baseOffset + batchLength: the bytes not counted by batchLength.
-	logOverhead = 12
-
-	attrCompressionMask = 0x07
-	attrTimestampType   = 0x08
-	attrTransactional   = 0x10
-	attrControl         = 0x20
-
-	maxCompressionCodec = 4 // zstd
-)
-
-// crcTable is CRC32C (Castagnoli); doc.go says why this implementation.
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
-
-// batchHeader is the decoded fixed-size prefix of a record batch.
-type batchHeader struct {
-	BaseOffset           int64
-	BatchLength          int32
-	PartitionLeaderEpoch int32
-	Magic                int8
-	CRC                  uint32
-	Attributes           int16
-	LastOffsetDelta      int32
-	BaseTimestamp        int64
-	MaxTimestamp         int64
-	ProducerID           int64
-	ProducerEpoch        int16
-	BaseSequence         int32
-	RecordCount          int32
-}
-
-// size is the number of bytes the batch occupies in the log.
-func (h *batchHeader) size() int64 { return int64(h.BatchLength) + logOverhead }
-
-func (h *batchHeader) lastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
-
-func (h *batchHeader) nextOffset() int64 { return h.lastOffset() + 1 }
-
-func (h *batchHeader) compression() int { return int(h.Attributes & attrCompressionMask) }
-
-func (h *batchHeader) transactional() bool { return h.Attributes&attrTransactional != 0 }
-
-func (h *batchHeader) control() bool { return h.Attributes&attrControl != 0 }
-
-func (h *batchHeader) meta() batchMeta {
+// metaOf is what producer state tracks of a batch.
+func metaOf(h *batch.Header) batchMeta {
 	return batchMeta{
 		ProducerID:      h.ProducerID,
 		ProducerEpoch:   h.ProducerEpoch,
@@ -80,37 +23,17 @@ func (h *batchHeader) meta() batchMeta {
 		LastOffsetDelta: h.LastOffsetDelta,
 		BaseOffset:      h.BaseOffset,
 		MaxTimestamp:    h.MaxTimestamp,
-		Transactional:   h.transactional(),
-	}
-}
-
-// decodeBatchHeader decodes b[:batchHeaderSize]; the caller checks len(b).
-func decodeBatchHeader(b []byte) batchHeader {
-	be := binary.BigEndian
-	return batchHeader{
-		BaseOffset:           int64(be.Uint64(b[offBaseOffset:])),
-		BatchLength:          int32(be.Uint32(b[offBatchLength:])),
-		PartitionLeaderEpoch: int32(be.Uint32(b[offLeaderEpoch:])),
-		Magic:                int8(b[offMagic]),
-		CRC:                  be.Uint32(b[offCRC:]),
-		Attributes:           int16(be.Uint16(b[offAttributes:])),
-		LastOffsetDelta:      int32(be.Uint32(b[offLastOffsetDelta:])),
-		BaseTimestamp:        int64(be.Uint64(b[offBaseTimestamp:])),
-		MaxTimestamp:         int64(be.Uint64(b[offMaxTimestamp:])),
-		ProducerID:           int64(be.Uint64(b[offProducerID:])),
-		ProducerEpoch:        int16(be.Uint16(b[offProducerEpoch:])),
-		BaseSequence:         int32(be.Uint32(b[offBaseSequence:])),
-		RecordCount:          int32(be.Uint32(b[offRecordCount:])),
+		Transactional:   h.Transactional(),
 	}
 }
 
 // checkHeader validates the structural fields of a header whose batch must
 // fit in avail bytes. It is shared by produce validation and recovery.
-func checkHeader(h *batchHeader, avail int64) error {
-	if h.BatchLength < batchHeaderSize-logOverhead {
+func checkHeader(h *batch.Header, avail int64) error {
+	if h.BatchLength < batch.HeaderSize-batch.LogOverhead {
 		return fmt.Errorf("batch at offset %d: length %d below header size: %w", h.BaseOffset, h.BatchLength, kerr.CorruptMessage)
 	}
-	if h.size() > avail {
+	if h.Size() > avail {
 		return fmt.Errorf("batch at offset %d: length %d exceeds the %d bytes available: %w", h.BaseOffset, h.BatchLength, avail, kerr.CorruptMessage)
 	}
 	if h.Magic != 2 {
@@ -124,31 +47,28 @@ func checkHeader(h *batchHeader, avail int64) error {
 	return nil
 }
 
-// batchCRC computes the CRC32C a batch must carry; b is the whole batch.
-func batchCRC(b []byte) uint32 { return crc32.Checksum(b[offAttributes:], crcTable) }
-
 // validateBatches checks a produce payload and returns its batch headers.
 // It never allocates from a length field before checking it against the
 // buffer. Errors wrap the kerr code Kafka returns for the same input.
-func validateBatches(records []byte, maxMessageBytes int) ([]batchHeader, error) {
+func validateBatches(records []byte, maxMessageBytes int) ([]batch.Header, error) {
 	if len(records) == 0 {
 		return nil, fmt.Errorf("empty produce payload: %w", kerr.InvalidRecord)
 	}
-	var hdrs []batchHeader
+	var hdrs []batch.Header
 	for pos := 0; pos < len(records); {
 		rest := records[pos:]
-		if len(rest) < batchHeaderSize {
-			return nil, fmt.Errorf("batch at byte %d: %d bytes left, header needs %d: %w", pos, len(rest), batchHeaderSize, kerr.CorruptMessage)
+		if len(rest) < batch.HeaderSize {
+			return nil, fmt.Errorf("batch at byte %d: %d bytes left, header needs %d: %w", pos, len(rest), batch.HeaderSize, kerr.CorruptMessage)
 		}
-		h := decodeBatchHeader(rest)
+		h := batch.DecodeHeader(rest)
 		if err := checkHeader(&h, int64(len(rest))); err != nil {
 			return nil, err
 		}
-		if h.size() > int64(maxMessageBytes) {
-			return nil, fmt.Errorf("batch of %d bytes exceeds max.message.bytes %d: %w", h.size(), maxMessageBytes, kerr.MessageTooLarge)
+		if h.Size() > int64(maxMessageBytes) {
+			return nil, fmt.Errorf("batch of %d bytes exceeds max.message.bytes %d: %w", h.Size(), maxMessageBytes, kerr.MessageTooLarge)
 		}
-		b := rest[:h.size()]
-		if got := batchCRC(b); got != h.CRC {
+		b := rest[:h.Size()]
+		if got := batch.CRC(b); got != h.CRC {
 			return nil, fmt.Errorf("batch at byte %d: crc %08x, computed %08x: %w", pos, h.CRC, got, kerr.CorruptMessage)
 		}
 		if h.LastOffsetDelta < 0 {
@@ -157,10 +77,10 @@ func validateBatches(records []byte, maxMessageBytes int) ([]batchHeader, error)
 		if h.RecordCount <= 0 || int64(h.RecordCount) != int64(h.LastOffsetDelta)+1 {
 			return nil, fmt.Errorf("batch record count %d does not match last offset delta %d: %w", h.RecordCount, h.LastOffsetDelta, kerr.InvalidRecord)
 		}
-		if h.compression() > maxCompressionCodec {
-			return nil, fmt.Errorf("batch compression codec %d: %w", h.compression(), kerr.UnsupportedCompressionType)
+		if h.Compression() > maxCompressionCodec {
+			return nil, fmt.Errorf("batch compression codec %d: %w", h.Compression(), kerr.UnsupportedCompressionType)
 		}
-		if h.control() {
+		if h.Control() {
 			return nil, fmt.Errorf("clients may not send control batches: %w", kerr.InvalidRecord)
 		}
 		if h.ProducerID >= 0 && h.BaseSequence < 0 {
@@ -184,7 +104,7 @@ func validateBatches(records []byte, maxMessageBytes int) ([]batchHeader, error)
 // a timestamp within afterMax of a clock reading taken earlier is within it
 // of the clock now, so the clock is read only when that check fails (about
 // once per afterMax), not on every append.
-func checkTimestamps(hdrs []batchHeader, beforeMax, afterMax int64) error {
+func checkTimestamps(hdrs []batch.Header, beforeMax, afterMax int64) error {
 	fresh := beforeMax != math.MaxInt64
 	now := lastClockMs.Load()
 	if fresh {
@@ -244,6 +164,6 @@ func satAdd(a, b int64) int64 {
 // stampBatch assigns the batch's base offset and leader epoch in place.
 // Neither field is covered by the CRC, so the checksum stays valid.
 func stampBatch(b []byte, baseOffset int64, leaderEpoch int32) {
-	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(baseOffset))
-	binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(leaderEpoch))
+	binary.BigEndian.PutUint64(b[batch.OffBaseOffset:], uint64(baseOffset))
+	binary.BigEndian.PutUint32(b[batch.OffLeaderEpoch:], uint32(leaderEpoch))
 }

@@ -3,11 +3,9 @@ package storage
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
-	kcrc32 "github.com/klauspost/crc32"
-	"hash/crc32"
 	"testing"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -20,14 +18,14 @@ func TestValidateBatches(t *testing.T) {
 	}
 	withMagic := func(m byte) []byte {
 		b := makeBatch(batchOpts{})
-		b[offMagic] = m
+		b[batch.OffMagic] = m
 		return b
 	}
 	negDelta := makeBatch(batchOpts{})
-	binary.BigEndian.PutUint32(negDelta[offLastOffsetDelta:], 0xffffffff)
-	binary.BigEndian.PutUint32(negDelta[offCRC:], batchCRC(negDelta))
+	binary.BigEndian.PutUint32(negDelta[batch.OffLastOffsetDelta:], 0xffffffff)
+	binary.BigEndian.PutUint32(negDelta[batch.OffCRC:], batch.CRC(negDelta))
 	hugeLen := makeBatch(batchOpts{})
-	binary.BigEndian.PutUint32(hugeLen[offBatchLength:], 0x7fffffff)
+	binary.BigEndian.PutUint32(hugeLen[batch.OffBatchLength:], 0x7fffffff)
 	for _, c := range []struct {
 		name string
 		b    []byte
@@ -63,7 +61,7 @@ func FuzzValidateBatch(f *testing.F) {
 	f.Add(makeBatch(batchOpts{records: 3, valueSize: 5}))
 	f.Add(makeBatch(batchOpts{records: 1, pid: 1, epoch: 0, seq: 0}))
 	f.Add(append(makeBatch(batchOpts{}), makeBatch(batchOpts{records: 2})...))
-	f.Add(make([]byte, batchHeaderSize))
+	f.Add(make([]byte, batch.HeaderSize))
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		hdrs, err := validateBatches(b, 1<<20)
@@ -76,35 +74,10 @@ func FuzzValidateBatch(f *testing.F) {
 		}
 		total := int64(0)
 		for _, h := range hdrs {
-			total += h.size()
+			total += h.Size()
 		}
 		if total != int64(len(b)) {
 			t.Fatalf("accepted %d bytes of %d", total, len(b))
 		}
 	})
-}
-
-// BenchmarkCRC32C compares the standard library's Castagnoli table with
-// github.com/klauspost/crc32; doc.go records the figures and the choice.
-var stdTable = crc32.MakeTable(crc32.Castagnoli)
-
-func BenchmarkCRC32C(b *testing.B) {
-	for _, size := range []int{1 << 10, 64 << 10, 1 << 20} {
-		buf := make([]byte, size)
-		for i := range buf {
-			buf[i] = byte(i * 31)
-		}
-		b.Run(fmt.Sprintf("std/%d", size), func(b *testing.B) {
-			b.SetBytes(int64(size))
-			for b.Loop() {
-				crc32.Checksum(buf, stdTable)
-			}
-		})
-		b.Run(fmt.Sprintf("klauspost/%d", size), func(b *testing.B) {
-			b.SetBytes(int64(size))
-			for b.Loop() {
-				kcrc32.Checksum(buf, crcTable)
-			}
-		})
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"go.uber.org/zap"
 )
 
@@ -208,8 +209,8 @@ func newCleanTxns(aborted []abortedTxn) *cleanTxns {
 // isAborted reports whether the transactional batch h belongs to an
 // aborted transaction: one of its producer's aborted ranges [first offset,
 // marker] holds it.
-func (t *cleanTxns) isAborted(h *batchHeader) bool {
-	if !h.transactional() || h.control() || h.ProducerID < 0 {
+func (t *cleanTxns) isAborted(h *batch.Header) bool {
+	if !h.Transactional() || h.Control() || h.ProducerID < 0 {
 		return false
 	}
 	rs := t.aborted[h.ProducerID]
@@ -227,30 +228,32 @@ func (c *cleaner) buildMap() (int, error) {
 			break
 		}
 		src := c.plan.srcs[i]
-		err := scanFile(src.file, src.size, func(h *batchHeader, b []byte) error {
+		err := scanFile(src.file, src.size, func(h *batch.Header, b []byte) error {
 			if c.l.closing.Load() {
 				return errCleanAborted
 			}
 			// Markers carry no keys, and an aborted record must never
 			// shadow a committed one (Kafka's buildOffsetMap skips both).
-			if h.control() || c.txns.isAborted(h) || h.BaseOffset < c.plan.firstDirty && h.lastOffset() < c.plan.firstDirty {
+			if h.Control() || c.txns.isAborted(h) || h.BaseOffset < c.plan.firstDirty && h.LastOffset() < c.plan.firstDirty {
 				return nil
 			}
 			recs, err := batchRecords(h, b)
 			if err != nil {
 				return fmt.Errorf("segment %d offset %d: %w", src.seg.base, h.BaseOffset, err)
 			}
-			return forEachRecord(recs, h.RecordCount, func(r *record) error {
-				off := h.BaseOffset + int64(r.offDelta)
-				if r.keyNull || off < c.plan.firstDirty {
-					return nil
+			it := batch.NewRecords(recs, h.RecordCount)
+			var r batch.Record
+			for it.Next(&r) {
+				off := h.BaseOffset + int64(r.OffsetDelta)
+				if r.Key == nil || off < c.plan.firstDirty {
+					continue
 				}
-				if _, ok := c.keys[string(r.key)]; !ok {
-					c.keyBytes += int64(len(r.key)) + mapEntryOverhead
+				if _, ok := c.keys[string(r.Key)]; !ok {
+					c.keyBytes += int64(len(r.Key)) + mapEntryOverhead
 				}
-				c.keys[string(r.key)] = off
-				return nil
-			})
+				c.keys[string(r.Key)] = off
+			}
+			return it.Err()
 		})
 		if err != nil {
 			return 0, err
@@ -265,11 +268,11 @@ func (c *cleaner) buildMap() (int, error) {
 
 // scanFile calls fn for each batch of f below size, reading the file in
 // large blocks (a batch larger than a block gets a buffer of its own).
-func scanFile(f *sharedFile, size int64, fn func(h *batchHeader, b []byte) error) error {
+func scanFile(f *sharedFile, size int64, fn func(h *batch.Header, b []byte) error) error {
 	buf := make([]byte, 0, cleanerWriteBuf)
 	bufPos := int64(0) // file position of buf[0]
 	for pos := int64(0); pos < size; {
-		if pos+batchHeaderSize > bufPos+int64(len(buf)) {
+		if pos+batch.HeaderSize > bufPos+int64(len(buf)) {
 			n := min(int64(cap(buf)), size-pos)
 			buf = buf[:n]
 			if _, err := f.f.ReadAt(buf, pos); err != nil {
@@ -278,16 +281,16 @@ func scanFile(f *sharedFile, size int64, fn func(h *batchHeader, b []byte) error
 			bufPos = pos
 		}
 		rel := pos - bufPos
-		if size-pos < batchHeaderSize {
+		if size-pos < batch.HeaderSize {
 			return fmt.Errorf("%s at %d: %w", f.f.Name(), pos, errShortHeader)
 		}
-		h := decodeBatchHeader(buf[rel:])
+		h := batch.DecodeHeader(buf[rel:])
 		if err := checkHeader(&h, size-pos); err != nil {
 			return fmt.Errorf("%s at %d: %w", f.f.Name(), pos, err)
 		}
-		if rel+h.size() > int64(len(buf)) {
-			if h.size() > int64(cap(buf)) {
-				buf = make([]byte, 0, h.size())
+		if rel+h.Size() > int64(len(buf)) {
+			if h.Size() > int64(cap(buf)) {
+				buf = make([]byte, 0, h.Size())
 			}
 			buf = buf[:min(int64(cap(buf)), size-pos)]
 			if _, err := f.f.ReadAt(buf, pos); err != nil {
@@ -295,10 +298,10 @@ func scanFile(f *sharedFile, size int64, fn func(h *batchHeader, b []byte) error
 			}
 			bufPos, rel = pos, 0
 		}
-		if err := fn(&h, buf[rel:rel+h.size()]); err != nil {
+		if err := fn(&h, buf[rel:rel+h.Size()]); err != nil {
 			return err
 		}
-		pos += h.size()
+		pos += h.Size()
 	}
 	return nil
 }
@@ -310,7 +313,7 @@ func scanFile(f *sharedFile, size int64, fn func(h *batchHeader, b []byte) error
 // .txnindex (out.aborted). A marker with no data of its transaction left is
 // stamped with a delete horizon (now + delete.retention.ms) like a
 // tombstone, and removed by the first cleaning after the horizon.
-func (c *cleaner) filterMarker(h *batchHeader, b []byte, out *cleanOutput) ([]byte, error) {
+func (c *cleaner) filterMarker(h *batch.Header, b []byte, out *cleanOutput) ([]byte, error) {
 	hadData := c.txns.seen[h.ProducerID]
 	delete(c.txns.seen, h.ProducerID)
 	if hadData {
@@ -319,7 +322,7 @@ func (c *cleaner) filterMarker(h *batchHeader, b []byte, out *cleanOutput) ([]by
 		}
 		return b, nil
 	}
-	if h.Attributes&attrDeleteHorizon != 0 {
+	if h.Attributes&batch.AttrDeleteHorizon != 0 {
 		if c.plan.now >= h.BaseTimestamp {
 			return nil, nil
 		}
@@ -332,15 +335,16 @@ func (c *cleaner) filterMarker(h *batchHeader, b []byte, out *cleanOutput) ([]by
 	}
 	horizon := c.plan.now + c.plan.cfg.DeleteRetentionMs
 	var rebuilt []byte
-	err = forEachRecord(recs, h.RecordCount, func(r *record) error {
-		rebuilt = appendRecord(rebuilt, r, h.BaseTimestamp+r.tsDelta-horizon)
-		return nil
-	})
-	if err != nil {
+	it := batch.NewRecords(recs, h.RecordCount)
+	var r batch.Record
+	for it.Next(&r) {
+		rebuilt = r.AppendTo(rebuilt, h.BaseTimestamp+r.TimestampDelta-horizon)
+	}
+	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("marker at %d: %w", h.BaseOffset, err)
 	}
 	c.noteHorizon(horizon)
-	return buildBatch(h, h.Attributes|attrDeleteHorizon, horizon, h.MaxTimestamp, h.RecordCount, rebuilt)
+	return buildBatch(h, h.Attributes|batch.AttrDeleteHorizon, horizon, h.MaxTimestamp, h.RecordCount, rebuilt)
 }
 
 func (c *cleaner) noteHorizon(ts int64) {
@@ -354,11 +358,11 @@ func (c *cleaner) noteHorizon(ts int64) {
 // rebuilt batch (same base offset, last offset delta, producer fields and
 // base sequence; retained records only; new CRC). Records of aborted
 // transactions go; markers are decided by filterMarker.
-func (c *cleaner) filterBatch(h *batchHeader, b []byte, dst *cleanOutput) ([]byte, error) {
-	if h.control() {
+func (c *cleaner) filterBatch(h *batch.Header, b []byte, dst *cleanOutput) ([]byte, error) {
+	if h.Control() {
 		return c.filterMarker(h, b, dst)
 	}
-	if h.transactional() && h.ProducerID >= 0 {
+	if h.Transactional() && h.ProducerID >= 0 {
 		c.txns.seen[h.ProducerID] = true
 	}
 	aborted := c.txns.isAborted(h)
@@ -366,36 +370,36 @@ func (c *cleaner) filterBatch(h *batchHeader, b []byte, dst *cleanOutput) ([]byt
 	if err != nil {
 		return nil, fmt.Errorf("offset %d: %w", h.BaseOffset, err)
 	}
-	hasHorizon := h.Attributes&attrDeleteHorizon != 0
-	var kept []*record
+	hasHorizon := h.Attributes&batch.AttrDeleteHorizon != 0
+	var kept []batch.Record
 	tombstones := false
-	err = forEachRecord(recs, h.RecordCount, func(r *record) error {
+	it := batch.NewRecords(recs, h.RecordCount)
+	var r batch.Record
+	for it.Next(&r) {
 		c.stats.RecordsRead++
-		off := h.BaseOffset + int64(r.offDelta)
-		if r.keyNull || aborted {
-			return nil // Kafka's cleaner discards keyless records
+		off := h.BaseOffset + int64(r.OffsetDelta)
+		if r.Key == nil || aborted {
+			continue // Kafka's cleaner discards keyless records
 		}
-		if latest, ok := c.keys[string(r.key)]; ok && off < latest {
-			return nil
+		if latest, ok := c.keys[string(r.Key)]; ok && off < latest {
+			continue
 		}
-		if r.valueNull {
+		if r.Value == nil {
 			if hasHorizon && c.plan.now >= h.BaseTimestamp {
-				return nil // delete.retention.ms has passed since the tombstone was first cleaned
+				continue // delete.retention.ms has passed since the tombstone was first cleaned
 			}
 			tombstones = true
 		}
-		cp := *r
-		kept = append(kept, &cp)
-		return nil
-	})
-	if err != nil {
+		kept = append(kept, r)
+	}
+	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("offset %d: %w", h.BaseOffset, err)
 	}
 	c.stats.RecordsKept += int64(len(kept))
 	baseTs, attrs := h.BaseTimestamp, h.Attributes
 	if tombstones {
 		if !hasHorizon {
-			baseTs, attrs = c.plan.now+c.plan.cfg.DeleteRetentionMs, attrs|attrDeleteHorizon
+			baseTs, attrs = c.plan.now+c.plan.cfg.DeleteRetentionMs, attrs|batch.AttrDeleteHorizon
 		}
 		c.noteHorizon(baseTs)
 	}
@@ -403,10 +407,10 @@ func (c *cleaner) filterBatch(h *batchHeader, b []byte, dst *cleanOutput) ([]byt
 	case len(kept) == int(h.RecordCount) && baseTs == h.BaseTimestamp:
 		return b, nil
 	case len(kept) == 0:
-		if last, ok := c.plan.lastData[h.ProducerID]; h.ProducerID >= 0 && ok && last == h.lastOffset() {
+		if last, ok := c.plan.lastData[h.ProducerID]; h.ProducerID >= 0 && ok && last == h.LastOffset() {
 			// Kafka keeps the producer's last batch as an empty header so its
 			// sequence and epoch survive (BatchRetention.RETAIN_EMPTY).
-			attrs = h.Attributes &^ (attrCompressionMask | attrDeleteHorizon)
+			attrs = h.Attributes &^ (batch.AttrCompressionMask | batch.AttrDeleteHorizon)
 			return buildBatch(h, attrs, h.MaxTimestamp, h.MaxTimestamp, 0, nil)
 		}
 		return nil, nil
@@ -414,12 +418,12 @@ func (c *cleaner) filterBatch(h *batchHeader, b []byte, dst *cleanOutput) ([]byt
 	oldBase := h.BaseTimestamp
 	maxTs := int64(math.MinInt64)
 	var out []byte
-	for _, r := range kept {
-		ts := oldBase + r.tsDelta
+	for i := range kept {
+		ts := oldBase + kept[i].TimestampDelta
 		maxTs = max(maxTs, ts)
-		out = appendRecord(out, r, ts-baseTs)
+		out = kept[i].AppendTo(out, ts-baseTs)
 	}
-	if h.Attributes&attrTimestampType != 0 {
+	if h.Attributes&batch.AttrTimestampType != 0 {
 		maxTs = h.MaxTimestamp // LogAppendTime: the batch timestamp applies
 	}
 	return buildBatch(h, attrs, baseTs, maxTs, int32(len(kept)), out)

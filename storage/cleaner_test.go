@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,9 +40,9 @@ func keyedBatch(t testing.TB, ts int64, codec int, recs ...kv) []byte {
 		kr.Length = int32(len(body))
 		raw = kr.AppendTo(raw)
 	}
-	if codec != codecNone {
-		kc := map[int]kgo.CompressionCodec{codecGzip: kgo.GzipCompression(), codecSnappy: kgo.SnappyCompression(),
-			codecLZ4: kgo.Lz4Compression(), codecZstd: kgo.ZstdCompression()}[codec]
+	if codec != batch.CodecNone {
+		kc := map[int]kgo.CompressionCodec{batch.CodecGzip: kgo.GzipCompression(), batch.CodecSnappy: kgo.SnappyCompression(),
+			batch.CodecLZ4: kgo.Lz4Compression(), batch.CodecZstd: kgo.ZstdCompression()}[codec]
 		c, err := kgo.DefaultCompressor(kc)
 		if err != nil {
 			t.Fatal(err)
@@ -52,11 +53,11 @@ func keyedBatch(t testing.TB, ts int64, codec int, recs ...kv) []byte {
 		}
 		raw = append([]byte(nil), out...)
 	}
-	b := kmsg.RecordBatch{Length: int32(batchHeaderSize - logOverhead + len(raw)), PartitionLeaderEpoch: -1, Magic: 2,
+	b := kmsg.RecordBatch{Length: int32(batch.HeaderSize - batch.LogOverhead + len(raw)), PartitionLeaderEpoch: -1, Magic: 2,
 		Attributes: int16(codec), LastOffsetDelta: int32(len(recs) - 1), FirstTimestamp: ts, MaxTimestamp: ts + int64(len(recs)-1),
 		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(len(recs)), Records: raw}
 	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[offCRC:], batchCRC(out))
+	binary.BigEndian.PutUint32(out[batch.OffCRC:], batch.CRC(out))
 	return out
 }
 
@@ -85,35 +86,54 @@ func readRecords(t testing.TB, l *Log) []logRecord {
 	dec := kgo.DefaultDecompressor()
 	prevNext := int64(-1)
 	err := l.ForEachBatch(0, func(b []byte) error {
-		h := decodeBatchHeader(b)
-		if batchCRC(b) != h.CRC {
+		h := batch.DecodeHeader(b)
+		if batch.CRC(b) != h.CRC {
 			return fmt.Errorf("batch %d: bad crc", h.BaseOffset)
 		}
 		if h.BaseOffset < prevNext {
 			return fmt.Errorf("batch %d overlaps the previous one ending at %d", h.BaseOffset, prevNext)
 		}
-		prevNext = h.nextOffset()
-		recs := b[batchHeaderSize:]
-		if c := h.compression(); c != 0 {
+		prevNext = h.NextOffset()
+		recs := b[batch.HeaderSize:]
+		if c := h.Compression(); c != 0 {
 			var err error
 			if recs, err = dec.Decompress(recs, kgo.CompressionCodecType(c)); err != nil {
 				return fmt.Errorf("batch %d: %w", h.BaseOffset, err)
 			}
 		}
-		return forEachRecord(recs, h.RecordCount, func(r *record) error {
-			var kr kmsg.Record
-			if err := kr.ReadFrom(r.raw); err != nil {
-				return err
-			}
-			out = append(out, logRecord{off: h.BaseOffset + int64(r.offDelta), key: string(kr.Key), val: string(kr.Value),
+		krs, err := kmsgRecords(recs, h.RecordCount)
+		for _, kr := range krs {
+			out = append(out, logRecord{off: h.BaseOffset + int64(kr.OffsetDelta), key: string(kr.Key), val: string(kr.Value),
 				tombstone: kr.Value == nil, ts: h.BaseTimestamp + kr.TimestampDelta64})
-			return nil
-		})
+		}
+		return err
 	})
 	if err != nil {
 		t.Fatalf("ForEachBatch: %v", err)
 	}
 	return out
+}
+
+// kmsgRecords decodes count records of an uncompressed records section
+// with franz-go's kmsg, a decoder independent of internal/batch.
+func kmsgRecords(recs []byte, count int32) ([]kmsg.Record, error) {
+	var out []kmsg.Record
+	for i := int32(0); i < count; i++ {
+		length, n := binary.Varint(recs)
+		if n <= 0 || length < 0 || length > int64(len(recs)-n) {
+			return out, fmt.Errorf("record %d: bad length", i)
+		}
+		var kr kmsg.Record
+		if err := kr.ReadFrom(recs[:n+int(length)]); err != nil {
+			return out, fmt.Errorf("record %d: %w", i, err)
+		}
+		out = append(out, kr)
+		recs = recs[n+int(length):]
+	}
+	if len(recs) != 0 {
+		return out, fmt.Errorf("%d bytes after the last of %d records", len(recs), count)
+	}
+	return out, nil
 }
 
 // latest returns the last value per key of a record list.
@@ -151,7 +171,7 @@ func fillKeys(t testing.TB, l *Log, n int, keys ...string) map[string]string {
 	for i := 0; i < n; i++ {
 		k := keys[i%len(keys)]
 		v := fmt.Sprintf("v%d", i)
-		appendOK(t, l, keyedBatch(t, int64(1000+i), codecNone, rec(k, v)))
+		appendOK(t, l, keyedBatch(t, int64(1000+i), batch.CodecNone, rec(k, v)))
 		want[k] = v
 	}
 	return want
@@ -209,7 +229,7 @@ func TestCleanManySmallBatchesThreeKeys(t *testing.T) {
 	defer l.Close()
 	checkLatest(t, l, want)
 	// Appends continue after the compacted segments.
-	appendOK(t, l, keyedBatch(t, 5, codecNone, rec("a", "new")))
+	appendOK(t, l, keyedBatch(t, 5, batch.CodecNone, rec("a", "new")))
 	want["a"] = "new"
 	checkLatest(t, l, want)
 }
@@ -217,12 +237,12 @@ func TestCleanManySmallBatchesThreeKeys(t *testing.T) {
 func TestCleanKeepsOffsetsAndLastOffsetDelta(t *testing.T) {
 	l := openTestLog(t, vfs.Default, t.TempDir(), compactConfig(), OpenOptions{})
 	defer l.Close()
-	appendOK(t, l, keyedBatch(t, 100, codecNone, rec("a", "1"), rec("b", "1"), rec("c", "1"))) // 0..2
-	appendOK(t, l, keyedBatch(t, 200, codecNone, rec("a", "2")))                               // 3
+	appendOK(t, l, keyedBatch(t, 100, batch.CodecNone, rec("a", "1"), rec("b", "1"), rec("c", "1"))) // 0..2
+	appendOK(t, l, keyedBatch(t, 200, batch.CodecNone, rec("a", "2")))                               // 3
 	if err := l.roll(l.now()); err != nil {
 		t.Fatal(err)
 	}
-	appendOK(t, l, keyedBatch(t, 300, codecNone, rec("b", "3")))
+	appendOK(t, l, keyedBatch(t, 300, batch.CodecNone, rec("b", "3")))
 	if _, err := l.Clean(true); err != nil {
 		t.Fatal(err)
 	}
@@ -231,8 +251,8 @@ func TestCleanKeepsOffsetsAndLastOffsetDelta(t *testing.T) {
 	if fmt.Sprint(recs) != fmt.Sprint(want) {
 		t.Fatalf("got %v\nwant %v", recs, want)
 	}
-	var hdrs []batchHeader
-	_ = l.ForEachBatch(0, func(b []byte) error { hdrs = append(hdrs, decodeBatchHeader(b)); return nil })
+	var hdrs []batch.Header
+	_ = l.ForEachBatch(0, func(b []byte) error { hdrs = append(hdrs, batch.DecodeHeader(b)); return nil })
 	if h := hdrs[0]; h.BaseOffset != 0 || h.LastOffsetDelta != 2 || h.RecordCount != 2 || h.MaxTimestamp != 102 {
 		t.Fatalf("rebuilt batch header %+v", h)
 	}
@@ -252,12 +272,12 @@ func TestCleanTombstonesAfterDeleteRetention(t *testing.T) {
 	defer l.Close()
 	now := time.UnixMilli(1_000_000)
 	l.now = func() time.Time { return now }
-	appendOK(t, l, keyedBatch(t, 100, codecNone, rec("a", "1"), rec("b", "1")))
-	appendOK(t, l, keyedBatch(t, 200, codecNone, tombstone("a")))
+	appendOK(t, l, keyedBatch(t, 100, batch.CodecNone, rec("a", "1"), rec("b", "1")))
+	appendOK(t, l, keyedBatch(t, 200, batch.CodecNone, tombstone("a")))
 	if err := l.roll(now); err != nil {
 		t.Fatal(err)
 	}
-	appendOK(t, l, keyedBatch(t, 300, codecNone, rec("c", "1")))
+	appendOK(t, l, keyedBatch(t, 300, batch.CodecNone, rec("c", "1")))
 	if _, err := l.Clean(true); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +303,7 @@ func TestCleanTombstonesAfterDeleteRetention(t *testing.T) {
 func TestCompactedRejectsKeyless(t *testing.T) {
 	l := openTestLog(t, vfs.Default, t.TempDir(), compactConfig(), OpenOptions{})
 	defer l.Close()
-	for _, codec := range []int{codecNone, codecGzip, codecSnappy, codecLZ4, codecZstd} {
+	for _, codec := range []int{batch.CodecNone, batch.CodecGzip, batch.CodecSnappy, batch.CodecLZ4, batch.CodecZstd} {
 		b := keyedBatch(t, 1, codec, rec("k", "v"), kv{value: []byte("no key")})
 		if _, err := l.Append(b, 0); !errors.Is(err, kerr.InvalidRecord) {
 			t.Fatalf("codec %d: keyless append: %v, want InvalidRecord", codec, err)
@@ -296,7 +316,7 @@ func TestCompactedRejectsKeyless(t *testing.T) {
 }
 
 func TestCleanCompressedBatches(t *testing.T) {
-	for _, codec := range []int{codecGzip, codecSnappy, codecLZ4, codecZstd} {
+	for _, codec := range []int{batch.CodecGzip, batch.CodecSnappy, batch.CodecLZ4, batch.CodecZstd} {
 		t.Run(fmt.Sprint(codec), func(t *testing.T) {
 			l := openTestLog(t, vfs.Default, t.TempDir(), compactConfig(), OpenOptions{})
 			defer l.Close()
@@ -323,8 +343,8 @@ func TestCleanCompressedBatches(t *testing.T) {
 				t.Fatalf("%d records left, want 7", len(recs))
 			}
 			_ = l.ForEachBatch(0, func(b []byte) error {
-				if h := decodeBatchHeader(b); h.compression() != codec {
-					t.Fatalf("batch %d codec %d, want %d", h.BaseOffset, h.compression(), codec)
+				if h := batch.DecodeHeader(b); h.Compression() != codec {
+					t.Fatalf("batch %d codec %d, want %d", h.BaseOffset, h.Compression(), codec)
 				}
 				return nil
 			})
@@ -336,11 +356,11 @@ func TestCleanRetainsLastBatchOfProducer(t *testing.T) {
 	l := openTestLog(t, vfs.Default, t.TempDir(), compactConfig(), OpenOptions{})
 	defer l.Close()
 	idem := func(seq int32, recs ...kv) []byte {
-		b := keyedBatch(t, 10, codecNone, recs...)
-		binary.BigEndian.PutUint64(b[offProducerID:], 7)
-		binary.BigEndian.PutUint16(b[offProducerEpoch:], 1)
-		binary.BigEndian.PutUint32(b[offBaseSequence:], uint32(seq))
-		binary.BigEndian.PutUint32(b[offCRC:], batchCRC(b))
+		b := keyedBatch(t, 10, batch.CodecNone, recs...)
+		binary.BigEndian.PutUint64(b[batch.OffProducerID:], 7)
+		binary.BigEndian.PutUint16(b[batch.OffProducerEpoch:], 1)
+		binary.BigEndian.PutUint32(b[batch.OffBaseSequence:], uint32(seq))
+		binary.BigEndian.PutUint32(b[batch.OffCRC:], batch.CRC(b))
 		return b
 	}
 	appendOK(t, l, idem(0, rec("a", "1")))
@@ -348,15 +368,15 @@ func TestCleanRetainsLastBatchOfProducer(t *testing.T) {
 	if err := l.roll(l.now()); err != nil {
 		t.Fatal(err)
 	}
-	appendOK(t, l, keyedBatch(t, 20, codecNone, rec("a", "3"), rec("b", "3")))
+	appendOK(t, l, keyedBatch(t, 20, batch.CodecNone, rec("a", "3"), rec("b", "3")))
 	if err := l.roll(l.now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Clean(true); err != nil {
 		t.Fatal(err)
 	}
-	var hdrs []batchHeader
-	_ = l.ForEachBatch(0, func(b []byte) error { hdrs = append(hdrs, decodeBatchHeader(b)); return nil })
+	var hdrs []batch.Header
+	_ = l.ForEachBatch(0, func(b []byte) error { hdrs = append(hdrs, batch.DecodeHeader(b)); return nil })
 	// The producer's first batch goes, its last stays as an empty header.
 	if len(hdrs) != 2 || hdrs[0].BaseOffset != 1 || hdrs[0].RecordCount != 0 || hdrs[0].LastOffsetDelta != 1 ||
 		hdrs[0].ProducerID != 7 || hdrs[0].BaseSequence != 1 {
@@ -427,7 +447,7 @@ func TestCleanReaderKeepsOldSegment(t *testing.T) {
 		t.Fatalf("chunk of a cleaned-away segment: %v", err)
 	}
 	res.Chunk.Release()
-	if h := decodeBatchHeader(buf.Bytes()); h.BaseOffset != 0 || batchCRC(buf.Bytes()[:h.size()]) != h.CRC {
+	if h := batch.DecodeHeader(buf.Bytes()); h.BaseOffset != 0 || batch.CRC(buf.Bytes()[:h.Size()]) != h.CRC {
 		t.Fatalf("old chunk content changed: %+v", h)
 	}
 }

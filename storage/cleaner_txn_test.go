@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/storage/vfs"
@@ -21,13 +22,13 @@ import (
 // TxnOffsetCommit writes it.
 func txnKeyedBatch(t testing.TB, pid int64, seq int32, ts int64, recs ...kv) []byte {
 	t.Helper()
-	b := keyedBatch(t, ts, codecNone, recs...)
+	b := keyedBatch(t, ts, batch.CodecNone, recs...)
 	be := binary.BigEndian
-	be.PutUint16(b[offAttributes:], be.Uint16(b[offAttributes:])|uint16(attrTransactional))
-	be.PutUint64(b[offProducerID:], uint64(pid))
-	be.PutUint16(b[offProducerEpoch:], 0)
-	be.PutUint32(b[offBaseSequence:], uint32(seq))
-	be.PutUint32(b[offCRC:], batchCRC(b))
+	be.PutUint16(b[batch.OffAttributes:], be.Uint16(b[batch.OffAttributes:])|uint16(batch.AttrTransactional))
+	be.PutUint64(b[batch.OffProducerID:], uint64(pid))
+	be.PutUint16(b[batch.OffProducerEpoch:], 0)
+	be.PutUint32(b[batch.OffBaseSequence:], uint32(seq))
+	be.PutUint32(b[batch.OffCRC:], batch.CRC(b))
 	return b
 }
 
@@ -35,25 +36,21 @@ func txnKeyedBatch(t testing.TB, pid int64, seq int32, ts int64, recs ...kv) []b
 // for a tombstone).
 func batchKVs(t testing.TB, b []byte) []kv {
 	t.Helper()
-	h := decodeBatchHeader(b)
+	h := batch.DecodeHeader(b)
 	recs, err := batchRecords(&h, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []kv
-	err = forEachRecord(recs, h.RecordCount, func(r *record) error {
-		var kr kmsg.Record
-		if err := kr.ReadFrom(r.raw); err != nil {
-			return err
-		}
+	krs, err := kmsgRecords(recs, h.RecordCount)
+	for _, kr := range krs {
 		// Copies: ForEachBatch reuses its buffer.
 		c := kv{key: bytes.Clone(kr.Key)}
 		if kr.Value != nil {
 			c.value = bytes.Clone(kr.Value)
 		}
 		out = append(out, c)
-		return nil
-	})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,21 +69,21 @@ func readCommittedView(t testing.TB, l *Log) map[string]string {
 	abortedPids := map[int64]bool{}
 	view := map[string]string{}
 	err := l.ForEachBatch(0, func(b []byte) error {
-		h := decodeBatchHeader(b)
+		h := batch.DecodeHeader(b)
 		if h.BaseOffset >= lso {
 			return nil
 		}
-		for len(aborted) > 0 && aborted[0].FirstOffset <= h.lastOffset() {
+		for len(aborted) > 0 && aborted[0].FirstOffset <= h.LastOffset() {
 			abortedPids[aborted[0].ProducerID] = true
 			aborted = aborted[1:]
 		}
-		if h.control() {
+		if h.Control() {
 			if commit, _, ok := parseControlBatch(b); ok && !commit {
 				delete(abortedPids, h.ProducerID)
 			}
 			return nil
 		}
-		if h.transactional() && abortedPids[h.ProducerID] {
+		if h.Transactional() && abortedPids[h.ProducerID] {
 			return nil
 		}
 		for _, r := range batchKVs(t, b) {
@@ -122,14 +119,14 @@ func replayView(t testing.TB, l *Log) map[string]string {
 		}
 	}
 	err := l.ForEachBatch(0, func(b []byte) error {
-		h := decodeBatchHeader(b)
+		h := batch.DecodeHeader(b)
 		switch {
-		case h.control():
+		case h.Control():
 			if commit, _, ok := parseControlBatch(b); ok && commit {
 				apply(pending[h.ProducerID])
 			}
 			delete(pending, h.ProducerID)
-		case h.transactional():
+		case h.Transactional():
 			pending[h.ProducerID] = append(pending[h.ProducerID], batchKVs(t, b)...)
 		default:
 			apply(batchKVs(t, b))
@@ -147,7 +144,7 @@ func markers(t testing.TB, l *Log) []int64 {
 	t.Helper()
 	var out []int64
 	err := l.ForEachBatch(0, func(b []byte) error {
-		if h := decodeBatchHeader(b); h.control() {
+		if h := batch.DecodeHeader(b); h.Control() {
 			out = append(out, h.BaseOffset)
 		}
 		return nil
@@ -202,13 +199,13 @@ func TestCleanAbortedTransactionNeverWins(t *testing.T) {
 	clock := func() time.Time { return now }
 	l := openTestLog(t, vfs.Default, dir, cfg, OpenOptions{Now: clock})
 	ts := now.UnixMilli()
-	appendOK(t, l, keyedBatch(t, ts, codecNone, rec("K", "v0"), rec("other", "o1"))) // 0-1
-	appendOK(t, l, txnKeyedBatch(t, 1, 0, ts, rec("K", "v1")))                       // 2
-	commit1 := mustControl(t, l, 1, true)                                            // 3
-	appendOK(t, l, txnKeyedBatch(t, 2, 0, ts, rec("K", "v2"), rec("x", "x2")))       // 4-5
-	abort2 := mustControl(t, l, 2, false)                                            // 6
-	appendOK(t, l, txnKeyedBatch(t, 1, 1, ts, rec("K", "v3")))                       // 7
-	abort1 := mustControl(t, l, 1, false)                                            // 8
+	appendOK(t, l, keyedBatch(t, ts, batch.CodecNone, rec("K", "v0"), rec("other", "o1"))) // 0-1
+	appendOK(t, l, txnKeyedBatch(t, 1, 0, ts, rec("K", "v1")))                             // 2
+	commit1 := mustControl(t, l, 1, true)                                                  // 3
+	appendOK(t, l, txnKeyedBatch(t, 2, 0, ts, rec("K", "v2"), rec("x", "x2")))             // 4-5
+	abort2 := mustControl(t, l, 2, false)                                                  // 6
+	appendOK(t, l, txnKeyedBatch(t, 1, 1, ts, rec("K", "v3")))                             // 7
+	abort1 := mustControl(t, l, 1, false)                                                  // 8
 	// Both producers write again, so their aborted batches are not their
 	// last (which the cleaner would keep as empty batches, RETAIN_EMPTY).
 	appendOK(t, l, txnKeyedBatch(t, 2, 2, ts, rec("p2", "c2"))) // 9
@@ -216,7 +213,7 @@ func TestCleanAbortedTransactionNeverWins(t *testing.T) {
 	appendOK(t, l, txnKeyedBatch(t, 1, 2, ts, rec("p1", "c1"))) // 11
 	commit3 := mustControl(t, l, 1, true)                       // 12
 	rollTest(t, l)
-	appendOK(t, l, keyedBatch(t, ts, codecNone, rec("other", "o2"))) // 13, active segment
+	appendOK(t, l, keyedBatch(t, ts, batch.CodecNone, rec("other", "o2"))) // 13, active segment
 
 	want := map[string]string{"K": "v1", "other": "o2", "p1": "c1", "p2": "c2"}
 	if got := readCommittedView(t, l); !reflect.DeepEqual(got, want) {
@@ -276,18 +273,18 @@ func TestCleanAbortedTransactionNeverWins(t *testing.T) {
 	// Second pass (a new dirty segment): the aborted transactions have no
 	// data left, so their markers get a delete horizon; the commit markers'
 	// transactions still hold K=v1, p2 and p1, so they stay untouched.
-	appendOK(t, l, keyedBatch(t, ts, codecNone, rec("y", "y1")))
+	appendOK(t, l, keyedBatch(t, ts, batch.CodecNone, rec("y", "y1")))
 	rollTest(t, l)
-	appendOK(t, l, keyedBatch(t, ts, codecNone, rec("z", "z1")))
+	appendOK(t, l, keyedBatch(t, ts, batch.CodecNone, rec("z", "z1")))
 	want["y"], want["z"] = "y1", "z1"
 	if st, err := l.Clean(true); err != nil || !st.Cleaned {
 		t.Fatalf("second Clean: %+v, %v", st, err)
 	}
 	horizons := map[int64]int64{}
 	_ = l.ForEachBatch(0, func(b []byte) error {
-		if h := decodeBatchHeader(b); h.control() {
+		if h := batch.DecodeHeader(b); h.Control() {
 			horizons[h.BaseOffset] = -1
-			if h.Attributes&attrDeleteHorizon != 0 {
+			if h.Attributes&batch.AttrDeleteHorizon != 0 {
 				horizons[h.BaseOffset] = h.BaseTimestamp
 			}
 		}
@@ -316,13 +313,13 @@ func TestCleanAbortedTransactionNeverWins(t *testing.T) {
 
 	// K=v4 shadows v1: the first commit marker keeps for the pass that
 	// removes v1 (it saw the data), then gets a horizon, then goes.
-	appendOK(t, l, keyedBatch(t, now.UnixMilli(), codecNone, rec("K", "v4")))
+	appendOK(t, l, keyedBatch(t, now.UnixMilli(), batch.CodecNone, rec("K", "v4")))
 	rollTest(t, l)
-	appendOK(t, l, keyedBatch(t, now.UnixMilli(), codecNone, rec("z", "z2")))
+	appendOK(t, l, keyedBatch(t, now.UnixMilli(), batch.CodecNone, rec("z", "z2")))
 	want["K"], want["z"] = "v4", "z2"
 	for pass, wantMarkers := range [][]int64{{commit1, commit2, commit3}, {commit1, commit2, commit3}, {commit2, commit3}} {
 		if pass == 1 {
-			appendOK(t, l, keyedBatch(t, now.UnixMilli(), codecNone, rec("w", "w1")))
+			appendOK(t, l, keyedBatch(t, now.UnixMilli(), batch.CodecNone, rec("w", "w1")))
 			rollTest(t, l)
 			want["w"] = "w1"
 		}
@@ -372,7 +369,7 @@ func TestCleanAbortedTxnOffsetCommit(t *testing.T) {
 			t.Fatalf("AppendCoordinator: %v", err)
 		}
 	}
-	appendOK(t, l, keyedBatch(t, ts, codecNone, kv{key: k, value: value(10)}))
+	appendOK(t, l, keyedBatch(t, ts, batch.CodecNone, kv{key: k, value: value(10)}))
 	coord(txnKeyedBatch(t, 7, 0, ts, kv{key: k, value: value(20)}))
 	mustControl(t, l, 7, true)
 	coord(txnKeyedBatch(t, 7, 0, ts, kv{key: k, value: value(30)}))

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/strata-io/strata/internal/batch"
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/storage/vfs"
@@ -99,16 +100,16 @@ func (o *cleanOutput) reset(m outMark) error {
 
 // fits reports whether batch b (header h) can join the output without
 // exceeding segment.bytes, the index capacity or the 32-bit relative offset.
-func (o *cleanOutput) fits(h *batchHeader) bool {
+func (o *cleanOutput) fits(h *batch.Header) bool {
 	s := o.seg
-	return s.size+h.size() <= s.cfg.SegmentBytes && !s.idx.full() && !s.tidx.roomFull() &&
-		h.lastOffset()-s.base <= math.MaxInt32
+	return s.size+h.Size() <= s.cfg.SegmentBytes && !s.idx.full() && !s.tidx.roomFull() &&
+		h.LastOffset()-s.base <= math.MaxInt32
 }
 
 func (o *cleanOutput) add(b []byte) error {
-	h := decodeBatchHeader(b)
+	h := batch.DecodeHeader(b)
 	o.seg.indexBatch(&h, o.seg.size)
-	o.seg.size += h.size()
+	o.seg.size += h.Size()
 	o.buf = append(o.buf, b...)
 	if len(o.buf) >= cleanerWriteBuf {
 		return o.flushBuf()
@@ -225,7 +226,7 @@ func (c *cleaner) clean(end int) (CleanStats, error) {
 		seen := maps.Clone(c.txns.seen) // the transaction state before this source, for a rollback
 		first := i == groupStart
 		overflow := false
-		err := scanFile(src.file, src.size, func(h *batchHeader, b []byte) error {
+		err := scanFile(src.file, src.size, func(h *batch.Header, b []byte) error {
 			if l.closing.Load() {
 				return errCleanAborted
 			}
@@ -233,7 +234,7 @@ func (c *cleaner) clean(end int) (CleanStats, error) {
 			if err != nil || nb == nil {
 				return err
 			}
-			nh := decodeBatchHeader(nb)
+			nh := batch.DecodeHeader(nb)
 			if !first && !out.fits(&nh) {
 				overflow = true
 				return errOverflow

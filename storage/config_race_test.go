@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/storage/vfs"
@@ -51,7 +52,7 @@ func TestSetConfigRacesNothing(t *testing.T) {
 		return nil
 	})
 	run("Append", func(i int) error {
-		_, err := l.Append(keyedBatch(t, time.Now().UnixMilli(), codecNone, rec(fmt.Sprint("k", i%7), "v")), 0)
+		_, err := l.Append(keyedBatch(t, time.Now().UnixMilli(), batch.CodecNone, rec(fmt.Sprint("k", i%7), "v")), 0)
 		return err
 	})
 	run("AppendCoordinator+AppendControl", func(i int) error {

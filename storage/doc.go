@@ -29,6 +29,9 @@
 //
 // # Record batch (magic 2), all integers big-endian
 //
+// internal/batch holds the code for this layout (header fields, CRC32C,
+// record framing, codecs), shared with the coordinator, broker and bench.
+//
 //	offset len field                  notes
 //	0      8   baseOffset             assigned by the broker on append
 //	8      4   batchLength            bytes after this field (total size - 12)
@@ -73,7 +76,7 @@
 // cleaner never meets a keyless record appended under that policy (it drops
 // those written before the policy changed, as Kafka's). Only compacted logs
 // decode records for the check; compressed batches are decompressed
-// (compression.go: gzip, snappy raw or in snappy-java's xerial framing, lz4
+// (internal/batch: gzip, snappy raw or in snappy-java's xerial framing, lz4
 // frames, zstd).
 //
 // # Offset index (.index)
@@ -372,7 +375,7 @@
 //
 // Batches and producer snapshots are checksummed with
 // github.com/klauspost/crc32, chosen over the standard library's Castagnoli
-// table by BenchmarkCRC32C (batch_test.go) on the build machine (Intel Xeon,
+// table by BenchmarkCRC32C (internal/batch) on the build machine (Intel Xeon,
 // 2 cores, Go 1.26), median of three runs:
 //
 //	size     hash/crc32     klauspost/crc32

@@ -8,6 +8,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/vfs/memfs"
 )
 
@@ -141,15 +142,15 @@ func checkRecoveredPrefix(t *testing.T, got, input []byte) {
 	}
 	next := int64(-1)
 	for b := got; len(b) > 0; {
-		if len(b) < batchHeaderSize {
+		if len(b) < batch.HeaderSize {
 			t.Fatalf("%d trailing bytes", len(b))
 		}
-		size := int(binary.BigEndian.Uint32(b[8:])) + logOverhead
+		size := int(binary.BigEndian.Uint32(b[8:])) + batch.LogOverhead
 		base := int64(binary.BigEndian.Uint64(b))
 		if next >= 0 && base != next {
 			t.Fatalf("batch at offset %d after one ending at %d", base, next)
 		}
-		if crc32.Checksum(b[offAttributes:size], crc32.MakeTable(crc32.Castagnoli)) != binary.BigEndian.Uint32(b[offCRC:]) {
+		if crc32.Checksum(b[batch.OffAttributes:size], crc32.MakeTable(crc32.Castagnoli)) != binary.BigEndian.Uint32(b[batch.OffCRC:]) {
 			t.Fatalf("batch at offset %d has a bad CRC", base)
 		}
 		next = base + int64(binary.BigEndian.Uint32(b[23:])) + 1

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 
@@ -168,7 +169,7 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
 	if view.Compact {
 		var keyless []RecordError
 		for i, pos := range batchPositions(hdrs) {
-			errs, err := checkKeyed(&hdrs[i], records[pos:pos+int(hdrs[i].size())], filepath.Base(l.dir))
+			errs, err := checkKeyed(&hdrs[i], records[pos:pos+int(hdrs[i].Size())], filepath.Base(l.dir))
 			if err != nil {
 				return AppendResult{}, err
 			}
@@ -204,7 +205,7 @@ func (l *Log) AppendCoordinator(records []byte, leaderEpoch int32) (AppendResult
 
 // appendBatches checks producer state, stamps, writes and indexes hdrs'
 // batches (records), and moves the high watermark.
-func (l *Log) appendBatches(records []byte, hdrs []batchHeader, leaderEpoch int32, origin appendOrigin) (AppendResult, error) {
+func (l *Log) appendBatches(records []byte, hdrs []batch.Header, leaderEpoch int32, origin appendOrigin) (AppendResult, error) {
 	idempotent := false
 	for i := range hdrs {
 		if hdrs[i].ProducerID >= 0 {
@@ -216,7 +217,7 @@ func (l *Log) appendBatches(records []byte, hdrs []batchHeader, leaderEpoch int3
 		// an idempotent check of several would need a speculative state.
 		return AppendResult{}, fmt.Errorf("idempotent produce with %d batches: %w", len(hdrs), kerr.InvalidRecord)
 	}
-	control := hdrs[0].control()
+	control := hdrs[0].Control()
 
 	l.mu.Lock()
 	if err := l.writable(); err != nil {
@@ -225,7 +226,7 @@ func (l *Log) appendBatches(records []byte, hdrs []batchHeader, leaderEpoch int3
 	}
 	base := l.active().next
 	if idempotent && !control {
-		m := hdrs[0].meta()
+		m := metaOf(&hdrs[0])
 		m.BaseOffset = base
 		var (
 			dupBase int64
@@ -252,7 +253,7 @@ func (l *Log) appendBatches(records []byte, hdrs []batchHeader, leaderEpoch int3
 	for i, pos := range batchPositions(hdrs) {
 		stampBatch(records[pos:], next, leaderEpoch)
 		hdrs[i].BaseOffset, hdrs[i].PartitionLeaderEpoch = next, leaderEpoch
-		next = hdrs[i].nextOffset()
+		next = hdrs[i].NextOffset()
 		maxTs = max(maxTs, hdrs[i].MaxTimestamp)
 		msgs += int64(hdrs[i].RecordCount)
 	}
@@ -282,7 +283,7 @@ func (l *Log) appendBatches(records []byte, hdrs []batchHeader, leaderEpoch int3
 			return AppendResult{}, err
 		}
 	case idempotent:
-		m := hdrs[0].meta()
+		m := metaOf(&hdrs[0])
 		l.producers.update(m)
 	}
 	if err := l.assignEpoch(leaderEpoch, base); err != nil {
@@ -320,12 +321,12 @@ func (l *Log) appendBatches(records []byte, hdrs []batchHeader, leaderEpoch int3
 }
 
 // batchPositions returns the byte position of each batch in the payload.
-func batchPositions(hdrs []batchHeader) []int {
+func batchPositions(hdrs []batch.Header) []int {
 	ps := make([]int, len(hdrs))
 	pos := 0
 	for i := range hdrs {
 		ps[i] = pos
-		pos += int(hdrs[i].size())
+		pos += int(hdrs[i].Size())
 	}
 	return ps
 }

@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -57,7 +58,7 @@ func (l *Log) ForEachBatch(from int64, fn func(batch []byte) error) error {
 			from = max(from, next.base)
 			continue
 		}
-		var hb [batchHeaderSize]byte
+		var hb [batch.HeaderSize]byte
 		err = func() error {
 			defer func() { _ = f.release() }()
 			for pos < limit && from < hw {
@@ -65,18 +66,18 @@ func (l *Log) ForEachBatch(from int64, fn func(batch []byte) error) error {
 				if err != nil {
 					return fmt.Errorf("segment %d at %d: %w: %w", s.base, pos, err, kerr.KafkaStorageError)
 				}
-				if int64(cap(buf)) < h.size() {
-					buf = make([]byte, h.size())
+				if int64(cap(buf)) < h.Size() {
+					buf = make([]byte, h.Size())
 				}
-				b := buf[:h.size()]
+				b := buf[:h.Size()]
 				if _, err := f.f.ReadAt(b, pos); err != nil {
 					return fmt.Errorf("segment %d: read batch at %d: %w: %w", s.base, pos, err, kerr.KafkaStorageError)
 				}
 				if err := fn(b); err != nil {
 					return err
 				}
-				from = h.nextOffset()
-				pos += h.size()
+				from = h.NextOffset()
+				pos += h.Size()
 			}
 			return nil
 		}()

@@ -1,10 +1,10 @@
 package storage
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sort"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -102,21 +102,21 @@ func (l *Log) ReadIsolated(offset int64, maxBytes int, minOneBatch, readCommitte
 	}
 	skipped := end > pos
 	l.mu.Unlock()
-	var hb [batchHeaderSize]byte
+	var hb [batch.HeaderSize]byte
 	for end < limit {
 		h, err := readHeader(f.f, end, limit, &hb)
 		if err != nil {
 			_ = f.release()
 			return res, fmt.Errorf("segment %d: read at position %d: %w: %w", s.base, end, err, kerr.KafkaStorageError)
 		}
-		if h.BaseOffset >= upTo || end+h.size()-pos > int64(maxBytes) && !(end == pos && minOneBatch) {
+		if h.BaseOffset >= upTo || end+h.Size()-pos > int64(maxBytes) && !(end == pos && minOneBatch) {
 			if skipped {
 				res.NextOffset = h.BaseOffset // the skipped batches end below it
 			}
 			break
 		}
-		end += h.size()
-		res.NextOffset = h.nextOffset()
+		end += h.Size()
+		res.NextOffset = h.NextOffset()
 		skipped = false
 	}
 	if end == pos {
@@ -140,17 +140,17 @@ func (l *Log) findBatch(s *segment, offset, limit int64) (*sharedFile, int64, er
 	if err != nil {
 		return nil, 0, err
 	}
-	var hb [batchHeaderSize]byte
+	var hb [batch.HeaderSize]byte
 	for pos < limit {
 		h, err := readHeader(f.f, pos, limit, &hb)
 		if err != nil {
 			_ = f.release()
 			return nil, 0, fmt.Errorf("segment %d: find offset %d: %w", s.base, offset, err)
 		}
-		if h.lastOffset() >= offset {
+		if h.LastOffset() >= offset {
 			return f, pos, nil
 		}
-		pos += h.size()
+		pos += h.Size()
 	}
 	_ = f.release()
 	return nil, 0, nil
@@ -183,8 +183,8 @@ func (l *Log) MaxTimestamp() (offset, timestamp int64) {
 	offset, timestamp = best.maxTsOffset, best.maxTs
 	// Find the batch ending at maxTsOffset and, if it is uncompressed, the
 	// exact record with the timestamp (Kafka >= 3.8 returns that offset).
-	_ = l.scanBatches(best, best.idx.lookup(best.maxTsOffset), func(h *batchHeader, b []byte) bool {
-		if h.lastOffset() < best.maxTsOffset {
+	_ = l.scanBatches(best, best.idx.lookup(best.maxTsOffset), func(h *batch.Header, b []byte) bool {
+		if h.LastOffset() < best.maxTsOffset {
 			return true
 		}
 		if o, t, ok := firstRecordAtOrAfter(h, b, best.maxTs); ok && t == best.maxTs {
@@ -207,7 +207,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool) {
 			continue
 		}
 		start := s.idx.lookup(s.tidx.lookup(ts))
-		_ = l.scanBatches(s, start, func(h *batchHeader, b []byte) bool {
+		_ = l.scanBatches(s, start, func(h *batch.Header, b []byte) bool {
 			if h.MaxTimestamp < ts {
 				return true
 			}
@@ -224,7 +224,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool) {
 // scanBatches walks the batches of s from position pos below the high
 // watermark, reading each whole batch, until fn returns false. Caller holds
 // l.mu.
-func (l *Log) scanBatches(s *segment, pos int64, fn func(h *batchHeader, b []byte) bool) error {
+func (l *Log) scanBatches(s *segment, pos int64, fn func(h *batch.Header, b []byte) bool) error {
 	limit := s.size
 	if l.hw.segBase == s.base {
 		limit = l.hw.pos
@@ -234,24 +234,24 @@ func (l *Log) scanBatches(s *segment, pos int64, fn func(h *batchHeader, b []byt
 		return err
 	}
 	defer func() { _ = f.release() }()
-	var hb [batchHeaderSize]byte
+	var hb [batch.HeaderSize]byte
 	var buf []byte
 	for pos < limit {
 		h, err := readHeader(f.f, pos, limit, &hb)
 		if err != nil {
 			return err
 		}
-		if cap(buf) < int(h.size()) {
-			buf = make([]byte, h.size())
+		if cap(buf) < int(h.Size()) {
+			buf = make([]byte, h.Size())
 		}
-		b := buf[:h.size()]
+		b := buf[:h.Size()]
 		if _, err := f.f.ReadAt(b, pos); err != nil {
 			return fmt.Errorf("segment %d: read batch at %d: %w", s.base, pos, err)
 		}
 		if !fn(&h, b) {
 			return nil
 		}
-		pos += h.size()
+		pos += h.Size()
 	}
 	return nil
 }
@@ -259,9 +259,9 @@ func (l *Log) scanBatches(s *segment, pos int64, fn func(h *batchHeader, b []byt
 // firstRecordAtOrAfter finds, in an uncompressed batch, the first record
 // with timestamp >= ts. A compressed batch (or one whose records do not
 // parse) answers with its base offset and max timestamp if that qualifies.
-func firstRecordAtOrAfter(h *batchHeader, b []byte, ts int64) (offset, timestamp int64, ok bool) {
-	if h.compression() == 0 {
-		if o, t, found, err := scanRecordTimestamps(h, b[batchHeaderSize:], ts); err == nil {
+func firstRecordAtOrAfter(h *batch.Header, b []byte, ts int64) (offset, timestamp int64, ok bool) {
+	if h.Compression() == 0 {
+		if o, t, found, err := scanRecordTimestamps(h, b[batch.HeaderSize:], ts); err == nil {
 			return o, t, found
 		}
 	}
@@ -271,31 +271,15 @@ func firstRecordAtOrAfter(h *batchHeader, b []byte, ts int64) (offset, timestamp
 	return -1, -1, false
 }
 
-// scanRecordTimestamps walks v2 records (length varint, attributes int8,
-// timestampDelta varlong, offsetDelta varint, ...) for the first with
-// timestamp >= ts.
-func scanRecordTimestamps(h *batchHeader, recs []byte, ts int64) (offset, timestamp int64, found bool, err error) {
-	for i := int32(0); i < h.RecordCount; i++ {
-		length, n := binary.Varint(recs)
-		if n <= 0 || length < 0 || int64(len(recs)-n) < length {
-			return 0, 0, false, fmt.Errorf("record %d: bad length", i)
-		}
-		body := recs[n : n+int(length)]
-		recs = recs[n+int(length):]
-		if len(body) < 1 {
-			return 0, 0, false, fmt.Errorf("record %d: empty", i)
-		}
-		tsDelta, n1 := binary.Varint(body[1:])
-		if n1 <= 0 {
-			return 0, 0, false, fmt.Errorf("record %d: bad timestamp delta", i)
-		}
-		offDelta, n2 := binary.Varint(body[1+n1:])
-		if n2 <= 0 {
-			return 0, 0, false, fmt.Errorf("record %d: bad offset delta", i)
-		}
-		if t := h.BaseTimestamp + tsDelta; t >= ts {
-			return h.BaseOffset + offDelta, t, true, nil
+// scanRecordTimestamps walks the records of an uncompressed records
+// section for the first with timestamp >= ts.
+func scanRecordTimestamps(h *batch.Header, recs []byte, ts int64) (offset, timestamp int64, found bool, err error) {
+	it := batch.NewRecords(recs, h.RecordCount)
+	var r batch.Record
+	for it.Next(&r) {
+		if t := h.BaseTimestamp + r.TimestampDelta; t >= ts {
+			return h.BaseOffset + int64(r.OffsetDelta), t, true, nil
 		}
 	}
-	return 0, 0, false, nil
+	return 0, 0, false, it.Err()
 }

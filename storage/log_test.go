@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -51,12 +52,12 @@ func makeBatch(o batchOpts) []byte {
 		recs = r.AppendTo(recs)
 	}
 	b := kmsg.RecordBatch{
-		FirstOffset: 0, Length: int32(batchHeaderSize - logOverhead + len(recs)), PartitionLeaderEpoch: -1, Magic: 2,
+		FirstOffset: 0, Length: int32(batch.HeaderSize - batch.LogOverhead + len(recs)), PartitionLeaderEpoch: -1, Magic: 2,
 		Attributes: o.attrs, LastOffsetDelta: int32(o.records - 1), FirstTimestamp: o.ts, MaxTimestamp: o.ts + int64(o.records-1),
 		ProducerID: o.pid, ProducerEpoch: o.epoch, FirstSequence: o.seq, NumRecords: int32(o.records), Records: recs,
 	}
 	raw := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(raw[offCRC:], crc32.Checksum(raw[offAttributes:], crc32.MakeTable(crc32.Castagnoli)))
+	binary.BigEndian.PutUint32(raw[batch.OffCRC:], crc32.Checksum(raw[batch.OffAttributes:], crc32.MakeTable(crc32.Castagnoli)))
 	return raw
 }
 
@@ -107,13 +108,13 @@ func readAll(t testing.TB, l *Log) []int64 {
 			t.Fatalf("Read(%d) returned nothing below HW %d", off, l.HighWatermark())
 		}
 		for len(b) > 0 {
-			h := decodeBatchHeader(b)
-			if batchCRC(b[:h.size()]) != h.CRC {
+			h := batch.DecodeHeader(b)
+			if batch.CRC(b[:h.Size()]) != h.CRC {
 				t.Fatalf("batch at %d: bad crc", h.BaseOffset)
 			}
 			bases = append(bases, h.BaseOffset)
-			off = h.nextOffset()
-			b = b[h.size():]
+			off = h.NextOffset()
+			b = b[h.Size():]
 		}
 	}
 	return bases
@@ -141,7 +142,7 @@ func TestAppendReadAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Chunk.Release()
-	if h := decodeBatchHeader(buf.Bytes()); h.BaseOffset != 250 {
+	if h := batch.DecodeHeader(buf.Bytes()); h.BaseOffset != 250 {
 		t.Fatalf("first batch %d, want 250", h.BaseOffset)
 	}
 	if _, err := l.Read(501, 100, true); !errors.Is(err, kerr.OffsetOutOfRange) {
@@ -175,8 +176,8 @@ func TestValidationErrorsWriteNothing(t *testing.T) {
 	badCRC := bytes.Clone(good)
 	badCRC[len(badCRC)-1] ^= 0xff
 	badCount := bytes.Clone(good)
-	binary.BigEndian.PutUint32(badCount[offRecordCount:], 5)
-	binary.BigEndian.PutUint32(badCount[offCRC:], batchCRC(badCount))
+	binary.BigEndian.PutUint32(badCount[batch.OffRecordCount:], 5)
+	binary.BigEndian.PutUint32(badCount[batch.OffCRC:], batch.CRC(badCount))
 	tooLarge := makeBatch(batchOpts{records: 3, valueSize: 1000})
 	cases := []struct {
 		name string
@@ -187,7 +188,7 @@ func TestValidationErrorsWriteNothing(t *testing.T) {
 		{"count", badCount, kerr.InvalidRecord},
 		{"too large", tooLarge, kerr.MessageTooLarge},
 		{"truncated", good[:len(good)-3], kerr.CorruptMessage},
-		{"control", makeBatch(batchOpts{attrs: attrControl}), kerr.InvalidRecord},
+		{"control", makeBatch(batchOpts{attrs: batch.AttrControl}), kerr.InvalidRecord},
 		{"codec", makeBatch(batchOpts{attrs: 5}), kerr.UnsupportedCompressionType},
 	}
 	for _, c := range cases {
@@ -353,7 +354,7 @@ func TestLeaderEpochs(t *testing.T) {
 	var buf bytes.Buffer
 	_, _ = res.Chunk.WriteTo(&buf)
 	res.Chunk.Release()
-	if h := decodeBatchHeader(buf.Bytes()); h.PartitionLeaderEpoch != 5 {
+	if h := batch.DecodeHeader(buf.Bytes()); h.PartitionLeaderEpoch != 5 {
 		t.Fatalf("stamped epoch %d", h.PartitionLeaderEpoch)
 	}
 	if err := l.Close(); err != nil {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/klauspost/crc32"
+	"github.com/strata-io/strata/internal/batch"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -239,7 +239,7 @@ func metadataBatch(base int64, value []byte) []byte {
 	binary.BigEndian.PutUint32(b[53:], 0xffffffff)
 	binary.BigEndian.PutUint32(b[57:], 1)
 	b = append(b, recs...)
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+	binary.BigEndian.PutUint32(b[batch.OffCRC:], batch.CRC(b))
 	return b
 }
 

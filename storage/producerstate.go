@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/klauspost/crc32"
 	"io/fs"
 	"math"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/storage/vfs"
@@ -34,8 +34,6 @@ const (
 	// snapshotEntryLen is one producer entry of Kafka's snapshot schema.
 	snapshotEntryLen = 8 + 2 + 4 + 8 + 4 + 8 + 4 + 8
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // batchMeta is what the producer state needs to know about one batch; Log
 // fills it from the batch header.
@@ -263,7 +261,7 @@ func (s *producerStates) encodeSnapshot() []byte {
 		buf = binary.BigEndian.AppendUint32(buf, uint32(e.CoordinatorEpoch))
 		buf = binary.BigEndian.AppendUint64(buf, uint64(e.TxnFirstOffset))
 	}
-	binary.BigEndian.PutUint32(buf[2:6], crc32.Checksum(buf[snapshotHeaderLen:], castagnoli))
+	binary.BigEndian.PutUint32(buf[2:6], batch.Checksum(buf[snapshotHeaderLen:]))
 	return buf
 }
 
@@ -275,7 +273,7 @@ func decodeSnapshot(buf []byte) (*producerStates, error) {
 	if v := int16(binary.BigEndian.Uint16(buf)); v != snapshotVersion {
 		return nil, fmt.Errorf("unsupported snapshot version %d", v)
 	}
-	if want, got := binary.BigEndian.Uint32(buf[2:6]), crc32.Checksum(buf[snapshotHeaderLen:], castagnoli); want != got {
+	if want, got := binary.BigEndian.Uint32(buf[2:6]), batch.Checksum(buf[snapshotHeaderLen:]); want != got {
 		return nil, fmt.Errorf("snapshot crc mismatch: stored %#08x, computed %#08x", want, got)
 	}
 	n := int32(binary.BigEndian.Uint32(buf[snapshotHeaderLen:]))

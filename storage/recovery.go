@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/storage/vfs"
@@ -210,14 +211,14 @@ func countBatches(fsys vfs.FS, path string, size int64) int {
 		return 0
 	}
 	defer func() { _ = f.Close() }()
-	var hb [batchHeaderSize]byte
+	var hb [batch.HeaderSize]byte
 	n := 0
 	for pos := int64(0); pos < size; n++ {
 		h, err := readHeader(f, pos, size, &hb)
 		if err != nil {
 			break
 		}
-		pos += h.size()
+		pos += h.Size()
 	}
 	return n
 }
@@ -279,7 +280,7 @@ func (s *segment) scanTail() error {
 		return err
 	}
 	defer func() { _ = f.Close() }()
-	var hb [batchHeaderSize]byte
+	var hb [batch.HeaderSize]byte
 	pos, expected := int64(0), s.base
 	if s.idx.entries > 0 {
 		expected, pos = s.idx.at(s.idx.entries - 1)
@@ -313,12 +314,12 @@ func (s *segment) scanTail() error {
 			return fmt.Errorf("segment %d: no index entry for the batch at %d: %w", s.base, pos, errIndexCorrupt)
 		}
 		if h.MaxTimestamp > s.maxTs {
-			s.maxTs, s.maxTsOffset = h.MaxTimestamp, h.lastOffset()
+			s.maxTs, s.maxTsOffset = h.MaxTimestamp, h.LastOffset()
 		}
 		first = false
-		expected = h.nextOffset()
-		pos += h.size()
-		s.bytesSinceIndex += h.size()
+		expected = h.NextOffset()
+		pos += h.Size()
+		s.bytesSinceIndex += h.Size()
 	}
 	s.next = max(expected, s.base)
 	if s.firstTs < 0 && s.size > 0 {
@@ -360,7 +361,7 @@ func (s *segment) recoverSegment() (cut int64, reason error, err error) {
 	if err := s.openIndexes(true); err != nil {
 		return 0, nil, err
 	}
-	var hb [batchHeaderSize]byte
+	var hb [batch.HeaderSize]byte
 	buf := make([]byte, 64<<10)
 	expected, valid := s.base, int64(0)
 	for valid < s.size {
@@ -387,8 +388,8 @@ func (s *segment) recoverSegment() (cut int64, reason error, err error) {
 			break
 		}
 		s.indexBatch(&h, valid)
-		expected = h.nextOffset()
-		valid += h.size()
+		expected = h.NextOffset()
+		valid += h.Size()
 	}
 	if valid < s.size {
 		if err := f.Truncate(valid); err != nil {
@@ -492,7 +493,7 @@ func (l *Log) replayHeaders(s *segment, pos, from int64, ps *producerStates) err
 		return err
 	}
 	defer func() { _ = f.release() }()
-	var hb [batchHeaderSize]byte
+	var hb [batch.HeaderSize]byte
 	var buf []byte
 	for pos < s.size {
 		h, err := readHeader(f.f, pos, s.size, &hb)
@@ -501,11 +502,11 @@ func (l *Log) replayHeaders(s *segment, pos, from int64, ps *producerStates) err
 		}
 		switch {
 		case h.BaseOffset < from || h.ProducerID < 0:
-		case h.control():
-			if int64(cap(buf)) < h.size() {
-				buf = make([]byte, h.size())
+		case h.Control():
+			if int64(cap(buf)) < h.Size() {
+				buf = make([]byte, h.Size())
 			}
-			b := buf[:h.size()]
+			b := buf[:h.Size()]
 			if _, err := f.f.ReadAt(b, pos); err != nil {
 				return fmt.Errorf("segment %d: read marker at %d: %w", s.base, pos, err)
 			}
@@ -521,9 +522,9 @@ func (l *Log) replayHeaders(s *segment, pos, from int64, ps *producerStates) err
 				}
 			}
 		default:
-			ps.update(h.meta())
+			ps.update(metaOf(&h))
 		}
-		pos += h.size()
+		pos += h.Size()
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-io/strata/internal/batch"
 	"go.uber.org/zap"
 )
 
@@ -85,14 +86,14 @@ func (l *Log) finishSwap(base int64) error {
 		return fmt.Errorf("stat %s: %w", path, err)
 	}
 	end := base
-	var hb [batchHeaderSize]byte
+	var hb [batch.HeaderSize]byte
 	for pos := int64(0); pos < fi.Size(); {
 		h, err := readHeader(f, pos, fi.Size(), &hb)
 		if err != nil {
 			break // recovery of the segment cuts it here
 		}
-		end = h.nextOffset()
-		pos += h.size()
+		end = h.NextOffset()
+		pos += h.Size()
 	}
 	_ = f.Close()
 	bases, err := listSegments(l.fsys, l.dir)

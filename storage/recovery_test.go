@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/storage/vfs"
@@ -209,8 +210,8 @@ func TestIndexRebuild(t *testing.T) {
 				var buf bytes.Buffer
 				_, _ = res.Chunk.WriteTo(&buf)
 				res.Chunk.Release()
-				if h := decodeBatchHeader(buf.Bytes()); h.BaseOffset > off || h.lastOffset() < off {
-					t.Fatalf("read %d got batch %d..%d", off, h.BaseOffset, h.lastOffset())
+				if h := batch.DecodeHeader(buf.Bytes()); h.BaseOffset > off || h.LastOffset() < off {
+					t.Fatalf("read %d got batch %d..%d", off, h.BaseOffset, h.LastOffset())
 				}
 			}
 			if off, ts, ok := l.OffsetForTimestamp(500); !ok || off != 250 || ts != 500 {

@@ -3,13 +3,13 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"github.com/klauspost/crc32"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -134,7 +134,7 @@ func (s *segment) shouldRoll(n int64, k int, maxTs, lastOffset int64, now time.T
 // append writes data (validated, stamped batches described by hdrs) with
 // one write. On error the file may hold a prefix of data; the caller fails
 // the log and recovery cuts it off.
-func (s *segment) append(data []byte, hdrs []batchHeader) error {
+func (s *segment) append(data []byte, hdrs []batch.Header) error {
 	n, err := s.file.f.WriteAt(data, s.size)
 	if err != nil {
 		return fmt.Errorf("segment %d: write %d bytes at %d (wrote %d): %w", s.base, len(data), s.size, n, err)
@@ -142,7 +142,7 @@ func (s *segment) append(data []byte, hdrs []batchHeader) error {
 	pos := s.size
 	for i := range hdrs {
 		s.indexBatch(&hdrs[i], pos)
-		pos += hdrs[i].size()
+		pos += hdrs[i].Size()
 	}
 	s.size = pos
 	return nil
@@ -150,24 +150,24 @@ func (s *segment) append(data []byte, hdrs []batchHeader) error {
 
 // indexBatch updates the in-memory metadata and sparse indexes for the
 // batch at pos, as Kafka's LogSegment.append and recover do.
-func (s *segment) indexBatch(h *batchHeader, pos int64) {
+func (s *segment) indexBatch(h *batch.Header, pos int64) {
 	if s.firstTs < 0 && pos == 0 {
 		s.firstTs = h.MaxTimestamp
 	}
 	if h.MaxTimestamp > s.maxTs {
-		s.maxTs, s.maxTsOffset = h.MaxTimestamp, h.lastOffset()
+		s.maxTs, s.maxTsOffset = h.MaxTimestamp, h.LastOffset()
 	}
 	if s.bytesSinceIndex > int64(s.cfg.IndexIntervalBytes) {
 		if !s.idx.full() {
-			s.idx.append(h.lastOffset(), pos)
+			s.idx.append(h.LastOffset(), pos)
 		}
 		if !s.tidx.roomFull() {
 			s.tidx.maybeAppend(s.maxTs, s.maxTsOffset)
 		}
 		s.bytesSinceIndex = 0
 	}
-	s.bytesSinceIndex += h.size()
-	s.next = h.nextOffset()
+	s.bytesSinceIndex += h.Size()
+	s.next = h.NextOffset()
 }
 
 // deactivate turns the active segment into a closed one: the final time
@@ -217,14 +217,14 @@ func (e *readError) Unwrap() error { return e.err }
 
 // readHeader reads and structurally checks the batch header at pos of a
 // file holding size bytes.
-func readHeader(r io.ReaderAt, pos, size int64, buf *[batchHeaderSize]byte) (batchHeader, error) {
-	if size-pos < batchHeaderSize {
-		return batchHeader{}, errShortHeader
+func readHeader(r io.ReaderAt, pos, size int64, buf *[batch.HeaderSize]byte) (batch.Header, error) {
+	if size-pos < batch.HeaderSize {
+		return batch.Header{}, errShortHeader
 	}
 	if _, err := r.ReadAt(buf[:], pos); err != nil {
-		return batchHeader{}, &readError{fmt.Errorf("read header at %d: %w", pos, err)}
+		return batch.Header{}, &readError{fmt.Errorf("read header at %d: %w", pos, err)}
 	}
-	h := decodeBatchHeader(buf[:])
+	h := batch.DecodeHeader(buf[:])
 	if err := checkHeader(&h, size-pos); err != nil {
 		return h, err
 	}
@@ -233,14 +233,14 @@ func readHeader(r io.ReaderAt, pos, size int64, buf *[batchHeaderSize]byte) (bat
 
 // verifyCRC streams the batch at pos through CRC32C without allocating
 // from its (untrusted) length.
-func verifyCRC(r io.ReaderAt, pos int64, h *batchHeader, buf []byte) error {
+func verifyCRC(r io.ReaderAt, pos int64, h *batch.Header, buf []byte) error {
 	crc := uint32(0)
-	for off, end := pos+offAttributes, pos+h.size(); off < end; {
+	for off, end := pos+batch.OffAttributes, pos+h.Size(); off < end; {
 		n := min(int64(len(buf)), end-off)
 		if _, err := r.ReadAt(buf[:n], off); err != nil {
 			return &readError{fmt.Errorf("read batch at %d: %w", pos, err)}
 		}
-		crc = crc32.Update(crc, crcTable, buf[:n])
+		crc = batch.UpdateCRC(crc, buf[:n])
 		off += n
 	}
 	if crc != h.CRC {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 
@@ -136,22 +137,22 @@ func buildControlBatch(producerID int64, epoch int16, commit bool, coordinatorEp
 	rec = binary.BigEndian.AppendUint32(rec, uint32(coordinatorEpoch))
 	rec = binary.AppendVarint(rec, 0) // headers
 
-	b := make([]byte, batchHeaderSize, batchHeaderSize+len(rec)+binary.MaxVarintLen32)
-	be := binary.BigEndian
-	be.PutUint32(b[offLeaderEpoch:], ^uint32(0))
-	b[offMagic] = 2
-	be.PutUint16(b[offAttributes:], uint16(attrTransactional|attrControl))
-	be.PutUint32(b[offLastOffsetDelta:], 0)
-	be.PutUint64(b[offBaseTimestamp:], uint64(ts))
-	be.PutUint64(b[offMaxTimestamp:], uint64(ts))
-	be.PutUint64(b[offProducerID:], uint64(producerID))
-	be.PutUint16(b[offProducerEpoch:], uint16(epoch))
-	be.PutUint32(b[offBaseSequence:], ^uint32(0))
-	be.PutUint32(b[offRecordCount:], 1)
+	h := batch.Header{
+		PartitionLeaderEpoch: -1,
+		Magic:                batch.Magic,
+		Attributes:           batch.AttrTransactional | batch.AttrControl,
+		BaseTimestamp:        ts,
+		MaxTimestamp:         ts,
+		ProducerID:           producerID,
+		ProducerEpoch:        epoch,
+		BaseSequence:         -1,
+		RecordCount:          1,
+	}
+	b := make([]byte, batch.HeaderSize, batch.HeaderSize+len(rec)+binary.MaxVarintLen32)
+	h.Put(b)
 	b = binary.AppendVarint(b, int64(len(rec)))
 	b = append(b, rec...)
-	be.PutUint32(b[offBatchLength:], uint32(len(b)-logOverhead))
-	be.PutUint32(b[offCRC:], batchCRC(b))
+	batch.Seal(b)
 	return b
 }
 
@@ -159,40 +160,21 @@ func buildControlBatch(producerID int64, epoch int16, commit bool, coordinatorEp
 // from the log) is a commit marker, and its coordinator epoch. ok is false
 // for a control record of another type or one that does not parse.
 func parseControlBatch(b []byte) (commit bool, coordinatorEpoch int32, ok bool) {
-	if len(b) <= batchHeaderSize {
+	if len(b) <= batch.HeaderSize {
 		return false, 0, false
 	}
-	recs := b[batchHeaderSize:]
-	length, n := binary.Varint(recs)
-	if n <= 0 || length < 0 || int64(len(recs)-n) < length {
+	it := batch.NewRecords(b[batch.HeaderSize:], 1)
+	var r batch.Record
+	if !it.Next(&r) || len(r.Key) < controlRecordKeyLen {
 		return false, 0, false
 	}
-	body := recs[n : n+int(length)]
-	// attributes int8, then varints timestamp delta and offset delta.
-	pos := 1
-	for range 2 {
-		if pos >= len(body) {
-			return false, 0, false
-		}
-		_, m := binary.Varint(body[pos:])
-		if m <= 0 {
-			return false, 0, false
-		}
-		pos += m
-	}
-	klen, m := binary.Varint(body[min(pos, len(body)):])
-	if m <= 0 || klen < controlRecordKeyLen || pos+m+int(klen) > len(body) {
-		return false, 0, false
-	}
-	key := body[pos+m : pos+m+int(klen)]
-	pos += m + int(klen)
-	typ := int16(binary.BigEndian.Uint16(key[2:]))
+	typ := int16(binary.BigEndian.Uint16(r.Key[2:]))
 	if typ != 0 && typ != 1 {
 		return false, 0, false
 	}
 	epoch := int32(-1)
-	if vlen, m := binary.Varint(body[min(pos, len(body)):]); m > 0 && vlen >= endTxnMarkerValueLen && pos+m+int(vlen) <= len(body) {
-		epoch = int32(binary.BigEndian.Uint32(body[pos+m+2:]))
+	if len(r.Value) >= endTxnMarkerValueLen {
+		epoch = int32(binary.BigEndian.Uint32(r.Value[2:]))
 	}
 	return typ == 1, epoch, true
 }
@@ -246,9 +228,9 @@ func (l *Log) AppendControl(producerID int64, epoch int16, commit bool, coordina
 		}
 	}
 	l.mu.Unlock()
-	batch := buildControlBatch(producerID, epoch, commit, coordinatorEpoch, l.now().UnixMilli())
-	hdr := decodeBatchHeader(batch)
-	res, err := l.appendBatches(batch, []batchHeader{hdr}, leaderEpoch, originCoordinator)
+	marker := buildControlBatch(producerID, epoch, commit, coordinatorEpoch, l.now().UnixMilli())
+	hdr := batch.DecodeHeader(marker)
+	res, err := l.appendBatches(marker, []batch.Header{hdr}, leaderEpoch, originCoordinator)
 	if err != nil {
 		return 0, err
 	}
@@ -257,7 +239,7 @@ func (l *Log) AppendControl(producerID int64, epoch int16, commit bool, coordina
 
 // onControlAppended updates the transaction state for a marker just
 // written to the active segment. Caller holds l.mu.
-func (l *Log) onControlAppended(h *batchHeader, b []byte) error {
+func (l *Log) onControlAppended(h *batch.Header, b []byte) error {
 	commit, coordEpoch, ok := parseControlBatch(b)
 	if !ok {
 		return nil

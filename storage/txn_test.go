@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
 func txnBatch(pid int64, seq int32, records int) []byte {
 	// Markers carry the current time: so must the batches, or segment.ms
 	// rolls the log between them.
-	return makeBatch(batchOpts{records: records, valueSize: 8, ts: time.Now().UnixMilli(), pid: pid, epoch: 0, seq: seq, attrs: attrTransactional})
+	return makeBatch(batchOpts{records: records, valueSize: 8, ts: time.Now().UnixMilli(), pid: pid, epoch: 0, seq: seq, attrs: batch.AttrTransactional})
 }
 
 // readCommittedBases reads with read_committed from 0 and returns the base
@@ -37,13 +38,13 @@ func readCommittedBases(t *testing.T, l *Log) []int64 {
 			return bases
 		}
 		for b := buf.Bytes(); len(b) > 0; {
-			h := decodeBatchHeader(b)
+			h := batch.DecodeHeader(b)
 			if h.BaseOffset >= res.LastStable {
 				t.Fatalf("batch at %d returned past the last stable offset %d", h.BaseOffset, res.LastStable)
 			}
 			bases = append(bases, h.BaseOffset)
-			off = h.nextOffset()
-			b = b[h.size():]
+			off = h.NextOffset()
+			b = b[h.Size():]
 		}
 	}
 }

@@ -4,19 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 
+	recordbatch "github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/vfs"
-)
-
-// Record batch v2 layout (the same as every Kafka log): see storage/doc.go.
-const (
-	batchHeaderSize = 61
-	batchLengthEnd  = 12 // baseOffset + batchLength
-	crcStart        = 21
-	attrControl     = 1 << 5
-	attrCodecMask   = 0x07
 )
 
 // maxBatchBytes bounds the one batch held in memory: KafkaRaftClient writes
@@ -29,8 +20,6 @@ const (
 	controlSnapshotHeader = 3
 	controlSnapshotFooter = 4
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // batch is one validated record batch.
 type batch struct {
@@ -63,26 +52,26 @@ func readBatches(fsys vfs.FS, path string, fn func(*batch) error) error {
 	}
 	size := st.Size()
 	var buf []byte
-	var hdr [batchHeaderSize]byte
+	var hdr [recordbatch.HeaderSize]byte
 	for pos := int64(0); pos < size; {
 		invalid := func(why string) error {
 			return fmt.Errorf("%s at position %d: %s: %w", path, pos, why, errInvalidBatch)
 		}
-		if size-pos < batchHeaderSize {
+		if size-pos < recordbatch.HeaderSize {
 			return invalid("short batch header")
 		}
 		if _, err := f.ReadAt(hdr[:], pos); err != nil {
 			return fmt.Errorf("read %s at %d: %w", path, pos, err)
 		}
-		length := int64(int32(binary.BigEndian.Uint32(hdr[8:12])))
-		total := length + batchLengthEnd
+		h := recordbatch.DecodeHeader(hdr[:])
+		total := h.Size()
 		switch {
-		case total < batchHeaderSize || total > maxBatchBytes:
-			return invalid(fmt.Sprintf("batch length %d", length))
+		case total < recordbatch.HeaderSize || total > maxBatchBytes:
+			return invalid(fmt.Sprintf("batch length %d", h.BatchLength))
 		case total > size-pos:
 			return invalid("batch past the end of the file")
-		case hdr[16] != 2:
-			return invalid(fmt.Sprintf("magic %d", hdr[16]))
+		case h.Magic != recordbatch.Magic:
+			return invalid(fmt.Sprintf("magic %d", uint8(h.Magic)))
 		}
 		if int64(cap(buf)) < total {
 			buf = make([]byte, total)
@@ -91,19 +80,18 @@ func readBatches(fsys vfs.FS, path string, fn func(*batch) error) error {
 		if _, err := f.ReadAt(buf, pos); err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("read %s at %d: %w", path, pos, err)
 		}
-		if crc32.Checksum(buf[crcStart:], castagnoli) != binary.BigEndian.Uint32(buf[17:21]) {
+		if recordbatch.CRC(buf) != h.CRC {
 			return invalid("CRC mismatch")
 		}
-		attrs := binary.BigEndian.Uint16(buf[21:23])
-		if attrs&attrCodecMask != 0 {
-			return invalid(fmt.Sprintf("compression codec %d", attrs&attrCodecMask))
+		if h.Compression() != recordbatch.CodecNone {
+			return invalid(fmt.Sprintf("compression codec %d", h.Compression()))
 		}
 		b := &batch{
-			baseOffset:      int64(binary.BigEndian.Uint64(buf[0:8])),
-			lastOffsetDelta: int32(binary.BigEndian.Uint32(buf[23:27])),
-			count:           int32(binary.BigEndian.Uint32(buf[57:61])),
-			control:         attrs&attrControl != 0,
-			records:         buf[batchHeaderSize:],
+			baseOffset:      h.BaseOffset,
+			lastOffsetDelta: h.LastOffsetDelta,
+			count:           h.RecordCount,
+			control:         h.Control(),
+			records:         buf[recordbatch.HeaderSize:],
 		}
 		if b.baseOffset < 0 || b.lastOffsetDelta < 0 || b.count < 0 || int64(b.count) > int64(b.lastOffsetDelta)+1 {
 			return invalid(fmt.Sprintf("base offset %d, last offset delta %d, count %d", b.baseOffset, b.lastOffsetDelta, b.count))
@@ -120,33 +108,21 @@ func readBatches(fsys vfs.FS, path string, fn func(*batch) error) error {
 // every record of the batch. A record that does not parse within the batch
 // is an error: the CRC matched, so the writer put it there.
 func (b *batch) forEachRecord(fn func(offset int64, key, value []byte) error) error {
-	p := b.records
-	for i := int32(0); i < b.count; i++ {
-		length, n := binary.Varint(p)
-		if n <= 0 || length < 0 || length > int64(len(p)-n) {
-			return fmt.Errorf("batch at offset %d: record %d: bad length", b.baseOffset, i)
+	it := recordbatch.NewRecords(b.records, b.count)
+	var r recordbatch.Record
+	for i := 0; it.Next(&r); i++ {
+		if err := r.CheckHeaders(); err != nil {
+			return fmt.Errorf("batch at offset %d: record %d: %w", b.baseOffset, i, err)
 		}
-		rec := p[n : n+int(length)]
-		p = p[n+int(length):]
-		r := varReader{b: rec}
-		r.take(1)  // attributes
-		r.varint() // timestamp delta
-		offsetDelta := r.varint()
-		key := r.bytes()
-		value := r.bytes()
-		for h, headers := int64(0), r.varint(); h < headers && r.err == nil; h++ {
-			r.bytes()
-			r.bytes()
+		if r.OffsetDelta < 0 || r.OffsetDelta > b.lastOffsetDelta {
+			return fmt.Errorf("batch at offset %d: record %d: offset delta %d", b.baseOffset, i, r.OffsetDelta)
 		}
-		if r.err != nil {
-			return fmt.Errorf("batch at offset %d: record %d: %w", b.baseOffset, i, r.err)
-		}
-		if offsetDelta < 0 || offsetDelta > int64(b.lastOffsetDelta) {
-			return fmt.Errorf("batch at offset %d: record %d: offset delta %d", b.baseOffset, i, offsetDelta)
-		}
-		if err := fn(b.baseOffset+offsetDelta, key, value); err != nil {
+		if err := fn(b.baseOffset+int64(r.OffsetDelta), r.Key, r.Value); err != nil {
 			return err
 		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("batch at offset %d: %w", b.baseOffset, err)
 	}
 	return nil
 }
@@ -158,50 +134,4 @@ func controlType(key []byte) int {
 		return -1
 	}
 	return int(int16(binary.BigEndian.Uint16(key[2:4])))
-}
-
-// varReader reads the zigzag varint fields of a record; the first error
-// sticks.
-type varReader struct {
-	b   []byte
-	err error
-}
-
-func (r *varReader) take(n int) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(r.b) {
-		r.err, r.b = errShort, nil
-		return nil
-	}
-	p := r.b[:n]
-	r.b = r.b[n:]
-	return p
-}
-
-func (r *varReader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err, r.b = errors.New("malformed varint"), nil
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-// bytes reads a varint length and that many bytes; -1 is null.
-func (r *varReader) bytes() []byte {
-	n := r.varint()
-	if r.err != nil || n == -1 {
-		return nil
-	}
-	if n < 0 || n > int64(len(r.b)) {
-		r.err, r.b = errShort, nil
-		return nil
-	}
-	return r.take(int(n))
 }

@@ -380,9 +380,11 @@ func logBytes(base int64, values [][]byte) []byte {
 		recs = binary.AppendVarint(recs, int64(len(r)))
 		recs = append(recs, r...)
 	}
-	b := make([]byte, batchHeaderSize, batchHeaderSize+len(recs))
+	// Kafka's layout written out byte by byte, independent of internal/batch.
+	const headerSize = 61
+	b := make([]byte, headerSize, headerSize+len(recs))
 	binary.BigEndian.PutUint64(b[0:], uint64(base))
-	binary.BigEndian.PutUint32(b[8:], uint32(batchHeaderSize-12+len(recs)))
+	binary.BigEndian.PutUint32(b[8:], uint32(headerSize-12+len(recs)))
 	b[16] = 2
 	binary.BigEndian.PutUint32(b[23:], uint32(len(values)-1))
 	binary.BigEndian.PutUint64(b[43:], ^uint64(0)) // producer id -1
@@ -390,7 +392,7 @@ func logBytes(base int64, values [][]byte) []byte {
 	binary.BigEndian.PutUint32(b[53:], 0xffffffff)
 	binary.BigEndian.PutUint32(b[57:], uint32(len(values)))
 	b = append(b, recs...)
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return b
 }
 

@@ -1,4 +1,4 @@
-package storage
+package batch
 
 import (
 	"bytes"
@@ -14,20 +14,20 @@ import (
 	"github.com/pierrec/lz4/v4"
 )
 
-// Record batch compression codecs (attributes bits 0-2).
+// Compression codecs (attributes bits 0-2).
 const (
-	codecNone   = 0
-	codecGzip   = 1
-	codecSnappy = 2
-	codecLZ4    = 3
-	codecZstd   = 4
+	CodecNone   = 0
+	CodecGzip   = 1
+	CodecSnappy = 2
+	CodecLZ4    = 3
+	CodecZstd   = 4
 )
 
-// maxDecompressed bounds the records section of one decompressed batch, so
+// MaxDecompressed bounds the records section of one decompressed batch, so
 // a small compressed batch can not make the broker allocate without limit.
-const maxDecompressed = 256 << 20
+const MaxDecompressed = 256 << 20
 
-var errDecompressTooLarge = fmt.Errorf("decompressed batch exceeds %d bytes", maxDecompressed)
+var errTooLarge = fmt.Errorf("decompressed batch exceeds %d bytes", MaxDecompressed)
 
 // xerialMagic starts snappy data framed by snappy-java's SnappyOutputStream,
 // which is what Kafka's producer and broker write; raw snappy blocks (as
@@ -46,7 +46,7 @@ var (
 
 func zstdCodecs() (*zstd.Decoder, *zstd.Encoder, error) {
 	zstdOnce.Do(func() {
-		zstdDec, zstdErr = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxDecompressed), zstd.WithDecoderConcurrency(0))
+		zstdDec, zstdErr = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(MaxDecompressed), zstd.WithDecoderConcurrency(0))
 		if zstdErr != nil {
 			return
 		}
@@ -55,22 +55,24 @@ func zstdCodecs() (*zstd.Decoder, *zstd.Encoder, error) {
 	return zstdDec, zstdEnc, zstdErr
 }
 
-// decompressRecords returns the uncompressed records section of a batch.
-func decompressRecords(codec int, src []byte) ([]byte, error) {
+// Decompress returns the uncompressed records section of a batch written
+// with codec: src itself when uncompressed, else a new buffer of at most
+// MaxDecompressed bytes.
+func Decompress(codec int, src []byte) ([]byte, error) {
 	switch codec {
-	case codecNone:
+	case CodecNone:
 		return src, nil
-	case codecGzip:
+	case CodecGzip:
 		r, err := gzip.NewReader(bytes.NewReader(src))
 		if err != nil {
 			return nil, fmt.Errorf("gzip: %w", err)
 		}
 		return readBounded(r, "gzip")
-	case codecSnappy:
+	case CodecSnappy:
 		return decodeSnappy(src)
-	case codecLZ4:
+	case CodecLZ4:
 		return readBounded(lz4.NewReader(bytes.NewReader(src)), "lz4")
-	case codecZstd:
+	case CodecZstd:
 		dec, _, err := zstdCodecs()
 		if err != nil {
 			return nil, fmt.Errorf("zstd: %w", err)
@@ -85,12 +87,12 @@ func decompressRecords(codec int, src []byte) ([]byte, error) {
 }
 
 func readBounded(r io.Reader, name string) ([]byte, error) {
-	out, err := io.ReadAll(io.LimitReader(r, maxDecompressed+1))
+	out, err := io.ReadAll(io.LimitReader(r, MaxDecompressed+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if len(out) > maxDecompressed {
-		return nil, fmt.Errorf("%s: %w", name, errDecompressTooLarge)
+	if len(out) > MaxDecompressed {
+		return nil, fmt.Errorf("%s: %w", name, errTooLarge)
 	}
 	return out, nil
 }
@@ -103,8 +105,8 @@ func decodeSnappy(src []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("snappy: %w", err)
 		}
-		if n > maxDecompressed {
-			return nil, fmt.Errorf("snappy: %w", errDecompressTooLarge)
+		if n > MaxDecompressed {
+			return nil, fmt.Errorf("snappy: %w", errTooLarge)
 		}
 		out, err := s2.Decode(nil, src)
 		if err != nil {
@@ -126,8 +128,8 @@ func decodeSnappy(src []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("snappy: %w", err)
 		}
-		if len(out)+dl > maxDecompressed {
-			return nil, fmt.Errorf("snappy: %w", errDecompressTooLarge)
+		if len(out)+dl > MaxDecompressed {
+			return nil, fmt.Errorf("snappy: %w", errTooLarge)
 		}
 		blk, err := s2.Decode(nil, rest[:n])
 		if err != nil {
@@ -139,13 +141,14 @@ func decodeSnappy(src []byte) ([]byte, error) {
 	return out, nil
 }
 
-// compressRecords compresses a records section with codec as Kafka's
-// broker would write it (snappy in xerial framing, lz4 frames).
-func compressRecords(codec int, src []byte) ([]byte, error) {
+// Compress compresses a records section with codec as Kafka's broker
+// writes it (snappy in xerial framing, lz4 frames): src itself when
+// uncompressed, else a new buffer.
+func Compress(codec int, src []byte) ([]byte, error) {
 	switch codec {
-	case codecNone:
+	case CodecNone:
 		return src, nil
-	case codecGzip:
+	case CodecGzip:
 		var buf bytes.Buffer
 		w := gzip.NewWriter(&buf)
 		if _, err := w.Write(src); err != nil {
@@ -155,7 +158,7 @@ func compressRecords(codec int, src []byte) ([]byte, error) {
 			return nil, fmt.Errorf("gzip: %w", err)
 		}
 		return buf.Bytes(), nil
-	case codecSnappy:
+	case CodecSnappy:
 		out := append([]byte(nil), xerialMagic...)
 		out = append(out, 0, 0, 0, 1, 0, 0, 0, 1) // version 1, minimum compatible version 1
 		for len(src) > 0 {
@@ -166,7 +169,7 @@ func compressRecords(codec int, src []byte) ([]byte, error) {
 			src = src[n:]
 		}
 		return out, nil
-	case codecLZ4:
+	case CodecLZ4:
 		var buf bytes.Buffer
 		w := lz4.NewWriter(&buf)
 		if _, err := w.Write(src); err != nil {
@@ -176,7 +179,7 @@ func compressRecords(codec int, src []byte) ([]byte, error) {
 			return nil, fmt.Errorf("lz4: %w", err)
 		}
 		return buf.Bytes(), nil
-	case codecZstd:
+	case CodecZstd:
 		_, enc, err := zstdCodecs()
 		if err != nil {
 			return nil, fmt.Errorf("zstd: %w", err)
