@@ -211,7 +211,8 @@ class Runner {
     return this.waitPartitions(admin, topic, partitions)
   }
 
-  // Waits until fetchTopicMetadata shows `partitions` partitions, each led by a broker describeCluster lists.
+  // Waits until fetchTopicMetadata shows `partitions` partitions, each led by a broker describeCluster lists
+  // that answers ListOffsets (fetchTopicOffsets) for it.
   async waitPartitions(admin, topic, partitions) {
     return this.waitReady(topic, partitions, async () => {
       const brokers = (await admin.describeCluster()).brokers.map(b => b.nodeId)
@@ -220,24 +221,29 @@ class Runner {
       const leaders = Array(t.partitions.length).fill(-1)
       for (const p of t.partitions) if (p.partitionId < leaders.length) leaders[p.partitionId] = p.leader
       return { brokers, leaders }
-    })
+    }, () => admin.fetchTopicOffsets(topic))
   }
 
-  // Polls metadata() every 200 ms, for up to 20 s of the budget, until the topic has exactly n partitions,
-  // each led by a broker the same answer lists. metadata() resolves to {brokers: [id] (null when the call
-  // does not list them), leaders: [leader of partition 0, 1, ...] (-1: none)}; a rejection means not yet.
-  async waitReady(topic, n, metadata) {
+  // Polls every 200 ms, for up to 20 s of the budget, until the topic is ready: metadata() shows exactly n
+  // partitions, each led by a broker the same answer lists, and then served() resolves, a ListOffsets of every
+  // partition that its leader answers only once it holds the partition (Kafka publishes Metadata before its
+  // replica manager has created the partitions). metadata() resolves to {brokers: [id] (null when the call
+  // does not list them), leaders: [leader of partition 0, 1, ...] (-1: none)}; a rejection of either means not yet.
+  async waitReady(topic, n, metadata, served) {
     const until = Date.now() + this.remaining(20000)
     let last = 'no answer'
     for (;;) {
       try {
         const { brokers, leaders } = await metadata()
         last = notReady(brokers, leaders, n)
-        if (!last) return n
+        if (!last) {
+          await served()
+          return n
+        }
       } catch (e) {
         last = errText(e)
       }
-      if (Date.now() >= until) throw fail(`topic ${topic} never had ${n} partitions with a leader: ${last}`)
+      if (Date.now() >= until) throw fail(`topic ${topic} never had ${n} partitions with a leader serving them: ${last}`)
       await sleep(200)
     }
   }

@@ -109,7 +109,8 @@ class Runner:
         return self.wait_partitions(n)
 
     def wait_partitions(self, n):
-        """Waits until list_topics (Metadata) shows n partitions, each led by a broker it lists."""
+        """Waits until list_topics (Metadata) shows n partitions, each led by a broker it lists that answers
+        ListOffsets for it."""
         def metadata():
             md = self.admin().list_topics(topic=self.topic, timeout=10)
             t = md.topics.get(self.topic)
@@ -118,7 +119,12 @@ class Runner:
             leaders = [t.partitions[p].leader if p in t.partitions else -1 for p in range(len(t.partitions))]
             return set(md.brokers), leaders
 
-        return wait_ready(self.topic, n, self.dl, metadata)
+        def served():
+            tps = {TopicPartition(self.topic, p): OffsetSpec.latest() for p in range(n)}
+            for f in self.admin().list_offsets(tps, request_timeout=5).values():
+                f.result(timeout=10)
+
+        return wait_ready(self.topic, n, self.dl, metadata, served)
 
     def read_all(self, c, partitions, want, cap=30.0, linger=0.0):
         c.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(partitions)])

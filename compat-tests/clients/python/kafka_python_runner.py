@@ -79,7 +79,8 @@ class Runner:
         return self.wait_partitions(n, topic)
 
     def wait_partitions(self, n, topic=None):
-        """Waits until describe_topics shows n partitions, each led by a broker describe_cluster lists."""
+        """Waits until describe_topics shows n partitions, each led by a broker describe_cluster lists that
+        answers ListOffsets for it."""
         topic = topic or self.topic
 
         def metadata():
@@ -90,7 +91,11 @@ class Runner:
                     return brokers, [p.get("leader", p.get("leader_id", -1)) for p in parts]
             raise fail(f"describe_topics does not show {topic}")
 
-        return wait_ready(topic, n, self.dl, metadata)
+        def served():
+            self.admin().list_partition_offsets({TopicPartition(topic, p): OffsetSpec.LATEST for p in range(n)},
+                                                timeout_ms=5000)
+
+        return wait_ready(topic, n, self.dl, metadata, served)
 
     def read_all(self, c, partitions, want, cap=30.0):
         tps = [TopicPartition(self.topic, p) for p in range(partitions)]

@@ -59,10 +59,12 @@ def group_name(topic, args):
     return args.get("group", DATA["group"].replace("{topic}", topic))
 
 
-def wait_ready(topic, n, dl, metadata):
-    """Polls metadata() every 200 ms, for up to 20 s of the runner's budget, until the topic has exactly n
-    partitions, each led by a broker the same answer lists. metadata() returns (broker IDs or None when the
-    call does not list them, [leader of partition 0, 1, ...] with -1 for none); an exception means not yet.
+def wait_ready(topic, n, dl, metadata, served):
+    """Polls every 200 ms, for up to 20 s of the runner's budget, until the topic is ready: metadata() shows
+    exactly n partitions, each led by a broker the same answer lists, and then served() returns, a ListOffsets of
+    every partition that its leader answers only once it holds the partition (Kafka publishes Metadata before its
+    replica manager has created the partitions). metadata() returns (broker IDs or None when the call does not
+    list them, [leader of partition 0, 1, ...] with -1 for none); an exception of either means not yet.
     Returns n; raises fail() with the last state seen."""
     end = time.monotonic() + dl.remaining(20)
     last = "no answer"
@@ -71,11 +73,12 @@ def wait_ready(topic, n, dl, metadata):
             brokers, leaders = metadata()
             last = _not_ready(brokers, leaders, n)
             if not last:
+                served()
                 return n
-        except Exception as e:  # e.g. UNKNOWN_TOPIC_OR_PARTITION right after the create
+        except Exception as e:  # e.g. UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER right after the create
             last = err_text(e)
         if time.monotonic() >= end:
-            raise fail(f"topic {topic} never had {n} partitions with a leader: {last}")
+            raise fail(f"topic {topic} never had {n} partitions with a leader serving them: {last}")
         time.sleep(0.2)
 
 

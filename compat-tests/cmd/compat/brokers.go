@@ -241,6 +241,12 @@ func createTopic(addr, topic string, parts int32, rf int16) error {
 			}
 		}
 		return tm, nil
+	}, func(ctx context.Context) error {
+		lo, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		return lo.Error()
 	})
 }
 

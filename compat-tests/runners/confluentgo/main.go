@@ -75,7 +75,8 @@ func (e env) ensureTopic(parts int) error {
 	return e.waitReady(adm, parts)
 }
 
-// waitReady waits until GetMetadata shows the topic with n partitions, each led by a listed broker.
+// waitReady waits until GetMetadata shows the topic with n partitions, each led by a listed broker
+// that answers ListOffsets for it.
 func (e env) waitReady(adm *kafka.AdminClient, n int) error {
 	return rt.WaitReady(e.ctx, e.a.Topic, n, func(context.Context) (rt.TopicMeta, error) {
 		md, err := adm.GetMetadata(&e.a.Topic, false, 5000)
@@ -99,6 +100,21 @@ func (e env) waitReady(adm *kafka.AdminClient, n int) error {
 			}
 		}
 		return tm, nil
+	}, func(ctx context.Context) error {
+		req := map[kafka.TopicPartition]kafka.OffsetSpec{}
+		for p := 0; p < n; p++ {
+			req[kafka.TopicPartition{Topic: &e.a.Topic, Partition: int32(p)}] = kafka.LatestOffsetSpec
+		}
+		res, err := adm.ListOffsets(ctx, req)
+		if err != nil {
+			return err
+		}
+		for tp, r := range res.ResultInfos {
+			if r.Error.Code() != kafka.ErrNoError {
+				return fmt.Errorf("ListOffsets partition %d: %v", tp.Partition, r.Error)
+			}
+		}
+		return nil
 	})
 }
 

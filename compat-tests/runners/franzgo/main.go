@@ -107,7 +107,8 @@ func (e *env) ensureTopic(adm *kadm.Client, parts int32) error {
 	return waitReady(ctx, adm, e.a.Topic, int(parts))
 }
 
-// waitReady waits until Metadata shows topic with n partitions, each with a listed leader.
+// waitReady waits until Metadata shows topic with n partitions, each with a listed leader
+// that answers ListOffsets for it.
 func waitReady(ctx context.Context, adm *kadm.Client, topic string, n int) error {
 	return rt.WaitReady(ctx, topic, n, func(ctx context.Context) (rt.TopicMeta, error) {
 		m, err := adm.Metadata(ctx, topic)
@@ -126,6 +127,12 @@ func waitReady(ctx context.Context, adm *kadm.Client, topic string, n int) error
 			}
 		}
 		return tm, nil
+	}, func(ctx context.Context) error {
+		lo, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		return lo.Error()
 	})
 }
 

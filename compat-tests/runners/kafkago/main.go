@@ -63,7 +63,8 @@ func (e env) ensureTopic(parts int) error {
 	return e.waitReady(parts)
 }
 
-// waitReady waits until Metadata shows the topic with n partitions, each led by a listed broker.
+// waitReady waits until Metadata shows the topic with n partitions, each led by a listed broker
+// that answers ListOffsets for it.
 func (e env) waitReady(n int) error {
 	return rt.WaitReady(e.ctx, e.a.Topic, n, func(ctx context.Context) (rt.TopicMeta, error) {
 		md, err := e.cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{e.a.Topic}})
@@ -86,6 +87,21 @@ func (e env) waitReady(n int) error {
 			}
 		}
 		return tm, nil
+	}, func(ctx context.Context) error {
+		var reqs []kafka.OffsetRequest
+		for p := 0; p < n; p++ {
+			reqs = append(reqs, kafka.LastOffsetOf(p))
+		}
+		resp, err := e.cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{e.a.Topic: reqs}})
+		if err != nil {
+			return err
+		}
+		for _, po := range resp.Topics[e.a.Topic] {
+			if po.Error != nil {
+				return fmt.Errorf("ListOffsets partition %d: %w", po.Partition, po.Error)
+			}
+		}
+		return nil
 	})
 }
 

@@ -18,26 +18,34 @@ type TopicMeta struct {
 // readyWait bounds WaitReady (the orchestrator kills a runner at 60 s).
 const readyWait = 20 * time.Second
 
-// WaitReady polls metadata every 200 ms, for up to 20 s or until ctx ends, until the topic
-// has exactly partitions partitions and each is led by a broker the same answer lists:
-// then a client can produce to and fetch from every partition, on one broker or a cluster.
-// metadata's error (e.g. UNKNOWN_TOPIC_OR_PARTITION right after a create) means not yet.
-func WaitReady(ctx context.Context, topic string, partitions int, metadata func(context.Context) (TopicMeta, error)) error {
+// WaitReady polls every 200 ms, for up to 20 s or until ctx ends, until the topic is ready:
+// metadata shows exactly partitions partitions, each led by a broker the same answer lists,
+// and then served (nil: skipped) succeeds, a ListOffsets of every partition that its
+// leader answers only once it holds the partition (Kafka publishes Metadata before its
+// replica manager has created the partitions, and a produce in between gets
+// NOT_LEADER_OR_FOLLOWER). An error of either (e.g. UNKNOWN_TOPIC_OR_PARTITION right
+// after a create) means not yet.
+func WaitReady(ctx context.Context, topic string, partitions int, metadata func(context.Context) (TopicMeta, error), served func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, readyWait)
 	defer cancel()
 	var last string
 	for {
 		m, err := metadata(ctx)
-		if err == nil {
-			if last = notReady(m, partitions); last == "" {
+		if err != nil {
+			last = err.Error()
+		} else if last = notReady(m, partitions); last == "" {
+			if served == nil {
 				return nil
 			}
-		} else {
-			last = err.Error()
+			if err := served(ctx); err != nil {
+				last = "leaders do not serve it yet: " + err.Error()
+			} else {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("topic %s never had %d partitions with a leader: %s", topic, partitions, last)
+			return fmt.Errorf("topic %s never had %d partitions with a leader serving them: %s", topic, partitions, last)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -14,14 +14,19 @@ func TestWaitReadyWaitsForEveryLeader(t *testing.T) {
 		{Brokers: []int32{1}, Leaders: []int32{1, 2, 1}}, // a leader the answer does not list
 		{Brokers: []int32{1, 2}, Leaders: []int32{1, 2, 1}},
 	}
-	calls := 0
+	calls, probes := 0, 0
 	err := WaitReady(context.Background(), "t", 3, func(context.Context) (TopicMeta, error) {
 		m := answers[min(calls, len(answers)-1)]
 		calls++
 		return m, nil
+	}, func(context.Context) error {
+		if probes++; probes == 1 {
+			return errors.New("NOT_LEADER_OR_FOLLOWER") // the leader has not created the partition yet
+		}
+		return nil
 	})
-	if err != nil || calls != len(answers) {
-		t.Fatalf("WaitReady = %v after %d calls, want nil after %d", err, calls, len(answers))
+	if err != nil || calls != len(answers)+1 || probes != 2 {
+		t.Fatalf("WaitReady = %v after %d metadata calls and %d probes, want nil after %d and 2", err, calls, probes, len(answers)+1)
 	}
 }
 
@@ -33,7 +38,7 @@ func TestWaitReadyGivesUpWithTheLastState(t *testing.T) {
 			cancel()
 		}
 		return TopicMeta{}, errors.New("UNKNOWN_TOPIC_OR_PARTITION")
-	})
+	}, nil)
 	if err == nil || !strings.Contains(err.Error(), "UNKNOWN_TOPIC_OR_PARTITION") {
 		t.Fatalf("WaitReady = %v, want the last error", err)
 	}

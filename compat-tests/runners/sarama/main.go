@@ -78,7 +78,7 @@ func (e env) ensureTopic(parts int32) error {
 }
 
 // waitReady waits until DescribeTopics shows the topic with n partitions, each led by a
-// broker DescribeCluster lists.
+// broker DescribeCluster lists that answers ListOffsets for it.
 func (e env) waitReady(adm sarama.ClusterAdmin, n int) error {
 	return rt.WaitReady(context.Background(), e.a.Topic, n, func(context.Context) (rt.TopicMeta, error) {
 		md, err := adm.DescribeTopics([]string{e.a.Topic})
@@ -105,6 +105,21 @@ func (e env) waitReady(adm sarama.ClusterAdmin, n int) error {
 			}
 		}
 		return tm, nil
+	}, func(context.Context) error {
+		req := map[int32]int64{}
+		for p := 0; p < n; p++ {
+			req[int32(p)] = sarama.OffsetNewest
+		}
+		res, err := adm.ListOffsets(map[string]map[int32]int64{e.a.Topic: req}, nil)
+		if err != nil {
+			return err
+		}
+		for p, r := range res[e.a.Topic] {
+			if r.Err != nil && !errors.Is(r.Err, sarama.ErrNoError) {
+				return fmt.Errorf("ListOffsets partition %d: %w", p, r.Err)
+			}
+		}
+		return nil
 	})
 }
 

@@ -16,16 +16,23 @@ final class Ready {
 
     interface MetadataCall { TopicMeta get() throws Exception; }
 
+    interface ServedCall { void check() throws Exception; }
+
     /**
-     * Polls metadata every 200 ms, until the time `until` (ms), until the topic has exactly n partitions, each led by
-     * a broker the same answer lists; an exception from metadata means not yet. Returns n.
+     * Polls every 200 ms, until the time `until` (ms), until the topic is ready: metadata shows exactly n partitions,
+     * each led by a broker the same answer lists, and then served returns, a ListOffsets of every partition that its
+     * leader answers only once it holds the partition (Kafka publishes Metadata before its replica manager has
+     * created the partitions). An exception of either means not yet. Returns n.
      */
-    static int waitReady(String name, int n, long until, MetadataCall metadata) throws Exception {
+    static int waitReady(String name, int n, long until, MetadataCall metadata, ServedCall served) throws Exception {
         String last = "no answer";
         for (;;) {
             try {
                 last = notReady(metadata.get(), n);
-                if (last.isEmpty()) return n;
+                if (last.isEmpty()) {
+                    served.check();
+                    return n;
+                }
             } catch (ExecutionException e) {
                 last = Runner.describe(e.getCause());
             } catch (Runner.Outcome e) {
@@ -33,7 +40,7 @@ final class Ready {
             } catch (Exception e) {
                 last = Runner.describe(e);
             }
-            if (System.currentTimeMillis() >= until) throw Runner.fail("topic " + name + " never had " + n + " partitions with a leader: " + last);
+            if (System.currentTimeMillis() >= until) throw Runner.fail("topic " + name + " never had " + n + " partitions with a leader serving them: " + last);
             Thread.sleep(200);
         }
     }

@@ -216,7 +216,7 @@ public final class Runner {
         waitPartitions(admin, name, partitions);
     }
 
-    /** Waits until describeTopics shows `partitions` partitions, each led by a broker describeCluster lists. */
+    /** Waits until describeTopics shows `partitions` partitions, each led by a broker describeCluster lists that answers ListOffsets for it. */
     int waitPartitions(Admin admin, String name, int partitions) throws Exception {
         return Ready.waitReady(name, partitions, Math.min(deadline, System.currentTimeMillis() + 20_000), () -> {
             Set<Integer> brokers = new HashSet<>();
@@ -228,6 +228,10 @@ public final class Runner {
                 if (p.partition() < leaders.length && p.leader() != null && !p.leader().isEmpty()) leaders[p.partition()] = p.leader().id();
             }
             return new Ready.TopicMeta(brokers, leaders);
+        }, () -> {
+            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+            for (TopicPartition tp : partitions(name, partitions)) latest.put(tp, OffsetSpec.latest());
+            admin.listOffsets(latest).all().get(10, TimeUnit.SECONDS);
         });
     }
 
