@@ -103,6 +103,26 @@ func (p *process) Kill() error {
 	}
 }
 
+// Stop sends SIGTERM, for Kafka a controlled shutdown that leaves its clean
+// shutdown marker, and waits up to 60 s for the exit.
+func (p *process) Stop() error {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(60 * time.Second):
+		return fmt.Errorf("%s still running 60s after SIGTERM", p.name)
+	}
+}
+
 // Pid is the running process's id, 0 when none runs.
 func (p *process) Pid() int {
 	p.mu.Lock()
@@ -286,14 +306,27 @@ auto.create.topics.enable=true
 }
 
 func (t *KafkaTarget) java(main string, args ...string) []string {
+	return t.javaWith("log4j2.properties", main, args...)
+}
+
+// javaWith is the java command line running main from Kafka's jars with the
+// log4j2 configuration log4j of home.
+func (t *KafkaTarget) javaWith(log4j, main string, args ...string) []string {
 	jvm := t.JVM
 	if jvm == nil {
 		jvm = []string{"-Xmx512m", "-XX:+UseSerialGC"}
 	}
 	return append(append(append([]string{"java"}, jvm...),
-		"-Dlog4j2.configurationFile="+filepath.Join(t.home, "log4j2.properties"),
+		"-Dlog4j2.configurationFile="+filepath.Join(t.home, log4j),
 		"-Dkafka.logs.file="+filepath.Join(t.dir, "kafka.log"),
 		"-cp", filepath.Join(t.home, "libs", "*"), main), args...)
+}
+
+// Tool is a command running main from Kafka's jars as its command-line tools
+// run: warnings and errors to stderr only (tools-log4j2.properties).
+func (t *KafkaTarget) Tool(main string, args ...string) *exec.Cmd {
+	argv := t.javaWith("tools-log4j2.properties", main, args...)
+	return exec.Command(argv[0], argv[1:]...)
 }
 
 // kafkaClusterID is a random ID as Kafka's Uuid.randomUuid makes them:

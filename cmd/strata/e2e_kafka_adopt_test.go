@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/chaos"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -28,128 +28,32 @@ import (
 // installs Apache Kafka's jars.
 var kafkaHome = filepath.Join("..", "..", "compat-tests", ".cache", "kafka")
 
-// kafkaProc is one Apache Kafka JVM in KRaft combined mode, as
-// install-kafka.sh --verify runs it.
-type kafkaProc struct {
-	t     *testing.T
-	home  string
-	dir   string // server.properties, logs; data in dir/data
-	addr  string
-	cmd   *exec.Cmd
-	done  chan struct{}
-	props string
-}
-
-// java runs a class from Kafka's jars: the broker logging to dir/kafka.log,
-// a tool (tool true) with warnings and errors to stderr only.
-func (k *kafkaProc) java(tool bool, main string, args ...string) *exec.Cmd {
-	home, _ := filepath.Abs(k.home)
-	log4j := "log4j2.properties"
-	if tool {
-		log4j = "tools-log4j2.properties"
-	}
-	argv := append([]string{"-Xmx512m", "-XX:+UseSerialGC",
-		"-Dlog4j2.configurationFile=" + filepath.Join(home, log4j),
-		"-Dkafka.logs.file=" + filepath.Join(k.dir, "kafka.log"),
-		"-cp", filepath.Join(home, "libs", "*"), main}, args...)
-	return exec.Command("java", argv...)
-}
-
-// newKafka formats a KRaft combined-mode node 1 listening on port, with
-// metadata snapshots every second so that the metadata log has both.
-func newKafka(t *testing.T, port int) *kafkaProc {
+// newKafka prepares Apache Kafka in KRaft combined mode (node 1) as chaos
+// runs it, with the offsets and transaction topics at Kafka's default 50
+// partitions and metadata snapshots every second, so that the metadata log
+// has both records and snapshots. Its data is in dir/data, its log in
+// dir/kafka.log, printed when the test fails; it is killed at the end.
+func newKafka(t *testing.T, dir string) *chaos.KafkaTarget {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
-		t.Fatalf("Apache Kafka jars missing in %s: run ./compat-tests/scripts/install-kafka.sh (make tools does): %v", kafkaHome, err)
-	}
-	dir := t.TempDir()
-	k := &kafkaProc{t: t, home: kafkaHome, dir: dir, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		props: filepath.Join(dir, "server.properties")}
-	cport := freePort(t)
-	props := fmt.Sprintf(`process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:%[2]d
-listeners=PLAINTEXT://127.0.0.1:%[1]d,CONTROLLER://127.0.0.1:%[2]d
-advertised.listeners=PLAINTEXT://127.0.0.1:%[1]d
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-log.dirs=%[3]s
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-group.initial.rebalance.delay.ms=0
-metadata.log.max.snapshot.interval.ms=1000
-`, port, cport, filepath.Join(dir, "data"))
-	if err := os.WriteFile(k.props, []byte(props), 0o644); err != nil {
+	home, err := filepath.Abs(kafkaHome)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := k.java(true, "kafka.tools.StorageTool", "format", "-t", "Nn6fQ4yGQqmW0aU3BmVU0g", "-c", k.props).CombinedOutput(); err != nil {
-		t.Fatalf("kafka storage format: %v\n%s", err, out)
-	}
-	return k
-}
-
-func (k *kafkaProc) start() {
-	k.t.Helper()
-	out, err := os.OpenFile(filepath.Join(k.dir, "stdout"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	k, err := chaos.NewKafka(home, dir, "offsets.topic.num.partitions=50", "transaction.state.log.num.partitions=50",
+		"metadata.log.max.snapshot.interval.ms=1000")
 	if err != nil {
-		k.t.Fatal(err)
+		t.Fatalf("%v (make tools installs Kafka)", err)
 	}
-	k.cmd, k.done = k.java(false, "kafka.Kafka", k.props), make(chan struct{})
-	k.cmd.Stdout, k.cmd.Stderr = out, out
-	if err := k.cmd.Start(); err != nil {
-		k.t.Fatalf("start kafka: %v", err)
-	}
-	cmd, done := k.cmd, k.done
-	go func() {
-		_ = cmd.Wait()
-		out.Close()
-		close(done)
-	}()
-	k.t.Cleanup(func() {
-		select {
-		case <-done:
-		default:
-			_ = cmd.Process.Kill()
-			<-done
+	t.Cleanup(func() {
+		if err := k.Kill(); err != nil {
+			t.Error(err)
 		}
-		if k.t.Failed() {
-			log, _ := os.ReadFile(filepath.Join(k.dir, "kafka.log"))
-			k.t.Logf("kafka log:\n%s", tail(string(log), 8<<10))
+		if t.Failed() {
+			log, _ := os.ReadFile(filepath.Join(dir, "kafka.log"))
+			t.Logf("kafka log:\n%s", tail(string(log), 8<<10))
 		}
 	})
-	cl := newClient(k.t, k.addr)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := kadm.NewClient(cl).BrokerMetadata(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		select {
-		case <-done:
-			k.t.Fatalf("kafka exited before serving: %v", cmd.ProcessState)
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			k.t.Fatalf("kafka not serving on %s after 60s: %v", k.addr, err)
-		}
-	}
-}
-
-// stop sends SIGTERM (a clean, controlled shutdown) and waits for the exit.
-func (k *kafkaProc) stop() {
-	k.t.Helper()
-	if err := k.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		k.t.Fatal(err)
-	}
-	select {
-	case <-k.done:
-	case <-time.After(60 * time.Second):
-		k.t.Fatal("kafka still running 60s after SIGTERM")
-	}
+	return k
 }
 
 // commitTxn writes records from..from+9 to topic txn in one committed
@@ -255,14 +159,18 @@ func segmentFiles(t *testing.T, dir string) []string {
 
 func TestAdoptKafkaLogDir(t *testing.T) {
 	e2e(t)
-	port := freePort(t)
-	k := newKafka(t, port)
-	k.start()
+	kafkaDir := t.TempDir()
+	k := newKafka(t, kafkaDir)
 	ctx := timeoutCtx(t, 3*time.Minute)
+	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := k.Start(startCtx); err != nil {
+		t.Fatal(err)
+	}
 
 	// Topics with configs, idempotent records, a committed group offset and
 	// a KIP-848 (consumer protocol) group, all written by Kafka.
-	adm := kadm.NewClient(newClient(t, k.addr))
+	adm := kadm.NewClient(newClient(t, k.Addr()))
 	retention, compact := "3600000", "compact"
 	for topic, spec := range map[string]struct {
 		partitions int32
@@ -277,7 +185,7 @@ func TestAdoptKafkaLogDir(t *testing.T) {
 			t.Fatalf("create %s on kafka: %v %v", topic, err, resp.Err)
 		}
 	}
-	producer := newClient(t, k.addr, kgo.RecordRetries(100), kgo.RetryTimeout(time.Minute))
+	producer := newClient(t, k.Addr(), kgo.RecordRetries(100), kgo.RetryTimeout(time.Minute))
 	ordersAcked := produceAll(t, producer, "orders", 0, 9900)
 	compactedAcked := produceAll(t, producer, "compacted", 9900, 10000)
 	kafkaPID, kafkaEpoch, err := producer.ProducerID(ctx)
@@ -285,11 +193,11 @@ func TestAdoptKafkaLogDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	ends := endOffsets(t, producer, "orders", 3)
-	txnPID, txnEpoch := commitTxn(t, k.addr, 0)
+	txnPID, txnEpoch := commitTxn(t, k.Addr(), 0)
 	kafkaLeaderEpochs := leaderEpochs(t, adm, "orders")
 
 	const group = "adopt-group"
-	member := newClient(t, k.addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics("orders"), kgo.DisableAutoCommit(),
+	member := newClient(t, k.Addr(), kgo.ConsumerGroup(group), kgo.ConsumeTopics("orders"), kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
 	for n := 0; n < 300; {
 		fs := member.PollFetches(ctx)
@@ -318,7 +226,7 @@ func TestAdoptKafkaLogDir(t *testing.T) {
 		t.Fatalf("commit on kafka: %v", commitErr)
 	}
 	member.Close()
-	consoleOut, err := k.java(true, "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", k.addr,
+	consoleOut, err := k.Tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", k.Addr(),
 		"--topic", "compacted", "--group", "kip848-group", "--from-beginning", "--max-messages", "5",
 		"--consumer-property", "group.protocol=consumer").CombinedOutput()
 	if err != nil {
@@ -336,14 +244,21 @@ func TestAdoptKafkaLogDir(t *testing.T) {
 	if kafkaOffsets["kip848-group"][0] != 5 {
 		t.Fatalf("kip848-group committed %v on kafka, want compacted-0 at 5", kafkaOffsets["kip848-group"])
 	}
-	k.stop()
-	dataDir := filepath.Join(k.dir, "data")
+	if err := k.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(kafkaDir, "data")
 	if _, err := os.Stat(filepath.Join(dataDir, ".kafka_cleanshutdown")); err != nil {
 		t.Fatalf("kafka left no clean shutdown marker: %v", err)
 	}
 
 	// Strata on Kafka's log dir and address: the producer, still running,
 	// reconnects and continues its sequence.
+	_, kafkaPort, _ := net.SplitHostPort(k.Addr())
+	port, err := strconv.Atoi(kafkaPort)
+	if err != nil {
+		t.Fatalf("kafka address %s: %v", k.Addr(), err)
+	}
 	s := launch(t, dataDir, port)
 	s.waitReady(60 * time.Second)
 	s.waitLog(regexp.MustCompile(`adopted Kafka log dir.*"topics": 5.*"skipped_records": 0`), 10*time.Second)
@@ -464,7 +379,7 @@ func TestAdoptKafkaLogDir(t *testing.T) {
 	if made, _ := filepath.Glob(filepath.Join(dataDir, "strata-made-0", "*.log")); len(made) < 2 {
 		t.Fatalf("strata-made-0 has %d segments, want several", len(made))
 	}
-	out, err := k.java(true, "kafka.tools.DumpLogSegments", "--deep-iteration", "--files", strings.Join(files, ",")).CombinedOutput()
+	out, err := k.Tool("kafka.tools.DumpLogSegments", "--deep-iteration", "--files", strings.Join(files, ",")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("DumpLogSegments: %v\n%s", err, tail(string(out), 8<<10))
 	}

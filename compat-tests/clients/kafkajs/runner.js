@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Strata compat-tests runner for kafkajs.
 //
-// Protocol: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--arg K=V ...]; prints exactly one JSON
+// Protocol: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--replication-factor N] [--arg K=V ...]; prints exactly one JSON
 // object {"result":"pass"|"fail"|"skip","detail":"...","data":{...}} as its last stdout line and exits 0.
 // kafkajs logs go to stderr (WARN and up).
 'use strict'
@@ -22,6 +22,24 @@ const zstd = require('@bokuweb/zstd-wasm')
 
 const CLIENT = 'kafkajs'
 const BUDGET_MS = 45000
+
+// The scenario data every runner (Go, Python, kafkajs, Java) reads.
+const DATA = JSON.parse(require('fs').readFileSync(require('path').join(__dirname, '..', '..', 'scenarios', 'scenarios.json'), 'utf8'))
+const PRODUCE_SET = DATA.produce_consume.records
+const HEADERS = DATA.headers.headers.map(h => [h.key, Buffer.from(h.value_hex, 'hex')])
+const CROSS = DATA.cross.records
+const CROSS_HEADER = DATA.cross.header
+const ALTER_RETENTION_MS = DATA.alter_configs.retention_ms
+const DYNAMIC_TOPIC_CONFIG = DATA.alter_configs.source
+const groupName = topic => DATA.group.split('{topic}').join(topic)
+
+// HEADERS as kafkajs models headers: an object whose key holds its values in order (an array when repeated).
+function headersObject() {
+  const o = {}
+  for (const [k, v] of HEADERS) (o[k] = o[k] || []).push(v)
+  for (const k of Object.keys(o)) if (o[k].length === 1) o[k] = o[k][0]
+  return o
+}
 
 // ------------------------------------------------------------------ codecs
 CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec
@@ -78,14 +96,33 @@ class Outcome extends Error {
 }
 const fail = detail => new Outcome('fail', detail)
 
+// Why a topic of n partitions with these leaders is not ready ('' when it is).
+function notReady(brokers, leaders, n) {
+  if (leaders.length !== n) return `${leaders.length} partitions`
+  for (let p = 0; p < n; p++) {
+    if (!(leaders[p] >= 0)) return `partition ${p} has no leader`
+    if (brokers && !brokers.includes(leaders[p])) return `partition ${p}: leader ${leaders[p]} is not among the brokers ${JSON.stringify(brokers)}`
+  }
+  return ''
+}
+
+// describe_topic's check of one partition of a topic created with replication factor rf: rf distinct
+// replicas, the leader among them, the ISR the same set.
+function checkReplicas(partition, leader, replicas, isr, rf) {
+  const set = new Set(replicas)
+  const ok = leader >= 0 && replicas.length === rf && set.size === rf && set.has(leader) && isr.length === rf && isr.every(r => set.has(r)) && new Set(isr).size === rf
+  if (!ok) throw fail(`partition ${partition}: leader ${leader} replicas ${JSON.stringify(replicas)} isr ${JSON.stringify(isr)} (want ${rf} replicas, the leader among them, ISR = replicas)`)
+}
+
 function parseArgs(argv) {
-  const o = { args: {} }
+  const o = { args: {}, rf: 1 }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     const v = argv[i + 1]
     if (a === '--bootstrap') (o.bootstrap = v), i++
     else if (a === '--scenario') (o.scenario = v), i++
     else if (a === '--topic') (o.topic = v), i++
+    else if (a === '--replication-factor') (o.rf = Number(v)), i++
     else if (a === '--arg') {
       i++
       if (v && v.includes('=')) o.args[v.slice(0, v.indexOf('='))] = v.slice(v.indexOf('=') + 1)
@@ -122,6 +159,7 @@ class Runner {
   constructor(o) {
     this.topic = o.topic
     this.args = o.args
+    this.rf = o.rf
     this.data = {}
     this.deadline = Date.now() + BUDGET_MS
     this.kafka = new Kafka({
@@ -166,36 +204,55 @@ class Runner {
 
   async ensureTopic(admin, topic, partitions) {
     await admin.createTopics({
-      topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }],
+      topics: [{ topic, numPartitions: partitions, replicationFactor: this.rf }],
       waitForLeaders: true,
       timeout: 15000,
     })
     return this.waitPartitions(admin, topic, partitions)
   }
 
+  // Waits until fetchTopicMetadata shows `partitions` partitions, each led by a broker describeCluster lists
+  // that answers ListOffsets (fetchTopicOffsets) for it.
   async waitPartitions(admin, topic, partitions) {
+    return this.waitReady(topic, partitions, async () => {
+      const brokers = (await admin.describeCluster()).brokers.map(b => b.nodeId)
+      const t = (await admin.fetchTopicMetadata({ topics: [topic] })).topics.find(x => x.name === topic)
+      if (!t) throw fail(`fetchTopicMetadata does not list ${topic}`)
+      const leaders = Array(t.partitions.length).fill(-1)
+      for (const p of t.partitions) if (p.partitionId < leaders.length) leaders[p.partitionId] = p.leader
+      return { brokers, leaders }
+    }, () => admin.fetchTopicOffsets(topic))
+  }
+
+  // Polls every 200 ms, for up to 20 s of the budget, until the topic is ready: metadata() shows exactly n
+  // partitions, each led by a broker the same answer lists, and then served() resolves, a ListOffsets of every
+  // partition that its leader answers only once it holds the partition (Kafka publishes Metadata before its
+  // replica manager has created the partitions). metadata() resolves to {brokers: [id] (null when the call
+  // does not list them), leaders: [leader of partition 0, 1, ...] (-1: none)}; a rejection of either means not yet.
+  async waitReady(topic, n, metadata, served) {
     const until = Date.now() + this.remaining(20000)
-    let seen = -1
-    let last = null
-    while (Date.now() < until) {
+    let last = 'no answer'
+    for (;;) {
       try {
-        const md = await admin.fetchTopicMetadata({ topics: [topic] })
-        const t = md.topics.find(x => x.name === topic)
-        seen = t ? t.partitions.length : -1
-        if (seen === partitions && t.partitions.every(p => p.leader >= 0)) return seen
+        const { brokers, leaders } = await metadata()
+        last = notReady(brokers, leaders, n)
+        if (!last) {
+          await served()
+          return n
+        }
       } catch (e) {
-        last = e
+        last = errText(e)
       }
+      if (Date.now() >= until) throw fail(`topic ${topic} never had ${n} partitions with a leader serving them: ${last}`)
       await sleep(200)
     }
-    throw fail(`topic ${topic}: expected ${partitions} partitions, saw ${seen}${last ? ' (last error: ' + errText(last) + ')' : ''}`)
   }
 
   // Consumes TOPIC in consumer group `groupId` from the beginning until `want` messages or the time cap.
   // kafkajs can only consume through a consumer group (it has no assign()).
   async consume({ groupId, want, capMs = 30000, readUncommitted = false, lingerMs = 0, onMessage }) {
     const consumer = this.kafka.consumer({
-      groupId: groupId || `${this.topic}-g`,
+      groupId: groupId || groupName(this.topic),
       readUncommitted,
       sessionTimeout: 10000,
       rebalanceTimeout: 10000,
@@ -252,7 +309,7 @@ class Runner {
   async create_topic() {
     const admin = await this.admin()
     const created = await admin.createTopics({
-      topics: [{ topic: this.topic, numPartitions: 3, replicationFactor: 1 }],
+      topics: [{ topic: this.topic, numPartitions: 3, replicationFactor: this.rf }],
       waitForLeaders: true,
       timeout: 15000,
     })
@@ -273,15 +330,17 @@ class Runner {
     const admin = await this.admin()
     await this.ensureTopic(admin, this.topic, 3)
     const producer = await this.producer()
-    const keyed = []
-    for (let i = 0; i < 30; i++) keyed.push({ key: `k${i % 5}`, value: `v${i}` })
-    const unkeyed = []
-    for (let i = 0; i < 10; i++) unkeyed.push({ key: null, value: `u${i}` })
+    // Keyed records in one send, then the unkeyed ones in another.
+    const keyed = PRODUCE_SET.filter(r => r.key !== null)
+    const unkeyed = PRODUCE_SET.filter(r => r.key === null)
     await producer.send({ topic: this.topic, acks: -1, compression: types[codec], messages: keyed })
     await producer.send({ topic: this.topic, acks: -1, compression: types[codec], messages: unkeyed })
-    const { got, crashed } = await this.consume({ want: 40 })
+    const want = PRODUCE_SET.length
+    const { got, crashed } = await this.consume({ want })
     this.data.consumed = got.length
-    if (got.length !== 40) throw this.consumeFailure('consumer', got, 40, crashed)
+    if (got.length !== want) throw this.consumeFailure('consumer', got, want, crashed)
+    const keyOf = new Map(PRODUCE_SET.map(r => [r.value, r.key]))
+    const indexOf = new Map(PRODUCE_SET.map((r, i) => [r.value, i]))
     const values = new Set()
     const lastOffset = {}
     const lastIndexByKey = {}
@@ -290,21 +349,20 @@ class Runner {
       const k = m.key === null ? null : m.key.toString('utf8')
       if (values.has(v)) throw fail(`duplicate value ${v}`)
       values.add(v)
-      if (/^v\d+$/.test(v)) {
-        const i = Number(v.slice(1))
-        if (i >= 30 || k !== `k${i % 5}`) throw fail(`record ${v} has key ${k}`)
-        if (k in lastIndexByKey && lastIndexByKey[k] >= i) throw fail(`key ${k}: ${v} after v${lastIndexByKey[k]}`)
+      if (!keyOf.has(v)) throw fail(`unexpected value ${v}`)
+      if (k !== keyOf.get(v)) throw fail(`record ${v} has key ${k}`)
+      if (k !== null) {
+        const i = indexOf.get(v)
+        if (k in lastIndexByKey && lastIndexByKey[k] >= i) throw fail(`key ${k}: ${v} after ${PRODUCE_SET[lastIndexByKey[k]].value}`)
         lastIndexByKey[k] = i
-      } else if (/^u\d+$/.test(v)) {
-        if (k !== null) throw fail(`unkeyed record ${v} has key ${k}`)
-      } else throw fail(`unexpected value ${v}`)
+      }
       const off = BigInt(m.offset)
       if (m.partition in lastOffset && lastOffset[m.partition] >= off) throw fail(`partition ${m.partition}: offset ${off} after ${lastOffset[m.partition]}`)
       lastOffset[m.partition] = off
     }
-    if (values.size !== 40) throw fail(`${values.size} distinct values, want 40`)
+    if (values.size !== want) throw fail(`${values.size} distinct values, want ${want}`)
     this.data.partitions_used = Object.keys(lastOffset).length
-    return `40 records (${codec}) consumed intact over ${this.data.partitions_used} partition(s)`
+    return `${want} records (${codec}) consumed intact over ${this.data.partitions_used} partition(s)`
   }
 
   async headers() {
@@ -314,28 +372,35 @@ class Runner {
     await this.ensureTopic(admin, this.topic, 1)
     const producer = await this.producer()
     const messages = []
-    for (let i = 0; i < 5; i++) {
-      messages.push({ key: `hk${i}`, value: `hv${i}`, partition: 0, headers: { h1: ['a', 'b'], h2: Buffer.from([0x00, 0xff]) } })
+    const n = DATA.headers.records
+    for (let i = 0; i < n; i++) {
+      messages.push({ key: `${DATA.headers.key_prefix}${i}`, value: `${DATA.headers.value_prefix}${i}`, partition: 0, headers: headersObject() })
     }
     await producer.send({ topic: this.topic, acks: -1, messages })
-    const { got, crashed } = await this.consume({ want: 5 })
-    if (got.length !== 5) throw this.consumeFailure('consumer', got, 5, crashed)
+    const { got, crashed } = await this.consume({ want: n })
+    if (got.length !== n) throw this.consumeFailure('consumer', got, n, crashed)
+    const want = headersObject()
+    const asList = v => (Array.isArray(v) ? v : [v])
     for (const m of got) {
       const h = m.headers
-      const h1 = Array.isArray(h.h1) ? h.h1.map(x => x.toString()) : [String(h.h1)]
-      const ok = Object.keys(h).length === 2 && h1.join(',') === 'a,b' && Buffer.isBuffer(h.h2) && h.h2.equals(Buffer.from([0x00, 0xff]))
+      const ok = Object.keys(h).length === Object.keys(want).length && Object.entries(want).every(([k, v]) => {
+        const g = h[k] === undefined ? [] : asList(h[k])
+        return g.length === asList(v).length && asList(v).every((x, i) => Buffer.isBuffer(g[i]) && g[i].equals(x))
+      })
       if (!ok) throw fail(`offset ${m.offset}: headers ${JSON.stringify(h)}`)
     }
-    return 'pass with a weaker check: kafkajs headers are an object, so (h1,h2,h1) order is not expressible; duplicates h1=[a,b] and binary h2=00ff intact in 5 records'
+    return `pass with a weaker check: kafkajs headers are an object, so (h1,h2,h1) order is not expressible; duplicates h1=[a,b] and binary h2=00ff intact in ${n} records`
   }
 
   async list_offsets() {
-    const base = 1000000000000
+    const base = DATA.list_offsets.base_timestamp_ms
     const admin = await this.admin()
     await this.ensureTopic(admin, this.topic, 1)
     const producer = await this.producer()
     const messages = []
-    for (let i = 0; i < 10; i++) messages.push({ key: `k${i}`, value: `v${i}`, partition: 0, timestamp: String(base + i * 1000) })
+    for (let i = 0; i < DATA.list_offsets.records; i++) {
+      messages.push({ key: `k${i}`, value: `v${i}`, partition: 0, timestamp: String(base + i * DATA.list_offsets.step_ms) })
+    }
     await producer.send({ topic: this.topic, acks: -1, messages })
     const offs = await admin.fetchTopicOffsets(this.topic)
     const p0 = offs.find(p => p.partition === 0)
@@ -374,7 +439,7 @@ class Runner {
   }
 
   async group_commit_resume() {
-    const groupId = this.args.group || `${this.topic}-g`
+    const groupId = this.args.group || groupName(this.topic)
     const admin = await this.admin()
     await this.ensureTopic(admin, this.topic, 1)
     const producer = await this.producer()
@@ -434,7 +499,7 @@ class Runner {
   }
 
   async describe_list_groups() {
-    const groupId = this.args.group || `${this.topic}-g`
+    const groupId = this.args.group || groupName(this.topic)
     const admin = await this.admin()
     await this.ensureTopic(admin, this.topic, 1)
     const producer = await this.producer()
@@ -515,7 +580,7 @@ class Runner {
     const admin = await this.admin()
     await this.ensureTopic(admin, this.topic, 1)
     // kafkajs has only the legacy AlterConfigs (it replaces the resource's whole dynamic config set).
-    await admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: this.topic, configEntries: [{ name: 'retention.ms', value: '123456' }] }] })
+    await admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: this.topic, configEntries: [{ name: 'retention.ms', value: ALTER_RETENTION_MS }] }] })
     const sources = ['UNKNOWN', 'DYNAMIC_TOPIC_CONFIG', 'DYNAMIC_BROKER_CONFIG', 'DYNAMIC_DEFAULT_BROKER_CONFIG', 'STATIC_BROKER_CONFIG', 'DEFAULT_CONFIG', 'DYNAMIC_BROKER_LOGGER_CONFIG']
     // Kafka applies the alter through its metadata log: poll the describe for up to 10 s.
     const until = Date.now() + this.remaining(10000)
@@ -526,13 +591,15 @@ class Runner {
       if (!e) throw fail(`describeConfigs after the alter has no retention.ms (error code ${res.resources[0].errorCode})`)
       value = e.configValue
       source = typeof e.configSource === 'number' ? sources[e.configSource] || `source ${e.configSource}` : String(e.configSource)
-      if ((value === '123456' && source === 'DYNAMIC_TOPIC_CONFIG') || Date.now() > until) break
+      if ((value === ALTER_RETENTION_MS && source === DYNAMIC_TOPIC_CONFIG) || Date.now() > until) break
       await sleep(200)
     }
     this.data.value = value
     this.data.source = source
-    if (value !== '123456' || source !== 'DYNAMIC_TOPIC_CONFIG') throw fail(`after alterConfigs retention.ms=123456 describeConfigs shows ${value} (source ${source}), want 123456 (DYNAMIC_TOPIC_CONFIG)`)
-    return `alterConfigs (legacy; kafkajs has no incremental) retention.ms=123456; describeConfigs: ${value}, source ${source}`
+    if (value !== ALTER_RETENTION_MS || source !== DYNAMIC_TOPIC_CONFIG) {
+      throw fail(`after alterConfigs retention.ms=${ALTER_RETENTION_MS} describeConfigs shows ${value} (source ${source}), want ${ALTER_RETENTION_MS} (${DYNAMIC_TOPIC_CONFIG})`)
+    }
+    return `alterConfigs (legacy; kafkajs has no incremental) retention.ms=${ALTER_RETENTION_MS}; describeConfigs: ${value}, source ${source}`
   }
 
   async describe_topic() {
@@ -543,8 +610,7 @@ class Runner {
     if (!t) throw fail('fetchTopicMetadata does not list the topic')
     const parts = []
     for (const p of [...t.partitions].sort((a, b) => a.partitionId - b.partitionId)) {
-      const ok = p.leader >= 0 && p.replicas.length === 1 && p.replicas[0] === p.leader && p.isr.length === 1 && p.isr[0] === p.leader
-      if (!ok) throw fail(`partition ${p.partitionId}: leader ${p.leader} replicas ${JSON.stringify(p.replicas)} isr ${JSON.stringify(p.isr)} (want leader = the only replica = the only ISR)`)
+      checkReplicas(p.partitionId, p.leader, p.replicas, p.isr, this.rf)
       parts.push(`p${p.partitionId} leader/replicas/isr ${p.leader}`)
     }
     this.data.partitions = parts.length
@@ -556,13 +622,14 @@ class Runner {
     const admin = await this.admin()
     await this.ensureTopic(admin, this.topic, 1)
     const producer = await this.producer()
-    await producer.send({ topic: this.topic, acks: -1, messages: Array.from({ length: 10 }, (_, i) => ({ key: `k${i}`, value: `r${i}`, partition: 0 })) })
-    await admin.deleteTopicRecords({ topic: this.topic, partitions: [{ partition: 0, offset: '5' }] })
+    const { produce, before } = DATA.delete_records
+    await producer.send({ topic: this.topic, acks: -1, messages: Array.from({ length: produce }, (_, i) => ({ key: `k${i}`, value: `r${i}`, partition: 0 })) })
+    await admin.deleteTopicRecords({ topic: this.topic, partitions: [{ partition: 0, offset: String(before) }] })
     const offs = await admin.fetchTopicOffsets(this.topic)
     const p0 = offs.find(o => o.partition === 0)
     this.data.low = p0 && p0.low
-    if (!p0 || p0.low !== '5') throw fail(`deleteTopicRecords before 5: fetchTopicOffsets low ${p0 && p0.low}, want 5`)
-    return 'deleteTopicRecords before 5; fetchTopicOffsets low (earliest) 5'
+    if (!p0 || p0.low !== String(before)) throw fail(`deleteTopicRecords before ${before}: fetchTopicOffsets low ${p0 && p0.low}, want ${before}`)
+    return `deleteTopicRecords before ${before}; fetchTopicOffsets low (earliest) ${before}`
   }
 
   async cross_produce() {
@@ -570,15 +637,15 @@ class Runner {
     await this.ensureTopic(admin, this.topic, 1)
     const producer = await this.producer({ idempotent: true, maxInFlightRequests: 1 })
     const messages = []
-    for (let i = 0; i < 20; i++) messages.push({ key: `ck${i}`, value: crossValue(i), partition: 0, headers: { src: CLIENT } })
+    for (const r of CROSS) messages.push({ key: r.key, value: r.value, partition: 0, headers: { [CROSS_HEADER]: CLIENT } })
     await producer.send({ topic: this.topic, acks: -1, compression: CompressionTypes.None, messages })
-    this.data.produced = 20
-    return '20 CROSS records produced'
+    this.data.produced = CROSS.length
+    return `${CROSS.length} CROSS records produced`
   }
 
   async cross_consume() {
     const from = this.args.expect_from
-    const { got, crashed } = await this.consume({ groupId: `${this.topic}-${CLIENT}-cross`, want: 20 })
+    const { got, crashed } = await this.consume({ groupId: `${this.topic}-${CLIENT}-cross`, want: CROSS.length })
     got.sort((a, b) => Number(a.offset) - Number(b.offset))
     this.data.records = got.map(m => ({
       offset: Number(m.offset),
@@ -586,16 +653,14 @@ class Runner {
       value: m.value === null ? null : m.value.toString('utf8'),
       headers: Object.entries(m.headers || {}).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map(x => [k, x.toString('utf8')])),
     }))
-    if (got.length !== 20) throw this.consumeFailure('consumer', got, 20, crashed)
+    if (got.length !== CROSS.length) throw this.consumeFailure('consumer', got, CROSS.length, crashed)
     this.data.records.forEach((r, i) => {
-      const ok = r.offset === i && r.key === `ck${i}` && r.value === crossValue(i) && r.headers.length === 1 && r.headers[0][0] === 'src' && (!from || r.headers[0][1] === from)
+      const ok = r.offset === i && r.key === CROSS[i].key && r.value === CROSS[i].value && r.headers.length === 1 && r.headers[0][0] === CROSS_HEADER && (!from || r.headers[0][1] === from)
       if (!ok) throw fail(`record ${i} differs from the CROSS set: ${JSON.stringify(r)}`)
     })
-    return `20 CROSS records read${from ? ' from ' + from : ''}`
+    return `${CROSS.length} CROSS records read${from ? ' from ' + from : ''}`
   }
 }
-
-const crossValue = i => `cross-value-${i}-` + 'ż'.repeat(50)
 
 // ASCII-only JSON so the result line survives any locale.
 const asciiJson = o => JSON.stringify(o).replace(/[\u007f-\uffff]/g, c => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'))
@@ -604,7 +669,7 @@ async function main() {
   const o = parseArgs(process.argv.slice(2))
   const out = { result: 'fail', detail: '', data: {} }
   if (!o.bootstrap || !o.scenario || !o.topic) {
-    out.detail = 'usage: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--arg K=V ...]'
+    out.detail = 'usage: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--replication-factor N] [--arg K=V ...]'
   } else {
     const r = new Runner(o)
     out.data = r.data

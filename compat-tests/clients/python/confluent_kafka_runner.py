@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Strata compat-tests runner for confluent-kafka-python (bundled librdkafka).
 
-Protocol: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--arg K=V ...]; prints one JSON object
+Protocol: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--replication-factor N] [--arg K=V ...]; prints one JSON object
 {"result","detail","data"} as its last stdout line and exits 0. librdkafka logs go to stderr.
 """
 import time
@@ -12,8 +12,10 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
                                    ConfigSource, NewPartitions, NewTopic, OffsetSpec,
                                    ResourceType)
 
-from runner_common import (HEADERS, Deadline, check_cross, check_produce_consume, cross_value,
-                           fail, main, skip)
+from runner_common import (ALTER_RETENTION_MS, BASE_TS, CROSS, CROSS_HEADER, DELETE_RECORDS_BEFORE,
+                           DELETE_RECORDS_PRODUCE, HEADERS, HEADERS_RECORDS, LIST_OFFSETS_RECORDS, PRODUCE_SET,
+                           TS_STEP, Deadline, check_cross, check_produce_consume, check_replicas, fail, group_name,
+                           headers_key, headers_value, main, skip, wait_ready)
 
 CLIENT = "confluent-kafka-python"
 
@@ -31,8 +33,8 @@ def err_name(e):
 
 
 class Runner:
-    def __init__(self, bootstrap, topic, args):
-        self.bootstrap, self.topic, self.args = bootstrap, topic, args
+    def __init__(self, bootstrap, topic, args, rf):
+        self.bootstrap, self.topic, self.args, self.rf = bootstrap, topic, args, rf
         self.data = {}
         self.dl = Deadline()
         self.closers = []
@@ -98,7 +100,7 @@ class Runner:
         return offsets
 
     def ensure_topic(self, n):
-        fs = self.admin().create_topics([NewTopic(self.topic, num_partitions=n, replication_factor=1)], operation_timeout=15)
+        fs = self.admin().create_topics([NewTopic(self.topic, num_partitions=n, replication_factor=self.rf)], operation_timeout=15)
         try:
             fs[self.topic].result(timeout=20)
         except KafkaException as e:
@@ -107,17 +109,22 @@ class Runner:
         return self.wait_partitions(n)
 
     def wait_partitions(self, n):
-        end = time.monotonic() + self.dl.remaining(20)
-        seen = -1
-        while time.monotonic() < end:
+        """Waits until list_topics (Metadata) shows n partitions, each led by a broker it lists that answers
+        ListOffsets for it."""
+        def metadata():
             md = self.admin().list_topics(topic=self.topic, timeout=10)
             t = md.topics.get(self.topic)
-            if t is not None and t.error is None:
-                seen = len(t.partitions)
-                if seen == n and all(p.leader >= 0 for p in t.partitions.values()):
-                    return seen
-            time.sleep(0.2)
-        raise fail(f"topic {self.topic}: expected {n} partitions with leaders, saw {seen}")
+            if t is None or t.error is not None:
+                raise fail(f"metadata: {t.error if t is not None else 'topic missing'}")
+            leaders = [t.partitions[p].leader if p in t.partitions else -1 for p in range(len(t.partitions))]
+            return set(md.brokers), leaders
+
+        def served():
+            tps = {TopicPartition(self.topic, p): OffsetSpec.latest() for p in range(n)}
+            for f in self.admin().list_offsets(tps, request_timeout=5).values():
+                f.result(timeout=10)
+
+        return wait_ready(self.topic, n, self.dl, metadata, served)
 
     def read_all(self, c, partitions, want, cap=30.0, linger=0.0):
         c.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(partitions)])
@@ -161,7 +168,7 @@ class Runner:
         return f"{len(md.brokers)} broker(s), topic listed"
 
     def s_create_topic(self):
-        fs = self.admin().create_topics([NewTopic(self.topic, num_partitions=3, replication_factor=1)], operation_timeout=15)
+        fs = self.admin().create_topics([NewTopic(self.topic, num_partitions=3, replication_factor=self.rf)], operation_timeout=15)
         fs[self.topic].result(timeout=20)
         self.data["partitions"] = self.wait_partitions(3)
         return f"created with {self.data['partitions']} partitions"
@@ -169,10 +176,8 @@ class Runner:
     def _produce_consume(self, codec):
         self.ensure_topic(3)
         p = self.producer(**{"compression.type": codec})
-        msgs = [dict(key=f"k{i % 5}".encode(), value=f"v{i}".encode()) for i in range(30)]
-        msgs += [dict(key=None, value=f"u{i}".encode()) for i in range(10)]
-        self.produce_all(p, msgs)
-        got = self.read_all(self.consumer(), 3, 40)
+        self.produce_all(p, [dict(key=None if k is None else k.encode(), value=v.encode()) for k, v in PRODUCE_SET])
+        got = self.read_all(self.consumer(), 3, len(PRODUCE_SET))
         self.data["consumed"] = len(got)
         recs = [(m.partition(), m.offset(), None if m.key() is None else m.key().decode(), m.value().decode()) for m in got]
         detail, used = check_produce_consume(recs, codec)
@@ -197,21 +202,23 @@ class Runner:
     def s_headers(self):
         self.ensure_topic(1)
         p = self.producer()
-        self.produce_all(p, [dict(key=f"hk{i}".encode(), value=f"hv{i}".encode(), partition=0, headers=list(HEADERS)) for i in range(5)])
-        got = self.read_all(self.consumer(), 1, 5)
-        if len(got) != 5:
-            raise fail(f"consumed {len(got)} records, want 5")
+        self.produce_all(p, [dict(key=headers_key(i).encode(), value=headers_value(i).encode(), partition=0,
+                                  headers=list(HEADERS)) for i in range(HEADERS_RECORDS)])
+        got = self.read_all(self.consumer(), 1, HEADERS_RECORDS)
+        if len(got) != HEADERS_RECORDS:
+            raise fail(f"consumed {len(got)} records, want {HEADERS_RECORDS}")
         for m in got:
             hs = [(k, bytes(v)) for k, v in (m.headers() or [])]
             if hs != HEADERS:
                 raise fail(f"offset {m.offset()}: headers {hs}, want {HEADERS}")
-        return "5 records with 3 headers each (order, duplicates, binary value) intact"
+        return f"{HEADERS_RECORDS} records with {len(HEADERS)} headers each (order, duplicates, binary value) intact"
 
     def s_list_offsets(self):
-        base = 1_000_000_000_000
+        base = BASE_TS
         self.ensure_topic(1)
         p = self.producer()
-        self.produce_all(p, [dict(key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0, timestamp=base + i * 1000) for i in range(10)])
+        self.produce_all(p, [dict(key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0, timestamp=base + i * TS_STEP)
+                             for i in range(LIST_OFFSETS_RECORDS)])
         tp = TopicPartition(self.topic, 0)
 
         def lo(spec):
@@ -236,7 +243,7 @@ class Runner:
         return "100 records exactly once"
 
     def s_group_commit_resume(self):
-        group = self.args.get("group", f"{self.topic}-g")
+        group = group_name(self.topic, self.args)
         self.ensure_topic(1)
         self.produce_all(self.producer(), [dict(key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0) for i in range(20)])
         c = self.consumer(**{"group.id": group, "session.timeout.ms": 10000})
@@ -277,7 +284,7 @@ class Runner:
         return "read_committed saw exactly the 5 committed records"
 
     def s_describe_list_groups(self):
-        group = self.args.get("group", f"{self.topic}-g")
+        group = group_name(self.topic, self.args)
         self.ensure_topic(1)
         self.produce_all(self.producer(), [dict(value=f"v{i}".encode(), partition=0) for i in range(5)])
         c = self.consumer(**{"group.id": group, "session.timeout.ms": 10000})
@@ -346,7 +353,7 @@ class Runner:
     def s_alter_configs(self):
         self.ensure_topic(1)
         res = ConfigResource(ResourceType.TOPIC, self.topic, incremental_configs=[
-            ConfigEntry("retention.ms", "123456", incremental_operation=AlterConfigOpType.SET)])
+            ConfigEntry("retention.ms", ALTER_RETENTION_MS, incremental_operation=AlterConfigOpType.SET)])
         self.admin().incremental_alter_configs([res], request_timeout=15)[res].result(timeout=20)
         # Kafka applies the alter through its metadata log: poll the describe for up to 10 s.
         end = time.monotonic() + self.dl.remaining(10)
@@ -356,15 +363,16 @@ class Runner:
             if e is None:
                 raise fail("describe_configs after the alter has no retention.ms")
             src_enum = e.source if isinstance(e.source, ConfigSource) else ConfigSource(e.source)
-            ok = e.value == "123456" and src_enum == ConfigSource.DYNAMIC_TOPIC_CONFIG
+            ok = e.value == ALTER_RETENTION_MS and src_enum == ConfigSource.DYNAMIC_TOPIC_CONFIG
             if ok or time.monotonic() > end:
                 break
             time.sleep(0.2)
         src = src_enum.name
         self.data.update(value=e.value, source=src)
         if not ok:
-            raise fail(f"after incremental_alter_configs SET retention.ms=123456 describe_configs shows {e.value} (source {src}), want 123456 (DYNAMIC_TOPIC_CONFIG)")
-        return f"incremental_alter_configs SET retention.ms=123456; describe_configs: {e.value}, source {src}"
+            raise fail(f"after incremental_alter_configs SET retention.ms={ALTER_RETENTION_MS} describe_configs shows {e.value} "
+                       f"(source {src}), want {ALTER_RETENTION_MS} (DYNAMIC_TOPIC_CONFIG)")
+        return f"incremental_alter_configs SET retention.ms={ALTER_RETENTION_MS}; describe_configs: {e.value}, source {src}"
 
     def s_describe_topic(self):
         self.ensure_topic(3)
@@ -372,8 +380,7 @@ class Runner:
         parts = []
         for p in d.partitions:
             lid = p.leader.id if p.leader is not None else -1
-            if lid < 0 or [r.id for r in p.replicas] != [lid] or [r.id for r in p.isr] != [lid]:
-                raise fail(f"partition {p.id}: leader {lid} replicas {[r.id for r in p.replicas]} isr {[r.id for r in p.isr]} (want leader = the only replica = the only ISR)")
+            check_replicas(p.id, lid, [r.id for r in p.replicas], [r.id for r in p.isr], self.rf)
             parts.append(f"p{p.id} leader/replicas/isr {lid}")
         self.data.update(partitions=len(parts), topic_id=str(d.topic_id))
         if len(parts) != 3:
@@ -385,22 +392,24 @@ class Runner:
 
     def s_delete_records(self):
         self.ensure_topic(1)
-        self.produce_all(self.producer(), [dict(key=f"k{i}".encode(), value=f"r{i}".encode(), partition=0) for i in range(10)])
-        tp = TopicPartition(self.topic, 0, 5)
+        self.produce_all(self.producer(), [dict(key=f"k{i}".encode(), value=f"r{i}".encode(), partition=0)
+                                           for i in range(DELETE_RECORDS_PRODUCE)])
+        before = DELETE_RECORDS_BEFORE
+        tp = TopicPartition(self.topic, 0, before)
         fs = self.admin().delete_records([tp], request_timeout=15)
         lw = list(fs.values())[0].result(timeout=20).low_watermark
         tp0 = TopicPartition(self.topic, 0)
         earliest = self.admin().list_offsets({tp0: OffsetSpec.earliest()}, request_timeout=15)[tp0].result(timeout=20).offset
         self.data.update(low_watermark=lw, earliest=earliest)
-        if (lw, earliest) != (5, 5):
-            raise fail(f"delete_records before 5: low watermark {lw}, earliest offset {earliest} (want 5, 5)")
-        return "delete_records before 5: low watermark 5; earliest offset 5"
+        if (lw, earliest) != (before, before):
+            raise fail(f"delete_records before {before}: low watermark {lw}, earliest offset {earliest} (want {before}, {before})")
+        return f"delete_records before {before}: low watermark {before}; earliest offset {before}"
 
     def s_consumer_groups_cli(self):
         raise skip("kafka-cli only: checks the kafka-consumer-groups tool's output")
 
     def s_group_consumer_protocol(self):
-        group = self.args.get("group", f"{self.topic}-g")
+        group = group_name(self.topic, self.args)
         self.ensure_topic(1)
         self.produce_all(self.producer(), [dict(key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0) for i in range(20)])
         # group.protocol=consumer (KIP-848); the classic-only settings (session.timeout.ms, ...) stay unset.
@@ -428,13 +437,13 @@ class Runner:
     def s_cross_produce(self):
         self.ensure_topic(1)
         p = self.producer(**{"compression.type": "none", "enable.idempotence": True})
-        self.produce_all(p, [dict(key=f"ck{i}".encode(), value=cross_value(i).encode(), partition=0,
-                                  headers=[("src", CLIENT.encode())]) for i in range(20)])
-        self.data["produced"] = 20
-        return "20 CROSS records produced"
+        self.produce_all(p, [dict(key=k.encode(), value=v.encode(), partition=0,
+                                  headers=[(CROSS_HEADER, CLIENT.encode())]) for k, v in CROSS])
+        self.data["produced"] = len(CROSS)
+        return f"{len(CROSS)} CROSS records produced"
 
     def s_cross_consume(self):
-        got = self.read_all(self.consumer(), 1, 20)
+        got = self.read_all(self.consumer(), 1, len(CROSS))
         recs = [{"offset": m.offset(), "key": None if m.key() is None else m.key().decode(),
                  "value": None if m.value() is None else m.value().decode(),
                  "headers": [[k, bytes(v).decode()] for k, v in (m.headers() or [])]} for m in got]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Strata compat-tests runner for kafka-python.
 
-Protocol: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--arg K=V ...]; prints one JSON object
+Protocol: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--replication-factor N] [--arg K=V ...]; prints one JSON object
 {"result","detail","data"} as its last stdout line and exits 0. Client logs go to stderr (WARNING and up).
 """
 import logging
@@ -16,8 +16,11 @@ from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec, OffsetTi
 from kafka.errors import TopicAlreadyExistsError  # noqa: E402
 from kafka.structs import OffsetAndMetadata  # noqa: E402
 
-from runner_common import (HEADERS, Deadline, check_cross, check_produce_consume, cross_value,  # noqa: E402
-                           fail, main, skip)
+from runner_common import (ALTER_RETENTION_MS, BASE_TS, CROSS, CROSS_HEADER, DELETE_RECORDS_BEFORE,  # noqa: E402
+                           DELETE_RECORDS_PRODUCE, DYNAMIC_TOPIC_CONFIG, HEADERS, HEADERS_RECORDS,
+                           LIST_OFFSETS_RECORDS, LOG_DIRS_PRODUCE, PRODUCE_SET, TS_STEP, Deadline, check_cross,
+                           check_produce_consume, check_replicas, fail, group_name, headers_key, headers_value,
+                           main, skip, wait_ready)
 
 CLIENT = "kafka-python"
 
@@ -29,8 +32,8 @@ def err_name(e):
 
 
 class Runner:
-    def __init__(self, bootstrap, topic, args):
-        self.bootstrap, self.topic, self.args = bootstrap, topic, args
+    def __init__(self, bootstrap, topic, args, rf):
+        self.bootstrap, self.topic, self.args, self.rf = bootstrap, topic, args, rf
         self.data = {}
         self.dl = Deadline()
         self.closers = []
@@ -70,27 +73,29 @@ class Runner:
     def ensure_topic(self, n, topic=None):
         topic = topic or self.topic
         try:
-            self.admin().create_topics({topic: {"num_partitions": n, "replication_factor": 1}}, timeout_ms=15000)
+            self.admin().create_topics({topic: {"num_partitions": n, "replication_factor": self.rf}}, timeout_ms=15000)
         except TopicAlreadyExistsError:
             pass
         return self.wait_partitions(n, topic)
 
     def wait_partitions(self, n, topic=None):
+        """Waits until describe_topics shows n partitions, each led by a broker describe_cluster lists that
+        answers ListOffsets for it."""
         topic = topic or self.topic
-        end = time.monotonic() + self.dl.remaining(20)
-        seen, last = -1, None
-        while time.monotonic() < end:
-            try:
-                for t in self.admin().describe_topics([topic]):
-                    if t.get("topic", t.get("name")) == topic and t.get("error_code", 0) == 0:
-                        parts = t["partitions"]
-                        seen = len(parts)
-                        if seen == n and all(p.get("leader", p.get("leader_id", -1)) >= 0 for p in parts):
-                            return seen
-            except Exception as e:
-                last = e
-            time.sleep(0.2)
-        raise fail(f"topic {topic}: expected {n} partitions with leaders, saw {seen}" + (f" (last error: {last!r})" if last else ""))
+
+        def metadata():
+            brokers = [b.get("node_id", b.get("broker_id")) for b in self.admin().describe_cluster().get("brokers", [])]
+            for t in self.admin().describe_topics([topic]):
+                if t.get("topic", t.get("name")) == topic and t.get("error_code", 0) == 0:
+                    parts = sorted(t["partitions"], key=lambda p: p.get("partition_index", p.get("partition", 0)))
+                    return brokers, [p.get("leader", p.get("leader_id", -1)) for p in parts]
+            raise fail(f"describe_topics does not show {topic}")
+
+        def served():
+            self.admin().list_partition_offsets({TopicPartition(topic, p): OffsetSpec.LATEST for p in range(n)},
+                                                timeout_ms=5000)
+
+        return wait_ready(topic, n, self.dl, metadata, served)
 
     def read_all(self, c, partitions, want, cap=30.0):
         tps = [TopicPartition(self.topic, p) for p in range(partitions)]
@@ -121,19 +126,18 @@ class Runner:
         return f"{len(brokers)} broker(s), topic listed"
 
     def s_create_topic(self):
-        self.admin().create_topics({self.topic: {"num_partitions": 3, "replication_factor": 1}}, timeout_ms=15000)
+        self.admin().create_topics({self.topic: {"num_partitions": 3, "replication_factor": self.rf}}, timeout_ms=15000)
         self.data["partitions"] = self.wait_partitions(3)
         return f"created with {self.data['partitions']} partitions"
 
     def _produce_consume(self, codec):
         self.ensure_topic(3)
         p = self.producer(compression_type=None if codec == "none" else codec)
-        futs = [p.send(self.topic, key=f"k{i % 5}".encode(), value=f"v{i}".encode()) for i in range(30)]
-        futs += [p.send(self.topic, key=None, value=f"u{i}".encode()) for i in range(10)]
+        futs = [p.send(self.topic, key=None if k is None else k.encode(), value=v.encode()) for k, v in PRODUCE_SET]
         p.flush(timeout=30)
         for f in futs:
             f.get(timeout=30)
-        got = self.read_all(self.consumer(), 3, 40)
+        got = self.read_all(self.consumer(), 3, len(PRODUCE_SET))
         self.data["consumed"] = len(got)
         recs = [(r.partition, r.offset, None if r.key is None else r.key.decode(), r.value.decode()) for r in got]
         detail, used = check_produce_consume(recs, codec)
@@ -158,23 +162,24 @@ class Runner:
     def s_headers(self):
         self.ensure_topic(1)
         p = self.producer()
-        for i in range(5):
-            p.send(self.topic, key=f"hk{i}".encode(), value=f"hv{i}".encode(), partition=0, headers=list(HEADERS)).get(timeout=30)
-        got = self.read_all(self.consumer(), 1, 5)
-        if len(got) != 5:
-            raise fail(f"consumed {len(got)} records, want 5")
+        for i in range(HEADERS_RECORDS):
+            p.send(self.topic, key=headers_key(i).encode(), value=headers_value(i).encode(), partition=0,
+                   headers=list(HEADERS)).get(timeout=30)
+        got = self.read_all(self.consumer(), 1, HEADERS_RECORDS)
+        if len(got) != HEADERS_RECORDS:
+            raise fail(f"consumed {len(got)} records, want {HEADERS_RECORDS}")
         for r in got:
             hs = [(k, bytes(v)) for k, v in r.headers]
             if hs != HEADERS:
                 raise fail(f"offset {r.offset}: headers {hs}, want {HEADERS}")
-        return "5 records with 3 headers each (order, duplicates, binary value) intact"
+        return f"{HEADERS_RECORDS} records with {len(HEADERS)} headers each (order, duplicates, binary value) intact"
 
     def s_list_offsets(self):
-        base = 1_000_000_000_000
+        base = BASE_TS
         self.ensure_topic(1)
         p = self.producer()
-        for i in range(10):
-            p.send(self.topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0, timestamp_ms=base + i * 1000).get(timeout=30)
+        for i in range(LIST_OFFSETS_RECORDS):
+            p.send(self.topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0, timestamp_ms=base + i * TS_STEP).get(timeout=30)
         tp = TopicPartition(self.topic, 0)
 
         def lo(spec):
@@ -206,7 +211,7 @@ class Runner:
         return "100 records exactly once"
 
     def s_group_commit_resume(self):
-        group = self.args.get("group", f"{self.topic}-g")
+        group = group_name(self.topic, self.args)
         self.ensure_topic(1)
         p = self.producer()
         for i in range(20):
@@ -262,7 +267,7 @@ class Runner:
         return "read_committed saw exactly the 5 committed records"
 
     def s_describe_list_groups(self):
-        group = self.args.get("group", f"{self.topic}-g")
+        group = group_name(self.topic, self.args)
         self.ensure_topic(1)
         p = self.producer()
         for i in range(5):
@@ -354,7 +359,7 @@ class Runner:
     def s_alter_configs(self):
         self.ensure_topic(1)
         # alter_configs picks IncrementalAlterConfigs when the broker offers it (incremental=None).
-        self.admin().alter_configs([ConfigResource(ConfigResourceType.TOPIC, self.topic, configs={"retention.ms": "123456"})])
+        self.admin().alter_configs([ConfigResource(ConfigResourceType.TOPIC, self.topic, configs={"retention.ms": ALTER_RETENTION_MS})])
         # Kafka applies the alter through its metadata log: poll the describe for up to 10 s.
         end = time.monotonic() + self.dl.remaining(10)
         while True:
@@ -363,13 +368,14 @@ class Runner:
                 raise fail("describe_configs after the alter has no retention.ms")
             value = e.get("value", e.get("config_value")) if isinstance(e, dict) else e
             source = str(e.get("config_source")) if isinstance(e, dict) else "?"
-            if (value == "123456" and source == "DYNAMIC_TOPIC_CONFIG") or time.monotonic() > end:
+            if (value == ALTER_RETENTION_MS and source == DYNAMIC_TOPIC_CONFIG) or time.monotonic() > end:
                 break
             time.sleep(0.2)
         self.data.update(value=value, source=source)
-        if value != "123456" or source != "DYNAMIC_TOPIC_CONFIG":
-            raise fail(f"after alter_configs retention.ms=123456 describe_configs shows {value} (source {source}), want 123456 (DYNAMIC_TOPIC_CONFIG)")
-        return f"alter_configs (incremental when offered) retention.ms=123456; describe_configs: {value}, source {source}"
+        if value != ALTER_RETENTION_MS or source != DYNAMIC_TOPIC_CONFIG:
+            raise fail(f"after alter_configs retention.ms={ALTER_RETENTION_MS} describe_configs shows {value} (source {source}), "
+                       f"want {ALTER_RETENTION_MS} ({DYNAMIC_TOPIC_CONFIG})")
+        return f"alter_configs (incremental when offered) retention.ms={ALTER_RETENTION_MS}; describe_configs: {value}, source {source}"
 
     def s_describe_topic(self):
         self.ensure_topic(3)
@@ -383,8 +389,7 @@ class Runner:
             lid = p.get("leader_id", p.get("leader", -1))
             reps = list(p.get("replica_nodes", p.get("replicas", [])))
             isr = list(p.get("isr_nodes", p.get("isr", [])))
-            if lid < 0 or reps != [lid] or isr != [lid]:
-                raise fail(f"partition {pid}: leader {lid} replicas {reps} isr {isr} (want leader = the only replica = the only ISR)")
+            check_replicas(pid, lid, reps, isr, self.rf)
             parts.append(f"p{pid} leader/replicas/isr {lid}")
         self.data.update(partitions=len(parts), topic_id=str(t.get("topic_id")))
         if len(parts) != 3:
@@ -400,7 +405,7 @@ class Runner:
 
     def s_log_dirs(self):
         self.ensure_topic(1)
-        self._produce_numbered(10)
+        self._produce_numbered(LOG_DIRS_PRODUCE)
         res = self.admin().describe_log_dirs(topic_partitions={self.topic: [0]})
         found, errors = [], []
         for b in res:
@@ -415,7 +420,7 @@ class Runner:
                             continue
                         size = p.get("partition_size", p.get("size", -1))
                         if size <= 0:
-                            raise fail(f"describe_log_dirs: {self.topic}-0 in {d.get('log_dir')} has size {size} after producing 10 records")
+                            raise fail(f"describe_log_dirs: {self.topic}-0 in {d.get('log_dir')} has size {size} after producing {LOG_DIRS_PRODUCE} records")
                         found.append(f"broker {b.get('broker')} {d.get('log_dir')}: {self.topic}-0 size {size} offsetLag {p.get('offset_lag')}")
         self.data["found"] = found
         if not found:
@@ -424,16 +429,17 @@ class Runner:
 
     def s_delete_records(self):
         self.ensure_topic(1)
-        self._produce_numbered(10)
+        self._produce_numbered(DELETE_RECORDS_PRODUCE)
         tp = TopicPartition(self.topic, 0)
-        r = self.admin().delete_records({tp: 5}, timeout_ms=15000)
+        before = DELETE_RECORDS_BEFORE
+        r = self.admin().delete_records({tp: before}, timeout_ms=15000)
         lw = r[tp]["low_watermark"]
         e = self.admin().list_partition_offsets({tp: OffsetSpec.EARLIEST}, timeout_ms=15000)[tp]
         earliest = -1 if e is None or e.offset is None else e.offset
         self.data.update(low_watermark=lw, earliest=earliest)
-        if (lw, earliest) != (5, 5):
-            raise fail(f"delete_records before 5: low watermark {lw}, earliest offset {earliest} (want 5, 5)")
-        return "delete_records before 5: low watermark 5; earliest offset 5"
+        if (lw, earliest) != (before, before):
+            raise fail(f"delete_records before {before}: low watermark {lw}, earliest offset {earliest} (want {before}, {before})")
+        return f"delete_records before {before}: low watermark {before}; earliest offset {before}"
 
     def s_consumer_groups_cli(self):
         raise skip("kafka-cli only: checks the kafka-consumer-groups tool's output")
@@ -444,14 +450,14 @@ class Runner:
     def s_cross_produce(self):
         self.ensure_topic(1)
         p = self.producer(compression_type=None)
-        for i in range(20):
-            p.send(self.topic, key=f"ck{i}".encode(), value=cross_value(i).encode(), partition=0,
-                   headers=[("src", CLIENT.encode())]).get(timeout=30)
-        self.data["produced"] = 20
-        return "20 CROSS records produced"
+        for k, v in CROSS:
+            p.send(self.topic, key=k.encode(), value=v.encode(), partition=0,
+                   headers=[(CROSS_HEADER, CLIENT.encode())]).get(timeout=30)
+        self.data["produced"] = len(CROSS)
+        return f"{len(CROSS)} CROSS records produced"
 
     def s_cross_consume(self):
-        got = self.read_all(self.consumer(), 1, 20)
+        got = self.read_all(self.consumer(), 1, len(CROSS))
         recs = [{"offset": r.offset, "key": None if r.key is None else r.key.decode(),
                  "value": None if r.value is None else r.value.decode(),
                  "headers": [[k, bytes(v).decode()] for k, v in r.headers]} for r in got]

@@ -207,7 +207,8 @@ func (h *harness) waitReady(b *broker, d time.Duration) error {
 	return fmt.Errorf("%s at %s not ready after %s (%v); log: %s", b.name, b.addr, d, last, tailStr(string(data), 800))
 }
 
-func createTopic(addr, topic string, parts int32) error {
+// createTopic creates topic with franz-go (an existing one is fine) and waits until it is ready.
+func createTopic(addr, topic string, parts int32, rf int16) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		return err
@@ -216,30 +217,37 @@ func createTopic(addr, topic string, parts int32) error {
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r, err := adm.CreateTopic(ctx, parts, 1, nil, topic)
+	r, err := adm.CreateTopic(ctx, parts, rf, nil, topic)
 	if err != nil {
 		return err
 	}
 	if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("%v %s", r.Err, r.ErrMessage)
 	}
-	for ctx.Err() == nil {
-		td, err := adm.ListTopics(ctx, topic)
-		if err == nil {
-			t := td[topic]
-			ready := t.Err == nil && len(t.Partitions) == int(parts)
-			for _, p := range t.Partitions {
-				if p.Leader < 0 {
-					ready = false
-				}
-			}
-			if ready {
-				return nil
+	return rt.WaitReady(ctx, topic, int(parts), func(ctx context.Context) (rt.TopicMeta, error) {
+		m, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return rt.TopicMeta{}, err
+		}
+		t := m.Topics[topic]
+		if t.Err != nil {
+			return rt.TopicMeta{}, t.Err
+		}
+		tm := rt.TopicMeta{Brokers: m.Brokers.NodeIDs(), Leaders: make([]int32, len(t.Partitions))}
+		for i, p := range t.Partitions.Sorted() {
+			tm.Leaders[i] = p.Leader
+			if p.Err != nil {
+				tm.Leaders[i] = -1
 			}
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("topic %s not ready with %d partitions", topic, parts)
+		return tm, nil
+	}, func(ctx context.Context) error {
+		lo, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		return lo.Error()
+	})
 }
 
 // readAll reads n records of a 1-partition topic from the start with franz-go.

@@ -34,8 +34,8 @@ const dumpParts = 3
 // produceDump writes the same deterministic data to topic on a broker: per partition, one
 // uncompressed batch of 10 and one gzip batch of 10, fixed timestamps, no idempotence (so
 // the producer id/epoch/sequence, and therefore the CRCs, are the same on both brokers).
-func produceDump(addr, topic string) error {
-	if err := createTopic(addr, topic, dumpParts); err != nil {
+func produceDump(addr, topic string, rf int16) error {
+	if err := createTopic(addr, topic, dumpParts, rf); err != nil {
 		return err
 	}
 	for round, codec := range []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression()} {
@@ -170,7 +170,7 @@ func (h *harness) dumpLog(strata, kafka *broker) {
 		}
 		c := cell{Client: dumpLogClient, Scenario: "dump_log", Broker: b.name}
 		topic := fmt.Sprintf("c%s-dumplog-%s", h.runID, b.name[:1])
-		if err := produceDump(b.addr, topic); err != nil {
+		if err := produceDump(b.addr, topic, h.rf); err != nil {
 			c.Result, c.Detail = "fail", "franz-go produce failed: "+err.Error()
 			h.add(c)
 			continue

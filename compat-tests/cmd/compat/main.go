@@ -53,6 +53,8 @@ type harness struct {
 	clientEr  map[string]error
 	broken    []string
 	strataSrc string
+	// rf is the replication factor of every topic the harness and the runners create.
+	rf int16
 }
 
 func main() {
@@ -63,9 +65,14 @@ func main() {
 	flag.IntVar(&h.jobs, "j", 3, "runner invocations in parallel")
 	flag.BoolVar(&h.keep, "keep", false, "keep broker temp dirs")
 	flag.StringVar(&h.strataSrc, "strata-src", "..", "Strata's source tree (the main module) to build")
+	rf := flag.Int("replication-factor", 1, "replication factor of every topic the harness and the runners create")
 	expected := flag.String("expected", "expected-pass.txt", "expected-pass list")
 	outDir := flag.String("out", "report", "report directory")
 	flag.Parse()
+	if *rf < 1 || *rf > 32767 {
+		fatal(fmt.Errorf("-replication-factor %d: want 1..32767", *rf))
+	}
+	h.rf = int16(*rf)
 	root, err := os.Getwd()
 	if err != nil {
 		fatal(err)
@@ -392,14 +399,15 @@ func (h *harness) runOne(j job) (c cell) {
 	t := time.Now()
 	defer func() { c.Secs = time.Since(t).Seconds() }()
 	if j.client.PreCreate && j.scenario != "create_topic" && j.scenario != "create_partitions" && j.scenario != "delete_topic" && j.scenario != "cross_consume" && !slices.Contains(j.client.SelfCreate, j.scenario) {
-		if err := createTopic(j.broker.addr, j.topic, rt.Partitions(j.scenario)); err != nil {
+		if err := createTopic(j.broker.addr, j.topic, rt.Partitions(j.scenario), h.rf); err != nil {
 			c.Result, c.Detail = "fail", "orchestrator pre-create of the topic (franz-go) failed: "+err.Error()
 			c.Secs = time.Since(t).Seconds()
 			return c
 		}
 	}
 	argv := append([]string{}, j.client.Argv...)
-	argv = append(argv, "--bootstrap", j.broker.addr, "--scenario", j.scenario, "--topic", j.topic)
+	argv = append(argv, "--bootstrap", j.broker.addr, "--scenario", j.scenario, "--topic", j.topic,
+		"--replication-factor", strconv.Itoa(int(h.rf)))
 	for _, e := range j.extra {
 		argv = append(argv, "--arg", e)
 	}

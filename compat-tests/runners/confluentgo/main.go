@@ -65,33 +65,57 @@ func (e env) ensureTopic(parts int) error {
 		return err
 	}
 	defer adm.Close()
-	res, err := adm.CreateTopics(e.ctx, []kafka.TopicSpecification{{Topic: e.a.Topic, NumPartitions: parts, ReplicationFactor: 1}})
+	res, err := adm.CreateTopics(e.ctx, []kafka.TopicSpecification{{Topic: e.a.Topic, NumPartitions: parts, ReplicationFactor: int(e.a.ReplicationFactor)}})
 	if err != nil {
 		return fmt.Errorf("CreateTopics: %w", err)
 	}
 	if c := res[0].Error.Code(); c != kafka.ErrNoError && c != kafka.ErrTopicAlreadyExists {
 		return fmt.Errorf("CreateTopics: %v", res[0].Error)
 	}
-	return e.waitPartitions(adm, parts)
+	return e.waitReady(adm, parts)
 }
 
-func (e env) waitPartitions(adm *kafka.AdminClient, n int) error {
-	deadline := time.Now().Add(15 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
+// waitReady waits until GetMetadata shows the topic with n partitions, each led by a listed broker
+// that answers ListOffsets for it.
+func (e env) waitReady(adm *kafka.AdminClient, n int) error {
+	return rt.WaitReady(e.ctx, e.a.Topic, n, func(context.Context) (rt.TopicMeta, error) {
 		md, err := adm.GetMetadata(&e.a.Topic, false, 5000)
-		if err == nil {
-			t := md.Topics[e.a.Topic]
-			if t.Error.Code() == kafka.ErrNoError && len(t.Partitions) == n {
-				return nil
-			}
-			last = fmt.Sprintf("%v, %d partitions", t.Error, len(t.Partitions))
-		} else {
-			last = err.Error()
+		if err != nil {
+			return rt.TopicMeta{}, err
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("topic never had %d partitions: %s", n, last)
+		t := md.Topics[e.a.Topic]
+		if t.Error.Code() != kafka.ErrNoError {
+			return rt.TopicMeta{}, t.Error
+		}
+		tm := rt.TopicMeta{Brokers: []int32{}, Leaders: make([]int32, len(t.Partitions))}
+		for _, b := range md.Brokers {
+			tm.Brokers = append(tm.Brokers, b.ID)
+		}
+		for i := range tm.Leaders {
+			tm.Leaders[i] = -1
+		}
+		for _, p := range t.Partitions {
+			if int(p.ID) < len(tm.Leaders) && p.Error.Code() == kafka.ErrNoError {
+				tm.Leaders[p.ID] = p.Leader
+			}
+		}
+		return tm, nil
+	}, func(ctx context.Context) error {
+		req := map[kafka.TopicPartition]kafka.OffsetSpec{}
+		for p := 0; p < n; p++ {
+			req[kafka.TopicPartition{Topic: &e.a.Topic, Partition: int32(p)}] = kafka.LatestOffsetSpec
+		}
+		res, err := adm.ListOffsets(ctx, req)
+		if err != nil {
+			return err
+		}
+		for tp, r := range res.ResultInfos {
+			if r.Error.Code() != kafka.ErrNoError {
+				return fmt.Errorf("ListOffsets partition %d: %v", tp.Partition, r.Error)
+			}
+		}
+		return nil
+	})
 }
 
 func (e env) metadata() rt.Result {
@@ -122,14 +146,14 @@ func (e env) createTopic() rt.Result {
 		return rt.Failf("%v", err)
 	}
 	defer adm.Close()
-	res, err := adm.CreateTopics(e.ctx, []kafka.TopicSpecification{{Topic: e.a.Topic, NumPartitions: 3, ReplicationFactor: 1}})
+	res, err := adm.CreateTopics(e.ctx, []kafka.TopicSpecification{{Topic: e.a.Topic, NumPartitions: 3, ReplicationFactor: int(e.a.ReplicationFactor)}})
 	if err != nil {
 		return rt.Failf("CreateTopics: %v", err)
 	}
 	if res[0].Error.Code() != kafka.ErrNoError {
 		return rt.Failf("CreateTopics: %v", res[0].Error)
 	}
-	if err := e.waitPartitions(adm, 3); err != nil {
+	if err := e.waitReady(adm, 3); err != nil {
 		return rt.Failf("%v", err)
 	}
 	return rt.Pass("created with 3 partitions, described 3", nil)
@@ -252,8 +276,8 @@ func (e env) headers() rt.Result {
 		return rt.Failf("%v", err)
 	}
 	var rs []rt.Rec
-	for i := 0; i < 5; i++ {
-		rs = append(rs, rt.Rec{Key: []byte(fmt.Sprintf("hk%d", i)), Value: []byte(fmt.Sprintf("hv%d", i)), Headers: rt.Headers()})
+	for i := 0; i < rt.HeadersRecords; i++ {
+		rs = append(rs, rt.Rec{Key: rt.HeadersKey(i), Value: rt.HeadersValue(i), Headers: rt.Headers()})
 	}
 	if err := e.produce(nil, rs); err != nil {
 		return rt.Failf("produce: %v", err)
@@ -273,8 +297,8 @@ func (e env) listOffsets() rt.Result {
 		return rt.Failf("%v", err)
 	}
 	var rs []rt.Rec
-	for i := 0; i < 10; i++ {
-		rs = append(rs, rt.Rec{Value: []byte(fmt.Sprintf("t%d", i)), Timestamp: rt.BaseTS + int64(i)*1000})
+	for i := 0; i < rt.ListOffsetsRecords; i++ {
+		rs = append(rs, rt.Rec{Value: []byte(fmt.Sprintf("t%d", i)), Timestamp: rt.BaseTS + int64(i)*rt.TSStep})
 	}
 	if err := e.produce(nil, rs); err != nil {
 		return rt.Failf("produce: %v", err)
@@ -530,7 +554,7 @@ func (e env) createPartitions() rt.Result {
 	if res[0].Error.Code() != kafka.ErrNoError {
 		return rt.Failf("CreatePartitions: %v", res[0].Error)
 	}
-	if err := e.waitPartitions(adm, 3); err != nil {
+	if err := e.waitReady(adm, 3); err != nil {
 		return rt.Failf("%v", err)
 	}
 	return rt.Pass("1 -> 3 partitions", nil)
@@ -591,7 +615,7 @@ func (e env) crossProduce() rt.Result {
 	}
 	var rs []rt.Rec
 	for _, c := range rt.CrossSet(e.a.Client) {
-		rs = append(rs, rt.Rec{Key: []byte(c.Key), Value: []byte(c.Value), Headers: [][2][]byte{{[]byte("src"), []byte(e.a.Client)}}})
+		rs = append(rs, rt.Rec{Key: []byte(c.Key), Value: []byte(c.Value), Headers: [][2][]byte{{[]byte(rt.CrossHeader), []byte(e.a.Client)}}})
 	}
 	if err := e.produce(kafka.ConfigMap{"compression.codec": "none"}, rs); err != nil {
 		return rt.Failf("produce: %v", err)
@@ -646,7 +670,7 @@ func (e env) alterConfigs() rt.Result {
 	return res
 }
 
-// describeTopic: DescribeTopics of a 3-partition topic: topic ID, leader = the only replica = the only ISR.
+// describeTopic: DescribeTopics of a 3-partition topic: topic ID, leader, replicas and ISR (rt.CheckReplicas).
 func (e env) describeTopic() rt.Result {
 	if err := e.ensureTopic(3); err != nil {
 		return rt.Failf("%v", err)
@@ -670,8 +694,8 @@ func (e env) describeTopic() rt.Result {
 			return rt.Failf("partition %d: no leader", p.Partition)
 		}
 		l := p.Leader.ID
-		if len(p.Replicas) != 1 || p.Replicas[0].ID != l || len(p.Isr) != 1 || p.Isr[0].ID != l {
-			return rt.Failf("partition %d: leader %d replicas %v isr %v (want leader = the only replica = the only ISR)", p.Partition, l, p.Replicas, p.Isr)
+		if err := rt.CheckReplicas(int32(l), nodeIDs(p.Replicas), nodeIDs(p.Isr), int(e.a.ReplicationFactor)); err != nil {
+			return rt.Failf("partition %d: %v", p.Partition, err)
 		}
 		parts = append(parts, fmt.Sprintf("p%d leader/replicas/isr %d", p.Partition, l))
 	}
@@ -698,7 +722,7 @@ func (e env) deleteRecords() rt.Result {
 		return rt.Failf("admin: %v", err)
 	}
 	defer adm.Close()
-	dr, err := adm.DeleteRecords(e.ctx, []kafka.TopicPartition{{Topic: &e.a.Topic, Partition: 0, Offset: rt.DeleteRecordsBefore}})
+	dr, err := adm.DeleteRecords(e.ctx, []kafka.TopicPartition{{Topic: &e.a.Topic, Partition: 0, Offset: kafka.Offset(rt.DeleteRecordsBefore)}})
 	if err != nil {
 		return rt.Failf("DeleteRecords: %v", err)
 	}
@@ -722,7 +746,7 @@ func (e env) deleteRecords() rt.Result {
 		earliest = ri.Offset
 	}
 	lw := r.DeletedRecords.LowWatermark
-	if lw != rt.DeleteRecordsBefore || earliest != rt.DeleteRecordsBefore {
+	if lw != kafka.Offset(rt.DeleteRecordsBefore) || earliest != kafka.Offset(rt.DeleteRecordsBefore) {
 		return rt.Failf("DeleteRecords before %d: low watermark %d, earliest offset %d (want %d, %d)", rt.DeleteRecordsBefore, lw, earliest, rt.DeleteRecordsBefore, rt.DeleteRecordsBefore)
 	}
 	return rt.Pass(fmt.Sprintf("DeleteRecords before %d: low watermark %d; earliest offset %d", rt.DeleteRecordsBefore, lw, earliest), nil)
@@ -791,4 +815,12 @@ func (e env) groupConsumerProtocol() rt.Result {
 		return rt.Failf("second consumer resumed at offset %d, want 10", got[0].Offset)
 	}
 	return rt.Pass("group.protocol=consumer (group type "+gtype+"): committed 10, new consumer resumed at offset 10", nil)
+}
+
+func nodeIDs(ns []kafka.Node) []int32 {
+	ids := make([]int32, len(ns))
+	for i, n := range ns {
+		ids[i] = int32(n.ID)
+	}
+	return ids
 }

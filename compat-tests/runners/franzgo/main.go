@@ -97,43 +97,43 @@ func run(a rt.Args) rt.Result {
 func (e *env) ensureTopic(adm *kadm.Client, parts int32) error {
 	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
 	defer cancel()
-	r, err := adm.CreateTopic(ctx, parts, 1, nil, e.a.Topic)
+	r, err := adm.CreateTopic(ctx, parts, e.a.ReplicationFactor, nil, e.a.Topic)
 	if err != nil {
 		return fmt.Errorf("CreateTopics: %w", err)
 	}
 	if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("CreateTopics: %v %s", r.Err, r.ErrMessage)
 	}
-	return waitPartitions(ctx, adm, e.a.Topic, int(parts))
+	return waitReady(ctx, adm, e.a.Topic, int(parts))
 }
 
-func waitPartitions(ctx context.Context, adm *kadm.Client, topic string, n int) error {
-	var last string
-	for {
-		td, err := adm.ListTopics(ctx, topic)
-		if err == nil {
-			t := td[topic]
-			if t.Err == nil && len(t.Partitions) == n {
-				ok := true
-				for _, p := range t.Partitions {
-					if p.Leader < 0 || p.Err != nil {
-						ok = false
-					}
-				}
-				if ok {
-					return nil
-				}
+// waitReady waits until Metadata shows topic with n partitions, each with a listed leader
+// that answers ListOffsets for it.
+func waitReady(ctx context.Context, adm *kadm.Client, topic string, n int) error {
+	return rt.WaitReady(ctx, topic, n, func(ctx context.Context) (rt.TopicMeta, error) {
+		m, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return rt.TopicMeta{}, err
+		}
+		t := m.Topics[topic]
+		if t.Err != nil {
+			return rt.TopicMeta{}, t.Err
+		}
+		tm := rt.TopicMeta{Brokers: m.Brokers.NodeIDs(), Leaders: make([]int32, len(t.Partitions))}
+		for i, p := range t.Partitions.Sorted() {
+			tm.Leaders[i] = p.Leader
+			if p.Err != nil {
+				tm.Leaders[i] = -1
 			}
-			last = fmt.Sprintf("topic err %v, %d partitions", t.Err, len(t.Partitions))
-		} else {
-			last = err.Error()
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("topic %s never had %d ready partitions: %s", topic, n, last)
-		case <-time.After(200 * time.Millisecond):
+		return tm, nil
+	}, func(ctx context.Context) error {
+		lo, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return err
 		}
-	}
+		return lo.Error()
+	})
 }
 
 func (e *env) admin() (*kgo.Client, *kadm.Client) {
@@ -163,13 +163,11 @@ func (e *env) metadata() rt.Result {
 func (e *env) createTopic() rt.Result {
 	cl, adm := e.admin()
 	defer cl.Close()
-	r, err := adm.CreateTopic(e.ctx, 3, 1, nil, e.a.Topic)
+	r, err := adm.CreateTopic(e.ctx, 3, e.a.ReplicationFactor, nil, e.a.Topic)
 	if err != nil || r.Err != nil {
 		return e.failf("CreateTopics: %v %v %s", err, r.Err, r.ErrMessage)
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, 15*time.Second)
-	defer cancel()
-	if err := waitPartitions(ctx, adm, e.a.Topic, 3); err != nil {
+	if err := waitReady(e.ctx, adm, e.a.Topic, 3); err != nil {
 		return e.failf("%v", err)
 	}
 	return rt.Pass("created with 3 partitions, described 3", nil)
@@ -275,8 +273,8 @@ func (e *env) headers() rt.Result {
 		return e.failf("%v", err)
 	}
 	var rs []rt.Rec
-	for i := 0; i < 5; i++ {
-		rs = append(rs, rt.Rec{Key: []byte(fmt.Sprintf("hk%d", i)), Value: []byte(fmt.Sprintf("hv%d", i)), Headers: rt.Headers()})
+	for i := 0; i < rt.HeadersRecords; i++ {
+		rs = append(rs, rt.Rec{Key: rt.HeadersKey(i), Value: rt.HeadersValue(i), Headers: rt.Headers()})
 	}
 	if err := e.produce(nil, rs); err != nil {
 		return e.failf("produce: %v", err)
@@ -322,8 +320,8 @@ func (e *env) listOffsets() rt.Result {
 		return e.failf("%v", err)
 	}
 	var rs []rt.Rec
-	for i := 0; i < 10; i++ {
-		rs = append(rs, rt.Rec{Value: []byte(fmt.Sprintf("t%d", i)), Timestamp: rt.BaseTS + int64(i)*1000})
+	for i := 0; i < rt.ListOffsetsRecords; i++ {
+		rs = append(rs, rt.Rec{Value: []byte(fmt.Sprintf("t%d", i)), Timestamp: rt.BaseTS + int64(i)*rt.TSStep})
 	}
 	if err := e.produce(nil, rs); err != nil {
 		return e.failf("produce: %v", err)
@@ -559,9 +557,7 @@ func (e *env) createPartitions() rt.Result {
 	if rr := r[e.a.Topic]; rr.Err != nil {
 		return e.failf("CreatePartitions: %v %s", rr.Err, rr.ErrMessage)
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, 15*time.Second)
-	defer cancel()
-	if err := waitPartitions(ctx, adm, e.a.Topic, 3); err != nil {
+	if err := waitReady(e.ctx, adm, e.a.Topic, 3); err != nil {
 		return e.failf("%v", err)
 	}
 	return rt.Pass("1 -> 3 partitions", nil)
@@ -622,7 +618,7 @@ func (e *env) crossProduce() rt.Result {
 	}
 	var rs []rt.Rec
 	for _, c := range rt.CrossSet(e.a.Client) {
-		rs = append(rs, rt.Rec{Key: []byte(c.Key), Value: []byte(c.Value), Headers: [][2][]byte{{[]byte("src"), []byte(e.a.Client)}}})
+		rs = append(rs, rt.Rec{Key: []byte(c.Key), Value: []byte(c.Value), Headers: [][2][]byte{{[]byte(rt.CrossHeader), []byte(e.a.Client)}}})
 	}
 	if err := e.produce([]kgo.Opt{kgo.ProducerBatchCompression(kgo.NoCompression())}, rs); err != nil {
 		return e.failf("produce: %v", err)
@@ -698,8 +694,11 @@ func (e *env) describeTopic() rt.Result {
 	}
 	var parts []string
 	for _, p := range t.Partitions.Sorted() {
-		if p.Err != nil || p.Leader < 0 || len(p.Replicas) != 1 || p.Replicas[0] != p.Leader || len(p.ISR) != 1 || p.ISR[0] != p.Leader {
-			return e.failf("partition %d: leader %d replicas %v isr %v err %v (want leader = the only replica = the only ISR)", p.Partition, p.Leader, p.Replicas, p.ISR, p.Err)
+		if p.Err != nil {
+			return e.failf("partition %d: %v", p.Partition, p.Err)
+		}
+		if err := rt.CheckReplicas(p.Leader, p.Replicas, p.ISR, int(e.a.ReplicationFactor)); err != nil {
+			return e.failf("partition %d: %v", p.Partition, err)
 		}
 		parts = append(parts, fmt.Sprintf("p%d leader %d replicas %v isr %v", p.Partition, p.Leader, p.Replicas, p.ISR))
 	}

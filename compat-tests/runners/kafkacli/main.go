@@ -123,19 +123,35 @@ func (e env) topics(args ...string) (string, error) {
 	return out, nil
 }
 
+// rf is the replication factor of the topics the runner creates, as kafka-topics takes it.
+func (e env) rf() string { return strconv.Itoa(int(e.a.ReplicationFactor)) }
+
 func (e env) create(parts int) error {
-	_, err := e.topics("--create", "--topic", e.a.Topic, "--partitions", strconv.Itoa(parts), "--replication-factor", "1")
+	_, err := e.topics("--create", "--topic", e.a.Topic, "--partitions", strconv.Itoa(parts), "--replication-factor", e.rf())
 	return err
 }
 
 var partLineRE = regexp.MustCompile(`(?m)^\s*Topic: \S+\s+Partition: (\d+)\s+Leader: (-?\d+)`)
 
-func (e env) describePartitions() (int, error) {
-	out, err := e.topics("--describe", "--topic", e.a.Topic)
-	if err != nil {
-		return 0, err
-	}
-	return len(partLineRE.FindAllStringSubmatch(out, -1)), nil
+// waitReady waits until kafka-topics --describe shows n partitions, each with a leader (the
+// tool does not list the brokers, so a leader's membership is not checked, and no scenario
+// produces to a topic kafka-cli created, so the leaders are not asked for offsets).
+func (e env) waitReady(n int) error {
+	return rt.WaitReady(context.Background(), e.a.Topic, n, func(context.Context) (rt.TopicMeta, error) {
+		out, err := e.topics("--describe", "--topic", e.a.Topic)
+		if err != nil {
+			return rt.TopicMeta{}, err
+		}
+		var tm rt.TopicMeta
+		for _, m := range partLineRE.FindAllStringSubmatch(out, -1) {
+			l, err := strconv.ParseInt(m[2], 10, 32)
+			if err != nil {
+				return rt.TopicMeta{}, fmt.Errorf("kafka-topics --describe: leader %q: %w", m[2], err)
+			}
+			tm.Leaders = append(tm.Leaders, int32(l))
+		}
+		return tm, nil
+	}, nil)
 }
 
 func (e env) metadata() rt.Result {
@@ -163,12 +179,8 @@ func (e env) createTopic() rt.Result {
 	if err := e.create(3); err != nil {
 		return rt.Failf("%v", err)
 	}
-	n, err := e.describePartitions()
-	if err != nil {
-		return rt.Failf("%v", err)
-	}
-	if n != 3 {
-		return rt.Failf("kafka-topics --describe shows %d partitions, want 3", n)
+	if err := e.waitReady(3); err != nil {
+		return rt.Failf("kafka-topics --describe: %v", err)
 	}
 	return rt.Pass("kafka-topics --create --partitions 3; --describe shows 3", nil)
 }
@@ -326,8 +338,8 @@ func (e env) listOffsets() rt.Result {
 		return rt.Failf("franz-go: %v", err)
 	}
 	var recs []*kgo.Record
-	for i := 0; i < 10; i++ {
-		recs = append(recs, &kgo.Record{Topic: e.a.Topic, Value: []byte(fmt.Sprintf("t%d", i)), Timestamp: time.UnixMilli(rt.BaseTS + int64(i)*1000)})
+	for i := 0; i < rt.ListOffsetsRecords; i++ {
+		recs = append(recs, &kgo.Record{Topic: e.a.Topic, Value: []byte(fmt.Sprintf("t%d", i)), Timestamp: time.UnixMilli(rt.BaseTS + int64(i)*rt.TSStep)})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	err = cl.ProduceSync(ctx, recs...).FirstErr()
@@ -476,12 +488,8 @@ func (e env) createPartitions() rt.Result {
 	if _, err := e.topics("--alter", "--topic", e.a.Topic, "--partitions", "3"); err != nil {
 		return rt.Failf("%v", err)
 	}
-	n, err := e.describePartitions()
-	if err != nil {
-		return rt.Failf("%v", err)
-	}
-	if n != 3 {
-		return rt.Failf("kafka-topics --describe shows %d partitions after --alter, want 3", n)
+	if err := e.waitReady(3); err != nil {
+		return rt.Failf("kafka-topics --describe after --alter: %v", err)
 	}
 	return rt.Pass("kafka-topics --alter --partitions 3: 1 -> 3", nil)
 }
@@ -534,7 +542,7 @@ func (e env) crossProduce() rt.Result {
 	for _, c := range rt.CrossSet(e.a.Client) {
 		rs = append(rs, rt.Rec{Key: []byte(c.Key), Value: []byte(c.Value)})
 	}
-	if _, err := e.produce(rs, "src:"+e.a.Client, "--compression-codec", "none"); err != nil {
+	if _, err := e.produce(rs, rt.CrossHeader+":"+e.a.Client, "--compression-codec", "none"); err != nil {
 		return rt.Failf("produce: %v", err)
 	}
 	return rt.Pass("produced 20 cross records (parse.headers=true)", nil)
@@ -591,18 +599,13 @@ var (
 // kafka-topics --describe: the header (topic ID, 3 partitions, RF 1, the config) and each
 // partition's leader, replicas and ISR.
 func (e env) describeTopic() rt.Result {
-	if _, err := e.topics("--create", "--topic", e.a.Topic, "--partitions", "3", "--replication-factor", "1", "--config", "retention.ms=86400000"); err != nil {
+	if _, err := e.topics("--create", "--topic", e.a.Topic, "--partitions", "3", "--replication-factor", e.rf(), "--config", "retention.ms=86400000"); err != nil {
 		return rt.Failf("%v", err)
 	}
-	var out string
-	var err error
-	for i := 0; i < 10; i++ { // metadata may lag the create by a moment
-		out, err = e.topics("--describe", "--topic", e.a.Topic)
-		if err == nil && len(partFullRE.FindAllString(out, -1)) == 3 && !strings.Contains(out, "Leader: none") {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
+	if err := e.waitReady(3); err != nil {
+		return rt.Failf("kafka-topics --describe: %v", err)
 	}
+	out, err := e.topics("--describe", "--topic", e.a.Topic)
 	if err != nil {
 		return rt.Failf("%v", err)
 	}
@@ -610,23 +613,43 @@ func (e env) describeTopic() rt.Result {
 	if h == nil {
 		return rt.Failf("kafka-topics --describe: no header line: %s", short(out))
 	}
-	if h[3] != "3" || h[4] != "1" {
-		return rt.Failf("kafka-topics --describe: PartitionCount %s ReplicationFactor %s, want 3 and 1: %s", h[3], h[4], short(out))
+	if h[3] != "3" || h[4] != e.rf() {
+		return rt.Failf("kafka-topics --describe: PartitionCount %s ReplicationFactor %s, want 3 and %s: %s", h[3], h[4], e.rf(), short(out))
 	}
 	if !strings.Contains(","+h[5]+",", ",retention.ms=86400000,") {
 		return rt.Failf("kafka-topics --describe: Configs %q lacks retention.ms=86400000 (set with --create --config): %s", h[5], short(out))
 	}
 	var parts []string
 	for _, m := range partFullRE.FindAllStringSubmatch(out, -1) {
-		if m[2] == "none" || m[3] != m[2] || m[4] != m[2] {
-			return rt.Failf("kafka-topics --describe: partition %s leader %s replicas %s isr %s (want leader = the only replica = the only ISR)", m[1], m[2], m[3], m[4])
+		if err := rt.CheckReplicas(brokerID(m[2]), brokerIDs(m[3]), brokerIDs(m[4]), int(e.a.ReplicationFactor)); err != nil {
+			return rt.Failf("kafka-topics --describe: partition %s: %v", m[1], err)
 		}
 		parts = append(parts, fmt.Sprintf("p%s leader/replicas/isr %s", m[1], m[2]))
 	}
 	if len(parts) != 3 {
 		return rt.Failf("kafka-topics --describe shows %d partition lines, want 3: %s", len(parts), short(out))
 	}
-	return rt.Pass(fmt.Sprintf("TopicId %s, PartitionCount 3, RF 1, Configs: %s; %s", h[2], h[5], strings.Join(parts, ", ")), nil)
+	return rt.Pass(fmt.Sprintf("TopicId %s, PartitionCount 3, RF %s, Configs: %s; %s", h[2], h[4], h[5], strings.Join(parts, ", ")), nil)
+}
+
+// brokerID parses a broker ID kafka-topics --describe prints ("none" and junk are -1).
+func brokerID(s string) int32 {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return -1
+	}
+	return int32(n)
+}
+
+// brokerIDs parses kafka-topics --describe's comma-separated broker ID list.
+func brokerIDs(s string) []int32 {
+	var out []int32
+	for _, f := range strings.Split(s, ",") {
+		if f != "" {
+			out = append(out, brokerID(f))
+		}
+	}
+	return out
 }
 
 func (e env) produceNumbered(n int) error {
@@ -716,7 +739,7 @@ func (e env) deleteRecords() rt.Result {
 	if err != nil {
 		return rt.Failf("%v", err)
 	}
-	want := strconv.Itoa(rt.DeleteRecordsBefore)
+	want := strconv.FormatInt(rt.DeleteRecordsBefore, 10)
 	if m[1] != want || ends[0] != rt.DeleteRecordsBefore {
 		return rt.Failf("kafka-delete-records offset %d: low_watermark %s, kafka-get-offsets earliest %d (want %s, %s): %s", rt.DeleteRecordsBefore, m[1], ends[0], want, want, short(out))
 	}

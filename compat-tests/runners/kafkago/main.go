@@ -53,32 +53,56 @@ func run(a rt.Args) rt.Result {
 }
 
 func (e env) ensureTopic(parts int) error {
-	resp, err := e.cl.CreateTopics(e.ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: e.a.Topic, NumPartitions: parts, ReplicationFactor: 1}}})
+	resp, err := e.cl.CreateTopics(e.ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: e.a.Topic, NumPartitions: parts, ReplicationFactor: int(e.a.ReplicationFactor)}}})
 	if err != nil {
 		return fmt.Errorf("CreateTopics: %w", err)
 	}
 	if err := resp.Errors[e.a.Topic]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
 		return fmt.Errorf("CreateTopics: %w", err)
 	}
-	return e.waitPartitions(parts)
+	return e.waitReady(parts)
 }
 
-func (e env) waitPartitions(n int) error {
-	deadline := time.Now().Add(15 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		md, err := e.cl.Metadata(e.ctx, &kafka.MetadataRequest{Topics: []string{e.a.Topic}})
-		if err == nil && len(md.Topics) == 1 && md.Topics[0].Error == nil && len(md.Topics[0].Partitions) == n {
-			return nil
-		}
+// waitReady waits until Metadata shows the topic with n partitions, each led by a listed broker
+// that answers ListOffsets for it.
+func (e env) waitReady(n int) error {
+	return rt.WaitReady(e.ctx, e.a.Topic, n, func(ctx context.Context) (rt.TopicMeta, error) {
+		md, err := e.cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{e.a.Topic}})
 		if err != nil {
-			last = err.Error()
-		} else if len(md.Topics) == 1 {
-			last = fmt.Sprintf("%v, %d partitions", md.Topics[0].Error, len(md.Topics[0].Partitions))
+			return rt.TopicMeta{}, err
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("topic never had %d partitions: %s", n, last)
+		if len(md.Topics) != 1 || md.Topics[0].Error != nil {
+			return rt.TopicMeta{}, fmt.Errorf("Metadata: %+v", md.Topics)
+		}
+		tm := rt.TopicMeta{Brokers: []int32{}, Leaders: make([]int32, len(md.Topics[0].Partitions))}
+		for _, b := range md.Brokers {
+			tm.Brokers = append(tm.Brokers, int32(b.ID))
+		}
+		for i := range tm.Leaders {
+			tm.Leaders[i] = -1
+		}
+		for _, p := range md.Topics[0].Partitions {
+			if p.ID < len(tm.Leaders) && p.Error == nil {
+				tm.Leaders[p.ID] = int32(p.Leader.ID)
+			}
+		}
+		return tm, nil
+	}, func(ctx context.Context) error {
+		var reqs []kafka.OffsetRequest
+		for p := 0; p < n; p++ {
+			reqs = append(reqs, kafka.LastOffsetOf(p))
+		}
+		resp, err := e.cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{e.a.Topic: reqs}})
+		if err != nil {
+			return err
+		}
+		for _, po := range resp.Topics[e.a.Topic] {
+			if po.Error != nil {
+				return fmt.Errorf("ListOffsets partition %d: %w", po.Partition, po.Error)
+			}
+		}
+		return nil
+	})
 }
 
 func (e env) metadata() rt.Result {
@@ -101,14 +125,14 @@ func (e env) metadata() rt.Result {
 }
 
 func (e env) createTopic() rt.Result {
-	resp, err := e.cl.CreateTopics(e.ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: e.a.Topic, NumPartitions: 3, ReplicationFactor: 1}}})
+	resp, err := e.cl.CreateTopics(e.ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: e.a.Topic, NumPartitions: 3, ReplicationFactor: int(e.a.ReplicationFactor)}}})
 	if err != nil {
 		return rt.Failf("CreateTopics: %v", err)
 	}
 	if err := resp.Errors[e.a.Topic]; err != nil {
 		return rt.Failf("CreateTopics: %v", err)
 	}
-	if err := e.waitPartitions(3); err != nil {
+	if err := e.waitReady(3); err != nil {
 		return rt.Failf("%v", err)
 	}
 	return rt.Pass("created with 3 partitions, described 3", nil)
@@ -217,8 +241,8 @@ func (e env) headers() rt.Result {
 		return rt.Failf("%v", err)
 	}
 	var rs []rt.Rec
-	for i := 0; i < 5; i++ {
-		rs = append(rs, rt.Rec{Key: []byte(fmt.Sprintf("hk%d", i)), Value: []byte(fmt.Sprintf("hv%d", i)), Headers: rt.Headers()})
+	for i := 0; i < rt.HeadersRecords; i++ {
+		rs = append(rs, rt.Rec{Key: rt.HeadersKey(i), Value: rt.HeadersValue(i), Headers: rt.Headers()})
 	}
 	if err := e.produce(e.writer(compress.None), rs); err != nil {
 		return rt.Failf("produce: %v", err)
@@ -238,8 +262,8 @@ func (e env) listOffsets() rt.Result {
 		return rt.Failf("%v", err)
 	}
 	var rs []rt.Rec
-	for i := 0; i < 10; i++ {
-		rs = append(rs, rt.Rec{Value: []byte(fmt.Sprintf("t%d", i)), Timestamp: rt.BaseTS + int64(i)*1000})
+	for i := 0; i < rt.ListOffsetsRecords; i++ {
+		rs = append(rs, rt.Rec{Value: []byte(fmt.Sprintf("t%d", i)), Timestamp: rt.BaseTS + int64(i)*rt.TSStep})
 	}
 	if err := e.produce(e.writer(compress.None), rs); err != nil {
 		return rt.Failf("produce: %v", err)
@@ -413,7 +437,7 @@ func (e env) createPartitions() rt.Result {
 	if err := resp.Errors[e.a.Topic]; err != nil {
 		return rt.Failf("CreatePartitions: %v", err)
 	}
-	if err := e.waitPartitions(3); err != nil {
+	if err := e.waitReady(3); err != nil {
 		return rt.Failf("%v", err)
 	}
 	return rt.Pass("1 -> 3 partitions", nil)
@@ -486,7 +510,7 @@ func (e env) crossProduce() rt.Result {
 	}
 	var rs []rt.Rec
 	for _, c := range rt.CrossSet(e.a.Client) {
-		rs = append(rs, rt.Rec{Key: []byte(c.Key), Value: []byte(c.Value), Headers: [][2][]byte{{[]byte("src"), []byte(e.a.Client)}}})
+		rs = append(rs, rt.Rec{Key: []byte(c.Key), Value: []byte(c.Value), Headers: [][2][]byte{{[]byte(rt.CrossHeader), []byte(e.a.Client)}}})
 	}
 	if err := e.produce(e.writer(compress.None), rs); err != nil {
 		return rt.Failf("produce: %v", err)
@@ -539,7 +563,7 @@ func (e env) alterConfigs() rt.Result {
 	return res
 }
 
-// describeTopic: Metadata of a 3-partition topic: leader = the only replica = the only ISR.
+// describeTopic: Metadata of a 3-partition topic: leader, replicas and ISR (rt.CheckReplicas).
 func (e env) describeTopic() rt.Result {
 	if err := e.ensureTopic(3); err != nil {
 		return rt.Failf("%v", err)
@@ -556,8 +580,11 @@ func (e env) describeTopic() rt.Result {
 	var parts []string
 	for _, p := range ps {
 		l := p.Leader.ID
-		if p.Error != nil || l < 0 || len(p.Replicas) != 1 || p.Replicas[0].ID != l || len(p.Isr) != 1 || p.Isr[0].ID != l {
-			return rt.Failf("partition %d: leader %d replicas %v isr %v err %v (want leader = the only replica = the only ISR)", p.ID, l, p.Replicas, p.Isr, p.Error)
+		if p.Error != nil {
+			return rt.Failf("partition %d: %v", p.ID, p.Error)
+		}
+		if err := rt.CheckReplicas(int32(l), brokerIDs(p.Replicas), brokerIDs(p.Isr), int(e.a.ReplicationFactor)); err != nil {
+			return rt.Failf("partition %d: %v", p.ID, err)
 		}
 		parts = append(parts, fmt.Sprintf("p%d leader/replicas/isr %d", p.ID, l))
 	}
@@ -565,4 +592,12 @@ func (e env) describeTopic() rt.Result {
 		return rt.Failf("%d partitions, want 3", len(parts))
 	}
 	return rt.Pass("Metadata: "+strings.Join(parts, ", "), nil)
+}
+
+func brokerIDs(bs []kafka.Broker) []int32 {
+	ids := make([]int32, len(bs))
+	for i, b := range bs {
+		ids[i] = int32(b.ID)
+	}
+	return ids
 }

@@ -341,7 +341,7 @@ func (e env) crossProduce() rt.Result {
 	for _, c := range rt.CrossSet(e.a.Client) {
 		rs = append(rs, rt.Rec{Key: []byte(c.Key), Value: []byte(c.Value)})
 	}
-	if err := e.produce(rs, "-H", "src="+e.a.Client); err != nil {
+	if err := e.produce(rs, "-H", rt.CrossHeader+"="+e.a.Client); err != nil {
 		return rt.Failf("produce: %v", err)
 	}
 	return rt.Pass("produced 20 cross records", nil)
@@ -356,14 +356,11 @@ func (e env) crossConsume() rt.Result {
 }
 
 // describeTopic: kcat -L -J -t TOPIC (metadata) of the orchestrator's 3-partition topic:
-// leader = the only replica = the only ISR.
+// leader, replicas and ISR (rt.CheckReplicas against the replication factor it was created with).
 func (e env) describeTopic() rt.Result {
 	out, serr, err := e.kcat(nil, 15*time.Second, "-L", "-J", "-t", e.a.Topic)
 	if err != nil {
 		return rt.Failf("kcat -L -J -t: %v: %s", err, short(serr))
-	}
-	type id struct {
-		ID int `json:"id"`
 	}
 	var md struct {
 		Topics []struct {
@@ -385,8 +382,8 @@ func (e env) describeTopic() rt.Result {
 		}
 		var parts []string
 		for _, p := range t.Partitions {
-			if p.Leader < 0 || len(p.Replicas) != 1 || p.Replicas[0].ID != p.Leader || len(p.ISRs) != 1 || p.ISRs[0].ID != p.Leader {
-				return rt.Failf("partition %d: leader %d replicas %v isrs %v (want leader = the only replica = the only ISR)", p.Partition, p.Leader, p.Replicas, p.ISRs)
+			if err := rt.CheckReplicas(int32(p.Leader), ids(p.Replicas), ids(p.ISRs), int(e.a.ReplicationFactor)); err != nil {
+				return rt.Failf("partition %d: %v", p.Partition, err)
 			}
 			parts = append(parts, fmt.Sprintf("p%d leader/replicas/isr %d", p.Partition, p.Leader))
 		}
@@ -396,4 +393,16 @@ func (e env) describeTopic() rt.Result {
 		return rt.Pass("kcat -L -J -t: "+strings.Join(parts, ", "), nil)
 	}
 	return rt.Failf("kcat -L -J -t does not list %s: %s", e.a.Topic, short(out))
+}
+
+type id struct {
+	ID int `json:"id"`
+}
+
+func ids(l []id) []int32 {
+	out := make([]int32, len(l))
+	for i, x := range l {
+		out[i] = int32(x.ID)
+	}
+	return out
 }

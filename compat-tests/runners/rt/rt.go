@@ -21,7 +21,10 @@ type Args struct {
 	Scenario  string
 	Topic     string
 	Client    string
-	Extra     map[string]string
+	// ReplicationFactor is the replication factor of every topic the runner creates
+	// (--replication-factor, default 1; the orchestrator passes its -replication-factor).
+	ReplicationFactor int16
+	Extra             map[string]string
 }
 
 // Arg returns --arg K=V's value, or def.
@@ -33,7 +36,7 @@ func (a Args) Arg(k, def string) string {
 }
 
 // Group is the consumer group name a scenario uses (derived from the unique topic).
-func (a Args) Group() string { return a.Arg("group", "g-"+a.Topic) }
+func (a Args) Group() string { return a.Arg("group", GroupName(a.Topic)) }
 
 type kvFlag map[string]string
 
@@ -68,8 +71,10 @@ func Main(client string, fn func(Args) Result) {
 	fs.StringVar(&a.Bootstrap, "bootstrap", "127.0.0.1:9092", "broker HOST:PORT")
 	fs.StringVar(&a.Scenario, "scenario", "", "scenario name")
 	fs.StringVar(&a.Topic, "topic", "", "topic name")
+	rf := fs.Int("replication-factor", 1, "replication factor of the topics the runner creates")
 	fs.Var(kvFlag(a.Extra), "arg", "extra K=V (repeatable)")
 	fs.Parse(os.Args[1:])
+	a.ReplicationFactor = int16(*rf)
 	var res Result
 	func() {
 		defer func() {
@@ -97,18 +102,6 @@ func tail(s string, n int) string {
 	return s[len(s)-n:]
 }
 
-// Partitions is the partition count each scenario's topic is created with.
-func Partitions(scenario string) int32 {
-	switch {
-	case strings.HasPrefix(scenario, "produce_consume_"), scenario == "create_topic", scenario == "idempotent_produce", scenario == "describe_topic":
-		return 3
-	}
-	return 1
-}
-
-// Codecs are the produce_consume_<codec> scenario suffixes.
-var Codecs = []string{"none", "gzip", "snappy", "lz4", "zstd"}
-
 // Rec is a record as the scenarios see it. A nil Key is a null key.
 type Rec struct {
 	Partition int32
@@ -117,18 +110,6 @@ type Rec struct {
 	Value     []byte
 	Headers   [][2][]byte
 	Timestamp int64
-}
-
-// ProduceSet is the produce_consume data: 30 keyed ("k<i%5>","v<i>") then 10 unkeyed ("u<i>").
-func ProduceSet() []Rec {
-	var out []Rec
-	for i := 0; i < 30; i++ {
-		out = append(out, Rec{Key: []byte(fmt.Sprintf("k%d", i%5)), Value: []byte(fmt.Sprintf("v%d", i))})
-	}
-	for i := 0; i < 10; i++ {
-		out = append(out, Rec{Value: []byte(fmt.Sprintf("u%d", i))})
-	}
-	return out
 }
 
 // CheckProduceConsume checks consumed against ProduceSet: exact content (multiset), per-partition
@@ -197,15 +178,10 @@ func SortByPartitionOffset(rs []Rec) {
 	})
 }
 
-// Headers is the headers scenario's header list (order and duplicates kept).
-func Headers() [][2][]byte {
-	return [][2][]byte{{[]byte("h1"), []byte("a")}, {[]byte("h2"), {0x00, 0xff}}, {[]byte("h1"), []byte("b")}}
-}
-
-// CheckHeaders checks 5 consumed records each carry exactly Headers().
+// CheckHeaders checks HeadersRecords consumed records each carry exactly Headers().
 func CheckHeaders(got []Rec) error {
-	if len(got) != 5 {
-		return fmt.Errorf("consumed %d records, want 5", len(got))
+	if len(got) != HeadersRecords {
+		return fmt.Errorf("consumed %d records, want %d", len(got), HeadersRecords)
 	}
 	want := Headers()
 	for _, r := range got {
@@ -228,19 +204,6 @@ func fmtHeaders(h [][2][]byte) string {
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
-
-// Scenario constants shared by the runners of the admin scenarios (see README.md).
-const (
-	// AlterRetentionMs is the retention.ms alter_configs sets (incrementally where the client can).
-	AlterRetentionMs = "123456"
-	// DynamicTopicConfig is the config source (DescribeConfigs v1+ code 1) of a per-topic override.
-	DynamicTopicConfig = "DYNAMIC_TOPIC_CONFIG"
-	// DeleteRecordsProduce records are produced, then delete_records deletes before DeleteRecordsBefore.
-	DeleteRecordsProduce = 10
-	DeleteRecordsBefore  = 5
-	// LogDirsProduce records are produced before log_dirs describes the topic's log dir.
-	LogDirsProduce = 10
-)
 
 // AwaitAlteredRetention is alter_configs' check after the alter: it polls
 // describe, which returns the topic's retention.ms value ("(absent)" when
@@ -281,26 +244,12 @@ func SourceName(code int8) string {
 	return fmt.Sprintf("source %d", code)
 }
 
-// Timestamp base of list_offsets: record i has BaseTS + i*1000.
-const BaseTS int64 = 1_000_000_000_000
-
 // CrossRec is one record of the cross-client set, as cross_consume reports it.
 type CrossRec struct {
 	Offset  int64       `json:"offset"`
 	Key     string      `json:"key"`
 	Value   string      `json:"value"`
 	Headers [][2]string `json:"headers"`
-}
-
-// CrossSet is what cross_produce writes for producer client src.
-func CrossSet(src string) []CrossRec {
-	out := make([]CrossRec, 20)
-	for i := range out {
-		out[i] = CrossRec{Offset: int64(i), Key: fmt.Sprintf("ck%d", i),
-			Value:   fmt.Sprintf("cross-value-%d-", i) + strings.Repeat("ż", 50),
-			Headers: [][2]string{{"src", src}}}
-	}
-	return out
 }
 
 // CheckCross compares a cross_consume dump with CrossSet(src); "" means identical.

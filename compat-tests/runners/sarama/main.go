@@ -70,29 +70,57 @@ func (e env) ensureTopic(parts int32) error {
 		return fmt.Errorf("admin: %w", err)
 	}
 	defer adm.Close()
-	err = adm.CreateTopic(e.a.Topic, &sarama.TopicDetail{NumPartitions: parts, ReplicationFactor: 1}, false)
+	err = adm.CreateTopic(e.a.Topic, &sarama.TopicDetail{NumPartitions: parts, ReplicationFactor: e.a.ReplicationFactor}, false)
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		return fmt.Errorf("CreateTopic: %w", err)
 	}
-	return e.waitPartitions(adm, int(parts))
+	return e.waitReady(adm, int(parts))
 }
 
-func (e env) waitPartitions(adm sarama.ClusterAdmin, n int) error {
-	deadline := time.Now().Add(15 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
+// waitReady waits until DescribeTopics shows the topic with n partitions, each led by a
+// broker DescribeCluster lists that answers ListOffsets for it.
+func (e env) waitReady(adm sarama.ClusterAdmin, n int) error {
+	return rt.WaitReady(context.Background(), e.a.Topic, n, func(context.Context) (rt.TopicMeta, error) {
 		md, err := adm.DescribeTopics([]string{e.a.Topic})
-		if err == nil && len(md) == 1 && md[0].Err == sarama.ErrNoError && len(md[0].Partitions) == n {
-			return nil
-		}
 		if err != nil {
-			last = err.Error()
-		} else if len(md) == 1 {
-			last = fmt.Sprintf("%v, %d partitions", md[0].Err, len(md[0].Partitions))
+			return rt.TopicMeta{}, err
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("topic never had %d partitions: %s", n, last)
+		if len(md) != 1 || md[0].Err != sarama.ErrNoError {
+			return rt.TopicMeta{}, fmt.Errorf("DescribeTopics: %+v", md)
+		}
+		brokers, _, err := adm.DescribeCluster()
+		if err != nil {
+			return rt.TopicMeta{}, err
+		}
+		tm := rt.TopicMeta{Brokers: []int32{}, Leaders: make([]int32, len(md[0].Partitions))}
+		for _, b := range brokers {
+			tm.Brokers = append(tm.Brokers, b.ID())
+		}
+		for i := range tm.Leaders {
+			tm.Leaders[i] = -1
+		}
+		for _, p := range md[0].Partitions {
+			if int(p.ID) < len(tm.Leaders) && p.Err == sarama.ErrNoError {
+				tm.Leaders[p.ID] = p.Leader
+			}
+		}
+		return tm, nil
+	}, func(context.Context) error {
+		req := map[int32]int64{}
+		for p := 0; p < n; p++ {
+			req[int32(p)] = sarama.OffsetNewest
+		}
+		res, err := adm.ListOffsets(map[string]map[int32]int64{e.a.Topic: req}, nil)
+		if err != nil {
+			return err
+		}
+		for p, r := range res[e.a.Topic] {
+			if r.Err != nil && !errors.Is(r.Err, sarama.ErrNoError) {
+				return fmt.Errorf("ListOffsets partition %d: %w", p, r.Err)
+			}
+		}
+		return nil
+	})
 }
 
 func (e env) metadata() rt.Result {
@@ -129,10 +157,10 @@ func (e env) createTopic() rt.Result {
 		return rt.Failf("admin: %v", err)
 	}
 	defer adm.Close()
-	if err := adm.CreateTopic(e.a.Topic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false); err != nil {
+	if err := adm.CreateTopic(e.a.Topic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: e.a.ReplicationFactor}, false); err != nil {
 		return rt.Failf("CreateTopic: %v", err)
 	}
-	if err := e.waitPartitions(adm, 3); err != nil {
+	if err := e.waitReady(adm, 3); err != nil {
 		return rt.Failf("%v", err)
 	}
 	return rt.Pass("created with 3 partitions, described 3", nil)
@@ -269,8 +297,8 @@ func (e env) headers() rt.Result {
 		return rt.Failf("%v", err)
 	}
 	var rs []rt.Rec
-	for i := 0; i < 5; i++ {
-		rs = append(rs, rt.Rec{Key: []byte(fmt.Sprintf("hk%d", i)), Value: []byte(fmt.Sprintf("hv%d", i)), Headers: rt.Headers()})
+	for i := 0; i < rt.HeadersRecords; i++ {
+		rs = append(rs, rt.Rec{Key: rt.HeadersKey(i), Value: rt.HeadersValue(i), Headers: rt.Headers()})
 	}
 	if err := e.produce(config(), rs); err != nil {
 		return rt.Failf("produce: %v", err)
@@ -290,8 +318,8 @@ func (e env) listOffsets() rt.Result {
 		return rt.Failf("%v", err)
 	}
 	var rs []rt.Rec
-	for i := 0; i < 10; i++ {
-		rs = append(rs, rt.Rec{Value: []byte(fmt.Sprintf("t%d", i)), Timestamp: rt.BaseTS + int64(i)*1000})
+	for i := 0; i < rt.ListOffsetsRecords; i++ {
+		rs = append(rs, rt.Rec{Value: []byte(fmt.Sprintf("t%d", i)), Timestamp: rt.BaseTS + int64(i)*rt.TSStep})
 	}
 	if err := e.produce(config(), rs); err != nil {
 		return rt.Failf("produce: %v", err)
@@ -574,7 +602,7 @@ func (e env) createPartitions() rt.Result {
 	if err := adm.CreatePartitions(e.a.Topic, 3, nil, false); err != nil {
 		return rt.Failf("CreatePartitions: %v", err)
 	}
-	if err := e.waitPartitions(adm, 3); err != nil {
+	if err := e.waitReady(adm, 3); err != nil {
 		return rt.Failf("%v", err)
 	}
 	return rt.Pass("1 -> 3 partitions", nil)
@@ -647,7 +675,7 @@ func (e env) crossProduce() rt.Result {
 	}
 	var rs []rt.Rec
 	for _, c := range rt.CrossSet(e.a.Client) {
-		rs = append(rs, rt.Rec{Key: []byte(c.Key), Value: []byte(c.Value), Headers: [][2][]byte{{[]byte("src"), []byte(e.a.Client)}}})
+		rs = append(rs, rt.Rec{Key: []byte(c.Key), Value: []byte(c.Value), Headers: [][2][]byte{{[]byte(rt.CrossHeader), []byte(e.a.Client)}}})
 	}
 	if err := e.produce(config(), rs); err != nil {
 		return rt.Failf("produce: %v", err)
@@ -702,7 +730,7 @@ func (e env) alterConfigs() rt.Result {
 	return res
 }
 
-// describeTopic: DescribeTopics of a 3-partition topic: leader = the only replica = the only ISR.
+// describeTopic: DescribeTopics of a 3-partition topic: leader, replicas and ISR (rt.CheckReplicas).
 func (e env) describeTopic() rt.Result {
 	if err := e.ensureTopic(3); err != nil {
 		return rt.Failf("%v", err)
@@ -720,8 +748,8 @@ func (e env) describeTopic() rt.Result {
 	ps := md[0].Partitions
 	sort.Slice(ps, func(i, j int) bool { return ps[i].ID < ps[j].ID })
 	for _, p := range ps {
-		if p.Leader < 0 || len(p.Replicas) != 1 || p.Replicas[0] != p.Leader || len(p.Isr) != 1 || p.Isr[0] != p.Leader {
-			return rt.Failf("partition %d: leader %d replicas %v isr %v (want leader = the only replica = the only ISR)", p.ID, p.Leader, p.Replicas, p.Isr)
+		if err := rt.CheckReplicas(p.Leader, p.Replicas, p.Isr, int(e.a.ReplicationFactor)); err != nil {
+			return rt.Failf("partition %d: %v", p.ID, err)
 		}
 		parts = append(parts, fmt.Sprintf("p%d leader/replicas/isr %d", p.ID, p.Leader))
 	}

@@ -57,7 +57,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 /**
  * Strata compat-tests runner for the Java client (kafka-clients).
  *
- * Protocol: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--arg K=V ...]; prints exactly one JSON
+ * Protocol: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--replication-factor N] [--arg K=V ...]; prints exactly one JSON
  * object {"result":"pass"|"fail"|"skip","detail":"...","data":{...}} as its last stdout line, exit 0.
  */
 public final class Runner {
@@ -75,13 +75,16 @@ public final class Runner {
     final String bootstrap;
     final String topic;
     final Map<String, String> args;
+    /** Replication factor of every topic the runner creates (--replication-factor, default 1). */
+    final short rf;
     final Map<String, Object> data = new LinkedHashMap<>();
     final long deadline = System.currentTimeMillis() + SCENARIO_BUDGET_MS;
 
-    Runner(String bootstrap, String topic, Map<String, String> args) {
+    Runner(String bootstrap, String topic, Map<String, String> args, short rf) {
         this.bootstrap = bootstrap;
         this.topic = topic;
         this.args = args;
+        this.rf = rf;
     }
 
     public static void main(String[] argv) {
@@ -89,6 +92,7 @@ public final class Runner {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
         System.setProperty("org.slf4j.simpleLogger.logFile", "System.err");
         String bootstrap = null, scenario = null, topic = null;
+        short rf = 1;
         Map<String, String> args = new LinkedHashMap<>();
         for (int i = 0; i < argv.length; i++) {
             String a = argv[i];
@@ -97,6 +101,7 @@ public final class Runner {
                 case "--bootstrap": bootstrap = v; i++; break;
                 case "--scenario": scenario = v; i++; break;
                 case "--topic": topic = v; i++; break;
+                case "--replication-factor": rf = Short.parseShort(v); i++; break;
                 case "--arg": {
                     i++;
                     if (v != null && v.contains("=")) args.put(v.substring(0, v.indexOf('=')), v.substring(v.indexOf('=') + 1));
@@ -107,10 +112,10 @@ public final class Runner {
         }
         String result;
         String detail;
-        Runner r = new Runner(bootstrap, topic, args);
+        Runner r = new Runner(bootstrap, topic, args, rf);
         if (bootstrap == null || scenario == null || topic == null) {
             result = "fail";
-            detail = "usage: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--arg K=V ...]";
+            detail = "usage: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--replication-factor N] [--arg K=V ...]";
         } else {
             try {
                 detail = r.run(scenario);
@@ -204,30 +209,30 @@ public final class Runner {
     /** Creates the topic (an existing one is fine) and waits until metadata shows all its partitions. */
     void ensureTopic(Admin admin, String name, int partitions) throws Exception {
         try {
-            admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1))).all().get(20, TimeUnit.SECONDS);
+            admin.createTopics(List.of(new NewTopic(name, partitions, rf))).all().get(20, TimeUnit.SECONDS);
         } catch (ExecutionException e) {
             if (!(e.getCause() instanceof TopicExistsException)) throw fail("create topic " + name + ": " + describe(e.getCause()));
         }
         waitPartitions(admin, name, partitions);
     }
 
+    /** Waits until describeTopics shows `partitions` partitions, each led by a broker describeCluster lists that answers ListOffsets for it. */
     int waitPartitions(Admin admin, String name, int partitions) throws Exception {
-        long until = Math.min(deadline, System.currentTimeMillis() + 20_000);
-        Throwable last = null;
-        int seen = -1;
-        while (System.currentTimeMillis() < until) {
-            try {
-                TopicDescription d = admin.describeTopics(List.of(name)).allTopicNames().get(10, TimeUnit.SECONDS).get(name);
-                seen = d.partitions().size();
-                boolean leaders = d.partitions().stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty());
-                if (seen == partitions && leaders) return seen;
-            } catch (ExecutionException e) {
-                last = e.getCause();
+        return Ready.waitReady(name, partitions, Math.min(deadline, System.currentTimeMillis() + 20_000), () -> {
+            Set<Integer> brokers = new HashSet<>();
+            for (Node n : admin.describeCluster().nodes().get(10, TimeUnit.SECONDS)) brokers.add(n.id());
+            TopicDescription d = admin.describeTopics(List.of(name)).allTopicNames().get(10, TimeUnit.SECONDS).get(name);
+            int[] leaders = new int[d.partitions().size()];
+            Arrays.fill(leaders, -1);
+            for (TopicPartitionInfo p : d.partitions()) {
+                if (p.partition() < leaders.length && p.leader() != null && !p.leader().isEmpty()) leaders[p.partition()] = p.leader().id();
             }
-            Thread.sleep(200);
-        }
-        throw fail("topic " + name + ": expected " + partitions + " partitions with leaders, saw " + seen
-                + (last != null ? " (last error: " + describe(last) + ")" : ""));
+            return new Ready.TopicMeta(brokers, leaders);
+        }, () -> {
+            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+            for (TopicPartition tp : partitions(name, partitions)) latest.put(tp, OffsetSpec.latest());
+            admin.listOffsets(latest).all().get(10, TimeUnit.SECONDS);
+        });
     }
 
     static List<TopicPartition> partitions(String topic, int n) {
@@ -271,7 +276,7 @@ public final class Runner {
 
     String createTopic() throws Exception {
         try (Admin admin = admin()) {
-            admin.createTopics(List.of(new NewTopic(topic, 3, (short) 1))).all().get(20, TimeUnit.SECONDS);
+            admin.createTopics(List.of(new NewTopic(topic, 3, rf))).all().get(20, TimeUnit.SECONDS);
             int n = waitPartitions(admin, topic, 3);
             data.put("partitions", n);
             return "created with " + n + " partitions";
@@ -285,23 +290,25 @@ public final class Runner {
         List<String> sent = new ArrayList<>();
         try (KafkaProducer<byte[], byte[]> p = producer(Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec))) {
             List<java.util.concurrent.Future<RecordMetadata>> fs = new ArrayList<>();
-            for (int i = 0; i < 30; i++) {
-                fs.add(p.send(new ProducerRecord<>(topic, b("k" + (i % 5)), b("v" + i))));
-                sent.add("v" + i);
-            }
-            for (int i = 0; i < 10; i++) {
-                fs.add(p.send(new ProducerRecord<>(topic, null, b("u" + i))));
-                sent.add("u" + i);
+            for (Scenarios.Rec r : Scenarios.PRODUCE_SET) {
+                fs.add(p.send(new ProducerRecord<>(topic, b(r.key()), b(r.value()))));
+                sent.add(r.value());
             }
             p.flush();
             for (var f : fs) f.get(30, TimeUnit.SECONDS);
         }
         List<ConsumerRecord<byte[], byte[]>> got;
         try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of())) {
-            got = readAll(c, partitions(topic, 3), 40, 30_000);
+            got = readAll(c, partitions(topic, 3), Scenarios.PRODUCE_SET.size(), 30_000);
         }
         data.put("consumed", got.size());
-        if (got.size() != 40) throw fail("consumed " + got.size() + " records, want 40");
+        if (got.size() != Scenarios.PRODUCE_SET.size()) throw fail("consumed " + got.size() + " records, want " + Scenarios.PRODUCE_SET.size());
+        Map<String, String> keyOf = new HashMap<>();
+        Map<String, Integer> indexOf = new HashMap<>();
+        for (int i = 0; i < Scenarios.PRODUCE_SET.size(); i++) {
+            keyOf.put(Scenarios.PRODUCE_SET.get(i).value(), Scenarios.PRODUCE_SET.get(i).key());
+            indexOf.put(Scenarios.PRODUCE_SET.get(i).value(), i);
+        }
         Set<String> values = new HashSet<>();
         Map<Integer, Long> lastOffset = new HashMap<>();
         Map<String, Integer> lastIndexByKey = new HashMap<>();
@@ -309,28 +316,19 @@ public final class Runner {
             String v = s(r.value());
             String k = s(r.key());
             if (!values.add(v)) throw fail("duplicate value " + v);
-            if (v.startsWith("v")) {
-                int i = Integer.parseInt(v.substring(1));
-                if (i < 0 || i >= 30 || !("k" + (i % 5)).equals(k)) throw fail("record " + v + " has key " + k);
+            if (!indexOf.containsKey(v)) throw fail("unexpected value " + v);
+            if (!java.util.Objects.equals(keyOf.get(v), k)) throw fail("record " + v + " has key " + k);
+            if (k != null) {
+                int i = indexOf.get(v);
                 Integer prev = lastIndexByKey.put(k, i);
-                if (prev != null && prev >= i) throw fail("key " + k + ": " + v + " after v" + prev);
-            } else if (v.startsWith("u")) {
-                if (k != null) throw fail("unkeyed record " + v + " has key " + k);
-            } else {
-                throw fail("unexpected value " + v);
+                if (prev != null && prev >= i) throw fail("key " + k + ": " + v + " after " + Scenarios.PRODUCE_SET.get(prev).value());
             }
             Long prevOff = lastOffset.put(r.partition(), r.offset());
             if (prevOff != null && prevOff >= r.offset()) throw fail("partition " + r.partition() + ": offset " + r.offset() + " after " + prevOff);
         }
         if (!values.equals(new HashSet<>(sent))) throw fail("values differ from produced set");
         data.put("partitions_used", lastOffset.size());
-        return "40 records (" + codec + ") consumed intact over " + lastOffset.size() + " partition(s)";
-    }
-
-    static final byte[] H2 = new byte[] {0x00, (byte) 0xff};
-
-    static List<Header> wantHeaders() {
-        return List.of(new RecordHeader("h1", b("a")), new RecordHeader("h2", H2), new RecordHeader("h1", b("b")));
+        return Scenarios.PRODUCE_SET.size() + " records (" + codec + ") consumed intact over " + lastOffset.size() + " partition(s)";
     }
 
     String headers() throws Exception {
@@ -338,34 +336,35 @@ public final class Runner {
             ensureTopic(admin, topic, 1);
         }
         try (KafkaProducer<byte[], byte[]> p = producer(Map.of())) {
-            for (int i = 0; i < 5; i++) {
-                p.send(new ProducerRecord<>(topic, 0, b("hk" + i), b("hv" + i), wantHeaders())).get(30, TimeUnit.SECONDS);
+            for (int i = 0; i < Scenarios.HEADERS_RECORDS; i++) {
+                p.send(new ProducerRecord<>(topic, 0, b(Scenarios.HEADERS_KEY_PREFIX + i), b(Scenarios.HEADERS_VALUE_PREFIX + i),
+                        Scenarios.headers())).get(30, TimeUnit.SECONDS);
             }
         }
         List<ConsumerRecord<byte[], byte[]>> got;
         try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of())) {
-            got = readAll(c, partitions(topic, 1), 5, 30_000);
+            got = readAll(c, partitions(topic, 1), Scenarios.HEADERS_RECORDS, 30_000);
         }
-        if (got.size() != 5) throw fail("consumed " + got.size() + " records, want 5");
+        if (got.size() != Scenarios.HEADERS_RECORDS) throw fail("consumed " + got.size() + " records, want " + Scenarios.HEADERS_RECORDS);
         for (ConsumerRecord<byte[], byte[]> r : got) {
             Header[] hs = r.headers().toArray();
-            List<Header> want = wantHeaders();
-            if (hs.length != want.size()) throw fail("offset " + r.offset() + ": " + hs.length + " headers, want 3: " + Arrays.toString(hs));
+            List<Header> want = Scenarios.headers();
+            if (hs.length != want.size()) throw fail("offset " + r.offset() + ": " + hs.length + " headers, want " + want.size() + ": " + Arrays.toString(hs));
             for (int i = 0; i < hs.length; i++) {
                 if (!hs[i].key().equals(want.get(i).key()) || !Arrays.equals(hs[i].value(), want.get(i).value()))
                     throw fail("offset " + r.offset() + " header " + i + ": got " + hs[i] + ", want " + want.get(i));
             }
         }
-        return "5 records with 3 headers each (order, duplicates, binary value) intact";
+        return Scenarios.HEADERS_RECORDS + " records with " + Scenarios.headers().size() + " headers each (order, duplicates, binary value) intact";
     }
 
     String listOffsets() throws Exception {
-        final long base = 1_000_000_000_000L;
+        final long base = Scenarios.BASE_TS;
         try (Admin admin = admin()) {
             ensureTopic(admin, topic, 1);
             try (KafkaProducer<byte[], byte[]> p = producer(Map.of())) {
-                for (int i = 0; i < 10; i++) {
-                    p.send(new ProducerRecord<>(topic, 0, base + i * 1000L, b("k" + i), b("v" + i))).get(30, TimeUnit.SECONDS);
+                for (int i = 0; i < Scenarios.LIST_OFFSETS_RECORDS; i++) {
+                    p.send(new ProducerRecord<>(topic, 0, base + i * Scenarios.TS_STEP, b("k" + i), b("v" + i))).get(30, TimeUnit.SECONDS);
                 }
             }
             TopicPartition tp = new TopicPartition(topic, 0);
@@ -413,7 +412,7 @@ public final class Runner {
     }
 
     String groupCommitResume() throws Exception {
-        String group = args.getOrDefault("group", topic + "-g");
+        String group = Scenarios.group(topic, args);
         try (Admin admin = admin()) {
             ensureTopic(admin, topic, 1);
         }
@@ -483,7 +482,7 @@ public final class Runner {
     }
 
     String describeListGroups() throws Exception {
-        String group = args.getOrDefault("group", topic + "-g");
+        String group = Scenarios.group(topic, args);
         try (Admin admin = admin()) {
             ensureTopic(admin, topic, 1);
             try (KafkaProducer<byte[], byte[]> p = producer(Map.of())) {
@@ -580,12 +579,12 @@ public final class Runner {
 
     // ---------------------------------------------------------------- admin scenarios (2nd batch)
 
-    /** incrementalAlterConfigs SET retention.ms=123456, then describeConfigs: value and source DYNAMIC_TOPIC_CONFIG. */
+    /** incrementalAlterConfigs SET retention.ms (Scenarios.ALTER_RETENTION_MS), then describeConfigs: value and source DYNAMIC_TOPIC_CONFIG. */
     String alterConfigs() throws Exception {
         try (Admin admin = admin()) {
             ensureTopic(admin, topic, 1);
             ConfigResource res = new ConfigResource(ConfigResource.Type.TOPIC, topic);
-            admin.incrementalAlterConfigs(Map.of(res, List.of(new AlterConfigOp(new ConfigEntry("retention.ms", "123456"), AlterConfigOp.OpType.SET))))
+            admin.incrementalAlterConfigs(Map.of(res, List.of(new AlterConfigOp(new ConfigEntry("retention.ms", Scenarios.ALTER_RETENTION_MS), AlterConfigOp.OpType.SET))))
                     .all().get(20, TimeUnit.SECONDS);
             // Kafka applies the alter through its metadata log: poll the describe for up to 10 s.
             long until = Math.min(deadline, System.currentTimeMillis() + 10_000);
@@ -593,31 +592,29 @@ public final class Runner {
             while (true) {
                 Config cfg = admin.describeConfigs(List.of(res)).all().get(20, TimeUnit.SECONDS).get(res);
                 e = cfg.get("retention.ms");
-                boolean ok = e != null && "123456".equals(e.value()) && e.source() == ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG;
+                boolean ok = e != null && Scenarios.ALTER_RETENTION_MS.equals(e.value()) && e.source() == ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG;
                 if (ok || System.currentTimeMillis() > until) break;
                 Thread.sleep(200);
             }
             if (e == null) throw fail("describeConfigs after the alter has no retention.ms");
             data.put("value", e.value());
             data.put("source", String.valueOf(e.source()));
-            if (!"123456".equals(e.value()) || e.source() != ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG)
-                throw fail("after incrementalAlterConfigs SET retention.ms=123456 describeConfigs shows " + e.value() + " (source " + e.source() + "), want 123456 (DYNAMIC_TOPIC_CONFIG)");
-            return "incrementalAlterConfigs SET retention.ms=123456; describeConfigs: " + e.value() + ", source " + e.source();
+            if (!Scenarios.ALTER_RETENTION_MS.equals(e.value()) || e.source() != ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG)
+                throw fail("after incrementalAlterConfigs SET retention.ms=" + Scenarios.ALTER_RETENTION_MS + " describeConfigs shows " + e.value()
+                        + " (source " + e.source() + "), want " + Scenarios.ALTER_RETENTION_MS + " (DYNAMIC_TOPIC_CONFIG)");
+            return "incrementalAlterConfigs SET retention.ms=" + Scenarios.ALTER_RETENTION_MS + "; describeConfigs: " + e.value() + ", source " + e.source();
         }
     }
 
-    /** describeTopics of a 3-partition topic: topic ID, leader = the only replica = the only ISR. */
+    /** describeTopics of a 3-partition topic: topic ID, leader, replicas and ISR (Ready.checkReplicas). */
     String describeTopic() throws Exception {
         try (Admin admin = admin()) {
             ensureTopic(admin, topic, 3);
             TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get(20, TimeUnit.SECONDS).get(topic);
             List<String> parts = new ArrayList<>();
             for (TopicPartitionInfo p : d.partitions()) {
-                Node l = p.leader();
-                boolean ok = l != null && !l.isEmpty() && p.replicas().size() == 1 && p.replicas().get(0).id() == l.id()
-                        && p.isr().size() == 1 && p.isr().get(0).id() == l.id();
-                if (!ok) throw fail("partition " + p.partition() + ": leader " + l + " replicas " + p.replicas() + " isr " + p.isr() + " (want leader = the only replica = the only ISR)");
-                parts.add("p" + p.partition() + " leader/replicas/isr " + l.id());
+                Ready.checkReplicas(p, rf);
+                parts.add("p" + p.partition() + " leader/replicas/isr " + p.leader().id());
             }
             data.put("partitions", parts.size());
             data.put("topic_id", String.valueOf(d.topicId()));
@@ -636,11 +633,11 @@ public final class Runner {
         }
     }
 
-    /** After producing 10 records, describeLogDirs of every broker shows the partition with size > 0. */
+    /** After producing LOG_DIRS_PRODUCE records, describeLogDirs of every broker shows the partition with size > 0. */
     String logDirs() throws Exception {
         try (Admin admin = admin()) {
             ensureTopic(admin, topic, 1);
-            produceNumbered(10);
+            produceNumbered(Scenarios.LOG_DIRS_PRODUCE);
             List<Integer> ids = new ArrayList<>();
             for (Node n : admin.describeCluster().nodes().get(20, TimeUnit.SECONDS)) ids.add(n.id());
             Map<Integer, Map<String, LogDirDescription>> all = admin.describeLogDirs(ids).allDescriptions().get(20, TimeUnit.SECONDS);
@@ -652,7 +649,7 @@ public final class Runner {
                     if (d.getValue().error() != null) errors.add(d.getKey() + ": " + d.getValue().error());
                     ReplicaInfo ri = d.getValue().replicaInfos().get(tp);
                     if (ri == null) continue;
-                    if (ri.size() <= 0) throw fail(tp + " in " + d.getKey() + " has size " + ri.size() + " after producing 10 records");
+                    if (ri.size() <= 0) throw fail(tp + " in " + d.getKey() + " has size " + ri.size() + " after producing " + Scenarios.LOG_DIRS_PRODUCE + " records");
                     found.add("broker " + b.getKey() + " " + d.getKey() + ": " + tp + " size " + ri.size() + " offsetLag " + ri.offsetLag());
                 }
             }
@@ -662,25 +659,27 @@ public final class Runner {
         }
     }
 
-    /** Produce 10, deleteRecords before 5: low watermark 5, earliest offset 5. */
+    /** Produce DELETE_RECORDS_PRODUCE, deleteRecords before DELETE_RECORDS_BEFORE: that is the low watermark and the earliest offset. */
     String deleteRecords() throws Exception {
         try (Admin admin = admin()) {
             ensureTopic(admin, topic, 1);
-            produceNumbered(10);
+            produceNumbered(Scenarios.DELETE_RECORDS_PRODUCE);
+            int before = Scenarios.DELETE_RECORDS_BEFORE;
             TopicPartition tp = new TopicPartition(topic, 0);
-            DeletedRecords dr = admin.deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(5))).lowWatermarks().get(tp).get(20, TimeUnit.SECONDS);
+            DeletedRecords dr = admin.deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(before))).lowWatermarks().get(tp).get(20, TimeUnit.SECONDS);
             long earliest = offset(admin, tp, OffsetSpec.earliest());
             data.put("low_watermark", dr.lowWatermark());
             data.put("earliest", earliest);
-            if (dr.lowWatermark() != 5 || earliest != 5)
-                throw fail("deleteRecords before 5: low watermark " + dr.lowWatermark() + ", earliest offset " + earliest + " (want 5, 5)");
-            return "deleteRecords before 5: low watermark 5; earliest offset 5";
+            if (dr.lowWatermark() != before || earliest != before)
+                throw fail("deleteRecords before " + before + ": low watermark " + dr.lowWatermark() + ", earliest offset " + earliest
+                        + " (want " + before + ", " + before + ")");
+            return "deleteRecords before " + before + ": low watermark " + before + "; earliest offset " + before;
         }
     }
 
     /** group_commit_resume with group.protocol=consumer (KIP-848); listGroups must report type CONSUMER. */
     String groupConsumerProtocol() throws Exception {
-        String group = args.getOrDefault("group", topic + "-g");
+        String group = Scenarios.group(topic, args);
         try (Admin admin = admin()) {
             ensureTopic(admin, topic, 1);
             try (KafkaProducer<byte[], byte[]> p = producer(Map.of())) {
@@ -729,29 +728,25 @@ public final class Runner {
         return t.getClass().getSimpleName();
     }
 
-    static String crossValue(int i) {
-        return "cross-value-" + i + "-" + "ż".repeat(50);
-    }
-
     String crossProduce() throws Exception {
         try (Admin admin = admin()) {
             ensureTopic(admin, topic, 1);
         }
         try (KafkaProducer<byte[], byte[]> p = producer(Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, "none"))) {
-            for (int i = 0; i < 20; i++) {
-                p.send(new ProducerRecord<>(topic, 0, b("ck" + i), b(crossValue(i)),
-                        List.of(new RecordHeader("src", b(CLIENT))))).get(30, TimeUnit.SECONDS);
+            for (Scenarios.Rec r : Scenarios.CROSS) {
+                p.send(new ProducerRecord<>(topic, 0, b(r.key()), b(r.value()),
+                        List.of(new RecordHeader(Scenarios.CROSS_HEADER, b(CLIENT))))).get(30, TimeUnit.SECONDS);
             }
         }
-        data.put("produced", 20);
-        return "20 CROSS records produced";
+        data.put("produced", Scenarios.CROSS.size());
+        return Scenarios.CROSS.size() + " CROSS records produced";
     }
 
     String crossConsume() throws Exception {
         String from = args.get("expect_from");
         List<ConsumerRecord<byte[], byte[]>> got;
         try (KafkaConsumer<byte[], byte[]> c = consumer(Map.of())) {
-            got = readAll(c, partitions(topic, 1), 20, 30_000);
+            got = readAll(c, partitions(topic, 1), Scenarios.CROSS.size(), 30_000);
         }
         List<Object> recs = new ArrayList<>();
         for (ConsumerRecord<byte[], byte[]> r : got) {
@@ -765,15 +760,16 @@ public final class Runner {
             recs.add(m);
         }
         data.put("records", recs);
-        if (got.size() != 20) throw fail("read " + got.size() + " records, want 20");
-        for (int i = 0; i < 20; i++) {
+        List<Scenarios.Rec> want = Scenarios.CROSS;
+        if (got.size() != want.size()) throw fail("read " + got.size() + " records, want " + want.size());
+        for (int i = 0; i < want.size(); i++) {
             ConsumerRecord<byte[], byte[]> r = got.get(i);
             Header[] hs = r.headers().toArray();
-            boolean ok = r.offset() == i && ("ck" + i).equals(s(r.key())) && crossValue(i).equals(s(r.value()))
-                    && hs.length == 1 && hs[0].key().equals("src") && (from == null || from.equals(s(hs[0].value())));
+            boolean ok = r.offset() == i && want.get(i).key().equals(s(r.key())) && want.get(i).value().equals(s(r.value()))
+                    && hs.length == 1 && hs[0].key().equals(Scenarios.CROSS_HEADER) && (from == null || from.equals(s(hs[0].value())));
             if (!ok) throw fail("record " + i + " differs from the CROSS set: offset " + r.offset() + " key " + s(r.key()));
         }
-        return "20 CROSS records read" + (from != null ? " from " + from : "");
+        return want.size() + " CROSS records read" + (from != null ? " from " + from : "");
     }
 
     // ---------------------------------------------------------------- helpers
@@ -788,60 +784,5 @@ public final class Runner {
         return sb.toString();
     }
 
-    /** Minimal JSON encoder for maps, lists, strings, numbers, booleans and null. */
-    static final class Json {
-        static String encode(Object o) {
-            StringBuilder sb = new StringBuilder();
-            write(sb, o);
-            return sb.toString();
-        }
-
-        @SuppressWarnings("unchecked")
-        static void write(StringBuilder sb, Object o) {
-            if (o == null) sb.append("null");
-            else if (o instanceof String) str(sb, (String) o);
-            else if (o instanceof Number || o instanceof Boolean) sb.append(o);
-            else if (o instanceof Map) {
-                sb.append('{');
-                boolean first = true;
-                for (Map.Entry<Object, Object> e : ((Map<Object, Object>) o).entrySet()) {
-                    if (!first) sb.append(',');
-                    first = false;
-                    str(sb, String.valueOf(e.getKey()));
-                    sb.append(':');
-                    write(sb, e.getValue());
-                }
-                sb.append('}');
-            } else if (o instanceof Collection) {
-                sb.append('[');
-                boolean first = true;
-                for (Object x : (Collection<Object>) o) {
-                    if (!first) sb.append(',');
-                    first = false;
-                    write(sb, x);
-                }
-                sb.append(']');
-            } else str(sb, String.valueOf(o));
-        }
-
-        static void str(StringBuilder sb, String s) {
-            sb.append('"');
-            for (int i = 0; i < s.length(); i++) {
-                char c = s.charAt(i);
-                switch (c) {
-                    case '"': sb.append("\\\""); break;
-                    case '\\': sb.append("\\\\"); break;
-                    case '\n': sb.append("\\n"); break;
-                    case '\r': sb.append("\\r"); break;
-                    case '\t': sb.append("\\t"); break;
-                    default:
-                        if (c < 0x20 || c > 0x7e) sb.append(String.format("\\u%04x", (int) c)); // ASCII-only output, whatever the locale
-                        else sb.append(c);
-                }
-            }
-            sb.append('"');
-        }
-    }
-
-    private Runner() { this(null, null, Collections.emptyMap()); }
+    private Runner() { this(null, null, Collections.emptyMap(), (short) 1); }
 }

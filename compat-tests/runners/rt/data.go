@@ -1,0 +1,144 @@
+package rt
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/strata-io/strata/compat-tests/scenarios"
+)
+
+// data is scenarios/scenarios.json, the scenario data all runners (Go, Python, kafkajs,
+// Java) read, so every client produces and checks the same records.
+var data = mustParse(scenarios.JSON)
+
+type scenarioData struct {
+	Partitions struct {
+		Default   int32            `json:"default"`
+		Scenarios map[string]int32 `json:"scenarios"`
+	} `json:"partitions"`
+	Codecs         []string `json:"codecs"`
+	ProduceConsume struct {
+		Records []struct {
+			Key   *string `json:"key"`
+			Value string  `json:"value"`
+		} `json:"records"`
+	} `json:"produce_consume"`
+	Headers struct {
+		Records     int    `json:"records"`
+		KeyPrefix   string `json:"key_prefix"`
+		ValuePrefix string `json:"value_prefix"`
+		Headers     []struct {
+			Key      string `json:"key"`
+			ValueHex string `json:"value_hex"`
+		} `json:"headers"`
+	} `json:"headers"`
+	ListOffsets struct {
+		Records         int   `json:"records"`
+		BaseTimestampMs int64 `json:"base_timestamp_ms"`
+		StepMs          int64 `json:"step_ms"`
+	} `json:"list_offsets"`
+	Cross struct {
+		Header  string `json:"header"`
+		Records []struct {
+			Key   string `json:"key"`
+			Value string `json:"value"`
+		} `json:"records"`
+	} `json:"cross"`
+	AlterConfigs struct {
+		RetentionMs string `json:"retention_ms"`
+		Source      string `json:"source"`
+	} `json:"alter_configs"`
+	DeleteRecords struct {
+		Produce int   `json:"produce"`
+		Before  int64 `json:"before"`
+	} `json:"delete_records"`
+	LogDirs struct {
+		Produce int `json:"produce"`
+	} `json:"log_dirs"`
+	Group string `json:"group"`
+}
+
+func mustParse(b []byte) scenarioData {
+	var d scenarioData
+	if err := json.Unmarshal(b, &d); err != nil {
+		panic(fmt.Sprintf("scenarios.json: %v", err))
+	}
+	return d
+}
+
+// Scenario values shared by the runners (see scenarios/scenarios.json).
+var (
+	// Codecs are the produce_consume_<codec> scenario suffixes.
+	Codecs = data.Codecs
+	// AlterRetentionMs is the retention.ms alter_configs sets (incrementally where the client can).
+	AlterRetentionMs = data.AlterConfigs.RetentionMs
+	// DynamicTopicConfig is the config source (DescribeConfigs v1+ code 1) alter_configs expects.
+	DynamicTopicConfig = data.AlterConfigs.Source
+	// DeleteRecordsProduce records are produced, then delete_records deletes before DeleteRecordsBefore.
+	DeleteRecordsProduce = data.DeleteRecords.Produce
+	DeleteRecordsBefore  = data.DeleteRecords.Before
+	// LogDirsProduce records are produced before log_dirs describes the topic's log dir.
+	LogDirsProduce = data.LogDirs.Produce
+	// HeadersRecords is how many records the headers scenario produces, each with Headers().
+	HeadersRecords = data.Headers.Records
+	// BaseTS is list_offsets' timestamp base: record i has BaseTS + i*TSStep.
+	BaseTS = data.ListOffsets.BaseTimestampMs
+	TSStep = data.ListOffsets.StepMs
+	// ListOffsetsRecords is how many timestamped records list_offsets produces.
+	ListOffsetsRecords = data.ListOffsets.Records
+)
+
+// Partitions is the partition count each scenario's topic is created with.
+func Partitions(scenario string) int32 {
+	if n, ok := data.Partitions.Scenarios[scenario]; ok {
+		return n
+	}
+	return data.Partitions.Default
+}
+
+// GroupName is the consumer group a scenario on topic uses unless --arg group= names one.
+func GroupName(topic string) string { return strings.ReplaceAll(data.Group, "{topic}", topic) }
+
+// ProduceSet is the produce_consume data: 30 keyed ("k<i%5>","v<i>") then 10 unkeyed ("u<i>").
+func ProduceSet() []Rec {
+	var out []Rec
+	for _, r := range data.ProduceConsume.Records {
+		rec := Rec{Value: []byte(r.Value)}
+		if r.Key != nil {
+			rec.Key = []byte(*r.Key)
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// HeadersKey and HeadersValue are the key and value of the headers scenario's record i.
+func HeadersKey(i int) []byte   { return []byte(fmt.Sprintf("%s%d", data.Headers.KeyPrefix, i)) }
+func HeadersValue(i int) []byte { return []byte(fmt.Sprintf("%s%d", data.Headers.ValuePrefix, i)) }
+
+// Headers is the headers scenario's header list (order and duplicates kept).
+func Headers() [][2][]byte {
+	var out [][2][]byte
+	for _, h := range data.Headers.Headers {
+		v, err := hex.DecodeString(h.ValueHex)
+		if err != nil {
+			panic(fmt.Sprintf("scenarios.json: header %s: %v", h.Key, err))
+		}
+		out = append(out, [2][]byte{[]byte(h.Key), v})
+	}
+	return out
+}
+
+// CrossHeader is the header key naming the producer client of a cross_produce record.
+var CrossHeader = data.Cross.Header
+
+// CrossSet is what cross_produce writes for producer client src.
+func CrossSet(src string) []CrossRec {
+	var out []CrossRec
+	for i, r := range data.Cross.Records {
+		out = append(out, CrossRec{Offset: int64(i), Key: r.Key, Value: r.Value, Headers: [][2]string{{CrossHeader, src}}})
+	}
+	return out
+}
