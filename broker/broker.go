@@ -44,12 +44,16 @@ type Config struct {
 	// reported by DescribeConfigs as STATIC_BROKER_CONFIG; nil = derive
 	// them from Log (configs.go).
 	StaticConfigs map[string]string
+	// FS is the file system of the log dir; nil = the operating system's.
+	// Tests pass errorfs or memfs to fail or crash the broker's disk.
+	FS vfs.FS
 }
 
 // Broker is one Strata node.
 type Broker struct {
 	cfg    Config
 	logger *zap.Logger
+	frames framePool // big Produce frame buffers shared by the connections (conn.go)
 	logs   *storage.Manager
 	pids   *coordinator.ProducerIDs
 	groups *coordinator.Groups
@@ -102,11 +106,15 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if cfg.MetricsListener != "" {
 		met = metrics.New()
 	}
-	pids, err := coordinator.OpenProducerIDs(vfs.Default, cfg.LogDirs)
+	fsys := cfg.FS
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	pids, err := coordinator.OpenProducerIDs(fsys, cfg.LogDirs)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("producer ids: %w", err), ln.Close())
 	}
-	logs, err := storage.OpenManager(vfs.Default, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID,
+	logs, err := storage.OpenManager(fsys, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID,
 		OnFsync: met.Fsync, ReserveProducerIDs: pids.Reserve})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())

@@ -18,10 +18,10 @@ import (
 )
 
 // keepFrameBuf is the largest request buffer a connection keeps between
-// requests; a larger one (a big produce) goes to bigFrames after use.
+// requests; a larger one (a big produce) goes to the broker's framePool after use.
 const keepFrameBuf = 1 << 20
 
-// bigFrames holds Produce request buffers larger than keepFrameBuf, shared
+// framePool holds Produce request buffers larger than keepFrameBuf, shared
 // by the connections. A fast producer sends frames of several hundred KiB to
 // several MiB whose sizes vary, so a connection's own buffer kept growing
 // past keepFrameBuf, was dropped, and the next frame grew a fresh one
@@ -29,7 +29,8 @@ const keepFrameBuf = 1 << 20
 // one fast producer. A pooled buffer is only taken for a frame whose size it
 // already covers, so a lying size field still allocates nothing up front.
 // (A sync.Pool loses a buffer put on one P and asked for on another.)
-var bigFrames struct {
+// Each broker has its own (Broker.frames): no process-wide state.
+type framePool struct {
 	sync.Mutex
 	free  [][]byte
 	bytes int
@@ -39,14 +40,14 @@ const (
 	// poolFrameMin is the smallest frame read into a pooled buffer: below it
 	// a connection's own buffer is grown, as before.
 	poolFrameMin = 64 << 10
-	// bigFramesMaxBytes bounds the memory bigFrames keeps; a buffer above
+	// bigFramesMaxBytes bounds the memory a framePool keeps; a buffer above
 	// bigFrameMax is never kept.
 	bigFramesMaxBytes = 64 << 20
 	bigFrameMax       = 16 << 20
 )
 
-// getBigFrame takes the smallest pooled buffer of at least n bytes, or nil.
-func getBigFrame(n int) []byte {
+// get takes the smallest pooled buffer of at least n bytes, or nil.
+func (bigFrames *framePool) get(n int) []byte {
 	bigFrames.Lock()
 	defer bigFrames.Unlock()
 	best := -1
@@ -67,9 +68,9 @@ func getBigFrame(n int) []byte {
 	return b[:0]
 }
 
-// putBigFrame returns a buffer no request refers to any more, evicting
-// smaller ones to stay under bigFramesMaxBytes.
-func putBigFrame(b []byte) {
+// put returns a buffer no request refers to any more, evicting smaller
+// ones to stay under bigFramesMaxBytes.
+func (bigFrames *framePool) put(b []byte) {
 	if cap(b) > bigFrameMax {
 		return
 	}
@@ -106,7 +107,7 @@ func (c *conn) frameBuf() []byte {
 	if n <= cap(c.frame) || n < poolFrameMin || n > int(c.b.cfg.SocketRequestMaxBytes) {
 		return c.frame
 	}
-	if b := getBigFrame(n); b != nil {
+	if b := c.b.frames.get(n); b != nil {
 		return b
 	}
 	return c.frame
@@ -227,12 +228,12 @@ func (c *conn) serveOne() error {
 	// never keep them past the request, so their buffer is reused; other
 	// requests (JoinGroup metadata, SyncGroup assignments) may be kept by the
 	// coordinator, so their frame is left to them. A frame above keepFrameBuf
-	// goes to bigFrames once the request is answered.
+	// goes back to the frame pool once the request is answered.
 	if req != nil && (req.Key == int16(kmsg.Produce) || req.Key == int16(kmsg.Fetch)) {
 		if cap(frame) <= keepFrameBuf {
 			c.frame = frame[:0]
 		} else {
-			defer putBigFrame(frame)
+			defer c.b.frames.put(frame)
 		}
 	} else {
 		c.frame = nil

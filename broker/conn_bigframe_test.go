@@ -47,7 +47,7 @@ func bigFrameBatch(r, p, n int) []byte {
 
 // TestBigProduceFramesReuseBuffers sends Produce requests of 1.8 to 3.6 MB
 // (four partitions, one batch each) on one connection, so later requests are
-// read into pooled buffers (bigFrames) that held earlier ones, and checks
+// read into pooled buffers (the broker's framePool) that held earlier ones, and checks
 // every record reads back with its own value.
 func TestBigProduceFramesReuseBuffers(t *testing.T) {
 	b := startBroker(t, nil)
