@@ -85,6 +85,10 @@ type Manager struct {
 	// deletedSegs wakes the retention goroutine when a log renamed
 	// segments .deleted, so it removes them when their delay is up.
 	deletedSegs chan struct{}
+	// recovered sums what every recovery of this Manager's logs (at open
+	// and at revivals) checked and dropped, for the metrics.
+	recoveredMu sync.Mutex
+	recovered   RecoveryReport
 	// lsoCkptPending is set when a log-start-offset-checkpoint write
 	// failed; the retention goroutine retries it.
 	lsoCkptPending atomic.Bool
@@ -274,14 +278,12 @@ func (m *Manager) logOpened(opens []partitionOpen, clean bool, took time.Duratio
 	var dropped []string
 	for _, o := range opens {
 		r := (*o.topic.parts.Load())[o.index].Log.Recovery()
-		sum.SegmentsChecked += r.SegmentsChecked
-		sum.BytesChecked += r.BytesChecked
-		sum.BytesDropped += r.BytesDropped
-		sum.BatchesDropped += r.BatchesDropped
+		sum.add(r)
 		if r.DroppedFrom >= 0 {
 			dropped = append(dropped, fmt.Sprintf("%s-%d from offset %d", o.topic.Name, o.index, r.DroppedFrom))
 		}
 	}
+	m.countRecovery(sum)
 	fields := []zap.Field{zap.String("dir", m.dir), zap.Int("partitions", len(opens)), zap.Duration("took", took)}
 	if clean || sum.SegmentsChecked == 0 {
 		m.logger.Info("log dir open", fields...)

@@ -58,8 +58,11 @@ func (m *Manager) reviveFailed() {
 		if t == nil || int(o.Partition) >= len(t.Partitions()) {
 			continue
 		}
-		if _, err := t.Partitions()[o.Partition].Log.Revive(); err != nil {
+		r, err := t.Partitions()[o.Partition].Log.Revive()
+		if err != nil {
 			m.logger.Error("cannot revive a failed partition log", zap.String("topic", o.Topic), zap.Int32("partition", o.Partition), zap.Error(err))
+		} else if r != nil {
+			m.countRecovery(*r)
 		}
 	}
 }
@@ -81,4 +84,18 @@ func (m *Manager) probeWrite(n int) error {
 		return fmt.Errorf("write probe: %w", err)
 	}
 	return nil
+}
+
+// RecoveryTotals sums what the recoveries of this Manager's logs checked and
+// dropped since it opened: the open itself and every revival.
+func (m *Manager) RecoveryTotals() RecoveryReport {
+	m.recoveredMu.Lock()
+	defer m.recoveredMu.Unlock()
+	return m.recovered
+}
+
+func (m *Manager) countRecovery(r RecoveryReport) {
+	m.recoveredMu.Lock()
+	defer m.recoveredMu.Unlock()
+	m.recovered.add(r)
 }

@@ -63,6 +63,14 @@ type RecoveryReport struct {
 	DroppedFrom     int64 // the offset the log now ends at when something was dropped, else -1
 }
 
+// add sums r into the report's counts (not DroppedFrom, which is per log).
+func (s *RecoveryReport) add(r RecoveryReport) {
+	s.SegmentsChecked += r.SegmentsChecked
+	s.BytesChecked += r.BytesChecked
+	s.BytesDropped += r.BytesDropped
+	s.BatchesDropped += r.BatchesDropped
+}
+
 // Recovery reports what opening the log checked and dropped.
 func (l *Log) Recovery() RecoveryReport {
 	l.mu.Lock()
