@@ -224,30 +224,7 @@ func createTopic(addr, topic string, parts int32, rf int16) error {
 	if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("%v %s", r.Err, r.ErrMessage)
 	}
-	return rt.WaitReady(ctx, topic, int(parts), func(ctx context.Context) (rt.TopicMeta, error) {
-		m, err := adm.Metadata(ctx, topic)
-		if err != nil {
-			return rt.TopicMeta{}, err
-		}
-		t := m.Topics[topic]
-		if t.Err != nil {
-			return rt.TopicMeta{}, t.Err
-		}
-		tm := rt.TopicMeta{Brokers: m.Brokers.NodeIDs(), Leaders: make([]int32, len(t.Partitions))}
-		for i, p := range t.Partitions.Sorted() {
-			tm.Leaders[i] = p.Leader
-			if p.Err != nil {
-				tm.Leaders[i] = -1
-			}
-		}
-		return tm, nil
-	}, func(ctx context.Context) error {
-		lo, err := adm.ListEndOffsets(ctx, topic)
-		if err != nil {
-			return err
-		}
-		return lo.Error()
-	})
+	return rt.WaitReadyKadm(ctx, adm, topic, int(parts))
 }
 
 // readAll reads n records of a 1-partition topic from the start with franz-go.

@@ -104,36 +104,7 @@ func (e *env) ensureTopic(adm *kadm.Client, parts int32) error {
 	if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("CreateTopics: %v %s", r.Err, r.ErrMessage)
 	}
-	return waitReady(ctx, adm, e.a.Topic, int(parts))
-}
-
-// waitReady waits until Metadata shows topic with n partitions, each with a listed leader
-// that answers ListOffsets for it.
-func waitReady(ctx context.Context, adm *kadm.Client, topic string, n int) error {
-	return rt.WaitReady(ctx, topic, n, func(ctx context.Context) (rt.TopicMeta, error) {
-		m, err := adm.Metadata(ctx, topic)
-		if err != nil {
-			return rt.TopicMeta{}, err
-		}
-		t := m.Topics[topic]
-		if t.Err != nil {
-			return rt.TopicMeta{}, t.Err
-		}
-		tm := rt.TopicMeta{Brokers: m.Brokers.NodeIDs(), Leaders: make([]int32, len(t.Partitions))}
-		for i, p := range t.Partitions.Sorted() {
-			tm.Leaders[i] = p.Leader
-			if p.Err != nil {
-				tm.Leaders[i] = -1
-			}
-		}
-		return tm, nil
-	}, func(ctx context.Context) error {
-		lo, err := adm.ListEndOffsets(ctx, topic)
-		if err != nil {
-			return err
-		}
-		return lo.Error()
-	})
+	return rt.WaitReadyKadm(ctx, adm, e.a.Topic, int(parts))
 }
 
 func (e *env) admin() (*kgo.Client, *kadm.Client) {
@@ -167,7 +138,7 @@ func (e *env) createTopic() rt.Result {
 	if err != nil || r.Err != nil {
 		return e.failf("CreateTopics: %v %v %s", err, r.Err, r.ErrMessage)
 	}
-	if err := waitReady(e.ctx, adm, e.a.Topic, 3); err != nil {
+	if err := rt.WaitReadyKadm(e.ctx, adm, e.a.Topic, 3); err != nil {
 		return e.failf("%v", err)
 	}
 	return rt.Pass("created with 3 partitions, described 3", nil)
@@ -557,7 +528,7 @@ func (e *env) createPartitions() rt.Result {
 	if rr := r[e.a.Topic]; rr.Err != nil {
 		return e.failf("CreatePartitions: %v %s", rr.Err, rr.ErrMessage)
 	}
-	if err := waitReady(e.ctx, adm, e.a.Topic, 3); err != nil {
+	if err := rt.WaitReadyKadm(e.ctx, adm, e.a.Topic, 3); err != nil {
 		return e.failf("%v", err)
 	}
 	return rt.Pass("1 -> 3 partitions", nil)
