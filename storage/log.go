@@ -36,6 +36,9 @@ type OpenOptions struct {
 	// must not block) when segments are renamed .deleted, so the caller can
 	// remove them when their file.delete.delay.ms is up.
 	OnSegmentsDeleted func()
+	// OnFailed, when set, is called (under the log's lock, so it must not
+	// block) when the log fails, so the caller knows to try reviving it.
+	OnFailed func()
 }
 
 // AppendResult describes a successful Append.
@@ -101,6 +104,7 @@ type Log struct {
 	cfgView  atomic.Pointer[Config]
 	doomed   []doomedFiles
 	onDoomed func()
+	onFailed func()
 	onFsync  func(time.Duration)
 }
 
@@ -116,6 +120,9 @@ func (l *Log) fail(err error) {
 		return
 	}
 	l.failed = err
+	if l.onFailed != nil {
+		l.onFailed()
+	}
 	l.logger.Error("partition log failed, refusing writes until a write in its log dir succeeds again", zap.String("dir", l.dir), zap.Error(err))
 	s := l.active()
 	if !s.active {

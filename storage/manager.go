@@ -92,6 +92,9 @@ type Manager struct {
 	// lsoCkptPending is set when a log-start-offset-checkpoint write
 	// failed; the retention goroutine retries it.
 	lsoCkptPending atomic.Bool
+	// someFailed is set when a log fails, so the once-a-second revival
+	// check walks the partitions only while one may be failed.
+	someFailed atomic.Bool
 
 	mu     sync.RWMutex
 	topics map[string]*Topic
@@ -396,7 +399,7 @@ func (m *Manager) openPartition(o partitionOpen) (*Partition, error) {
 	}
 	opts := o.opts
 	opts.Logger = m.logger.With(zap.String("topic", t.Name), zap.Int32("partition", o.index))
-	opts.Now, opts.OnFsync, opts.OnSegmentsDeleted = m.now, m.onFsync, m.segmentsDeleted
+	opts.Now, opts.OnFsync, opts.OnSegmentsDeleted, opts.OnFailed = m.now, m.onFsync, m.segmentsDeleted, m.logFailed
 	l, err := OpenLog(m.fsys, pdir, t.LogConfig(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, o.index, err)

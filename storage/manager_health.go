@@ -45,10 +45,18 @@ func (m *Manager) OfflinePartitions() []OfflinePartition {
 // reviveFailed revives the failed logs if a write of the largest batch a
 // log accepts now succeeds in the log dir.
 func (m *Manager) reviveFailed() {
+	if !m.someFailed.Swap(false) {
+		return
+	}
 	failed := m.OfflinePartitions()
 	if len(failed) == 0 {
 		return
 	}
+	defer func() {
+		if len(m.OfflinePartitions()) > 0 {
+			m.someFailed.Store(true)
+		}
+	}()
 	if err := m.probeWrite(int(m.defaults.MaxMessageBytes)); err != nil {
 		m.logger.Debug("log dir still refuses writes", zap.Int("offlinePartitions", len(failed)), zap.Error(err))
 		return
@@ -66,6 +74,9 @@ func (m *Manager) reviveFailed() {
 		}
 	}
 }
+
+// logFailed is every log's OnFailed.
+func (m *Manager) logFailed() { m.someFailed.Store(true) }
 
 // probeWrite writes n bytes to the probe file, fsyncs and removes it.
 func (m *Manager) probeWrite(n int) error {

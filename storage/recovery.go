@@ -38,7 +38,7 @@ func OpenLog(fsys vfs.FS, dir string, cfg Config, opts OpenOptions) (*Log, error
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
 	l := &Log{fsys: fsys, dir: dir, cfg: cfg, logger: logger.With(zap.String("log", dir)), now: time.Now,
-		waitCh: make(chan struct{}), onFsync: opts.OnFsync, onDoomed: opts.OnSegmentsDeleted}
+		waitCh: make(chan struct{}), onFsync: opts.OnFsync, onDoomed: opts.OnSegmentsDeleted, onFailed: opts.OnFailed}
 	if opts.Now != nil {
 		l.now = opts.Now
 	}
