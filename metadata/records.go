@@ -1,0 +1,85 @@
+package metadata
+
+// The records a change is made of, named and shaped as Kafka's metadata
+// records (metadata/src/main/resources/common/metadata/*.json), so that a
+// replicated log can carry them as they are.
+
+// Record is one metadata record; Delta.Replay applies it.
+type Record interface {
+	record()
+}
+
+// RegisterBrokerRecord registers (or re-registers) a broker.
+type RegisterBrokerRecord struct {
+	BrokerID  int32
+	Endpoints []Endpoint
+	Rack      string
+	Fenced    bool
+}
+
+// UnregisterBrokerRecord removes a broker's registration.
+type UnregisterBrokerRecord struct {
+	BrokerID int32
+}
+
+// TopicRecord creates a topic; its partitions follow as PartitionRecords.
+type TopicRecord struct {
+	Name    string
+	TopicID [16]byte
+}
+
+// PartitionRecord creates a partition of a topic (or replaces it).
+type PartitionRecord struct {
+	PartitionID    int32
+	TopicID        [16]byte
+	Replicas       []int32
+	ISR            []int32
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+}
+
+// NoLeaderChange is Kafka's LeaderConstants.NO_LEADER_CHANGE: a
+// PartitionChangeRecord that keeps the leader.
+const NoLeaderChange int32 = -2
+
+// PartitionChangeRecord changes a partition: a new leader (unless
+// NoLeaderChange) starts a new leader epoch; non-nil ISR or Replicas
+// replace them. Any change starts a new partition epoch.
+type PartitionChangeRecord struct {
+	PartitionID int32
+	TopicID     [16]byte
+	Leader      int32
+	ISR         []int32
+	Replicas    []int32
+}
+
+// RemoveTopicRecord deletes a topic, its partitions and its configs.
+type RemoveTopicRecord struct {
+	TopicID [16]byte
+}
+
+// ConfigRecord sets one config of a resource, or removes it (Value nil).
+type ConfigRecord struct {
+	ResourceType ConfigResourceType
+	ResourceName string
+	Name         string
+	Value        *string
+}
+
+// ProducerIdsRecord records that broker BrokerID was handed the producer
+// ids below NextProducerID.
+type ProducerIdsRecord struct {
+	BrokerID       int32
+	BrokerEpoch    int64
+	NextProducerID int64
+}
+
+func (RegisterBrokerRecord) record()   {}
+func (UnregisterBrokerRecord) record() {}
+func (TopicRecord) record()            {}
+func (PartitionRecord) record()        {}
+func (PartitionChangeRecord) record()  {}
+func (RemoveTopicRecord) record()      {}
+func (ConfigRecord) record()           {}
+func (ProducerIdsRecord) record()      {}
