@@ -13,6 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/metadata"
+	"github.com/strata-io/strata/metadata/local"
 	"github.com/strata-io/strata/metrics"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/vfs"
@@ -55,6 +57,7 @@ type Broker struct {
 	logger *zap.Logger
 	frames framePool // big Produce frame buffers shared by the connections (conn.go)
 	logs   *storage.Manager
+	meta   *local.Store // the metadata image handlers read (image.go)
 	pids   *coordinator.ProducerIDs
 	groups *coordinator.Groups
 	txns   *coordinator.Txns
@@ -114,8 +117,10 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("producer ids: %w", err), ln.Close())
 	}
+	meta := local.New(metadata.Empty)
+	follower := &imageFollower{store: meta, node: cfg.NodeID, logger: logger}
 	logs, err := storage.OpenManager(fsys, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID,
-		OnFsync: met.Fsync, ReserveProducerIDs: pids.Reserve})
+		OnFsync: met.Fsync, ReserveProducerIDs: pids.Reserve, OnChange: follower.follow})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())
 	}
@@ -137,10 +142,19 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 			advHost = h.String()
 		}
 	}
+	listener := listenerName(cfg.Listeners)
+	if _, err := meta.Propose(registerRecord(cfg.NodeID, listener, advHost, int32(advPort))); err != nil {
+		txns.Close()
+		groups.Close()
+		return nil, errors.Join(fmt.Errorf("register node %d in the metadata image: %w", cfg.NodeID, err), logs.Close(), ln.Close())
+	}
+	clusterDefault, nodeConfigs := logs.BrokerConfigs()
+	follower.follow(logs.Topics(), clusterDefault, nodeConfigs)
 	b := &Broker{
 		cfg:      cfg,
 		logger:   logger,
 		logs:     logs,
+		meta:     meta,
 		pids:     pids,
 		groups:   groups,
 		txns:     txns,
@@ -150,7 +164,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		conns:    make(map[*conn]struct{}),
 		shutdown: make(chan struct{}),
 		metrics:  met,
-		listener: listenerName(cfg.Listeners),
+		listener: listener,
 		apis:     newRegistry(),
 		authz:    cfg.Authorizer,
 	}

@@ -53,14 +53,14 @@ func handleCreatePartitions(rc *reqCtx) (kmsg.Response, error) {
 }
 
 func (b *services) createPartitions(t kmsg.CreatePartitionsRequestTopic, validateOnly bool) kmsg.CreatePartitionsResponseTopic {
-	topic := b.logs.Topic(t.Topic)
+	topic := b.meta.Image().Topics.ByName(t.Topic)
 	if topic == nil {
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = t.Topic
 		st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return st
 	}
-	current := int32(len(topic.Partitions()))
+	current := int32(len(topic.Partitions))
 	switch {
 	case t.Count == current:
 		return createPartitionsFailed(t.Topic, kerr.InvalidPartitions.Code,

@@ -173,10 +173,10 @@ func (b *services) topicLayout(t kmsg.CreateTopicsRequestTopic) (int32, int16, s
 	if t.NumPartitions < -1 || t.NumPartitions == 0 {
 		return 0, kerr.InvalidPartitions.Code, "Number of partitions was set to an invalid non-positive value."
 	}
-	if t.ReplicationFactor > 1 {
+	if brokers := len(b.meta.Image().Cluster.Brokers()); int(t.ReplicationFactor) > brokers {
 		return 0, kerr.InvalidReplicationFactor.Code, fmt.Sprintf("Unable to replicate the partition %d time(s): "+
-			"The target replication factor of %d cannot be reached because only 1 broker(s) are registered.",
-			t.ReplicationFactor, t.ReplicationFactor)
+			"The target replication factor of %d cannot be reached because only %d broker(s) are registered.",
+			t.ReplicationFactor, t.ReplicationFactor, brokers)
 	}
 	if t.NumPartitions == -1 {
 		return b.cfg.NumPartitions, 0, ""
@@ -184,16 +184,18 @@ func (b *services) topicLayout(t kmsg.CreateTopicsRequestTopic) (int32, int16, s
 	return t.NumPartitions, 0, ""
 }
 
-// checkReplicas is ReplicationControlManager.validateManualPartitionAssignment
-// for a cluster of one broker: the only valid list is [node.id]. It returns
-// Kafka's message for an invalid list, or "".
+// checkReplicas is ReplicationControlManager.validateManualPartitionAssignment:
+// every replica a broker the metadata image registers, none twice (on one
+// node the only valid list is [node.id]). It returns Kafka's message for an
+// invalid list, or "".
 func (b *services) checkReplicas(replicas []int32) string {
 	if len(replicas) == 0 {
 		return "The manual partition assignment includes an empty replica list."
 	}
+	img := b.meta.Image()
 	sorted := slices.Sorted(slices.Values(replicas))
 	for i, id := range sorted {
-		if id != b.cfg.NodeID {
+		if _, ok := img.Cluster.Broker(id); !ok {
 			return fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", id)
 		}
 		if i > 0 && sorted[i-1] == id {

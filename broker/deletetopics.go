@@ -20,6 +20,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/storage"
 )
 
 // registerDeleteTopics serves DeleteTopics; its versions are here and nowhere else.
@@ -78,7 +80,7 @@ func deleteAuthorized(rc *reqCtx, st kmsg.DeleteTopicsResponseTopic) kmsg.Delete
 		return rc.svc.deleteTopic(st)
 	}
 	if st.Topic == nil {
-		t := rc.svc.logs.TopicByID(st.TopicID)
+		t := rc.svc.meta.Image().Topics.ByID(st.TopicID)
 		switch {
 		case t == nil:
 		case !rc.authorize(OpDelete, ResourceTopic, t.Name):
@@ -93,7 +95,7 @@ func deleteAuthorized(rc *reqCtx, st kmsg.DeleteTopicsResponseTopic) kmsg.Delete
 	}
 	switch {
 	case !rc.authorize(OpDescribe, ResourceTopic, *st.Topic):
-	case rc.svc.logs.Topic(*st.Topic) == nil:
+	case rc.svc.meta.Image().Topics.ByName(*st.Topic) == nil:
 		return rc.svc.deleteTopic(st)
 	case rc.authorize(OpDelete, ResourceTopic, *st.Topic):
 		return rc.svc.deleteTopic(st)
@@ -105,18 +107,19 @@ func deleteAuthorized(rc *reqCtx, st kmsg.DeleteTopicsResponseTopic) kmsg.Delete
 // deleteTopic deletes the topic st names, by name or else by id, and fills
 // in the other of the two.
 func (b *services) deleteTopic(st kmsg.DeleteTopicsResponseTopic) kmsg.DeleteTopicsResponseTopic {
+	img := b.meta.Image()
 	if st.Topic == nil {
-		t := b.logs.TopicByID(st.TopicID)
+		t := img.Topics.ByID(st.TopicID)
 		if t == nil {
 			st.ErrorCode = kerr.UnknownTopicID.Code
 			return st
 		}
 		name := t.Name
 		st.Topic = &name
-	} else if t := b.logs.Topic(*st.Topic); t != nil {
+	} else if t := img.Topics.ByName(*st.Topic); t != nil {
 		st.TopicID = t.ID
 	}
-	if t := b.logs.Topic(*st.Topic); t != nil && t.Internal {
+	if img.Topics.ByName(*st.Topic) != nil && storage.IsInternalTopic(*st.Topic) {
 		return deleteTopicFailed(st, kerr.InvalidRequest.Code, "Topic "+*st.Topic+" is an internal topic and cannot be deleted.")
 	}
 	if err := b.logs.DeleteTopic(*st.Topic); err != nil {

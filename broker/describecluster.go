@@ -2,9 +2,11 @@ package broker
 
 // DescribeCluster.
 //
-// The cluster is this node: the cluster id from meta.properties, node.id as
-// the controller id (Kafka reports a random live broker to clients) and one
-// broker at the advertised address, without a rack. EndpointType (v1) 1
+// The cluster is the metadata image's: the cluster id from meta.properties,
+// the lowest live broker as the controller id (Kafka reports a random live
+// broker to clients; on one node both are node.id) and each registered
+// broker at its advertised address on the client listener, without a rack
+// (Strata's node registers none). EndpointType (v1) 1
 // asks for brokers; 2 (controllers) is UNSUPPORTED_ENDPOINT_TYPE, as a
 // Kafka broker answers. Authorized operations are not computed (no ACLs):
 // ClusterAuthorizedOperations is Kafka's "not requested" value, -2^31.
@@ -34,9 +36,17 @@ func handleDescribeCluster(rc *reqCtx) (kmsg.Response, error) {
 		return resp, nil
 	}
 	resp.ClusterID = b.logs.ClusterID()
-	resp.ControllerID = b.cfg.NodeID
-	br := kmsg.NewDescribeClusterResponseBroker()
-	br.NodeID, br.Host, br.Port = b.cfg.NodeID, b.advHost, b.advPort
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{br}
+	img := b.meta.Image()
+	resp.ControllerID = b.controllerID(img)
+	for _, reg := range b.liveBrokers(img) {
+		br := kmsg.NewDescribeClusterResponseBroker()
+		br.NodeID = reg.ID
+		br.Host, br.Port, _ = b.endpoint(reg)
+		if reg.Rack != "" {
+			rack := reg.Rack
+			br.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, br)
+	}
 	return resp, nil
 }

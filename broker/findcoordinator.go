@@ -3,8 +3,9 @@ package broker
 // FindCoordinator.
 //
 // This node coordinates every group (key type 0) and every transactional
-// id (key type 1), so the answer is always this broker's advertised
-// address; v4+ answers each key of the batch. As in Kafka, the first
+// id (key type 1), so the answer is always this broker, at the address the
+// metadata image registers for it on the client listener; v4+ answers each
+// key of the batch. As in Kafka, the first
 // FindCoordinator for a group creates __consumer_offsets
 // (offsets.topic.num.partitions partitions) and the first for a
 // transactional id creates __transaction_state
@@ -78,15 +79,17 @@ func (b *services) findCoordinator(key string, keyType int8, version int16) kmsg
 		err = kerr.InvalidRequest
 	}
 	if topic != "" {
-		existed := b.logs.Topic(topic) != nil
+		existed := b.meta.Image().Topics.ByName(topic) != nil
+		reg, registered := b.meta.Image().Cluster.Broker(b.cfg.NodeID)
+		host, port, reachable := b.endpoint(reg)
 		switch e := b.internalTopicCreator(topic)(); {
 		case e != nil:
 			b.logger.Error("find coordinator: creating the internal topic", zap.String("topic", topic), zap.Error(e))
 			err = kerr.CoordinatorNotAvailable
-		case !existed:
+		case !existed || !registered || !reachable:
 			err = kerr.CoordinatorNotAvailable
 		default:
-			c.NodeID, c.Host, c.Port = b.cfg.NodeID, b.advHost, b.advPort
+			c.NodeID, c.Host, c.Port = reg.ID, host, port
 			c.ErrorMessage = coordinatorMessage(nil, version)
 			return c
 		}

@@ -2,7 +2,9 @@ package broker
 
 // Metadata.
 //
-// One broker leads every partition, with itself as the only replica and ISR.
+// Brokers, topics and partitions are the metadata image's (image.go): on
+// one node, the broker leads every partition, with itself as the only
+// replica and ISR.
 // A topic that does not exist is created when auto.create.topics.enable is
 // set and the request allows it (always before v4): as Kafka 4.1's
 // AutoTopicCreationManager (KafkaApis.getTopicMetadata), whatever the
@@ -28,6 +30,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -38,16 +41,24 @@ func handleMetadata(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.MetadataRequest)
 	resp := kmsg.NewPtrMetadataResponse()
-	broker := kmsg.NewMetadataResponseBroker()
-	broker.NodeID, broker.Host, broker.Port = b.cfg.NodeID, b.advHost, b.advPort
-	resp.Brokers = []kmsg.MetadataResponseBroker{broker}
+	img := b.meta.Image()
+	for _, reg := range b.liveBrokers(img) {
+		broker := kmsg.NewMetadataResponseBroker()
+		broker.NodeID = reg.ID
+		broker.Host, broker.Port, _ = b.endpoint(reg)
+		if reg.Rack != "" {
+			rack := reg.Rack
+			broker.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, broker)
+	}
 	clusterID := b.logs.ClusterID()
 	resp.ClusterID = &clusterID
-	resp.ControllerID = b.cfg.NodeID
+	resp.ControllerID = b.controllerID(img)
 	resp.AuthorizedOperations = math.MinInt32
 
 	if r.Topics == nil || req.Version == 0 && len(r.Topics) == 0 {
-		for _, t := range b.logs.Topics() {
+		for _, t := range img.Topics.All() {
 			if rc.authorize(OpDescribe, ResourceTopic, t.Name) {
 				resp.Topics = append(resp.Topics, b.describeTopic(t))
 			}
@@ -57,13 +68,13 @@ func handleMetadata(rc *reqCtx) (kmsg.Response, error) {
 	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || r.AllowAutoTopicCreation)
 	for _, rt := range r.Topics {
 		if rt.Topic == nil {
-			if t := b.logs.TopicByID(rt.TopicID); t != nil && !rc.authorize(OpDescribe, ResourceTopic, t.Name) {
+			if t := img.Topics.ByID(rt.TopicID); t != nil && !rc.authorize(OpDescribe, ResourceTopic, t.Name) {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID, mt.ErrorCode = rt.TopicID, kerr.TopicAuthorizationFailed.Code
 				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
-			resp.Topics = append(resp.Topics, b.describeTopicByID(rt.TopicID))
+			resp.Topics = append(resp.Topics, b.describeTopicByID(img, rt.TopicID))
 			continue
 		}
 		name := *rt.Topic
@@ -72,20 +83,20 @@ func handleMetadata(rc *reqCtx) (kmsg.Response, error) {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic, mt.ErrorCode = &name, kerr.TopicAuthorizationFailed.Code
 			resp.Topics = append(resp.Topics, mt)
-		case autoCreate && b.logs.Topic(name) == nil && !rc.authorizeCluster(OpCreate) && !rc.authorize(OpCreate, ResourceTopic, name):
+		case autoCreate && img.Topics.ByName(name) == nil && !rc.authorizeCluster(OpCreate) && !rc.authorize(OpCreate, ResourceTopic, name):
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic, mt.ErrorCode = &name, kerr.TopicAuthorizationFailed.Code
 			mt.IsInternal = b.internalTopicCreator(name) != nil
 			resp.Topics = append(resp.Topics, mt)
 		default:
-			resp.Topics = append(resp.Topics, b.describeTopicByName(name, autoCreate))
+			resp.Topics = append(resp.Topics, b.describeTopicByName(img, name, autoCreate))
 		}
 	}
 	return resp, nil
 }
 
-func (b *services) describeTopicByID(id [16]byte) kmsg.MetadataResponseTopic {
-	if t := b.logs.TopicByID(id); t != nil {
+func (b *services) describeTopicByID(img *metadata.Image, id [16]byte) kmsg.MetadataResponseTopic {
+	if t := img.Topics.ByID(id); t != nil {
 		return b.describeTopic(t)
 	}
 	mt := kmsg.NewMetadataResponseTopic()
@@ -94,8 +105,8 @@ func (b *services) describeTopicByID(id [16]byte) kmsg.MetadataResponseTopic {
 	return mt
 }
 
-func (b *services) describeTopicByName(name string, autoCreate bool) kmsg.MetadataResponseTopic {
-	if t := b.logs.Topic(name); t != nil {
+func (b *services) describeTopicByName(img *metadata.Image, name string, autoCreate bool) kmsg.MetadataResponseTopic {
+	if t := img.Topics.ByName(name); t != nil {
 		return b.describeTopic(t)
 	}
 	mt := kmsg.NewMetadataResponseTopic()
@@ -136,20 +147,20 @@ func (b *services) internalTopicCreator(name string) func() error {
 	return nil
 }
 
-func (b *services) describeTopic(t *storage.Topic) kmsg.MetadataResponseTopic {
+func (b *services) describeTopic(t *metadata.TopicImage) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
-	mt.IsInternal = t.Internal
+	mt.IsInternal = storage.IsInternalTopic(t.Name)
 	mt.AuthorizedOperations = math.MinInt32
-	for _, p := range t.Partitions() {
+	for i, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition = p.Index
-		mp.Leader = b.cfg.NodeID
-		mp.LeaderEpoch = p.LeaderEpoch()
-		mp.Replicas = []int32{b.cfg.NodeID}
-		mp.ISR = []int32{b.cfg.NodeID}
+		mp.Partition = int32(i)
+		mp.Leader = p.Leader
+		mp.LeaderEpoch = p.LeaderEpoch
+		mp.Replicas = p.Replicas
+		mp.ISR = p.ISR
 		mp.OfflineReplicas = []int32{}
 		mt.Partitions = append(mt.Partitions, mp)
 	}

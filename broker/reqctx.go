@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/metrics"
 	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/storage"
@@ -50,8 +51,8 @@ type services struct {
 	groups   groupCoordinator
 	txns     txnCoordinator
 	metrics  requestMetrics
-	advHost  string
-	advPort  int32
+	meta     metadata.Store  // the cluster's metadata (image.go)
+	listener string          // the client listener's name: brokers' endpoints on it are what clients are told
 	served   []VersionRange  // what ApiVersions advertises
 	shutdown <-chan struct{} // closed when Shutdown starts: ends long polls
 }
@@ -126,8 +127,8 @@ func newServices(b *Broker) *services {
 		groups:   b.groups,
 		txns:     b.txns,
 		metrics:  b.metrics,
-		advHost:  b.advHost,
-		advPort:  b.advPort,
+		meta:     b.meta,
+		listener: b.listener,
 		served:   b.apis.ranges(),
 		shutdown: b.shutdown,
 	}
