@@ -43,7 +43,7 @@ type brokerConfigSources struct {
 }
 
 func (b *services) brokerConfigSources() brokerConfigSources {
-	def, node := b.logs.BrokerConfigs()
+	def, node := b.brokerConfigs()
 	return brokerConfigSources{node: node, clusterDefault: def, static: b.staticConfigs()}
 }
 

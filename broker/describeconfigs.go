@@ -24,13 +24,14 @@ package broker
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/configdef"
-	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/metadata"
 )
 
 // registerDescribeConfigs serves DescribeConfigs; its versions are here and nowhere else.
@@ -58,13 +59,12 @@ func handleDescribeConfigs(rc *reqCtx) (kmsg.Response, error) {
 		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
-			t, err := b.configTopic(rr.ResourceName)
+			topic, err := b.configTopic(rr.ResourceName)
 			if err != nil {
 				res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
 				break
 			}
 			src := b.brokerConfigSources()
-			topic := t.ConfigMap()
 			for _, def := range configdef.Topics() {
 				if names == nil || names[def.Name] {
 					res.Configs = append(res.Configs, describeTopicConfig(def, topic, src, synonyms, docs))
@@ -86,19 +86,28 @@ func handleDescribeConfigs(rc *reqCtx) (kmsg.Response, error) {
 	return resp, nil
 }
 
-// configTopic resolves a TOPIC resource.
-func (b *services) configTopic(name string) (*storage.Topic, error) {
+// configTopic resolves a TOPIC resource to a copy of the topic's configs
+// in the metadata image.
+func (b *services) configTopic(name string) (map[string]string, error) {
 	if name == "" {
 		return nil, fmt.Errorf("topic name is illegal, it can't be empty: %w", kerr.InvalidTopicException)
 	}
-	t := b.logs.Topic(name)
-	if t == nil {
+	img := b.meta.Image()
+	if img.Topics.ByName(name) == nil {
 		if _, err := b.logs.CreateTopic(name, 1, nil, true); err != nil && !isKerr(err, kerr.TopicAlreadyExists) {
 			return nil, err // an invalid name
 		}
 		return nil, fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
 	}
-	return t, nil
+	return maps.Clone(img.Configs.Of(metadata.ConfigResource{Type: metadata.TopicResource, Name: name})), nil
+}
+
+// brokerConfigs are copies of the dynamic broker configs in the metadata
+// image: the cluster default ones and this node's own.
+func (b *services) brokerConfigs() (clusterDefault, node map[string]string) {
+	img := b.meta.Image()
+	return maps.Clone(img.Configs.Of(metadata.ConfigResource{Type: metadata.BrokerResource})),
+		maps.Clone(img.Configs.Of(metadata.ConfigResource{Type: metadata.BrokerResource, Name: strconv.Itoa(int(b.cfg.NodeID))}))
 }
 
 // configBroker resolves a BROKER resource: "" is the cluster default,

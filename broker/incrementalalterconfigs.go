@@ -58,17 +58,16 @@ func (b *services) alterIncrementally(rr kmsg.IncrementalAlterConfigsRequestReso
 	var current map[string]string
 	switch rr.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
-		t, err := b.configTopic(rr.ResourceName)
-		if err != nil {
+		var err error
+		if current, err = b.configTopic(rr.ResourceName); err != nil {
 			return err
 		}
-		current = t.ConfigMap()
 	case kmsg.ConfigResourceTypeBroker:
 		node, err := b.configBroker(rr.ResourceName)
 		if err != nil {
 			return err
 		}
-		def, own := b.logs.BrokerConfigs()
+		def, own := b.brokerConfigs()
 		current = def
 		if node {
 			current = own

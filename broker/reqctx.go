@@ -67,7 +67,6 @@ type logStore interface {
 	CreatePartitions(name string, total int32, validateOnly bool) error
 	DeleteTopic(name string) error
 	DeleteRecords(topic string, partition int32, offset int64) (int64, error)
-	BrokerConfigs() (clusterDefault, node map[string]string)
 	AlterBrokerConfigs(configs map[string]string, node, validateOnly bool) error
 	AlterTopicConfigs(name string, configs map[string]string, validateOnly bool) error
 }
