@@ -150,6 +150,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	}
 	clusterDefault, nodeConfigs := logs.BrokerConfigs()
 	follower.follow(logs.Topics(), clusterDefault, nodeConfigs)
+	pids.OnBlock(follower.producerIDs)
 	b := &Broker{
 		cfg:      cfg,
 		logger:   logger,

@@ -1,9 +1,10 @@
 package broker
 
 // The metadata image handlers read (package metadata): this node's
-// registration, and the topics and dynamic configs that storage keeps in
-// the log dir's files (strata-topics.json, strata-broker-configs.json, as
-// before). Every admin change storage makes is proposed to the store as
+// registration, the topics and dynamic configs that storage keeps in the
+// log dir's files (strata-topics.json, strata-broker-configs.json, as
+// before) and the producer id blocks the coordinator's producer-ids file
+// records. Every admin change storage makes is proposed to the store as
 // Kafka's metadata records (storage.ManagerOptions.OnChange), within the
 // change, so a client that was answered sees it in the image.
 
@@ -39,6 +40,13 @@ func (f *imageFollower) follow(topics []*storage.Topic, clusterDefault, node map
 	}
 	if _, err := f.store.Propose(records...); err != nil {
 		f.logger.Error("the metadata image cannot follow the log dir's topics", zap.Error(err))
+	}
+}
+
+// producerIDs records that the ids below end are handed out.
+func (f *imageFollower) producerIDs(end int64) {
+	if _, err := f.store.Propose(metadata.ProducerIdsRecord{BrokerID: f.node, NextProducerID: end}); err != nil {
+		f.logger.Error("the metadata image cannot follow the producer id blocks", zap.Int64("end", end), zap.Error(err))
 	}
 }
 

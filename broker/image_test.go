@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/strata-io/strata/metadata"
@@ -126,5 +127,23 @@ func startBrokerOnce(t *testing.T, dir string) (b *Broker, stop func()) {
 		if err := <-served; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestImageRecordsProducerIDBlocks checks that the image's producer ids
+// follow the blocks handed out: none at first, the first block once an
+// idempotent producer got its id.
+func TestImageRecordsProducerIDBlocks(t *testing.T) {
+	b := startBroker(t, nil)
+	if got := b.meta.Image().ProducerIDs.NextProducerID; got != 0 {
+		t.Fatalf("next producer id before any = %d", got)
+	}
+	createTopicN(t, b, "pids", 1)
+	cl := newClient(t, b, kgo.DefaultProduceTopic("pids"))
+	if err := cl.ProduceSync(testCtx(t), &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.meta.Image().ProducerIDs.NextProducerID; got != 1000 {
+		t.Fatalf("next producer id after one producer = %d, want 1000", got)
 	}
 }

@@ -39,6 +39,7 @@ type ProducerIDs struct {
 	mu       sync.Mutex
 	next     int64 // next id to hand out
 	blockEnd int64 // exclusive end of the persisted block
+	onBlock  func(end int64)
 }
 
 // OpenProducerIDs reads <dir>/producer-ids (absent means nothing was ever
@@ -91,10 +92,24 @@ func (p *ProducerIDs) Next() (int64, error) {
 			return 0, err
 		}
 		p.blockEnd = end
+		if p.onBlock != nil {
+			p.onBlock(end)
+		}
 	}
 	id := p.next
 	p.next++
 	return id, nil
+}
+
+// OnBlock makes fn be told the end of the ids reserved so far: at once, and
+// after each new block (or reservation) is durable. The metadata image
+// records it, as Kafka's ProducerIdsRecord. fn runs under the allocator's
+// lock and must not call it.
+func (p *ProducerIDs) OnBlock(fn func(end int64)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.onBlock = fn
+	fn(p.blockEnd)
 }
 
 // Reserve makes sure no id below end is ever handed out (ids another
@@ -110,6 +125,9 @@ func (p *ProducerIDs) Reserve(end int64) error {
 			return err
 		}
 		p.blockEnd = end
+		if p.onBlock != nil {
+			p.onBlock(end)
+		}
 	}
 	p.next = end
 	return nil

@@ -134,3 +134,35 @@ func TestProducerIDsReserve(t *testing.T) {
 		t.Errorf("id %d (%v) after a lower reserve, want 1501", id, err)
 	}
 }
+
+// TestProducerIDsOnBlockTellsEachDurableEnd checks that OnBlock reports the
+// current end at once, then each new block and reservation, and nothing
+// while ids come from a block already reserved.
+func TestProducerIDsOnBlockTellsEachDurableEnd(t *testing.T) {
+	p, err := OpenProducerIDs(vfs.Default, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends []int64
+	p.OnBlock(func(end int64) { ends = append(ends, end) })
+	for range producerIDBlockSize + 1 {
+		if _, err := p.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Reserve(5000); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reserve(10); err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{0, producerIDBlockSize, 2 * producerIDBlockSize, 5000}
+	if len(ends) != len(want) {
+		t.Fatalf("OnBlock saw %v, want %v", ends, want)
+	}
+	for i := range want {
+		if ends[i] != want[i] {
+			t.Fatalf("OnBlock saw %v, want %v", ends, want)
+		}
+	}
+}
