@@ -13,6 +13,7 @@ type Store interface {
 	// whole change (ErrInvalidRecord) and changes nothing.
 	Propose(records ...Record) (*Image, error)
 	// Subscribe calls fn with the old and the new image after each change,
-	// in order, until the returned cancel is called. fn must not propose.
+	// in order, until the returned cancel is called. fn must neither propose
+	// nor cancel.
 	Subscribe(fn func(old, new *Image)) (cancel func())
 }

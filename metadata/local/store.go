@@ -1,8 +1,10 @@
-// Package local is the metadata store of Strata's single node: the image
-// is held in memory, read at start from the files the node keeps in its
-// log dir (strata-topics.json, strata-broker-configs.json, written by
-// storage as before, so a data dir upgrades unchanged), and each proposed
-// change is applied at once, there being no quorum to agree with.
+// Package local is the metadata store of Strata's single node. It keeps
+// the image in memory only: on one node what is durable is the log dir's
+// files (strata-topics.json, strata-broker-configs.json, producer-ids),
+// written by storage and the coordinator as before, so a data dir upgrades
+// unchanged; the broker proposes each change they record once it is
+// (broker/image.go), and a proposal is applied at once, there being no
+// quorum to agree with.
 package local
 
 import (
