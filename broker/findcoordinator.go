@@ -79,8 +79,9 @@ func (b *services) findCoordinator(key string, keyType int8, version int16) kmsg
 		err = kerr.InvalidRequest
 	}
 	if topic != "" {
-		existed := b.meta.Image().Topics.ByName(topic) != nil
-		reg, registered := b.meta.Image().Cluster.Broker(b.cfg.NodeID)
+		img := b.meta.Image()
+		existed := img.Topics.ByName(topic) != nil
+		reg, registered := img.Cluster.Broker(b.cfg.NodeID)
 		host, port, reachable := b.endpoint(reg)
 		switch e := b.internalTopicCreator(topic)(); {
 		case e != nil:

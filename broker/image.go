@@ -27,7 +27,8 @@ type imageFollower struct {
 }
 
 // follow proposes the records that make the image match storage's topics
-// and dynamic broker configs.
+// and dynamic broker configs. They are the difference from the current
+// image, so a refused proposal (a bug, logged) is made good by the next.
 func (f *imageFollower) follow(topics []*storage.Topic, clusterDefault, node map[string]string) {
 	img := f.store.Image()
 	records := topicRecords(img, f.node, topics)
