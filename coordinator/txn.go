@@ -336,13 +336,15 @@ func (c *Txns) load(partition int32, sh *txnShard) error {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		t := c.clock.NewTicker(10 * time.Millisecond)
+		// Real time, not the coordinator's clock: this waits for the
+		// group coordinator's replay, not for a timeout.
+		t := time.NewTicker(10 * time.Millisecond)
 		defer t.Stop()
 		for !c.groupsLoaded() {
 			select {
 			case <-c.stop:
 				return
-			case <-t.Chan():
+			case <-t.C:
 			}
 		}
 		c.completeLoad(sh)
