@@ -102,7 +102,7 @@ type Txns struct {
 	groupsLoaded func() bool
 
 	electMu sync.Mutex  // serializes electLocal
-	elected atomic.Bool // this node has been elected for __transaction_state's partitions
+	elected atomic.Bool // this node has been elected for partitions of __transaction_state: ids of the others are NOT_COORDINATOR
 
 	mu     sync.Mutex
 	shards map[int32]*txnShard
@@ -279,7 +279,9 @@ func (c *Txns) OnElected(partition, epoch int32) error {
 	if int(partition) >= len(c.state.current()) || partition < 0 {
 		return fmt.Errorf("elected for %s-%d, which does not exist", TxnStateTopic, partition)
 	}
-	return c.load(partition, c.elect(partition, epoch))
+	sh := c.elect(partition, epoch)
+	c.elected.Store(true)
+	return c.load(partition, sh)
 }
 
 // OnResigned drops partition of __transaction_state: its ids are

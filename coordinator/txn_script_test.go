@@ -228,12 +228,12 @@ func (h *txnHarness) do(t *testing.T, d *datadriven.TestData) string {
 		if err := h.txns.Ensure(); err != nil {
 			t.Fatal(err)
 		}
-		sh := h.txns.elect(part, coordEpoch)
-		if d.HasArg("hold") {
-			h.held[part] = sh
-			return "loading"
+		if !d.HasArg("hold") {
+			return errName(kerrOf(h.txns.OnElected(part, coordEpoch)))
 		}
-		return errName(kerrOf(h.txns.load(part, sh)))
+		// Elected but not yet replayed: OnElected's first half.
+		h.held[part] = h.txns.elect(part, coordEpoch)
+		return "loading"
 	case "load":
 		return errName(kerrOf(h.txns.load(part, h.held[part])))
 	case "resign":

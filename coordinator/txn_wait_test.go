@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,5 +86,45 @@ func TestTxnRequestsWaitForTransitionInFlight(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("no answer (waiting for %s)", want)
 		}
+	}
+}
+
+// TestTxnLoadWaitsForGroups checks that a partition elected while the
+// group coordinator is still loading answers COORDINATOR_LOAD_IN_PROGRESS
+// until the group coordinator has loaded, then finishes the commit it
+// left prepared (its marker on __consumer_offsets completes offsets) and
+// serves.
+func TestTxnLoadWaitsForGroups(t *testing.T) {
+	h := newTxnHarness(t)
+	if _, err := h.logs.CreateTopic("orders", 1, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	r := h.txns.InitProducerID("t1", 60000, -1, -1)
+	parts := []TxnPartition{{Topic: "orders", Partition: 0}}
+	h.txns.AddPartitions("t1", r.ProducerID, r.Epoch, parts)
+	h.markers.fail = 1
+	if err := h.txns.EndTxn("t1", r.ProducerID, r.Epoch, true); err != kerr.ConcurrentTransactions {
+		t.Fatalf("EndTxn with failing markers: %v", err)
+	}
+	var groupsLoaded atomic.Bool
+	h.txns.groupsLoaded = groupsLoaded.Load
+	part := h.txns.state.partitionOf("t1")
+	h.txns.OnResigned(part)
+	if err := h.txns.OnElected(part, 1); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.txns.DescribeTransaction("t1"); d.ErrorCode != kerr.CoordinatorLoadInProgress.Code || h.txns.Loaded() {
+		t.Fatalf("before the groups loaded: describe %+v, loaded %t", d, h.txns.Loaded())
+	}
+	groupsLoaded.Store(true)
+	deadline := time.Now().Add(10 * time.Second)
+	for !h.txns.Loaded() {
+		if time.Now().After(deadline) {
+			t.Fatal("partition not loaded 10s after the groups")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if d := h.txns.DescribeTransaction("t1"); d.ErrorCode != 0 || d.State != "CompleteCommit" {
+		t.Fatalf("after loading: %+v", d)
 	}
 }
