@@ -1,12 +1,15 @@
 package coordinator
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -28,11 +31,12 @@ var txnStateTopicConfigs = map[string]string{
 // TxnConfig is the transaction coordinator's part of server.properties;
 // zero fields take Kafka's defaults.
 type TxnConfig struct {
-	StateLogPartitions  int32         // transaction.state.log.num.partitions
-	MaxTimeout          time.Duration // transaction.max.timeout.ms
-	AbortCheckInterval  time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms
-	IDExpiration        time.Duration // transactional.id.expiration.ms
-	IDExpirationChecker time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms
+	StateLogPartitions  int32           // transaction.state.log.num.partitions
+	MaxTimeout          time.Duration   // transaction.max.timeout.ms
+	AbortCheckInterval  time.Duration   // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	IDExpiration        time.Duration   // transactional.id.expiration.ms
+	IDExpirationChecker time.Duration   // transaction.remove.expired.transaction.cleanup.interval.ms
+	Clock               clockwork.Clock // of timeouts, expiry and record timestamps; nil = the real clock
 }
 
 // DefaultTxnConfig is Kafka's defaults.
@@ -69,58 +73,39 @@ type txnTP struct {
 	partition int32
 }
 
-// txnMeta is one transactional id's metadata (Kafka's TransactionMetadata).
-// Guarded by mu; the coordinator's map by Txns.mu.
-type txnMeta struct {
-	mu         sync.Mutex
-	id         string
-	pid        int64
-	epoch      int16
-	lastEpoch  int16 // the epoch before a timeout abort bumped it, else -1
-	timeout    time.Duration
-	state      txnState
-	partitions map[txnTP]struct{}
-	start      time.Time // of the ongoing transaction
-	lastUpdate time.Time
-	stateLog   int32 // partition of __transaction_state
-}
-
-func (m *txnMeta) sortedPartitions() []txnTP {
-	out := make([]txnTP, 0, len(m.partitions))
-	for tp := range m.partitions {
-		out = append(out, tp)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].topic != out[j].topic {
-			return out[i].topic < out[j].topic
-		}
-		return out[i].partition < out[j].partition
-	})
-	return out
-}
-
-// Txns is the transaction coordinator (KIP-98) for every transactional id:
-// producer ids and epochs, the partitions of each ongoing transaction and
-// its state, stored in __transaction_state (Kafka's TransactionLogKey and
-// TransactionLogValue records, latest per key wins) and replayed on start.
-// Ending a transaction writes PrepareCommit/PrepareAbort, the markers to
-// every partition, then CompleteCommit/CompleteAbort, all before the
-// EndTxn answer (Kafka answers after the Prepare record and writes the
-// markers in the background; a single node can do it in the request).
+// Txns is the transaction coordinator (KIP-98): the driver of one
+// txnPartition state machine per partition of __transaction_state this
+// node leads. It owns the locks, the clock, the ticker, the one funnel
+// that appends to __transaction_state (appendState) and the MarkerWriter.
+// A partition is loaded when this node is elected its leader (OnElected:
+// replay, then the transactions found prepared are finished) and dropped
+// when it resigns; requests for its ids get COORDINATOR_LOAD_IN_PROGRESS
+// meanwhile and NOT_COORDINATOR after. Ending a transaction writes
+// PrepareCommit/PrepareAbort, the markers to every partition, then
+// CompleteCommit/CompleteAbort, all before the EndTxn answer (Kafka
+// answers after the Prepare record and writes the markers in the
+// background; a single node can do it in the request).
 type Txns struct {
-	cfg    TxnConfig
-	logs   *storage.Manager
-	pids   *ProducerIDs
-	groups *Groups
-	logger *zap.Logger
-	now    func() time.Time
+	cfg     TxnConfig
+	logs    *storage.Manager
+	pids    *ProducerIDs
+	groups  *Groups
+	markers MarkerWriter
+	clock   clockwork.Clock
+	logger  *zap.Logger
 
 	state internalTopic // __transaction_state
 
-	loaded atomic.Bool
+	// groupsLoaded is whether the group coordinator has replayed: markers
+	// on __consumer_offsets complete its pending offsets, so a partition's
+	// prepared transactions are finished only after.
+	groupsLoaded func() bool
 
-	mu   sync.Mutex
-	txns map[string]*txnMeta
+	electMu sync.Mutex  // serializes electLocal
+	elected atomic.Bool // this node has been elected for partitions of __transaction_state: ids of the others are NOT_COORDINATOR
+
+	mu     sync.Mutex
+	shards map[int32]*txnShard
 
 	life   sync.RWMutex
 	closed bool
@@ -128,14 +113,38 @@ type Txns struct {
 	wg     sync.WaitGroup
 }
 
-// OpenTxns replays __transaction_state if it exists (else the first
-// request that needs it creates it, with transaction.state.log.num.partitions
-// partitions, as Kafka does on the first FindCoordinator), and in the
-// background (once the group coordinator has loaded, since markers on
-// __consumer_offsets complete its pending offsets) finishes transactions
-// left in PrepareCommit/PrepareAbort and starts aborting timed out ones.
-// Until then requests get COORDINATOR_LOAD_IN_PROGRESS.
+// txnShard is the driver's side of one partition's state machine: mu
+// guards sm, and cond (on mu) is signalled when a transition ends.
+type txnShard struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	sm   *txnPartition
+}
+
+// OpenTxns opens the transaction coordinator. If __transaction_state
+// exists this node is elected for every partition of it and replays them
+// (else the first request that needs it creates it, with
+// transaction.state.log.num.partitions partitions, as Kafka does on the
+// first FindCoordinator, and is elected then); the ticker aborting timed
+// out transactions and expiring idle ids starts.
 func OpenTxns(logs *storage.Manager, pids *ProducerIDs, groups *Groups, cfg TxnConfig, logger *zap.Logger) (*Txns, error) {
+	c := newTxns(logs, pids, groups, cfg, logger)
+	if t := logs.Topic(TxnStateTopic); t != nil {
+		c.state.adopt(t)
+		if err := c.electLocal(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.tickLoop()
+	}()
+	return c, nil
+}
+
+func newTxns(logs *storage.Manager, pids *ProducerIDs, groups *Groups, cfg TxnConfig, logger *zap.Logger) *Txns {
 	def := DefaultTxnConfig()
 	if cfg.StateLogPartitions <= 0 {
 		cfg.StateLogPartitions = def.StateLogPartitions
@@ -152,46 +161,27 @@ func OpenTxns(logs *storage.Manager, pids *ProducerIDs, groups *Groups, cfg TxnC
 	if cfg.IDExpirationChecker <= 0 {
 		cfg.IDExpirationChecker = def.IDExpirationChecker
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
 	c := &Txns{
-		cfg:    cfg,
-		logs:   logs,
-		pids:   pids,
-		groups: groups,
-		logger: logger.Named("txns"),
-		now:    time.Now,
-		txns:   make(map[string]*txnMeta),
-		stop:   make(chan struct{}),
+		cfg:          cfg,
+		logs:         logs,
+		pids:         pids,
+		groups:       groups,
+		markers:      localMarkers{logs: logs, groups: groups},
+		clock:        cfg.Clock,
+		logger:       logger.Named("txns"),
+		groupsLoaded: func() bool { return true },
+		shards:       make(map[int32]*txnShard),
+		stop:         make(chan struct{}),
+	}
+	if groups != nil {
+		c.groupsLoaded = groups.Loaded
 	}
 	c.state = internalTopic{name: TxnStateTopic, partitions: cfg.StateLogPartitions,
 		configs: txnStateTopicConfigs, logs: logs, logger: c.logger}
-	if t := logs.Topic(TxnStateTopic); t != nil {
-		c.state.adopt(t)
-		start := time.Now()
-		if err := c.load(); err != nil {
-			return nil, fmt.Errorf("load %s: %w", TxnStateTopic, err)
-		}
-		c.logger.Info("loaded transactions from "+TxnStateTopic, zap.Int("transactional_ids", len(c.txns)), zap.Duration("duration", time.Since(start)))
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		// A group coordinator without __consumer_offsets is loaded from
-		// the start (nothing to load), so this only waits for a replay.
-		t := time.NewTicker(10 * time.Millisecond)
-		for groups != nil && !groups.Loaded() {
-			select {
-			case <-c.stop:
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
-		t.Stop()
-		c.completePending()
-		c.loaded.Store(true)
-		c.timeoutLoop()
-	}()
-	return c, nil
+	return c
 }
 
 // Close stops the background work; requests must have finished first.
@@ -207,105 +197,278 @@ func (c *Txns) Close() {
 	c.wg.Wait()
 }
 
-// Loaded reports whether the coordinator serves requests.
-func (c *Txns) Loaded() bool { return c.loaded.Load() }
+// Loaded reports whether every partition this node leads serves
+// requests (before __transaction_state exists: whether the group
+// coordinator has loaded, as requests wait for it).
+func (c *Txns) Loaded() bool {
+	if !c.elected.Load() {
+		return c.groupsLoaded()
+	}
+	for _, sh := range c.snapshot() {
+		sh.mu.Lock()
+		err := sh.sm.status()
+		sh.mu.Unlock()
+		if err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// snapshot is the shards, in partition order.
+func (c *Txns) snapshot() []*txnShard {
+	c.mu.Lock()
+	shards := make([]*txnShard, 0, len(c.shards))
+	for _, sh := range c.shards {
+		shards = append(shards, sh)
+	}
+	c.mu.Unlock()
+	sort.Slice(shards, func(i, j int) bool { return shards[i].sm.index < shards[j].sm.index })
+	return shards
+}
 
 // Ensure makes sure __transaction_state exists, creating it on first need
 // (FindCoordinator for a transactional id, InitProducerId with one): once,
 // even under concurrent callers; after a failure the next call tries
-// again. A topic created meanwhile by other means is adopted.
-func (c *Txns) Ensure() error { return c.state.ensure() }
-
-// checkReady is COORDINATOR_LOAD_IN_PROGRESS until the coordinator is
-// loaded, then COORDINATOR_NOT_AVAILABLE if __transaction_state does not
-// exist and cannot be created.
-func (c *Txns) checkReady() *kerr.Error {
-	if !c.loaded.Load() {
-		return kerr.CoordinatorLoadInProgress
+// again. A topic created meanwhile by other means is adopted. This single
+// node then leads every partition of it.
+func (c *Txns) Ensure() error {
+	if err := c.state.ensure(); err != nil {
+		return err
 	}
-	if err := c.Ensure(); err != nil {
-		c.logger.Error("transaction coordinator not available", zap.Error(err))
-		return kerr.CoordinatorNotAvailable
-	}
-	return nil
+	return c.electLocal()
 }
 
-// load replays every partition of __transaction_state.
-func (c *Txns) load() error {
-	for _, p := range c.state.current() {
-		err := p.Log.ForEachBatch(p.Log.LogStartOffset(), func(raw []byte) error {
-			_, err := batchRecords(raw, func(key, value []byte) error {
-				return c.replay(p.Index, key, value)
-			})
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("%s-%d: %w", TxnStateTopic, p.Index, err)
-		}
-	}
-	return nil
-}
-
-func (c *Txns) replay(partition int32, key, value []byte) error {
-	var k kmsg.TxnMetadataKey
-	if err := k.ReadFrom(key); err != nil {
-		return fmt.Errorf("transaction log key: %w", err)
-	}
-	if value == nil {
-		delete(c.txns, k.TransactionalID)
+// electLocal elects this node for every partition of __transaction_state,
+// once, at the partition's leader epoch: a single node leads them all.
+func (c *Txns) electLocal() error {
+	if c.elected.Load() {
 		return nil
 	}
-	var v kmsg.TxnMetadataValue
-	if err := v.ReadFrom(value); err != nil {
-		return fmt.Errorf("transaction log value of %q: %w", k.TransactionalID, err)
+	c.electMu.Lock()
+	defer c.electMu.Unlock()
+	if c.elected.Load() {
+		return nil
 	}
-	m := &txnMeta{id: k.TransactionalID, pid: v.ProducerID, epoch: v.ProducerEpoch, lastEpoch: -1,
-		timeout: time.Duration(v.TimeoutMillis) * time.Millisecond, state: txnState(v.State),
-		partitions: make(map[txnTP]struct{}), lastUpdate: time.UnixMilli(v.LastUpdateTimestamp), stateLog: partition}
-	if v.StartTimestamp >= 0 {
-		m.start = time.UnixMilli(v.StartTimestamp)
+	start := time.Now()
+	parts := c.state.current()
+	shards := make([]*txnShard, len(parts))
+	for i, p := range parts {
+		shards[i] = c.elect(int32(i), p.LeaderEpoch())
 	}
-	for _, t := range v.Topics {
-		for _, p := range t.Partitions {
-			m.partitions[txnTP{t.Topic, p}] = struct{}{}
+	c.elected.Store(true)
+	n := 0
+	for i, sh := range shards {
+		if err := c.load(int32(i), sh); err != nil {
+			return err
 		}
+		sh.mu.Lock()
+		n += len(sh.sm.txns)
+		sh.mu.Unlock()
 	}
-	c.txns[k.TransactionalID] = m
+	c.logger.Info("loaded transactions from "+TxnStateTopic, zap.Int("transactional_ids", n), zap.Duration("duration", time.Since(start)))
 	return nil
 }
 
-// persist writes m's state (as it would be after the transition) to
-// __transaction_state; the caller applies it to m after success.
-func (c *Txns) persist(m *txnMeta, pid int64, epoch int16, state txnState, parts map[txnTP]struct{}, start, now time.Time) error {
-	k := kmsg.NewTxnMetadataKey()
-	k.TransactionalID = m.id
-	v := kmsg.NewTxnMetadataValue()
-	v.ProducerID, v.ProducerEpoch = pid, epoch
-	v.TimeoutMillis = int32(m.timeout.Milliseconds())
-	v.State = kmsg.TransactionState(state)
-	v.LastUpdateTimestamp = now.UnixMilli()
-	v.StartTimestamp = -1
-	if !start.IsZero() {
-		v.StartTimestamp = start.UnixMilli()
+// OnElected makes this node the coordinator of the transactional ids of
+// partition of __transaction_state at epoch (the coordinator epoch of its
+// markers): the partition is replayed, answering
+// COORDINATOR_LOAD_IN_PROGRESS until the transactions it left prepared
+// are finished (after the group coordinator has loaded).
+func (c *Txns) OnElected(partition, epoch int32) error {
+	if int(partition) >= len(c.state.current()) || partition < 0 {
+		return fmt.Errorf("elected for %s-%d, which does not exist", TxnStateTopic, partition)
 	}
-	if state != txnEmpty && state != txnCompleteCommit && state != txnCompleteAbort {
-		tmp := &txnMeta{partitions: parts}
-		for _, tp := range tmp.sortedPartitions() {
-			if n := len(v.Topics); n == 0 || v.Topics[n-1].Topic != tp.topic {
-				vt := kmsg.NewTxnMetadataValueTopic()
-				vt.Topic = tp.topic
-				v.Topics = append(v.Topics, vt)
+	sh := c.elect(partition, epoch)
+	c.elected.Store(true)
+	return c.load(partition, sh)
+}
+
+// OnResigned drops partition of __transaction_state: its ids are
+// NOT_COORDINATOR from now on, also for transitions in flight.
+func (c *Txns) OnResigned(partition int32) {
+	c.mu.Lock()
+	sh := c.shards[partition]
+	delete(c.shards, partition)
+	c.mu.Unlock()
+	if sh != nil {
+		sh.mu.Lock()
+		sh.sm.resign()
+		sh.mu.Unlock()
+		sh.cond.Broadcast()
+	}
+}
+
+// elect publishes a loading state machine for partition, replacing (and
+// resigning) an earlier one.
+func (c *Txns) elect(partition, epoch int32) *txnShard {
+	sh := &txnShard{sm: newTxnPartition(partition, epoch, c.cfg, c.pids)}
+	sh.cond = sync.NewCond(&sh.mu)
+	c.mu.Lock()
+	old := c.shards[partition]
+	c.shards[partition] = sh
+	c.mu.Unlock()
+	if old != nil {
+		old.mu.Lock()
+		old.sm.resign()
+		old.mu.Unlock()
+		old.cond.Broadcast()
+	}
+	return sh
+}
+
+// load replays partition into sh's state machine, then finishes its
+// prepared transactions: now if the group coordinator has loaded, else
+// in the background once it has.
+func (c *Txns) load(partition int32, sh *txnShard) error {
+	p := c.state.current()[partition]
+	err := p.Log.ForEachBatch(p.Log.LogStartOffset(), func(raw []byte) error {
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		_, err := batchRecords(raw, sh.sm.replay)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("load %s-%d: %w", TxnStateTopic, partition, err)
+	}
+	if c.groupsLoaded() {
+		c.completeLoad(sh)
+		return nil
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		// Real time, not the coordinator's clock: this waits for the
+		// group coordinator's replay, not for a timeout.
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for !c.groupsLoaded() {
+			select {
+			case <-c.stop:
+				return
+			case <-t.C:
 			}
-			v.Topics[len(v.Topics)-1].Partitions = append(v.Topics[len(v.Topics)-1].Partitions, tp.partition)
 		}
+		c.completeLoad(sh)
+	}()
+	return nil
+}
+
+func (c *Txns) completeLoad(sh *txnShard) {
+	sh.mu.Lock()
+	effs := sh.sm.completePending()
+	sh.mu.Unlock()
+	for _, e := range effs {
+		c.run(sh, e)
 	}
-	stateLog := c.state.current()
-	if int(m.stateLog) >= len(stateLog) {
-		return fmt.Errorf("transactional id %q: %s-%d does not exist", m.id, TxnStateTopic, m.stateLog)
+	sh.mu.Lock()
+	sh.sm.loadDone(c.clock.Now())
+	sh.mu.Unlock()
+	sh.cond.Broadcast()
+}
+
+// shardFor is the state machine of id's partition: nil without error
+// while __transaction_state does not exist (no id is known), error
+// NOT_COORDINATOR when this node does not lead the partition.
+func (c *Txns) shardFor(id string) (*txnShard, *kerr.Error) {
+	if !c.elected.Load() {
+		if !c.groupsLoaded() {
+			return nil, kerr.CoordinatorLoadInProgress
+		}
+		return nil, nil
 	}
-	p := stateLog[m.stateLog]
-	if _, err := p.Log.Append(buildBatch([]kv{{key: k.AppendTo(nil), value: v.AppendTo(nil)}}, now), p.LeaderEpoch()); err != nil {
-		return fmt.Errorf("transactional id %q: append to %s-%d: %w", m.id, TxnStateTopic, m.stateLog, err)
+	idx := c.state.partitionOf(id)
+	c.mu.Lock()
+	sh := c.shards[idx]
+	c.mu.Unlock()
+	if sh == nil {
+		return nil, kerr.NotCoordinator
+	}
+	return sh, nil
+}
+
+// call runs op against id's state machine, waiting while a transition of
+// id is in flight, and carries out its effects. noShard answers when
+// __transaction_state does not exist yet.
+func (c *Txns) call(id string, noShard *kerr.Error, op func(s *txnPartition, now time.Time) txnEffects) txnResult {
+	sh, err := c.shardFor(id)
+	switch {
+	case err != nil:
+		return txnResult{pid: -1, epoch: -1, err: err}
+	case sh == nil:
+		return txnResult{pid: -1, epoch: -1, err: noShard}
+	}
+	sh.mu.Lock()
+	e := op(sh.sm, c.clock.Now())
+	for e.wait {
+		sh.cond.Wait()
+		e = op(sh.sm, c.clock.Now())
+	}
+	sh.mu.Unlock()
+	return c.run(sh, e)
+}
+
+// run carries out a transition's effects until its result is final.
+func (c *Txns) run(sh *txnShard, e txnEffects) txnResult {
+	for !e.done() {
+		var err error
+		if e.record != nil {
+			err = c.appendState(*e.record)
+		} else {
+			err = errors.Join(c.markers.WriteMarkers(context.Background(), e.markers)...)
+		}
+		sh.mu.Lock()
+		e = sh.sm.step(e.id, err, c.clock.Now())
+		sh.mu.Unlock()
+	}
+	sh.cond.Broadcast()
+	switch {
+	case e.res.cause != nil:
+		c.logger.Error("transaction coordinator", zap.String("transactional_id", e.id), zap.Error(e.res.cause))
+	case e.res.event != "":
+		c.logger.Info(e.res.event, zap.String("transactional_id", e.id),
+			zap.Int64("producer_id", e.res.pid), zap.Int16("epoch", e.res.epoch))
+	}
+	return e.res
+}
+
+// appendState is the one place records are appended to
+// __transaction_state.
+func (c *Txns) appendState(r txnRecord) error {
+	parts := c.state.current()
+	if int(r.partition) >= len(parts) {
+		return fmt.Errorf("transactional id %q: %s-%d does not exist", r.id, TxnStateTopic, r.partition)
+	}
+	p := parts[r.partition]
+	if _, err := p.Log.Append(buildBatch([]kv{r.kv()}, c.clock.Now()), p.LeaderEpoch()); err != nil {
+		return fmt.Errorf("transactional id %q: append to %s-%d: %w", r.id, TxnStateTopic, r.partition, err)
 	}
 	return nil
+}
+
+// tickLoop ticks every partition every
+// transaction.abort.timed.out.transaction.cleanup.interval.ms.
+func (c *Txns) tickLoop() {
+	t := c.clock.NewTicker(c.cfg.AbortCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.Chan():
+		}
+		c.tick()
+	}
+}
+
+// tick gives every partition the time, carrying out what it decides.
+func (c *Txns) tick() {
+	for _, sh := range c.snapshot() {
+		sh.mu.Lock()
+		effs := sh.sm.tick(c.clock.Now())
+		sh.mu.Unlock()
+		for _, e := range effs {
+			c.run(sh, e)
+		}
+	}
 }
