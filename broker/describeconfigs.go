@@ -23,6 +23,7 @@ package broker
 // STATIC_BROKER_CONFIG when it differs from Kafka's default.
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -52,7 +53,7 @@ func handleDescribeConfigs(rc *reqCtx) (kmsg.Response, error) {
 		}
 		synonyms, docs := r.IncludeSynonyms && req.Version >= 1, r.IncludeDocumentation && req.Version >= 3
 		if err := configRefused(rc, OpDescribeConfigs, rr.ResourceType, rr.ResourceName); err != nil {
-			res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+			res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.DescribeConfigs, err), errorMessage(err)
 			resp.Resources = append(resp.Resources, res)
 			continue
 		}
@@ -60,7 +61,7 @@ func handleDescribeConfigs(rc *reqCtx) (kmsg.Response, error) {
 		case kmsg.ConfigResourceTypeTopic:
 			t, err := b.configTopic(rr.ResourceName)
 			if err != nil {
-				res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+				res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.DescribeConfigs, err), errorMessage(err)
 				break
 			}
 			src := b.brokerConfigSources()
@@ -73,13 +74,13 @@ func handleDescribeConfigs(rc *reqCtx) (kmsg.Response, error) {
 		case kmsg.ConfigResourceTypeBroker:
 			node, err := b.configBroker(rr.ResourceName)
 			if err != nil {
-				res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+				res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.DescribeConfigs, err), errorMessage(err)
 				break
 			}
 			res.Configs = b.describeBrokerConfigs(node, names, synonyms, docs)
 		default:
 			err := unsupportedResource(rr.ResourceType)
-			res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+			res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.DescribeConfigs, err), errorMessage(err)
 		}
 		resp.Resources = append(resp.Resources, res)
 	}
@@ -93,7 +94,7 @@ func (b *services) configTopic(name string) (*storage.Topic, error) {
 	}
 	t := b.logs.Topic(name)
 	if t == nil {
-		if _, err := b.logs.CreateTopic(name, 1, nil, true); err != nil && !isKerr(err, kerr.TopicAlreadyExists) {
+		if _, err := b.logs.CreateTopic(name, 1, nil, true); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return nil, err // an invalid name
 		}
 		return nil, fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
@@ -116,8 +117,4 @@ func (b *services) configBroker(name string) (node bool, err error) {
 
 func unsupportedResource(t kmsg.ConfigResourceType) error {
 	return fmt.Errorf("unsupported resource type %s: %w", t, kerr.InvalidRequest)
-}
-
-func isKerr(err error, want *kerr.Error) bool {
-	return errorCode(err) == want.Code
 }

@@ -160,7 +160,7 @@ func (b *services) readFetch(r *kmsg.FetchRequest, version int16, access fetchAc
 				err = b.readPartition(t, version, &rp, min(int(rp.PartitionMaxBytes), max(remaining, 0)), minOne, &fp)
 			}
 			if err != nil {
-				fp.errorCode = errorCode(err)
+				fp.errorCode = b.errorCode(kmsg.Fetch, err)
 				hasError = true
 			}
 			if n := fp.chunk.Len(); n > 0 {

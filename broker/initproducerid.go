@@ -50,7 +50,7 @@ func handleInitProducerID(rc *reqCtx) (kmsg.Response, error) {
 		id, err := b.pids.Next()
 		if err != nil {
 			b.logger.Error("allocating a producer id", zap.Error(err))
-			return fail(errorCode(err))
+			return fail(b.errorCode(kmsg.InitProducerID, err))
 		}
 		resp.ProducerID, resp.ProducerEpoch = id, 0
 		return resp, nil

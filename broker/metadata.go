@@ -117,7 +117,7 @@ func (b *services) describeTopicByName(name string, autoCreate bool) kmsg.Metada
 	case errors.Is(err, kerr.TopicAlreadyExists):
 	case err != nil:
 		b.logger.Info("auto-create refused", zap.String("topic", name), zap.Error(err))
-		mt.ErrorCode = errorCode(err)
+		mt.ErrorCode = b.errorCode(kmsg.Metadata, err)
 	default:
 		b.logger.Info("auto-created topic", zap.String("topic", name), zap.Int32("partitions", b.cfg.NumPartitions))
 	}

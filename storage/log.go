@@ -425,7 +425,7 @@ func (l *Log) AssignLeaderEpoch(epoch int32) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
-	return l.assignEpoch(epoch, l.active().next)
+	return storageFailure(l.assignEpoch(epoch, l.active().next))
 }
 
 // LatestEpoch is the newest leader epoch in the log's leader-epoch-checkpoint, or -1.

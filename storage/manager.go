@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/storage/vfs"
@@ -540,7 +541,7 @@ func (m *Manager) Close() error {
 }
 
 // errClosed is returned by admin operations after Close.
-var errClosed = errors.New("storage manager is closed")
+var errClosed = fmt.Errorf("storage manager is closed: %w", kerr.KafkaStorageError)
 
 // ensureOpen fails admin operations after Close; call under adminMu.
 func (m *Manager) ensureOpen() error {

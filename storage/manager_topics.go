@@ -140,7 +140,7 @@ func (m *Manager) addPartitions(t *Topic, from, to int) error {
 				m.logger.Warn("cleanup after failed create", zap.String("topic", t.Name), zap.Int("partition", i), zap.Error(rerr))
 			}
 		}
-		return fmt.Errorf("topic %s: %w", t.Name, err)
+		return fmt.Errorf("topic %s: %w", t.Name, storageFailure(err))
 	}
 	return nil
 }
@@ -229,7 +229,7 @@ func (m *Manager) DeleteTopic(name string) error {
 	m.deleting = append(m.deleting, entry)
 	if err := m.writeRegistry(m.registryWith(t, 0)); err != nil {
 		m.deleting = m.deleting[:len(m.deleting)-1]
-		return fmt.Errorf("delete topic %s: %w", name, err)
+		return fmt.Errorf("delete topic %s: %w", name, storageFailure(err))
 	}
 	m.mu.Lock()
 	delete(m.topics, name)
@@ -257,7 +257,7 @@ func (m *Manager) DeleteTopic(name string) error {
 		}
 	}
 	m.logger.Info("deleted topic", zap.String("topic", name), zap.String("id", uuidString(t.ID)))
-	return errors.Join(errs...)
+	return storageFailure(errors.Join(errs...))
 }
 
 // dropFromCheckpoints removes a deleted topic from the offset checkpoint

@@ -90,7 +90,7 @@ func (l *Log) ApplyRetention() (RetentionResult, error) {
 		err = rerr
 	}
 	res.LogStartOffset = l.logStart
-	return res, err
+	return res, storageFailure(err)
 }
 
 // DeleteRecordsBefore is DeleteRecords for one partition: it moves the log
@@ -125,7 +125,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (RetentionResult, error) {
 		return next != nil && next.base <= l.logStart
 	})
 	res.LogStartOffset = l.logStart
-	return res, err
+	return res, storageFailure(err)
 }
 
 // largestTimestamp is Kafka's LogSegment.largestTimestamp: the max record
