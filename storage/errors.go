@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strata-io/strata/storage/internal/base"
 )
 
 // storageFailure marks an error of the log dir's file I/O as
@@ -17,3 +19,11 @@ func storageFailure(err error) error {
 	}
 	return fmt.Errorf("%w: %w", err, kerr.KafkaStorageError)
 }
+
+// ErrCorruption is wrapped by every error reporting data on disk that is
+// not what was written: a checksum mismatch, a malformed batch header, index,
+// checkpoint, snapshot or metadata file (errors.Is(err, ErrCorruption)).
+var ErrCorruption = base.ErrCorruption
+
+// corruptionf is fmt.Errorf marking the error as ErrCorruption.
+func corruptionf(format string, args ...any) error { return base.CorruptionErrorf(format, args...) }
