@@ -102,7 +102,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	var met *metrics.Metrics // created before the logs so fsyncs are timed from the start
+	var met *metrics.Metrics // created before the logs so fsyncs and recoveries are counted from the start
 	if cfg.MetricsListener != "" {
 		met = metrics.New()
 	}
@@ -114,8 +114,9 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("producer ids: %w", err), ln.Close())
 	}
+	events := storage.TeeEventListener(storage.LoggingListener(logger), met.StorageEvents())
 	logs, err := storage.OpenManager(fsys, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID,
-		OnFsync: met.Fsync, ReserveProducerIDs: pids.Reserve})
+		Events: &events, ReserveProducerIDs: pids.Reserve})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())
 	}

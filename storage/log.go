@@ -30,15 +30,9 @@ type OpenOptions struct {
 	FirstDirtyOffset int64
 	// Now is the log's clock (retention, segment.ms, flush.ms); nil = time.Now.
 	Now func() time.Time
-	// OnFsync, when set, is told how long each segment fsync took.
-	OnFsync func(time.Duration)
-	// OnSegmentsDeleted, when set, is called (under the log's lock, so it
-	// must not block) when segments are renamed .deleted, so the caller can
-	// remove them when their file.delete.delay.ms is up.
-	OnSegmentsDeleted func()
-	// OnFailed, when set, is called (under the log's lock, so it must not
-	// block) when the log fails, so the caller knows to try reviving it.
-	OnFailed func()
+	// Events is told of the log's rolls, failure, revival, deleted
+	// segments and fsyncs; nil = LoggingListener(Logger).
+	Events *EventListener
 }
 
 // AppendResult describes a successful Append.
@@ -101,11 +95,9 @@ type Log struct {
 	// Retention (retention.go): cfgView is cfg for the reads Append makes
 	// before taking mu; doomed lists renamed segment files awaiting removal
 	// (guarded by mu).
-	cfgView  atomic.Pointer[Config]
-	doomed   []doomedFiles
-	onDoomed func()
-	onFailed func()
-	onFsync  func(time.Duration)
+	cfgView atomic.Pointer[Config]
+	doomed  []doomedFiles
+	events  EventListener
 }
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
@@ -120,10 +112,7 @@ func (l *Log) fail(err error) {
 		return
 	}
 	l.failed = err
-	if l.onFailed != nil {
-		l.onFailed()
-	}
-	l.logger.Error("partition log failed, refusing writes until a write in its log dir succeeds again", zap.String("dir", l.dir), zap.Error(err))
+	call(l.events.OnLogFailed, LogFailureInfo{LogInfo{Dir: l.dir}, err})
 	s := l.active()
 	if !s.active {
 		return
@@ -378,7 +367,7 @@ func (l *Log) roll(now time.Time) error {
 	}
 	l.segs = append(l.segs, s)
 	l.dirDirty = true
-	l.logger.Debug("rolled segment", zap.String("dir", l.dir), zap.Int64("base", newBase))
+	call(l.events.OnSegmentRolled, SegmentRollInfo{LogInfo{Dir: l.dir}, newBase})
 	return nil
 }
 
@@ -512,8 +501,8 @@ func (l *Log) flushTo(upTo int64) error {
 			start := time.Now()
 			if serr := f.f.Sync(); serr != nil {
 				err = fmt.Errorf("fsync %s: %w", f.f.Name(), serr)
-			} else if l.onFsync != nil {
-				l.onFsync(time.Since(start))
+			} else {
+				call(l.events.OnFsync, time.Since(start))
 			}
 		}
 		_ = f.release()

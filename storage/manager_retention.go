@@ -58,7 +58,7 @@ func (m *Manager) startRetention() {
 	}()
 }
 
-// segmentsDeleted is every log's OnSegmentsDeleted: it wakes the
+// segmentsDeleted is run by every log's OnSegmentsDeleted: it wakes the
 // retention goroutine without blocking the log.
 func (m *Manager) segmentsDeleted() {
 	select {

@@ -96,7 +96,7 @@ func (m *Manager) CreateTopic(name string, partitions int32, configs map[string]
 	m.topics[name] = t
 	m.byID[id] = t
 	m.mu.Unlock()
-	m.logger.Info("created topic", zap.String("topic", name), zap.String("id", uuidString(id)), zap.Int32("partitions", partitions))
+	call(m.events.OnTopicCreated, TopicInfo{Topic: name, ID: id, Partitions: partitions})
 	return t, nil
 }
 
@@ -205,7 +205,7 @@ func (m *Manager) CreatePartitions(name string, total int32, validateOnly bool) 
 		return err
 	}
 	t.parts.Store(&grown)
-	m.logger.Info("added partitions", zap.String("topic", name), zap.Int("from", len(old)), zap.Int32("to", total))
+	call(m.events.OnPartitionsAdded, PartitionsAddedInfo{Topic: name, From: len(old), To: total})
 	return nil
 }
 
@@ -256,7 +256,7 @@ func (m *Manager) DeleteTopic(name string) error {
 			m.logger.Warn("cannot drop a finished deletion from the topic registry; the next start does", zap.String("topic", name), zap.Error(err))
 		}
 	}
-	m.logger.Info("deleted topic", zap.String("topic", name), zap.String("id", uuidString(t.ID)))
+	call(m.events.OnTopicDeleted, TopicInfo{Topic: name, ID: t.ID})
 	return storageFailure(errors.Join(errs...))
 }
 

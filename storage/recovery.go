@@ -38,7 +38,12 @@ func OpenLog(fsys vfs.FS, dir string, cfg Config, opts OpenOptions) (*Log, error
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
 	l := &Log{fsys: fsys, dir: dir, cfg: cfg, logger: logger.With(zap.String("log", dir)), now: time.Now,
-		waitCh: make(chan struct{}), onFsync: opts.OnFsync, onDoomed: opts.OnSegmentsDeleted, onFailed: opts.OnFailed}
+		waitCh: make(chan struct{})}
+	if opts.Events != nil {
+		l.events = *opts.Events
+	} else {
+		l.events = LoggingListener(logger)
+	}
 	if opts.Now != nil {
 		l.now = opts.Now
 	}

@@ -361,11 +361,11 @@ func TestFsyncHook(t *testing.T) {
 	var calls int
 	cfg := testConfig()
 	cfg.FlushIntervalMessages = 1
-	l := openTestLog(t, vfs.Default, t.TempDir(), cfg, OpenOptions{OnFsync: func(d time.Duration) {
+	l := openTestLog(t, vfs.Default, t.TempDir(), cfg, OpenOptions{Events: &EventListener{OnFsync: func(d time.Duration) {
 		mu.Lock()
 		calls++
 		mu.Unlock()
-	}})
+	}}})
 	defer l.Close()
 	appendOK(t, l, makeBatch(batchOpts{records: 1}))
 	mu.Lock()
