@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/coordinator"
@@ -47,12 +48,19 @@ type Config struct {
 	// FS is the file system of the log dir; nil = the operating system's.
 	// Tests pass errorfs or memfs to fail or crash the broker's disk.
 	FS vfs.FS
+	// Clock is the broker's clock: storage's (segment.ms, retention, flush.ms,
+	// the cleaner, revivals, timestamp bounds), Fetch's max wait and
+	// OffsetCommit's retention; nil = the real one. Socket deadlines
+	// (connections.max.idle.ms) stay on the real clock, which the kernel
+	// keeps, and durations measured for metrics are real time.
+	Clock clockwork.Clock
 }
 
 // Broker is one Strata node.
 type Broker struct {
 	cfg    Config
 	logger *zap.Logger
+	clock  clockwork.Clock
 	frames framePool // big Produce frame buffers shared by the connections (conn.go)
 	logs   *storage.Manager
 	pids   *coordinator.ProducerIDs
@@ -110,21 +118,26 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if fsys == nil {
 		fsys = vfs.Default
 	}
+	clock := cfg.Clock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
 	pids, err := coordinator.OpenProducerIDs(fsys, cfg.LogDirs)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("producer ids: %w", err), ln.Close())
 	}
 	events := storage.TeeEventListener(storage.LoggingListener(logger), met.StorageEvents())
 	logs, err := storage.OpenManager(fsys, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID,
-		Events: &events, ReserveProducerIDs: pids.Reserve})
+		Events: &events, Clock: clock, ReserveProducerIDs: pids.Reserve})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())
 	}
-	groups, err := coordinator.OpenGroups(logs, cfg.Groups, logger)
+	groupCfg, txnCfg := coordinatorConfigs(&cfg, clock)
+	groups, err := coordinator.OpenGroups(logs, groupCfg, logger)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("group coordinator: %w", err), logs.Close(), ln.Close())
 	}
-	txns, err := coordinator.OpenTxns(logs, pids, groups, cfg.Txns, logger)
+	txns, err := coordinator.OpenTxns(logs, pids, groups, txnCfg, logger)
 	if err != nil {
 		groups.Close()
 		return nil, errors.Join(fmt.Errorf("transaction coordinator: %w", err), logs.Close(), ln.Close())
@@ -141,6 +154,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	b := &Broker{
 		cfg:      cfg,
 		logger:   logger,
+		clock:    clock,
 		logs:     logs,
 		pids:     pids,
 		groups:   groups,
@@ -164,6 +178,13 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		return nil, errors.Join(err, logs.Close(), ln.Close())
 	}
 	return b, nil
+}
+
+// coordinatorConfigs is where the broker's clock is handed to the group and
+// transaction coordinators: their configs take it as Clock once they run as
+// state machines on an injected clock.
+func coordinatorConfigs(cfg *Config, clock clockwork.Clock) (coordinator.GroupConfig, coordinator.TxnConfig) {
+	return cfg.Groups, cfg.Txns
 }
 
 // Addr is the address the listener is bound to.

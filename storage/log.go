@@ -9,10 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/strata-io/strata/internal/batch"
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -28,8 +29,9 @@ type OpenOptions struct {
 	// FirstDirtyOffset is the checkpointed cleaner position
 	// (cleaner-offset-checkpoint) of a compacted log; 0 = clean from the start.
 	FirstDirtyOffset int64
-	// Now is the log's clock (retention, segment.ms, flush.ms); nil = time.Now.
-	Now func() time.Time
+	// Clock is the log's clock (retention, segment.ms, flush.ms, timestamp
+	// bounds); nil = the real one.
+	Clock clockwork.Clock
 	// Events is told of the log's rolls, failure, revival, deleted
 	// segments and fsyncs; nil = LoggingListener(Logger).
 	Events *EventListener
@@ -61,7 +63,10 @@ type Log struct {
 	dir    string
 	cfg    Config
 	logger *zap.Logger
-	now    func() time.Time
+	clock  clockwork.Clock
+	now    func() time.Time // clock.Now
+	// msClock is the clock in ms as the last timestamp check read it.
+	msClock atomic.Int64
 
 	mu            sync.Mutex
 	segs          []*segment
@@ -158,7 +163,7 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
 		return AppendResult{}, err
 	}
 	if view.CheckTimestamps {
-		if err := checkTimestamps(hdrs, view.TimestampBeforeMaxMs, view.TimestampAfterMaxMs); err != nil {
+		if err := l.checkTimestamps(hdrs, view.TimestampBeforeMaxMs, view.TimestampAfterMaxMs); err != nil {
 			return AppendResult{}, err
 		}
 	}
@@ -536,13 +541,13 @@ func (l *Log) startFlusher() {
 	l.flusherDone = make(chan struct{})
 	go func() {
 		defer close(l.flusherDone)
-		t := time.NewTicker(interval)
+		t := l.clock.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
 			case <-l.stopFlusher:
 				return
-			case <-t.C:
+			case <-t.Chan():
 			}
 			l.mu.Lock()
 			due := l.failed == nil && !l.closed && l.unflushedMsgs > 0 &&

@@ -57,7 +57,7 @@ func (l *Log) Revive() (*RecoveryReport, error) {
 	for _, s := range l.segs {
 		s.closeAll()
 	}
-	fresh := &Log{fsys: l.fsys, dir: l.dir, cfg: l.cfg, logger: l.logger, now: l.now, doomed: l.doomed, events: l.events}
+	fresh := &Log{fsys: l.fsys, dir: l.dir, cfg: l.cfg, logger: l.logger, clock: l.clock, now: l.now, doomed: l.doomed, events: l.events}
 	fresh.lastFlush = l.now()
 	opts := OpenOptions{RecoveryPoint: l.flushed.Load(), LogStartOffset: l.logStart, FirstDirtyOffset: l.firstDirty}
 	if err := fresh.load(opts); err != nil {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 
@@ -32,8 +33,9 @@ const lockFile = ".lock"
 type ManagerOptions struct {
 	Logger *zap.Logger
 	NodeID int32
-	// Now is the clock of retention and of every log; nil = time.Now.
-	Now func() time.Time
+	// Clock is the clock of retention, the cleaner, revivals and every
+	// log; nil = the real one.
+	Clock clockwork.Clock
 	// Events is told what the log dir and its logs do (events.go); nil =
 	// LoggingListener(Logger).
 	Events *EventListener
@@ -77,7 +79,8 @@ type Manager struct {
 	// adminMu; defaults = static overlaid with them: brokerDefault the
 	// cluster default's, brokerConfigs this node's); ckptMu serializes
 	// log-start-offset-checkpoint writes.
-	now           func() time.Time
+	clock         clockwork.Clock
+	now           func() time.Time // clock.Now
 	events        EventListener
 	static        Config
 	brokerDefault map[string]string
@@ -209,7 +212,7 @@ func openLockedManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOpt
 		static:      defaults,
 		logger:      logger,
 		meta:        meta,
-		now:         opts.Now,
+		clock:       opts.Clock,
 		events:      LoggingListener(logger),
 		deleting:    deleted,
 		deletedSegs: make(chan struct{}, 1),
@@ -217,9 +220,10 @@ func openLockedManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOpt
 		topics:      make(map[string]*Topic, len(reg)),
 		byID:        make(map[[16]byte]*Topic, len(reg)),
 	}
-	if m.now == nil {
-		m.now = time.Now
+	if m.clock == nil {
+		m.clock = clockwork.NewRealClock()
 	}
+	m.now = m.clock.Now
 	if opts.Events != nil {
 		m.events = *opts.Events
 	}
@@ -389,7 +393,7 @@ func (m *Manager) openPartition(o partitionOpen) (*Partition, error) {
 	opts := o.opts
 	opts.Logger = m.logger.With(zap.String("topic", t.Name), zap.Int32("partition", o.index))
 	events := m.forLog(t.Name, o.index)
-	opts.Now, opts.Events = m.now, &events
+	opts.Clock, opts.Events = m.clock, &events
 	l, err := OpenLog(m.fsys, pdir, t.LogConfig(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, o.index, err)
