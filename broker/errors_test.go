@@ -60,8 +60,9 @@ func TestUnclassifiedErrorIsUnknownServerError(t *testing.T) {
 	if resp.ErrorCode != kerr.UnknownServerError.Code {
 		t.Fatalf("InitProducerID with a failing producer-id block: error %d, want UNKNOWN_SERVER_ERROR", resp.ErrorCode)
 	}
-	lines := logs.FilterMessage("unexpected error, answering UNKNOWN_SERVER_ERROR").All()
-	if len(lines) != 1 || lines[0].ContextMap()["request"] != "InitProducerID" {
-		t.Fatalf("logged %+v, want one line for InitProducerID", logs.All())
+	lines := logs.All()
+	if len(lines) != 1 || lines[0].Message != "unexpected error, answering UNKNOWN_SERVER_ERROR" ||
+		lines[0].ContextMap()["request"] != "InitProducerID" {
+		t.Fatalf("logged %+v, want one error line, for InitProducerID", lines)
 	}
 }
