@@ -16,6 +16,9 @@ type EventListener struct {
 	// OnRecovered: a log dir's partitions are open, recovered where the
 	// previous run did not shut down cleanly.
 	OnRecovered func(RecoveryInfo)
+	// OnLogTruncated: a log's recovery (at open or revival) cut an invalid
+	// tail and dropped the segments after it.
+	OnLogTruncated func(LogTruncationInfo)
 	// OnSegmentRolled: a log started a new active segment.
 	OnSegmentRolled func(SegmentRollInfo)
 	// OnLogFailed: a write, fsync or truncate failed; the log refuses
@@ -26,6 +29,8 @@ type EventListener struct {
 	// OnSegmentsDeleted: retention or DeleteRecords renamed segments
 	// .deleted; they are removed after file.delete.delay.ms.
 	OnSegmentsDeleted func(SegmentDeletionInfo)
+	// OnLogCleaned: a compaction pass over a log finished.
+	OnLogCleaned func(LogCleanInfo)
 	// OnTopicCreated, OnPartitionsAdded, OnTopicDeleted: the admin
 	// operations' results.
 	OnTopicCreated    func(TopicInfo)
@@ -52,6 +57,24 @@ type RecoveryInfo struct {
 	CleanShutdown bool
 	Report        RecoveryReport // DroppedFrom unused: see Truncated
 	Truncated     []string       // "<topic>-<partition> from offset <n>" per log recovery cut
+}
+
+// LogTruncationInfo is what a recovery dropped from one log, and why.
+type LogTruncationInfo struct {
+	LogInfo
+	Reason               error // what was invalid at the cut
+	BytesDropped         int64
+	LaterSegmentsDropped int
+	LaterBatchesDropped  int
+	LogEndOffset         int64
+	TruncatedSegment     int64 // base of the segment cut, -1 when only whole segments went
+	TruncatedAt          int64 // its new size
+}
+
+// LogCleanInfo is a finished compaction pass.
+type LogCleanInfo struct {
+	LogInfo
+	Stats CleanStats
 }
 
 // SegmentRollInfo is a roll: Base is the new active segment's base offset.
@@ -120,6 +143,23 @@ func LoggingListener(logger *zap.Logger) EventListener {
 			}
 			logger.Info("log dir recovered after an unclean shutdown", fields...)
 		},
+		OnLogTruncated: func(i LogTruncationInfo) {
+			fields := append(i.fields(), zap.Error(i.Reason), zap.Int64("bytesDropped", i.BytesDropped),
+				zap.Int("laterSegmentsDropped", i.LaterSegmentsDropped), zap.Int("laterBatchesDropped", i.LaterBatchesDropped),
+				zap.Int64("logEndOffset", i.LogEndOffset))
+			if i.TruncatedSegment >= 0 {
+				fields = append(fields, zap.Int64("truncatedSegment", i.TruncatedSegment), zap.Int64("truncatedAt", i.TruncatedAt))
+			}
+			logger.Warn("log recovery truncated the log", fields...)
+		},
+		OnLogCleaned: func(i LogCleanInfo) {
+			st := i.Stats
+			logger.Info("cleaned log", append(i.fields(), zap.Int64("firstDirty", st.FirstDirty), zap.Int64("end", st.End),
+				zap.Int("segmentsBefore", st.SegmentsBefore), zap.Int("segmentsAfter", st.SegmentsAfter),
+				zap.Int64("bytesBefore", st.BytesBefore), zap.Int64("bytesAfter", st.BytesAfter),
+				zap.Int64("recordsRead", st.RecordsRead), zap.Int64("recordsKept", st.RecordsKept),
+				zap.Duration("took", st.Duration))...)
+		},
 		OnSegmentRolled: func(i SegmentRollInfo) {
 			logger.Debug("rolled segment", append(i.fields(), zap.String("dir", i.Dir), zap.Int64("base", i.Base))...)
 		},
@@ -164,6 +204,8 @@ func (i LogInfo) fields() []zap.Field {
 func TeeEventListener(a, b EventListener) EventListener {
 	return EventListener{
 		OnRecovered:       tee(a.OnRecovered, b.OnRecovered),
+		OnLogTruncated:    tee(a.OnLogTruncated, b.OnLogTruncated),
+		OnLogCleaned:      tee(a.OnLogCleaned, b.OnLogCleaned),
 		OnSegmentRolled:   tee(a.OnSegmentRolled, b.OnSegmentRolled),
 		OnLogFailed:       tee(a.OnLogFailed, b.OnLogFailed),
 		OnLogRevived:      tee(a.OnLogRevived, b.OnLogRevived),
@@ -190,6 +232,8 @@ func tee[T any](a, b func(T)) func(T) {
 func (m *Manager) forLog(topic string, partition int32) EventListener {
 	e := m.events
 	name := func(i *LogInfo) { i.Topic, i.Partition = topic, partition }
+	e.OnLogTruncated = func(i LogTruncationInfo) { name(&i.LogInfo); call(m.events.OnLogTruncated, i) }
+	e.OnLogCleaned = func(i LogCleanInfo) { name(&i.LogInfo); call(m.events.OnLogCleaned, i) }
 	e.OnSegmentRolled = func(i SegmentRollInfo) { name(&i.LogInfo); call(m.events.OnSegmentRolled, i) }
 	e.OnLogFailed = func(i LogFailureInfo) { m.logFailed(); name(&i.LogInfo); call(m.events.OnLogFailed, i) }
 	e.OnLogRevived = func(i LogRevivalInfo) { name(&i.LogInfo); call(m.events.OnLogRevived, i) }

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -121,5 +123,72 @@ func TestManagerReportsEvents(t *testing.T) {
 	if got := lines[0].ContextMap(); len(keys) != 5 || keys[0] != "topic" || keys[1] != "partition" || keys[2] != "log" ||
 		keys[3] != "dir" || keys[4] != "error" || got["topic"] != "t" || got["log"] != pdir || got["dir"] != pdir {
 		t.Errorf("failure line fields %v: %v, want topic, partition, log, dir, error", keys, got)
+	}
+}
+
+// TestRecoveryTruncationIsReported appends garbage to a partition's segment
+// after an unclean shutdown and checks the reopened Manager reports the cut
+// with the partition named (OnLogTruncated), its line carries the fields a
+// log's logger did, and OnRecovered sums what was dropped.
+func TestRecoveryTruncationIsReported(t *testing.T) {
+	dir := t.TempDir()
+	m, err := OpenManager(vfs.Default, dir, DefaultConfig(), ManagerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := m.CreateTopic("t", 1, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendOK(t, topic.Partitions()[0].Log, makeBatch(batchOpts{records: 2}))
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pdir := partitionDir(m.dir, "t", 0)
+	f, err := os.OpenFile(segmentPath(pdir, 0, logExt), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Remove(filepath.Join(dir, cleanShutdownFile)); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu        sync.Mutex
+		cuts      []LogTruncationInfo
+		recovered []RecoveryInfo
+	)
+	core, logs := observer.New(zapcore.InfoLevel)
+	events := TeeEventListener(LoggingListener(zap.New(core)), EventListener{
+		OnLogTruncated: func(i LogTruncationInfo) { mu.Lock(); cuts = append(cuts, i); mu.Unlock() },
+		OnRecovered:    func(i RecoveryInfo) { mu.Lock(); recovered = append(recovered, i); mu.Unlock() },
+	})
+	m, err = OpenManager(vfs.Default, dir, DefaultConfig(), ManagerOptions{Events: &events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(cuts) != 1 || cuts[0].LogInfo != (LogInfo{Topic: "t", Partition: 0, Dir: pdir}) || cuts[0].BytesDropped != 100 ||
+		cuts[0].LogEndOffset != 2 || cuts[0].TruncatedSegment != 0 || cuts[0].Reason == nil {
+		t.Fatalf("OnLogTruncated: %+v", cuts)
+	}
+	if len(recovered) != 1 || recovered[0].CleanShutdown || recovered[0].Report.BytesDropped != 100 ||
+		len(recovered[0].Truncated) != 1 || recovered[0].Truncated[0] != "t-0 from offset 2" {
+		t.Fatalf("OnRecovered: %+v", recovered)
+	}
+	lines := logs.FilterMessage("log recovery truncated the log").All()
+	if len(lines) != 1 {
+		t.Fatalf("truncation logged %d times", len(lines))
+	}
+	if got := lines[0].ContextMap(); got["topic"] != "t" || got["log"] != pdir || got["bytesDropped"] != int64(100) || got["truncatedSegment"] != int64(0) {
+		t.Fatalf("truncation line %v", got)
+	}
+	if logs.FilterMessage("log dir recovered after an unclean shutdown").Len() != 1 {
+		t.Fatal("no log dir recovery line")
 	}
 }
