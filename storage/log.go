@@ -32,8 +32,9 @@ type OpenOptions struct {
 	// Clock is the log's clock (retention, segment.ms, flush.ms, timestamp
 	// bounds); nil = the real one.
 	Clock clockwork.Clock
-	// Events is told of the log's rolls, failure, revival, deleted
-	// segments and fsyncs; nil = LoggingListener(Logger).
+	// Events is told of the log's recovery truncations, rolls, failure,
+	// revival, deleted segments, cleanings and fsyncs; nil =
+	// LoggingListener(Logger).
 	Events *EventListener
 }
 
