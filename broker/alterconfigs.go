@@ -65,7 +65,7 @@ func handleAlterConfigs(rc *reqCtx) (kmsg.Response, error) {
 		if err == nil {
 			err = b.replaceConfigs(rr.ResourceType, rr.ResourceName, configs, r.ValidateOnly)
 		}
-		res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+		res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.AlterConfigs, err), errorMessage(err)
 		resp.Resources = append(resp.Resources, res)
 	}
 	return resp, nil

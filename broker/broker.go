@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/coordinator"
@@ -49,12 +50,19 @@ type Config struct {
 	// FS is the file system of the log dir; nil = the operating system's.
 	// Tests pass errorfs or memfs to fail or crash the broker's disk.
 	FS vfs.FS
+	// Clock is the broker's clock: storage's (segment.ms, retention, flush.ms,
+	// the cleaner, revivals, timestamp bounds), Fetch's max wait and
+	// OffsetCommit's retention; nil = the real one. Socket deadlines
+	// (connections.max.idle.ms) stay on the real clock, which the kernel
+	// keeps, and durations measured for metrics are real time.
+	Clock clockwork.Clock
 }
 
 // Broker is one Strata node.
 type Broker struct {
 	cfg    Config
 	logger *zap.Logger
+	clock  clockwork.Clock
 	frames framePool // big Produce frame buffers shared by the connections (conn.go)
 	logs   *storage.Manager
 	meta   *local.Store // the metadata image handlers read (image.go)
@@ -105,7 +113,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	var met *metrics.Metrics // created before the logs so fsyncs are timed from the start
+	var met *metrics.Metrics // created before the logs so fsyncs and recoveries are counted from the start
 	if cfg.MetricsListener != "" {
 		met = metrics.New()
 	}
@@ -113,22 +121,28 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if fsys == nil {
 		fsys = vfs.Default
 	}
+	clock := cfg.Clock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
 	pids, err := coordinator.OpenProducerIDs(fsys, cfg.LogDirs)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("producer ids: %w", err), ln.Close())
 	}
 	meta := local.New(metadata.Empty)
 	follower := &imageFollower{store: meta, node: cfg.NodeID, logger: logger}
+	events := storage.TeeEventListener(storage.LoggingListener(logger), met.StorageEvents())
 	logs, err := storage.OpenManager(fsys, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID,
-		OnFsync: met.Fsync, ReserveProducerIDs: pids.Reserve, OnChange: follower.follow})
+		Events: &events, Clock: clock, ReserveProducerIDs: pids.Reserve, OnChange: follower.follow})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())
 	}
-	groups, err := coordinator.OpenGroups(logs, cfg.Groups, logger)
+	groupCfg, txnCfg := coordinatorConfigs(&cfg, clock)
+	groups, err := coordinator.OpenGroups(logs, groupCfg, logger)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("group coordinator: %w", err), logs.Close(), ln.Close())
 	}
-	txns, err := coordinator.OpenTxns(logs, pids, groups, cfg.Txns, logger)
+	txns, err := coordinator.OpenTxns(logs, pids, groups, txnCfg, logger)
 	if err != nil {
 		groups.Close()
 		return nil, errors.Join(fmt.Errorf("transaction coordinator: %w", err), logs.Close(), ln.Close())
@@ -154,6 +168,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	b := &Broker{
 		cfg:      cfg,
 		logger:   logger,
+		clock:    clock,
 		logs:     logs,
 		meta:     meta,
 		pids:     pids,
@@ -178,6 +193,14 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		return nil, errors.Join(err, logs.Close(), ln.Close())
 	}
 	return b, nil
+}
+
+// coordinatorConfigs hands the broker's clock to the group and transaction
+// coordinators.
+func coordinatorConfigs(cfg *Config, clock clockwork.Clock) (coordinator.GroupConfig, coordinator.TxnConfig) {
+	txns := cfg.Txns
+	txns.Clock = clock
+	return cfg.Groups, txns
 }
 
 // Addr is the address the listener is bound to.

@@ -83,7 +83,7 @@ func (b *services) createPartitions(t kmsg.CreatePartitionsRequestTopic, validat
 	st := kmsg.NewCreatePartitionsResponseTopic()
 	st.Topic = t.Topic
 	if err := b.logs.CreatePartitions(t.Topic, t.Count, validateOnly); err != nil {
-		st.ErrorCode = errorCode(err)
+		st.ErrorCode = b.errorCode(kmsg.CreatePartitions, err)
 		st.ErrorMessage = errorMessage(err)
 	}
 	return st

@@ -102,7 +102,7 @@ func (b *services) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly boo
 	// Name rules and existence come first in Kafka; a validate-only creation
 	// of one partition with no configs checks exactly those.
 	if _, err := b.logs.CreateTopic(t.Topic, 1, nil, true); err != nil {
-		return createTopicError(t.Topic, err)
+		return b.createTopicError(t.Topic, err)
 	}
 	configs := make(map[string]string, len(t.Configs))
 	var nulls []string
@@ -119,7 +119,7 @@ func (b *services) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly boo
 	}
 	effective, err := b.cfg.Log.WithTopicConfigs(configs)
 	if err != nil {
-		return createTopicError(t.Topic, err)
+		return b.createTopicError(t.Topic, err)
 	}
 	partitions, code, msg := b.topicLayout(t)
 	if code != 0 {
@@ -127,7 +127,7 @@ func (b *services) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly boo
 	}
 	topic, err := b.logs.CreateTopic(t.Topic, partitions, configs, validateOnly)
 	if err != nil {
-		return createTopicError(t.Topic, err)
+		return b.createTopicError(t.Topic, err)
 	}
 	st := kmsg.NewCreateTopicsResponseTopic()
 	st.Topic = t.Topic
@@ -244,10 +244,10 @@ func createTopicFailed(name string, code int16, msg string) kmsg.CreateTopicsRes
 	return st
 }
 
-func createTopicError(name string, err error) kmsg.CreateTopicsResponseTopic {
+func (b *services) createTopicError(name string, err error) kmsg.CreateTopicsResponseTopic {
 	st := kmsg.NewCreateTopicsResponseTopic()
 	st.Topic = name
-	st.ErrorCode = errorCode(err)
+	st.ErrorCode = b.errorCode(kmsg.CreateTopics, err)
 	st.ErrorMessage = errorMessage(err)
 	return st
 }

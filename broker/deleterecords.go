@@ -57,7 +57,7 @@ func handleDeleteRecords(rc *reqCtx) (kmsg.Response, error) {
 				sp.LowWatermark, err = b.logs.DeleteRecords(rt.Topic, rp.Partition, rp.Offset)
 			}
 			if err != nil {
-				sp.LowWatermark, sp.ErrorCode = -1, errorCode(err)
+				sp.LowWatermark, sp.ErrorCode = -1, b.errorCode(kmsg.DeleteRecords, err)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -123,7 +123,7 @@ func (b *services) deleteTopic(st kmsg.DeleteTopicsResponseTopic) kmsg.DeleteTop
 		return deleteTopicFailed(st, kerr.InvalidRequest.Code, "Topic "+*st.Topic+" is an internal topic and cannot be deleted.")
 	}
 	if err := b.logs.DeleteTopic(*st.Topic); err != nil {
-		st.ErrorCode = errorCode(err)
+		st.ErrorCode = b.errorCode(kmsg.DeleteTopics, err)
 		st.ErrorMessage = errorMessage(err)
 	}
 	return st

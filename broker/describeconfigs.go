@@ -23,6 +23,7 @@ package broker
 // STATIC_BROKER_CONFIG when it differs from Kafka's default.
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -53,7 +54,7 @@ func handleDescribeConfigs(rc *reqCtx) (kmsg.Response, error) {
 		}
 		synonyms, docs := r.IncludeSynonyms && req.Version >= 1, r.IncludeDocumentation && req.Version >= 3
 		if err := configRefused(rc, OpDescribeConfigs, rr.ResourceType, rr.ResourceName); err != nil {
-			res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+			res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.DescribeConfigs, err), errorMessage(err)
 			resp.Resources = append(resp.Resources, res)
 			continue
 		}
@@ -61,7 +62,7 @@ func handleDescribeConfigs(rc *reqCtx) (kmsg.Response, error) {
 		case kmsg.ConfigResourceTypeTopic:
 			topic, err := b.configTopic(rr.ResourceName)
 			if err != nil {
-				res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+				res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.DescribeConfigs, err), errorMessage(err)
 				break
 			}
 			src := b.brokerConfigSources()
@@ -73,13 +74,13 @@ func handleDescribeConfigs(rc *reqCtx) (kmsg.Response, error) {
 		case kmsg.ConfigResourceTypeBroker:
 			node, err := b.configBroker(rr.ResourceName)
 			if err != nil {
-				res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+				res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.DescribeConfigs, err), errorMessage(err)
 				break
 			}
 			res.Configs = b.describeBrokerConfigs(node, names, synonyms, docs)
 		default:
 			err := unsupportedResource(rr.ResourceType)
-			res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+			res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.DescribeConfigs, err), errorMessage(err)
 		}
 		resp.Resources = append(resp.Resources, res)
 	}
@@ -94,7 +95,7 @@ func (b *services) configTopic(name string) (map[string]string, error) {
 	}
 	img := b.meta.Image()
 	if img.Topics.ByName(name) == nil {
-		if _, err := b.logs.CreateTopic(name, 1, nil, true); err != nil && !isKerr(err, kerr.TopicAlreadyExists) {
+		if _, err := b.logs.CreateTopic(name, 1, nil, true); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return nil, err // an invalid name
 		}
 		return nil, fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
@@ -125,8 +126,4 @@ func (b *services) configBroker(name string) (node bool, err error) {
 
 func unsupportedResource(t kmsg.ConfigResourceType) error {
 	return fmt.Errorf("unsupported resource type %s: %w", t, kerr.InvalidRequest)
-}
-
-func isKerr(err error, want *kerr.Error) bool {
-	return errorCode(err) == want.Code
 }

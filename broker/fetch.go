@@ -84,15 +84,15 @@ func (b *services) serveFetch(c fetchWriter, req *protocol.Request, access fetch
 	if r.SessionEpoch != finalFetchEpoch && r.SessionEpoch != initialFetchEpoch {
 		return c.writeFetch(req, kerr.FetchSessionIDNotFound.Code, nil)
 	}
-	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	deadline := b.clock.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	for {
 		waits := b.fetchWaits(r, req.Version)
 		topics, total, hasError := b.readFetch(r, req.Version, access)
-		if total >= int(r.MinBytes) || hasError || !time.Now().Before(deadline) {
+		if total >= int(r.MinBytes) || hasError || !b.clock.Now().Before(deadline) {
 			return c.writeFetch(req, 0, topics)
 		}
 		releaseFetch(topics)
-		if !b.waitAny(waits, time.Until(deadline)) {
+		if !b.waitAny(waits, b.clock.Until(deadline)) {
 			topics, _, _ = b.readFetch(r, req.Version, access)
 			return c.writeFetch(req, 0, topics)
 		}
@@ -126,11 +126,11 @@ func (b *services) fetchWaits(r *kmsg.FetchRequest, version int16) []<-chan stru
 // waitAny blocks until one of waits closes (true), or d passes or the broker
 // shuts down (false).
 func (b *services) waitAny(waits []<-chan struct{}, d time.Duration) bool {
-	timer := time.NewTimer(d)
+	timer := b.clock.NewTimer(d)
 	defer timer.Stop()
 	cases := make([]reflect.SelectCase, 0, len(waits)+2)
 	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.Chan())},
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.shutdown)})
 	for _, w := range waits {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
@@ -160,7 +160,7 @@ func (b *services) readFetch(r *kmsg.FetchRequest, version int16, access fetchAc
 				err = b.readPartition(t, version, &rp, min(int(rp.PartitionMaxBytes), max(remaining, 0)), minOne, &fp)
 			}
 			if err != nil {
-				fp.errorCode = errorCode(err)
+				fp.errorCode = b.errorCode(kmsg.Fetch, err)
 				hasError = true
 			}
 			if n := fp.chunk.Len(); n > 0 {

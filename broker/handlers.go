@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 )
 
 // handler serves one decoded request. It returns the response to send, or
@@ -86,9 +87,12 @@ func ServedVersions() []VersionRange {
 	return newRegistry().ranges()
 }
 
-// errorCode maps an error from storage or the coordinator to a Kafka error
-// code: Kafka errors pass through, anything else is a storage failure.
-func errorCode(err error) int16 {
+// errorCode maps an error from storage or the coordinator to the Kafka error
+// code answered for key: a Kafka error passes through (storage marks its I/O
+// failures KAFKA_STORAGE_ERROR); anything else is a failure nobody
+// classified, UNKNOWN_SERVER_ERROR as in Kafka's Errors.forException, and is
+// logged here since the client learns nothing of it.
+func (b *services) errorCode(key kmsg.Key, err error) int16 {
 	if err == nil {
 		return 0
 	}
@@ -96,7 +100,8 @@ func errorCode(err error) int16 {
 	if errors.As(err, &ke) {
 		return ke.Code
 	}
-	return kerr.KafkaStorageError.Code
+	b.logger.Error("unexpected error, answering UNKNOWN_SERVER_ERROR", zap.String("request", key.Name()), zap.Error(err))
+	return kerr.UnknownServerError.Code
 }
 
 // errorMessage is the text sent in responses that carry one: nil for

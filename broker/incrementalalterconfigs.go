@@ -48,7 +48,7 @@ func handleIncrementalAlterConfigs(rc *reqCtx) (kmsg.Response, error) {
 		} else if err = configRefused(rc, OpAlterConfigs, rr.ResourceType, rr.ResourceName); err == nil {
 			err = b.alterIncrementally(rr, r.ValidateOnly)
 		}
-		res.ErrorCode, res.ErrorMessage = errorCode(err), errorMessage(err)
+		res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.IncrementalAlterConfigs, err), errorMessage(err)
 		resp.Resources = append(resp.Resources, res)
 	}
 	return resp, nil

@@ -19,7 +19,6 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"go.uber.org/zap"
 )
 
 // registerInitProducerID serves InitProducerID; its versions are here and nowhere else.
@@ -49,8 +48,7 @@ func handleInitProducerID(rc *reqCtx) (kmsg.Response, error) {
 	case r.TransactionalID == nil:
 		id, err := b.pids.Next()
 		if err != nil {
-			b.logger.Error("allocating a producer id", zap.Error(err))
-			return fail(errorCode(err))
+			return fail(b.errorCode(kmsg.InitProducerID, err))
 		}
 		resp.ProducerID, resp.ProducerEpoch = id, 0
 		return resp, nil

@@ -67,7 +67,7 @@ func (b *Broker) waitForSlot() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if limit > 0 && len(b.conns) >= limit && !b.closing {
-		if now := time.Now(); now.Sub(b.fullLogged) >= time.Minute {
+		if now := b.clock.Now(); now.Sub(b.fullLogged) >= time.Minute {
 			b.fullLogged = now
 			b.logger.Info("not accepting connections until one closes", zap.String("reason",
 				fmt.Sprintf("the broker has the configured maximum of %d connections (max.connections)", limit)))

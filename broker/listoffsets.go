@@ -84,7 +84,7 @@ func handleListOffsets(rc *reqCtx) (kmsg.Response, error) {
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				listOffset(p, rp, r.ReplicaID == consumerReplicaID, r.IsolationLevel == 1, &sp)
+				b.listOffset(p, rp, r.ReplicaID == consumerReplicaID, r.IsolationLevel == 1, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -95,9 +95,9 @@ func handleListOffsets(rc *reqCtx) (kmsg.Response, error) {
 
 // listOffset answers one partition; sp starts with Kafka's "not found"
 // values (offset, timestamp and epoch -1).
-func listOffset(p *storage.Partition, rp kmsg.ListOffsetsRequestTopicPartition, fromClient, readCommitted bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
+func (b *services) listOffset(p *storage.Partition, rp kmsg.ListOffsetsRequestTopicPartition, fromClient, readCommitted bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
-		sp.ErrorCode = errorCode(err)
+		sp.ErrorCode = b.errorCode(kmsg.ListOffsets, err)
 		return
 	}
 	epoch := p.LeaderEpoch()

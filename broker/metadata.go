@@ -128,7 +128,7 @@ func (b *services) describeTopicByName(img *metadata.Image, name string, autoCre
 	case errors.Is(err, kerr.TopicAlreadyExists):
 	case err != nil:
 		b.logger.Info("auto-create refused", zap.String("topic", name), zap.Error(err))
-		mt.ErrorCode = errorCode(err)
+		mt.ErrorCode = b.errorCode(kmsg.Metadata, err)
 	default:
 		b.logger.Info("auto-created topic", zap.String("topic", name), zap.Int32("partitions", b.cfg.NumPartitions))
 	}

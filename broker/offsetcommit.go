@@ -27,8 +27,6 @@ package broker
 // UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
-	"time"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -45,7 +43,7 @@ func handleOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 		Version: req.Version}
 	expire := int64(-1)
 	if req.Version <= 4 && r.RetentionTimeMillis >= 0 {
-		expire = time.Now().UnixMilli() + r.RetentionTimeMillis
+		expire = b.clock.Now().UnixMilli() + r.RetentionTimeMillis
 	}
 	// READ on the group, then on each topic; refused topics are not
 	// committed (Kafka's handleOffsetCommitRequest).

@@ -43,7 +43,7 @@ func handleOffsetForLeaderEpoch(rc *reqCtx) (kmsg.Response, error) {
 			} else if p := lookupPartition(b.logs.Topic(rt.Topic), rp.Partition); p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
-				sp.ErrorCode = errorCode(err)
+				sp.ErrorCode = b.errorCode(kmsg.OffsetForLeaderEpoch, err)
 			} else {
 				sp.LeaderEpoch, sp.EndOffset = p.Log.EndOffsetForEpoch(rp.LeaderEpoch)
 			}

@@ -79,7 +79,7 @@ func handleProduce(rc *reqCtx) (kmsg.Response, error) {
 			if err == nil {
 				err = b.appendPartition(topic, rp.Partition, rp.Records, &sp)
 			}
-			sp.ErrorCode = errorCode(err)
+			sp.ErrorCode = b.errorCode(kmsg.Produce, err)
 			b.metrics.PartitionError(req.Key, sp.ErrorCode)
 			if err != nil {
 				sp.BaseOffset = -1

@@ -3,6 +3,7 @@ package broker
 import (
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -46,6 +47,7 @@ type fetchWriter interface {
 type services struct {
 	cfg      *Config
 	logger   *zap.Logger
+	clock    clockwork.Clock // Config.Clock, or the real one
 	logs     logStore
 	pids     producerIDs
 	groups   groupCoordinator
@@ -121,6 +123,7 @@ func newServices(b *Broker) *services {
 	return &services{
 		cfg:      &b.cfg,
 		logger:   b.logger,
+		clock:    b.clock,
 		logs:     b.logs,
 		pids:     b.pids,
 		groups:   b.groups,

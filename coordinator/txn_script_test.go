@@ -85,7 +85,7 @@ func newTxnHarness(t *testing.T) *txnHarness {
 	dir := t.TempDir()
 	base := time.UnixMilli(1_700_000_000_000)
 	clock := clockwork.NewFakeClockAt(base)
-	logs, err := storage.OpenManager(vfs.Default, dir, storage.DefaultConfig(), storage.ManagerOptions{NodeID: 1, Now: clock.Now})
+	logs, err := storage.OpenManager(vfs.Default, dir, storage.DefaultConfig(), storage.ManagerOptions{NodeID: 1, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

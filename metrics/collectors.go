@@ -13,7 +13,6 @@ import (
 type Storage interface {
 	Topics() []*storage.Topic
 	OfflinePartitions() []storage.OfflinePartition
-	RecoveryTotals() storage.RecoveryReport
 }
 
 type storageSource struct{ s Storage }
@@ -61,12 +60,6 @@ var (
 		"First offset still in the log.", []string{"topic", "partition"}, nil)
 	sizeDesc = prometheus.NewDesc(PartitionSizeBytes,
 		"Bytes of the partition's segment files.", []string{"topic", "partition"}, nil)
-	recoverySegmentsDesc = prometheus.NewDesc(RecoverySegmentsChecked,
-		"Segments whose batches log recovery validated (at start after an unclean shutdown, and when a failed partition revives).", nil, nil)
-	recoveryBytesDesc = prometheus.NewDesc(RecoveryBytesDropped,
-		"Bytes log recovery cut from partition logs: invalid tails and the segments after them (never acknowledged data).", nil, nil)
-	recoveryBatchesDesc = prometheus.NewDesc(RecoveryBatchesDropped,
-		"Whole batches in the segments log recovery dropped after a cut.", nil, nil)
 	offlineDesc = prometheus.NewDesc(PartitionOffline,
 		"1 while the partition's log has failed (a write error, e.g. a full disk) and refuses writes, else 0.",
 		[]string{"topic", "partition"}, nil)
@@ -118,9 +111,6 @@ func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- highWatermarkDesc
 	ch <- sizeDesc
 	ch <- offlineDesc
-	ch <- recoverySegmentsDesc
-	ch <- recoveryBytesDesc
-	ch <- recoveryBatchesDesc
 	ch <- groupOffsetDesc
 	ch <- groupLagDesc
 }
@@ -135,10 +125,6 @@ func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 	if src == nil {
 		return
 	}
-	r := src.s.RecoveryTotals()
-	ch <- prometheus.MustNewConstMetric(recoverySegmentsDesc, prometheus.CounterValue, float64(r.SegmentsChecked))
-	ch <- prometheus.MustNewConstMetric(recoveryBytesDesc, prometheus.CounterValue, float64(r.BytesDropped))
-	ch <- prometheus.MustNewConstMetric(recoveryBatchesDesc, prometheus.CounterValue, float64(r.BatchesDropped))
 	groups := c.m.groups.Load()
 	var hws map[topicPartition]int64
 	if groups != nil {

@@ -27,6 +27,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/storage"
 )
 
 // Metric names. They are part of Strata's operator interface (README).
@@ -79,6 +81,9 @@ type Metrics struct {
 	connsAccepted   prometheus.Counter
 	connsClosed     prometheus.Counter
 	fsync           prometheus.Histogram
+	// recovery sums what log recovery checked and dropped, at start and at
+	// revivals (storage's OnRecovered and OnLogRevived events).
+	recoverySegments, recoveryBytes, recoveryBatches prometheus.Counter
 
 	topics  sync.Map // topic name -> *TopicStats
 	storage atomic.Pointer[storageSource]
@@ -120,7 +125,14 @@ func New() *Metrics {
 		Help:    "Duration of each fsync of a segment file.",
 		Buckets: fsyncBuckets,
 	})
+	m.recoverySegments = prometheus.NewCounter(prometheus.CounterOpts{Name: RecoverySegmentsChecked,
+		Help: "Segments whose batches log recovery validated (at start after an unclean shutdown, and when a failed partition revives)."})
+	m.recoveryBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: RecoveryBytesDropped,
+		Help: "Bytes log recovery cut from partition logs: invalid tails and the segments after them (never acknowledged data)."})
+	m.recoveryBatches = prometheus.NewCounter(prometheus.CounterOpts{Name: RecoveryBatchesDropped,
+		Help: "Whole batches in the segments log recovery dropped after a cut."})
 	m.reg.MustRegister(m.requests, m.partitionErrors, m.latency, m.connsOpen, m.connsAccepted, m.connsClosed, m.fsync,
+		m.recoverySegments, m.recoveryBytes, m.recoveryBatches,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&topicCollector{m: m}, &storageCollector{m: m}, &buildCollector{m: m})
 	return m
@@ -154,7 +166,26 @@ func (m *Metrics) ConnOpened() {
 	}
 }
 
-// Fsync records the duration of one segment fsync (storage's OnFsync hook).
+// StorageEvents is the listener that feeds storage's events to the metrics:
+// fsync durations and recovery's counts; the zero listener for nil metrics.
+func (m *Metrics) StorageEvents() storage.EventListener {
+	if m == nil {
+		return storage.EventListener{}
+	}
+	return storage.EventListener{
+		OnRecovered:  func(i storage.RecoveryInfo) { m.recovered(i.Report) },
+		OnLogRevived: func(i storage.LogRevivalInfo) { m.recovered(i.Report) },
+		OnFsync:      m.Fsync,
+	}
+}
+
+func (m *Metrics) recovered(r storage.RecoveryReport) {
+	m.recoverySegments.Add(float64(r.SegmentsChecked))
+	m.recoveryBytes.Add(float64(r.BytesDropped))
+	m.recoveryBatches.Add(float64(r.BatchesDropped))
+}
+
+// Fsync records the duration of one segment fsync (storage's OnFsync event).
 func (m *Metrics) Fsync(d time.Duration) {
 	if m != nil {
 		m.fsync.Observe(d.Seconds())

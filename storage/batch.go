@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"sync/atomic"
-	"time"
 
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -104,11 +102,11 @@ func validateBatches(records []byte, maxMessageBytes int) ([]batch.Header, error
 // a timestamp within afterMax of a clock reading taken earlier is within it
 // of the clock now, so the clock is read only when that check fails (about
 // once per afterMax), not on every append.
-func checkTimestamps(hdrs []batch.Header, beforeMax, afterMax int64) error {
+func (l *Log) checkTimestamps(hdrs []batch.Header, beforeMax, afterMax int64) error {
 	fresh := beforeMax != math.MaxInt64
-	now := lastClockMs.Load()
+	now := l.msClock.Load()
 	if fresh {
-		now = readClockMs()
+		now = l.readClockMs()
 	}
 	for i := range hdrs {
 		for _, ts := range [2]int64{hdrs[i].BaseTimestamp, hdrs[i].MaxTimestamp} {
@@ -116,7 +114,7 @@ func checkTimestamps(hdrs []batch.Header, beforeMax, afterMax int64) error {
 				continue
 			}
 			if !fresh {
-				now, fresh = readClockMs(), true
+				now, fresh = l.readClockMs(), true
 				if timestampInBounds(ts, beforeMax, afterMax, now) {
 					continue
 				}
@@ -127,12 +125,10 @@ func checkTimestamps(hdrs []batch.Header, beforeMax, afterMax int64) error {
 	return nil
 }
 
-// lastClockMs is the wall clock in ms as checkTimestamps last read it.
-var lastClockMs atomic.Int64
-
-func readClockMs() int64 {
-	now := time.Now().UnixMilli()
-	lastClockMs.Store(now)
+// readClockMs reads the log's clock in ms for checkTimestamps.
+func (l *Log) readClockMs() int64 {
+	now := l.now().UnixMilli()
+	l.msClock.Store(now)
 	return now
 }
 

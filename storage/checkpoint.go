@@ -112,7 +112,7 @@ func readCheckpointLines(fsys vfs.FS, path string, want int) ([][]string, error)
 	}
 	count, err := strconv.Atoi(strings.TrimSpace(c))
 	if err != nil || count < 0 {
-		return nil, fmt.Errorf("checkpoint %s: malformed entry count %q", path, c)
+		return nil, corruptionf("checkpoint %s: malformed entry count %q", path, c)
 	}
 	entries := make([][]string, 0, min(count, 1<<16))
 	for {
@@ -122,7 +122,7 @@ func readCheckpointLines(fsys vfs.FS, path string, want int) ([][]string, error)
 		}
 		fields := strings.Fields(l)
 		if len(fields) != want {
-			return nil, fmt.Errorf("checkpoint %s line %d: malformed entry %q", path, line, l)
+			return nil, corruptionf("checkpoint %s line %d: malformed entry %q", path, line, l)
 		}
 		entries = append(entries, fields)
 	}
@@ -158,11 +158,11 @@ func readOffsetCheckpoint(fsys vfs.FS, path string) (map[topicPartition]int64, e
 	for _, f := range entries {
 		p, err := strconv.ParseInt(f[1], 10, 32)
 		if err != nil || p < 0 {
-			return nil, fmt.Errorf("checkpoint %s: malformed partition in %q", path, strings.Join(f, " "))
+			return nil, corruptionf("checkpoint %s: malformed partition in %q", path, strings.Join(f, " "))
 		}
 		off, err := strconv.ParseInt(f[2], 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("checkpoint %s: malformed offset in %q", path, strings.Join(f, " "))
+			return nil, corruptionf("checkpoint %s: malformed offset in %q", path, strings.Join(f, " "))
 		}
 		m[topicPartition{Topic: f[0], Partition: int32(p)}] = off
 	}

@@ -92,11 +92,7 @@ func (l *Log) Clean(force bool) (CleanStats, error) {
 	if err != nil {
 		return stats, fmt.Errorf("clean %s: %w", l.dir, err)
 	}
-	l.logger.Info("cleaned log", zap.Int64("firstDirty", stats.FirstDirty), zap.Int64("end", stats.End),
-		zap.Int("segmentsBefore", stats.SegmentsBefore), zap.Int("segmentsAfter", stats.SegmentsAfter),
-		zap.Int64("bytesBefore", stats.BytesBefore), zap.Int64("bytesAfter", stats.BytesAfter),
-		zap.Int64("recordsRead", stats.RecordsRead), zap.Int64("recordsKept", stats.RecordsKept),
-		zap.Duration("took", stats.Duration))
+	call(l.events.OnLogCleaned, LogCleanInfo{LogInfo{Dir: l.dir}, stats})
 	return stats, nil
 }
 

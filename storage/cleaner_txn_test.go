@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-io/strata/internal/batch"
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -195,10 +196,9 @@ func TestCleanAbortedTransactionNeverWins(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "t-0")
 	cfg := compactConfig()
 	cfg.DeleteRetentionMs = 60_000
-	now := time.UnixMilli(1_700_000_000_000)
-	clock := func() time.Time { return now }
-	l := openTestLog(t, vfs.Default, dir, cfg, OpenOptions{Now: clock})
-	ts := now.UnixMilli()
+	clock := clockwork.NewFakeClockAt(time.UnixMilli(1_700_000_000_000))
+	l := openTestLog(t, vfs.Default, dir, cfg, OpenOptions{Clock: clock})
+	ts := clock.Now().UnixMilli()
 	appendOK(t, l, keyedBatch(t, ts, batch.CodecNone, rec("K", "v0"), rec("other", "o1"))) // 0-1
 	appendOK(t, l, txnKeyedBatch(t, 1, 0, ts, rec("K", "v1")))                             // 2
 	commit1 := mustControl(t, l, 1, true)                                                  // 3
@@ -263,10 +263,10 @@ func TestCleanAbortedTransactionNeverWins(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l = openTestLog(t, vfs.Default, dir, cfg, OpenOptions{CleanShutdown: true, RecoveryPoint: 14, FirstDirtyOffset: st.End, Now: clock})
+	l = openTestLog(t, vfs.Default, dir, cfg, OpenOptions{CleanShutdown: true, RecoveryPoint: 14, FirstDirtyOffset: st.End, Clock: clock})
 	check("after a clean restart", l, true)
 	crash(l)
-	l = openTestLog(t, vfs.Default, dir, cfg, OpenOptions{RecoveryPoint: -1, FirstDirtyOffset: st.End, Now: clock})
+	l = openTestLog(t, vfs.Default, dir, cfg, OpenOptions{RecoveryPoint: -1, FirstDirtyOffset: st.End, Clock: clock})
 	defer func() { _ = l.Close() }()
 	check("after a crash", l, false)
 
@@ -303,7 +303,7 @@ func TestCleanAbortedTransactionNeverWins(t *testing.T) {
 
 	// Past the horizon the empty transactions' markers go; the commit
 	// markers stay while their data is in the log.
-	now = now.Add(time.Duration(cfg.DeleteRetentionMs+1) * time.Millisecond)
+	clock.Advance(time.Duration(cfg.DeleteRetentionMs+1) * time.Millisecond)
 	if st, err := l.Clean(false); err != nil || !st.Cleaned {
 		t.Fatalf("horizon Clean: %+v, %v", st, err)
 	}
@@ -313,18 +313,18 @@ func TestCleanAbortedTransactionNeverWins(t *testing.T) {
 
 	// K=v4 shadows v1: the first commit marker keeps for the pass that
 	// removes v1 (it saw the data), then gets a horizon, then goes.
-	appendOK(t, l, keyedBatch(t, now.UnixMilli(), batch.CodecNone, rec("K", "v4")))
+	appendOK(t, l, keyedBatch(t, clock.Now().UnixMilli(), batch.CodecNone, rec("K", "v4")))
 	rollTest(t, l)
-	appendOK(t, l, keyedBatch(t, now.UnixMilli(), batch.CodecNone, rec("z", "z2")))
+	appendOK(t, l, keyedBatch(t, clock.Now().UnixMilli(), batch.CodecNone, rec("z", "z2")))
 	want["K"], want["z"] = "v4", "z2"
 	for pass, wantMarkers := range [][]int64{{commit1, commit2, commit3}, {commit1, commit2, commit3}, {commit2, commit3}} {
 		if pass == 1 {
-			appendOK(t, l, keyedBatch(t, now.UnixMilli(), batch.CodecNone, rec("w", "w1")))
+			appendOK(t, l, keyedBatch(t, clock.Now().UnixMilli(), batch.CodecNone, rec("w", "w1")))
 			rollTest(t, l)
 			want["w"] = "w1"
 		}
 		if pass == 2 {
-			now = now.Add(time.Duration(cfg.DeleteRetentionMs+1) * time.Millisecond)
+			clock.Advance(time.Duration(cfg.DeleteRetentionMs+1) * time.Millisecond)
 		}
 		if st, err := l.Clean(pass < 2); err != nil || !st.Cleaned {
 			t.Fatalf("pass %d after v4: %+v, %v", pass, st, err)

@@ -79,6 +79,15 @@
 // (internal/batch: gzip, snappy raw or in snappy-java's xerial framing, lz4
 // frames, zstd).
 //
+// Errors storage returns otherwise: every failed file operation carries
+// KAFKA_STORAGE_ERROR and its cause (errors.Is(err, syscall.ENOSPC) holds);
+// bytes on disk that are not what was written (a bad batch header or CRC,
+// index, checkpoint, producer snapshot, partition.metadata, meta.properties,
+// registry or KRaft metadata record) are ErrCorruption, as pebble's
+// base.ErrCorruption. A read of a batch whose header is corrupt answers
+// CORRUPT_MESSAGE, as Kafka's fetch does for its batch iterator's
+// CorruptRecordException.
+//
 // # Offset index (.index)
 //
 // An array of 8-byte entries: uint32 offset relative to the base, uint32

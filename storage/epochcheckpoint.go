@@ -28,11 +28,11 @@ func readEpochCheckpoint(fsys vfs.FS, path string) ([]epochEntry, error) {
 	for _, f := range lines {
 		epoch, err := strconv.ParseInt(f[0], 10, 32)
 		if err != nil || epoch < 0 {
-			return nil, fmt.Errorf("leader epoch checkpoint %s: malformed epoch in %q", path, strings.Join(f, " "))
+			return nil, corruptionf("leader epoch checkpoint %s: malformed epoch in %q", path, strings.Join(f, " "))
 		}
 		off, err := strconv.ParseInt(f[1], 10, 64)
 		if err != nil || off < 0 {
-			return nil, fmt.Errorf("leader epoch checkpoint %s: malformed start offset in %q", path, strings.Join(f, " "))
+			return nil, corruptionf("leader epoch checkpoint %s: malformed start offset in %q", path, strings.Join(f, " "))
 		}
 		entries = append(entries, epochEntry{Epoch: int32(epoch), StartOffset: off})
 	}

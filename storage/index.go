@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/strata-io/strata/storage/internal/base"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -25,7 +26,7 @@ type mmapFile struct {
 	f          vfs.File // non-nil while writable
 }
 
-var errIndexCorrupt = errors.New("index corrupt")
+var errIndexCorrupt = base.MarkCorruption(errors.New("index corrupt"))
 
 // openMmapFile maps path. A writable file is grown (with zeros) to maxBytes
 // rounded down to the entry size; a read-only one is trimmed to its used

@@ -9,10 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/strata-io/strata/internal/batch"
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -28,17 +29,13 @@ type OpenOptions struct {
 	// FirstDirtyOffset is the checkpointed cleaner position
 	// (cleaner-offset-checkpoint) of a compacted log; 0 = clean from the start.
 	FirstDirtyOffset int64
-	// Now is the log's clock (retention, segment.ms, flush.ms); nil = time.Now.
-	Now func() time.Time
-	// OnFsync, when set, is told how long each segment fsync took.
-	OnFsync func(time.Duration)
-	// OnSegmentsDeleted, when set, is called (under the log's lock, so it
-	// must not block) when segments are renamed .deleted, so the caller can
-	// remove them when their file.delete.delay.ms is up.
-	OnSegmentsDeleted func()
-	// OnFailed, when set, is called (under the log's lock, so it must not
-	// block) when the log fails, so the caller knows to try reviving it.
-	OnFailed func()
+	// Clock is the log's clock (retention, segment.ms, flush.ms, timestamp
+	// bounds); nil = the real one.
+	Clock clockwork.Clock
+	// Events is told of the log's recovery truncations, rolls, failure,
+	// revival, deleted segments, cleanings and fsyncs; nil =
+	// LoggingListener(Logger).
+	Events *EventListener
 }
 
 // AppendResult describes a successful Append.
@@ -67,7 +64,10 @@ type Log struct {
 	dir    string
 	cfg    Config
 	logger *zap.Logger
-	now    func() time.Time
+	clock  clockwork.Clock
+	now    func() time.Time // clock.Now
+	// msClock is the clock in ms as the last timestamp check read it.
+	msClock atomic.Int64
 
 	mu            sync.Mutex
 	segs          []*segment
@@ -101,11 +101,9 @@ type Log struct {
 	// Retention (retention.go): cfgView is cfg for the reads Append makes
 	// before taking mu; doomed lists renamed segment files awaiting removal
 	// (guarded by mu).
-	cfgView  atomic.Pointer[Config]
-	doomed   []doomedFiles
-	onDoomed func()
-	onFailed func()
-	onFsync  func(time.Duration)
+	cfgView atomic.Pointer[Config]
+	doomed  []doomedFiles
+	events  EventListener
 }
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
@@ -120,10 +118,7 @@ func (l *Log) fail(err error) {
 		return
 	}
 	l.failed = err
-	if l.onFailed != nil {
-		l.onFailed()
-	}
-	l.logger.Error("partition log failed, refusing writes until a write in its log dir succeeds again", zap.String("dir", l.dir), zap.Error(err))
+	call(l.events.OnLogFailed, LogFailureInfo{LogInfo{Dir: l.dir}, err})
 	s := l.active()
 	if !s.active {
 		return
@@ -169,7 +164,7 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
 		return AppendResult{}, err
 	}
 	if view.CheckTimestamps {
-		if err := checkTimestamps(hdrs, view.TimestampBeforeMaxMs, view.TimestampAfterMaxMs); err != nil {
+		if err := l.checkTimestamps(hdrs, view.TimestampBeforeMaxMs, view.TimestampAfterMaxMs); err != nil {
 			return AppendResult{}, err
 		}
 	}
@@ -378,7 +373,7 @@ func (l *Log) roll(now time.Time) error {
 	}
 	l.segs = append(l.segs, s)
 	l.dirDirty = true
-	l.logger.Debug("rolled segment", zap.String("dir", l.dir), zap.Int64("base", newBase))
+	call(l.events.OnSegmentRolled, SegmentRollInfo{LogInfo{Dir: l.dir}, newBase})
 	return nil
 }
 
@@ -425,7 +420,7 @@ func (l *Log) AssignLeaderEpoch(epoch int32) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
-	return l.assignEpoch(epoch, l.active().next)
+	return storageFailure(l.assignEpoch(epoch, l.active().next))
 }
 
 // LatestEpoch is the newest leader epoch in the log's leader-epoch-checkpoint, or -1.
@@ -512,8 +507,8 @@ func (l *Log) flushTo(upTo int64) error {
 			start := time.Now()
 			if serr := f.f.Sync(); serr != nil {
 				err = fmt.Errorf("fsync %s: %w", f.f.Name(), serr)
-			} else if l.onFsync != nil {
-				l.onFsync(time.Since(start))
+			} else {
+				call(l.events.OnFsync, time.Since(start))
 			}
 		}
 		_ = f.release()
@@ -547,13 +542,13 @@ func (l *Log) startFlusher() {
 	l.flusherDone = make(chan struct{})
 	go func() {
 		defer close(l.flusherDone)
-		t := time.NewTicker(interval)
+		t := l.clock.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
 			case <-l.stopFlusher:
 				return
-			case <-t.C:
+			case <-t.Chan():
 			}
 			l.mu.Lock()
 			due := l.failed == nil && !l.closed && l.unflushedMsgs > 0 &&

@@ -16,8 +16,6 @@ package storage
 import (
 	"fmt"
 	"slices"
-
-	"go.uber.org/zap"
 )
 
 // Failed returns the error that failed the log, nil while it is healthy.
@@ -59,7 +57,7 @@ func (l *Log) Revive() (*RecoveryReport, error) {
 	for _, s := range l.segs {
 		s.closeAll()
 	}
-	fresh := &Log{fsys: l.fsys, dir: l.dir, cfg: l.cfg, logger: l.logger, now: l.now, doomed: l.doomed}
+	fresh := &Log{fsys: l.fsys, dir: l.dir, cfg: l.cfg, logger: l.logger, clock: l.clock, now: l.now, doomed: l.doomed, events: l.events}
 	fresh.lastFlush = l.now()
 	opts := OpenOptions{RecoveryPoint: l.flushed.Load(), LogStartOffset: l.logStart, FirstDirtyOffset: l.firstDirty}
 	if err := fresh.load(opts); err != nil {
@@ -80,8 +78,6 @@ func (l *Log) Revive() (*RecoveryReport, error) {
 	l.hw = logPos{} // advanceHW only moves forward; recovery may have cut a torn tail
 	l.advanceHW(fresh.hw)
 	r := l.recovery
-	l.logger.Info("partition log revived", zap.String("dir", l.dir), zap.Int64("logEndOffset", l.active().next),
-		zap.Int("segmentsChecked", r.SegmentsChecked), zap.Int64("bytesChecked", r.BytesChecked),
-		zap.Int64("bytesDropped", r.BytesDropped), zap.Int("batchesDropped", r.BatchesDropped))
+	call(l.events.OnLogRevived, LogRevivalInfo{LogInfo{Dir: l.dir}, l.active().next, r})
 	return &r, nil
 }

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/storage/vfs"
@@ -31,10 +33,12 @@ const lockFile = ".lock"
 type ManagerOptions struct {
 	Logger *zap.Logger
 	NodeID int32
-	// Now is the clock of retention and of every log; nil = time.Now.
-	Now func() time.Time
-	// OnFsync, when set, is told how long each segment fsync took.
-	OnFsync func(time.Duration)
+	// Clock is the clock of retention, the cleaner, revivals and every
+	// log; nil = the real one.
+	Clock clockwork.Clock
+	// Events is told what the log dir and its logs do (events.go); nil =
+	// LoggingListener(Logger).
+	Events *EventListener
 	// ReserveProducerIDs, when set, is called while adopting a log dir
 	// Apache Kafka wrote (manager_adopt.go) with the end of the producer
 	// ids Kafka handed out, which must never be handed out again.
@@ -82,8 +86,9 @@ type Manager struct {
 	// adminMu; defaults = static overlaid with them: brokerDefault the
 	// cluster default's, brokerConfigs this node's); ckptMu serializes
 	// log-start-offset-checkpoint writes.
-	now           func() time.Time
-	onFsync       func(time.Duration)
+	clock         clockwork.Clock
+	now           func() time.Time // clock.Now
+	events        EventListener
 	onChange      func(topics []*Topic, clusterDefault, node map[string]string)
 	static        Config
 	brokerDefault map[string]string
@@ -93,10 +98,6 @@ type Manager struct {
 	// deletedSegs wakes the retention goroutine when a log renamed
 	// segments .deleted, so it removes them when their delay is up.
 	deletedSegs chan struct{}
-	// recovered sums what every recovery of this Manager's logs (at open
-	// and at revivals) checked and dropped, for the metrics.
-	recoveredMu sync.Mutex
-	recovered   RecoveryReport
 	// lsoCkptPending is set when a log-start-offset-checkpoint write
 	// failed; the retention goroutine retries it.
 	lsoCkptPending atomic.Bool
@@ -219,8 +220,8 @@ func openLockedManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOpt
 		static:      defaults,
 		logger:      logger,
 		meta:        meta,
-		now:         opts.Now,
-		onFsync:     opts.OnFsync,
+		clock:       opts.Clock,
+		events:      LoggingListener(logger),
 		onChange:    opts.OnChange,
 		deleting:    deleted,
 		deletedSegs: make(chan struct{}, 1),
@@ -228,8 +229,12 @@ func openLockedManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOpt
 		topics:      make(map[string]*Topic, len(reg)),
 		byID:        make(map[[16]byte]*Topic, len(reg)),
 	}
-	if m.now == nil {
-		m.now = time.Now
+	if m.clock == nil {
+		m.clock = clockwork.NewRealClock()
+	}
+	m.now = m.clock.Now
+	if opts.Events != nil {
+		m.events = *opts.Events
 	}
 	if err := m.loadBrokerConfigs(); err != nil {
 		return nil, err
@@ -283,30 +288,18 @@ func openLockedManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOpt
 	return m, nil
 }
 
-// logOpened logs what opening the partitions took and, when they were
-// recovered rather than trusted, what recovery checked and dropped.
+// logOpened reports what opening the partitions took and what their
+// recoveries checked and dropped (OnRecovered).
 func (m *Manager) logOpened(opens []partitionOpen, clean bool, took time.Duration) {
-	var sum RecoveryReport
-	var dropped []string
+	info := RecoveryInfo{Dir: m.dir, Partitions: len(opens), Took: took, CleanShutdown: clean}
 	for _, o := range opens {
 		r := (*o.topic.parts.Load())[o.index].Log.Recovery()
-		sum.add(r)
+		info.Report.add(r)
 		if r.DroppedFrom >= 0 {
-			dropped = append(dropped, fmt.Sprintf("%s-%d from offset %d", o.topic.Name, o.index, r.DroppedFrom))
+			info.Truncated = append(info.Truncated, fmt.Sprintf("%s-%d from offset %d", o.topic.Name, o.index, r.DroppedFrom))
 		}
 	}
-	m.countRecovery(sum)
-	fields := []zap.Field{zap.String("dir", m.dir), zap.Int("partitions", len(opens)), zap.Duration("took", took)}
-	if clean || sum.SegmentsChecked == 0 {
-		m.logger.Info("log dir open", fields...)
-		return
-	}
-	fields = append(fields, zap.Int("segmentsChecked", sum.SegmentsChecked), zap.Int64("bytesChecked", sum.BytesChecked),
-		zap.Int64("bytesDropped", sum.BytesDropped), zap.Int("batchesDropped", sum.BatchesDropped))
-	if len(dropped) > 0 {
-		fields = append(fields, zap.Strings("truncated", dropped))
-	}
-	m.logger.Info("log dir recovered after an unclean shutdown", fields...)
+	call(m.events.OnRecovered, info)
 }
 
 // consumeCleanShutdownMarker reports whether the marker was present and
@@ -408,7 +401,8 @@ func (m *Manager) openPartition(o partitionOpen) (*Partition, error) {
 	}
 	opts := o.opts
 	opts.Logger = m.logger.With(zap.String("topic", t.Name), zap.Int32("partition", o.index))
-	opts.Now, opts.OnFsync, opts.OnSegmentsDeleted, opts.OnFailed = m.now, m.onFsync, m.segmentsDeleted, m.logFailed
+	events := m.forLog(t.Name, o.index)
+	opts.Clock, opts.Events = m.clock, &events
 	l, err := OpenLog(m.fsys, pdir, t.LogConfig(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, o.index, err)
@@ -558,7 +552,7 @@ func (m *Manager) Close() error {
 }
 
 // errClosed is returned by admin operations after Close.
-var errClosed = errors.New("storage manager is closed")
+var errClosed = fmt.Errorf("storage manager is closed: %w", kerr.KafkaStorageError)
 
 // ensureOpen fails admin operations after Close; call under adminMu.
 func (m *Manager) ensureOpen() error {

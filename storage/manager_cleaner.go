@@ -29,13 +29,13 @@ func (m *Manager) startCleaner() {
 	m.cleaner = c
 	go func() {
 		defer close(c.done)
-		t := time.NewTicker(backoff)
+		t := m.clock.NewTicker(backoff)
 		defer t.Stop()
 		for {
 			select {
 			case <-c.stop:
 				return
-			case <-t.C:
+			case <-t.Chan():
 			}
 			m.cleanPass(c.stop)
 		}

@@ -79,7 +79,7 @@ func (m *Manager) AlterTopicConfigs(name string, configs map[string]string, vali
 		t.cfgMu.Lock()
 		t.Configs, t.cfg = oldConfigs, oldCfg
 		t.cfgMu.Unlock()
-		return fmt.Errorf("alter configs of topic %s: %w", name, err)
+		return fmt.Errorf("alter configs of topic %s: %w", name, storageFailure(err))
 	}
 	for _, p := range t.Partitions() {
 		p.Log.SetConfig(cfg)
@@ -163,7 +163,7 @@ func (m *Manager) AlterBrokerConfigs(configs map[string]string, node, validateOn
 		return fmt.Errorf("broker configs: %w", err)
 	}
 	if err := replaceFile(m.fsys, filepath.Join(m.dir, brokerConfigsFile), append(data, '\n')); err != nil {
-		return fmt.Errorf("broker configs: %w", err)
+		return fmt.Errorf("broker configs: %w", storageFailure(err))
 	}
 	m.brokerDefault, m.brokerConfigs = d.Default, d.Broker
 	m.defaults = defaults

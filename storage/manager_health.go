@@ -66,16 +66,13 @@ func (m *Manager) reviveFailed() {
 		if t == nil || int(o.Partition) >= len(t.Partitions()) {
 			continue
 		}
-		r, err := t.Partitions()[o.Partition].Log.Revive()
-		if err != nil {
+		if _, err := t.Partitions()[o.Partition].Log.Revive(); err != nil {
 			m.logger.Error("cannot revive a failed partition log", zap.String("topic", o.Topic), zap.Int32("partition", o.Partition), zap.Error(err))
-		} else if r != nil {
-			m.countRecovery(*r)
 		}
 	}
 }
 
-// logFailed is every log's OnFailed.
+// logFailed is run by every log's OnLogFailed.
 func (m *Manager) logFailed() { m.someFailed.Store(true) }
 
 // probeWrite writes n bytes to the probe file, fsyncs and removes it.
@@ -95,18 +92,4 @@ func (m *Manager) probeWrite(n int) error {
 		return fmt.Errorf("write probe: %w", err)
 	}
 	return nil
-}
-
-// RecoveryTotals sums what the recoveries of this Manager's logs checked and
-// dropped since it opened: the open itself and every revival.
-func (m *Manager) RecoveryTotals() RecoveryReport {
-	m.recoveredMu.Lock()
-	defer m.recoveredMu.Unlock()
-	return m.recovered
-}
-
-func (m *Manager) countRecovery(r RecoveryReport) {
-	m.recoveredMu.Lock()
-	defer m.recoveredMu.Unlock()
-	m.recovered.add(r)
 }

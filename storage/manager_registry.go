@@ -71,7 +71,7 @@ func readRegistry(fsys vfs.FS, dir string) (topics, deleted []registryTopic, err
 	}
 	var reg registry
 	if err := json.Unmarshal(data, &reg); err != nil {
-		return nil, nil, fmt.Errorf("topic registry %s: %w", path, err)
+		return nil, nil, corruptionf("topic registry %s: %w", path, err)
 	}
 	if reg.Version != registryVersion {
 		return nil, nil, fmt.Errorf("topic registry %s: unsupported version %d", path, reg.Version)
@@ -86,7 +86,7 @@ func readRegistry(fsys vfs.FS, dir string) (topics, deleted []registryTopic, err
 	for _, list := range [][]registryTopic{reg.Topics, reg.Deleted} {
 		for i := range list {
 			if err := list[i].parse(); err != nil {
-				return nil, nil, fmt.Errorf("topic registry %s: %w", path, err)
+				return nil, nil, corruptionf("topic registry %s: %w", path, err)
 			}
 		}
 	}
@@ -150,7 +150,7 @@ func ensurePartitionMetadata(fsys vfs.FS, pdir string, id [16]byte) error {
 	case err == nil:
 		got, perr := parsePartitionMetadata(data)
 		if perr != nil {
-			return fmt.Errorf("%s: %w", path, perr)
+			return corruptionf("%s: %w", path, perr)
 		}
 		if got != id {
 			return fmt.Errorf("%s: topic id %s does not match the registry's %s", path, uuidString(got), uuidString(id))

@@ -26,19 +26,19 @@ func (m *Manager) startRetention() {
 		defer close(r.done)
 		nextCheck := m.now().Add(interval)
 		var nextRemoval time.Time
-		revive := time.NewTicker(reviveInterval)
+		revive := m.clock.NewTicker(reviveInterval)
 		defer revive.Stop()
 		for {
 			wait := nextCheck.Sub(m.now())
 			if !nextRemoval.IsZero() {
 				wait = min(wait, nextRemoval.Sub(m.now()))
 			}
-			t := time.NewTimer(max(wait, time.Millisecond))
+			t := m.clock.NewTimer(max(wait, time.Millisecond))
 			select {
 			case <-r.stop:
 				t.Stop()
 				return
-			case <-revive.C:
+			case <-revive.Chan():
 				t.Stop()
 				m.reviveFailed()
 				if m.lsoCkptPending.Load() && m.checkpointLogStartOffsets() == nil {
@@ -46,7 +46,7 @@ func (m *Manager) startRetention() {
 				}
 				continue
 			case <-m.deletedSegs:
-			case <-t.C:
+			case <-t.Chan():
 			}
 			t.Stop()
 			if !m.now().Before(nextCheck) {
@@ -58,7 +58,7 @@ func (m *Manager) startRetention() {
 	}()
 }
 
-// segmentsDeleted is every log's OnSegmentsDeleted: it wakes the
+// segmentsDeleted is run by every log's OnSegmentsDeleted: it wakes the
 // retention goroutine without blocking the log.
 func (m *Manager) segmentsDeleted() {
 	select {

@@ -96,7 +96,7 @@ func (m *Manager) CreateTopic(name string, partitions int32, configs map[string]
 	m.topics[name] = t
 	m.byID[id] = t
 	m.mu.Unlock()
-	m.logger.Info("created topic", zap.String("topic", name), zap.String("id", uuidString(id)), zap.Int32("partitions", partitions))
+	call(m.events.OnTopicCreated, TopicInfo{Topic: name, ID: id, Partitions: partitions})
 	m.changed()
 	return t, nil
 }
@@ -141,7 +141,7 @@ func (m *Manager) addPartitions(t *Topic, from, to int) error {
 				m.logger.Warn("cleanup after failed create", zap.String("topic", t.Name), zap.Int("partition", i), zap.Error(rerr))
 			}
 		}
-		return fmt.Errorf("topic %s: %w", t.Name, err)
+		return fmt.Errorf("topic %s: %w", t.Name, storageFailure(err))
 	}
 	return nil
 }
@@ -206,7 +206,7 @@ func (m *Manager) CreatePartitions(name string, total int32, validateOnly bool) 
 		return err
 	}
 	t.parts.Store(&grown)
-	m.logger.Info("added partitions", zap.String("topic", name), zap.Int("from", len(old)), zap.Int32("to", total))
+	call(m.events.OnPartitionsAdded, PartitionsAddedInfo{Topic: name, From: len(old), To: total})
 	m.changed()
 	return nil
 }
@@ -231,7 +231,7 @@ func (m *Manager) DeleteTopic(name string) error {
 	m.deleting = append(m.deleting, entry)
 	if err := m.writeRegistry(m.registryWith(t, 0)); err != nil {
 		m.deleting = m.deleting[:len(m.deleting)-1]
-		return fmt.Errorf("delete topic %s: %w", name, err)
+		return fmt.Errorf("delete topic %s: %w", name, storageFailure(err))
 	}
 	m.mu.Lock()
 	delete(m.topics, name)
@@ -259,8 +259,8 @@ func (m *Manager) DeleteTopic(name string) error {
 			m.logger.Warn("cannot drop a finished deletion from the topic registry; the next start does", zap.String("topic", name), zap.Error(err))
 		}
 	}
-	m.logger.Info("deleted topic", zap.String("topic", name), zap.String("id", uuidString(t.ID)))
-	return errors.Join(errs...)
+	call(m.events.OnTopicDeleted, TopicInfo{Topic: name, ID: t.ID})
+	return storageFailure(errors.Join(errs...))
 }
 
 // dropFromCheckpoints removes a deleted topic from the offset checkpoint

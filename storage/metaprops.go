@@ -59,7 +59,7 @@ func parseUUID(s string) ([16]byte, error) {
 	var u [16]byte
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(b) != 16 {
-		return u, fmt.Errorf("malformed uuid %q", s)
+		return u, corruptionf("malformed uuid %q", s)
 	}
 	copy(u[:], b)
 	return u, nil
@@ -113,14 +113,14 @@ func loadOrCreateMetaProperties(fsys vfs.FS, dir string, nodeID int32) (mp metaP
 	}
 	props, err := parseProperties(data)
 	if err != nil {
-		return metaProperties{}, false, fmt.Errorf("%s: %w", path, err)
+		return metaProperties{}, false, corruptionf("%s: %w", path, err)
 	}
 	if v := props["version"]; v != strconv.Itoa(metaPropertiesVersion) {
 		return metaProperties{}, false, fmt.Errorf("%s: unsupported version %q, want %d", path, v, metaPropertiesVersion)
 	}
 	id, err := strconv.ParseInt(props["node.id"], 10, 32)
 	if err != nil {
-		return metaProperties{}, false, fmt.Errorf("%s: malformed node.id %q", path, props["node.id"])
+		return metaProperties{}, false, corruptionf("%s: malformed node.id %q", path, props["node.id"])
 	}
 	if int32(id) != nodeID {
 		return metaProperties{}, false, fmt.Errorf("%s: stored node.id %d does not match configured node.id %d", path, id, nodeID)

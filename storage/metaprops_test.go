@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,8 +75,13 @@ func TestMetaPropertiesReadsKafkaFile(t *testing.T) {
 		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 0); err == nil {
+		_, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 0)
+		if err == nil {
 			t.Errorf("accepted %q", bad)
+		}
+		// Any version but 1 is a format this broker does not know, not damage.
+		if unknownVersion := strings.HasPrefix(bad, "version=0"); errors.Is(err, ErrCorruption) == unknownVersion {
+			t.Errorf("%q: %v, want ErrCorruption %v", bad, err, !unknownVersion)
 		}
 	}
 }

@@ -268,18 +268,18 @@ func (s *producerStates) encodeSnapshot() []byte {
 // decodeSnapshot parses a snapshot file's bytes.
 func decodeSnapshot(buf []byte) (*producerStates, error) {
 	if len(buf) < snapshotHeaderLen+4 {
-		return nil, fmt.Errorf("short snapshot: %d bytes", len(buf))
+		return nil, corruptionf("short snapshot: %d bytes", len(buf))
 	}
 	if v := int16(binary.BigEndian.Uint16(buf)); v != snapshotVersion {
 		return nil, fmt.Errorf("unsupported snapshot version %d", v)
 	}
 	if want, got := binary.BigEndian.Uint32(buf[2:6]), batch.Checksum(buf[snapshotHeaderLen:]); want != got {
-		return nil, fmt.Errorf("snapshot crc mismatch: stored %#08x, computed %#08x", want, got)
+		return nil, corruptionf("snapshot crc mismatch: stored %#08x, computed %#08x", want, got)
 	}
 	n := int32(binary.BigEndian.Uint32(buf[snapshotHeaderLen:]))
 	body := buf[snapshotHeaderLen+4:]
 	if n < 0 || int64(n)*snapshotEntryLen != int64(len(body)) {
-		return nil, fmt.Errorf("snapshot producer count %d does not match %d bytes of entries", n, len(body))
+		return nil, corruptionf("snapshot producer count %d does not match %d bytes of entries", n, len(body))
 	}
 	s := newProducerStates()
 	for i := int32(0); i < n; i++ {
@@ -290,10 +290,10 @@ func decodeSnapshot(buf []byte) (*producerStates, error) {
 		lastOffset := int64(binary.BigEndian.Uint64(e[14:]))
 		delta := int32(binary.BigEndian.Uint32(e[22:]))
 		if pid < 0 || delta < 0 || lastSeq < 0 || lastOffset < int64(delta) {
-			return nil, fmt.Errorf("snapshot entry %d (pid %d, last sequence %d, last offset %d, delta %d) is invalid", i, pid, lastSeq, lastOffset, delta)
+			return nil, corruptionf("snapshot entry %d (pid %d, last sequence %d, last offset %d, delta %d) is invalid", i, pid, lastSeq, lastOffset, delta)
 		}
 		if _, exists := s.entries[pid]; exists {
-			return nil, fmt.Errorf("snapshot lists producer %d twice", pid)
+			return nil, corruptionf("snapshot lists producer %d twice", pid)
 		}
 		firstSeq := lastSeq - delta
 		if firstSeq < 0 { // the batch wrapped from MaxInt32 to 0
@@ -301,7 +301,7 @@ func decodeSnapshot(buf []byte) (*producerStates, error) {
 		}
 		txnFirst := int64(binary.BigEndian.Uint64(e[38:]))
 		if txnFirst < -1 || txnFirst > lastOffset {
-			return nil, fmt.Errorf("snapshot entry %d (pid %d): transaction first offset %d past its last offset %d", i, pid, txnFirst, lastOffset)
+			return nil, corruptionf("snapshot entry %d (pid %d): transaction first offset %d past its last offset %d", i, pid, txnFirst, lastOffset)
 		}
 		s.entries[pid] = &producerEntry{
 			Epoch:            int16(binary.BigEndian.Uint16(e[8:])),

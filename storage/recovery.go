@@ -9,11 +9,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/strata-io/strata/internal/batch"
+	"github.com/jonboulle/clockwork"
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -37,10 +37,16 @@ func OpenLog(fsys vfs.FS, dir string, cfg Config, opts OpenOptions) (*Log, error
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
-	l := &Log{fsys: fsys, dir: dir, cfg: cfg, logger: logger.With(zap.String("log", dir)), now: time.Now,
-		waitCh: make(chan struct{}), onFsync: opts.OnFsync, onDoomed: opts.OnSegmentsDeleted, onFailed: opts.OnFailed}
-	if opts.Now != nil {
-		l.now = opts.Now
+	clock := opts.Clock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	l := &Log{fsys: fsys, dir: dir, cfg: cfg, logger: logger.With(zap.String("log", dir)), clock: clock, now: clock.Now,
+		waitCh: make(chan struct{})}
+	if opts.Events != nil {
+		l.events = *opts.Events
+	} else {
+		l.events = LoggingListener(logger)
 	}
 	l.cfgView.Store(&cfg)
 	l.lastFlush = l.now()
@@ -177,8 +183,8 @@ func (l *Log) loadSegments(bases []int64, opts OpenOptions) error {
 }
 
 // dropFrom removes the segments at bases (dropped tail of the log), after
-// cutBytes were already truncated from the segment before them, logs what
-// was lost and activates the new last segment.
+// cutBytes were already truncated from the segment before them, reports what
+// was lost (OnLogTruncated) and activates the new last segment.
 func (l *Log) dropFrom(bases []int64, cutBytes int64, reason error, truncated ...*segment) error {
 	bytes, batches := cutBytes, 0
 	for _, base := range bases {
@@ -195,13 +201,12 @@ func (l *Log) dropFrom(bases []int64, cutBytes int64, reason error, truncated ..
 	l.recovery.BytesDropped += bytes
 	l.recovery.BatchesDropped += batches
 	l.recovery.DroppedFrom = l.active().next
-	fields := []zap.Field{zap.Error(reason), zap.Int64("bytesDropped", bytes),
-		zap.Int("laterSegmentsDropped", len(bases)), zap.Int("laterBatchesDropped", batches),
-		zap.Int64("logEndOffset", l.active().next)}
+	info := LogTruncationInfo{LogInfo: LogInfo{Dir: l.dir}, Reason: reason, BytesDropped: bytes, LaterSegmentsDropped: len(bases),
+		LaterBatchesDropped: batches, LogEndOffset: l.active().next, TruncatedSegment: -1}
 	if len(truncated) > 0 {
-		fields = append(fields, zap.Int64("truncatedSegment", truncated[0].base), zap.Int64("truncatedAt", truncated[0].size))
+		info.TruncatedSegment, info.TruncatedAt = truncated[0].base, truncated[0].size
 	}
-	l.logger.Warn("log recovery truncated the log", fields...)
+	call(l.events.OnLogTruncated, info)
 	if err := l.fsys.SyncDir(l.dir); err != nil {
 		return err
 	}

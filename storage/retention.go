@@ -90,7 +90,7 @@ func (l *Log) ApplyRetention() (RetentionResult, error) {
 		err = rerr
 	}
 	res.LogStartOffset = l.logStart
-	return res, err
+	return res, storageFailure(err)
 }
 
 // DeleteRecordsBefore is DeleteRecords for one partition: it moves the log
@@ -125,7 +125,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (RetentionResult, error) {
 		return next != nil && next.base <= l.logStart
 	})
 	res.LogStartOffset = l.logStart
-	return res, err
+	return res, storageFailure(err)
 }
 
 // largestTimestamp is Kafka's LogSegment.largestTimestamp: the max record
@@ -194,12 +194,9 @@ func (l *Log) deleteSegments(res *RetentionResult, now time.Time, reason string,
 	}
 	res.Segments += k
 	res.Bytes += bytes
-	l.logger.Info("deleted segments", zap.String("reason", reason), zap.Int("segments", k), zap.Int64("bytes", bytes),
-		zap.Int64("firstBase", doomed[0].base), zap.Int64("logStartOffset", l.logStart))
 	l.doomed = append(l.doomed, doomedFiles{due: now.Add(time.Duration(l.cfg.FileDeleteDelayMs) * time.Millisecond), paths: paths})
-	if l.onDoomed != nil {
-		l.onDoomed()
-	}
+	call(l.events.OnSegmentsDeleted, SegmentDeletionInfo{LogInfo: LogInfo{Dir: l.dir}, Reason: reason, Segments: k, Bytes: bytes,
+		FirstBase: doomed[0].base, LogStartOffset: l.logStart})
 	if err := errors.Join(errs...); err != nil {
 		l.fail(err)
 		return l.storageError()

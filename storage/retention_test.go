@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 
@@ -17,27 +18,9 @@ import (
 	"github.com/strata-io/strata/storage/vfs"
 )
 
-// fakeClock is an injected clock for retention tests.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func openRetentionManager(t *testing.T, dir string, clock *fakeClock, defaults Config) *Manager {
+func openRetentionManager(t *testing.T, dir string, clock *clockwork.FakeClock, defaults Config) *Manager {
 	t.Helper()
-	m, err := OpenManager(vfs.Default, dir, defaults, ManagerOptions{Logger: zap.NewNop(), Now: clock.Now})
+	m, err := OpenManager(vfs.Default, dir, defaults, ManagerOptions{Logger: zap.NewNop(), Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +62,7 @@ func fillSegments(t *testing.T, l *Log, n int, ts int64) {
 
 func TestRetentionByTime(t *testing.T) {
 	dir := t.TempDir()
-	clock := &fakeClock{now: time.UnixMilli(10_000_000_000)}
+	clock := clockwork.NewFakeClockAt(time.UnixMilli(10_000_000_000))
 	m := openRetentionManager(t, dir, clock, retentionDefaults())
 	top, err := m.CreateTopic("t", 1, map[string]string{"segment.bytes": "1000", "retention.ms": "3600000"}, false)
 	if err != nil {
@@ -88,7 +71,7 @@ func TestRetentionByTime(t *testing.T) {
 	l := top.Partitions()[0].Log
 	old := clock.Now().UnixMilli()
 	fillSegments(t, l, 20, old) // offsets 0-19, about five segments
-	clock.Add(30 * time.Minute)
+	clock.Advance(30 * time.Minute)
 	fillSegments(t, l, 8, clock.Now().UnixMilli()) // offsets 20-27, newer
 	segsBefore := len(l.segs)
 	if n := m.RetainNow(); n != 0 {
@@ -101,7 +84,7 @@ func TestRetentionByTime(t *testing.T) {
 	}
 	defer rr.Chunk.Release()
 
-	clock.Add(31 * time.Minute) // the old records are now 61 minutes old
+	clock.Advance(31 * time.Minute) // the old records are now 61 minutes old
 	n := m.RetainNow()
 	start := l.LogStartOffset()
 	if n == 0 || start == 0 || start > 20 {
@@ -122,12 +105,12 @@ func TestRetentionByTime(t *testing.T) {
 	if got := deletedFiles(t, pdir); len(got) != 3*n {
 		t.Fatalf(".deleted files %v, want %d", got, 3*n)
 	}
-	clock.Add(59 * time.Second)
+	clock.Advance(59 * time.Second)
 	m.removeDeletedSegments()
 	if got := deletedFiles(t, pdir); len(got) != 3*n {
 		t.Fatalf("removed before file.delete.delay.ms: %v", got)
 	}
-	clock.Add(time.Second)
+	clock.Advance(time.Second)
 	if next := m.removeDeletedSegments(); !next.IsZero() {
 		t.Fatalf("next removal %v, want none", next)
 	}
@@ -140,7 +123,7 @@ func TestRetentionByTime(t *testing.T) {
 	}
 
 	// Everything old: the active segment is rolled and goes too.
-	clock.Add(2 * time.Hour)
+	clock.Advance(2 * time.Hour)
 	m.RetainNow()
 	leo := l.LogEndOffset()
 	if l.LogStartOffset() != leo || leo != 28 || len(l.segs) != 1 || l.segs[0].size != 0 {
@@ -166,7 +149,7 @@ func TestRetentionByTime(t *testing.T) {
 
 func TestRetentionBySize(t *testing.T) {
 	dir := t.TempDir()
-	clock := &fakeClock{now: time.UnixMilli(10_000_000_000)}
+	clock := clockwork.NewFakeClockAt(time.UnixMilli(10_000_000_000))
 	m := openRetentionManager(t, dir, clock, retentionDefaults())
 	defer m.Close()
 	top, err := m.CreateTopic("t", 1, map[string]string{"segment.bytes": "1000", "retention.bytes": "2500"}, false)
@@ -192,7 +175,7 @@ func TestRetentionBySize(t *testing.T) {
 
 func TestRetentionSkipsCompactOnly(t *testing.T) {
 	dir := t.TempDir()
-	clock := &fakeClock{now: time.UnixMilli(10_000_000_000)}
+	clock := clockwork.NewFakeClockAt(time.UnixMilli(10_000_000_000))
 	m := openRetentionManager(t, dir, clock, retentionDefaults())
 	defer m.Close()
 	top, err := m.CreateTopic("c", 1, map[string]string{"segment.bytes": "1000", "retention.ms": "1", "cleanup.policy": "compact"}, false)
@@ -201,7 +184,7 @@ func TestRetentionSkipsCompactOnly(t *testing.T) {
 	}
 	l := top.Partitions()[0].Log
 	fillKeys(t, l, 20, "k")
-	clock.Add(time.Hour)
+	clock.Advance(time.Hour)
 	if n := m.RetainNow(); n != 0 {
 		t.Fatalf("retention deleted %d segments of a compact-only topic", n)
 	}
@@ -212,7 +195,7 @@ func TestRetentionSkipsCompactOnly(t *testing.T) {
 
 func TestDeleteRecords(t *testing.T) {
 	dir := t.TempDir()
-	clock := &fakeClock{now: time.UnixMilli(10_000_000_000)}
+	clock := clockwork.NewFakeClockAt(time.UnixMilli(10_000_000_000))
 	m := openRetentionManager(t, dir, clock, retentionDefaults())
 	top, err := m.CreateTopic("t", 2, map[string]string{"segment.bytes": "1000"}, false)
 	if err != nil {
@@ -255,7 +238,7 @@ func TestDeleteRecords(t *testing.T) {
 
 // openRetentionManagerAfterCrash abandons m without closing it (its logs'
 // descriptors are dropped as a killed process's would be) and reopens dir.
-func openRetentionManagerAfterCrash(t *testing.T, m *Manager, dir string, clock *fakeClock) *Manager {
+func openRetentionManagerAfterCrash(t *testing.T, m *Manager, dir string, clock *clockwork.FakeClock) *Manager {
 	t.Helper()
 	m.stopRetention()
 	m.lock.Close()
@@ -292,7 +275,7 @@ func TestRecoveryRemovesDeletedFiles(t *testing.T) {
 
 func TestAlterTopicAndBrokerConfigs(t *testing.T) {
 	dir := t.TempDir()
-	clock := &fakeClock{now: time.UnixMilli(10_000_000_000)}
+	clock := clockwork.NewFakeClockAt(time.UnixMilli(10_000_000_000))
 	m := openRetentionManager(t, dir, clock, retentionDefaults())
 	top, err := m.CreateTopic("t", 1, map[string]string{"segment.bytes": "1000"}, false)
 	if err != nil {
@@ -361,11 +344,11 @@ func TestFsyncHook(t *testing.T) {
 	var calls int
 	cfg := testConfig()
 	cfg.FlushIntervalMessages = 1
-	l := openTestLog(t, vfs.Default, t.TempDir(), cfg, OpenOptions{OnFsync: func(d time.Duration) {
+	l := openTestLog(t, vfs.Default, t.TempDir(), cfg, OpenOptions{Events: &EventListener{OnFsync: func(d time.Duration) {
 		mu.Lock()
 		calls++
 		mu.Unlock()
-	}})
+	}}})
 	defer l.Close()
 	appendOK(t, l, makeBatch(batchOpts{records: 1}))
 	mu.Lock()

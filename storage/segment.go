@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-io/strata/internal/batch"
+	"github.com/strata-io/strata/storage/internal/base"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -205,7 +206,7 @@ func (s *segment) remove() error {
 }
 
 // errShortHeader marks a batch header cut off by the end of the file.
-var errShortHeader = errors.New("short batch header")
+var errShortHeader = base.MarkCorruption(errors.New("short batch header"))
 
 // readError is a read that failed, as opposed to bytes that were read and
 // found wrong. Recovery truncates a log at bad bytes, never at a failed
@@ -226,7 +227,7 @@ func readHeader(r io.ReaderAt, pos, size int64, buf *[batch.HeaderSize]byte) (ba
 	}
 	h := batch.DecodeHeader(buf[:])
 	if err := checkHeader(&h, size-pos); err != nil {
-		return h, err
+		return h, base.MarkCorruption(err)
 	}
 	return h, nil
 }
@@ -244,7 +245,7 @@ func verifyCRC(r io.ReaderAt, pos int64, h *batch.Header, buf []byte) error {
 		off += n
 	}
 	if crc != h.CRC {
-		return fmt.Errorf("batch at position %d (offset %d): crc %08x, computed %08x", pos, h.BaseOffset, h.CRC, crc)
+		return corruptionf("batch at position %d (offset %d): crc %08x, computed %08x", pos, h.BaseOffset, h.CRC, crc)
 	}
 	return nil
 }

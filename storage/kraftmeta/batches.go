@@ -8,6 +8,8 @@ import (
 
 	recordbatch "github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/vfs"
+
+	"github.com/strata-io/strata/storage/internal/base"
 )
 
 // maxBatchBytes bounds the one batch held in memory: KafkaRaftClient writes
@@ -33,7 +35,11 @@ type batch struct {
 func (b *batch) lastOffset() int64 { return b.baseOffset + int64(b.lastOffsetDelta) }
 
 // errInvalidBatch wraps the reason a file's batches stop being valid.
-var errInvalidBatch = errors.New("invalid batch")
+var errInvalidBatch = base.MarkCorruption(errors.New("invalid batch"))
+
+// corruptionf is fmt.Errorf marking the error as storage's ErrCorruption:
+// the metadata log holds what Kafka would not have written.
+func corruptionf(format string, args ...any) error { return base.CorruptionErrorf(format, args...) }
 
 // readBatches calls fn for every batch of the file in order. It stops at
 // the first batch that is short, too large, not magic 2, compressed
@@ -112,17 +118,17 @@ func (b *batch) forEachRecord(fn func(offset int64, key, value []byte) error) er
 	var r recordbatch.Record
 	for i := 0; it.Next(&r); i++ {
 		if err := r.CheckHeaders(); err != nil {
-			return fmt.Errorf("batch at offset %d: record %d: %w", b.baseOffset, i, err)
+			return corruptionf("batch at offset %d: record %d: %w", b.baseOffset, i, err)
 		}
 		if r.OffsetDelta < 0 || r.OffsetDelta > b.lastOffsetDelta {
-			return fmt.Errorf("batch at offset %d: record %d: offset delta %d", b.baseOffset, i, r.OffsetDelta)
+			return corruptionf("batch at offset %d: record %d: offset delta %d", b.baseOffset, i, r.OffsetDelta)
 		}
 		if err := fn(b.baseOffset+int64(r.OffsetDelta), r.Key, r.Value); err != nil {
 			return err
 		}
 	}
 	if err := it.Err(); err != nil {
-		return fmt.Errorf("batch at offset %d: %w", b.baseOffset, err)
+		return corruptionf("batch at offset %d: %w", b.baseOffset, err)
 	}
 	return nil
 }

@@ -129,7 +129,7 @@ func readSnapshot(fsys vfs.FS, path string, st *state) error {
 	header, footer := false, false
 	err := readBatches(fsys, path, func(b *batch) error {
 		if footer {
-			return fmt.Errorf("snapshot %s: batch after the footer", path)
+			return corruptionf("snapshot %s: batch after the footer", path)
 		}
 		return b.forEachRecord(func(_ int64, key, value []byte) error {
 			if b.control {
@@ -139,12 +139,12 @@ func readSnapshot(fsys vfs.FS, path string, st *state) error {
 				case t == controlSnapshotFooter && header:
 					footer = true
 				case !header:
-					return fmt.Errorf("snapshot %s: control record %d before the header", path, t)
+					return corruptionf("snapshot %s: control record %d before the header", path, t)
 				}
 				return nil
 			}
 			if !header {
-				return fmt.Errorf("snapshot %s: record before the header", path)
+				return corruptionf("snapshot %s: record before the header", path)
 			}
 			return st.apply(value)
 		})
@@ -153,7 +153,7 @@ func readSnapshot(fsys vfs.FS, path string, st *state) error {
 		return err
 	}
 	if !footer {
-		return fmt.Errorf("snapshot %s: no footer", path)
+		return corruptionf("snapshot %s: no footer", path)
 	}
 	st.discardTransaction()
 	return nil
@@ -169,14 +169,14 @@ func readLog(fsys vfs.FS, dir string, segments []int64, st *state, img *Image) e
 		}
 		if next < 0 {
 			if base > img.EndOffset {
-				return fmt.Errorf("metadata log %s starts at offset %d, after the snapshot's end %d: records are missing", dir, base, img.EndOffset)
+				return corruptionf("metadata log %s starts at offset %d, after the snapshot's end %d: records are missing", dir, base, img.EndOffset)
 			}
 			next = base
 		}
 		path := filepath.Join(dir, fmt.Sprintf("%020d.log", base))
 		err := readBatches(fsys, path, func(b *batch) error {
 			if b.baseOffset != next {
-				return fmt.Errorf("%s: batch at offset %d, want %d: %w", path, b.baseOffset, next, errInvalidBatch)
+				return corruptionf("%s: batch at offset %d, want %d: %w", path, b.baseOffset, next, errInvalidBatch)
 			}
 			next = b.lastOffset() + 1
 			if b.control || next <= img.EndOffset {

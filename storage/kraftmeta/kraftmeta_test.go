@@ -3,6 +3,7 @@ package kraftmeta
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-io/strata/storage/internal/base"
 	"github.com/strata-io/strata/storage/vfs"
 )
 
@@ -266,8 +268,8 @@ func TestDecodeRecordRejectsMalformed(t *testing.T) {
 		"long varint":       {1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01},
 		"tag size past end": metadataRecord(keyRemoveTopic, 0, append(make([]byte, 16), 1, 0, 0x7f)),
 	} {
-		if rec, err := DecodeRecord(b); err == nil {
-			t.Errorf("%s: decoded %+v, want an error", name, rec)
+		if rec, err := DecodeRecord(b); !errors.Is(err, base.ErrCorruption) {
+			t.Errorf("%s: decoded %+v, %v, want an ErrCorruption", name, rec, err)
 		}
 	}
 }

@@ -92,13 +92,13 @@ func DecodeRecord(value []byte) (Record, error) {
 	key := r.uvarint()
 	version := r.uvarint()
 	if r.err != nil {
-		return Record{}, fmt.Errorf("metadata record header: %w", r.err)
+		return Record{}, corruptionf("metadata record header: %w", r.err)
 	}
 	if frame != frameVersion {
-		return Record{}, fmt.Errorf("metadata record frame version %d, want %d", frame, frameVersion)
+		return Record{}, corruptionf("metadata record frame version %d, want %d", frame, frameVersion)
 	}
 	if key > 0x7fff || version > 0x7fff {
-		return Record{}, fmt.Errorf("metadata record type %d version %d out of range", key, version)
+		return Record{}, corruptionf("metadata record type %d version %d out of range", key, version)
 	}
 	rec := Record{APIKey: uint16(key), Version: uint16(version)}
 	if maxV, ok := knownVersions[rec.APIKey]; !ok || rec.Version > maxV {
@@ -171,10 +171,10 @@ func DecodeRecord(value []byte) (Record, error) {
 		return rec, nil
 	}
 	if r.err != nil {
-		return Record{}, fmt.Errorf("metadata record type %d version %d: %w", key, version, r.err)
+		return Record{}, corruptionf("metadata record type %d version %d: %w", key, version, r.err)
 	}
 	if len(r.b) > 0 {
-		return Record{}, fmt.Errorf("metadata record type %d version %d: %d bytes of garbage after it", key, version, len(r.b))
+		return Record{}, corruptionf("metadata record type %d version %d: %d bytes of garbage after it", key, version, len(r.b))
 	}
 	return rec, nil
 }

@@ -1,9 +1,6 @@
 package kraftmeta
 
-import (
-	"fmt"
-	"sort"
-)
+import "sort"
 
 // state is the metadata replayed so far, as Kafka's MetadataDelta applies
 // it: topics by id, configs by resource.
@@ -84,20 +81,20 @@ func (s *state) replay(rec Record) error {
 	case KindPartition:
 		t := s.topics[rec.TopicID]
 		if t == nil {
-			return fmt.Errorf("partition record for unknown topic id %x", rec.TopicID)
+			return corruptionf("partition record for unknown topic id %x", rec.TopicID)
 		}
 		if rec.PartitionID < 0 {
-			return fmt.Errorf("topic %s: partition record with id %d", t.name, rec.PartitionID)
+			return corruptionf("topic %s: partition record with id %d", t.name, rec.PartitionID)
 		}
 		t.parts[rec.PartitionID] = &Partition{Leader: rec.Leader, LeaderEpoch: rec.LeaderEpoch}
 	case KindPartitionChange:
 		t := s.topics[rec.TopicID]
 		if t == nil {
-			return fmt.Errorf("partition change record for unknown topic id %x", rec.TopicID)
+			return corruptionf("partition change record for unknown topic id %x", rec.TopicID)
 		}
 		p := t.parts[rec.PartitionID]
 		if p == nil {
-			return fmt.Errorf("topic %s: partition change record for unknown partition %d", t.name, rec.PartitionID)
+			return corruptionf("topic %s: partition change record for unknown partition %d", t.name, rec.PartitionID)
 		}
 		// PartitionRegistration.merge: a new leader (or the same one set
 		// again, to fence) starts a new leader epoch.
@@ -108,7 +105,7 @@ func (s *state) replay(rec Record) error {
 	case KindRemoveTopic:
 		t := s.topics[rec.TopicID]
 		if t == nil {
-			return fmt.Errorf("remove topic record for unknown topic id %x", rec.TopicID)
+			return corruptionf("remove topic record for unknown topic id %x", rec.TopicID)
 		}
 		delete(s.topics, rec.TopicID)
 		delete(s.topicConfigs, t.name)
@@ -146,13 +143,13 @@ func (s *state) image(img *Image) error {
 	img.Topics = make([]Topic, 0, len(s.topics))
 	for id, t := range s.topics {
 		if len(t.parts) == 0 {
-			return fmt.Errorf("topic %s has no partition records (of a version this reader knows)", t.name)
+			return corruptionf("topic %s has no partition records (of a version this reader knows)", t.name)
 		}
 		parts := make([]Partition, len(t.parts))
 		for i := range parts {
 			p := t.parts[int32(i)]
 			if p == nil {
-				return fmt.Errorf("topic %s: partition %d missing of %d", t.name, i, len(parts))
+				return corruptionf("topic %s: partition %d missing of %d", t.name, i, len(parts))
 			}
 			parts[i] = *p
 		}
