@@ -357,15 +357,24 @@ func (c *Groups) run(groupID string, fn func(s *groupShard)) *kerr.Error {
 	}
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
+	if err := sl.unavailable(); err != nil {
+		return err
+	}
+	sl.shard.begin(c.clock.Now())
+	fn(sl.shard)
+	c.execute(sl)
+	return nil
+}
+
+// unavailable is how a request for the slot's groups is answered while
+// they cannot be served, nil when they can; sl.mu held.
+func (sl *groupSlot) unavailable() *kerr.Error {
 	switch {
 	case sl.resigned:
 		return kerr.NotCoordinator
 	case sl.loading:
 		return kerr.CoordinatorLoadInProgress
 	}
-	sl.shard.begin(c.clock.Now())
-	fn(sl.shard)
-	c.execute(sl)
 	return nil
 }
 

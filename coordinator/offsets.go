@@ -307,12 +307,7 @@ func (s *groupShard) subscribedTopics(g *group) map[string]bool {
 // longer subscribes to); a group left Empty without offsets is deleted.
 // Tombstones make both permanent.
 func (s *groupShard) expireOffsets() {
-	ids := make([]string, 0, len(s.groups))
-	for id := range s.groups {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range s.sortedGroupIDs() {
 		s.expireGroup(s.groups[id])
 	}
 }

@@ -99,7 +99,8 @@ type syncAnswer struct {
 
 type timerChange struct {
 	key      timerKey
-	deadline time.Time // zero: cancelled
+	deadline time.Time // zero: cancelled, or fired
+	fired    bool
 }
 
 // timerKind names what a timer does when it fires.
@@ -190,6 +191,7 @@ func (s *groupShard) tick() {
 		})
 		k := due[0]
 		delete(s.timers, k)
+		s.eff.timers = append(s.eff.timers, timerChange{key: k, fired: true})
 		s.fire(k)
 	}
 }
@@ -256,7 +258,7 @@ func (s *groupShard) deleteGroup(g *group) {
 		delete(s.groups, g.id)
 	}
 	s.offsets.dropGroup(g.id)
-	for k := range s.timers {
+	for _, k := range s.sortedTimers() {
 		if k.group == g.id {
 			s.cancel(k)
 		}
@@ -287,8 +289,9 @@ func (s *groupShard) answerSync(m *member, r syncResult) {
 // activate starts the shard's periodic work once its partition is loaded:
 // the members' session timers and the offset retention check.
 func (s *groupShard) activate() {
-	for _, g := range s.groups {
-		for _, m := range g.members {
+	for _, id := range s.sortedGroupIDs() {
+		g := s.groups[id]
+		for _, m := range g.sortedMembers() {
 			s.scheduleHeartbeat(g, m)
 		}
 		if len(g.members) == 0 && s.offsets.count(g.id) == 0 && g.generation == 0 {
@@ -304,13 +307,33 @@ func (s *groupShard) activate() {
 // resign answers every waiting request with NOT_COORDINATOR: the
 // partition moved away and its groups with it.
 func (s *groupShard) resign() {
-	for _, g := range s.groups {
-		for _, m := range g.sortedMembers() {
+	for _, id := range s.sortedGroupIDs() {
+		for _, m := range s.groups[id].sortedMembers() {
 			s.answerJoin(m, joinResult{err: kerr.NotCoordinator, memberID: m.id})
 			s.answerSync(m, syncResult{err: kerr.NotCoordinator})
 		}
 	}
-	for k := range s.timers {
+	for _, k := range s.sortedTimers() {
 		s.cancel(k)
 	}
+}
+
+// sortedGroupIDs and sortedTimers give map walks a fixed order, so the
+// same inputs give the same effects.
+func (s *groupShard) sortedGroupIDs() []string {
+	ids := make([]string, 0, len(s.groups))
+	for id := range s.groups {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func (s *groupShard) sortedTimers() []timerKey {
+	keys := make([]timerKey, 0, len(s.timers))
+	for k := range s.timers {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return timerKeyLess(keys[i], keys[j]) })
+	return keys
 }
