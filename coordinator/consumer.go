@@ -113,7 +113,7 @@ func (s partitionSet) each(fn func(id [16]byte, p int32)) {
 	}
 }
 
-// cmember is one member of a consumer group; guarded by its group's mutex.
+// cmember is one member of a consumer group.
 type cmember struct {
 	id, instanceID, rackID string
 	clientID, clientHost   string

@@ -62,7 +62,7 @@ type topicMetadata interface {
 // effects is what handling one input asks the driver to do, in order:
 // append each write (calling its then with the append's outcome, which may
 // add more effects), then deliver the answers. Timers lists the timers
-// armed and cancelled, for the scripted tests; the driver arms its clock
+// armed, cancelled and fired, for the scripted tests; the driver arms its clock
 // at nextDeadline.
 type effects struct {
 	writes []pendingWrite
