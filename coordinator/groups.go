@@ -162,6 +162,7 @@ func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Gr
 	slots := make([]*groupSlot, len(parts))
 	for i, p := range parts {
 		slots[i] = c.newSlot(p.Index, p.LeaderEpoch())
+		c.publish(slots[i])
 	}
 	c.elected.Store(true)
 	c.wg.Add(1)
@@ -183,19 +184,21 @@ func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Gr
 	return c, nil
 }
 
-// newSlot registers a loading shard for the partition, replacing (and
-// resigning) any earlier one.
+// newSlot is a loading shard for the partition.
 func (c *Groups) newSlot(partition, epoch int32) *groupSlot {
-	sl := &groupSlot{partition: partition, epoch: epoch, loading: true,
+	return &groupSlot{partition: partition, epoch: epoch, loading: true,
 		shard: newGroupShard(partition, c.cfg, c.topics, c.logger)}
+}
+
+// publish makes sl the partition's shard, resigning any earlier one.
+func (c *Groups) publish(sl *groupSlot) {
 	c.mu.Lock()
-	old := c.slots[partition]
-	c.slots[partition] = sl
+	old := c.slots[sl.partition]
+	c.slots[sl.partition] = sl
 	c.mu.Unlock()
 	if old != nil {
 		c.resign(old)
 	}
-	return sl
 }
 
 // OnElected makes this node the coordinator of the partition's groups at
@@ -203,6 +206,7 @@ func (c *Groups) newSlot(partition, epoch int32) *groupSlot {
 // groups answered COORDINATOR_LOAD_IN_PROGRESS until that is done.
 func (c *Groups) OnElected(partition, epoch int32) {
 	sl := c.newSlot(partition, epoch)
+	c.publish(sl)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -245,8 +249,9 @@ func (c *Groups) resign(sl *groupSlot) {
 // (FindCoordinator for a group, or any group request): once, even under
 // concurrent callers; after a failure the next call tries again. A topic
 // created meanwhile by other means (Metadata auto-creation, CreateTopics)
-// is adopted. Its partitions are elected (and, new, loaded) before it
-// returns.
+// is adopted. Its partitions are elected, loaded and only then published,
+// before it returns: until then no group exists (run), as for a topic
+// that does not exist yet.
 func (c *Groups) Ensure() error {
 	if err := c.offsets.ensure(); err != nil {
 		return err
@@ -260,9 +265,11 @@ func (c *Groups) Ensure() error {
 		return nil
 	}
 	for _, p := range c.offsets.current() {
-		if _, err := c.load(c.newSlot(p.Index, p.LeaderEpoch())); err != nil {
+		sl := c.newSlot(p.Index, p.LeaderEpoch())
+		if _, err := c.load(sl); err != nil {
 			return fmt.Errorf("load %s-%d: %w", OffsetsTopic, p.Index, err)
 		}
+		c.publish(sl)
 	}
 	c.elected.Store(true)
 	return nil
@@ -340,14 +347,15 @@ func (c *Groups) PartitionFor(groupID string) int32 { return c.offsets.partition
 // run handles one request for groupID on its partition's shard and carries
 // out the effects; it answers NOT_COORDINATOR when this node does not lead
 // that partition and COORDINATOR_LOAD_IN_PROGRESS while it loads. Before
-// __consumer_offsets exists no group does: fn runs on an empty shard.
+// __consumer_offsets exists and is elected no group does: fn runs on an
+// empty shard.
 func (c *Groups) run(groupID string, fn func(s *groupShard)) *kerr.Error {
 	partition := c.PartitionFor(groupID)
 	c.mu.RLock()
 	sl := c.slots[partition]
 	c.mu.RUnlock()
 	if sl == nil {
-		if c.offsets.current() != nil {
+		if c.elected.Load() {
 			return kerr.NotCoordinator
 		}
 		s := newGroupShard(partition, c.cfg, c.topics, c.logger)
