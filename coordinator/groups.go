@@ -386,23 +386,12 @@ func (sl *groupSlot) unavailable() *kerr.Error {
 	return nil
 }
 
-// execute carries out the shard's effects, sl.mu held: each write is
-// appended and its continuation told the outcome (which may ask for more),
-// then the answers are delivered and the clock armed for the next timer.
+// execute carries out the shard's effects, sl.mu held: the writes are
+// appended (settle), then the answers delivered and the clock armed for
+// the next timer.
 func (c *Groups) execute(sl *groupSlot) {
-	var joins []joinAnswer
-	var syncs []syncAnswer
-	for {
-		e := sl.shard.end()
-		joins, syncs = append(joins, e.joins...), append(syncs, e.syncs...)
-		if len(e.writes) == 0 {
-			break
-		}
-		for _, w := range e.writes {
-			w.then(c.appendRecords(sl.partition, w.batch))
-		}
-	}
-	c.deliver(joins, syncs)
+	e := sl.shard.settle(func(b recordBatch) error { return c.appendRecords(sl.partition, b) })
+	c.deliver(e.joins, e.syncs)
 	if !sl.resigned {
 		c.arm(sl)
 	}

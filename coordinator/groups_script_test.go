@@ -111,26 +111,14 @@ func (h *scriptHarness) run(group string, fn func(s *groupShard)) *kerr.Error {
 }
 
 func (h *scriptHarness) execute(sl *groupSlot) {
-	var joins []joinAnswer
-	var syncs []syncAnswer
-	var timers []timerChange
-	for {
-		e := sl.shard.end()
-		joins, syncs, timers = append(joins, e.joins...), append(syncs, e.syncs...), append(timers, e.timers...)
-		if len(e.writes) == 0 {
-			break
-		}
-		for _, w := range e.writes {
-			w.then(h.append(sl.partition, w.batch))
-		}
-	}
-	for _, a := range joins {
+	e := sl.shard.settle(func(b recordBatch) error { return h.append(sl.partition, b) })
+	for _, a := range e.joins {
 		fmt.Fprintf(h.out, "w%d join: %s\n", a.waiter, formatJoin(a.r))
 	}
-	for _, a := range syncs {
+	for _, a := range e.syncs {
 		fmt.Fprintf(h.out, "w%d sync: %s\n", a.waiter, formatSync(a.r))
 	}
-	h.printTimers(timers)
+	h.printTimers(e.timers)
 }
 
 func (h *scriptHarness) append(p int32, b recordBatch) error {

@@ -140,6 +140,25 @@ func (s *groupShard) end() effects {
 	return e
 }
 
+// settle carries out the input's writes in order through appendRecords,
+// telling each continuation its outcome (a continuation may write more),
+// and returns the rest of what the input asked for: answers and timers.
+func (s *groupShard) settle(appendRecords func(recordBatch) error) effects {
+	var out effects
+	for {
+		e := s.end()
+		out.joins = append(out.joins, e.joins...)
+		out.syncs = append(out.syncs, e.syncs...)
+		out.timers = append(out.timers, e.timers...)
+		if len(e.writes) == 0 {
+			return out
+		}
+		for _, w := range e.writes {
+			w.then(appendRecords(w.batch))
+		}
+	}
+}
+
 // write queues records to append; then learns the outcome.
 func (s *groupShard) write(recs []kv, then func(error)) {
 	s.eff.writes = append(s.eff.writes, pendingWrite{batch: recordBatch{recs: recs}, then: then})
