@@ -80,7 +80,7 @@ func DefaultGroupConfig() GroupConfig {
 // appendRecords, the one place that writes) before any answer that depends
 // on them is sent; waiting JoinGroup and SyncGroup requests are answered
 // through channels the driver keeps by waiter id; the shard's earliest
-// timer is armed on the clock and fires Tick.
+// timer is armed on the clock, which then ticks the shard.
 type Groups struct {
 	cfg    GroupConfig
 	logs   *storage.Manager
@@ -109,7 +109,7 @@ type Groups struct {
 // groupSlot is one partition's shard and whether it is loaded yet.
 type groupSlot struct {
 	partition int32
-	epoch     int32
+	epoch     int32 // the leader epoch it was elected at
 
 	mu       sync.Mutex
 	loading  bool

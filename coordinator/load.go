@@ -6,6 +6,7 @@ import (
 
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 )
 
 // load replays the slot's partition of __consumer_offsets into its shard
@@ -42,6 +43,8 @@ func (c *Groups) load(sl *groupSlot) (int, error) {
 	s.activate()
 	sl.loading = false
 	c.execute(sl)
+	c.logger.Debug("loaded "+OffsetsTopic+" partition", zap.Int32("partition", sl.partition),
+		zap.Int32("leader_epoch", sl.epoch), zap.Int("groups", len(s.groups)))
 	return len(s.groups), nil
 }
 
