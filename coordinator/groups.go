@@ -83,7 +83,6 @@ func DefaultGroupConfig() GroupConfig {
 // timer is armed on the clock, which then ticks the shard.
 type Groups struct {
 	cfg    GroupConfig
-	logs   *storage.Manager
 	logger *zap.Logger
 	clock  clockwork.Clock
 	topics topicMetadata
@@ -142,7 +141,6 @@ func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Gr
 	}
 	c := &Groups{
 		cfg:         cfg,
-		logs:        logs,
 		logger:      logger.Named("groups"),
 		clock:       cfg.Clock,
 		topics:      storageTopics{logs},
