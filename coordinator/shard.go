@@ -30,7 +30,7 @@ type groupShard struct {
 	now     time.Time // of the input being handled
 	groups  map[string]*group
 	offsets offsetStore
-	timers  map[timerKey]time.Time // deadline per armed timer
+	timers  timerQueue
 
 	eff effects // of the input being handled
 }
@@ -46,7 +46,7 @@ func newGroupShard(partition int32, cfg GroupConfig, topics topicMetadata, logge
 
 		groups:  make(map[string]*group),
 		offsets: newOffsetStore(),
-		timers:  make(map[timerKey]time.Time),
+		timers:  newTimerQueue(),
 	}
 }
 
@@ -103,30 +103,6 @@ type timerChange struct {
 	fired    bool
 }
 
-// timerKind names what a timer does when it fires.
-type timerKind int8
-
-const (
-	timerJoin            timerKind = iota // a classic group's join phase ends
-	timerSync                             // members that did not SyncGroup are dropped
-	timerHeartbeat                        // a classic member's session expires
-	timerPendingMember                    // a KIP-394 member id handed out is forgotten
-	timerConsumerSession                  // a consumer group member's session expires
-	timerConsumerRevoke                   // a consumer group member did not revoke in time
-	timerOffsetExpiry                     // offsets.retention.check.interval.ms
-)
-
-func (k timerKind) String() string {
-	return [...]string{"join", "sync", "heartbeat", "pending-member", "consumer-session", "consumer-revoke", "offset-expiry"}[k]
-}
-
-// timerKey identifies a timer: arming a key again replaces its deadline.
-type timerKey struct {
-	kind   timerKind
-	group  string
-	member string
-}
-
 // begin starts handling an input at now.
 func (s *groupShard) begin(now time.Time) {
 	s.now = now
@@ -166,63 +142,30 @@ func (s *groupShard) write(recs []kv, then func(error)) {
 
 func (s *groupShard) schedule(k timerKey, d time.Duration) {
 	at := s.now.Add(d)
-	s.timers[k] = at
+	s.timers.set(k, at)
 	s.eff.timers = append(s.eff.timers, timerChange{key: k, deadline: at})
 }
 
 func (s *groupShard) cancel(k timerKey) {
-	if _, ok := s.timers[k]; ok {
-		delete(s.timers, k)
+	if s.timers.remove(k) {
 		s.eff.timers = append(s.eff.timers, timerChange{key: k})
 	}
 }
 
 // nextDeadline is the earliest armed timer; ok false when none is.
-func (s *groupShard) nextDeadline() (time.Time, bool) {
-	var next time.Time
-	for _, at := range s.timers {
-		if next.IsZero() || at.Before(next) {
-			next = at
-		}
-	}
-	return next, !next.IsZero()
-}
+func (s *groupShard) nextDeadline() (time.Time, bool) { return s.timers.next() }
 
 // tick fires every timer due at s.now, earliest first (ties in key order,
 // so a run is reproducible).
 func (s *groupShard) tick() {
 	for {
-		var due []timerKey
-		for k, at := range s.timers {
-			if !at.After(s.now) {
-				due = append(due, k)
-			}
-		}
-		if len(due) == 0 {
+		k, ok := s.timers.popDue(s.now)
+		if !ok {
 			return
 		}
-		sort.Slice(due, func(i, j int) bool {
-			a, b := s.timers[due[i]], s.timers[due[j]]
-			if !a.Equal(b) {
-				return a.Before(b)
-			}
-			return timerKeyLess(due[i], due[j])
-		})
-		k := due[0]
-		delete(s.timers, k)
 		s.eff.timers = append(s.eff.timers, timerChange{key: k, fired: true})
 		s.fire(k)
 	}
-}
-
-func timerKeyLess(a, b timerKey) bool {
-	if a.kind != b.kind {
-		return a.kind < b.kind
-	}
-	if a.group != b.group {
-		return a.group < b.group
-	}
-	return a.member < b.member
 }
 
 // fire runs timer k, which was due.
@@ -337,8 +280,8 @@ func (s *groupShard) resign() {
 	}
 }
 
-// sortedGroupIDs and sortedTimers give map walks a fixed order, so the
-// same inputs give the same effects.
+// sortedGroupIDs and sortedTimers give walks a fixed order, so the same
+// inputs give the same effects.
 func (s *groupShard) sortedGroupIDs() []string {
 	ids := make([]string, 0, len(s.groups))
 	for id := range s.groups {
@@ -348,11 +291,4 @@ func (s *groupShard) sortedGroupIDs() []string {
 	return ids
 }
 
-func (s *groupShard) sortedTimers() []timerKey {
-	keys := make([]timerKey, 0, len(s.timers))
-	for k := range s.timers {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return timerKeyLess(keys[i], keys[j]) })
-	return keys
-}
+func (s *groupShard) sortedTimers() []timerKey { return s.timers.keys() }
