@@ -220,10 +220,11 @@ func (s *groupShard) deleteGroup(g *group) {
 		delete(s.groups, g.id)
 	}
 	s.offsets.dropGroup(g.id)
-	for _, k := range s.sortedTimers() {
-		if k.group == g.id {
-			s.cancel(k)
-		}
+	// An Empty group has no member timers; only its own can be armed.
+	s.cancel(timerKey{kind: timerJoin, group: g.id})
+	s.cancel(timerKey{kind: timerSync, group: g.id})
+	for _, id := range sortedKeys(g.pending) {
+		s.cancel(timerKey{kind: timerPendingMember, group: g.id, member: id})
 	}
 }
 
