@@ -13,20 +13,13 @@ import (
 // DescribeGroup is Kafka's GroupMetadata.summary: a group that does not
 // exist is described as Dead with no error (DescribeGroups v0-5); member
 // metadata and assignments are only given for a Stable group.
-func (c *Groups) DescribeGroup(id string) kmsg.DescribeGroupsResponseGroup {
-	d := kmsg.NewDescribeGroupsResponseGroup()
-	d.Group = id
-	d.AuthorizedOperations = math.MinInt32
-	if err := c.checkGroupRead(id); err != nil {
-		d.ErrorCode = err.Code
-		return d
-	}
-	g := c.lockGroup(id, false)
+func (s *groupShard) describeGroup(id string) kmsg.DescribeGroupsResponseGroup {
+	d := describedGroup(id)
+	g := s.group(id, false)
 	if g == nil {
 		d.State = stateDead.String()
 		return d
 	}
-	defer g.mu.Unlock()
 	if g.consumer != nil {
 		// As Kafka before DescribeGroups v6: a group of another type is
 		// described as Dead (ConsumerGroupDescribe describes it).
@@ -54,32 +47,30 @@ func (c *Groups) DescribeGroup(id string) kmsg.DescribeGroupsResponseGroup {
 	return d
 }
 
-// ListGroups lists every group, optionally only those in the given states
-// (Kafka's state names, any case) and of the given types ("classic", or
-// "consumer" for KIP-848 groups, whose states are Kafka's Empty, Assigning,
-// Reconciling and Stable). Until the load finishes it answers
-// COORDINATOR_LOAD_IN_PROGRESS.
-func (c *Groups) ListGroups(states, types []string) ([]kmsg.ListGroupsResponseGroup, *kerr.Error) {
-	if !c.loaded.Load() {
-		return nil, kerr.CoordinatorLoadInProgress
-	}
+func describedGroup(id string) kmsg.DescribeGroupsResponseGroup {
+	d := kmsg.NewDescribeGroupsResponseGroup()
+	d.Group = id
+	d.AuthorizedOperations = math.MinInt32
+	return d
+}
 
-	c.mu.RLock()
-	gs := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
+// listGroups lists the shard's groups, optionally only those in the given
+// states (Kafka's state names, any case) and of the given types
+// ("classic", or "consumer" for KIP-848 groups, whose states are Kafka's
+// Empty, Assigning, Reconciling and Stable).
+func (s *groupShard) listGroups(states, types []string) []kmsg.ListGroupsResponseGroup {
+	gs := make([]*group, 0, len(s.groups))
+	for _, g := range s.groups {
 		gs = append(gs, g)
 	}
-	c.mu.RUnlock()
 	sort.Slice(gs, func(i, j int) bool { return gs[i].id < gs[j].id })
 	var out []kmsg.ListGroupsResponseGroup
 	for _, g := range gs {
-		g.mu.Lock()
 		state, protocolType, groupType := g.state.String(), g.protocolType, "classic"
 		if g.consumer != nil {
 			state, groupType = g.consumer.state(), "consumer"
 		}
 		dead := g.state == stateDead
-		g.mu.Unlock()
 		if dead || len(states) > 0 && !containsFold(states, state) || len(types) > 0 && !containsFold(types, groupType) {
 			continue
 		}
@@ -87,7 +78,7 @@ func (c *Groups) ListGroups(states, types []string) ([]kmsg.ListGroupsResponseGr
 		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, protocolType, state, groupType
 		out = append(out, lg)
 	}
-	return out, nil
+	return out
 }
 
 func containsFold(list []string, s string) bool {
@@ -99,31 +90,46 @@ func containsFold(list []string, s string) bool {
 	return false
 }
 
-// DeleteGroup deletes an Empty group and its offsets (tombstones for
-// both), as Kafka's deleteGroups: GROUP_ID_NOT_FOUND when it does not
+// groupDeleteReply is the outcome of deleting a group, final once its
+// write is done.
+type groupDeleteReply struct{ err *kerr.Error }
+
+// deleteGroupRequest deletes an Empty group and its offsets (tombstones
+// for both), as Kafka's deleteGroups: GROUP_ID_NOT_FOUND when it does not
 // exist, NON_EMPTY_GROUP while it has members.
-func (c *Groups) DeleteGroup(id string) *kerr.Error {
-	if err := c.checkGroupRead(id); err != nil {
-		return err
-	}
-	g := c.lockGroup(id, false)
+func (s *groupShard) deleteGroupRequest(id string) *groupDeleteReply {
+	g := s.group(id, false)
 	if g == nil {
-		return kerr.GroupIDNotFound
+		return &groupDeleteReply{err: kerr.GroupIDNotFound}
 	}
-	defer g.mu.Unlock()
 	if g.state != stateEmpty || g.consumer != nil && len(g.consumer.members) > 0 {
-		return kerr.NonEmptyGroup
+		return &groupDeleteReply{err: kerr.NonEmptyGroup}
 	}
-	recs := make([]kv, 0, len(g.offsets)+1)
-	for tp := range g.offsets {
+	offsets := s.offsets.of(g.id)
+	tps := make([]topicPartition, 0, len(offsets))
+	for tp := range offsets {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].topic != tps[j].topic {
+			return tps[i].topic < tps[j].topic
+		}
+		return tps[i].partition < tps[j].partition
+	})
+	recs := make([]kv, 0, len(tps)+1)
+	for _, tp := range tps {
 		recs = append(recs, kv{key: offsetCommitKey(g.id, tp.topic, tp.partition)})
 	}
 	recs = append(recs, kv{key: groupMetadataKey(g.id)})
-	if err := c.append(g, recs); err != nil {
-		c.logger.Error("deleting group", zap.String("group", g.id), zap.Error(err))
-		return kerr.CoordinatorNotAvailable
-	}
-	c.deleteGroup(g)
-	c.logger.Info("deleted group", zap.String("group", id), zap.Int("offsets", len(recs)-1))
-	return nil
+	reply := &groupDeleteReply{}
+	s.write(recs, func(err error) {
+		if err != nil {
+			s.logger.Error("deleting group", zap.String("group", g.id), zap.Error(err))
+			reply.err = kerr.CoordinatorNotAvailable
+			return
+		}
+		s.deleteGroup(g)
+		s.logger.Info("deleted group", zap.String("group", id), zap.Int("offsets", len(recs)-1))
+	})
+	return reply
 }

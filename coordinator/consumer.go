@@ -113,7 +113,7 @@ func (s partitionSet) each(fn func(id [16]byte, p int32)) {
 	}
 }
 
-// cmember is one member of a consumer group; guarded by its group's mutex.
+// cmember is one member of a consumer group.
 type cmember struct {
 	id, instanceID, rackID string
 	clientID, clientHost   string
@@ -127,11 +127,6 @@ type cmember struct {
 
 	assigned partitionSet // what the member should own now
 	revoking partitionSet // what it must still give up
-
-	sessionTimer *time.Timer
-	sessionSeq   uint64
-	revokeTimer  *time.Timer
-	revokeSeq    uint64
 }
 
 // consumerGroup is the KIP-848 part of a group; nil for classic groups.
@@ -257,26 +252,26 @@ func validateHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, version int16) (
 	return nil, ""
 }
 
-// ConsumerGroupHeartbeat serves ConsumerGroupHeartbeat (KIP-848).
-func (c *Groups) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, version int16, client Client) *kmsg.ConsumerGroupHeartbeatResponse {
-	if err, msg := validateHeartbeat(req, version); err != nil {
-		return heartbeatError(err, msg)
+// compileSubscription is the heartbeat's topic regex, anchored as Kafka
+// matches it; nil without one.
+func compileSubscription(req *kmsg.ConsumerGroupHeartbeatRequest) (*regexp.Regexp, *kmsg.ConsumerGroupHeartbeatResponse) {
+	if req.SubscribedTopicRegex == nil || *req.SubscribedTopicRegex == "" {
+		return nil, nil
 	}
-	var re *regexp.Regexp
-	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
-		var err error
-		if re, err = regexp.Compile("^(?:" + *req.SubscribedTopicRegex + ")$"); err != nil {
-			return heartbeatError(kerr.InvalidRegularExpression, "SubscribedTopicRegex "+*req.SubscribedTopicRegex+" is not a valid regular expression: "+err.Error())
-		}
+	re, err := regexp.Compile("^(?:" + *req.SubscribedTopicRegex + ")$")
+	if err != nil {
+		return nil, heartbeatError(kerr.InvalidRegularExpression, "SubscribedTopicRegex "+*req.SubscribedTopicRegex+" is not a valid regular expression: "+err.Error())
 	}
-	if err := c.checkReady(); err != nil {
-		return heartbeatError(err, "")
-	}
-	g := c.lockGroup(req.Group, req.MemberEpoch == 0)
+	return re, nil
+}
+
+// consumerGroupHeartbeat handles a valid ConsumerGroupHeartbeat (KIP-848)
+// as Kafka's consumerGroupHeartbeat; re is its compiled regex.
+func (s *groupShard) consumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, version int16, client Client, re *regexp.Regexp) *kmsg.ConsumerGroupHeartbeatResponse {
+	g := s.group(req.Group, req.MemberEpoch == 0)
 	if g == nil {
 		return heartbeatError(kerr.UnknownMemberID, "Consumer group "+req.Group+" not found.")
 	}
-	defer g.mu.Unlock()
 	if g.consumer == nil {
 		if len(g.members) > 0 || g.state != stateEmpty || req.MemberEpoch != 0 {
 			return heartbeatError(kerr.GroupIDNotFound, "Group "+req.Group+" is not a consumer group.")
@@ -287,19 +282,19 @@ func (c *Groups) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest,
 		g.protocolType, g.protocol, g.leader = "consumer", "", ""
 	}
 	cg := g.consumer
-	if _, known := cg.members[req.MemberID]; !known && c.cfg.ConsumerMaxSize > 0 && len(cg.members) >= c.cfg.ConsumerMaxSize {
-		return heartbeatError(kerr.GroupMaxSizeReached, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", c.cfg.ConsumerMaxSize))
+	if _, known := cg.members[req.MemberID]; !known && s.cfg.ConsumerMaxSize > 0 && len(cg.members) >= s.cfg.ConsumerMaxSize {
+		return heartbeatError(kerr.GroupMaxSizeReached, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", s.cfg.ConsumerMaxSize))
 	}
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
-		return c.consumerLeave(g, req)
+		return s.consumerLeave(g, req)
 	}
-	m, errResp := c.consumerMember(g, req, version)
+	m, errResp := s.consumerMember(g, req, version)
 	if errResp != nil {
 		return errResp
 	}
 	joining := req.MemberEpoch == 0
 	bump := false
-	if c.updateConsumerMember(m, req, re, client) {
+	if s.updateConsumerMember(m, req, re, client) {
 		bump = true
 	}
 	if _, ok := cg.members[m.id]; !ok {
@@ -308,9 +303,9 @@ func (c *Groups) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest,
 			cg.static[m.instanceID] = m.id
 		}
 		bump = true
-		c.logger.Info("member joined consumer group", zap.String("group", g.id), zap.String("member", m.id))
+		s.logger.Info("member joined consumer group", zap.String("group", g.id), zap.String("member", m.id))
 	}
-	if sig := c.subscriptionMetadata(cg); sig != cg.metadata {
+	if sig := s.subscriptionMetadata(cg); sig != cg.metadata {
 		cg.metadata = sig
 		bump = true
 	}
@@ -318,7 +313,7 @@ func (c *Groups) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest,
 		cg.epoch++
 	}
 	if cg.epoch > cg.assignmentEpoch {
-		c.computeTargetAssignment(g)
+		s.computeTargetAssignment(g)
 	}
 	var owned partitionSet
 	if req.Topics != nil {
@@ -330,14 +325,14 @@ func (c *Groups) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest,
 		}
 	}
 	before := m.assigned
-	c.reconcile(g, m, owned)
-	c.scheduleConsumerSession(g, m)
+	s.reconcile(g, m, owned)
+	s.scheduleConsumerSession(g, m)
 
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	id := m.id
 	resp.MemberID = &id
 	resp.MemberEpoch = m.epoch
-	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	resp.HeartbeatIntervalMillis = int32(s.cfg.ConsumerHeartbeatInterval.Milliseconds())
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
 	if joining || full || !before.equal(m.assigned) {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
@@ -359,7 +354,7 @@ func (c *Groups) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest,
 // consumerMember finds or creates the member a heartbeat is from, checking
 // its epoch and static identity as Kafka's
 // getOrMaybeSubscribeDynamic/StaticConsumerGroupMember do.
-func (c *Groups) consumerMember(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, version int16) (*cmember, *kmsg.ConsumerGroupHeartbeatResponse) {
+func (s *groupShard) consumerMember(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, version int16) (*cmember, *kmsg.ConsumerGroupHeartbeatResponse) {
 	cg := g.consumer
 	instance := deref(req.InstanceID)
 	m := cg.members[req.MemberID]
@@ -372,7 +367,7 @@ func (c *Groups) consumerMember(g *group, req *kmsg.ConsumerGroupHeartbeatReques
 			case old != nil && old.epoch != staticLeaveEpoch:
 				return nil, heartbeatError(kerr.UnreleasedInstanceID, "Static member "+instance+" with member id "+oldID+" has not left the group.")
 			case old != nil:
-				return c.replaceStaticMember(g, old, req.MemberID), nil
+				return s.replaceStaticMember(g, old, req.MemberID), nil
 			}
 		}
 	}
@@ -382,7 +377,7 @@ func (c *Groups) consumerMember(g *group, req *kmsg.ConsumerGroupHeartbeatReques
 		}
 		id := req.MemberID
 		if id == "" { // v0: the coordinator names the member
-			id = newMemberID("")[1:]
+			id = s.newMemberID("")[1:]
 		}
 		return &cmember{id: id, assigned: partitionSet{}, revoking: partitionSet{}}, nil
 	}
@@ -417,15 +412,14 @@ func (c *Groups) consumerMember(g *group, req *kmsg.ConsumerGroupHeartbeatReques
 
 // replaceStaticMember gives a static member that left with epoch -2 a new
 // member id, keeping its assignment (Kafka's static member replacement).
-func (c *Groups) replaceStaticMember(g *group, old *cmember, newID string) *cmember {
+func (s *groupShard) replaceStaticMember(g *group, old *cmember, newID string) *cmember {
 	cg := g.consumer
 	m := &cmember{}
 	*m = *old
 	m.id = newID
 	m.epoch, m.state = old.prevEpoch, cmemberStable
-	m.sessionTimer, m.revokeTimer = nil, nil
 	assigned, revoking := old.assigned, old.revoking
-	c.removeConsumerMember(g, old, false)
+	s.removeConsumerMember(g, old, false)
 	cg.members[m.id] = m
 	cg.static[m.instanceID] = m.id
 	m.assigned, m.revoking = partitionSet{}, partitionSet{}
@@ -434,14 +428,14 @@ func (c *Groups) replaceStaticMember(g *group, old *cmember, newID string) *cmem
 		cg.target[m.id] = t
 		delete(cg.target, old.id)
 	}
-	c.logger.Info("static member rejoined consumer group with a new member id", zap.String("group", g.id),
+	s.logger.Info("static member rejoined consumer group with a new member id", zap.String("group", g.id),
 		zap.String("instance_id", m.instanceID), zap.String("old_member", old.id), zap.String("member", m.id))
 	return m
 }
 
 // updateConsumerMember applies the request's non-null fields to m and
 // reports whether its subscription changed (which bumps the group epoch).
-func (c *Groups) updateConsumerMember(m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest, re *regexp.Regexp, client Client) bool {
+func (s *groupShard) updateConsumerMember(m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest, re *regexp.Regexp, client Client) bool {
 	changed := false
 	if req.InstanceID != nil {
 		m.instanceID = *req.InstanceID
@@ -472,7 +466,7 @@ func (c *Groups) updateConsumerMember(m *cmember, req *kmsg.ConsumerGroupHeartbe
 
 // consumerLeave handles member epoch -1 (leave) and -2 (a static member
 // leaving for a while).
-func (c *Groups) consumerLeave(g *group, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+func (s *groupShard) consumerLeave(g *group, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	cg := g.consumer
 	m := cg.members[req.MemberID]
 	instance := deref(req.InstanceID)
@@ -490,25 +484,25 @@ func (c *Groups) consumerLeave(g *group, req *kmsg.ConsumerGroupHeartbeatRequest
 	resp.MemberID = &id
 	resp.MemberEpoch = req.MemberEpoch
 	if req.MemberEpoch == staticLeaveEpoch && m.instanceID != "" {
-		c.logger.Info("static member left consumer group temporarily", zap.String("group", g.id), zap.String("member", m.id),
+		s.logger.Info("static member left consumer group temporarily", zap.String("group", g.id), zap.String("member", m.id),
 			zap.String("instance_id", m.instanceID))
 		if m.epoch != staticLeaveEpoch {
 			m.prevEpoch = m.epoch
 		}
 		m.epoch = staticLeaveEpoch
-		c.stopRevokeTimer(m)
-		c.scheduleConsumerSession(g, m) // the session expiring removes it for good
+		s.stopRevokeTimer(g, m)
+		s.scheduleConsumerSession(g, m) // the session expiring removes it for good
 		return resp
 	}
-	c.logger.Info("member left consumer group", zap.String("group", g.id), zap.String("member", m.id))
-	c.removeConsumerMember(g, m, true)
+	s.logger.Info("member left consumer group", zap.String("group", g.id), zap.String("member", m.id))
+	s.removeConsumerMember(g, m, true)
 	return resp
 }
 
 // removeConsumerMember drops m (leave, fencing, or static replacement),
 // freeing its partitions; bump bumps the group epoch so the others get a
 // new target.
-func (c *Groups) removeConsumerMember(g *group, m *cmember, bump bool) {
+func (s *groupShard) removeConsumerMember(g *group, m *cmember, bump bool) {
 	cg := g.consumer
 	cg.setAssignment(m, partitionSet{}, partitionSet{})
 	delete(cg.members, m.id)
@@ -516,63 +510,48 @@ func (c *Groups) removeConsumerMember(g *group, m *cmember, bump bool) {
 	if m.instanceID != "" && cg.static[m.instanceID] == m.id {
 		delete(cg.static, m.instanceID)
 	}
-	if m.sessionTimer != nil {
-		m.sessionTimer.Stop()
-	}
-	m.sessionSeq++
-	c.stopRevokeTimer(m)
+	s.cancel(timerKey{kind: timerConsumerSession, group: g.id, member: m.id})
+	s.stopRevokeTimer(g, m)
 	if bump {
 		cg.epoch++
 	}
 	if len(cg.members) == 0 {
-		g.stateTime = c.now()
+		g.stateTime = s.now
 	}
 }
 
 // fenceConsumerMember removes m after its session or revocation timed out.
-func (c *Groups) fenceConsumerMember(g *group, m *cmember, why string) {
-	c.logger.Info("fencing consumer group member", zap.String("group", g.id), zap.String("member", m.id), zap.String("reason", why))
-	c.removeConsumerMember(g, m, true)
+func (s *groupShard) fenceConsumerMember(g *group, m *cmember, why string) {
+	s.logger.Info("fencing consumer group member", zap.String("group", g.id), zap.String("member", m.id), zap.String("reason", why))
+	s.removeConsumerMember(g, m, true)
 }
 
 // scheduleConsumerSession (re)starts m's session timer.
-func (c *Groups) scheduleConsumerSession(g *group, m *cmember) {
-	m.sessionSeq++
-	seq := m.sessionSeq
-	if m.sessionTimer != nil {
-		m.sessionTimer.Stop()
-	}
-	m.sessionTimer = c.afterFunc(c.cfg.ConsumerSessionTimeout, func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.consumer == nil || g.consumer.members[m.id] != m || m.sessionSeq != seq {
-			return
-		}
-		c.fenceConsumerMember(g, m, "session timeout of "+c.cfg.ConsumerSessionTimeout.String()+" expired")
-	})
+func (s *groupShard) scheduleConsumerSession(g *group, m *cmember) {
+	s.schedule(timerKey{kind: timerConsumerSession, group: g.id, member: m.id}, s.cfg.ConsumerSessionTimeout)
 }
 
-func (c *Groups) stopRevokeTimer(m *cmember) {
-	if m.revokeTimer != nil {
-		m.revokeTimer.Stop()
+func (s *groupShard) stopRevokeTimer(g *group, m *cmember) {
+	s.cancel(timerKey{kind: timerConsumerRevoke, group: g.id, member: m.id})
+}
+
+// revokeTimeout is how long m has to revoke: its rebalance timeout.
+func (s *groupShard) revokeTimeout(m *cmember) time.Duration {
+	if m.rebalanceTimeout <= 0 {
+		return s.cfg.ConsumerSessionTimeout
 	}
-	m.revokeSeq++
+	return m.rebalanceTimeout
 }
 
 // scheduleRevocation fences m unless it revokes within its rebalance timeout.
-func (c *Groups) scheduleRevocation(g *group, m *cmember) {
-	c.stopRevokeTimer(m)
-	seq, epoch := m.revokeSeq, m.epoch
-	timeout := m.rebalanceTimeout
-	if timeout <= 0 {
-		timeout = c.cfg.ConsumerSessionTimeout
+func (s *groupShard) scheduleRevocation(g *group, m *cmember) {
+	s.schedule(timerKey{kind: timerConsumerRevoke, group: g.id, member: m.id}, s.revokeTimeout(m))
+}
+
+// consumerMember is the consumer group member id, or nil.
+func (g *group) consumerMember(id string) *cmember {
+	if g.consumer == nil {
+		return nil
 	}
-	m.revokeTimer = c.afterFunc(timeout, func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.consumer == nil || g.consumer.members[m.id] != m || m.revokeSeq != seq || m.state != cmemberUnrevoked || m.epoch != epoch {
-			return
-		}
-		c.fenceConsumerMember(g, m, "partitions not revoked within the rebalance timeout of "+timeout.String())
-	})
+	return g.consumer.members[id]
 }

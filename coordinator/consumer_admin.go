@@ -16,7 +16,7 @@ import (
 // Kafka 4.3 (KIP-1251), the previous epoch is accepted too when every
 // committed partition is still the member's, so a commit racing an epoch
 // bump that did not take partitions away succeeds.
-func (c *Groups) validateConsumerCommit(cg *consumerGroup, memberID string, epoch int32, commits []Commit, transactional bool, version int16) *kerr.Error {
+func (s *groupShard) validateConsumerCommit(cg *consumerGroup, memberID string, epoch int32, commits []Commit, transactional bool, version int16) *kerr.Error {
 	if epoch < 0 && len(cg.members) == 0 {
 		return nil
 	}
@@ -32,8 +32,8 @@ func (c *Groups) validateConsumerCommit(cg *consumerGroup, memberID string, epoc
 		return kerr.StaleMemberEpoch
 	}
 	for _, cm := range commits {
-		t := c.logs.Topic(cm.Topic)
-		if t == nil || !m.assigned.has(t.ID, cm.Partition) && !m.revoking.has(t.ID, cm.Partition) {
+		t, ok := s.topics.Topic(cm.Topic)
+		if !ok || !m.assigned.has(t.id, cm.Partition) && !m.revoking.has(t.id, cm.Partition) {
 			return kerr.StaleMemberEpoch
 		}
 	}
@@ -43,48 +43,51 @@ func (c *Groups) validateConsumerCommit(cg *consumerGroup, memberID string, epoc
 // ConsumerGroupDescribe describes a KIP-848 group as Kafka's
 // ConsumerGroup.asDescribedGroup: GROUP_ID_NOT_FOUND for a group that does
 // not exist or is a classic group.
-func (c *Groups) ConsumerGroupDescribe(id string, version int16) kmsg.ConsumerGroupDescribeResponseGroup {
+func describedConsumerGroup(id string, err *kerr.Error, msg string) kmsg.ConsumerGroupDescribeResponseGroup {
 	d := kmsg.NewConsumerGroupDescribeResponseGroup()
 	d.Group = id
 	d.AuthorizedOperations = math.MinInt32
-	fail := func(err *kerr.Error, msg string) kmsg.ConsumerGroupDescribeResponseGroup {
+	if err != nil {
 		d.ErrorCode = err.Code
 		if msg != "" {
 			d.ErrorMessage = &msg
 		}
-		return d
 	}
-	if err := c.checkGroupRead(id); err != nil {
-		return fail(err, "")
+	return d
+}
+
+func (s *groupShard) consumerGroupDescribe(id string, version int16) kmsg.ConsumerGroupDescribeResponseGroup {
+	fail := func(err *kerr.Error, msg string) kmsg.ConsumerGroupDescribeResponseGroup {
+		return describedConsumerGroup(id, err, msg)
 	}
-	g := c.lockGroup(id, false)
+	d := describedConsumerGroup(id, nil, "")
+	g := s.group(id, false)
 	if g == nil {
 		return fail(kerr.GroupIDNotFound, "Group "+id+" not found.")
 	}
-	defer g.mu.Unlock()
 	cg := g.consumer
 	if cg == nil {
 		return fail(kerr.GroupIDNotFound, "Group "+id+" is not a consumer group.")
 	}
 	d.State, d.Epoch, d.AssignmentEpoch, d.AssignorName = cg.state(), cg.epoch, cg.assignmentEpoch, preferredAssignor(cg)
 	names := map[[16]byte]string{}
-	assignment := func(s partitionSet) kmsg.Assignment {
+	assignment := func(set partitionSet) kmsg.Assignment {
 		a := kmsg.NewAssignment()
-		ids := make([][16]byte, 0, len(s))
-		for tid := range s {
+		ids := make([][16]byte, 0, len(set))
+		for tid := range set {
 			ids = append(ids, tid)
 		}
 		sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
 		for _, tid := range ids {
 			name, ok := names[tid]
 			if !ok {
-				if t := c.logs.TopicByID(tid); t != nil {
-					name = t.Name
+				if t, ok := s.topics.TopicByID(tid); ok {
+					name = t.name
 				}
 				names[tid] = name
 			}
 			tp := kmsg.NewAssignmentTopicPartition()
-			tp.TopicID, tp.Topic, tp.Partitions = tid, name, append([]int32(nil), s[tid]...)
+			tp.TopicID, tp.Topic, tp.Partitions = tid, name, append([]int32(nil), set[tid]...)
 			a.TopicPartitions = append(a.TopicPartitions, tp)
 		}
 		return a

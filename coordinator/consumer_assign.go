@@ -14,11 +14,12 @@ type topicMeta struct {
 	name       string
 	id         [16]byte
 	partitions int32
+	internal   bool
 }
 
 // subscribedTopicMeta is every existing topic some member of cg
 // subscribes to (by name or regex), sorted by name.
-func (c *Groups) subscribedTopicMeta(cg *consumerGroup) []topicMeta {
+func (s *groupShard) subscribedTopicMeta(cg *consumerGroup) []topicMeta {
 	var out []topicMeta
 	seen := map[string]bool{}
 	add := func(name string) {
@@ -26,8 +27,8 @@ func (c *Groups) subscribedTopicMeta(cg *consumerGroup) []topicMeta {
 			return
 		}
 		seen[name] = true
-		if t := c.logs.Topic(name); t != nil {
-			out = append(out, topicMeta{name: name, id: t.ID, partitions: int32(len(t.Partitions()))})
+		if t, ok := s.topics.Topic(name); ok {
+			out = append(out, t)
 		}
 	}
 	regex := false
@@ -38,10 +39,10 @@ func (c *Groups) subscribedTopicMeta(cg *consumerGroup) []topicMeta {
 		regex = regex || m.re != nil
 	}
 	if regex {
-		for _, t := range c.logs.Topics() {
+		for _, t := range s.topics.Topics() {
 			for _, m := range cg.members {
-				if m.re != nil && !t.Internal && m.re.MatchString(t.Name) {
-					add(t.Name)
+				if m.re != nil && !t.internal && m.re.MatchString(t.name) {
+					add(t.name)
 					break
 				}
 			}
@@ -53,9 +54,9 @@ func (c *Groups) subscribedTopicMeta(cg *consumerGroup) []topicMeta {
 
 // subscriptionMetadata is a signature of the subscribed topics' ids and
 // partition counts: when it changes, the group epoch is bumped.
-func (c *Groups) subscriptionMetadata(cg *consumerGroup) string {
+func (s *groupShard) subscriptionMetadata(cg *consumerGroup) string {
 	var b strings.Builder
-	for _, t := range c.subscribedTopicMeta(cg) {
+	for _, t := range s.subscribedTopicMeta(cg) {
 		b.WriteString(t.name)
 		b.WriteByte('/')
 		b.WriteString(hex.EncodeToString(t.id[:]))
@@ -86,10 +87,10 @@ func preferredAssignor(cg *consumerGroup) string {
 
 // computeTargetAssignment runs the group's assignor and moves the
 // assignment epoch to the group epoch.
-func (c *Groups) computeTargetAssignment(g *group) {
+func (s *groupShard) computeTargetAssignment(g *group) {
 	cg := g.consumer
 	members := cg.sortedMembers()
-	topics := c.subscribedTopicMeta(cg)
+	topics := s.subscribedTopicMeta(cg)
 	cg.assignor = preferredAssignor(cg)
 	if cg.assignor == "range" {
 		cg.target = assignRange(members, topics)
@@ -97,7 +98,7 @@ func (c *Groups) computeTargetAssignment(g *group) {
 		cg.target = assignUniform(members, topics, cg.target)
 	}
 	cg.assignmentEpoch = cg.epoch
-	c.logger.Info("computed consumer group target assignment", zap.String("group", g.id), zap.Int32("epoch", cg.epoch),
+	s.logger.Info("computed consumer group target assignment", zap.String("group", g.id), zap.Int32("epoch", cg.epoch),
 		zap.String("assignor", cg.assignor), zap.Int("members", len(members)), zap.Int("topics", len(topics)))
 }
 
@@ -231,7 +232,7 @@ func ownsAny(owned, set partitionSet) bool {
 // reconcile moves m towards its target assignment (Kafka's
 // CurrentAssignmentBuilder); owned is what the heartbeat says m owns, nil
 // when the heartbeat did not say.
-func (c *Groups) reconcile(g *group, m *cmember, owned partitionSet) {
+func (s *groupShard) reconcile(g *group, m *cmember, owned partitionSet) {
 	cg := g.consumer
 	switch m.state {
 	case cmemberStable:
@@ -266,7 +267,7 @@ func (c *Groups) reconcile(g *group, m *cmember, owned partitionSet) {
 		// Give up partitions first, at the current epoch.
 		cg.setAssignment(m, assigned, revoke)
 		m.state = cmemberUnrevoked
-		c.scheduleRevocation(g, m)
+		s.scheduleRevocation(g, m)
 		return
 	}
 	pending.each(assigned.add)
@@ -278,5 +279,5 @@ func (c *Groups) reconcile(g *group, m *cmember, owned partitionSet) {
 	if unreleased {
 		m.state = cmemberUnreleased
 	}
-	c.stopRevokeTimer(m)
+	s.stopRevokeTimer(g, m)
 }

@@ -1,9 +1,36 @@
 // Package coordinator holds the broker-side state machines that sit above the
 // partition logs: the producer id allocator (InitProducerId), the group
-// coordinator (Groups: classic consumer groups, KIP-848 consumer groups with
-// server-side assignment (consumer.go), and committed offsets, kept as
-// Kafka-format records in the compacted __consumer_offsets and replayed on
-// start) and the transaction coordinator.
+// coordinator and the transaction coordinator. It depends on storage only; the
+// broker layer calls it and the protocol package knows nothing of it.
+//
+// The group coordinator is built as Kafka's new one (GroupMetadataManager
+// under a CoordinatorRuntime): one state machine per partition of
+// __consumer_offsets, and a driver.
+//
+//   - groupShard (shard.go) is the machine of one partition: its groups,
+//     their offsets and their timers. It takes an input with the time (a
+//     request, a replayed batch, tick) and returns effects: records to
+//     append, each with what to do once the append succeeded or failed,
+//     answers to waiting JoinGroup/SyncGroup requests by waiter id, and
+//     timers armed, cancelled or fired. No goroutines, locks or clock.
+//     Classic groups are in group.go and join.go (rebalances, static
+//     members, sessions), KIP-848 consumer groups in consumer.go,
+//     consumer_assign.go and consumer_admin.go, offsets in offsets.go with
+//     the committed and pending transactional offsets kept apart in
+//     offsetstore.go and txnoffsets.go, describe/list/delete in admin.go,
+//     replay in load.go, the record formats in records.go.
+//   - Groups (groups.go, groups_api.go) is the driver: the shards this node
+//     leads (OnElected replays a partition, answering
+//     COORDINATOR_LOAD_IN_PROGRESS for its groups until done; OnResigned
+//     drops it, NOT_COORDINATOR after), one lock per shard, the clock
+//     (GroupConfig.Clock, a clockwork.Clock) armed at the shard's next
+//     deadline, and appendRecords, the one place group records reach the
+//     log. Records are durable before the answers that depend on them are
+//     sent. On a single node every partition is elected when the topic is
+//     opened or created.
+//
+// testdata/groups holds scripts that drive the shards step by step (join,
+// sync, heartbeat, tick 10s, elect 3, ...) and show every effect.
 //
 // The transaction coordinator (KIP-98) is one state machine per partition of
 // __transaction_state (txnPartition, txn_sm*.go): it takes a request, a
@@ -21,7 +48,4 @@
 // every partition when the topic is opened or created) and dropped on
 // OnResigned; meanwhile its ids are COORDINATOR_LOAD_IN_PROGRESS, then
 // NOT_COORDINATOR. The scripts under testdata/txn drive it step by step.
-//
-// It depends on storage only; the broker layer calls it and the protocol
-// package knows nothing of it.
 package coordinator

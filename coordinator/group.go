@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -68,12 +67,9 @@ type member struct {
 	protocols            []protocolMeta
 	assignment           []byte
 
-	join  chan joinResult // set while a JoinGroup waits for the rebalance
-	sync  chan syncResult // set while a SyncGroup waits for the leader
-	isNew bool
-
-	hbTimer *time.Timer
-	hbSeq   uint64 // bumped on every heartbeat reschedule; stale timers see a different value
+	joinWaiter uint64 // the JoinGroup waiting for the rebalance, 0 for none
+	syncWaiter uint64 // the SyncGroup waiting for the leader, 0 for none
+	isNew      bool
 }
 
 func (m *member) metadataFor(protocol string) []byte {
@@ -106,20 +102,6 @@ func (m *member) sameProtocols(ps []protocolMeta) bool {
 	return true
 }
 
-func (m *member) answerJoin(r joinResult) {
-	if m.join != nil {
-		m.join <- r
-		m.join = nil
-	}
-}
-
-func (m *member) answerSync(r syncResult) {
-	if m.sync != nil {
-		m.sync <- r
-		m.sync = nil
-	}
-}
-
 type topicPartition struct {
 	topic     string
 	partition int32
@@ -133,13 +115,12 @@ type committedOffset struct {
 	expireTime  int64 // unix ms, -1 unless a v1 value set it
 }
 
-// group is one classic group and its committed offsets. Everything below
-// mu is guarded by it; id and partition never change.
+// group is one group's membership (its offsets are in the shard's
+// offsetStore); id and partition never change.
 type group struct {
 	id        string
 	partition int32
 
-	mu           sync.Mutex
 	state        groupState
 	stateTime    time.Time
 	generation   int32
@@ -154,14 +135,8 @@ type group struct {
 
 	// The join timer ends PreparingRebalance; initialDelay says it is the
 	// group.initial.rebalance.delay.ms phase, which no join completes early.
-	joinTimer      *time.Timer
-	joinSeq        uint64
 	initialDelay   bool
 	delayRemaining time.Duration
-	syncTimer      *time.Timer
-	syncSeq        uint64
-
-	offsets map[topicPartition]committedOffset
 
 	// consumer is set for KIP-848 consumer groups (consumer.go); the
 	// classic fields above then stay Empty, with protocolType "consumer".
@@ -177,7 +152,6 @@ func newGroup(id string, partition int32, now time.Time) *group {
 		static:      make(map[string]string),
 		pending:     make(map[string]struct{}),
 		pendingSync: make(map[string]struct{}),
-		offsets:     make(map[topicPartition]committedOffset),
 	}
 }
 
@@ -282,7 +256,7 @@ func (g *group) allJoined() bool {
 		return false
 	}
 	for _, m := range g.members {
-		if m.join == nil {
+		if m.joinWaiter == 0 {
 			return false
 		}
 	}
@@ -316,7 +290,7 @@ func (g *group) currentMembers() []kmsg.JoinGroupResponseMember {
 }
 
 // addMember registers m and starts (or joins) a rebalance.
-func (c *Groups) addMemberAndRebalance(g *group, m *member) {
+func (s *groupShard) addMemberAndRebalance(g *group, m *member) {
 	if len(g.members) == 0 {
 		g.protocolType = m.protocolType
 	}
@@ -332,23 +306,20 @@ func (c *Groups) addMemberAndRebalance(g *group, m *member) {
 	if g.leader == "" {
 		g.leader = m.id
 	}
-	c.maybePrepareRebalance(g, "member "+m.id+" joined")
+	s.maybePrepareRebalance(g, "member "+m.id+" joined")
 }
 
 // removeMember drops m from the group, answering its waiting requests with
 // UNKNOWN_MEMBER_ID.
-func (c *Groups) removeMember(g *group, m *member) {
+func (s *groupShard) removeMember(g *group, m *member) {
 	delete(g.members, m.id)
 	if m.instanceID != "" && g.static[m.instanceID] == m.id {
 		delete(g.static, m.instanceID)
 	}
 	delete(g.pendingSync, m.id)
-	if m.hbTimer != nil {
-		m.hbTimer.Stop()
-	}
-	m.hbSeq++
-	m.answerJoin(joinResult{err: kerr.UnknownMemberID, memberID: m.id, generation: -1})
-	m.answerSync(syncResult{err: kerr.UnknownMemberID})
+	s.cancel(timerKey{kind: timerHeartbeat, group: g.id, member: m.id})
+	s.answerJoin(m, joinResult{err: kerr.UnknownMemberID, memberID: m.id, generation: -1})
+	s.answerSync(m, syncResult{err: kerr.UnknownMemberID})
 	if g.leader == m.id {
 		g.leader = ""
 		if ms := g.sortedMembers(); len(ms) > 0 {
@@ -358,114 +329,104 @@ func (c *Groups) removeMember(g *group, m *member) {
 }
 
 // removeMemberAndUpdateGroup is Kafka's removeMemberAndUpdateGroup.
-func (c *Groups) removeMemberAndUpdateGroup(g *group, m *member, reason string) {
-	c.removeMember(g, m)
+func (s *groupShard) removeMemberAndUpdateGroup(g *group, m *member, reason string) {
+	s.removeMember(g, m)
 	switch g.state {
 	case stateStable, stateCompletingRebalance:
-		c.prepareRebalance(g, reason)
+		s.prepareRebalance(g, reason)
 	case statePreparingRebalance:
-		c.tryCompleteJoin(g)
+		s.tryCompleteJoin(g)
 	}
 }
 
-func (c *Groups) maybePrepareRebalance(g *group, reason string) {
+func (s *groupShard) maybePrepareRebalance(g *group, reason string) {
 	switch g.state {
 	case stateStable, stateCompletingRebalance, stateEmpty:
-		c.prepareRebalance(g, reason)
+		s.prepareRebalance(g, reason)
 	case statePreparingRebalance:
-		c.tryCompleteJoin(g)
+		s.tryCompleteJoin(g)
 	}
 }
 
 // prepareRebalance moves g to PreparingRebalance and arms the join timer:
 // the initial rebalance delay for an empty group, else the longest
 // rebalance timeout.
-func (c *Groups) prepareRebalance(g *group, reason string) {
+func (s *groupShard) prepareRebalance(g *group, reason string) {
 	if g.state == stateCompletingRebalance {
-		for _, m := range g.members {
+		for _, m := range g.sortedMembers() {
 			m.assignment = nil
-			m.answerSync(syncResult{err: kerr.RebalanceInProgress})
+			s.answerSync(m, syncResult{err: kerr.RebalanceInProgress})
 		}
 	}
 	g.pendingSync = make(map[string]struct{})
-	g.syncSeq++
-	if g.syncTimer != nil {
-		g.syncTimer.Stop()
-	}
+	s.cancel(timerKey{kind: timerSync, group: g.id})
 	timeout := g.rebalanceTimeout()
 	wasEmpty := g.state == stateEmpty
-	g.transition(statePreparingRebalance, c.now())
-	c.logger.Info("preparing to rebalance group", zap.String("group", g.id), zap.Int32("generation", g.generation), zap.String("reason", reason))
+	g.transition(statePreparingRebalance, s.now)
+	s.logger.Info("preparing to rebalance group", zap.String("group", g.id), zap.Int32("generation", g.generation), zap.String("reason", reason))
 	if wasEmpty {
-		delay := c.cfg.InitialRebalanceDelay
+		delay := s.cfg.InitialRebalanceDelay
 		g.initialDelay, g.newMember = true, false
 		g.delayRemaining = max(timeout-delay, 0)
 		if delay <= 0 {
 			g.initialDelay = false
-			c.tryCompleteJoin(g)
+			s.tryCompleteJoin(g)
 			return
 		}
-		c.armJoinTimer(g, delay)
+		s.armJoinTimer(g, delay)
 		return
 	}
 	g.initialDelay = false
-	c.armJoinTimer(g, timeout)
-	c.tryCompleteJoin(g)
+	s.armJoinTimer(g, timeout)
+	s.tryCompleteJoin(g)
 }
 
-func (c *Groups) armJoinTimer(g *group, d time.Duration) {
-	g.joinSeq++
-	seq := g.joinSeq
-	if g.joinTimer != nil {
-		g.joinTimer.Stop()
+func (s *groupShard) armJoinTimer(g *group, d time.Duration) {
+	s.schedule(timerKey{kind: timerJoin, group: g.id}, d)
+}
+
+// onJoinTimer ends the join phase, or extends the initial delay.
+func (s *groupShard) onJoinTimer(g *group) {
+	if g.state != statePreparingRebalance {
+		return
 	}
-	g.joinTimer = c.afterFunc(d, func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.joinSeq != seq || g.state != statePreparingRebalance {
-			return
-		}
-		if g.initialDelay && g.newMember && g.delayRemaining > 0 {
-			// Kafka's InitialDelayedJoin: new members keep extending the
-			// delay, within the rebalance timeout.
-			next := min(c.cfg.InitialRebalanceDelay, g.delayRemaining)
-			g.delayRemaining -= next
-			g.newMember = false
-			c.armJoinTimer(g, next)
-			return
-		}
-		c.completeJoin(g)
-	})
+	if g.initialDelay && g.newMember && g.delayRemaining > 0 {
+		// Kafka's InitialDelayedJoin: new members keep extending the
+		// delay, within the rebalance timeout.
+		next := min(s.cfg.InitialRebalanceDelay, g.delayRemaining)
+		g.delayRemaining -= next
+		g.newMember = false
+		s.armJoinTimer(g, next)
+		return
+	}
+	s.completeJoin(g)
 }
 
 // tryCompleteJoin completes the join phase once every member rejoined,
 // except during the initial delay, which only its timer ends.
-func (c *Groups) tryCompleteJoin(g *group) {
+func (s *groupShard) tryCompleteJoin(g *group) {
 	if g.state == statePreparingRebalance && !g.initialDelay && g.allJoined() {
-		c.completeJoin(g)
+		s.completeJoin(g)
 	}
 }
 
 // completeJoin is Kafka's onCompleteJoin: members that did not rejoin are
 // dropped (static ones are kept until their session expires), the next
 // generation starts and every waiting JoinGroup is answered.
-func (c *Groups) completeJoin(g *group) {
-	g.joinSeq++
-	if g.joinTimer != nil {
-		g.joinTimer.Stop()
-	}
+func (s *groupShard) completeJoin(g *group) {
+	s.cancel(timerKey{kind: timerJoin, group: g.id})
 	g.initialDelay = false
 	for _, m := range g.sortedMembers() {
-		if m.join == nil && m.instanceID == "" {
-			c.logger.Info("member did not rejoin in time, removing it", zap.String("group", g.id), zap.String("member", m.id))
-			c.removeMember(g, m)
+		if m.joinWaiter == 0 && m.instanceID == "" {
+			s.logger.Info("member did not rejoin in time, removing it", zap.String("group", g.id), zap.String("member", m.id))
+			s.removeMember(g, m)
 		}
 	}
 	g.pending = make(map[string]struct{})
-	if l, ok := g.members[g.leader]; !ok || l.join == nil {
+	if l, ok := g.members[g.leader]; !ok || l.joinWaiter == 0 {
 		g.leader = ""
 		for _, m := range g.sortedMembers() {
-			if m.join != nil {
+			if m.joinWaiter != 0 {
 				g.leader = m.id
 				break
 			}
@@ -473,84 +434,85 @@ func (c *Groups) completeJoin(g *group) {
 		if g.leader == "" && len(g.members) > 0 {
 			// Only static members that have not rejoined are left: wait
 			// for them to rejoin or for their sessions to expire.
-			c.armJoinTimer(g, g.rebalanceTimeout())
+			s.armJoinTimer(g, g.rebalanceTimeout())
 			return
 		}
 	}
-	now := c.now()
+	now := s.now
 	g.generation++
 	if len(g.members) == 0 {
 		g.protocol, g.leader = "", "" // the protocol type stays, as in Kafka
 		g.transition(stateEmpty, now)
-		c.logger.Info("group is empty", zap.String("group", g.id), zap.Int32("generation", g.generation))
-		if err := c.storeGroup(g); err != nil {
-			c.logger.Error("storing group metadata", zap.String("group", g.id), zap.Error(err))
-		}
+		s.logger.Info("group is empty", zap.String("group", g.id), zap.Int32("generation", g.generation))
+		s.storeGroup(g, func(err error) {
+			if err != nil {
+				s.logger.Error("storing group metadata", zap.String("group", g.id), zap.Error(err))
+			}
+		})
 		return
 	}
 	g.protocol = g.selectProtocol()
 	g.transition(stateCompletingRebalance, now)
-	c.logger.Info("stabilized group", zap.String("group", g.id), zap.Int32("generation", g.generation),
+	s.logger.Info("stabilized group", zap.String("group", g.id), zap.Int32("generation", g.generation),
 		zap.String("protocol", g.protocol), zap.Int("members", len(g.members)))
-	for _, m := range g.members {
+	for _, m := range g.sortedMembers() {
 		r := joinResult{memberID: m.id, generation: g.generation, protocolType: g.protocolType, protocol: g.protocol, leader: g.leader}
 		if m.id == g.leader {
 			r.members = g.currentMembers()
 		}
-		m.answerJoin(r)
-		c.scheduleHeartbeat(g, m)
+		s.answerJoin(m, r)
+		s.scheduleHeartbeat(g, m)
 		m.isNew = false
 		g.pendingSync[m.id] = struct{}{}
 	}
-	c.armSyncTimer(g)
+	s.armSyncTimer(g)
 }
 
 // armSyncTimer drops the members that do not send SyncGroup within the
 // rebalance timeout and rebalances (Kafka's pending-sync expiration).
-func (c *Groups) armSyncTimer(g *group) {
-	g.syncSeq++
-	seq, gen := g.syncSeq, g.generation
-	if g.syncTimer != nil {
-		g.syncTimer.Stop()
+func (s *groupShard) armSyncTimer(g *group) {
+	s.schedule(timerKey{kind: timerSync, group: g.id}, g.rebalanceTimeout())
+}
+
+func (s *groupShard) onSyncTimer(g *group) {
+	if len(g.pendingSync) == 0 || (g.state != stateCompletingRebalance && g.state != stateStable) {
+		return
 	}
-	g.syncTimer = c.afterFunc(g.rebalanceTimeout(), func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.syncSeq != seq || g.generation != gen || len(g.pendingSync) == 0 ||
-			(g.state != stateCompletingRebalance && g.state != stateStable) {
-			return
+	for _, id := range sortedKeys(g.pendingSync) {
+		if m := g.members[id]; m != nil {
+			s.logger.Info("member did not sync in time, removing it", zap.String("group", g.id), zap.String("member", id))
+			s.removeMember(g, m)
 		}
-		for id := range g.pendingSync {
-			if m := g.members[id]; m != nil {
-				c.logger.Info("member did not sync in time, removing it", zap.String("group", g.id), zap.String("member", id))
-				c.removeMember(g, m)
-			}
-		}
-		c.prepareRebalance(g, "members did not sync in time")
-	})
+	}
+	s.prepareRebalance(g, "members did not sync in time")
 }
 
 // scheduleHeartbeat (re)starts m's session timer.
-func (c *Groups) scheduleHeartbeat(g *group, m *member) {
-	m.hbSeq++
-	seq := m.hbSeq
-	if m.hbTimer != nil {
-		m.hbTimer.Stop()
+func (s *groupShard) scheduleHeartbeat(g *group, m *member) {
+	s.schedule(timerKey{kind: timerHeartbeat, group: g.id, member: m.id}, m.sessionTimeout)
+}
+
+func (s *groupShard) onHeartbeatTimer(g *group, id string) {
+	m := g.members[id]
+	if m == nil {
+		return
 	}
-	m.hbTimer = c.afterFunc(m.sessionTimeout, func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.members[m.id] != m || m.hbSeq != seq {
-			return
-		}
-		if m.join != nil || m.sync != nil {
-			// A member waiting on us is alive; the rebalance and sync
-			// timeouts bound how long it can wait.
-			c.scheduleHeartbeat(g, m)
-			return
-		}
-		c.logger.Info("member session expired", zap.String("group", g.id), zap.String("member", m.id),
-			zap.Duration("session_timeout", m.sessionTimeout))
-		c.removeMemberAndUpdateGroup(g, m, "session of member "+m.id+" expired")
-	})
+	if m.joinWaiter != 0 || m.syncWaiter != 0 {
+		// A member waiting on us is alive; the rebalance and sync
+		// timeouts bound how long it can wait.
+		s.scheduleHeartbeat(g, m)
+		return
+	}
+	s.logger.Info("member session expired", zap.String("group", g.id), zap.String("member", m.id),
+		zap.Duration("session_timeout", m.sessionTimeout))
+	s.removeMemberAndUpdateGroup(g, m, "session of member "+m.id+" expired")
+}
+
+func sortedKeys(set map[string]struct{}) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

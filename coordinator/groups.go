@@ -5,14 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/strata-io/strata/internal/batch"
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/storage"
@@ -51,6 +51,8 @@ type GroupConfig struct {
 	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms
 	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
 	ConsumerMaxSize           int           // group.consumer.max.size; 0 = no limit
+
+	Clock clockwork.Clock // nil: the real clock
 }
 
 // DefaultGroupConfig is Kafka's defaults.
@@ -71,41 +73,58 @@ func DefaultGroupConfig() GroupConfig {
 	}
 }
 
-// Groups is the group coordinator for classic consumer groups: membership
-// and rebalances in memory, committed offsets and group metadata as records
-// in __consumer_offsets, replayed on start.
-//
-// Locking: mu guards the groups map only; each group has its own mutex,
-// taken after mu is released (never while holding mu). Writes to
-// __consumer_offsets for a group happen under that group's mutex, so a
-// group's records reach the log in the order its state changed.
+// Groups is the group coordinator's driver: it owns one state machine
+// (groupShard) per partition of __consumer_offsets this node leads, the
+// locks, the clock and the log. A request runs on its group's shard under
+// that shard's lock; the records the shard asks for are appended (through
+// appendRecords, the one place that writes) before any answer that depends
+// on them is sent; waiting JoinGroup and SyncGroup requests are answered
+// through channels the driver keeps by waiter id; the shard's earliest
+// timer is armed on the clock, which then ticks the shard.
 type Groups struct {
 	cfg    GroupConfig
-	logs   *storage.Manager
 	logger *zap.Logger
-	now    func() time.Time
+	clock  clockwork.Clock
+	topics topicMetadata
 
 	offsets internalTopic // __consumer_offsets
+	elected atomic.Bool   // every partition of the topic got a shard
+	electMu sync.Mutex    // makes electing them happen once
 
-	loaded atomic.Bool // replayed, or nothing to replay
+	mu    sync.RWMutex
+	slots map[int32]*groupSlot // by partition; absent: not the coordinator
 
-	mu     sync.RWMutex
-	groups map[string]*group
-
-	txn txnOffsets // pending transactional offset commits (txnoffsets.go)
+	waitMu      sync.Mutex
+	nextWaiter  uint64
+	joinWaiters map[uint64]chan joinResult
+	syncWaiters map[uint64]chan syncResult
 
 	life   sync.RWMutex
 	closed bool           // under life
-	wg     sync.WaitGroup // background work and timer callbacks
+	wg     sync.WaitGroup // background loads and timer callbacks
 	stop   chan struct{}
 }
 
+// groupSlot is one partition's shard and whether it is loaded yet.
+type groupSlot struct {
+	partition int32
+	epoch     int32 // the leader epoch it was elected at
+
+	mu       sync.Mutex
+	loading  bool
+	resigned bool
+	shard    *groupShard
+	timer    clockwork.Timer
+	armedAt  time.Time
+}
+
 // OpenGroups opens the group coordinator. When __consumer_offsets exists
-// it is replayed in the background and group requests get
-// COORDINATOR_LOAD_IN_PROGRESS until that finishes; when it does not, there
-// is nothing to load and the topic is created (with
-// offsets.topic.num.partitions partitions) by the first request that needs
-// it, as Kafka creates it on the first FindCoordinator.
+// every partition is elected and replayed in the background, and requests
+// for its groups get COORDINATOR_LOAD_IN_PROGRESS until that partition is
+// done; when it does not, there is nothing to load and the topic is created
+// (with offsets.topic.num.partitions partitions, each elected at once) by
+// the first request that needs it, as Kafka creates it on the first
+// FindCoordinator.
 func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Groups, error) {
 	def := DefaultGroupConfig()
 	if cfg.OffsetsTopicPartitions <= 0 {
@@ -114,51 +133,145 @@ func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Gr
 	if cfg.OffsetsSegmentBytes <= 0 {
 		cfg.OffsetsSegmentBytes = def.OffsetsSegmentBytes
 	}
+	if cfg.RetentionCheckInterval <= 0 {
+		cfg.RetentionCheckInterval = def.RetentionCheckInterval
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
 	c := &Groups{
-		cfg:    cfg,
-		logs:   logs,
-		logger: logger.Named("groups"),
-		now:    time.Now,
-		groups: make(map[string]*group),
-		stop:   make(chan struct{}),
+		cfg:         cfg,
+		logger:      logger.Named("groups"),
+		clock:       cfg.Clock,
+		topics:      storageTopics{logs},
+		slots:       make(map[int32]*groupSlot),
+		joinWaiters: make(map[uint64]chan joinResult),
+		syncWaiters: make(map[uint64]chan syncResult),
+		stop:        make(chan struct{}),
 	}
 	c.offsets = internalTopic{name: OffsetsTopic, partitions: cfg.OffsetsTopicPartitions,
 		configs: offsetsTopicConfigs(cfg.OffsetsSegmentBytes), logs: logs, logger: c.logger}
 	t := logs.Topic(OffsetsTopic)
 	if t == nil {
-		c.loaded.Store(true) // nothing to load
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			c.expireLoop()
-		}()
-		return c, nil
+		return c, nil // nothing to load
 	}
 	c.offsets.adopt(t)
+	parts := c.offsets.current()
+	slots := make([]*groupSlot, len(parts))
+	for i, p := range parts {
+		slots[i] = c.newSlot(p.Index, p.LeaderEpoch())
+		c.publish(slots[i])
+	}
+	c.elected.Store(true)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		start := time.Now()
-		if err := c.load(); err != nil {
-			c.logger.Error("loading "+OffsetsTopic+" failed; group requests keep getting COORDINATOR_LOAD_IN_PROGRESS", zap.Error(err))
-			return
+		groups := 0
+		for _, sl := range slots {
+			n, err := c.load(sl)
+			if err != nil {
+				c.logger.Error("loading "+OffsetsTopic+" failed; requests for its groups keep getting COORDINATOR_LOAD_IN_PROGRESS",
+					zap.Int32("partition", sl.partition), zap.Error(err))
+				return
+			}
+			groups += n
 		}
-		c.loaded.Store(true)
-		c.mu.RLock()
-		n := len(c.groups)
-		c.mu.RUnlock()
-		c.logger.Info("loaded groups from "+OffsetsTopic, zap.Int("groups", n), zap.Duration("duration", time.Since(start)))
-		c.expireLoop()
+		c.logger.Info("loaded groups from "+OffsetsTopic, zap.Int("groups", groups), zap.Duration("duration", time.Since(start)))
 	}()
 	return c, nil
+}
+
+// newSlot is a loading shard for the partition.
+func (c *Groups) newSlot(partition, epoch int32) *groupSlot {
+	return &groupSlot{partition: partition, epoch: epoch, loading: true,
+		shard: newGroupShard(partition, c.cfg, c.topics, c.logger)}
+}
+
+// publish makes sl the partition's shard, resigning any earlier one.
+func (c *Groups) publish(sl *groupSlot) {
+	c.mu.Lock()
+	old := c.slots[sl.partition]
+	c.slots[sl.partition] = sl
+	c.mu.Unlock()
+	if old != nil {
+		c.resign(old)
+	}
+}
+
+// OnElected makes this node the coordinator of the partition's groups at
+// the leader epoch: the partition is replayed in the background, its
+// groups answered COORDINATOR_LOAD_IN_PROGRESS until that is done.
+func (c *Groups) OnElected(partition, epoch int32) {
+	sl := c.newSlot(partition, epoch)
+	c.publish(sl)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if _, err := c.load(sl); err != nil {
+			c.logger.Error("loading "+OffsetsTopic+" partition failed; its groups keep getting COORDINATOR_LOAD_IN_PROGRESS",
+				zap.Int32("partition", partition), zap.Error(err))
+		}
+	}()
+}
+
+// OnResigned drops the partition's groups: this node no longer leads it,
+// waiting requests and later ones get NOT_COORDINATOR.
+func (c *Groups) OnResigned(partition int32) {
+	c.mu.Lock()
+	sl := c.slots[partition]
+	delete(c.slots, partition)
+	c.mu.Unlock()
+	if sl != nil {
+		c.resign(sl)
+	}
+}
+
+func (c *Groups) resign(sl *groupSlot) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.resigned = true
+	if sl.loading {
+		return // the load sees resigned and stops there
+	}
+	sl.shard.begin(c.clock.Now())
+	sl.shard.resign()
+	c.execute(sl)
+	if sl.timer != nil {
+		sl.timer.Stop()
+		sl.timer = nil
+	}
 }
 
 // Ensure makes sure __consumer_offsets exists, creating it on first need
 // (FindCoordinator for a group, or any group request): once, even under
 // concurrent callers; after a failure the next call tries again. A topic
 // created meanwhile by other means (Metadata auto-creation, CreateTopics)
-// is adopted.
-func (c *Groups) Ensure() error { return c.offsets.ensure() }
+// is adopted. Its partitions are elected, loaded and only then published,
+// before it returns: until then no group exists (run), as for a topic
+// that does not exist yet.
+func (c *Groups) Ensure() error {
+	if err := c.offsets.ensure(); err != nil {
+		return err
+	}
+	if c.elected.Load() {
+		return nil
+	}
+	c.electMu.Lock()
+	defer c.electMu.Unlock()
+	if c.elected.Load() {
+		return nil
+	}
+	for _, p := range c.offsets.current() {
+		sl := c.newSlot(p.Index, p.LeaderEpoch())
+		if _, err := c.load(sl); err != nil {
+			return fmt.Errorf("load %s-%d: %w", OffsetsTopic, p.Index, err)
+		}
+		c.publish(sl)
+	}
+	c.elected.Store(true)
+	return nil
+}
 
 // ensure is Ensure for request paths: COORDINATOR_NOT_AVAILABLE when the
 // topic cannot be created, as Kafka answers while it creates it.
@@ -182,15 +295,37 @@ func (c *Groups) Close() {
 	c.closed = true
 	close(c.stop)
 	c.life.Unlock()
+	c.mu.RLock()
+	for _, sl := range c.slots {
+		sl.mu.Lock()
+		if sl.timer != nil {
+			sl.timer.Stop()
+		}
+		sl.mu.Unlock()
+	}
+	c.mu.RUnlock()
 	c.wg.Wait()
 }
 
-// Loaded reports whether __consumer_offsets has been replayed.
-func (c *Groups) Loaded() bool { return c.loaded.Load() }
+// Loaded reports whether every partition of __consumer_offsets this node
+// leads has been replayed.
+func (c *Groups) Loaded() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, sl := range c.slots {
+		sl.mu.Lock()
+		loading := sl.loading
+		sl.mu.Unlock()
+		if loading {
+			return false
+		}
+	}
+	return true
+}
 
 // afterFunc runs fn after d unless the coordinator closes first.
-func (c *Groups) afterFunc(d time.Duration, fn func()) *time.Timer {
-	return time.AfterFunc(d, func() {
+func (c *Groups) afterFunc(d time.Duration, fn func()) clockwork.Timer {
+	return c.clock.AfterFunc(d, func() {
 		c.life.RLock()
 		if c.closed {
 			c.life.RUnlock()
@@ -203,253 +338,233 @@ func (c *Groups) afterFunc(d time.Duration, fn func()) *time.Timer {
 	})
 }
 
-// lookup returns the group, or nil.
-func (c *Groups) lookup(id string) *group {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.groups[id]
-}
-
-// lockGroup returns the group locked, creating it when create is set; nil
-// when it does not exist. A group found Dead was just removed from the map:
-// look again.
-func (c *Groups) lockGroup(id string, create bool) *group {
-	for {
-		g := c.lookup(id)
-		if g == nil {
-			if !create {
-				return nil
-			}
-			c.mu.Lock()
-			if g = c.groups[id]; g == nil {
-				g = newGroup(id, c.offsets.partitionOf(id), c.now())
-				c.groups[id] = g
-			}
-			c.mu.Unlock()
-		}
-		g.mu.Lock()
-		if g.state != stateDead {
-			return g
-		}
-		g.mu.Unlock()
-	}
-}
-
-// deleteGroup marks g Dead and drops it from the map; the caller holds g.mu.
-func (c *Groups) deleteGroup(g *group) {
-	g.transition(stateDead, c.now())
-	c.mu.Lock()
-	if c.groups[g.id] == g {
-		delete(c.groups, g.id)
-	}
-	c.mu.Unlock()
-}
-
 // PartitionFor is the __consumer_offsets partition holding groupID's
 // records (Kafka's GroupMetadataManager.partitionFor).
 func (c *Groups) PartitionFor(groupID string) int32 { return c.offsets.partitionOf(groupID) }
 
-// append writes records for group g's partition; they are visible once it
-// returns without error.
-func (c *Groups) append(g *group, recs []kv) error {
-	if len(recs) == 0 {
+// run handles one request for groupID on its partition's shard and carries
+// out the effects; it answers NOT_COORDINATOR when this node does not lead
+// that partition and COORDINATOR_LOAD_IN_PROGRESS while it loads. Before
+// __consumer_offsets exists and is elected no group does: fn runs on an
+// empty shard.
+func (c *Groups) run(groupID string, fn func(s *groupShard)) *kerr.Error {
+	partition := c.PartitionFor(groupID)
+	c.mu.RLock()
+	sl := c.slots[partition]
+	c.mu.RUnlock()
+	if sl == nil {
+		if c.elected.Load() {
+			return kerr.NotCoordinator
+		}
+		s := newGroupShard(partition, c.cfg, c.topics, c.logger)
+		s.begin(c.clock.Now())
+		fn(s)
 		return nil
 	}
-	parts := c.offsets.current()
-	if int(g.partition) >= len(parts) {
-		return fmt.Errorf("group %s: %s-%d does not exist", g.id, OffsetsTopic, g.partition)
-	}
-	p := parts[g.partition]
-	if _, err := p.Log.Append(buildBatch(recs, c.now()), p.LeaderEpoch()); err != nil {
-		return fmt.Errorf("group %s: append to %s-%d: %w", g.id, OffsetsTopic, g.partition, err)
-	}
-	return nil
-}
-
-// storeGroup persists g's metadata (Kafka's storeGroup); caller holds g.mu.
-func (c *Groups) storeGroup(g *group) error {
-	return c.append(g, []kv{{key: groupMetadataKey(g.id), value: groupMetadataValue(g, c.now())}})
-}
-
-// load replays every partition of __consumer_offsets: the latest record
-// per key wins and tombstones delete.
-func (c *Groups) load() error {
-	for _, p := range c.offsets.current() {
-		if err := c.loadPartition(p); err != nil {
-			return fmt.Errorf("%s-%d: %w", OffsetsTopic, p.Index, err)
-		}
-	}
-	now := c.now()
-	for _, g := range c.groups {
-		for _, m := range g.members {
-			c.scheduleHeartbeat(g, m)
-		}
-		if len(g.members) == 0 && len(g.offsets) == 0 && g.generation == 0 {
-			delete(c.groups, g.id)
-		}
-		if g.stateTime.After(now) {
-			g.stateTime = now
-		}
-	}
-	return nil
-}
-
-// loadPartition replays the partition batch by batch in place
-// (Log.ForEachBatch), from the log start to the high watermark.
-func (c *Groups) loadPartition(p *storage.Partition) error {
-	return p.Log.ForEachBatch(p.Log.LogStartOffset(), func(raw []byte) error {
-		select {
-		case <-c.stop:
-			return errors.New("coordinator closed while loading")
-		default:
-		}
-		if _, err := forEachRecord(raw, func(b *batchInfo, key, value []byte) error {
-			if b.transactional {
-				return c.replayTxn(p.Index, b, key, value)
-			}
-			return c.replay(p.Index, key, value)
-		}); err != nil {
-			return fmt.Errorf("replay batch at offset %d: %w", batch.DecodeHeader(raw).BaseOffset, err)
-		}
-		return nil
-	})
-}
-
-// replay applies one record during load.
-func (c *Groups) replay(partition int32, key, value []byte) error {
-	version, err := keyVersion(key)
-	if err != nil {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if err := sl.unavailable(); err != nil {
 		return err
 	}
-	switch version {
-	case 0, 1:
-		var k kmsg.OffsetCommitKey
-		if err := k.ReadFrom(key); err != nil {
-			return fmt.Errorf("offset commit key: %w", err)
-		}
-		g := c.replayGroup(k.Group, partition)
-		tp := topicPartition{k.Topic, k.Partition}
-		if value == nil {
-			delete(g.offsets, tp)
-			return nil
-		}
-		var v kmsg.OffsetCommitValue
-		if err := v.ReadFrom(value); err != nil {
-			return fmt.Errorf("offset commit value of group %s: %w", k.Group, err)
-		}
-		expire := int64(-1)
-		if v.Version == 1 {
-			expire = v.ExpireTimestamp
-		}
-		g.offsets[tp] = committedOffset{offset: v.Offset, leaderEpoch: v.LeaderEpoch, metadata: v.Metadata, commitTime: v.CommitTimestamp, expireTime: expire}
-	case 2:
-		var k kmsg.GroupMetadataKey
-		if err := k.ReadFrom(key); err != nil {
-			return fmt.Errorf("group metadata key: %w", err)
-		}
-		if value == nil {
-			delete(c.groups, k.Group)
-			return nil
-		}
-		var v kmsg.GroupMetadataValue
-		if err := v.ReadFrom(value); err != nil {
-			return fmt.Errorf("group metadata value of group %s: %w", k.Group, err)
-		}
-		c.replayGroupMetadata(c.replayGroup(k.Group, partition), &v)
-	}
+	sl.shard.begin(c.clock.Now())
+	fn(sl.shard)
+	c.execute(sl)
 	return nil
 }
 
-func (c *Groups) replayGroup(id string, partition int32) *group {
-	g := c.groups[id]
-	if g == nil {
-		g = newGroup(id, partition, c.now())
-		c.groups[id] = g
-	}
-	return g
-}
-
-// replayGroupMetadata replaces g's membership with v's, as Kafka's
-// GroupMetadata.loadGroup: Stable with members, else Empty.
-func (c *Groups) replayGroupMetadata(g *group, v *kmsg.GroupMetadataValue) {
-	g.protocolType, g.generation = v.ProtocolType, v.Generation
-	g.protocol, g.leader = deref(v.Protocol), deref(v.Leader)
-	g.members = make(map[string]*member, len(v.Members))
-	g.static = make(map[string]string)
-	for _, vm := range v.Members {
-		m := &member{
-			id:               vm.MemberID,
-			instanceID:       deref(vm.InstanceID),
-			clientID:         vm.ClientID,
-			clientHost:       vm.ClientHost,
-			sessionTimeout:   time.Duration(vm.SessionTimeoutMillis) * time.Millisecond,
-			rebalanceTimeout: time.Duration(vm.RebalanceTimeoutMillis) * time.Millisecond,
-			protocolType:     v.ProtocolType,
-			protocols:        []protocolMeta{{name: g.protocol, metadata: vm.Subscription}},
-			assignment:       vm.Assignment,
-		}
-		if m.rebalanceTimeout <= 0 {
-			m.rebalanceTimeout = m.sessionTimeout
-		}
-		g.members[m.id] = m
-		if m.instanceID != "" {
-			g.static[m.instanceID] = m.id
-		}
-	}
-	g.state = stateEmpty
-	if len(g.members) > 0 {
-		g.state = stateStable
-	}
-	if v.CurrentStateTimestamp > 0 {
-		g.stateTime = time.UnixMilli(v.CurrentStateTimestamp)
-	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-// checkGroupID is the common check of group requests: INVALID_GROUP_ID for
-// an empty id (when the request requires one),
-// COORDINATOR_LOAD_IN_PROGRESS until __consumer_offsets is replayed, and
-// COORDINATOR_NOT_AVAILABLE if it does not exist and cannot be created.
-func (c *Groups) checkGroupID(id string) *kerr.Error {
-	if id == "" {
-		return kerr.InvalidGroupID
-	}
-	return c.checkReady()
-}
-
-// checkGroupRead is checkGroupID for requests that only read or delete
-// existing groups: they need no __consumer_offsets until a group exists
-// (none does before it is created), so they do not create it.
-func (c *Groups) checkGroupRead(id string) *kerr.Error {
-	if id == "" {
-		return kerr.InvalidGroupID
-	}
-	if !c.loaded.Load() {
+// unavailable is how a request for the slot's groups is answered while
+// they cannot be served, nil when they can; sl.mu held.
+func (sl *groupSlot) unavailable() *kerr.Error {
+	switch {
+	case sl.resigned:
+		return kerr.NotCoordinator
+	case sl.loading:
 		return kerr.CoordinatorLoadInProgress
 	}
 	return nil
 }
 
-// checkReady is COORDINATOR_LOAD_IN_PROGRESS until __consumer_offsets is
-// replayed, then creates it if needed (ensure).
+// execute carries out the shard's effects, sl.mu held: the writes are
+// appended (settle), then the answers delivered and the clock armed for
+// the next timer.
+func (c *Groups) execute(sl *groupSlot) {
+	e := sl.shard.settle(func(b recordBatch) error { return c.appendRecords(sl.partition, b) })
+	c.deliver(e.joins, e.syncs)
+	if !sl.resigned {
+		c.arm(sl)
+	}
+}
+
+// appendRecords is the one place group records reach __consumer_offsets;
+// they are durable (visible to replay) once it returns without error.
+func (c *Groups) appendRecords(partition int32, b recordBatch) error {
+	if len(b.recs) == 0 {
+		return nil
+	}
+	parts := c.offsets.current()
+	if int(partition) >= len(parts) {
+		return fmt.Errorf("%s-%d does not exist", OffsetsTopic, partition)
+	}
+	p := parts[partition]
+	now := c.clock.Now()
+	var err error
+	if b.transactional {
+		_, err = p.Log.AppendCoordinator(buildTxnBatch(b.recs, b.producerID, b.producerEpoch, now), p.LeaderEpoch())
+	} else {
+		_, err = p.Log.Append(buildBatch(b.recs, now), p.LeaderEpoch())
+	}
+	if err != nil {
+		return fmt.Errorf("append to %s-%d: %w", OffsetsTopic, partition, err)
+	}
+	return nil
+}
+
+// arm sets the slot's clock timer to the shard's earliest deadline.
+func (c *Groups) arm(sl *groupSlot) {
+	at, ok := sl.shard.nextDeadline()
+	if ok && sl.timer != nil && at.Equal(sl.armedAt) {
+		return
+	}
+	if sl.timer != nil {
+		sl.timer.Stop()
+		sl.timer = nil
+	}
+	if !ok {
+		return
+	}
+	sl.armedAt = at
+	sl.timer = c.afterFunc(max(at.Sub(c.clock.Now()), 0), func() { c.tick(sl) })
+}
+
+// tick fires the slot's due timers.
+func (c *Groups) tick(sl *groupSlot) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.resigned || sl.loading {
+		return
+	}
+	sl.timer = nil
+	sl.shard.begin(c.clock.Now())
+	sl.shard.tick()
+	c.execute(sl)
+}
+
+// newWaiter registers a JoinGroup (join) or SyncGroup waiting for its answer.
+func (c *Groups) newJoinWaiter() (uint64, chan joinResult) {
+	ch := make(chan joinResult, 1)
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	c.nextWaiter++
+	c.joinWaiters[c.nextWaiter] = ch
+	return c.nextWaiter, ch
+}
+
+func (c *Groups) newSyncWaiter() (uint64, chan syncResult) {
+	ch := make(chan syncResult, 1)
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	c.nextWaiter++
+	c.syncWaiters[c.nextWaiter] = ch
+	return c.nextWaiter, ch
+}
+
+// dropWaiter forgets a waiter that stopped waiting (shutdown).
+func (c *Groups) dropWaiter(id uint64) {
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	delete(c.joinWaiters, id)
+	delete(c.syncWaiters, id)
+}
+
+func (c *Groups) deliver(joins []joinAnswer, syncs []syncAnswer) {
+	if len(joins) == 0 && len(syncs) == 0 {
+		return
+	}
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	for _, a := range joins {
+		if ch := c.joinWaiters[a.waiter]; ch != nil {
+			ch <- a.r
+			delete(c.joinWaiters, a.waiter)
+		}
+	}
+	for _, a := range syncs {
+		if ch := c.syncWaiters[a.waiter]; ch != nil {
+			ch <- a.r
+			delete(c.syncWaiters, a.waiter)
+		}
+	}
+}
+
+// checkGroupID is the common check of group requests that may create a
+// group: INVALID_GROUP_ID for an empty id, COORDINATOR_NOT_AVAILABLE if
+// __consumer_offsets does not exist and cannot be created. The partition's
+// own state (loading, not led here) is run's to answer.
+func (c *Groups) checkGroupID(id string) *kerr.Error {
+	if id == "" {
+		return kerr.InvalidGroupID
+	}
+	return c.ensure()
+}
+
+// checkReady is COORDINATOR_LOAD_IN_PROGRESS until every partition is
+// replayed, then creates __consumer_offsets if needed (ensure).
 func (c *Groups) checkReady() *kerr.Error {
-	if !c.loaded.Load() {
+	if !c.Loaded() {
 		return kerr.CoordinatorLoadInProgress
 	}
 	return c.ensure()
 }
 
-// newMemberID is Kafka's member id: client id, '-', a random UUID.
-func newMemberID(clientID string) string {
+// sortedSlots is the slots by partition.
+func (c *Groups) sortedSlots() []*groupSlot {
+	c.mu.RLock()
+	out := make([]*groupSlot, 0, len(c.slots))
+	for _, sl := range c.slots {
+		out = append(out, sl)
+	}
+	c.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].partition < out[j].partition })
+	return out
+}
+
+// storageTopics is topicMetadata read from the partition logs.
+type storageTopics struct{ logs *storage.Manager }
+
+func metaOf(t *storage.Topic) topicMeta {
+	return topicMeta{name: t.Name, id: t.ID, partitions: int32(len(t.Partitions())), internal: t.Internal}
+}
+
+func (t storageTopics) Topic(name string) (topicMeta, bool) {
+	if st := t.logs.Topic(name); st != nil {
+		return metaOf(st), true
+	}
+	return topicMeta{}, false
+}
+
+func (t storageTopics) TopicByID(id [16]byte) (topicMeta, bool) {
+	if st := t.logs.TopicByID(id); st != nil {
+		return metaOf(st), true
+	}
+	return topicMeta{}, false
+}
+
+func (t storageTopics) Topics() []topicMeta {
+	ts := t.logs.Topics()
+	out := make([]topicMeta, len(ts))
+	for i, st := range ts {
+		out[i] = metaOf(st)
+	}
+	return out
+}
+
+// randomMemberID is Kafka's member id: client id, '-', a random UUID.
+func randomMemberID(clientID string) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand.Read crashes the program instead)
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%s-%x-%x-%x-%x-%x", clientID, b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
+
+var errClosedWhileLoading = errors.New("coordinator closed while loading")

@@ -3,7 +3,6 @@ package coordinator
 import (
 	"errors"
 	"sort"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,30 +35,29 @@ type CommitRequest struct {
 	Version    int16 // of the OffsetCommit request; consumer-group members need v9+
 }
 
-// CommitOffsets serves OffsetCommit as Kafka's handleCommitOffsets and
-// returns one error per commit (nil for success). The offsets are visible
-// to OffsetFetch once they are in __consumer_offsets.
-func (c *Groups) CommitOffsets(req CommitRequest) []*kerr.Error {
+// fill is errs set to err, one per commit.
+func fill(errs []*kerr.Error, err *kerr.Error) []*kerr.Error {
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
+}
+
+// commitOffsets is Kafka's handleCommitOffsets: one error per commit (nil
+// for success), final once the write is done. The offsets are visible to
+// OffsetFetch once they are in __consumer_offsets.
+func (s *groupShard) commitOffsets(req CommitRequest) []*kerr.Error {
 	errs := make([]*kerr.Error, len(req.Commits))
-	all := func(err *kerr.Error) []*kerr.Error {
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
-	}
-	if err := c.checkGroupID(req.Group); err != nil {
-		return all(err)
-	}
-	g := c.lockGroup(req.Group, req.Generation < 0)
+	all := func(err *kerr.Error) []*kerr.Error { return fill(errs, err) }
+	g := s.group(req.Group, req.Generation < 0)
 	if g == nil {
 		if req.Version >= 9 {
 			return all(kerr.GroupIDNotFound)
 		}
 		return all(kerr.IllegalGeneration)
 	}
-	defer g.mu.Unlock()
 	if g.consumer != nil {
-		if err := c.validateConsumerCommit(g.consumer, req.MemberID, req.Generation, req.Commits, false, req.Version); err != nil {
+		if err := s.validateConsumerCommit(g.consumer, req.MemberID, req.Generation, req.Commits, false, req.Version); err != nil {
 			return all(err)
 		}
 	} else {
@@ -67,15 +65,15 @@ func (c *Groups) CommitOffsets(req CommitRequest) []*kerr.Error {
 			return all(err)
 		}
 		if m := g.members[req.MemberID]; m != nil {
-			c.scheduleHeartbeat(g, m)
+			s.scheduleHeartbeat(g, m)
 		}
 	}
-	now := c.now().UnixMilli()
+	now := s.now.UnixMilli()
 	var recs []kv
 	var ok []int
 	for i, cm := range req.Commits {
 		switch {
-		case !c.partitionExists(cm.Topic, cm.Partition):
+		case !s.partitionExists(cm.Topic, cm.Partition):
 			errs[i] = kerr.UnknownTopicOrPartition
 		case cm.Metadata != nil && len(*cm.Metadata) > maxOffsetMetadata:
 			errs[i] = kerr.OffsetMetadataTooLarge
@@ -85,22 +83,24 @@ func (c *Groups) CommitOffsets(req CommitRequest) []*kerr.Error {
 			ok = append(ok, i)
 		}
 	}
-	if err := c.append(g, recs); err != nil {
-		c.logger.Error("committing offsets", zap.String("group", g.id), zap.Error(err))
-		code := kerr.CoordinatorNotAvailable
-		if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
-			code = kerr.InvalidCommitOffsetSize
+	s.write(recs, func(err error) {
+		if err != nil {
+			s.logger.Error("committing offsets", zap.String("group", g.id), zap.Error(err))
+			code := kerr.CoordinatorNotAvailable
+			if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
+				code = kerr.InvalidCommitOffsetSize
+			}
+			for _, i := range ok {
+				errs[i] = code
+			}
+			return
 		}
 		for _, i := range ok {
-			errs[i] = code
+			cm := req.Commits[i]
+			s.offsets.put(g.id, topicPartition{cm.Topic, cm.Partition}, committedOffset{offset: cm.Offset, leaderEpoch: cm.LeaderEpoch,
+				metadata: deref(cm.Metadata), commitTime: now, expireTime: cm.ExpireTime})
 		}
-		return errs
-	}
-	for _, i := range ok {
-		cm := req.Commits[i]
-		g.offsets[topicPartition{cm.Topic, cm.Partition}] = committedOffset{offset: cm.Offset, leaderEpoch: cm.LeaderEpoch,
-			metadata: deref(cm.Metadata), commitTime: now, expireTime: cm.ExpireTime}
-	}
+	})
 	return errs
 }
 
@@ -143,9 +143,9 @@ func (g *group) validateCommit(memberID, instanceID string, generation int32, tr
 	return nil
 }
 
-func (c *Groups) partitionExists(topic string, partition int32) bool {
-	t := c.logs.Topic(topic)
-	return t != nil && partition >= 0 && int(partition) < len(t.Partitions())
+func (s *groupShard) partitionExists(topic string, partition int32) bool {
+	t, ok := s.topics.Topic(topic)
+	return ok && partition >= 0 && partition < t.partitions
 }
 
 // FetchedOffset is one partition's committed offset: -1, epoch -1 and ""
@@ -158,24 +158,15 @@ type FetchedOffset struct {
 	Metadata    string
 }
 
-// FetchOffsets serves OffsetFetch for one group: the given partitions, or
+// fetchOffsets is OffsetFetch for one group: the given partitions, or
 // every committed one when topics is nil. A group that does not exist has
-// no offsets (no error), as in Kafka. Without transactions no offset is ever
-// pending, so require_stable needs nothing.
-func (c *Groups) FetchOffsets(groupID string, topics []TopicPartitions) ([]FetchedOffset, *kerr.Error) {
-	return c.FetchOffsetsAs(groupID, nil, -1, topics)
-}
-
-// FetchOffsetsAs is FetchOffsets for OffsetFetch v9, which names the
-// member asking: in a consumer (KIP-848) group a member id or an epoch
+// no offsets (no error), as in Kafka. With OffsetFetch v9, which names the
+// member asking, in a consumer (KIP-848) group a member id or an epoch
 // other than -1 must be a member at its current epoch (UNKNOWN_MEMBER_ID,
 // STALE_MEMBER_EPOCH), as Kafka's ConsumerGroup.validateOffsetFetch.
-func (c *Groups) FetchOffsetsAs(groupID string, memberID *string, memberEpoch int32, topics []TopicPartitions) ([]FetchedOffset, *kerr.Error) {
-	if !c.loaded.Load() {
-		return nil, kerr.CoordinatorLoadInProgress
-	}
+func (s *groupShard) fetchOffsets(groupID string, memberID *string, memberEpoch int32, topics []TopicPartitions) ([]FetchedOffset, *kerr.Error) {
 	var out []FetchedOffset
-	g := c.lockGroup(groupID, false)
+	g := s.group(groupID, false)
 	if g == nil {
 		for _, t := range topics {
 			for _, p := range t.Partitions {
@@ -184,7 +175,6 @@ func (c *Groups) FetchOffsetsAs(groupID string, memberID *string, memberEpoch in
 		}
 		return out, nil
 	}
-	defer g.mu.Unlock()
 	if cg := g.consumer; cg != nil && (memberID != nil || memberEpoch >= 0) {
 		m := cg.members[deref(memberID)]
 		switch {
@@ -195,7 +185,7 @@ func (c *Groups) FetchOffsetsAs(groupID string, memberID *string, memberEpoch in
 		}
 	}
 	if topics == nil {
-		for tp, o := range g.offsets {
+		for tp, o := range s.offsets.of(g.id) {
 			out = append(out, FetchedOffset{Topic: tp.topic, Partition: tp.partition, Offset: o.offset, LeaderEpoch: o.leaderEpoch, Metadata: o.metadata})
 		}
 		sort.Slice(out, func(i, j int) bool {
@@ -209,7 +199,7 @@ func (c *Groups) FetchOffsetsAs(groupID string, memberID *string, memberEpoch in
 	for _, t := range topics {
 		for _, p := range t.Partitions {
 			f := FetchedOffset{Topic: t.Topic, Partition: p, Offset: -1, LeaderEpoch: -1}
-			if o, ok := g.offsets[topicPartition{t.Topic, p}]; ok {
+			if o, ok := s.offsets.get(g.id, topicPartition{t.Topic, p}); ok {
 				f.Offset, f.LeaderEpoch, f.Metadata = o.offset, o.leaderEpoch, o.metadata
 			}
 			out = append(out, f)
@@ -225,23 +215,26 @@ type PartitionError struct {
 	Err       *kerr.Error
 }
 
-// DeleteOffsets serves OffsetDelete as Kafka's handleDeleteOffsets: an
-// Empty group loses any offsets; a consumer group with members keeps those
-// of topics it subscribes to (GROUP_SUBSCRIBED_TO_TOPIC); another group
-// with members refuses (NON_EMPTY_GROUP).
-func (c *Groups) DeleteOffsets(groupID string, topics []TopicPartitions) (*kerr.Error, []PartitionError) {
-	if err := c.checkGroupRead(groupID); err != nil {
-		return err, nil
-	}
-	g := c.lockGroup(groupID, false)
+// offsetDeleteReply is the outcome of an OffsetDelete, final once its
+// write is done.
+type offsetDeleteReply struct {
+	err   *kerr.Error
+	parts []PartitionError
+}
+
+// deleteOffsets is Kafka's handleDeleteOffsets: an Empty group loses any
+// offsets; a consumer group with members keeps those of topics it
+// subscribes to (GROUP_SUBSCRIBED_TO_TOPIC); another group with members
+// refuses (NON_EMPTY_GROUP).
+func (s *groupShard) deleteOffsets(groupID string, topics []TopicPartitions) *offsetDeleteReply {
+	g := s.group(groupID, false)
 	if g == nil {
-		return kerr.GroupIDNotFound, nil
+		return &offsetDeleteReply{err: kerr.GroupIDNotFound}
 	}
-	defer g.mu.Unlock()
 	if g.state != stateEmpty && g.protocolType != "consumer" {
-		return kerr.NonEmptyGroup, nil
+		return &offsetDeleteReply{err: kerr.NonEmptyGroup}
 	}
-	subscribed := c.subscribedTopics(g)
+	subscribed := s.subscribedTopics(g)
 	var out []PartitionError
 	var recs []kv
 	var deleted []topicPartition
@@ -249,13 +242,13 @@ func (c *Groups) DeleteOffsets(groupID string, topics []TopicPartitions) (*kerr.
 		for _, p := range t.Partitions {
 			pe := PartitionError{Topic: t.Topic, Partition: p}
 			switch {
-			case !c.partitionExists(t.Topic, p):
+			case !s.partitionExists(t.Topic, p):
 				pe.Err = kerr.UnknownTopicOrPartition
 			case subscribed[t.Topic]:
 				pe.Err = kerr.GroupSubscribedToTopic
 			default:
 				tp := topicPartition{t.Topic, p}
-				if _, ok := g.offsets[tp]; ok {
+				if _, ok := s.offsets.get(g.id, tp); ok {
 					recs = append(recs, kv{key: offsetCommitKey(g.id, t.Topic, p)})
 					deleted = append(deleted, tp)
 				}
@@ -263,19 +256,23 @@ func (c *Groups) DeleteOffsets(groupID string, topics []TopicPartitions) (*kerr.
 			out = append(out, pe)
 		}
 	}
-	if err := c.append(g, recs); err != nil {
-		c.logger.Error("deleting offsets", zap.String("group", g.id), zap.Error(err))
-		return kerr.CoordinatorNotAvailable, nil
-	}
-	for _, tp := range deleted {
-		delete(g.offsets, tp)
-	}
-	return nil, out
+	reply := &offsetDeleteReply{parts: out}
+	s.write(recs, func(err error) {
+		if err != nil {
+			s.logger.Error("deleting offsets", zap.String("group", g.id), zap.Error(err))
+			*reply = offsetDeleteReply{err: kerr.CoordinatorNotAvailable}
+			return
+		}
+		for _, tp := range deleted {
+			s.offsets.remove(g.id, tp)
+		}
+	})
+	return reply
 }
 
 // subscribedTopics are the topics in the members' consumer-protocol
 // subscriptions (none for an Empty group or another protocol type).
-func (c *Groups) subscribedTopics(g *group) map[string]bool {
+func (s *groupShard) subscribedTopics(g *group) map[string]bool {
 	topics := map[string]bool{}
 	if g.consumer != nil {
 		for _, m := range g.consumer.members {
@@ -283,7 +280,7 @@ func (c *Groups) subscribedTopics(g *group) map[string]bool {
 				topics[t] = true
 			}
 		}
-		for _, t := range c.subscribedTopicMeta(g.consumer) {
+		for _, t := range s.subscribedTopicMeta(g.consumer) {
 			topics[t.name] = true
 		}
 		return topics
@@ -303,63 +300,38 @@ func (c *Groups) subscribedTopics(g *group) map[string]bool {
 	return topics
 }
 
-// expireLoop runs the offsets retention check every
-// offsets.retention.check.interval.ms until Close.
-func (c *Groups) expireLoop() {
-	t := time.NewTicker(c.cfg.RetentionCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C:
-			c.expireOffsets()
-		}
+// expireOffsets is Kafka's cleanupGroupMetadata, every
+// offsets.retention.check.interval.ms: offsets of an Empty group expire
+// offsets.retention.minutes after it became empty (after their commit for
+// groups that never had members, and for topics a Stable consumer group no
+// longer subscribes to); a group left Empty without offsets is deleted.
+// Tombstones make both permanent.
+func (s *groupShard) expireOffsets() {
+	for _, id := range s.sortedGroupIDs() {
+		s.expireGroup(s.groups[id])
 	}
 }
 
-// expireOffsets is Kafka's cleanupGroupMetadata: offsets of an Empty group
-// expire offsets.retention.minutes after it became empty (after their
-// commit for groups that never had members, and for topics a Stable
-// consumer group no longer subscribes to); a group left Empty without
-// offsets is deleted. Tombstones make both permanent.
-func (c *Groups) expireOffsets() {
-	c.mu.RLock()
-	ids := make([]string, 0, len(c.groups))
-	for id := range c.groups {
-		ids = append(ids, id)
-	}
-	c.mu.RUnlock()
-	now := c.now()
-	for _, id := range ids {
-		g := c.lockGroup(id, false)
-		if g == nil {
-			continue
-		}
-		c.expireGroup(g, now)
-		g.mu.Unlock()
-	}
-}
-
-func (c *Groups) expireGroup(g *group, now time.Time) {
-	nowMs, retention := now.UnixMilli(), c.cfg.OffsetsRetention.Milliseconds()
+func (s *groupShard) expireGroup(g *group) {
+	nowMs, retention := s.now.UnixMilli(), s.cfg.OffsetsRetention.Milliseconds()
 	var subscribed map[string]bool
 	base := func(o committedOffset) int64 { return o.commitTime }
 	switch {
 	case g.consumer != nil && len(g.consumer.members) > 0:
-		subscribed = c.subscribedTopics(g)
+		subscribed = s.subscribedTopics(g)
 	case g.consumer != nil:
 		base = func(committedOffset) int64 { return g.stateTime.UnixMilli() }
 	case g.protocolType != "" && g.state == stateEmpty:
 		base = func(committedOffset) int64 { return g.stateTime.UnixMilli() }
 	case g.protocolType == "consumer" && g.state == stateStable:
-		subscribed = c.subscribedTopics(g)
+		subscribed = s.subscribedTopics(g)
 	case g.protocolType != "":
 		return
 	}
 	var recs []kv
 	var expired []topicPartition
-	for tp, o := range g.offsets {
+	offsets := s.offsets.of(g.id)
+	for tp, o := range offsets {
 		if subscribed[tp.topic] {
 			continue
 		}
@@ -368,21 +340,36 @@ func (c *Groups) expireGroup(g *group, now time.Time) {
 			expired = append(expired, tp)
 		}
 	}
-	dead := g.state == stateEmpty && len(g.offsets) == len(expired) && (g.consumer == nil || len(g.consumer.members) == 0)
+	sort.Slice(expired, func(i, j int) bool {
+		if expired[i].topic != expired[j].topic {
+			return expired[i].topic < expired[j].topic
+		}
+		return expired[i].partition < expired[j].partition
+	})
+	recs = recs[:0]
+	for _, tp := range expired {
+		recs = append(recs, kv{key: offsetCommitKey(g.id, tp.topic, tp.partition)})
+	}
+	dead := g.state == stateEmpty && len(offsets) == len(expired) && (g.consumer == nil || len(g.consumer.members) == 0)
 	if dead {
 		recs = append(recs, kv{key: groupMetadataKey(g.id)})
 	}
-	if err := c.append(g, recs); err != nil {
-		c.logger.Error("expiring offsets", zap.String("group", g.id), zap.Error(err))
+	if len(recs) == 0 {
 		return
 	}
-	for _, tp := range expired {
-		delete(g.offsets, tp)
-	}
-	if len(expired) > 0 {
-		c.logger.Info("expired offsets", zap.String("group", g.id), zap.Int("partitions", len(expired)))
-	}
-	if dead {
-		c.deleteGroup(g)
-	}
+	s.write(recs, func(err error) {
+		if err != nil {
+			s.logger.Error("expiring offsets", zap.String("group", g.id), zap.Error(err))
+			return
+		}
+		for _, tp := range expired {
+			s.offsets.remove(g.id, tp)
+		}
+		if len(expired) > 0 {
+			s.logger.Info("expired offsets", zap.String("group", g.id), zap.Int("partitions", len(expired)))
+		}
+		if dead {
+			s.deleteGroup(g)
+		}
+	})
 }

@@ -73,7 +73,7 @@ func groupMetadataKey(group string) []byte {
 }
 
 // groupMetadataValue encodes g's generation and members as Kafka's
-// GroupMetadataManager.groupMetadataValue does; the caller holds g.mu.
+// GroupMetadataManager.groupMetadataValue does.
 func groupMetadataValue(g *group, now time.Time) []byte {
 	v := kmsg.NewGroupMetadataValue()
 	v.Version = groupMetadataValueVersion

@@ -179,22 +179,22 @@ func (h *txnHarness) do(t *testing.T, d *datadriven.TestData) string {
 	case "init-producer-id":
 		r := h.txns.InitProducerID(id, int32(timeout.Milliseconds()), pid, epoch)
 		if r.Err != nil {
-			return errName(r.Err)
+			return txnErrName(r.Err)
 		}
 		return fmt.Sprintf("pid=%d epoch=%d", r.ProducerID, r.Epoch)
 	case "add-partitions":
 		h.txns.AddPartitions(id, pid, epoch, parts)
 		var s []string
 		for _, p := range parts {
-			s = append(s, fmt.Sprintf("%s-%d: %s", p.Topic, p.Partition, errName(p.Err)))
+			s = append(s, fmt.Sprintf("%s-%d: %s", p.Topic, p.Partition, txnErrName(p.Err)))
 		}
 		return strings.Join(s, ", ")
 	case "add-offsets":
-		return errName(h.txns.AddOffsets(id, pid, epoch, group))
+		return txnErrName(h.txns.AddOffsets(id, pid, epoch, group))
 	case "end-txn":
-		return errName(h.txns.EndTxn(id, pid, epoch, commit))
+		return txnErrName(h.txns.EndTxn(id, pid, epoch, commit))
 	case "verify":
-		return errName(h.txns.VerifyPartition(id, pid, epoch, parts[0].Topic, parts[0].Partition))
+		return txnErrName(h.txns.VerifyPartition(id, pid, epoch, parts[0].Topic, parts[0].Partition))
 	case "describe":
 		st := h.txns.DescribeTransaction(id)
 		if st.ErrorCode != 0 {
@@ -229,13 +229,13 @@ func (h *txnHarness) do(t *testing.T, d *datadriven.TestData) string {
 			t.Fatal(err)
 		}
 		if !d.HasArg("hold") {
-			return errName(kerrOf(h.txns.OnElected(part, coordEpoch)))
+			return txnErrName(kerrOf(h.txns.OnElected(part, coordEpoch)))
 		}
 		// Elected but not yet replayed: OnElected's first half.
 		h.held[part] = h.txns.elect(part, coordEpoch)
 		return "loading"
 	case "load":
-		return errName(kerrOf(h.txns.load(part, h.held[part])))
+		return txnErrName(kerrOf(h.txns.load(part, h.held[part])))
 	case "resign":
 		h.txns.OnResigned(part)
 		return ""
@@ -300,7 +300,7 @@ func (h *txnHarness) since(ms int64) string {
 	return time.UnixMilli(ms).Sub(h.base).String()
 }
 
-func errName(err *kerr.Error) string {
+func txnErrName(err *kerr.Error) string {
 	if err == nil {
 		return "OK"
 	}

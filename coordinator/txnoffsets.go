@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/strata-io/strata/internal/batch"
@@ -19,49 +18,6 @@ import (
 // the group's committed offsets when the transaction coordinator writes
 // the commit marker to that partition (dropped on abort). Replay on start
 // does the same from the batches and markers in the log.
-
-// txnOffsets holds the pending transactional offset commits: group ->
-// producer id -> partition -> offset.
-type txnOffsets struct {
-	mu      sync.Mutex
-	pending map[string]map[int64]map[topicPartition]committedOffset
-}
-
-func (t *txnOffsets) add(group string, pid int64, tp topicPartition, o committedOffset) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.pending == nil {
-		t.pending = make(map[string]map[int64]map[topicPartition]committedOffset)
-	}
-	byPid := t.pending[group]
-	if byPid == nil {
-		byPid = make(map[int64]map[topicPartition]committedOffset)
-		t.pending[group] = byPid
-	}
-	offs := byPid[pid]
-	if offs == nil {
-		offs = make(map[topicPartition]committedOffset)
-		byPid[pid] = offs
-	}
-	offs[tp] = o
-}
-
-// take removes and returns the producer's pending offsets, by group.
-func (t *txnOffsets) take(pid int64) map[string]map[topicPartition]committedOffset {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make(map[string]map[topicPartition]committedOffset)
-	for group, byPid := range t.pending {
-		if offs, ok := byPid[pid]; ok {
-			out[group] = offs
-			delete(byPid, pid)
-			if len(byPid) == 0 {
-				delete(t.pending, group)
-			}
-		}
-	}
-	return out
-}
 
 // TxnCommitRequest is a TxnOffsetCommit for one group.
 type TxnCommitRequest struct {
@@ -79,49 +35,41 @@ type TxnCommitRequest struct {
 // commit naming none is accepted from the transaction alone; one that names
 // any is checked as the group type checks commits, a consumer group's
 // STALE_MEMBER_EPOCH answered as ILLEGAL_GENERATION.
-func (c *Groups) validateTxnCommit(g *group, req TxnCommitRequest) *kerr.Error {
+func (s *groupShard) validateTxnCommit(g *group, req TxnCommitRequest) *kerr.Error {
 	if g.consumer == nil {
 		return g.validateCommit(req.MemberID, req.InstanceID, req.Generation, true)
 	}
 	if req.Generation < 0 && req.MemberID == "" && req.InstanceID == "" {
 		return nil
 	}
-	err := c.validateConsumerCommit(g.consumer, req.MemberID, req.Generation, req.Commits, true, 0)
+	err := s.validateConsumerCommit(g.consumer, req.MemberID, req.Generation, req.Commits, true, 0)
 	if err == kerr.StaleMemberEpoch {
 		return kerr.IllegalGeneration
 	}
 	return err
 }
 
-// TxnCommitOffsets serves TxnOffsetCommit: one error per commit (nil for
-// success). The member, generation and instance id, when given (v3+), are
-// checked as Kafka does; the offsets stay pending until the transaction
-// ends.
-func (c *Groups) TxnCommitOffsets(req TxnCommitRequest) []*kerr.Error {
+// txnCommitOffsets is TxnOffsetCommit: one error per commit (nil for
+// success), final once the write is done. The member, generation and
+// instance id, when given (v3+), are checked as Kafka does; the offsets are
+// appended as a transactional batch of the producer and stay pending until
+// the transaction ends.
+func (s *groupShard) txnCommitOffsets(req TxnCommitRequest) []*kerr.Error {
 	errs := make([]*kerr.Error, len(req.Commits))
-	all := func(err *kerr.Error) []*kerr.Error {
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
-	}
-	if err := c.checkGroupID(req.Group); err != nil {
-		return all(err)
-	}
-	g := c.lockGroup(req.Group, req.Generation < 0)
+	all := func(err *kerr.Error) []*kerr.Error { return fill(errs, err) }
+	g := s.group(req.Group, req.Generation < 0)
 	if g == nil {
 		return all(kerr.IllegalGeneration)
 	}
-	defer g.mu.Unlock()
-	if err := c.validateTxnCommit(g, req); err != nil {
+	if err := s.validateTxnCommit(g, req); err != nil {
 		return all(err)
 	}
-	now := c.now().UnixMilli()
+	now := s.now.UnixMilli()
 	var recs []kv
 	var ok []int
 	for i, cm := range req.Commits {
 		switch {
-		case !c.partitionExists(cm.Topic, cm.Partition):
+		case !s.partitionExists(cm.Topic, cm.Partition):
 			errs[i] = kerr.UnknownTopicOrPartition
 		case cm.Metadata != nil && len(*cm.Metadata) > maxOffsetMetadata:
 			errs[i] = kerr.OffsetMetadataTooLarge
@@ -134,75 +82,61 @@ func (c *Groups) TxnCommitOffsets(req TxnCommitRequest) []*kerr.Error {
 	if len(recs) == 0 {
 		return errs
 	}
-	p := c.offsets.current()[g.partition] // exists: checkGroupID created it
-	b := buildTxnBatch(recs, req.ProducerID, req.ProducerEpoch, c.now())
-	if _, err := p.Log.AppendCoordinator(b, p.LeaderEpoch()); err != nil {
-		c.logger.Warn("transactional offset commit", zap.String("group", g.id), zap.Int64("producer_id", req.ProducerID), zap.Error(err))
-		code := kerr.CoordinatorNotAvailable
-		switch {
-		case errors.Is(err, kerr.InvalidProducerEpoch):
-			code = kerr.InvalidProducerEpoch
-		case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
-			code = kerr.InvalidCommitOffsetSize
+	b := recordBatch{recs: recs, transactional: true, producerID: req.ProducerID, producerEpoch: req.ProducerEpoch}
+	s.eff.writes = append(s.eff.writes, pendingWrite{batch: b, then: func(err error) {
+		if err != nil {
+			s.logger.Warn("transactional offset commit", zap.String("group", g.id), zap.Int64("producer_id", req.ProducerID), zap.Error(err))
+			code := kerr.CoordinatorNotAvailable
+			switch {
+			case errors.Is(err, kerr.InvalidProducerEpoch):
+				code = kerr.InvalidProducerEpoch
+			case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+				code = kerr.InvalidCommitOffsetSize
+			}
+			for _, i := range ok {
+				errs[i] = code
+			}
+			return
 		}
 		for _, i := range ok {
-			errs[i] = code
+			cm := req.Commits[i]
+			s.offsets.addPending(g.id, req.ProducerID, topicPartition{cm.Topic, cm.Partition},
+				committedOffset{offset: cm.Offset, leaderEpoch: cm.LeaderEpoch, metadata: deref(cm.Metadata), commitTime: now, expireTime: -1})
 		}
-		return errs
-	}
-	for _, i := range ok {
-		cm := req.Commits[i]
-		c.txn.add(g.id, req.ProducerID, topicPartition{cm.Topic, cm.Partition},
-			committedOffset{offset: cm.Offset, leaderEpoch: cm.LeaderEpoch, metadata: deref(cm.Metadata), commitTime: now, expireTime: -1})
-	}
+	}})
 	return errs
 }
 
-// CompleteTxnOffsets applies the end of a transaction whose marker was just
-// written to __consumer_offsets: on commit the producer's pending offsets
-// become committed, on abort they are dropped.
-func (c *Groups) CompleteTxnOffsets(producerID int64, commit bool) {
-	for group, offs := range c.txn.take(producerID) {
+// completeTxnOffsets applies the end of a transaction whose marker was
+// just written to the shard's partition: on commit the producer's pending
+// offsets become committed, on abort they are dropped.
+func (s *groupShard) completeTxnOffsets(producerID int64, commit bool) {
+	for group, offs := range s.offsets.takePending(producerID) {
 		if !commit {
 			continue
 		}
-		g := c.lockGroup(group, true)
+		g := s.group(group, true)
 		for tp, o := range offs {
-			g.offsets[tp] = o
-		}
-		g.mu.Unlock()
-	}
-}
-
-// HasPendingTxnOffset reports whether a transactional commit for the
-// group's partition awaits its transaction's end (OffsetFetch
-// require_stable answers UNSTABLE_OFFSET_COMMIT then).
-func (c *Groups) HasPendingTxnOffset(group, topic string, partition int32) bool {
-	c.txn.mu.Lock()
-	defer c.txn.mu.Unlock()
-	for _, offs := range c.txn.pending[group] {
-		if _, ok := offs[topicPartition{topic, partition}]; ok {
-			return true
+			s.offsets.put(g.id, tp, o)
 		}
 	}
-	return false
 }
 
 // replayTxn applies a record of a transactional batch during load:
 // offset commits are pending until the producer's marker.
-func (c *Groups) replayTxn(partition int32, b *batchInfo, key, value []byte) error {
+func (s *groupShard) replayTxn(b *batchInfo, key, value []byte) error {
 	if b.control {
 		if len(key) < 4 {
 			return fmt.Errorf("control record key of %d bytes", len(key))
 		}
 		commit := binary.BigEndian.Uint16(key[2:]) == 1
-		for group, offs := range c.txn.take(b.producerID) {
+		for group, offs := range s.offsets.takePending(b.producerID) {
 			if !commit {
 				continue
 			}
-			g := c.replayGroup(group, partition)
+			g := s.replayGroup(group)
 			for tp, o := range offs {
-				g.offsets[tp] = o
+				s.offsets.put(g.id, tp, o)
 			}
 		}
 		return nil
@@ -222,7 +156,7 @@ func (c *Groups) replayTxn(partition int32, b *batchInfo, key, value []byte) err
 	if err := v.ReadFrom(value); err != nil {
 		return fmt.Errorf("transactional offset commit value of group %s: %w", k.Group, err)
 	}
-	c.txn.add(k.Group, b.producerID, topicPartition{k.Topic, k.Partition},
+	s.offsets.addPending(k.Group, b.producerID, topicPartition{k.Topic, k.Partition},
 		committedOffset{offset: v.Offset, leaderEpoch: v.LeaderEpoch, metadata: v.Metadata, commitTime: v.CommitTimestamp, expireTime: -1})
 	return nil
 }
