@@ -198,9 +198,9 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 // coordinatorConfigs hands the broker's clock to the group and transaction
 // coordinators.
 func coordinatorConfigs(cfg *Config, clock clockwork.Clock) (coordinator.GroupConfig, coordinator.TxnConfig) {
-	txns := cfg.Txns
-	txns.Clock = clock
-	return cfg.Groups, txns
+	groups, txns := cfg.Groups, cfg.Txns
+	groups.Clock, txns.Clock = clock, clock
+	return groups, txns
 }
 
 // Addr is the address the listener is bound to.
