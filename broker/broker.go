@@ -117,7 +117,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("producer ids: %w", err), ln.Close())
 	}
-	meta := local.New(metadata.Empty)
+	meta := local.New(metadata.Empty, nil)
 	follower := &imageFollower{store: meta, node: cfg.NodeID, logger: logger}
 	logs, err := storage.OpenManager(fsys, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID,
 		OnFsync: met.Fsync, ReserveProducerIDs: pids.Reserve, OnChange: follower.follow})

@@ -20,7 +20,7 @@ import (
 // (a new partition epoch), a deleted topic and one recreated under its
 // name with a new id, and the dynamic broker configs.
 func TestImageFollowsStorage(t *testing.T) {
-	store := local.New(metadata.Empty)
+	store := local.New(metadata.Empty, nil)
 	f := &imageFollower{store: store, node: 7, logger: zaptest.NewLogger(t)}
 	m, err := storage.OpenManager(vfs.Default, t.TempDir(), storage.DefaultConfig(), storage.ManagerOptions{NodeID: 7, OnChange: f.follow})
 	if err != nil {
