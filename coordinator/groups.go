@@ -105,8 +105,8 @@ type Groups struct {
 // COORDINATOR_LOAD_IN_PROGRESS until that finishes; when it does not, there
 // is nothing to load and the topic is created (with
 // offsets.topic.num.partitions partitions) by the first request that needs
-// it, as Kafka creates it on the first FindCoordinator.
-func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Groups, error) {
+// it, through create, as Kafka creates it on the first FindCoordinator.
+func OpenGroups(logs *storage.Manager, create CreateTopic, cfg GroupConfig, logger *zap.Logger) (*Groups, error) {
 	def := DefaultGroupConfig()
 	if cfg.OffsetsTopicPartitions <= 0 {
 		cfg.OffsetsTopicPartitions = def.OffsetsTopicPartitions
@@ -123,7 +123,7 @@ func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Gr
 		stop:   make(chan struct{}),
 	}
 	c.offsets = internalTopic{name: OffsetsTopic, partitions: cfg.OffsetsTopicPartitions,
-		configs: offsetsTopicConfigs(cfg.OffsetsSegmentBytes), logs: logs, logger: c.logger}
+		configs: offsetsTopicConfigs(cfg.OffsetsSegmentBytes), logs: logs, create: create, logger: c.logger}
 	t := logs.Topic(OffsetsTopic)
 	if t == nil {
 		c.loaded.Store(true) // nothing to load

@@ -129,13 +129,14 @@ type Txns struct {
 }
 
 // OpenTxns replays __transaction_state if it exists (else the first
-// request that needs it creates it, with transaction.state.log.num.partitions
-// partitions, as Kafka does on the first FindCoordinator), and in the
+// request that needs it creates it through create, with
+// transaction.state.log.num.partitions partitions, as Kafka does on the
+// first FindCoordinator), and in the
 // background (once the group coordinator has loaded, since markers on
 // __consumer_offsets complete its pending offsets) finishes transactions
 // left in PrepareCommit/PrepareAbort and starts aborting timed out ones.
 // Until then requests get COORDINATOR_LOAD_IN_PROGRESS.
-func OpenTxns(logs *storage.Manager, pids *ProducerIDs, groups *Groups, cfg TxnConfig, logger *zap.Logger) (*Txns, error) {
+func OpenTxns(logs *storage.Manager, create CreateTopic, pids *ProducerIDs, groups *Groups, cfg TxnConfig, logger *zap.Logger) (*Txns, error) {
 	def := DefaultTxnConfig()
 	if cfg.StateLogPartitions <= 0 {
 		cfg.StateLogPartitions = def.StateLogPartitions
@@ -163,7 +164,7 @@ func OpenTxns(logs *storage.Manager, pids *ProducerIDs, groups *Groups, cfg TxnC
 		stop:   make(chan struct{}),
 	}
 	c.state = internalTopic{name: TxnStateTopic, partitions: cfg.StateLogPartitions,
-		configs: txnStateTopicConfigs, logs: logs, logger: c.logger}
+		configs: txnStateTopicConfigs, logs: logs, create: create, logger: c.logger}
 	if t := logs.Topic(TxnStateTopic); t != nil {
 		c.state.adopt(t)
 		start := time.Now()

@@ -117,7 +117,6 @@ func (m *Manager) createTopic(name string, id [16]byte, partitions int32, config
 	m.byID[id] = t
 	m.mu.Unlock()
 	m.logger.Info("created topic", zap.String("topic", name), zap.String("id", uuidString(id)), zap.Int32("partitions", partitions))
-	m.changed()
 	return t, nil
 }
 
@@ -227,7 +226,6 @@ func (m *Manager) CreatePartitions(name string, total int32, validateOnly bool) 
 	}
 	t.parts.Store(&grown)
 	m.logger.Info("added partitions", zap.String("topic", name), zap.Int("from", len(old)), zap.Int32("to", total))
-	m.changed()
 	return nil
 }
 
@@ -257,7 +255,6 @@ func (m *Manager) DeleteTopic(name string) error {
 	delete(m.topics, name)
 	delete(m.byID, t.ID)
 	m.mu.Unlock()
-	m.changed()
 	var errs []error
 	if err := m.dropFromCheckpoints(name); err != nil {
 		errs = append(errs, err)
