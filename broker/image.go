@@ -73,12 +73,15 @@ func configRecords(res metadata.ConfigResource, had, want map[string]string) []m
 }
 
 // errNotHosted refuses a change storage has no way to make durable on one
-// node (a leader change, two admin operations in one change).
+// node (a partition without this node among its replicas, a leader change,
+// two admin operations in one change).
 var errNotHosted = errors.New("not a change a single node's storage can make durable")
 
 // logHost makes a metadata change durable in storage, the host of the
-// logs: a new topic, added partitions, a deleted topic, a topic's or the
-// broker's new dynamic configs, one per change, in storage's order (the
+// logs the image gives this node (every partition: on one node it is each
+// one's only replica): a new topic, added partitions, a deleted topic, a
+// topic's or the broker's new dynamic configs, one per change, in
+// storage's order (the
 // partition dirs, then the registry, then its list of deleted topics).
 // Storage's errors come back as they are, so clients read the same
 // messages as before.
@@ -117,6 +120,9 @@ func (h logHost) commit(old, new *metadata.Image, records []metadata.Record) err
 			t := new.Topics.ByID(r.TopicID)
 			if t == nil {
 				return fmt.Errorf("partition %d of a removed topic: %w", r.PartitionID, errNotHosted)
+			}
+			if !slices.Contains(r.Replicas, h.node) {
+				return fmt.Errorf("partition %d of topic %s on replicas %v: %w", r.PartitionID, t.Name, r.Replicas, errNotHosted)
 			}
 			if !created[t.Name] {
 				add(r.TopicID, func() error { return h.logs.CreatePartitions(t.Name, int32(len(t.Partitions)), false) })

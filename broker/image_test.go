@@ -88,7 +88,12 @@ func TestImageChangesAreDurableFirst(t *testing.T) {
 	if _, err := store.Propose(two...); !errors.Is(err, errNotHosted) {
 		t.Fatalf("two operations in one change: %v, want errNotHosted", err)
 	}
-	if store.Image() != before || m.Topic("u") != nil || m.Topic("t").ConfigMap()["retention.ms"] != "7" {
+	elsewhere := []metadata.Record{metadata.TopicRecord{Name: "elsewhere", TopicID: [16]byte{9}},
+		metadata.PartitionRecord{TopicID: [16]byte{9}, Replicas: []int32{8}, ISR: []int32{8}, Leader: 8}}
+	if _, err := store.Propose(elsewhere...); !errors.Is(err, errNotHosted) {
+		t.Fatalf("a partition on another node: %v, want errNotHosted", err)
+	}
+	if store.Image() != before || m.Topic("u") != nil || m.Topic("elsewhere") != nil || m.Topic("t").ConfigMap()["retention.ms"] != "7" {
 		t.Fatalf("refused changes took effect: image changed %v, u %v, t's configs %v", store.Image() != before, m.Topic("u"), m.Topic("t").ConfigMap())
 	}
 	if err := m.Close(); err != nil {
