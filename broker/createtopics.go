@@ -6,8 +6,9 @@ package broker
 // ReplicationControlManager.createTopics), in its order and with its
 // messages: a name given twice in one request gets INVALID_REQUEST
 // "Duplicate topic name." once, after the other results; then, per topic,
-// the name and whether it exists (the metadata image), null config values, config
-// values, the partition layout, and finally the creation itself.
+// the name and whether it exists (in the metadata image), null config
+// values, config values, the partition layout, and finally the creation
+// itself: proposed to the image, which storage makes durable (changes.go).
 //
 // The layout is either counts or a manual assignment, never both (giving an
 // assignment with NumPartitions or ReplicationFactor other than -1 is
