@@ -21,9 +21,12 @@ package broker
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/metadata"
 )
 
 // registerAlterConfigs serves AlterConfigs; its versions are here and nowhere else.
@@ -78,13 +81,25 @@ func (b *services) replaceConfigs(typ kmsg.ConfigResourceType, name string, conf
 		if _, err := b.configTopic(name); err != nil {
 			return err
 		}
-		return b.logs.AlterTopicConfigs(name, configs, validateOnly)
+		res := metadata.ConfigResource{Type: metadata.TopicResource, Name: name}
+		return b.replaceConfigsOf(res, configs, validateOnly, func(img *metadata.Image) error {
+			if img.Topics.ByName(name) == nil {
+				return fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
+			}
+			return b.logs.AlterTopicConfigs(name, configs, true)
+		})
 	case kmsg.ConfigResourceTypeBroker:
 		node, err := b.configBroker(name)
 		if err != nil {
 			return err
 		}
-		return b.logs.AlterBrokerConfigs(configs, node, validateOnly)
+		res := metadata.ConfigResource{Type: metadata.BrokerResource}
+		if node {
+			res.Name = strconv.Itoa(int(b.cfg.NodeID))
+		}
+		return b.replaceConfigsOf(res, configs, validateOnly, func(*metadata.Image) error {
+			return b.logs.AlterBrokerConfigs(configs, node, true)
+		})
 	default:
 		return unsupportedResource(typ)
 	}

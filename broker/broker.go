@@ -65,7 +65,7 @@ type Broker struct {
 	clock  clockwork.Clock
 	frames framePool // big Produce frame buffers shared by the connections (conn.go)
 	logs   *storage.Manager
-	meta   *local.Store // the metadata image handlers read (image.go)
+	meta   *local.Store // the metadata image handlers read and change (image.go)
 	pids   *coordinator.ProducerIDs
 	groups *coordinator.Groups
 	txns   *coordinator.Txns
@@ -129,24 +129,6 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("producer ids: %w", err), ln.Close())
 	}
-	meta := local.New(metadata.Empty)
-	follower := &imageFollower{store: meta, node: cfg.NodeID, logger: logger}
-	events := storage.TeeEventListener(storage.LoggingListener(logger), met.StorageEvents())
-	logs, err := storage.OpenManager(fsys, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID,
-		Events: &events, Clock: clock, ReserveProducerIDs: pids.Reserve, OnChange: follower.follow})
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())
-	}
-	groupCfg, txnCfg := coordinatorConfigs(&cfg, clock)
-	groups, err := coordinator.OpenGroups(logs, groupCfg, logger)
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("group coordinator: %w", err), logs.Close(), ln.Close())
-	}
-	txns, err := coordinator.OpenTxns(logs, pids, groups, txnCfg, logger)
-	if err != nil {
-		groups.Close()
-		return nil, errors.Join(fmt.Errorf("transaction coordinator: %w", err), logs.Close(), ln.Close())
-	}
 	if advPort == 0 {
 		advPort = ln.Addr().(*net.TCPAddr).Port
 	}
@@ -157,14 +139,38 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		}
 	}
 	listener := listenerName(cfg.Listeners)
-	if _, err := meta.Propose(registerRecord(cfg.NodeID, listener, advHost, int32(advPort))); err != nil {
-		txns.Close()
-		groups.Close()
-		return nil, errors.Join(fmt.Errorf("register node %d in the metadata image: %w", cfg.NodeID, err), logs.Close(), ln.Close())
+	events := storage.TeeEventListener(storage.LoggingListener(logger), met.StorageEvents())
+	logs, err := storage.OpenManager(fsys, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID,
+		Events: &events, Clock: clock, ReserveProducerIDs: pids.Reserve})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())
 	}
-	clusterDefault, nodeConfigs := logs.BrokerConfigs()
-	follower.follow(logs.Topics(), clusterDefault, nodeConfigs)
-	pids.OnBlock(follower.producerIDs)
+	img, err := imageOf(logs, registerRecord(cfg.NodeID, listener, advHost, int32(advPort)))
+	if err != nil {
+		return nil, errors.Join(err, logs.Close(), ln.Close())
+	}
+	meta := local.New(img, logHost{logs: logs, node: cfg.NodeID}.commit)
+	pids.OnBlock(func(end int64) {
+		if _, err := meta.Propose(metadata.ProducerIdsRecord{BrokerID: cfg.NodeID, NextProducerID: end}); err != nil {
+			logger.Error("the metadata image cannot record a producer id block", zap.Int64("end", end), zap.Error(err))
+		}
+	})
+	create := func(name string, partitions int32, configs map[string]string) (*storage.Topic, error) {
+		if _, err := proposeTopic(meta, cfg.NodeID, name, partitions, configs); err != nil {
+			return nil, err
+		}
+		return logs.Topic(name), nil
+	}
+	groupCfg, txnCfg := coordinatorConfigs(&cfg, clock)
+	groups, err := coordinator.OpenGroups(logs, create, groupCfg, logger)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("group coordinator: %w", err), logs.Close(), ln.Close())
+	}
+	txns, err := coordinator.OpenTxns(logs, create, pids, groups, txnCfg, logger)
+	if err != nil {
+		groups.Close()
+		return nil, errors.Join(fmt.Errorf("transaction coordinator: %w", err), logs.Close(), ln.Close())
+	}
 	b := &Broker{
 		cfg:      cfg,
 		logger:   logger,

@@ -82,7 +82,10 @@ func (b *services) createPartitions(t kmsg.CreatePartitionsRequestTopic, validat
 	}
 	st := kmsg.NewCreatePartitionsResponseTopic()
 	st.Topic = t.Topic
-	if err := b.logs.CreatePartitions(t.Topic, t.Count, validateOnly); err != nil {
+	if validateOnly {
+		return st
+	}
+	if err := b.addPartitions(t.Topic, t.Count); err != nil {
 		st.ErrorCode = b.errorCode(kmsg.CreatePartitions, err)
 		st.ErrorMessage = errorMessage(err)
 	}

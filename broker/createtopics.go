@@ -6,8 +6,9 @@ package broker
 // ReplicationControlManager.createTopics), in its order and with its
 // messages: a name given twice in one request gets INVALID_REQUEST
 // "Duplicate topic name." once, after the other results; then, per topic,
-// the name and whether it exists (storage), null config values, config
-// values, the partition layout, and finally the creation itself.
+// the name and whether it exists (in the metadata image), null config
+// values, config values, the partition layout, and finally the creation
+// itself: proposed to the image, which storage makes durable (changes.go).
 //
 // The layout is either counts or a manual assignment, never both (giving an
 // assignment with NumPartitions or ReplicationFactor other than -1 is
@@ -99,9 +100,8 @@ func handleCreateTopics(rc *reqCtx) (kmsg.Response, error) {
 }
 
 func (b *services) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {
-	// Name rules and existence come first in Kafka; a validate-only creation
-	// of one partition with no configs checks exactly those.
-	if _, err := b.logs.CreateTopic(t.Topic, 1, nil, true); err != nil {
+	// Name rules and existence come first in Kafka.
+	if err := checkNewTopicName(b.meta.Image(), t.Topic); err != nil {
 		return b.createTopicError(t.Topic, err)
 	}
 	configs := make(map[string]string, len(t.Configs))
@@ -125,14 +125,12 @@ func (b *services) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly boo
 	if code != 0 {
 		return createTopicFailed(t.Topic, code, msg)
 	}
-	topic, err := b.logs.CreateTopic(t.Topic, partitions, configs, validateOnly)
-	if err != nil {
-		return b.createTopicError(t.Topic, err)
-	}
 	st := kmsg.NewCreateTopicsResponseTopic()
 	st.Topic = t.Topic
-	if topic != nil {
-		st.TopicID = topic.ID
+	if !validateOnly {
+		if st.TopicID, err = b.createTopicNamed(t.Topic, partitions, configs); err != nil {
+			return b.createTopicError(t.Topic, err)
+		}
 	}
 	st.NumPartitions = partitions
 	st.ReplicationFactor = 1

@@ -122,7 +122,7 @@ func (b *services) deleteTopic(st kmsg.DeleteTopicsResponseTopic) kmsg.DeleteTop
 	if img.Topics.ByName(*st.Topic) != nil && storage.IsInternalTopic(*st.Topic) {
 		return deleteTopicFailed(st, kerr.InvalidRequest.Code, "Topic "+*st.Topic+" is an internal topic and cannot be deleted.")
 	}
-	if err := b.logs.DeleteTopic(*st.Topic); err != nil {
+	if err := b.removeTopic(*st.Topic); err != nil {
 		st.ErrorCode = b.errorCode(kmsg.DeleteTopics, err)
 		st.ErrorMessage = errorMessage(err)
 	}

@@ -95,7 +95,7 @@ func (b *services) configTopic(name string) (map[string]string, error) {
 	}
 	img := b.meta.Image()
 	if img.Topics.ByName(name) == nil {
-		if _, err := b.logs.CreateTopic(name, 1, nil, true); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		if err := checkNewTopicName(img, name); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return nil, err // an invalid name
 		}
 		return nil, fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)

@@ -22,9 +22,7 @@ import (
 func TestProduceAfterDiskErrorRevives(t *testing.T) {
 	efs := errorfs.Wrap(vfs.Default)
 	b := startBroker(t, func(c *Config) { c.FS = efs })
-	if _, err := b.logs.CreateTopic("disk", 1, nil, false); err != nil {
-		t.Fatal(err)
-	}
+	createTopicN(t, b, "disk", 1)
 	cl := newClient(t, b, kgo.DisableIdempotentWrite(), kgo.RecordRetries(0), kgo.ProducerLinger(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -77,4 +75,33 @@ func TestProduceAfterDiskErrorRevives(t *testing.T) {
 			t.Fatalf("record %d: offset %d %q, want offset %d %q", i, got[i].Offset, got[i].Value, a.Offset, a.Value)
 		}
 	}
+}
+
+// TestDeletedTopicWhoseDirCannotBeRemovedIsGone fails the removal of a
+// deleted topic's partition dir: the client hears of the error, as before,
+// but the topic has left the registry, so it has left the metadata image
+// too: Metadata no longer lists it and its name can be taken again.
+func TestDeletedTopicWhoseDirCannotBeRemovedIsGone(t *testing.T) {
+	efs := errorfs.Wrap(vfs.Default)
+	b := startBroker(t, func(c *Config) { c.FS = efs })
+	createTopicN(t, b, "stays", 1)
+	adm := newAdmin(t, b)
+	ctx := testCtx(t)
+	efs.Inject(errorfs.Fault{Op: errorfs.OpRemove, PathSuffix: "-delete", Sticky: true})
+	res, err := adm.DeleteTopic(ctx, "stays")
+	if err == nil && res.Err == nil {
+		t.Fatal("DeleteTopics succeeded though the partition dir stayed")
+	}
+	efs.Clear()
+	if b.meta.Image().Topics.ByName("stays") != nil {
+		t.Fatal("the deleted topic is still in the metadata image")
+	}
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topics.Has("stays") {
+		t.Fatalf("Metadata lists the deleted topic: %+v", topics["stays"])
+	}
+	createTopicN(t, b, "stays", 2)
 }

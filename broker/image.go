@@ -1,54 +1,52 @@
 package broker
 
-// The metadata image handlers read (package metadata): this node's
-// registration, the topics and dynamic configs that storage keeps in the
-// log dir's files (strata-topics.json, strata-broker-configs.json, as
-// before) and the producer id blocks the coordinator's producer-ids file
-// records. Every admin change storage makes is proposed to the store as
-// Kafka's metadata records (storage.ManagerOptions.OnChange), within the
-// change, so a client that was answered sees it in the image.
+// The metadata image handlers read and change (package metadata): this
+// node's registration, the topics and dynamic configs, and the producer id
+// blocks. The image decides: a handler checks a change against the latest
+// image and proposes it as Kafka's metadata records (Store.Update,
+// changes.go); the store makes the change durable through logHost.commit
+// before it publishes, and on one node durable is storage opening or
+// removing the logs the image says this node hosts and writing
+// strata-topics.json and strata-broker-configs.json, as before. At start
+// the image is read back from those files (imageOf).
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 
-	"go.uber.org/zap"
-
 	"github.com/strata-io/strata/metadata"
+	"github.com/strata-io/strata/metadata/local"
 	"github.com/strata-io/strata/storage"
 )
 
-// imageFollower proposes what storage changed to the metadata store.
-type imageFollower struct {
-	store  metadata.Store
-	node   int32
-	logger *zap.Logger
-}
-
-// follow proposes the records that make the image match storage's topics
-// and dynamic broker configs. They are the difference from the current
-// image, so a refused proposal (a bug, logged) is made good by the next.
-func (f *imageFollower) follow(topics []*storage.Topic, clusterDefault, node map[string]string) {
-	img := f.store.Image()
-	records := topicRecords(img, f.node, topics)
-	for name, configs := range map[string]map[string]string{"": clusterDefault, strconv.Itoa(int(f.node)): node} {
-		res := metadata.ConfigResource{Type: metadata.BrokerResource, Name: name}
-		records = append(records, configRecords(res, img.Configs.Of(res), configs)...)
+// imageOf is the image of what the log dir keeps, with reg as this node's
+// registration: its topics with their ids, partitions, leader epochs and
+// configs, and the dynamic broker configs. This node leads, and is the
+// only replica of, every partition.
+func imageOf(logs *storage.Manager, reg metadata.RegisterBrokerRecord) (*metadata.Image, error) {
+	records := []metadata.Record{reg}
+	node := reg.BrokerID
+	for _, t := range logs.Topics() {
+		records = append(records, metadata.TopicRecord{Name: t.Name, TopicID: t.ID})
+		for _, p := range t.Partitions() {
+			records = append(records, metadata.PartitionRecord{PartitionID: p.Index, TopicID: t.ID,
+				Replicas: []int32{node}, ISR: []int32{node}, Leader: node, LeaderEpoch: p.LeaderEpoch()})
+		}
+		records = append(records, configRecords(metadata.ConfigResource{Type: metadata.TopicResource, Name: t.Name}, nil, t.ConfigMap())...)
 	}
-	if len(records) == 0 {
-		return
+	clusterDefault, own := logs.BrokerConfigs()
+	records = append(records, configRecords(metadata.ConfigResource{Type: metadata.BrokerResource}, nil, clusterDefault)...)
+	records = append(records, configRecords(metadata.ConfigResource{Type: metadata.BrokerResource, Name: strconv.Itoa(int(node))}, nil, own)...)
+	d := metadata.NewDelta(metadata.Empty)
+	for _, r := range records {
+		if err := d.Replay(r); err != nil {
+			return nil, fmt.Errorf("the log dir's topics as a metadata image: %w", err)
+		}
 	}
-	if _, err := f.store.Propose(records...); err != nil {
-		f.logger.Error("the metadata image cannot follow the log dir's topics", zap.Error(err))
-	}
-}
-
-// producerIDs records that the ids below end are handed out.
-func (f *imageFollower) producerIDs(end int64) {
-	if _, err := f.store.Propose(metadata.ProducerIdsRecord{BrokerID: f.node, NextProducerID: end}); err != nil {
-		f.logger.Error("the metadata image cannot follow the producer id blocks", zap.Int64("end", end), zap.Error(err))
-	}
+	return d.Apply(), nil
 }
 
 // registerRecord registers this node with its advertised endpoint on the
@@ -56,49 +54,6 @@ func (f *imageFollower) producerIDs(end int64) {
 func registerRecord(node int32, listener, host string, port int32) metadata.RegisterBrokerRecord {
 	return metadata.RegisterBrokerRecord{BrokerID: node,
 		Endpoints: []metadata.Endpoint{{Listener: listener, Host: host, Port: port, SecurityProtocol: 0}}}
-}
-
-// topicRecords are the records taking img's topics to topics: removals
-// first (a name may have been freed and taken again), then new topics,
-// partitions and leader epochs, and topic configs. This node leads, and is
-// the only replica of, every partition.
-func topicRecords(img *metadata.Image, node int32, topics []*storage.Topic) []metadata.Record {
-	var out []metadata.Record
-	live := make(map[[16]byte]bool, len(topics))
-	for _, t := range topics {
-		live[t.ID] = true
-	}
-	for _, ti := range img.Topics.All() {
-		if !live[ti.ID] {
-			out = append(out, metadata.RemoveTopicRecord{TopicID: ti.ID})
-		}
-	}
-	for _, t := range topics {
-		ti := img.Topics.ByID(t.ID)
-		if ti == nil {
-			out = append(out, metadata.TopicRecord{Name: t.Name, TopicID: t.ID})
-		}
-		for _, p := range t.Partitions() {
-			rec := metadata.PartitionRecord{PartitionID: p.Index, TopicID: t.ID, Replicas: []int32{node}, ISR: []int32{node},
-				Leader: node, LeaderEpoch: p.LeaderEpoch()}
-			if ti != nil {
-				if reg, ok := ti.Partition(p.Index); ok {
-					if reg.LeaderEpoch == rec.LeaderEpoch {
-						continue
-					}
-					rec.PartitionEpoch = reg.PartitionEpoch + 1
-				}
-			}
-			out = append(out, rec)
-		}
-		res := metadata.ConfigResource{Type: metadata.TopicResource, Name: t.Name}
-		var had map[string]string
-		if ti != nil {
-			had = img.Configs.Of(res)
-		}
-		out = append(out, configRecords(res, had, t.ConfigMap())...)
-	}
-	return out
 }
 
 // configRecords are the ConfigRecords taking res's configs from had to want.
@@ -115,6 +70,116 @@ func configRecords(res metadata.ConfigResource, had, want map[string]string) []m
 		}
 	}
 	return out
+}
+
+// errNotHosted refuses a change storage has no way to make durable on one
+// node (a partition without this node among its replicas, a leader change,
+// two admin operations in one change).
+var errNotHosted = errors.New("not a change a single node's storage can make durable")
+
+// logHost makes a metadata change durable in storage, the host of the
+// logs the image gives this node (every partition: on one node it is each
+// one's only replica): a new topic, added partitions, a deleted topic, a
+// topic's or the broker's new dynamic configs, one per change, in
+// storage's order (the
+// partition dirs, then the registry, then its list of deleted topics).
+// Storage's errors come back as they are, so clients read the same
+// messages as before.
+type logHost struct {
+	logs *storage.Manager
+	node int32
+}
+
+var _ local.Commit = logHost{}.commit
+
+// commit makes the change records make of old (into new) durable.
+func (h logHost) commit(old, new *metadata.Image, records []metadata.Record) error {
+	var ops []func() error
+	keys := map[any]bool{}
+	add := func(key any, op func() error) {
+		if !keys[key] {
+			keys[key] = true
+			ops = append(ops, op)
+		}
+	}
+	created := map[string]bool{}
+	for _, r := range records {
+		switch r := r.(type) {
+		case metadata.RegisterBrokerRecord, metadata.ProducerIdsRecord:
+			// The registration is this process's configuration; a producer
+			// id block is durable in the producer-ids file before it is
+			// proposed.
+		case metadata.TopicRecord:
+			t := new.Topics.ByID(r.TopicID)
+			if t == nil {
+				return fmt.Errorf("topic %s created and removed: %w", r.Name, errNotHosted)
+			}
+			created[r.Name] = true
+			add(r.TopicID, func() error { return h.createTopic(new, t) })
+		case metadata.PartitionRecord:
+			t := new.Topics.ByID(r.TopicID)
+			if t == nil {
+				return fmt.Errorf("partition %d of a removed topic: %w", r.PartitionID, errNotHosted)
+			}
+			if !slices.Contains(r.Replicas, h.node) {
+				return fmt.Errorf("partition %d of topic %s on replicas %v: %w", r.PartitionID, t.Name, r.Replicas, errNotHosted)
+			}
+			if !created[t.Name] {
+				add(r.TopicID, func() error { return h.logs.CreatePartitions(t.Name, int32(len(t.Partitions)), false) })
+			}
+		case metadata.RemoveTopicRecord:
+			t := old.Topics.ByID(r.TopicID)
+			if t == nil {
+				return fmt.Errorf("removal of a topic created in the same change: %w", errNotHosted)
+			}
+			add(r.TopicID, func() error { return h.deleteTopic(t.Name) })
+		case metadata.ConfigRecord:
+			res := metadata.ConfigResource{Type: r.ResourceType, Name: r.ResourceName}
+			if res.Type != metadata.TopicResource || !created[res.Name] {
+				add(res, func() error { return h.setConfigs(res, new.Configs.Of(res)) })
+			}
+		default:
+			return fmt.Errorf("%T: %w", r, errNotHosted)
+		}
+	}
+	switch len(ops) {
+	case 0:
+		return nil
+	case 1:
+		return ops[0]()
+	default:
+		return fmt.Errorf("%d operations in one change: %w", len(ops), errNotHosted)
+	}
+}
+
+func (h logHost) createTopic(img *metadata.Image, t *metadata.TopicImage) error {
+	configs := maps.Clone(img.Configs.Of(metadata.ConfigResource{Type: metadata.TopicResource, Name: t.Name}))
+	_, err := h.logs.CreateTopicWithID(t.Name, t.ID, int32(len(t.Partitions)), configs)
+	return err
+}
+
+// deleteTopic deletes the topic's logs. Once it has left the registry it
+// is deleted: an error after that (a partition dir storage could not
+// remove, which its next start removes) is reported, and the image moves
+// on.
+func (h logHost) deleteTopic(name string) error {
+	err := h.logs.DeleteTopic(name)
+	if err != nil && h.logs.Topic(name) == nil {
+		return local.Durable(err)
+	}
+	return err
+}
+
+func (h logHost) setConfigs(res metadata.ConfigResource, configs map[string]string) error {
+	configs = maps.Clone(configs)
+	switch {
+	case res.Type == metadata.TopicResource:
+		return h.logs.AlterTopicConfigs(res.Name, configs, false)
+	case res.Type == metadata.BrokerResource && (res.Name == "" || res.Name == strconv.Itoa(int(h.node))):
+		return h.logs.AlterBrokerConfigs(configs, res.Name != "", false)
+	default:
+		return fmt.Errorf("configs of %d %q: %w", res.Type, res.Name, errNotHosted)
+	}
 }
 
 // endpoint is broker's address on the client listener; ok is false when

@@ -2,10 +2,13 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap/zaptest"
 
@@ -15,62 +18,103 @@ import (
 	"github.com/strata-io/strata/storage/vfs"
 )
 
-// TestImageFollowsStorage checks the records the follower proposes: new
-// topics with their partitions and configs, a leader epoch storage moved
-// (a new partition epoch), a deleted topic and one recreated under its
-// name with a new id, and the dynamic broker configs.
-func TestImageFollowsStorage(t *testing.T) {
-	store := local.New(metadata.Empty)
-	f := &imageFollower{store: store, node: 7, logger: zaptest.NewLogger(t)}
-	m, err := storage.OpenManager(vfs.Default, t.TempDir(), storage.DefaultConfig(), storage.ManagerOptions{NodeID: 7, OnChange: f.follow})
+// TestImageChangesAreDurableFirst checks that each change the image takes
+// is in storage before a subscriber hears of it, and after a restart; that
+// a change storage refuses leaves both the image and storage as they were,
+// with storage's error as it is; and that a change storage cannot make at
+// once is refused.
+func TestImageChangesAreDurableFirst(t *testing.T) {
+	dir := t.TempDir()
+	open := func() (*storage.Manager, *local.Store) {
+		m, err := storage.OpenManager(vfs.Default, dir, storage.DefaultConfig(), storage.ManagerOptions{NodeID: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := imageOf(m, registerRecord(7, "PLAINTEXT", "127.0.0.1", 9092))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, local.New(img, logHost{logs: m, node: 7}.commit)
+	}
+	m, store := open()
+	var notDurable []string
+	store.Subscribe(func(old, new *metadata.Image) {
+		for _, ti := range new.Topics.All() {
+			if st := m.Topic(ti.Name); st == nil || st.ID != ti.ID || len(st.Partitions()) != len(ti.Partitions) {
+				notDurable = append(notDurable, ti.Name)
+			}
+		}
+		for _, ti := range old.Topics.All() {
+			if new.Topics.ByID(ti.ID) == nil && m.Topic(ti.Name) != nil {
+				notDurable = append(notDurable, "removed "+ti.Name)
+			}
+		}
+	})
+	id, err := proposeTopic(store, 7, "t", 2, map[string]string{"retention.ms": "5"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	gone, err := proposeTopic(store, 7, "gone", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topicRes := metadata.ConfigResource{Type: metadata.TopicResource, Name: "t"}
+	nodeRes := metadata.ConfigResource{Type: metadata.BrokerResource, Name: "7"}
+	for _, change := range [][]metadata.Record{
+		{metadata.PartitionRecord{PartitionID: 2, TopicID: id, Replicas: []int32{7}, ISR: []int32{7}, Leader: 7}},
+		configRecords(topicRes, map[string]string{"retention.ms": "5"}, map[string]string{"retention.ms": "7"}),
+		configRecords(nodeRes, nil, map[string]string{"log.retention.ms": "9"}),
+		{metadata.RemoveTopicRecord{TopicID: gone}},
+	} {
+		if _, err := store.Propose(change...); err != nil {
+			t.Fatalf("%+v: %v", change, err)
+		}
+	}
+	if len(notDurable) > 0 {
+		t.Fatalf("subscribers heard of changes before storage made them: %v", notDurable)
+	}
+	if st := m.Topic("t"); st == nil || st.ID != id || len(st.Partitions()) != 3 || st.ConfigMap()["retention.ms"] != "7" || m.Topic("gone") != nil {
+		t.Fatalf("storage's t = %+v, gone = %v", st, m.Topic("gone"))
+	}
+
+	before := store.Image()
+	if _, err := store.Propose(configRecords(topicRes, nil, map[string]string{"retention.ms": "x"})...); !errors.Is(err, kerr.InvalidConfig) || !strings.HasPrefix(err.Error(), "topic t: ") {
+		t.Fatalf("an invalid config: %v, want storage's InvalidConfig as it is", err)
+	}
+	if _, err := proposeTopic(store, 7, "u", 1, map[string]string{"segment.bytes": "-1"}); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("a topic with an invalid config: %v, want InvalidConfig", err)
+	}
+	two := append(configRecords(topicRes, nil, map[string]string{"retention.ms": "8"}), configRecords(nodeRes, nil, map[string]string{"log.retention.ms": "8"})...)
+	if _, err := store.Propose(two...); !errors.Is(err, errNotHosted) {
+		t.Fatalf("two operations in one change: %v, want errNotHosted", err)
+	}
+	elsewhere := []metadata.Record{metadata.TopicRecord{Name: "elsewhere", TopicID: [16]byte{9}},
+		metadata.PartitionRecord{TopicID: [16]byte{9}, Replicas: []int32{8}, ISR: []int32{8}, Leader: 8}}
+	if _, err := store.Propose(elsewhere...); !errors.Is(err, errNotHosted) {
+		t.Fatalf("a partition on another node: %v, want errNotHosted", err)
+	}
+	if store.Image() != before || m.Topic("u") != nil || m.Topic("elsewhere") != nil || m.Topic("t").ConfigMap()["retention.ms"] != "7" {
+		t.Fatalf("refused changes took effect: image changed %v, u %v, t's configs %v", store.Image() != before, m.Topic("u"), m.Topic("t").ConfigMap())
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	m, store = open()
 	defer m.Close()
-	old, err := m.CreateTopic("t", 2, map[string]string{"retention.ms": "5"}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	img := store.Image()
 	ti := img.Topics.ByName("t")
-	if ti == nil || ti.ID != old.ID || len(ti.Partitions) != 2 {
-		t.Fatalf("image topic t = %+v", ti)
+	if ti == nil || ti.ID != id || len(ti.Partitions) != 3 || img.Topics.Len() != 1 {
+		t.Fatalf("after restart the image's topics are %+v", img.Topics.All())
 	}
-	if p := ti.Partitions[1]; !p.LeaderIs(7) || !slices.Equal(p.Replicas, []int32{7}) || !slices.Equal(p.ISR, []int32{7}) || p.LeaderEpoch != 0 {
-		t.Fatalf("partition 1 = %+v", p)
+	if p := ti.Partitions[2]; !p.LeaderIs(7) || !slices.Equal(p.Replicas, []int32{7}) || !slices.Equal(p.ISR, []int32{7}) {
+		t.Fatalf("after restart partition 2 = %+v", p)
 	}
-	if c := img.Configs.Of(metadata.ConfigResource{Type: metadata.TopicResource, Name: "t"}); c["retention.ms"] != "5" {
-		t.Fatalf("topic configs = %v", c)
+	if c := img.Configs.Of(topicRes); c["retention.ms"] != "7" || len(c) != 1 {
+		t.Fatalf("after restart t's configs = %v", c)
 	}
-
-	old.Partitions()[1].SetLeaderEpoch(4)
-	if err := m.AlterBrokerConfigs(map[string]string{"log.retention.ms": "9"}, true, false); err != nil {
-		t.Fatal(err)
-	}
-	img = store.Image()
-	if p := img.Topics.ByName("t").Partitions[1]; p.LeaderEpoch != 4 || p.PartitionEpoch != 1 {
-		t.Fatalf("partition 1 after a new epoch = %+v", p)
-	}
-	if c := img.Configs.Of(metadata.ConfigResource{Type: metadata.BrokerResource, Name: "7"}); c["log.retention.ms"] != "9" {
-		t.Fatalf("node configs = %v", c)
-	}
-
-	if err := m.DeleteTopic("t"); err != nil {
-		t.Fatal(err)
-	}
-	if store.Image().Topics.Len() != 0 {
-		t.Fatalf("deleted topic still in the image: %+v", store.Image().Topics.All())
-	}
-	recreated, err := m.CreateTopic("t", 1, nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img = store.Image()
-	if ti := img.Topics.ByName("t"); ti == nil || ti.ID != recreated.ID || len(ti.Partitions) != 1 || img.Topics.ByID(old.ID) != nil {
-		t.Fatalf("recreated t = %+v", ti)
-	}
-	if c := img.Configs.Of(metadata.ConfigResource{Type: metadata.TopicResource, Name: "t"}); c != nil {
-		t.Fatalf("recreated t kept the old configs %v", c)
+	if c := img.Configs.Of(nodeRes); c["log.retention.ms"] != "9" {
+		t.Fatalf("after restart the node's configs = %v", c)
 	}
 }
 
@@ -145,5 +189,41 @@ func TestImageRecordsProducerIDBlocks(t *testing.T) {
 	}
 	if got := b.meta.Image().ProducerIDs.NextProducerID; got != 1000 {
 		t.Fatalf("next producer id after one producer = %d, want 1000", got)
+	}
+}
+
+// TestConcurrentCreationsOfOneTopic checks that clients creating the same
+// topic at once get one success and TOPIC_ALREADY_EXISTS for the others:
+// each creation is decided on the image the one before it made.
+func TestConcurrentCreationsOfOneTopic(t *testing.T) {
+	b := startBroker(t, nil)
+	const n = 6
+	ctx := testCtx(t)
+	errs := make(chan error, n)
+	for range n {
+		adm := newAdmin(t, b)
+		go func() {
+			res, err := adm.CreateTopic(ctx, 2, 1, nil, "contended")
+			if err == nil {
+				err = res.Err
+			}
+			errs <- err
+		}()
+	}
+	created := 0
+	for range n {
+		switch err := <-errs; {
+		case err == nil:
+			created++
+		case errors.Is(err, kerr.TopicAlreadyExists):
+		default:
+			t.Fatalf("CreateTopics: %v, want success or TOPIC_ALREADY_EXISTS", err)
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d of %d concurrent creations succeeded", created, n)
+	}
+	if ti := b.meta.Image().Topics.ByName("contended"); ti == nil || b.logs.Topic("contended").ID != ti.ID {
+		t.Fatalf("image topic %+v, storage's %+v", ti, b.logs.Topic("contended"))
 	}
 }

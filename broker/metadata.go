@@ -123,7 +123,7 @@ func (b *services) describeTopicByName(img *metadata.Image, name string, autoCre
 		}
 		return mt
 	}
-	_, err := b.logs.CreateTopic(name, b.cfg.NumPartitions, nil, false)
+	_, err := b.createTopicNamed(name, b.cfg.NumPartitions, nil)
 	switch {
 	case errors.Is(err, kerr.TopicAlreadyExists):
 	case err != nil:

@@ -65,9 +65,6 @@ type logStore interface {
 	Topic(name string) *storage.Topic
 	TopicByID(id [16]byte) *storage.Topic
 	Topics() []*storage.Topic
-	CreateTopic(name string, partitions int32, configs map[string]string, validateOnly bool) (*storage.Topic, error)
-	CreatePartitions(name string, total int32, validateOnly bool) error
-	DeleteTopic(name string) error
 	DeleteRecords(topic string, partition int32, offset int64) (int64, error)
 	AlterBrokerConfigs(configs map[string]string, node, validateOnly bool) error
 	AlterTopicConfigs(name string, configs map[string]string, validateOnly bool) error

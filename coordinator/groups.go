@@ -124,8 +124,8 @@ type groupSlot struct {
 // done; when it does not, there is nothing to load and the topic is created
 // (with offsets.topic.num.partitions partitions, each elected at once) by
 // the first request that needs it, as Kafka creates it on the first
-// FindCoordinator.
-func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Groups, error) {
+// FindCoordinator; create makes it.
+func OpenGroups(logs *storage.Manager, create CreateTopic, cfg GroupConfig, logger *zap.Logger) (*Groups, error) {
 	def := DefaultGroupConfig()
 	if cfg.OffsetsTopicPartitions <= 0 {
 		cfg.OffsetsTopicPartitions = def.OffsetsTopicPartitions
@@ -150,7 +150,7 @@ func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Gr
 		stop:        make(chan struct{}),
 	}
 	c.offsets = internalTopic{name: OffsetsTopic, partitions: cfg.OffsetsTopicPartitions,
-		configs: offsetsTopicConfigs(cfg.OffsetsSegmentBytes), logs: logs, logger: c.logger}
+		configs: offsetsTopicConfigs(cfg.OffsetsSegmentBytes), logs: logs, create: create, logger: c.logger}
 	t := logs.Topic(OffsetsTopic)
 	if t == nil {
 		return c, nil // nothing to load

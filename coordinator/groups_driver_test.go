@@ -28,7 +28,7 @@ func openTestGroups(t *testing.T) (*Groups, *storage.Manager, *clockwork.FakeClo
 	clock := clockwork.NewFakeClockAt(scriptStart)
 	cfg := DefaultGroupConfig()
 	cfg.OffsetsTopicPartitions, cfg.InitialRebalanceDelay, cfg.Clock = 4, 0, clock
-	c, err := OpenGroups(logs, cfg, zap.NewNop())
+	c, err := OpenGroups(logs, createIn(logs), cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,5 +123,13 @@ func TestGroupsResignAndElect(t *testing.T) {
 	offs, err := c.FetchOffsets("a", []TopicPartitions{{Topic: "t", Partitions: []int32{0}}})
 	if err != nil || offs[0].Offset != 42 {
 		t.Fatalf("fetch after elect: %v %+v", err, offs)
+	}
+}
+
+// createIn is the CreateTopic of a coordinator under test: storage creates
+// the topic itself, with no metadata image in between.
+func createIn(logs *storage.Manager) CreateTopic {
+	return func(name string, partitions int32, configs map[string]string) (*storage.Topic, error) {
+		return logs.CreateTopic(name, partitions, configs, false)
 	}
 }

@@ -11,6 +11,11 @@ import (
 	"github.com/strata-io/strata/storage"
 )
 
+// CreateTopic creates a topic of partitions partitions with configs, the
+// way every topic is created (the broker proposes it to the metadata
+// image, which storage makes durable), and returns it as storage hosts it.
+type CreateTopic func(name string, partitions int32, configs map[string]string) (*storage.Topic, error)
+
 // internalTopic is one of the coordinators' internal topics
 // (__consumer_offsets, __transaction_state). It is opened at start when an
 // earlier run created it, and is otherwise created on first need, as Kafka
@@ -20,6 +25,7 @@ type internalTopic struct {
 	partitions int32             // created with (offsets.topic.num.partitions, ...)
 	configs    map[string]string // created with
 	logs       *storage.Manager
+	create     CreateTopic
 	logger     *zap.Logger
 
 	parts atomic.Pointer[[]*storage.Partition] // set once the topic exists
@@ -52,7 +58,7 @@ func (it *internalTopic) ensure() error {
 	if t == nil {
 		start := time.Now()
 		var err error
-		t, err = it.logs.CreateTopic(it.name, it.partitions, it.configs, false)
+		t, err = it.create(it.name, it.partitions, it.configs)
 		if err != nil {
 			if t = it.logs.Topic(it.name); t == nil {
 				return fmt.Errorf("create %s with %d partitions: %w", it.name, it.partitions, err)

@@ -125,10 +125,10 @@ type txnShard struct {
 // exists this node is elected for every partition of it and replays them
 // (else the first request that needs it creates it, with
 // transaction.state.log.num.partitions partitions, as Kafka does on the
-// first FindCoordinator, and is elected then); the ticker aborting timed
+// first FindCoordinator, through create, and is elected then); the ticker aborting timed
 // out transactions and expiring idle ids starts.
-func OpenTxns(logs *storage.Manager, pids *ProducerIDs, groups *Groups, cfg TxnConfig, logger *zap.Logger) (*Txns, error) {
-	c := newTxns(logs, pids, groups, cfg, logger)
+func OpenTxns(logs *storage.Manager, create CreateTopic, pids *ProducerIDs, groups *Groups, cfg TxnConfig, logger *zap.Logger) (*Txns, error) {
+	c := newTxns(logs, create, pids, groups, cfg, logger)
 	if t := logs.Topic(TxnStateTopic); t != nil {
 		c.state.adopt(t)
 		if err := c.electLocal(); err != nil {
@@ -144,7 +144,7 @@ func OpenTxns(logs *storage.Manager, pids *ProducerIDs, groups *Groups, cfg TxnC
 	return c, nil
 }
 
-func newTxns(logs *storage.Manager, pids *ProducerIDs, groups *Groups, cfg TxnConfig, logger *zap.Logger) *Txns {
+func newTxns(logs *storage.Manager, create CreateTopic, pids *ProducerIDs, groups *Groups, cfg TxnConfig, logger *zap.Logger) *Txns {
 	def := DefaultTxnConfig()
 	if cfg.StateLogPartitions <= 0 {
 		cfg.StateLogPartitions = def.StateLogPartitions
@@ -180,7 +180,7 @@ func newTxns(logs *storage.Manager, pids *ProducerIDs, groups *Groups, cfg TxnCo
 		c.groupsLoaded = groups.Loaded
 	}
 	c.state = internalTopic{name: TxnStateTopic, partitions: cfg.StateLogPartitions,
-		configs: txnStateTopicConfigs, logs: logs, logger: c.logger}
+		configs: txnStateTopicConfigs, logs: logs, create: create, logger: c.logger}
 	return c
 }
 

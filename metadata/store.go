@@ -10,8 +10,15 @@ type Store interface {
 	// Propose replays records, in order and as one change, onto the
 	// current image. It returns the new image once the change is durable
 	// and every subscriber was told; a record that does not fit refuses the
-	// whole change (ErrInvalidRecord) and changes nothing.
+	// whole change (ErrInvalidRecord) and changes nothing, as does a change
+	// the store cannot make durable (its error is returned as it is).
 	Propose(records ...Record) (*Image, error)
+	// Update is Propose of the records decide returns, decide running on
+	// the current image and serialized with every other change, as the
+	// Kafka controller runs each write operation on its latest image. An
+	// error of decide is returned as it is and changes nothing; decide must
+	// neither propose nor modify the image.
+	Update(decide func(img *Image) ([]Record, error)) (*Image, error)
 	// Subscribe calls fn with the old and the new image after each change,
 	// in order, until the returned cancel is called. fn must neither propose
 	// nor cancel.

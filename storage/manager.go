@@ -43,13 +43,6 @@ type ManagerOptions struct {
 	// Apache Kafka wrote (manager_adopt.go) with the end of the producer
 	// ids Kafka handed out, which must never be handed out again.
 	ReserveProducerIDs func(end int64) error
-	// OnChange, when set, is called after each change of the topics
-	// (created, grown, deleted, configs altered) or of the dynamic broker
-	// configs, with all topics (by name) and the dynamic broker configs
-	// (copies) as they now are. It runs under the admin lock, so calls come
-	// in the order of the changes, and must not call the Manager's admin
-	// operations. The metadata image follows storage through it.
-	OnChange func(topics []*Topic, clusterDefault, node map[string]string)
 }
 
 // Manager owns every topic and partition under one log.dir.
@@ -89,7 +82,6 @@ type Manager struct {
 	clock         clockwork.Clock
 	now           func() time.Time // clock.Now
 	events        EventListener
-	onChange      func(topics []*Topic, clusterDefault, node map[string]string)
 	static        Config
 	brokerDefault map[string]string
 	brokerConfigs map[string]string
@@ -222,7 +214,6 @@ func openLockedManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOpt
 		meta:        meta,
 		clock:       opts.Clock,
 		events:      LoggingListener(logger),
-		onChange:    opts.OnChange,
 		deleting:    deleted,
 		deletedSegs: make(chan struct{}, 1),
 		foreignCkpt: map[string]map[topicPartition]int64{},
@@ -464,15 +455,6 @@ func (m *Manager) Topics() []*Topic {
 	m.mu.RUnlock()
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	return ts
-}
-
-// changed tells opts.OnChange of a change. Call under adminMu.
-func (m *Manager) changed() {
-	if m.onChange == nil {
-		return
-	}
-	d := m.dynamic()
-	m.onChange(m.Topics(), d.Default, d.Broker)
 }
 
 // closeLogs closes every partition log in parallel and returns the

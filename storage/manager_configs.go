@@ -85,7 +85,6 @@ func (m *Manager) AlterTopicConfigs(name string, configs map[string]string, vali
 		p.Log.SetConfig(cfg)
 	}
 	m.logger.Info("altered topic configs", zap.String("topic", name), zap.Any("configs", configs))
-	m.changed()
 	return nil
 }
 
@@ -176,7 +175,6 @@ func (m *Manager) AlterBrokerConfigs(configs map[string]string, node, validateOn
 		}
 	}
 	m.logger.Info("altered dynamic broker configs", zap.Bool("node", node), zap.Any("configs", configs))
-	m.changed()
 	return nil
 }
 

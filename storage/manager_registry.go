@@ -95,7 +95,7 @@ func readRegistry(fsys vfs.FS, dir string) (topics, deleted []registryTopic, err
 
 // parse validates an entry read from the file and fills in ID.
 func (rt *registryTopic) parse() error {
-	if err := validateTopicName(rt.Name); err != nil {
+	if err := ValidateTopicName(rt.Name); err != nil {
 		return err
 	}
 	if rt.Partitions < 1 || (rt.LeaderEpochs != nil && len(rt.LeaderEpochs) != int(rt.Partitions)) {

@@ -40,7 +40,7 @@ func TestValidateTopicName(t *testing.T) {
 		"star*":        false,
 		"__consumer_x": true,
 	} {
-		err := validateTopicName(name)
+		err := ValidateTopicName(name)
 		if ok && err != nil {
 			t.Errorf("%q rejected: %v", name, err)
 		}

@@ -15,8 +15,9 @@ import (
 // name (<topic>-<partition>) plus the deletion suffix must fit in 255 bytes.
 const maxTopicNameLen = 249
 
-// validateTopicName applies Kafka's Topic.validate rules.
-func validateTopicName(name string) error {
+// ValidateTopicName applies Kafka's Topic.validate rules:
+// kerr.InvalidTopicException with Kafka's message for a name it refuses.
+func ValidateTopicName(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("topic name is illegal, it can't be empty: %w", kerr.InvalidTopicException)
@@ -40,14 +41,30 @@ func validateTopicName(name string) error {
 // topic whose name equals an existing one after replacing '.' with '_'.
 func unifyTopicName(name string) string { return strings.ReplaceAll(name, ".", "_") }
 
-// CreateTopic creates a topic with the given number of partitions, all empty.
+// CreateTopic creates a topic with the given number of partitions, all empty,
+// under a new random id.
 // Errors: kerr.InvalidTopicException (bad name, or a name colliding with an
 // existing one once '.' is read as '_'), kerr.TopicAlreadyExists,
 // kerr.InvalidPartitions (< 1), kerr.InvalidConfig. With validateOnly nothing
 // is created and the returned Topic (ID zero, no partitions) only describes
 // the request.
 func (m *Manager) CreateTopic(name string, partitions int32, configs map[string]string, validateOnly bool) (*Topic, error) {
-	if err := validateTopicName(name); err != nil {
+	return m.createTopic(name, [16]byte{}, partitions, configs, validateOnly)
+}
+
+// CreateTopicWithID creates a topic under the id the metadata image gave
+// it, as CreateTopic does (the same checks and errors); the id must be
+// unused (kerr.InvalidTopicException otherwise) and not zero.
+func (m *Manager) CreateTopicWithID(name string, id [16]byte, partitions int32, configs map[string]string) (*Topic, error) {
+	if id == ([16]byte{}) {
+		return nil, fmt.Errorf("topic %s: the zero topic id: %w", name, kerr.InvalidTopicException)
+	}
+	return m.createTopic(name, id, partitions, configs, false)
+}
+
+// createTopic is CreateTopic under id, or a new one when id is zero.
+func (m *Manager) createTopic(name string, id [16]byte, partitions int32, configs map[string]string, validateOnly bool) (*Topic, error) {
+	if err := ValidateTopicName(name); err != nil {
 		return nil, err
 	}
 	if partitions < 1 {
@@ -73,12 +90,15 @@ func (m *Manager) CreateTopic(name string, partitions int32, configs map[string]
 	if len(collides) > 0 {
 		return nil, fmt.Errorf("topic %q collides with existing topics: %s: %w", name, strings.Join(collides, ", "), kerr.InvalidTopicException)
 	}
-	var id [16]byte
-	if !validateOnly {
+	switch {
+	case validateOnly:
+	case id == [16]byte{}:
 		var err error
 		if id, err = m.newTopicID(); err != nil {
 			return nil, err
 		}
+	case m.TopicByID(id) != nil:
+		return nil, fmt.Errorf("topic %s: id %s is taken: %w", name, uuidString(id), kerr.InvalidTopicException)
 	}
 	t, err := m.newTopic(name, id, configs)
 	if err != nil {
@@ -97,7 +117,6 @@ func (m *Manager) CreateTopic(name string, partitions int32, configs map[string]
 	m.byID[id] = t
 	m.mu.Unlock()
 	call(m.events.OnTopicCreated, TopicInfo{Topic: name, ID: id, Partitions: partitions})
-	m.changed()
 	return t, nil
 }
 
@@ -207,7 +226,6 @@ func (m *Manager) CreatePartitions(name string, total int32, validateOnly bool) 
 	}
 	t.parts.Store(&grown)
 	call(m.events.OnPartitionsAdded, PartitionsAddedInfo{Topic: name, From: len(old), To: total})
-	m.changed()
 	return nil
 }
 
@@ -237,7 +255,6 @@ func (m *Manager) DeleteTopic(name string) error {
 	delete(m.topics, name)
 	delete(m.byID, t.ID)
 	m.mu.Unlock()
-	m.changed()
 	var errs []error
 	if err := m.dropFromCheckpoints(name); err != nil {
 		errs = append(errs, err)
