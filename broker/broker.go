@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/metrics"
+	"github.com/strata-io/strata/replica"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/vfs"
 )
@@ -51,13 +52,14 @@ type Config struct {
 
 // Broker is one Strata node.
 type Broker struct {
-	cfg    Config
-	logger *zap.Logger
-	frames framePool // big Produce frame buffers shared by the connections (conn.go)
-	logs   *storage.Manager
-	pids   *coordinator.ProducerIDs
-	groups *coordinator.Groups
-	txns   *coordinator.Txns
+	cfg      Config
+	logger   *zap.Logger
+	frames   framePool // big Produce frame buffers shared by the connections (conn.go)
+	logs     *storage.Manager
+	replicas *replica.Manager
+	pids     *coordinator.ProducerIDs
+	groups   *coordinator.Groups
+	txns     *coordinator.Txns
 
 	ln      net.Listener
 	advHost string
@@ -119,11 +121,15 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())
 	}
-	groups, err := coordinator.OpenGroups(logs, cfg.Groups, logger)
+	replicas, err := replica.NewManager(logs, cfg.NodeID)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("replicas: %w", err), logs.Close(), ln.Close())
+	}
+	groups, err := coordinator.OpenGroups(logs, replicas, cfg.Groups, logger)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("group coordinator: %w", err), logs.Close(), ln.Close())
 	}
-	txns, err := coordinator.OpenTxns(logs, pids, groups, cfg.Txns, logger)
+	txns, err := coordinator.OpenTxns(logs, replicas, pids, groups, cfg.Txns, logger)
 	if err != nil {
 		groups.Close()
 		return nil, errors.Join(fmt.Errorf("transaction coordinator: %w", err), logs.Close(), ln.Close())
@@ -141,6 +147,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		cfg:      cfg,
 		logger:   logger,
 		logs:     logs,
+		replicas: replicas,
 		pids:     pids,
 		groups:   groups,
 		txns:     txns,

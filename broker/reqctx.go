@@ -10,6 +10,7 @@ import (
 	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/metrics"
 	"github.com/strata-io/strata/protocol"
+	"github.com/strata-io/strata/replica"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -46,6 +47,7 @@ type services struct {
 	cfg      *Config
 	logger   *zap.Logger
 	logs     logStore
+	replicas *replica.Manager
 	pids     producerIDs
 	groups   groupCoordinator
 	txns     txnCoordinator
@@ -122,6 +124,7 @@ func newServices(b *Broker) *services {
 		cfg:      &b.cfg,
 		logger:   b.logger,
 		logs:     b.logs,
+		replicas: b.replicas,
 		pids:     b.pids,
 		groups:   b.groups,
 		txns:     b.txns,

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/replica"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -80,10 +81,11 @@ func DefaultGroupConfig() GroupConfig {
 // __consumer_offsets for a group happen under that group's mutex, so a
 // group's records reach the log in the order its state changed.
 type Groups struct {
-	cfg    GroupConfig
-	logs   *storage.Manager
-	logger *zap.Logger
-	now    func() time.Time
+	cfg      GroupConfig
+	logs     *storage.Manager
+	replicas *replica.Manager
+	logger   *zap.Logger
+	now      func() time.Time
 
 	offsets internalTopic // __consumer_offsets
 
@@ -106,7 +108,7 @@ type Groups struct {
 // is nothing to load and the topic is created (with
 // offsets.topic.num.partitions partitions) by the first request that needs
 // it, as Kafka creates it on the first FindCoordinator.
-func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Groups, error) {
+func OpenGroups(logs *storage.Manager, replicas *replica.Manager, cfg GroupConfig, logger *zap.Logger) (*Groups, error) {
 	def := DefaultGroupConfig()
 	if cfg.OffsetsTopicPartitions <= 0 {
 		cfg.OffsetsTopicPartitions = def.OffsetsTopicPartitions
@@ -115,12 +117,13 @@ func OpenGroups(logs *storage.Manager, cfg GroupConfig, logger *zap.Logger) (*Gr
 		cfg.OffsetsSegmentBytes = def.OffsetsSegmentBytes
 	}
 	c := &Groups{
-		cfg:    cfg,
-		logs:   logs,
-		logger: logger.Named("groups"),
-		now:    time.Now,
-		groups: make(map[string]*group),
-		stop:   make(chan struct{}),
+		cfg:      cfg,
+		logs:     logs,
+		replicas: replicas,
+		logger:   logger.Named("groups"),
+		now:      time.Now,
+		groups:   make(map[string]*group),
+		stop:     make(chan struct{}),
 	}
 	c.offsets = internalTopic{name: OffsetsTopic, partitions: cfg.OffsetsTopicPartitions,
 		configs: offsetsTopicConfigs(cfg.OffsetsSegmentBytes), logs: logs, logger: c.logger}
@@ -259,8 +262,11 @@ func (c *Groups) append(g *group, recs []kv) error {
 	if int(g.partition) >= len(parts) {
 		return fmt.Errorf("group %s: %s-%d does not exist", g.id, OffsetsTopic, g.partition)
 	}
-	p := parts[g.partition]
-	if _, err := p.Log.Append(buildBatch(recs, c.now()), p.LeaderEpoch()); err != nil {
+	p, err := c.replicas.Partition(parts[g.partition])
+	if err == nil {
+		_, err = p.AppendCoordinator(buildBatch(recs, c.now()), appendTimeout)
+	}
+	if err != nil {
 		return fmt.Errorf("group %s: append to %s-%d: %w", g.id, OffsetsTopic, g.partition, err)
 	}
 	return nil

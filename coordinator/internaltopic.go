@@ -11,6 +11,10 @@ import (
 	"github.com/strata-io/strata/storage"
 )
 
+// appendTimeout bounds how long a coordinator's write waits for the
+// partition's in-sync replicas, as Kafka's offsets.commit.timeout.ms (5000).
+const appendTimeout = 5 * time.Second
+
 // internalTopic is one of the coordinators' internal topics
 // (__consumer_offsets, __transaction_state). It is opened at start when an
 // earlier run created it, and is otherwise created on first need, as Kafka

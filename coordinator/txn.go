@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/replica"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -108,12 +109,13 @@ func (m *txnMeta) sortedPartitions() []txnTP {
 // EndTxn answer (Kafka answers after the Prepare record and writes the
 // markers in the background; a single node can do it in the request).
 type Txns struct {
-	cfg    TxnConfig
-	logs   *storage.Manager
-	pids   *ProducerIDs
-	groups *Groups
-	logger *zap.Logger
-	now    func() time.Time
+	cfg      TxnConfig
+	logs     *storage.Manager
+	replicas *replica.Manager
+	pids     *ProducerIDs
+	groups   *Groups
+	logger   *zap.Logger
+	now      func() time.Time
 
 	state internalTopic // __transaction_state
 
@@ -135,7 +137,7 @@ type Txns struct {
 // __consumer_offsets complete its pending offsets) finishes transactions
 // left in PrepareCommit/PrepareAbort and starts aborting timed out ones.
 // Until then requests get COORDINATOR_LOAD_IN_PROGRESS.
-func OpenTxns(logs *storage.Manager, pids *ProducerIDs, groups *Groups, cfg TxnConfig, logger *zap.Logger) (*Txns, error) {
+func OpenTxns(logs *storage.Manager, replicas *replica.Manager, pids *ProducerIDs, groups *Groups, cfg TxnConfig, logger *zap.Logger) (*Txns, error) {
 	def := DefaultTxnConfig()
 	if cfg.StateLogPartitions <= 0 {
 		cfg.StateLogPartitions = def.StateLogPartitions
@@ -153,14 +155,15 @@ func OpenTxns(logs *storage.Manager, pids *ProducerIDs, groups *Groups, cfg TxnC
 		cfg.IDExpirationChecker = def.IDExpirationChecker
 	}
 	c := &Txns{
-		cfg:    cfg,
-		logs:   logs,
-		pids:   pids,
-		groups: groups,
-		logger: logger.Named("txns"),
-		now:    time.Now,
-		txns:   make(map[string]*txnMeta),
-		stop:   make(chan struct{}),
+		cfg:      cfg,
+		logs:     logs,
+		replicas: replicas,
+		pids:     pids,
+		groups:   groups,
+		logger:   logger.Named("txns"),
+		now:      time.Now,
+		txns:     make(map[string]*txnMeta),
+		stop:     make(chan struct{}),
 	}
 	c.state = internalTopic{name: TxnStateTopic, partitions: cfg.StateLogPartitions,
 		configs: txnStateTopicConfigs, logs: logs, logger: c.logger}
@@ -303,8 +306,11 @@ func (c *Txns) persist(m *txnMeta, pid int64, epoch int16, state txnState, parts
 	if int(m.stateLog) >= len(stateLog) {
 		return fmt.Errorf("transactional id %q: %s-%d does not exist", m.id, TxnStateTopic, m.stateLog)
 	}
-	p := stateLog[m.stateLog]
-	if _, err := p.Log.Append(buildBatch([]kv{{key: k.AppendTo(nil), value: v.AppendTo(nil)}}, now), p.LeaderEpoch()); err != nil {
+	p, err := c.replicas.Partition(stateLog[m.stateLog])
+	if err == nil {
+		_, err = p.AppendCoordinator(buildBatch([]kv{{key: k.AppendTo(nil), value: v.AppendTo(nil)}}, now), appendTimeout)
+	}
+	if err != nil {
 		return fmt.Errorf("transactional id %q: append to %s-%d: %w", m.id, TxnStateTopic, m.stateLog, err)
 	}
 	return nil

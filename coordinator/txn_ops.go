@@ -317,8 +317,11 @@ func (c *Txns) finish(m *txnMeta) error {
 		if t == nil || int(tp.partition) >= len(t.Partitions()) {
 			continue
 		}
-		p := t.Partitions()[tp.partition]
-		if _, err := p.Log.AppendControl(m.pid, m.epoch, commit, 0, p.LeaderEpoch()); err != nil {
+		p, err := c.replicas.Partition(t.Partitions()[tp.partition])
+		if err == nil {
+			_, err = p.AppendControl(m.pid, m.epoch, commit, 0, appendTimeout)
+		}
+		if err != nil {
 			return err
 		}
 		if tp.topic == OffsetsTopic && c.groups != nil {
@@ -412,8 +415,11 @@ func (c *Txns) expireIDs() {
 		idle := m.state == txnEmpty || m.state == txnCompleteCommit || m.state == txnCompleteAbort
 		if idle && now.Sub(m.lastUpdate) > c.cfg.IDExpiration {
 			k := kvTxnTombstone(m.id)
-			p := c.state.current()[m.stateLog] // exists: m was persisted
-			if _, err := p.Log.Append(buildBatch([]kv{k}, now), p.LeaderEpoch()); err != nil {
+			p, err := c.replicas.Partition(c.state.current()[m.stateLog]) // exists: m was persisted
+			if err == nil {
+				_, err = p.AppendCoordinator(buildBatch([]kv{k}, now), appendTimeout)
+			}
+			if err != nil {
 				c.logger.Error("expiring a transactional id", zap.String("transactional_id", m.id), zap.Error(err))
 			} else {
 				m.state = txnDead

@@ -134,9 +134,12 @@ func (c *Groups) TxnCommitOffsets(req TxnCommitRequest) []*kerr.Error {
 	if len(recs) == 0 {
 		return errs
 	}
-	p := c.offsets.current()[g.partition] // exists: checkGroupID created it
 	b := buildTxnBatch(recs, req.ProducerID, req.ProducerEpoch, c.now())
-	if _, err := p.Log.AppendCoordinator(b, p.LeaderEpoch()); err != nil {
+	p, err := c.replicas.Partition(c.offsets.current()[g.partition]) // exists: checkGroupID created it
+	if err == nil {
+		_, err = p.AppendCoordinator(b, appendTimeout)
+	}
+	if err != nil {
 		c.logger.Warn("transactional offset commit", zap.String("group", g.id), zap.Int64("producer_id", req.ProducerID), zap.Error(err))
 		code := kerr.CoordinatorNotAvailable
 		switch {

@@ -217,8 +217,11 @@
 // moves the recovery point past it), on Flush and on Close. Concurrent
 // appenders share fsyncs: they queue on a flush mutex and whoever gets it
 // syncs everything written so far; a caller whose data is already covered
-// returns without syncing. With a required fsync the high watermark moves
-// only after it succeeded. The defaults never fsync on append, like Kafka.
+// returns without syncing. Append does not move the high watermark; the
+// replica layer (package replica) moves it with AdvanceHighWatermark once
+// Append returned, so with a required fsync it moves only after the fsync
+// succeeded; after the log failed it moves no more, and an offset fail may
+// have cut is refused with KAFKA_STORAGE_ERROR (log_hw.go). The defaults never fsync on append, like Kafka.
 // RecoveryPoint is the offset below which everything is fsynced.
 //
 // What survives: a process crash loses nothing that was acknowledged (it is
