@@ -7,7 +7,8 @@
 // broker's lifetime, as Kafka's LogManager holds it, so neither a second
 // Strata nor a Kafka can open the dir at the same time), meta.properties,
 // recovery-point-offset-checkpoint, log-start-offset-checkpoint,
-// cleaner-offset-checkpoint, .kafka_cleanshutdown and strata-topics.json
+// cleaner-offset-checkpoint, replication-offset-checkpoint,
+// .kafka_cleanshutdown and strata-topics.json
 // (written by the Manager), and one directory per partition,
 // <topic>-<partition>, holding:
 //
@@ -120,6 +121,13 @@
 // max(first segment base, checkpoint), clamped to the log end offset) and
 // the cleaner's first dirty offset (cleaner-offset-checkpoint, written after
 // each cleaning pass that cleaned something and on Close) to OpenLog.
+// replication-offset-checkpoint (manager_hwckpt.go) holds every partition's
+// high watermark, as Kafka's ReplicaManager writes it: every
+// replica.high.watermark.checkpoint.interval.ms (5 s) when a high watermark
+// moved, and on Close. At open a log's high watermark is its recovered log
+// end offset, as before the file existed (the replica layer leads every
+// partition alone); an entry above it is logged, since records a fetch may
+// have seen are gone.
 //
 // # Producer snapshots (.snapshot)
 //
