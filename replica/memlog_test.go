@@ -10,14 +10,14 @@ import (
 	"github.com/strata-io/strata/storage"
 )
 
-// memLog is an in-memory FollowerLog: batch headers only, in order.
+// memLog is an in-memory Log: batch headers only, in order.
 type memLog struct {
 	mu      sync.Mutex
 	batches []batch.Header
 	hw      int64
 }
 
-var _ FollowerLog = (*memLog)(nil)
+var _ Log = (*memLog)(nil)
 
 // memBatch is a header-only batch of n records at base, written in epoch.
 func memBatch(base int64, n int32, epoch int32) []byte {

@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -14,11 +13,17 @@ import (
 )
 
 // Log is what a replica needs of a partition's log; *storage.Log is one.
-// Appends leave the high watermark where it is: the Partition moves it.
+// Appends leave the high watermark where it is: the Partition moves it. A
+// leader appends with Append, AppendCoordinator and AppendControl, which
+// give batches their offsets and its epoch; a follower with
+// AppendAsFollower, which keeps the leader's, and TruncateTo, which cuts
+// the log back to where it agrees with the leader.
 type Log interface {
 	Append(records []byte, leaderEpoch int32) (storage.AppendResult, error)
 	AppendCoordinator(records []byte, leaderEpoch int32) (storage.AppendResult, error)
 	AppendControl(producerID int64, epoch int16, commit bool, coordinatorEpoch, leaderEpoch int32) (int64, error)
+	AppendAsFollower(records []byte) (storage.AppendResult, error)
+	TruncateTo(offset int64) error
 	LogEndOffset() int64
 	HighWatermark() int64
 	AdvanceHighWatermark(offset int64) error
@@ -28,19 +33,6 @@ var (
 	_ Log         = (*storage.Log)(nil)
 	_ EpochSource = (*storage.Partition)(nil)
 )
-
-// FollowerLog is a Log a follower replica can write: batches keep the
-// offsets and leader epochs the leader gave them, and the log can be cut
-// back to where it agrees with the leader.
-type FollowerLog interface {
-	Log
-	AppendAsFollower(records []byte) (storage.AppendResult, error)
-	TruncateTo(offset int64) error
-}
-
-// errNotFollowerLog is returned by the follower operations on a log that
-// cannot take them.
-var errNotFollowerLog = errors.New("the partition's log does not take follower writes")
 
 // Acks are the values of a produce request's acks: none, the leader's
 // log, or every in-sync replica.
@@ -238,7 +230,7 @@ func (p *Partition) HighWatermark() int64 { return p.log.HighWatermark() }
 // NewFollower makes this replica (replicaID) a follower of the partition,
 // as Kafka's Partition.makeFollower: it takes the leader's batches
 // (AppendAsFollower) and high watermark.
-func NewFollower(log FollowerLog, replicaID int32) *Partition {
+func NewFollower(log Log, replicaID int32) *Partition {
 	return &Partition{log: log, replicaID: replicaID, followers: map[int32]*followerState{}, hwCh: make(chan struct{})}
 }
 
@@ -249,31 +241,23 @@ func NewFollower(log FollowerLog, replicaID int32) *Partition {
 // watermark, which the fetch answer carries, becomes this replica's as far
 // as its log holds it.
 func (p *Partition) AppendAsFollower(records []byte, leaderHW int64) (storage.AppendResult, error) {
-	fl, ok := p.log.(FollowerLog)
-	if !ok {
-		return storage.AppendResult{}, errNotFollowerLog
-	}
-	if err := checkContiguous(records, fl.LogEndOffset()); err != nil {
+	if err := checkContiguous(records, p.log.LogEndOffset()); err != nil {
 		return storage.AppendResult{}, err
 	}
-	res, err := fl.AppendAsFollower(records)
+	res, err := p.log.AppendAsFollower(records)
 	if err != nil {
 		return res, err
 	}
-	return res, fl.AdvanceHighWatermark(min(leaderHW, fl.LogEndOffset()))
+	return res, p.log.AdvanceHighWatermark(min(leaderHW, p.log.LogEndOffset()))
 }
 
 // TruncateTo cuts the follower's log back to offset (its end where it
 // agrees with the leader), as Kafka's Partition.truncateTo.
 func (p *Partition) TruncateTo(offset int64) error {
-	fl, ok := p.log.(FollowerLog)
-	if !ok {
-		return errNotFollowerLog
-	}
-	if err := fl.TruncateTo(offset); err != nil {
+	if err := p.log.TruncateTo(offset); err != nil {
 		return err
 	}
-	p.leaderEnd.Store(fl.LogEndOffset())
+	p.leaderEnd.Store(p.log.LogEndOffset())
 	return nil
 }
 

@@ -312,20 +312,24 @@ func (l *Log) appendBatches(records []byte, hdrs []batch.Header, leaderEpoch int
 		now.Sub(l.lastFlush).Milliseconds() >= l.cfg.FlushIntervalMs
 	res := AppendResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: l.logStart, EndOffset: next}
 	l.mu.Unlock()
-
-	switch {
-	case needFlush:
-		if err := l.flushTo(next); err != nil {
-			return AppendResult{}, err
-		}
-	case rolledTo >= 0:
-		// Kafka flushes a segment once it becomes inactive, which is what
-		// lets the recovery point move past it.
-		if err := l.flushTo(rolledTo); err != nil {
-			return AppendResult{}, err
-		}
+	if err := l.flushAfterAppend(next, rolledTo, needFlush); err != nil {
+		return AppendResult{}, err
 	}
 	return res, nil
+}
+
+// flushAfterAppend fsyncs what an append ending at next needs: all of it
+// when the flush policy says so (needFlush), else the segment it rolled
+// away from (rolledTo >= 0), as Kafka flushes a segment once it becomes
+// inactive, which is what lets the recovery point move past it.
+func (l *Log) flushAfterAppend(next, rolledTo int64, needFlush bool) error {
+	switch {
+	case needFlush:
+		return l.flushTo(next)
+	case rolledTo >= 0:
+		return l.flushTo(rolledTo)
+	}
+	return nil
 }
 
 // batchPositions returns the byte position of each batch in the payload.

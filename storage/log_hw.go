@@ -64,7 +64,7 @@ func (l *Log) AdvanceHighWatermark(offset int64) error {
 }
 
 // positionOf returns the position of the batch boundary at offset, which is
-// in (HW, LEO]. Caller holds l.mu.
+// in [log start offset, log end offset]. Caller holds l.mu.
 func (l *Log) positionOf(offset int64) (logPos, error) {
 	act := l.active()
 	switch offset {
