@@ -116,12 +116,15 @@ func (b *services) deleteTopic(st kmsg.DeleteTopicsResponseTopic) kmsg.DeleteTop
 	} else if t := b.logs.Topic(*st.Topic); t != nil {
 		st.TopicID = t.ID
 	}
-	if t := b.logs.Topic(*st.Topic); t != nil && t.Internal {
+	t := b.logs.Topic(*st.Topic)
+	if t != nil && t.Internal {
 		return deleteTopicFailed(st, kerr.InvalidRequest.Code, "Topic "+*st.Topic+" is an internal topic and cannot be deleted.")
 	}
 	if err := b.logs.DeleteTopic(*st.Topic); err != nil {
 		st.ErrorCode = errorCode(err)
 		st.ErrorMessage = errorMessage(err)
+	} else if t != nil {
+		b.replicas.StopReplicas(t.Partitions())
 	}
 	return st
 }

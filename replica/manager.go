@@ -43,3 +43,11 @@ func (m *Manager) Partition(sp *storage.Partition) (*Partition, error) {
 	v, _ := m.parts.LoadOrStore(sp, p)
 	return v.(*Partition), nil
 }
+
+// StopReplicas drops this node's replicas of parts, partitions of a deleted
+// topic, as Kafka's ReplicaManager.stopReplicas does when one is deleted.
+func (m *Manager) StopReplicas(parts []*storage.Partition) {
+	for _, sp := range parts {
+		m.parts.Delete(sp)
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 type fixedEpoch int32
@@ -163,4 +165,17 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// recordBatch is a real one-record v2 batch, as a client sends it.
+func recordBatch(value string) []byte {
+	r := kmsg.Record{Value: []byte(value)}
+	body := r.AppendTo(nil)[1:] // Length 0 encodes as one byte
+	r.Length = int32(len(body))
+	recs := r.AppendTo(nil)
+	b := kmsg.RecordBatch{Length: int32(batch.HeaderSize - batch.LogOverhead + len(recs)), PartitionLeaderEpoch: -1, Magic: 2,
+		FirstTimestamp: 1, MaxTimestamp: 1, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 1, Records: recs}
+	raw := b.AppendTo(nil)
+	batch.Seal(raw)
+	return raw
 }
