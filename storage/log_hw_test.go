@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/storage/vfs"
+	"github.com/strata-io/strata/storage/vfs/errorfs"
+	"github.com/strata-io/strata/storage/vfs/memfs"
 )
 
 // leaderAppend is Append followed by what the replica layer of a partition
@@ -92,5 +94,47 @@ func TestAppendLeavesHighWatermark(t *testing.T) {
 	}
 	if err := l.AdvanceHighWatermark(84); !errors.Is(err, kerr.OffsetOutOfRange) {
 		t.Fatalf("high watermark above the log end: %v, want OFFSET_OUT_OF_RANGE", err)
+	}
+}
+
+// TestHighWatermarkAfterFailure checks that a failed log moves its high
+// watermark no more: the end of an append that was fsynced before the
+// failure is acknowledged (fail kept it), one fail may have cut is refused
+// with KAFKA_STORAGE_ERROR, so its producer is not told it was written.
+func TestHighWatermarkAfterFailure(t *testing.T) {
+	base, err := memfs.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = base.Release() })
+	efs := errorfs.Wrap(base)
+	l := openTestLog(t, efs, "/p-0", testConfig(), OpenOptions{RecoveryPoint: -1})
+	defer l.Close()
+	if _, err := leaderAppend(l, makeBatch(batchOpts{records: 3}), 0); err != nil {
+		t.Fatal(err)
+	}
+	flushed, err := l.Append(makeBatch(batchOpts{records: 3}), 0) // 3-5, fsynced below
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	cached, err := l.Append(makeBatch(batchOpts{records: 3}), 0) // 6-8, in the page cache only
+	if err != nil {
+		t.Fatal(err)
+	}
+	efs.Inject(errorfs.Fault{Op: errorfs.OpWrite, PathSuffix: ".log", Nth: 1})
+	if _, err := l.Append(makeBatch(batchOpts{records: 1}), 0); !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("append with a failing write: %v", err)
+	}
+	if err := l.AdvanceHighWatermark(flushed.EndOffset); err != nil {
+		t.Fatalf("high watermark to the fsynced end %d: %v", flushed.EndOffset, err)
+	}
+	if err := l.AdvanceHighWatermark(cached.EndOffset); !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("high watermark to %d, which the failure cut: %v, want KAFKA_STORAGE_ERROR", cached.EndOffset, err)
+	}
+	if hw := l.HighWatermark(); hw != 3 {
+		t.Fatalf("hw %d, want 3: a failed log moves it no more", hw)
 	}
 }
