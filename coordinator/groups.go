@@ -264,7 +264,7 @@ func (c *Groups) append(g *group, recs []kv) error {
 	}
 	p, err := c.replicas.Partition(parts[g.partition])
 	if err == nil {
-		_, err = p.AppendCoordinator(buildBatch(recs, c.now()), appendTimeout)
+		_, err = p.AppendAsLeader(buildBatch(recs, c.now()), replica.AcksAll, appendTimeout)
 	}
 	if err != nil {
 		return fmt.Errorf("group %s: append to %s-%d: %w", g.id, OffsetsTopic, g.partition, err)

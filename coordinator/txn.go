@@ -308,7 +308,7 @@ func (c *Txns) persist(m *txnMeta, pid int64, epoch int16, state txnState, parts
 	}
 	p, err := c.replicas.Partition(stateLog[m.stateLog])
 	if err == nil {
-		_, err = p.AppendCoordinator(buildBatch([]kv{{key: k.AppendTo(nil), value: v.AppendTo(nil)}}, now), appendTimeout)
+		_, err = p.AppendAsLeader(buildBatch([]kv{{key: k.AppendTo(nil), value: v.AppendTo(nil)}}, now), replica.AcksAll, appendTimeout)
 	}
 	if err != nil {
 		return fmt.Errorf("transactional id %q: append to %s-%d: %w", m.id, TxnStateTopic, m.stateLog, err)

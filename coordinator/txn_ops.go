@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/replica"
 )
 
 // InitProducerIDResult is the answer to InitProducerId.
@@ -417,7 +419,7 @@ func (c *Txns) expireIDs() {
 			k := kvTxnTombstone(m.id)
 			p, err := c.replicas.Partition(c.state.current()[m.stateLog]) // exists: m was persisted
 			if err == nil {
-				_, err = p.AppendCoordinator(buildBatch([]kv{k}, now), appendTimeout)
+				_, err = p.AppendAsLeader(buildBatch([]kv{k}, now), replica.AcksAll, appendTimeout)
 			}
 			if err != nil {
 				c.logger.Error("expiring a transactional id", zap.String("transactional_id", m.id), zap.Error(err))
