@@ -52,14 +52,15 @@ type Config struct {
 
 // Broker is one Strata node.
 type Broker struct {
-	cfg      Config
-	logger   *zap.Logger
-	frames   framePool // big Produce frame buffers shared by the connections (conn.go)
-	logs     *storage.Manager
-	replicas *replica.Manager
-	pids     *coordinator.ProducerIDs
-	groups   *coordinator.Groups
-	txns     *coordinator.Txns
+	cfg    Config
+	logger *zap.Logger
+	frames framePool // big Produce frame buffers shared by the connections (conn.go)
+	logs   *storage.Manager
+	pids   *coordinator.ProducerIDs
+	groups *coordinator.Groups
+	txns   *coordinator.Txns
+
+	replicas *replica.Manager // this node's replica of every partition
 
 	ln      net.Listener
 	advHost string

@@ -81,11 +81,12 @@ func DefaultGroupConfig() GroupConfig {
 // __consumer_offsets for a group happen under that group's mutex, so a
 // group's records reach the log in the order its state changed.
 type Groups struct {
-	cfg      GroupConfig
-	logs     *storage.Manager
-	replicas *replica.Manager
-	logger   *zap.Logger
-	now      func() time.Time
+	cfg    GroupConfig
+	logs   *storage.Manager
+	logger *zap.Logger
+	now    func() time.Time
+
+	replicas *replica.Manager // every append goes through a partition's replica
 
 	offsets internalTopic // __consumer_offsets
 
@@ -117,14 +118,14 @@ func OpenGroups(logs *storage.Manager, replicas *replica.Manager, cfg GroupConfi
 		cfg.OffsetsSegmentBytes = def.OffsetsSegmentBytes
 	}
 	c := &Groups{
-		cfg:      cfg,
-		logs:     logs,
-		replicas: replicas,
-		logger:   logger.Named("groups"),
-		now:      time.Now,
-		groups:   make(map[string]*group),
-		stop:     make(chan struct{}),
+		cfg:    cfg,
+		logs:   logs,
+		logger: logger.Named("groups"),
+		now:    time.Now,
+		groups: make(map[string]*group),
+		stop:   make(chan struct{}),
 	}
+	c.replicas = replicas
 	c.offsets = internalTopic{name: OffsetsTopic, partitions: cfg.OffsetsTopicPartitions,
 		configs: offsetsTopicConfigs(cfg.OffsetsSegmentBytes), logs: logs, logger: c.logger}
 	t := logs.Topic(OffsetsTopic)

@@ -109,13 +109,14 @@ func (m *txnMeta) sortedPartitions() []txnTP {
 // EndTxn answer (Kafka answers after the Prepare record and writes the
 // markers in the background; a single node can do it in the request).
 type Txns struct {
-	cfg      TxnConfig
-	logs     *storage.Manager
-	replicas *replica.Manager
-	pids     *ProducerIDs
-	groups   *Groups
-	logger   *zap.Logger
-	now      func() time.Time
+	cfg    TxnConfig
+	logs   *storage.Manager
+	pids   *ProducerIDs
+	groups *Groups
+	logger *zap.Logger
+	now    func() time.Time
+
+	replicas *replica.Manager // every append goes through a partition's replica
 
 	state internalTopic // __transaction_state
 
@@ -155,16 +156,16 @@ func OpenTxns(logs *storage.Manager, replicas *replica.Manager, pids *ProducerID
 		cfg.IDExpirationChecker = def.IDExpirationChecker
 	}
 	c := &Txns{
-		cfg:      cfg,
-		logs:     logs,
-		replicas: replicas,
-		pids:     pids,
-		groups:   groups,
-		logger:   logger.Named("txns"),
-		now:      time.Now,
-		txns:     make(map[string]*txnMeta),
-		stop:     make(chan struct{}),
+		cfg:    cfg,
+		logs:   logs,
+		pids:   pids,
+		groups: groups,
+		logger: logger.Named("txns"),
+		now:    time.Now,
+		txns:   make(map[string]*txnMeta),
+		stop:   make(chan struct{}),
 	}
+	c.replicas = replicas
 	c.state = internalTopic{name: TxnStateTopic, partitions: cfg.StateLogPartitions,
 		configs: txnStateTopicConfigs, logs: logs, logger: c.logger}
 	if t := logs.Topic(TxnStateTopic); t != nil {
