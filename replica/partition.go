@@ -84,8 +84,9 @@ type Partition struct {
 func NewLeader(log Log, epoch EpochSource, replicaID int32, followers ...int32) (*Partition, error) {
 	p := &Partition{log: log, epoch: epoch, replicaID: replicaID, followers: map[int32]*followerState{}, hwCh: make(chan struct{})}
 	p.isr = append([]int32{replicaID}, followers...)
+	now := time.Now()
 	for _, f := range followers {
-		p.followers[f] = &followerState{logEndOffset: log.HighWatermark()}
+		p.followers[f] = &followerState{logEndOffset: log.HighWatermark(), lastCaughtUpTime: now}
 	}
 	p.solo.Store(len(followers) == 0)
 	p.leaderEnd.Store(log.LogEndOffset())
@@ -185,7 +186,9 @@ func (p *Partition) advanceHW(hw int64) error {
 }
 
 // maybeIncrementHW moves the high watermark to the smallest log end offset
-// of the in-sync replicas, as Kafka's Partition.maybeIncrementLeaderHW.
+// of the in-sync replicas, as Kafka's Partition.maybeIncrementLeaderHW
+// (which also waits for a caught-up replica about to join the ISR; here the
+// ISR does not change).
 func (p *Partition) maybeIncrementHW() error {
 	p.mu.Lock()
 	hw := p.leaderEnd.Load()
@@ -215,6 +218,22 @@ func (p *Partition) UpdateFollower(replicaID int32, fetchOffset int64, now time.
 	}
 	p.mu.Unlock()
 	return p.maybeIncrementHW()
+}
+
+// LaggingFollowers returns the in-sync followers that have not caught up to
+// the leader's log end offset within maxLag of now
+// (replica.lag.time.max.ms), the ones Kafka's Partition.getOutOfSyncReplicas
+// finds for shrinking the ISR.
+func (p *Partition) LaggingFollowers(now time.Time, maxLag time.Duration) []int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []int32
+	for _, id := range p.isr {
+		if f, ok := p.followers[id]; ok && now.Sub(f.lastCaughtUpTime) > maxLag {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // ISR returns the in-sync replicas, the leader first.

@@ -99,8 +99,11 @@ func TestHighWatermarkFollowsSlowestInSyncReplica(t *testing.T) {
 		default:
 		}
 	}
-	if err := p.UpdateFollower(2, 5, now); err != nil {
+	if err := p.UpdateFollower(2, 5, now.Add(50*time.Second)); err != nil {
 		t.Fatal(err)
+	}
+	if lagging := p.LaggingFollowers(now.Add(time.Minute), 30*time.Second); !slices.Equal(lagging, []int32{3}) {
+		t.Fatalf("lagging followers %v a minute on, want [3]: 2 caught up 10s ago, 3 a minute ago", lagging)
 	}
 	select {
 	case err := <-done:
