@@ -27,11 +27,11 @@ func (m *Manager) highWatermarks() map[topicPartition]int64 {
 	return hws
 }
 
-// CheckpointHighWatermarks writes replication-offset-checkpoint with every
+// checkpointHighWatermarks writes replication-offset-checkpoint with every
 // partition's high watermark, as Kafka's
 // ReplicaManager.checkpointHighWatermarks; it skips the write when nothing
 // changed since the last one.
-func (m *Manager) CheckpointHighWatermarks() error {
+func (m *Manager) checkpointHighWatermarks() error {
 	return m.writeHighWatermarks(m.highWatermarks())
 }
 
@@ -67,7 +67,7 @@ func (m *Manager) startHighWatermarkCheckpoints(interval time.Duration) {
 				return
 			case <-t.C:
 			}
-			if err := m.CheckpointHighWatermarks(); err != nil {
+			if err := m.checkpointHighWatermarks(); err != nil {
 				m.logger.Warn("cannot write the high watermark checkpoint", zap.Error(err))
 			}
 		}
