@@ -127,7 +127,8 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 // go). The high watermark and recovery point come down to the new log end
 // offset if they were above. An offset at or above the log end offset
 // changes nothing; one below the log start offset is OFFSET_OUT_OF_RANGE. If
-// a file operation fails the log fails and is revived as after a write error.
+// a file operation fails the log fails and goes offline (reads fail too)
+// until it is revived, as after a failed revival.
 func (l *Log) TruncateTo(offset int64) error {
 	if l.closing.Load() {
 		return fmt.Errorf("log %s: %w: %w", l.dir, errLogClosed, kerr.KafkaStorageError)
@@ -157,6 +158,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	if err := l.cutFiles(cut); err != nil {
 		l.failed = err
+		l.closed = true // offline until revived: the segments behind l.segs are closed
 		if l.onFailed != nil {
 			l.onFailed()
 		}

@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/storage/vfs"
+	"github.com/strata-io/strata/storage/vfs/errorfs"
+	"github.com/strata-io/strata/storage/vfs/memfs"
 )
 
 // logBytes is every .log file of dir concatenated in offset order: the
@@ -152,4 +154,51 @@ func TestFollowerAppendAndTruncate(t *testing.T) {
 func stamped(b []byte, base int64, epoch int32) []byte {
 	stampBatch(b, base, epoch)
 	return b
+}
+
+// TestTruncateFailureGoesOffline checks a TruncateTo whose file cut fails:
+// the log fails and refuses reads and writes (its segments are closed)
+// instead of serving closed files, and once the disk works a revival
+// recovers it, after which the truncation can be done again.
+func TestTruncateFailureGoesOffline(t *testing.T) {
+	base, err := memfs.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = base.Release() })
+	efs := errorfs.Wrap(base)
+	cfg := testConfig()
+	cfg.SegmentBytes = 1 << 10
+	l := openTestLog(t, efs, "/p-0", cfg, OpenOptions{RecoveryPoint: -1})
+	defer l.Close()
+	for range 10 {
+		if _, err := leaderAppend(l, makeBatch(batchOpts{records: 2, valueSize: 50}), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	efs.Inject(errorfs.Fault{Op: errorfs.OpTruncate, PathSuffix: ".log", Nth: 1})
+	if err := l.TruncateTo(4); !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("truncate with a failing cut: %v, want KAFKA_STORAGE_ERROR", err)
+	}
+	if _, err := l.Read(0, 1<<20, true); !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("read of the failed log: %v, want KAFKA_STORAGE_ERROR", err)
+	}
+	if _, err := l.Append(makeBatch(batchOpts{records: 1}), 0); !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("append to the failed log: %v, want KAFKA_STORAGE_ERROR", err)
+	}
+	efs.Clear()
+	if _, err := l.Revive(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateTo(4); err != nil {
+		t.Fatal(err)
+	}
+	if leo, hw := l.LogEndOffset(), l.HighWatermark(); leo != 4 || hw != 4 {
+		t.Fatalf("after revival and truncation: leo %d hw %d, want 4", leo, hw)
+	}
+	r, err := l.Read(0, 1<<20, true)
+	if err != nil || r.NextOffset != 4 {
+		t.Fatalf("read after truncation: next %d, %v", r.NextOffset, err)
+	}
+	r.Chunk.Release()
 }
