@@ -290,6 +290,20 @@
 // descriptors without holding the log lock. It is how a compacted topic
 // such as __consumer_offsets is replayed.
 //
+// # Follower writes (log_follower.go)
+//
+// For package replica, a log takes batches as a follower and truncates, as
+// Kafka's UnifiedLog.appendAsFollower and truncateTo. AppendAsFollower
+// writes batches with the offsets and partition leader epochs the leader
+// gave them (the first at the log end offset, each where the one before
+// ended); producer state, markers and leader epochs follow them unchecked.
+// TruncateTo(offset) removes the segments above the batch boundary at
+// offset, cuts the one holding it, fsyncs both, and loads the log again
+// from that segment as recovery does, which drops indexes, producer
+// snapshots, aborted transactions and leader epochs at or above it; the
+// high watermark and recovery point come down to it. A single node never
+// calls either.
+//
 // # Compaction (cleaner.go, cleaner_write.go, manager_cleaner.go)
 //
 // Logs whose cleanup.policy contains "compact" are cleaned as Kafka's log
