@@ -17,6 +17,7 @@ import (
 	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/metadata/local"
 	"github.com/strata-io/strata/metrics"
+	"github.com/strata-io/strata/replica"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/vfs"
 )
@@ -69,6 +70,8 @@ type Broker struct {
 	pids   *coordinator.ProducerIDs
 	groups *coordinator.Groups
 	txns   *coordinator.Txns
+
+	replicas *replica.Manager // this node's replica of every partition
 
 	ln      net.Listener
 	advHost string
@@ -145,6 +148,10 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())
 	}
+	replicas, err := replica.NewManager(logs, cfg.NodeID)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("replicas: %w", err), logs.Close(), ln.Close())
+	}
 	img, err := imageOf(logs, registerRecord(cfg.NodeID, listener, advHost, int32(advPort)))
 	if err != nil {
 		return nil, errors.Join(err, logs.Close(), ln.Close())
@@ -162,11 +169,11 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		return logs.Topic(name), nil
 	}
 	groupCfg, txnCfg := coordinatorConfigs(&cfg, clock)
-	groups, err := coordinator.OpenGroups(logs, create, groupCfg, logger)
+	groups, err := coordinator.OpenGroups(logs, replicas, create, groupCfg, logger)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("group coordinator: %w", err), logs.Close(), ln.Close())
 	}
-	txns, err := coordinator.OpenTxns(logs, create, pids, groups, txnCfg, logger)
+	txns, err := coordinator.OpenTxns(logs, replicas, create, pids, groups, txnCfg, logger)
 	if err != nil {
 		groups.Close()
 		return nil, errors.Join(fmt.Errorf("transaction coordinator: %w", err), logs.Close(), ln.Close())
@@ -177,6 +184,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		clock:    clock,
 		logs:     logs,
 		meta:     meta,
+		replicas: replicas,
 		pids:     pids,
 		groups:   groups,
 		txns:     txns,

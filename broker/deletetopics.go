@@ -122,9 +122,12 @@ func (b *services) deleteTopic(st kmsg.DeleteTopicsResponseTopic) kmsg.DeleteTop
 	if img.Topics.ByName(*st.Topic) != nil && storage.IsInternalTopic(*st.Topic) {
 		return deleteTopicFailed(st, kerr.InvalidRequest.Code, "Topic "+*st.Topic+" is an internal topic and cannot be deleted.")
 	}
+	hosted := b.logs.Topic(*st.Topic)
 	if err := b.removeTopic(*st.Topic); err != nil {
 		st.ErrorCode = b.errorCode(kmsg.DeleteTopics, err)
 		st.ErrorMessage = errorMessage(err)
+	} else if hosted != nil {
+		b.replicas.StopReplicas(hosted.Partitions())
 	}
 	return st
 }

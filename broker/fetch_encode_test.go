@@ -19,7 +19,7 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if _, err := l.Append(testBatch(t, 3), 0); err != nil {
+	if res, err := l.Append(testBatch(t, 3), 0); err != nil || l.AdvanceHighWatermark(res.EndOffset) != nil {
 		t.Fatal(err)
 	}
 	for version := int16(4); version <= 17; version++ {

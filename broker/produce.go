@@ -7,8 +7,8 @@ package broker
 // is INVALID_RECORD and nothing is written. The batch is appended under
 // that partition's lock; storage validates it (magic, length, CRC32C,
 // record count, codec, size) and applies idempotent-producer sequence
-// checks. There is one
-// replica, so acks=1 and acks=-1 both answer once the batch is in the log
+// checks. The partition's replica (package replica) appends it; there is
+// one replica, so acks=1 and acks=-1 both answer once the batch is in the log
 // (and fsynced, when log.flush.interval.messages asks for it); acks=0 gets
 // no response. A transactional batch (attributes bit 4) needs the
 // request's transactional id and is checked with the transaction
@@ -31,6 +31,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -77,7 +78,7 @@ func handleProduce(rc *reqCtx) (kmsg.Response, error) {
 				err = b.verifyTxnBatch(r.TransactionID, rt.Topic, rp.Partition, rp.Records)
 			}
 			if err == nil {
-				err = b.appendPartition(topic, rp.Partition, rp.Records, &sp)
+				err = b.appendPartition(topic, rp.Partition, rp.Records, r.Acks, r.TimeoutMillis, &sp)
 			}
 			sp.ErrorCode = b.errorCode(kmsg.Produce, err)
 			b.metrics.PartitionError(req.Key, sp.ErrorCode)
@@ -98,7 +99,7 @@ func handleProduce(rc *reqCtx) (kmsg.Response, error) {
 	return resp, nil
 }
 
-func (b *services) appendPartition(topic *storage.Topic, partition int32, records []byte, sp *kmsg.ProduceResponseTopicPartition) error {
+func (b *services) appendPartition(topic *storage.Topic, partition int32, records []byte, acks int16, timeoutMs int32, sp *kmsg.ProduceResponseTopicPartition) error {
 	p := lookupPartition(topic, partition)
 	if p == nil {
 		return kerr.UnknownTopicOrPartition
@@ -106,7 +107,11 @@ func (b *services) appendPartition(topic *storage.Topic, partition int32, record
 	if topic.Internal {
 		return kerr.InvalidTopicException // only the coordinators write internal topics
 	}
-	res, err := p.Log.Append(records, p.LeaderEpoch())
+	rp, err := b.replicas.Partition(p)
+	if err != nil {
+		return err
+	}
+	res, err := rp.AppendAsLeader(records, acks, time.Duration(timeoutMs)*time.Millisecond)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/metrics"
 	"github.com/strata-io/strata/protocol"
+	"github.com/strata-io/strata/replica"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -49,6 +50,7 @@ type services struct {
 	logger   *zap.Logger
 	clock    clockwork.Clock // Config.Clock, or the real one
 	logs     logStore
+	replicas *replica.Manager
 	pids     producerIDs
 	groups   groupCoordinator
 	txns     txnCoordinator
@@ -122,6 +124,7 @@ func newServices(b *Broker) *services {
 		logger:   b.logger,
 		clock:    b.clock,
 		logs:     b.logs,
+		replicas: b.replicas,
 		pids:     b.pids,
 		groups:   b.groups,
 		txns:     b.txns,

@@ -1,7 +1,8 @@
 // Package coordinator holds the broker-side state machines that sit above the
 // partition logs: the producer id allocator (InitProducerId), the group
-// coordinator and the transaction coordinator. It depends on storage only; the
-// broker layer calls it and the protocol package knows nothing of it.
+// coordinator and the transaction coordinator. It depends on replica and
+// storage only (every record it writes goes through a partition's replica);
+// the broker layer calls it and the protocol package knows nothing of it.
 //
 // The group coordinator is built as Kafka's new one (GroupMetadataManager
 // under a CoordinatorRuntime): one state machine per partition of

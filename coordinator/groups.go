@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/replica"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -87,6 +88,8 @@ type Groups struct {
 	clock  clockwork.Clock
 	topics topicMetadata
 
+	replicas *replica.Manager // every append goes through a partition's replica
+
 	offsets internalTopic // __consumer_offsets
 	elected atomic.Bool   // every partition of the topic got a shard
 	electMu sync.Mutex    // makes electing them happen once
@@ -125,7 +128,7 @@ type groupSlot struct {
 // (with offsets.topic.num.partitions partitions, each elected at once) by
 // the first request that needs it, as Kafka creates it on the first
 // FindCoordinator; create makes it.
-func OpenGroups(logs *storage.Manager, create CreateTopic, cfg GroupConfig, logger *zap.Logger) (*Groups, error) {
+func OpenGroups(logs *storage.Manager, replicas *replica.Manager, create CreateTopic, cfg GroupConfig, logger *zap.Logger) (*Groups, error) {
 	def := DefaultGroupConfig()
 	if cfg.OffsetsTopicPartitions <= 0 {
 		cfg.OffsetsTopicPartitions = def.OffsetsTopicPartitions
@@ -143,6 +146,7 @@ func OpenGroups(logs *storage.Manager, create CreateTopic, cfg GroupConfig, logg
 		cfg:         cfg,
 		logger:      logger.Named("groups"),
 		clock:       cfg.Clock,
+		replicas:    replicas,
 		topics:      storageTopics{logs},
 		slots:       make(map[int32]*groupSlot),
 		joinWaiters: make(map[uint64]chan joinResult),
@@ -405,13 +409,14 @@ func (c *Groups) appendRecords(partition int32, b recordBatch) error {
 	if int(partition) >= len(parts) {
 		return fmt.Errorf("%s-%d does not exist", OffsetsTopic, partition)
 	}
-	p := parts[partition]
-	now := c.clock.Now()
-	var err error
-	if b.transactional {
-		_, err = p.Log.AppendCoordinator(buildTxnBatch(b.recs, b.producerID, b.producerEpoch, now), p.LeaderEpoch())
-	} else {
-		_, err = p.Log.Append(buildBatch(b.recs, now), p.LeaderEpoch())
+	p, err := c.replicas.Partition(parts[partition])
+	if err == nil {
+		now := c.clock.Now()
+		if b.transactional {
+			_, err = p.AppendCoordinator(buildTxnBatch(b.recs, b.producerID, b.producerEpoch, now), appendTimeout)
+		} else {
+			_, err = p.AppendAsLeader(buildBatch(b.recs, now), replica.AcksAll, appendTimeout)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("append to %s-%d: %w", OffsetsTopic, partition, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/replica"
 	"github.com/strata-io/strata/storage"
 	"github.com/strata-io/strata/storage/vfs"
 )
@@ -28,7 +29,7 @@ func openTestGroups(t *testing.T) (*Groups, *storage.Manager, *clockwork.FakeClo
 	clock := clockwork.NewFakeClockAt(scriptStart)
 	cfg := DefaultGroupConfig()
 	cfg.OffsetsTopicPartitions, cfg.InitialRebalanceDelay, cfg.Clock = 4, 0, clock
-	c, err := OpenGroups(logs, createIn(logs), cfg, zap.NewNop())
+	c, err := OpenGroups(logs, replicasOf(t, logs), createIn(logs), cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +125,17 @@ func TestGroupsResignAndElect(t *testing.T) {
 	if err != nil || offs[0].Offset != 42 {
 		t.Fatalf("fetch after elect: %v %+v", err, offs)
 	}
+}
+
+// replicasOf is the replica manager of a coordinator under test: this
+// node leads every partition of logs.
+func replicasOf(t *testing.T, logs *storage.Manager) *replica.Manager {
+	t.Helper()
+	r, err := replica.NewManager(logs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // createIn is the CreateTopic of a coordinator under test: storage creates

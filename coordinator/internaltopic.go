@@ -16,6 +16,10 @@ import (
 // image, which storage makes durable), and returns it as storage hosts it.
 type CreateTopic func(name string, partitions int32, configs map[string]string) (*storage.Topic, error)
 
+// appendTimeout bounds how long a coordinator's write waits for the
+// partition's in-sync replicas, as Kafka's offsets.commit.timeout.ms (5000).
+const appendTimeout = 5 * time.Second
+
 // internalTopic is one of the coordinators' internal topics
 // (__consumer_offsets, __transaction_state). It is opened at start when an
 // earlier run created it, and is otherwise created on first need, as Kafka

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/replica"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -94,6 +95,8 @@ type Txns struct {
 	clock   clockwork.Clock
 	logger  *zap.Logger
 
+	replicas *replica.Manager // every append goes through a partition's replica
+
 	state internalTopic // __transaction_state
 
 	// groupsLoaded is whether the group coordinator has replayed: markers
@@ -127,8 +130,8 @@ type txnShard struct {
 // transaction.state.log.num.partitions partitions, as Kafka does on the
 // first FindCoordinator, through create, and is elected then); the ticker aborting timed
 // out transactions and expiring idle ids starts.
-func OpenTxns(logs *storage.Manager, create CreateTopic, pids *ProducerIDs, groups *Groups, cfg TxnConfig, logger *zap.Logger) (*Txns, error) {
-	c := newTxns(logs, create, pids, groups, cfg, logger)
+func OpenTxns(logs *storage.Manager, replicas *replica.Manager, create CreateTopic, pids *ProducerIDs, groups *Groups, cfg TxnConfig, logger *zap.Logger) (*Txns, error) {
+	c := newTxns(logs, replicas, create, pids, groups, cfg, logger)
 	if t := logs.Topic(TxnStateTopic); t != nil {
 		c.state.adopt(t)
 		if err := c.electLocal(); err != nil {
@@ -144,7 +147,7 @@ func OpenTxns(logs *storage.Manager, create CreateTopic, pids *ProducerIDs, grou
 	return c, nil
 }
 
-func newTxns(logs *storage.Manager, create CreateTopic, pids *ProducerIDs, groups *Groups, cfg TxnConfig, logger *zap.Logger) *Txns {
+func newTxns(logs *storage.Manager, replicas *replica.Manager, create CreateTopic, pids *ProducerIDs, groups *Groups, cfg TxnConfig, logger *zap.Logger) *Txns {
 	def := DefaultTxnConfig()
 	if cfg.StateLogPartitions <= 0 {
 		cfg.StateLogPartitions = def.StateLogPartitions
@@ -169,8 +172,9 @@ func newTxns(logs *storage.Manager, create CreateTopic, pids *ProducerIDs, group
 		logs:         logs,
 		pids:         pids,
 		groups:       groups,
-		markers:      localMarkers{logs: logs, groups: groups},
+		markers:      localMarkers{logs: logs, replicas: replicas, groups: groups},
 		clock:        cfg.Clock,
+		replicas:     replicas,
 		logger:       logger.Named("txns"),
 		groupsLoaded: func() bool { return true },
 		shards:       make(map[int32]*txnShard),
@@ -439,8 +443,11 @@ func (c *Txns) appendState(r txnRecord) error {
 	if int(r.partition) >= len(parts) {
 		return fmt.Errorf("transactional id %q: %s-%d does not exist", r.id, TxnStateTopic, r.partition)
 	}
-	p := parts[r.partition]
-	if _, err := p.Log.Append(buildBatch([]kv{r.kv()}, c.clock.Now()), p.LeaderEpoch()); err != nil {
+	p, err := c.replicas.Partition(parts[r.partition])
+	if err == nil {
+		_, err = p.AppendAsLeader(buildBatch([]kv{r.kv()}, c.clock.Now()), replica.AcksAll, appendTimeout)
+	}
+	if err != nil {
 		return fmt.Errorf("transactional id %q: append to %s-%d: %w", r.id, TxnStateTopic, r.partition, err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/strata-io/strata/replica"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -29,8 +30,9 @@ type MarkerWriter interface {
 
 // localMarkers writes markers as control batches to this node's logs.
 type localMarkers struct {
-	logs   *storage.Manager
-	groups *Groups
+	logs     *storage.Manager
+	replicas *replica.Manager
+	groups   *Groups
 }
 
 func (w localMarkers) WriteMarkers(_ context.Context, markers []TxnMarker) []error {
@@ -40,8 +42,11 @@ func (w localMarkers) WriteMarkers(_ context.Context, markers []TxnMarker) []err
 		if t == nil || int(mk.Partition) >= len(t.Partitions()) {
 			continue // deleted: nothing left to mark
 		}
-		p := t.Partitions()[mk.Partition]
-		if _, err := p.Log.AppendControl(mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch, p.LeaderEpoch()); err != nil {
+		p, err := w.replicas.Partition(t.Partitions()[mk.Partition])
+		if err == nil {
+			_, err = p.AppendControl(mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch, appendTimeout)
+		}
+		if err != nil {
 			errs[i] = fmt.Errorf("marker on %s-%d: %w", mk.Topic, mk.Partition, err)
 			continue
 		}

@@ -94,14 +94,15 @@ func newTxnHarness(t *testing.T) *txnHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	replicas := replicasOf(t, logs)
 	gcfg := DefaultGroupConfig()
 	gcfg.OffsetsTopicPartitions = 1
-	groups, err := OpenGroups(logs, createIn(logs), gcfg, zap.NewNop())
+	groups, err := OpenGroups(logs, replicas, createIn(logs), gcfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(groups.Close)
-	c := newTxns(logs, createIn(logs), pids, groups, TxnConfig{StateLogPartitions: 2, AbortCheckInterval: 10 * time.Second,
+	c := newTxns(logs, replicas, createIn(logs), pids, groups, TxnConfig{StateLogPartitions: 2, AbortCheckInterval: 10 * time.Second,
 		IDExpiration: time.Hour, IDExpirationChecker: 10 * time.Minute, Clock: clock}, zap.NewNop())
 	t.Cleanup(c.Close)
 	h := &txnHarness{t: t, clock: clock, base: base, logs: logs, groups: groups, txns: c,

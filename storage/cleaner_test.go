@@ -305,7 +305,7 @@ func TestCompactedRejectsKeyless(t *testing.T) {
 	defer l.Close()
 	for _, codec := range []int{batch.CodecNone, batch.CodecGzip, batch.CodecSnappy, batch.CodecLZ4, batch.CodecZstd} {
 		b := keyedBatch(t, 1, codec, rec("k", "v"), kv{value: []byte("no key")})
-		if _, err := l.Append(b, 0); !errors.Is(err, kerr.InvalidRecord) {
+		if _, err := leaderAppend(l, b, 0); !errors.Is(err, kerr.InvalidRecord) {
 			t.Fatalf("codec %d: keyless append: %v, want InvalidRecord", codec, err)
 		}
 		appendOK(t, l, keyedBatch(t, 1, codec, rec("k", "v")))
@@ -383,7 +383,7 @@ func TestCleanRetainsLastBatchOfProducer(t *testing.T) {
 		t.Fatalf("batches %+v", hdrs)
 	}
 	// The retained header keeps dedup working: a resend of seq 1 is a duplicate.
-	if res, err := l.Append(idem(1, rec("a", "2"), rec("b", "2")), 0); err != nil || !res.Duplicate || res.BaseOffset != 1 {
+	if res, err := leaderAppend(l, idem(1, rec("a", "2"), rec("b", "2")), 0); err != nil || !res.Duplicate || res.BaseOffset != 1 {
 		t.Fatalf("resend: %+v %v", res, err)
 	}
 }

@@ -170,7 +170,7 @@ func rawValues(t testing.TB, l *Log, key string) []string {
 
 func mustControl(t testing.TB, l *Log, pid int64, commit bool) int64 {
 	t.Helper()
-	off, err := l.AppendControl(pid, 0, commit, 0, 0)
+	off, err := leaderAppendControl(l, pid, 0, commit, 0, 0)
 	if err != nil {
 		t.Fatalf("AppendControl(%d, commit=%v): %v", pid, commit, err)
 	}
@@ -365,7 +365,7 @@ func TestCleanAbortedTxnOffsetCommit(t *testing.T) {
 	ts := time.Now().UnixMilli()
 	coord := func(b []byte) {
 		t.Helper()
-		if _, err := l.AppendCoordinator(b, 0); err != nil {
+		if _, err := leaderAppendCoordinator(l, b, 0); err != nil {
 			t.Fatalf("AppendCoordinator: %v", err)
 		}
 	}

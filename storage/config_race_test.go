@@ -52,15 +52,15 @@ func TestSetConfigRacesNothing(t *testing.T) {
 		return nil
 	})
 	run("Append", func(i int) error {
-		_, err := l.Append(keyedBatch(t, time.Now().UnixMilli(), batch.CodecNone, rec(fmt.Sprint("k", i%7), "v")), 0)
+		_, err := leaderAppend(l, keyedBatch(t, time.Now().UnixMilli(), batch.CodecNone, rec(fmt.Sprint("k", i%7), "v")), 0)
 		return err
 	})
 	run("AppendCoordinator+AppendControl", func(i int) error {
 		ts := time.Now().UnixMilli()
-		if _, err := l.AppendCoordinator(txnKeyedBatch(t, 9, 0, ts, rec(fmt.Sprint("g", i%5), "o")), 0); err != nil {
+		if _, err := leaderAppendCoordinator(l, txnKeyedBatch(t, 9, 0, ts, rec(fmt.Sprint("g", i%5), "o")), 0); err != nil {
 			return err
 		}
-		_, err := l.AppendControl(9, 0, i%3 != 0, 0, 0)
+		_, err := leaderAppendControl(l, 9, 0, i%3 != 0, 0, 0)
 		return err
 	})
 	run("Clean+ApplyRetention", func(int) error {

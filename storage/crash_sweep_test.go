@@ -230,7 +230,7 @@ func runSweepWorkload(t *testing.T, w *sweepWorkload, cfg Config, want map[int64
 	}
 	drain()
 	for i, raw := range w.raw {
-		res, err := l.Append(append([]byte(nil), raw...), 0)
+		res, err := leaderAppend(l, append([]byte(nil), raw...), 0)
 		if err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
@@ -444,7 +444,7 @@ func TestCrashHaltedMachine(t *testing.T) {
 		acked, rp := 0, int64(0)
 		if l, err := sweepOpen(fsys, cfg, OpenOptions{RecoveryPoint: -1}); err == nil {
 			for _, raw := range w.raw {
-				if _, err := l.Append(append([]byte(nil), raw...), 0); err != nil {
+				if _, err := leaderAppend(l, append([]byte(nil), raw...), 0); err != nil {
 					break
 				}
 				acked++

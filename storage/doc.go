@@ -7,7 +7,8 @@
 // broker's lifetime, as Kafka's LogManager holds it, so neither a second
 // Strata nor a Kafka can open the dir at the same time), meta.properties,
 // recovery-point-offset-checkpoint, log-start-offset-checkpoint,
-// cleaner-offset-checkpoint, .kafka_cleanshutdown and strata-topics.json
+// cleaner-offset-checkpoint, replication-offset-checkpoint,
+// .kafka_cleanshutdown and strata-topics.json
 // (written by the Manager), and one directory per partition,
 // <topic>-<partition>, holding:
 //
@@ -129,6 +130,13 @@
 // max(first segment base, checkpoint), clamped to the log end offset) and
 // the cleaner's first dirty offset (cleaner-offset-checkpoint, written after
 // each cleaning pass that cleaned something and on Close) to OpenLog.
+// replication-offset-checkpoint (manager_hwckpt.go) holds every partition's
+// high watermark, as Kafka's ReplicaManager writes it: every
+// replica.high.watermark.checkpoint.interval.ms (5 s) when a high watermark
+// moved, and on Close. At open a log's high watermark is its recovered log
+// end offset, as before the file existed (the replica layer leads every
+// partition alone); an entry above it is logged, since records a fetch may
+// have seen are gone.
 //
 // # Producer snapshots (.snapshot)
 //
@@ -226,8 +234,11 @@
 // moves the recovery point past it), on Flush and on Close. Concurrent
 // appenders share fsyncs: they queue on a flush mutex and whoever gets it
 // syncs everything written so far; a caller whose data is already covered
-// returns without syncing. With a required fsync the high watermark moves
-// only after it succeeded. The defaults never fsync on append, like Kafka.
+// returns without syncing. Append does not move the high watermark; the
+// replica layer (package replica) moves it with AdvanceHighWatermark once
+// Append returned, so with a required fsync it moves only after the fsync
+// succeeded; after the log failed it moves no more, and an offset fail may
+// have cut is refused with KAFKA_STORAGE_ERROR (log_hw.go). The defaults never fsync on append, like Kafka.
 // RecoveryPoint is the offset below which everything is fsynced.
 //
 // What survives: a process crash loses nothing that was acknowledged (it is
@@ -287,6 +298,20 @@
 // compaction gaps, without Read's byte limit; it reads through referenced
 // descriptors without holding the log lock. It is how a compacted topic
 // such as __consumer_offsets is replayed.
+//
+// # Follower writes (log_follower.go)
+//
+// For package replica, a log takes batches as a follower and truncates, as
+// Kafka's UnifiedLog.appendAsFollower and truncateTo. AppendAsFollower
+// writes batches with the offsets and partition leader epochs the leader
+// gave them (the first at the log end offset, each where the one before
+// ended); producer state, markers and leader epochs follow them unchecked.
+// TruncateTo(offset) removes the segments above the batch boundary at
+// offset, cuts the one holding it, fsyncs both, and loads the log again
+// from that segment as recovery does, which drops indexes, producer
+// snapshots, aborted transactions and leader epochs at or above it; the
+// high watermark and recovery point come down to it. A single node never
+// calls either.
 //
 // # Compaction (cleaner.go, cleaner_write.go, manager_cleaner.go)
 //

@@ -69,9 +69,9 @@ func runErrSweep(t *testing.T, w *sweepWorkload, cfg Config, fault *errorfs.Faul
 		return r, base, counts()
 	}
 	for i, raw := range w.raw {
-		if _, err := l.Append(append([]byte(nil), raw...), 0); err != nil {
+		if _, err := leaderAppend(l, append([]byte(nil), raw...), 0); err != nil {
 			r.failedAt, r.appendErr = i, err
-			_, r.refusedErr = l.Append(append([]byte(nil), w.raw[min(i+1, len(w.raw)-1)]...), 0)
+			_, r.refusedErr = leaderAppend(l, append([]byte(nil), w.raw[min(i+1, len(w.raw)-1)]...), 0)
 			break
 		}
 		r.acked++
@@ -107,7 +107,7 @@ func checkErrSweep(w *sweepWorkload, cfg Config, r errSweepResult, base *memfs.F
 	}
 	// The reopened log takes writes again, at its end.
 	leo := l.LogEndOffset()
-	if res, err := l.Append(append([]byte(nil), w.raw[0]...), 0); err != nil || res.BaseOffset != leo {
+	if res, err := leaderAppend(l, append([]byte(nil), w.raw[0]...), 0); err != nil || res.BaseOffset != leo {
 		return fmt.Errorf("append after reopen at LEO %d: %+v %v", leo, res, err)
 	}
 	return nil
@@ -210,7 +210,7 @@ func TestRecoveryErrorSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, raw := range w.raw[:acked] {
-			if _, err := l.Append(append([]byte(nil), raw...), 0); err != nil {
+			if _, err := leaderAppend(l, append([]byte(nil), raw...), 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -294,7 +294,7 @@ func TestRecoveryReadErrorKeepsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, raw := range w.raw {
-		if _, err := l.Append(append([]byte(nil), raw...), 0); err != nil {
+		if _, err := leaderAppend(l, append([]byte(nil), raw...), 0); err != nil {
 			t.Fatal(err)
 		}
 	}

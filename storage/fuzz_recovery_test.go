@@ -182,7 +182,7 @@ func fuzzRecoverySeeds(f *testing.F) []fuzzRecoverySeed {
 		}
 		rng := rand.New(rand.NewSource(segBytes))
 		for i := 0; i < 12; i++ {
-			if _, err := l.Append(sweepBatch(rng, int64(1000+i)), 0); err != nil {
+			if _, err := leaderAppend(l, sweepBatch(rng, int64(1000+i)), 0); err != nil {
 				f.Fatal(err)
 			}
 		}

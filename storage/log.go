@@ -44,6 +44,10 @@ type AppendResult struct {
 	LogAppendTime  int64 // -1 (CreateTime)
 	LogStartOffset int64
 	Duplicate      bool
+	// EndOffset is the log end offset right after this append (the offset
+	// after its last record), to which the replica layer moves the high
+	// watermark; for a duplicate, the original's is not known and it is 0.
+	EndOffset int64
 }
 
 // logPos is an offset with the byte position where its batch starts, so a
@@ -73,6 +77,8 @@ type Log struct {
 	segs          []*segment
 	logStart      int64
 	hw            logPos
+	ends          [recentEnds]logPos // where the last appends ended (log_hw.go)
+	endsNext      int
 	waitCh        chan struct{}
 	failed        error // first write/fsync/truncate failure; refuses all writes
 	recovery      RecoveryReport
@@ -156,7 +162,8 @@ func (l *Log) writable() error {
 // checks idempotent sequences, stamps base offsets and the partition leader
 // epoch, writes it with one write, fsyncs if the flush policy says so
 // (sharing the fsync with concurrent appenders), and advances the log end
-// offset and high watermark. Nothing is written on a validation error.
+// offset. The high watermark stays: the replica layer moves it
+// (AdvanceHighWatermark). Nothing is written on a validation error.
 func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
 	view := l.cfgView.Load()
 	hdrs, err := validateBatches(records, view.MaxMessageBytes)
@@ -206,7 +213,7 @@ func (l *Log) AppendCoordinator(records []byte, leaderEpoch int32) (AppendResult
 }
 
 // appendBatches checks producer state, stamps, writes and indexes hdrs'
-// batches (records), and moves the high watermark.
+// batches (records).
 func (l *Log) appendBatches(records []byte, hdrs []batch.Header, leaderEpoch int32, origin appendOrigin) (AppendResult, error) {
 	idempotent := false
 	for i := range hdrs {
@@ -295,31 +302,29 @@ func (l *Log) appendBatches(records []byte, hdrs []batch.Header, leaderEpoch int
 		return AppendResult{}, err
 	}
 	l.unflushedMsgs += msgs
-	end := logPos{offset: next, segBase: seg.base, pos: seg.size}
+	l.noteEnd(logPos{offset: next, segBase: seg.base, pos: seg.size})
 	needFlush := l.unflushedMsgs >= l.cfg.FlushIntervalMessages ||
 		now.Sub(l.lastFlush).Milliseconds() >= l.cfg.FlushIntervalMs
-	if !needFlush {
-		l.advanceHW(end)
-	}
-	res := AppendResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: l.logStart}
+	res := AppendResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: l.logStart, EndOffset: next}
 	l.mu.Unlock()
-
-	switch {
-	case needFlush:
-		if err := l.flushTo(next); err != nil {
-			return AppendResult{}, err
-		}
-		l.mu.Lock()
-		l.advanceHW(end)
-		l.mu.Unlock()
-	case rolledTo >= 0:
-		// Kafka flushes a segment once it becomes inactive, which is what
-		// lets the recovery point move past it.
-		if err := l.flushTo(rolledTo); err != nil {
-			return AppendResult{}, err
-		}
+	if err := l.flushAfterAppend(next, rolledTo, needFlush); err != nil {
+		return AppendResult{}, err
 	}
 	return res, nil
+}
+
+// flushAfterAppend fsyncs what an append ending at next needs: all of it
+// when the flush policy says so (needFlush), else the segment it rolled
+// away from (rolledTo >= 0), as Kafka flushes a segment once it becomes
+// inactive, which is what lets the recovery point move past it.
+func (l *Log) flushAfterAppend(next, rolledTo int64, needFlush bool) error {
+	switch {
+	case needFlush:
+		return l.flushTo(next)
+	case rolledTo >= 0:
+		return l.flushTo(rolledTo)
+	}
+	return nil
 }
 
 // batchPositions returns the byte position of each batch in the payload.

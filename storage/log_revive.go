@@ -75,6 +75,7 @@ func (l *Log) Revive() (*RecoveryReport, error) {
 	l.flushedPos, l.dirDirty, l.unflushedMsgs, l.lastFlush = fresh.flushedPos, fresh.dirDirty, 0, fresh.lastFlush
 	l.flushed.Store(fresh.flushed.Load())
 	l.failed, l.closed = nil, false
+	l.forgetEnds()
 	l.hw = logPos{} // advanceHW only moves forward; recovery may have cut a torn tail
 	l.advanceHW(fresh.hw)
 	r := l.recovery

@@ -81,7 +81,7 @@ func openTestLog(t testing.TB, fsys vfs.FS, dir string, cfg Config, opts OpenOpt
 
 func appendOK(t testing.TB, l *Log, b []byte) AppendResult {
 	t.Helper()
-	res, err := l.Append(b, 0)
+	res, err := leaderAppend(l, b, 0)
 	if err != nil {
 		t.Fatalf("Append: %v", err)
 	}
@@ -192,7 +192,7 @@ func TestValidationErrorsWriteNothing(t *testing.T) {
 		{"codec", makeBatch(batchOpts{attrs: 5}), kerr.UnsupportedCompressionType},
 	}
 	for _, c := range cases {
-		_, err := l.Append(c.b, 0)
+		_, err := leaderAppend(l, c.b, 0)
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
 		}
@@ -317,7 +317,7 @@ func TestIdempotentDuplicate(t *testing.T) {
 	if !res.Duplicate || res.BaseOffset != 0 || l.LogEndOffset() != 6 {
 		t.Fatalf("duplicate: %+v LEO %d", res, l.LogEndOffset())
 	}
-	if _, err := l.Append(makeBatch(batchOpts{records: 1, pid: 7, epoch: 1, seq: 9}), 0); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
+	if _, err := leaderAppend(l, makeBatch(batchOpts{records: 1, pid: 7, epoch: 1, seq: 9}), 0); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
 		t.Fatalf("gap: %v", err)
 	}
 }
@@ -329,7 +329,7 @@ func TestLeaderEpochs(t *testing.T) {
 		t.Fatal("epoch on empty log")
 	}
 	for i, e := range []int32{0, 0, 2, 2, 5} {
-		if _, err := l.Append(makeBatch(batchOpts{records: 2}), e); err != nil {
+		if _, err := leaderAppend(l, makeBatch(batchOpts{records: 2}), e); err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
 	}
@@ -398,7 +398,7 @@ func TestConcurrentAppendGroupCommit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				if _, err := l.Append(makeBatch(batchOpts{records: 2, valueSize: 50}), 0); err != nil {
+				if _, err := leaderAppend(l, makeBatch(batchOpts{records: 2, valueSize: 50}), 0); err != nil {
 					errs <- err
 				}
 				if i%5 == 0 {
@@ -498,7 +498,7 @@ func TestChunkOutlivesDelete(t *testing.T) {
 		t.Fatalf("chunk after delete: %d %v", buf.Len(), err)
 	}
 	res.Chunk.Release()
-	if _, err := l.Append(b, 0); !errors.Is(err, kerr.KafkaStorageError) {
+	if _, err := leaderAppend(l, b, 0); !errors.Is(err, kerr.KafkaStorageError) {
 		t.Fatalf("append after delete: %v", err)
 	}
 }
@@ -515,7 +515,7 @@ func BenchmarkAppend(b *testing.B) {
 	b.SetBytes(int64(len(batch)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := l.Append(batch, 0); err != nil {
+		if _, err := leaderAppend(l, batch, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -526,7 +526,7 @@ func BenchmarkRead(b *testing.B) {
 	defer l.Close()
 	batch := makeBatch(batchOpts{records: 10, valueSize: 90})
 	for i := 0; i < 10000; i++ {
-		if _, err := l.Append(batch, 0); err != nil {
+		if _, err := leaderAppend(l, batch, 0); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -43,6 +43,9 @@ type ManagerOptions struct {
 	// Apache Kafka wrote (manager_adopt.go) with the end of the producer
 	// ids Kafka handed out, which must never be handed out again.
 	ReserveProducerIDs func(end int64) error
+	// HighWatermarkCheckpointInterval is how often replication-offset-checkpoint
+	// is written (replica.high.watermark.checkpoint.interval.ms); 0 = 5s.
+	HighWatermarkCheckpointInterval time.Duration
 }
 
 // Manager owns every topic and partition under one log.dir.
@@ -96,6 +99,12 @@ type Manager struct {
 	// someFailed is set when a log fails, so the once-a-second revival
 	// check walks the partitions only while one may be failed.
 	someFailed atomic.Bool
+	// hwCkpt writes replication-offset-checkpoint (manager_hwckpt.go);
+	// hwCkptMu serializes the writes and guards hwCkptLast, what the last
+	// one held.
+	hwCkpt     *logCleaner
+	hwCkptMu   sync.Mutex
+	hwCkptLast map[topicPartition]int64
 
 	mu     sync.RWMutex
 	topics map[string]*Topic
@@ -196,7 +205,7 @@ func openLockedManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOpt
 		}
 	}
 	checkpoints := map[string]map[topicPartition]int64{}
-	for _, name := range []string{recoveryPointCheckpointFile, logStartOffsetCheckpointFile, cleanerCheckpointFile} {
+	for _, name := range []string{recoveryPointCheckpointFile, logStartOffsetCheckpointFile, cleanerCheckpointFile, replicationOffsetCheckpointFile} {
 		if checkpoints[name], err = readOffsetCheckpoint(fsys, filepath.Join(dir, name)); err != nil {
 			return nil, err
 		}
@@ -274,8 +283,10 @@ func openLockedManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOpt
 		return nil, err
 	}
 	m.logOpened(opens, clean, time.Since(start))
+	m.checkHighWatermarks(checkpoints[replicationOffsetCheckpointFile])
 	m.startCleaner()
 	m.startRetention()
+	m.startHighWatermarkCheckpoints(opts.HighWatermarkCheckpointInterval)
 	return m, nil
 }
 
@@ -458,10 +469,10 @@ func (m *Manager) Topics() []*Topic {
 }
 
 // closeLogs closes every partition log in parallel and returns the
-// recovery-point and log-start-offset checkpoints as of the close, and the
+// recovery-point, log-start-offset and high watermark checkpoints as of the close, and the
 // partitions that were offline (failed logs close without touching their
 // files; that is not an error).
-func (m *Manager) closeLogs() (recovery, start map[topicPartition]int64, offline []string, err error) {
+func (m *Manager) closeLogs() (recovery, start, hws map[topicPartition]int64, offline []string, err error) {
 	var parts []*Partition
 	for _, t := range m.Topics() {
 		parts = append(parts, t.Partitions()...)
@@ -476,19 +487,22 @@ func (m *Manager) closeLogs() (recovery, start map[topicPartition]int64, offline
 	})
 	recovery = make(map[topicPartition]int64, len(parts))
 	start = make(map[topicPartition]int64, len(parts))
+	hws = make(map[topicPartition]int64, len(parts))
 	for i, p := range parts {
 		tp := topicPartition{Topic: p.Topic, Partition: p.Index}
 		recovery[tp] = p.Log.RecoveryPoint()
 		start[tp] = p.Log.LogStartOffset()
+		hws[tp] = p.Log.HighWatermark()
 		if failed[i] {
 			offline = append(offline, fmt.Sprintf("%s-%d", p.Topic, p.Index))
 		}
 	}
-	return recovery, start, offline, errors.Join(errs...)
+	return recovery, start, hws, offline, errors.Join(errs...)
 }
 
 // Close shuts the log dir down: it closes every log (flushing it), writes
-// the recovery-point, log-start-offset and cleaner checkpoints and, if all
+// the recovery-point, log-start-offset, cleaner and high watermark
+// (replication-offset-checkpoint) checkpoints and, if all
 // of that succeeded and no partition was offline, the clean-shutdown
 // marker. An offline partition is not a failed shutdown: the checkpoints
 // hold its last fsynced offset, and the next start recovers the log dir
@@ -505,8 +519,9 @@ func (m *Manager) Close() error {
 	}
 	m.stopCleaner()
 	m.stopRetention()
+	m.stopHighWatermarkCheckpoints()
 	dirty := m.cleanerOffsets()
-	recovery, start, offline, err := m.closeLogs()
+	recovery, start, hws, offline, err := m.closeLogs()
 	if err != nil {
 		m.logger.Error("closing logs failed; next start will recover", zap.Error(err))
 		return err
@@ -516,6 +531,7 @@ func (m *Manager) Close() error {
 		logStartOffsetCheckpointFile: start, cleanerCheckpointFile: dirty} {
 		ckptErrs = append(ckptErrs, m.writeCheckpoint(name, cp))
 	}
+	ckptErrs = append(ckptErrs, m.writeHighWatermarks(hws))
 	if len(offline) > 0 {
 		// The disk that failed them may refuse the checkpoints too; the
 		// previous ones stay valid (older points only mean more to scan).

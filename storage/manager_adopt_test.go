@@ -136,7 +136,7 @@ func TestOpenManagerAdoptsKafkaLogDir(t *testing.T) {
 	if p.LeaderEpoch() != 4 {
 		t.Fatalf("orders-0 leader epoch %d, want 4", p.LeaderEpoch())
 	}
-	if _, err := p.Log.Append(mgrTestBatch("x"), p.LeaderEpoch()); err != nil {
+	if _, err := leaderAppend(p.Log, mgrTestBatch("x"), p.LeaderEpoch()); err != nil {
 		t.Fatal(err)
 	}
 	res, err := p.Log.Read(0, 1<<20, true)

@@ -193,7 +193,7 @@ func TestFailedLogRevives(t *testing.T) {
 		acked += 10
 	}
 	efs.Inject(errorfs.Fault{Op: errorfs.OpWrite, Sticky: true, Err: syscall.ENOSPC})
-	_, err = l.Append(makeBatch(batchOpts{records: 10, valueSize: 100}), 0)
+	_, err = leaderAppend(l, makeBatch(batchOpts{records: 10, valueSize: 100}), 0)
 	if !errors.Is(err, kerr.KafkaStorageError) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("append on a full disk: %v", err)
 	}
@@ -299,7 +299,7 @@ func TestDeleteTopicWithFailedLog(t *testing.T) {
 	}
 	appendOK(t, top.Partitions()[0].Log, makeBatch(batchOpts{records: 3}))
 	efs.Inject(errorfs.Fault{Op: errorfs.OpWrite, PathSuffix: ".log", Sticky: true, Err: syscall.ENOSPC})
-	if _, err := top.Partitions()[0].Log.Append(makeBatch(batchOpts{records: 3}), 0); !errors.Is(err, syscall.ENOSPC) {
+	if _, err := leaderAppend(top.Partitions()[0].Log, makeBatch(batchOpts{records: 3}), 0); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("append: %v", err)
 	}
 	if err := m.DeleteTopic("t"); err != nil {

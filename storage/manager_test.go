@@ -328,7 +328,7 @@ func TestManagerDataSurvivesReopen(t *testing.T) {
 	p := tp.Partitions()[1]
 	first, second := mgrTestBatch("a", "bb", "ccc"), mgrTestBatch("dddd")
 	for i, batch := range [][]byte{first, second} {
-		res, err := p.Log.Append(batch, p.LeaderEpoch())
+		res, err := leaderAppend(p.Log, batch, p.LeaderEpoch())
 		if err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}

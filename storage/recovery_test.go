@@ -254,11 +254,11 @@ func TestInjectedFailures(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			efs, l, dir, b := failingLog(t, c.cfg)
 			efs.Inject(c.fault(b))
-			if res, err := l.Append(b, 0); err == nil {
+			if res, err := leaderAppend(l, b, 0); err == nil {
 				t.Fatalf("append succeeded despite the fault: %+v", res)
 			}
 			for i := 0; i < 3; i++ {
-				if _, err := l.Append(b, 0); !errors.Is(err, kerr.KafkaStorageError) {
+				if _, err := leaderAppend(l, b, 0); !errors.Is(err, kerr.KafkaStorageError) {
 					t.Fatalf("append on failed log: %v", err)
 				}
 			}
@@ -289,7 +289,7 @@ func TestRollFsyncFailure(t *testing.T) {
 	efs.Inject(errorfs.Fault{Op: errorfs.OpSync, PathSuffix: logExt})
 	var err error
 	for i := 0; i < 10 && err == nil; i++ {
-		_, err = l.Append(b, 0)
+		_, err = leaderAppend(l, b, 0)
 	}
 	if !errors.Is(err, kerr.KafkaStorageError) {
 		t.Fatalf("roll fsync failure not reported: %v", err)

@@ -44,7 +44,7 @@ func TestAppendTimestampBounds(t *testing.T) {
 			}
 			l := openTestLog(t, vfs.Default, t.TempDir(), cfg, OpenOptions{RecoveryPoint: -1})
 			defer l.Close()
-			_, err := l.Append(makeBatch(batchOpts{ts: tc.ts}), 0)
+			_, err := leaderAppend(l, makeBatch(batchOpts{ts: tc.ts}), 0)
 			switch {
 			case tc.ok && err != nil:
 				t.Fatalf("timestamp %d refused: %v", tc.ts, err)

@@ -67,10 +67,10 @@ func TestTransactionsLSOAndAbortedIndex(t *testing.T) {
 	if got := readCommittedBases(t, l); len(got) != 0 {
 		t.Fatalf("read_committed below LSO 0 returned %v", got)
 	}
-	if _, err := l.Append(makeBatch(batchOpts{records: 1, pid: 1, epoch: 0, seq: 4}), 0); err == nil {
+	if _, err := leaderAppend(l, makeBatch(batchOpts{records: 1, pid: 1, epoch: 0, seq: 4}), 0); err == nil {
 		t.Fatal("a non-transactional batch of a producer with an open transaction was accepted")
 	}
-	off, err := l.AppendControl(1, 0, false, 0, 0) // abort pid 1 at 6
+	off, err := leaderAppendControl(l, 1, 0, false, 0, 0) // abort pid 1 at 6
 	if err != nil || off != 6 {
 		t.Fatalf("abort marker: offset %d, %v", off, err)
 	}
@@ -80,7 +80,7 @@ func TestTransactionsLSOAndAbortedIndex(t *testing.T) {
 	if got := readCommittedBases(t, l); !reflect.DeepEqual(got, []int64{0}) {
 		t.Fatalf("read_committed below LSO 2: %v", got)
 	}
-	if off, err := l.AppendControl(2, 0, true, 0, 0); err != nil || off != 7 { // commit pid 2 at 7
+	if off, err := leaderAppendControl(l, 2, 0, true, 0, 0); err != nil || off != 7 { // commit pid 2 at 7
 		t.Fatalf("commit marker: offset %d, %v", off, err)
 	}
 	if got, hw := l.LastStableOffset(), l.HighWatermark(); got != 8 || hw != 8 {
@@ -96,7 +96,7 @@ func TestTransactionsLSOAndAbortedIndex(t *testing.T) {
 	if got := l.AbortedTransactions(7, 8); len(got) != 0 {
 		t.Fatalf("aborted in [7, 8): %v", got)
 	}
-	if _, err := l.AppendControl(1, -1, true, 0, 0); err == nil {
+	if _, err := leaderAppendControl(l, 1, -1, true, 0, 0); err == nil {
 		t.Fatal("a marker with an older producer epoch was accepted")
 	}
 	appendOK(t, l, txnBatch(3, 0, 1)) // 8, pid 3 stays open
@@ -128,7 +128,7 @@ func TestTransactionsLSOAndAbortedIndex(t *testing.T) {
 		if got, err := os.ReadFile(idxPath); err != nil || !bytes.Equal(got, entry) {
 			t.Fatalf("%s: .txnindex %x (%v), want %x", name, got, err, entry)
 		}
-		if off, err := l2.AppendControl(3, 0, false, 0, 0); err != nil || off != 9 {
+		if off, err := leaderAppendControl(l2, 3, 0, false, 0, 0); err != nil || off != 9 {
 			t.Fatalf("%s: abort pid 3: %d, %v", name, off, err)
 		}
 		if got := l2.AbortedTransactions(0, 10); !reflect.DeepEqual(got, append(want, Aborted{ProducerID: 3, FirstOffset: 8})) {

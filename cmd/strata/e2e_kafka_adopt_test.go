@@ -372,8 +372,20 @@ func TestAdoptKafkaLogDir(t *testing.T) {
 		}
 	}
 
+	hws := endOffsets(t, fresh, "orders", 3)
 	if code := s.signal(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("strata exit code %d", code)
+	}
+	// The high watermarks Kafka reads when it opens the dir again.
+	ckpt, err := os.ReadFile(filepath.Join(dataDir, "replication-offset-checkpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\norders 0 " + strconv.FormatInt(hws[0], 10) + "\n", "\norders 1 " + strconv.FormatInt(hws[1], 10) + "\n",
+		"\norders 2 " + strconv.FormatInt(hws[2], 10) + "\n", "\nstrata-made 0 50\n"} {
+		if !strings.HasPrefix(string(ckpt), "0\n") || !strings.Contains(string(ckpt), want) {
+			t.Errorf("replication-offset-checkpoint lacks %q:\n%s", strings.TrimSpace(want), ckpt)
+		}
 	}
 	files := segmentFiles(t, dataDir)
 	if made, _ := filepath.Glob(filepath.Join(dataDir, "strata-made-0", "*.log")); len(made) < 2 {

@@ -1,0 +1,184 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/strata-io/strata/internal/batch"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type fixedEpoch int32
+
+func (e fixedEpoch) LeaderEpoch() int32 { return int32(e) }
+
+// TestLeaderAlone checks a partition whose only replica is the leader: each
+// append is acknowledged at once, whatever acks asks, and the high
+// watermark is its end, stamped with the leader epoch.
+func TestLeaderAlone(t *testing.T) {
+	l := &memLog{}
+	if _, err := l.Append(memBatch(0, 4, 0), 0); err != nil { // written before this node led
+		t.Fatal(err)
+	}
+	p, err := NewLeader(l, fixedEpoch(3), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 4 {
+		t.Fatalf("high watermark after becoming leader %d, want the log end 4", hw)
+	}
+	for i, acks := range []int16{AcksNone, AcksLeader, AcksAll} {
+		res, err := p.AppendAsLeader(memBatch(0, 2, 0), acks, time.Millisecond)
+		if err != nil {
+			t.Fatalf("acks=%d: %v", acks, err)
+		}
+		if want := int64(4 + 2*i); res.BaseOffset != want || p.HighWatermark() != want+2 {
+			t.Fatalf("acks=%d: base %d hw %d, want %d and %d", acks, res.BaseOffset, p.HighWatermark(), want, want+2)
+		}
+	}
+	off, err := p.AppendControl(7, 0, true, 0, time.Millisecond)
+	if err != nil || off != 10 || p.HighWatermark() != 11 {
+		t.Fatalf("marker at %d (%v), hw %d; want 10 and 11", off, err, p.HighWatermark())
+	}
+	if got := l.epochs(); got[1][1] != 3 || got[len(got)-1][1] != 3 {
+		t.Fatalf("epochs %v, want the leader's 3 on its appends", got)
+	}
+}
+
+// TestHighWatermarkFollowsSlowestInSyncReplica checks an ISR of three: the
+// high watermark is the smallest log end offset among them, acks=1 answers
+// at once, acks=all waits until every in-sync replica has the records and
+// times out with REQUEST_TIMED_OUT when they do not come.
+func TestHighWatermarkFollowsSlowestInSyncReplica(t *testing.T) {
+	l := &memLog{}
+	p, err := NewLeader(l, fixedEpoch(0), 1, 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.ISR(), []int32{1, 2, 3}) {
+		t.Fatalf("ISR %v", p.ISR())
+	}
+	if _, err := p.AppendAsLeader(memBatch(0, 3, 0), AcksLeader, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("acks=1 with followers behind: hw %d, want 0", hw)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.AppendAsLeader(memBatch(0, 2, 0), AcksAll, 30*time.Second) // offsets 3, 4
+		done <- err
+	}()
+	waitFor(t, func() bool { return l.LogEndOffset() == 5 })
+	now := time.Now()
+	steps := []struct {
+		replica int32
+		offset  int64
+		hw      int64
+	}{
+		{2, 5, 0}, // 3 has nothing yet
+		{3, 2, 2},
+		{3, 3, 3},
+		{2, 4, 3}, // the faster follower's new fetch offset is behind: HW stays
+		{3, 5, 4},
+	}
+	for _, s := range steps {
+		if err := p.UpdateFollower(s.replica, s.offset, now); err != nil {
+			t.Fatal(err)
+		}
+		if hw := p.HighWatermark(); hw != s.hw {
+			t.Fatalf("after replica %d at %d: hw %d, want %d", s.replica, s.offset, hw, s.hw)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("acks=all answered (%v) with hw %d, below its end 5", err, s.hw)
+		default:
+		}
+	}
+	if err := p.UpdateFollower(2, 5, now.Add(50*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if lagging := p.LaggingFollowers(now.Add(time.Minute), 30*time.Second); !slices.Equal(lagging, []int32{3}) {
+		t.Fatalf("lagging followers %v a minute on, want [3]: 2 caught up 10s ago, 3 a minute ago", lagging)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("acks=all: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("acks=all still waiting with every in-sync replica at 5")
+	}
+	if _, err := p.AppendAsLeader(memBatch(0, 1, 0), AcksAll, 20*time.Millisecond); !errors.Is(err, kerr.RequestTimedOut) {
+		t.Fatalf("acks=all with followers not fetching: %v, want REQUEST_TIMED_OUT", err)
+	}
+	if err := p.UpdateFollower(9, 6, now); err == nil {
+		t.Fatal("a fetch from a replica outside the partition was taken")
+	}
+}
+
+// TestFollowerAppendAndTruncate checks a follower: batches keep the leader's
+// offsets and epochs, must start at its log end offset and follow one
+// another, the high watermark is the leader's as far as the log holds it,
+// and truncation cuts the log and the high watermark back.
+func TestFollowerAppendAndTruncate(t *testing.T) {
+	l := &memLog{}
+	p := NewFollower(l, 2)
+	two := append(memBatch(0, 3, 5), memBatch(3, 2, 6)...)
+	if _, err := p.AppendAsFollower(two, 9); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(l.epochs()); got != "[[0 5] [3 6]]" {
+		t.Fatalf("follower batches %s, want the leader's offsets and epochs", got)
+	}
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("follower hw %d, want 5 (the leader's 9 capped at the log end)", hw)
+	}
+	for name, recs := range map[string][]byte{
+		"gap":          memBatch(6, 1, 6),
+		"overlap":      memBatch(4, 1, 6),
+		"second gap":   append(memBatch(5, 1, 6), memBatch(7, 1, 6)...),
+		"partial tail": append(memBatch(5, 1, 6), memBatch(6, 1, 6)[:20]...),
+	} {
+		if _, err := p.AppendAsFollower(recs, 9); err == nil || l.LogEndOffset() != 5 {
+			t.Fatalf("%s: follower append took it (%v), log end %d", name, err, l.LogEndOffset())
+		}
+	}
+	if err := p.TruncateTo(3); err != nil {
+		t.Fatal(err)
+	}
+	if leo, hw := l.LogEndOffset(), p.HighWatermark(); leo != 3 || hw != 3 {
+		t.Fatalf("after truncating to 3: leo %d hw %d", leo, hw)
+	}
+	if _, err := p.AppendAsFollower(memBatch(3, 1, 7), 4); err != nil || l.LogEndOffset() != 4 {
+		t.Fatalf("append after truncation: %v, leo %d", err, l.LogEndOffset())
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// recordBatch is a real one-record v2 batch, as a client sends it.
+func recordBatch(value string) []byte {
+	r := kmsg.Record{Value: []byte(value)}
+	body := r.AppendTo(nil)[1:] // Length 0 encodes as one byte
+	r.Length = int32(len(body))
+	recs := r.AppendTo(nil)
+	b := kmsg.RecordBatch{Length: int32(batch.HeaderSize - batch.LogOverhead + len(recs)), PartitionLeaderEpoch: -1, Magic: 2,
+		FirstTimestamp: 1, MaxTimestamp: 1, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 1, Records: recs}
+	raw := b.AppendTo(nil)
+	batch.Seal(raw)
+	return raw
+}

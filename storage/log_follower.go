@@ -1,0 +1,223 @@
+package storage
+
+// Follower writes: batches fetched from the partition's leader, which keep
+// the leader's offsets and epochs, and truncation to where this replica's
+// log agrees with the leader's, as Kafka's UnifiedLog.appendAsFollower and
+// truncateTo. Package replica calls them; a single node never does.
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/strata-io/strata/internal/batch"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+)
+
+// validateFollowerBatches checks batches a leader sent: their structure,
+// size and CRC, as Kafka's LogValidator for a follower. Control batches and
+// compacted batches (fewer records than the offsets they span) are the
+// leader's own and are taken.
+func validateFollowerBatches(records []byte, maxMessageBytes int) ([]batch.Header, error) {
+	if len(records) == 0 {
+		return nil, fmt.Errorf("empty follower append: %w", kerr.InvalidRecord)
+	}
+	var hdrs []batch.Header
+	for pos := 0; pos < len(records); {
+		rest := records[pos:]
+		if len(rest) < batch.HeaderSize {
+			return nil, fmt.Errorf("batch at byte %d: %d bytes left, header needs %d: %w", pos, len(rest), batch.HeaderSize, kerr.CorruptMessage)
+		}
+		h := batch.DecodeHeader(rest)
+		if err := checkHeader(&h, int64(len(rest))); err != nil {
+			return nil, err
+		}
+		if h.Size() > int64(maxMessageBytes) {
+			return nil, fmt.Errorf("batch of %d bytes exceeds max.message.bytes %d: %w", h.Size(), maxMessageBytes, kerr.MessageTooLarge)
+		}
+		if got := batch.CRC(rest[:h.Size()]); got != h.CRC {
+			return nil, fmt.Errorf("batch at offset %d: crc %08x, computed %08x: %w", h.BaseOffset, h.CRC, got, kerr.CorruptMessage)
+		}
+		if h.LastOffsetDelta < 0 || h.RecordCount < 0 || int64(h.RecordCount) > int64(h.LastOffsetDelta)+1 {
+			return nil, fmt.Errorf("batch at offset %d: record count %d, last offset delta %d: %w", h.BaseOffset, h.RecordCount, h.LastOffsetDelta, kerr.CorruptMessage)
+		}
+		hdrs = append(hdrs, h)
+		pos += int(h.Size())
+	}
+	return hdrs, nil
+}
+
+// AppendAsFollower appends batches fetched from the partition's leader,
+// keeping their offsets and partition leader epochs: the first must start
+// at the log end offset and each where the one before ended (else
+// OFFSET_OUT_OF_RANGE, and nothing is written). Producer state, the
+// aborted-transaction index and the leader epoch cache follow the batches,
+// with no sequence checks: the leader made them. The high watermark stays.
+func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
+	hdrs, err := validateFollowerBatches(records, l.cfgView.Load().MaxMessageBytes)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	l.mu.Lock()
+	if err := l.writable(); err != nil {
+		l.mu.Unlock()
+		return AppendResult{}, err
+	}
+	fail := func(err error) (AppendResult, error) {
+		l.fail(err)
+		err = l.storageError()
+		l.mu.Unlock()
+		return AppendResult{}, err
+	}
+	base := l.active().next
+	next, maxTs, msgs := base, int64(-1), int64(0)
+	for i := range hdrs {
+		if hdrs[i].BaseOffset != next {
+			l.mu.Unlock()
+			return AppendResult{}, fmt.Errorf("log %s: follower batch at offset %d where the log ends at %d: %w", l.dir, hdrs[i].BaseOffset, next, kerr.OffsetOutOfRange)
+		}
+		next = hdrs[i].NextOffset()
+		maxTs = max(maxTs, hdrs[i].MaxTimestamp)
+		msgs += int64(hdrs[i].RecordCount)
+	}
+	now := l.now()
+	rolledTo := int64(-1)
+	if l.active().shouldRoll(int64(len(records)), len(hdrs), maxTs, next-1, now) {
+		if err := l.roll(now); err != nil {
+			return fail(err)
+		}
+		rolledTo = base
+	}
+	seg := l.active()
+	if err := seg.append(records, hdrs); err != nil {
+		return fail(err)
+	}
+	for i, pos := range batchPositions(hdrs) {
+		h := &hdrs[i]
+		switch {
+		case h.Control():
+			err = l.onControlAppended(h, records[pos:pos+int(h.Size())])
+		case h.ProducerID >= 0:
+			l.producers.update(metaOf(h))
+		}
+		if err == nil {
+			err = l.assignEpoch(h.PartitionLeaderEpoch, h.BaseOffset)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	l.unflushedMsgs += msgs
+	l.noteEnd(logPos{offset: next, segBase: seg.base, pos: seg.size})
+	needFlush := l.unflushedMsgs >= l.cfg.FlushIntervalMessages ||
+		now.Sub(l.lastFlush).Milliseconds() >= l.cfg.FlushIntervalMs
+	res := AppendResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: l.logStart, EndOffset: next}
+	l.mu.Unlock()
+	if err := l.flushAfterAppend(next, rolledTo, needFlush); err != nil {
+		return AppendResult{}, err
+	}
+	return res, nil
+}
+
+// TruncateTo cuts the log back to offset, a batch boundary, as Kafka's
+// UnifiedLog.truncateTo when a follower's log diverged from its leader's:
+// the segments above it are removed, the one holding it is cut there, and
+// the log is loaded again from that segment, as recovery does (indexes,
+// producer state, aborted transactions and leader epochs at or above offset
+// go). The high watermark and recovery point come down to the new log end
+// offset if they were above. An offset at or above the log end offset
+// changes nothing; one below the log start offset is OFFSET_OUT_OF_RANGE. If
+// a file operation fails the log fails and goes offline (reads fail too)
+// until it is revived, as after a failed revival.
+func (l *Log) TruncateTo(offset int64) error {
+	if l.closing.Load() {
+		return fmt.Errorf("log %s: %w: %w", l.dir, errLogClosed, kerr.KafkaStorageError)
+	}
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	leo := l.active().next
+	if offset >= leo {
+		return nil
+	}
+	if offset < l.logStart {
+		return fmt.Errorf("log %s: truncate to %d below the log start offset %d: %w", l.dir, offset, l.logStart, kerr.OffsetOutOfRange)
+	}
+	cut, err := l.positionOf(offset)
+	if err != nil {
+		return err
+	}
+	for _, s := range l.segs {
+		s.closeAll()
+	}
+	if err := l.cutFiles(cut); err != nil {
+		l.failed = err
+		l.closed = true // offline until revived: the segments behind l.segs are closed
+		call(l.events.OnLogFailed, LogFailureInfo{LogInfo{Dir: l.dir}, fmt.Errorf("truncate to %d: %w", offset, err)})
+		return l.storageError()
+	}
+	fresh := &Log{fsys: l.fsys, dir: l.dir, cfg: l.cfg, logger: l.logger, clock: l.clock, now: l.now, doomed: l.doomed, events: l.events}
+	fresh.lastFlush = l.now()
+	opts := OpenOptions{RecoveryPoint: min(l.flushed.Load(), cut.segBase), LogStartOffset: l.logStart, FirstDirtyOffset: min(l.firstDirty, offset)}
+	if err := fresh.load(opts); err != nil {
+		for _, s := range fresh.segs {
+			s.closeAll()
+		}
+		l.failed = err
+		l.closed = true // offline, as a failed Revive
+		call(l.events.OnLogFailed, LogFailureInfo{LogInfo{Dir: l.dir}, fmt.Errorf("reload after truncating to %d: %w", offset, err)})
+		return fmt.Errorf("truncate log %s to %d: %w: %w", l.dir, offset, err, kerr.KafkaStorageError)
+	}
+	for _, s := range fresh.segs {
+		s.cfg = &l.cfg
+	}
+	l.segs, l.logStart, l.firstDirty, l.tombstoneHorizon = fresh.segs, fresh.logStart, fresh.firstDirty, fresh.tombstoneHorizon
+	l.producers, l.aborted, l.epochs = fresh.producers, fresh.aborted, fresh.epochs
+	l.dirDirty, l.unflushedMsgs = false, 0
+	l.forgetEnds()
+	end := fresh.hw // the new log end offset's position
+	if l.hw.offset > end.offset {
+		l.hw = end
+	}
+	if l.flushed.Load() > end.offset {
+		l.flushedPos = end
+		l.flushed.Store(end.offset)
+	}
+	l.logger.Info("partition log truncated", zap.String("dir", l.dir), zap.Int64("from", leo), zap.Int64("to", end.offset))
+	return nil
+}
+
+// cutFiles removes the segments above cut and cuts the one holding it at
+// cut's position, durably. Caller holds every lock and closed the segments.
+func (l *Log) cutFiles(cut logPos) error {
+	for _, s := range l.segs {
+		if s.base > cut.segBase {
+			if err := s.remove(); err != nil {
+				return err
+			}
+		}
+	}
+	path := segmentPath(l.dir, cut.segBase, logExt)
+	f, err := l.fsys.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("truncate %s: %w", path, err)
+	}
+	if err := f.Truncate(cut.pos); err != nil {
+		f.Close()
+		return fmt.Errorf("truncate %s to %d: %w", path, cut.pos, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	return l.fsys.SyncDir(l.dir)
+}
