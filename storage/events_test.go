@@ -64,7 +64,7 @@ func TestManagerReportsEvents(t *testing.T) {
 	}
 	l := topic.Partitions()[0].Log
 	for range 3 {
-		if _, err := l.Append(makeBatch(batchOpts{records: 2, valueSize: 100}), 0); err != nil {
+		if _, err := leaderAppend(l, makeBatch(batchOpts{records: 2, valueSize: 100}), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
