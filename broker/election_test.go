@@ -302,3 +302,44 @@ func TestLocalChanges(t *testing.T) {
 		t.Fatalf("no change: %+v", got)
 	}
 }
+
+// TestProduceFollowsLeadership checks that a partition whose leadership
+// moved to another broker refuses Produce NOT_LEADER_OR_FOLLOWER, and
+// once back takes it at the image's new leader epoch.
+func TestProduceFollowsLeadership(t *testing.T) {
+	b := startBroker(t, nil)
+	cl := rawClient(t, b)
+	createTopicN(t, b, "t", 1)
+	produce := func() *kmsg.ProduceResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = testBatch(t, 1)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(testCtx(t), cl.Broker(testNodeID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &resp.Topics[0].Partitions[0]
+	}
+	registerOtherBroker(t, b)
+	moveLeader(t, b, "t", 0, otherBroker)
+	if p := produce(); p.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce to a partition led elsewhere: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(p.ErrorCode))
+	}
+	moveLeader(t, b, "t", 0, testNodeID)
+	if p := produce(); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("produce once led here again: %v at %d, want offset 0", kerr.ErrorForCode(p.ErrorCode), p.BaseOffset)
+	}
+	batches := batchesOn(t, cl, "t", 0)
+	if len(batches) != 1 {
+		t.Fatalf("%d batches in t-0, want the one produced", len(batches))
+	}
+	if e := batches[0].PartitionLeaderEpoch; e != 2 {
+		t.Fatalf("the batch's leader epoch %d, want 2", e)
+	}
+}
