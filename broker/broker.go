@@ -71,7 +71,8 @@ type Broker struct {
 	groups *coordinator.Groups
 	txns   *coordinator.Txns
 
-	replicas *replica.Manager // this node's replica of every partition
+	replicas  *replica.Manager // this node's replica of every partition
+	unpublish func()           // ends the publisher's subscription (publisher.go)
 
 	ln      net.Listener
 	advHost string
@@ -178,6 +179,10 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		groups.Close()
 		return nil, errors.Join(fmt.Errorf("transaction coordinator: %w", err), logs.Close(), ln.Close())
 	}
+	// Nothing proposes before New returns, so no change falls between the
+	// first image's publication and the subscription.
+	pub := &publisher{node: cfg.NodeID, logs: logs, replicas: replicas, groups: groups, txns: txns, logger: logger}
+	pub.publish(metadata.Empty, meta.Image())
 	b := &Broker{
 		cfg:      cfg,
 		logger:   logger,
@@ -201,6 +206,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if b.authz == nil {
 		b.authz = allowAll{}
 	}
+	b.unpublish = meta.Subscribe(pub.publish)
 	b.svc = newServices(b)
 	b.slotFreed = sync.NewCond(&b.mu)
 	if err := b.openMetrics(); err != nil {
@@ -315,6 +321,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	// Blocked JoinGroup and SyncGroup requests were woken by b.shutdown.
+	b.unpublish()
 	b.txns.Close()
 	b.groups.Close()
 	if err := b.logs.Close(); err != nil {

@@ -2,10 +2,12 @@ package broker
 
 // FindCoordinator.
 //
-// This node coordinates every group (key type 0) and every transactional
-// id (key type 1), so the answer is always this broker, at the address the
-// metadata image registers for it on the client listener; v4+ answers each
-// key of the batch. As in Kafka, the first
+// A group (key type 0) or transactional id (key type 1) is coordinated by
+// the leader of its partition of __consumer_offsets or
+// __transaction_state, as Kafka's getCoordinator: the answer is that
+// broker, at the address the metadata image registers for it on the
+// client listener (on one node, this one); v4+ answers each key of the
+// batch. As in Kafka, the first
 // FindCoordinator for a group creates __consumer_offsets
 // (offsets.topic.num.partitions partitions) and the first for a
 // transactional id creates __transaction_state
@@ -24,6 +26,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/metadata"
 )
 
 // registerFindCoordinator serves FindCoordinator; its versions are here and nowhere else.
@@ -70,18 +73,25 @@ func (b *services) findCoordinator(key string, keyType int8, version int16) kmsg
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	var err *kerr.Error
 	var topic string
+	var partition int32
 	switch keyType {
 	case 0:
-		topic = coordinator.OffsetsTopic
+		topic, partition = coordinator.OffsetsTopic, b.groups.PartitionFor(key)
 	case 1:
-		topic = coordinator.TxnStateTopic
+		topic, partition = coordinator.TxnStateTopic, b.txns.PartitionFor(key)
 	default:
 		err = kerr.InvalidRequest
 	}
 	if topic != "" {
 		img := b.meta.Image()
 		existed := img.Topics.ByName(topic) != nil
-		reg, registered := img.Cluster.Broker(b.cfg.NodeID)
+		leader := metadata.NoLeader
+		if t := img.Topics.ByName(topic); t != nil {
+			if p, ok := t.Partition(partition); ok {
+				leader = p.Leader
+			}
+		}
+		reg, registered := img.Cluster.Broker(leader)
 		host, port, reachable := b.endpoint(reg)
 		switch e := b.internalTopicCreator(topic)(); {
 		case e != nil:

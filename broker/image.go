@@ -73,8 +73,8 @@ func configRecords(res metadata.ConfigResource, had, want map[string]string) []m
 }
 
 // errNotHosted refuses a change storage has no way to make durable on one
-// node (a partition without this node among its replicas, a leader change,
-// two admin operations in one change).
+// node (a partition without this node among its replicas, two admin
+// operations in one change).
 var errNotHosted = errors.New("not a change a single node's storage can make durable")
 
 // logHost makes a metadata change durable in storage, the host of the
@@ -82,7 +82,11 @@ var errNotHosted = errors.New("not a change a single node's storage can make dur
 // one's only replica): a new topic, added partitions, a deleted topic, a
 // topic's or the broker's new dynamic configs, one per change, in
 // storage's order (the
-// partition dirs, then the registry, then its list of deleted topics).
+// partition dirs, then the registry, then its list of deleted topics). A
+// partition's new leader or ISR, on replicas that keep this node, has
+// nothing to write: the log stays, and the publisher tells the replica
+// layer (publisher.go). The image read back at start (imageOf) makes this
+// node the leader of every partition again.
 // Storage's errors come back as they are, so clients read the same
 // messages as before.
 type logHost struct {
@@ -126,6 +130,17 @@ func (h logHost) commit(old, new *metadata.Image, records []metadata.Record) err
 			}
 			if !created[t.Name] {
 				add(r.TopicID, func() error { return h.logs.CreatePartitions(t.Name, int32(len(t.Partitions)), false) })
+			}
+		case metadata.PartitionChangeRecord:
+			// A new leader or ISR is the image's alone: the replica layer,
+			// told by the publisher, records a leader epoch this node
+			// leads at in the log's leader-epoch-checkpoint.
+			t := new.Topics.ByID(r.TopicID)
+			if t == nil {
+				return fmt.Errorf("change of partition %d of a removed topic: %w", r.PartitionID, errNotHosted)
+			}
+			if p, _ := t.Partition(r.PartitionID); !slices.Contains(p.Replicas, h.node) {
+				return fmt.Errorf("partition %d of topic %s moved to replicas %v: %w", r.PartitionID, t.Name, p.Replicas, errNotHosted)
 			}
 		case metadata.RemoveTopicRecord:
 			t := old.Topics.ByID(r.TopicID)

@@ -93,8 +93,19 @@ func TestImageChangesAreDurableFirst(t *testing.T) {
 	if _, err := store.Propose(elsewhere...); !errors.Is(err, errNotHosted) {
 		t.Fatalf("a partition on another node: %v, want errNotHosted", err)
 	}
+	offNode := []metadata.Record{metadata.PartitionChangeRecord{PartitionID: 0, TopicID: id, Leader: 8, ISR: []int32{8}, Replicas: []int32{8}}}
+	if _, err := store.Propose(offNode...); !errors.Is(err, errNotHosted) {
+		t.Fatalf("a partition moved off this node: %v, want errNotHosted", err)
+	}
 	if store.Image() != before || m.Topic("u") != nil || m.Topic("elsewhere") != nil || m.Topic("t").ConfigMap()["retention.ms"] != "7" {
 		t.Fatalf("refused changes took effect: image changed %v, u %v, t's configs %v", store.Image() != before, m.Topic("u"), m.Topic("t").ConfigMap())
+	}
+	led := metadata.PartitionChangeRecord{PartitionID: 0, TopicID: id, Leader: 8, ISR: []int32{7, 8}, Replicas: []int32{7, 8}}
+	if img, err := store.Propose(led); err != nil || img.Topics.ByID(id).Partitions[0].Leader != 8 {
+		t.Fatalf("a new leader on replicas that keep this node: %v, want it in the image", err)
+	}
+	if len(m.Topic("t").Partitions()) != 3 {
+		t.Fatal("a leadership change touched storage's partitions")
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
@@ -106,6 +117,9 @@ func TestImageChangesAreDurableFirst(t *testing.T) {
 	ti := img.Topics.ByName("t")
 	if ti == nil || ti.ID != id || len(ti.Partitions) != 3 || img.Topics.Len() != 1 {
 		t.Fatalf("after restart the image's topics are %+v", img.Topics.All())
+	}
+	if p := ti.Partitions[0]; !p.LeaderIs(7) {
+		t.Fatalf("after restart partition 0 = %+v, want this node its leader again (no leadership change is kept)", p)
 	}
 	if p := ti.Partitions[2]; !p.LeaderIs(7) || !slices.Equal(p.Replicas, []int32{7}) || !slices.Equal(p.ISR, []int32{7}) {
 		t.Fatalf("after restart partition 2 = %+v", p)

@@ -81,6 +81,7 @@ type producerIDs interface {
 // groupCoordinator is the group coordinator as handlers use it.
 type groupCoordinator interface {
 	Ensure() error
+	PartitionFor(groupID string) int32
 	JoinGroup(req *kmsg.JoinGroupRequest, version int16, client coordinator.Client, done <-chan struct{}) *kmsg.JoinGroupResponse
 	SyncGroup(req *kmsg.SyncGroupRequest, version int16, done <-chan struct{}) *kmsg.SyncGroupResponse
 	Heartbeat(req *kmsg.HeartbeatRequest) *kerr.Error
@@ -101,6 +102,7 @@ type groupCoordinator interface {
 // txnCoordinator is the transaction coordinator as handlers use it.
 type txnCoordinator interface {
 	Ensure() error
+	PartitionFor(transactionalID string) int32
 	InitProducerID(id string, timeoutMs int32, reqPid int64, reqEpoch int16) coordinator.InitProducerIDResult
 	AddPartitions(id string, pid int64, epoch int16, parts []coordinator.TxnPartition)
 	AddOffsets(id string, pid int64, epoch int16, group string) *kerr.Error

@@ -27,8 +27,11 @@
 //     (GroupConfig.Clock, a clockwork.Clock) armed at the shard's next
 //     deadline, and appendRecords, the one place group records reach the
 //     log. Records are durable before the answers that depend on them are
-//     sent. On a single node every partition is elected when the topic is
-//     opened or created.
+//     sent. The broker's publisher elects and resigns partitions from the
+//     metadata image (broker/publisher.go, as Kafka's
+//     BrokerMetadataPublisher): at start for every partition this node
+//     leads, and within the change that creates the topic on first need,
+//     where an empty partition is loaded before it is published.
 //
 // testdata/groups holds scripts that drive the shards step by step (join,
 // sync, heartbeat, tick 10s, elect 3, ...) and show every effect.
@@ -44,9 +47,9 @@
 // request to the partition's leader later). Kafka's order is kept: the
 // PrepareCommit/PrepareAbort record is durable before any marker, the
 // CompleteCommit/CompleteAbort record is written after every marker. A
-// partition is loaded when this node is elected its leader (OnElected,
-// replaying it and finishing what it left prepared; a single node elects
-// every partition when the topic is opened or created) and dropped on
-// OnResigned; meanwhile its ids are COORDINATOR_LOAD_IN_PROGRESS, then
-// NOT_COORDINATOR. The scripts under testdata/txn drive it step by step.
+// partition is loaded when the metadata image makes this node its leader
+// (OnElected from the broker's publisher, replaying it and finishing what
+// it left prepared) and dropped when it stops (OnResigned); meanwhile its
+// ids are COORDINATOR_LOAD_IN_PROGRESS, then NOT_COORDINATOR. Neither
+// coordinator elects itself. The scripts under testdata/txn drive it step by step.
 package coordinator

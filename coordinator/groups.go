@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -91,8 +90,6 @@ type Groups struct {
 	replicas *replica.Manager // every append goes through a partition's replica
 
 	offsets internalTopic // __consumer_offsets
-	elected atomic.Bool   // every partition of the topic got a shard
-	electMu sync.Mutex    // makes electing them happen once
 
 	mu    sync.RWMutex
 	slots map[int32]*groupSlot // by partition; absent: not the coordinator
@@ -121,13 +118,11 @@ type groupSlot struct {
 	armedAt  time.Time
 }
 
-// OpenGroups opens the group coordinator. When __consumer_offsets exists
-// every partition is elected and replayed in the background, and requests
-// for its groups get COORDINATOR_LOAD_IN_PROGRESS until that partition is
-// done; when it does not, there is nothing to load and the topic is created
-// (with offsets.topic.num.partitions partitions, each elected at once) by
-// the first request that needs it, as Kafka creates it on the first
-// FindCoordinator; create makes it.
+// OpenGroups opens the group coordinator. It leads no partition of
+// __consumer_offsets until it is elected (OnElected, from the metadata
+// image); when the topic does not exist it is created (with
+// offsets.topic.num.partitions partitions) by the first request that needs
+// it, as Kafka creates it on the first FindCoordinator; create makes it.
 func OpenGroups(logs *storage.Manager, replicas *replica.Manager, create CreateTopic, cfg GroupConfig, logger *zap.Logger) (*Groups, error) {
 	def := DefaultGroupConfig()
 	if cfg.OffsetsTopicPartitions <= 0 {
@@ -155,34 +150,9 @@ func OpenGroups(logs *storage.Manager, replicas *replica.Manager, create CreateT
 	}
 	c.offsets = internalTopic{name: OffsetsTopic, partitions: cfg.OffsetsTopicPartitions,
 		configs: offsetsTopicConfigs(cfg.OffsetsSegmentBytes), logs: logs, create: create, logger: c.logger}
-	t := logs.Topic(OffsetsTopic)
-	if t == nil {
-		return c, nil // nothing to load
+	if t := logs.Topic(OffsetsTopic); t != nil {
+		c.offsets.adopt(t)
 	}
-	c.offsets.adopt(t)
-	parts := c.offsets.current()
-	slots := make([]*groupSlot, len(parts))
-	for i, p := range parts {
-		slots[i] = c.newSlot(p.Index, p.LeaderEpoch())
-		c.publish(slots[i])
-	}
-	c.elected.Store(true)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		start := time.Now()
-		groups := 0
-		for _, sl := range slots {
-			n, err := c.load(sl)
-			if err != nil {
-				c.logger.Error("loading "+OffsetsTopic+" failed; requests for its groups keep getting COORDINATOR_LOAD_IN_PROGRESS",
-					zap.Int32("partition", sl.partition), zap.Error(err))
-				return
-			}
-			groups += n
-		}
-		c.logger.Info("loaded groups from "+OffsetsTopic, zap.Int("groups", groups), zap.Duration("duration", time.Since(start)))
-	}()
 	return c, nil
 }
 
@@ -205,9 +175,19 @@ func (c *Groups) publish(sl *groupSlot) {
 
 // OnElected makes this node the coordinator of the partition's groups at
 // the leader epoch: the partition is replayed in the background, its
-// groups answered COORDINATOR_LOAD_IN_PROGRESS until that is done.
+// groups answered COORDINATOR_LOAD_IN_PROGRESS until that is done. A
+// partition with nothing to replay (one just created) is loaded before it
+// is published, so no request sees it half elected.
 func (c *Groups) OnElected(partition, epoch int32) {
 	sl := c.newSlot(partition, epoch)
+	if p, err := c.offsets.partition(partition); err == nil && p.Log.LogStartOffset() == p.Log.LogEndOffset() {
+		if _, err := c.load(sl); err != nil {
+			c.logger.Error("loading "+OffsetsTopic+" partition failed; its groups keep getting COORDINATOR_LOAD_IN_PROGRESS",
+				zap.Int32("partition", partition), zap.Error(err))
+		}
+		c.publish(sl)
+		return
+	}
 	c.publish(sl)
 	c.wg.Add(1)
 	go func() {
@@ -251,31 +231,11 @@ func (c *Groups) resign(sl *groupSlot) {
 // (FindCoordinator for a group, or any group request): once, even under
 // concurrent callers; after a failure the next call tries again. A topic
 // created meanwhile by other means (Metadata auto-creation, CreateTopics)
-// is adopted. Its partitions are elected, loaded and only then published,
-// before it returns: until then no group exists (run), as for a topic
-// that does not exist yet.
-func (c *Groups) Ensure() error {
-	if err := c.offsets.ensure(); err != nil {
-		return err
-	}
-	if c.elected.Load() {
-		return nil
-	}
-	c.electMu.Lock()
-	defer c.electMu.Unlock()
-	if c.elected.Load() {
-		return nil
-	}
-	for _, p := range c.offsets.current() {
-		sl := c.newSlot(p.Index, p.LeaderEpoch())
-		if _, err := c.load(sl); err != nil {
-			return fmt.Errorf("load %s-%d: %w", OffsetsTopic, p.Index, err)
-		}
-		c.publish(sl)
-	}
-	c.elected.Store(true)
-	return nil
-}
+// is adopted. The metadata image elects its partitions within the
+// creation (OnElected, empty partitions loaded before they are published),
+// and the topic is adopted only after: until then no group exists (run),
+// as for a topic that does not exist yet.
+func (c *Groups) Ensure() error { return c.offsets.ensure() }
 
 // ensure is Ensure for request paths: COORDINATOR_NOT_AVAILABLE when the
 // topic cannot be created, as Kafka answers while it creates it.
@@ -357,7 +317,7 @@ func (c *Groups) run(groupID string, fn func(s *groupShard)) *kerr.Error {
 	sl := c.slots[partition]
 	c.mu.RUnlock()
 	if sl == nil {
-		if c.elected.Load() {
+		if c.offsets.current() != nil {
 			return kerr.NotCoordinator
 		}
 		s := newGroupShard(partition, c.cfg, c.topics, c.logger)
@@ -405,11 +365,11 @@ func (c *Groups) appendRecords(partition int32, b recordBatch) error {
 	if len(b.recs) == 0 {
 		return nil
 	}
-	parts := c.offsets.current()
-	if int(partition) >= len(parts) {
-		return fmt.Errorf("%s-%d does not exist", OffsetsTopic, partition)
+	sp, err := c.offsets.partition(partition)
+	var p *replica.Partition
+	if err == nil {
+		p, err = c.replicas.Partition(sp)
 	}
-	p, err := c.replicas.Partition(parts[partition])
 	if err == nil {
 		now := c.clock.Now()
 		if b.transactional {

@@ -29,10 +29,12 @@ func openTestGroups(t *testing.T) (*Groups, *storage.Manager, *clockwork.FakeClo
 	clock := clockwork.NewFakeClockAt(scriptStart)
 	cfg := DefaultGroupConfig()
 	cfg.OffsetsTopicPartitions, cfg.InitialRebalanceDelay, cfg.Clock = 4, 0, clock
-	c, err := OpenGroups(logs, replicasOf(t, logs), createIn(logs), cfg, zap.NewNop())
+	var e testElection
+	c, err := OpenGroups(logs, replicasOf(t, logs), e.create(logs), cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.groups = c
 	t.Cleanup(c.Close)
 	return c, logs, clock
 }
@@ -88,6 +90,24 @@ func TestGroupsSessionExpiresOnTheClock(t *testing.T) {
 	waitFor(t, "the session to expire", func() bool { return c.DescribeGroup("g").State == "Empty" })
 }
 
+// TestGroupsNewPartitionsServeAtOnce checks that the partitions of a
+// __consumer_offsets created on first need are loaded when Ensure returns
+// (an empty partition is loaded before it is published), so the request
+// after FindCoordinator's creation is served, not answered
+// COORDINATOR_LOAD_IN_PROGRESS.
+func TestGroupsNewPartitionsServeAtOnce(t *testing.T) {
+	c, _, _ := openTestGroups(t)
+	if err := c.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Loaded() {
+		t.Fatal("a partition of the new " + OffsetsTopic + " was still loading when Ensure returned")
+	}
+	if _, err := c.FetchOffsets("a", nil); err != nil {
+		t.Fatalf("fetch right after the creation: %v", err)
+	}
+}
+
 // TestGroupsResignAndElect checks OnResigned and OnElected on the real
 // log: a resigned partition answers NOT_COORDINATOR (a waiting JoinGroup
 // too) while the others serve, and electing it again replays its offsets.
@@ -138,10 +158,38 @@ func replicasOf(t *testing.T, logs *storage.Manager) *replica.Manager {
 	return r
 }
 
-// createIn is the CreateTopic of a coordinator under test: storage creates
-// the topic itself, with no metadata image in between.
-func createIn(logs *storage.Manager) CreateTopic {
+// testElection elects this node for every partition of an internal topic
+// once it is created, at the partition's leader epoch, as the broker's
+// publisher does from the metadata image.
+type testElection struct {
+	groups *Groups
+	txns   *Txns
+}
+
+// create is the CreateTopic of a coordinator under test: storage creates
+// the topic itself, with no metadata image in between, and its partitions
+// are elected.
+func (e *testElection) create(logs *storage.Manager) CreateTopic {
 	return func(name string, partitions int32, configs map[string]string) (*storage.Topic, error) {
-		return logs.CreateTopic(name, partitions, configs, false)
+		t, err := logs.CreateTopic(name, partitions, configs, false)
+		if err != nil {
+			return nil, err
+		}
+		return t, e.elect(t)
 	}
+}
+
+// elect elects this node for every partition of t.
+func (e *testElection) elect(t *storage.Topic) error {
+	for _, p := range t.Partitions() {
+		switch {
+		case t.Name == OffsetsTopic && e.groups != nil:
+			e.groups.OnElected(p.Index, p.LeaderEpoch())
+		case t.Name == TxnStateTopic && e.txns != nil:
+			if err := e.txns.OnElected(p.Index, p.LeaderEpoch()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

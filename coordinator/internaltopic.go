@@ -83,6 +83,22 @@ func (it *internalTopic) current() []*storage.Partition {
 	return nil
 }
 
+// partition is partition i of the topic: of the adopted topic, or of the
+// one storage holds while it is being created (its partitions are elected
+// before ensure adopts it).
+func (it *internalTopic) partition(i int32) (*storage.Partition, error) {
+	parts := it.current()
+	if parts == nil {
+		if t := it.logs.Topic(it.name); t != nil {
+			parts = t.Partitions()
+		}
+	}
+	if i < 0 || int(i) >= len(parts) {
+		return nil, fmt.Errorf("%s-%d does not exist", it.name, i)
+	}
+	return parts[i], nil
+}
+
 // partitionOf is the partition holding key's records: by the topic's
 // partition count, or the configured one before the topic exists (the
 // count it will be created with).

@@ -14,16 +14,15 @@ import (
 // to the high watermark, batch by batch in place (Log.ForEachBatch), and
 // then lets requests in. It returns the number of groups loaded.
 func (c *Groups) load(sl *groupSlot) (int, error) {
-	parts := c.offsets.current()
-	if int(sl.partition) >= len(parts) {
-		return 0, fmt.Errorf("%s-%d does not exist", OffsetsTopic, sl.partition)
+	p, err := c.offsets.partition(sl.partition)
+	if err != nil {
+		return 0, err
 	}
-	p := parts[sl.partition]
 	// Nothing else touches a loading shard (requests, timers and
 	// resigning look at sl.loading first), so the replay runs unlocked.
 	s := sl.shard
 	s.begin(c.clock.Now())
-	err := p.Log.ForEachBatch(p.Log.LogStartOffset(), func(raw []byte) error {
+	err = p.Log.ForEachBatch(p.Log.LogStartOffset(), func(raw []byte) error {
 		select {
 		case <-c.stop:
 			return errClosedWhileLoading

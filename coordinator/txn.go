@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -104,9 +103,6 @@ type Txns struct {
 	// prepared transactions are finished only after.
 	groupsLoaded func() bool
 
-	electMu sync.Mutex  // serializes electLocal
-	elected atomic.Bool // this node has been elected for partitions of __transaction_state: ids of the others are NOT_COORDINATOR
-
 	mu     sync.Mutex
 	shards map[int32]*txnShard
 
@@ -124,20 +120,16 @@ type txnShard struct {
 	sm   *txnPartition
 }
 
-// OpenTxns opens the transaction coordinator. If __transaction_state
-// exists this node is elected for every partition of it and replays them
-// (else the first request that needs it creates it, with
-// transaction.state.log.num.partitions partitions, as Kafka does on the
-// first FindCoordinator, through create, and is elected then); the ticker aborting timed
-// out transactions and expiring idle ids starts.
+// OpenTxns opens the transaction coordinator. It leads no partition of
+// __transaction_state until it is elected (OnElected, from the metadata
+// image); when the topic does not exist the first request that needs it
+// creates it, with transaction.state.log.num.partitions partitions, as
+// Kafka does on the first FindCoordinator, through create. The ticker
+// aborting timed out transactions and expiring idle ids starts.
 func OpenTxns(logs *storage.Manager, replicas *replica.Manager, create CreateTopic, pids *ProducerIDs, groups *Groups, cfg TxnConfig, logger *zap.Logger) (*Txns, error) {
 	c := newTxns(logs, replicas, create, pids, groups, cfg, logger)
 	if t := logs.Topic(TxnStateTopic); t != nil {
 		c.state.adopt(t)
-		if err := c.electLocal(); err != nil {
-			c.Close()
-			return nil, err
-		}
 	}
 	c.wg.Add(1)
 	go func() {
@@ -205,7 +197,7 @@ func (c *Txns) Close() {
 // requests (before __transaction_state exists: whether the group
 // coordinator has loaded, as requests wait for it).
 func (c *Txns) Loaded() bool {
-	if !c.elected.Load() {
+	if c.state.current() == nil {
 		return c.groupsLoaded()
 	}
 	for _, sh := range c.snapshot() {
@@ -234,45 +226,10 @@ func (c *Txns) snapshot() []*txnShard {
 // Ensure makes sure __transaction_state exists, creating it on first need
 // (FindCoordinator for a transactional id, InitProducerId with one): once,
 // even under concurrent callers; after a failure the next call tries
-// again. A topic created meanwhile by other means is adopted. This single
-// node then leads every partition of it.
-func (c *Txns) Ensure() error {
-	if err := c.state.ensure(); err != nil {
-		return err
-	}
-	return c.electLocal()
-}
-
-// electLocal elects this node for every partition of __transaction_state,
-// once, at the partition's leader epoch: a single node leads them all.
-func (c *Txns) electLocal() error {
-	if c.elected.Load() {
-		return nil
-	}
-	c.electMu.Lock()
-	defer c.electMu.Unlock()
-	if c.elected.Load() {
-		return nil
-	}
-	start := time.Now()
-	parts := c.state.current()
-	shards := make([]*txnShard, len(parts))
-	for i, p := range parts {
-		shards[i] = c.elect(int32(i), p.LeaderEpoch())
-	}
-	c.elected.Store(true)
-	n := 0
-	for i, sh := range shards {
-		if err := c.load(int32(i), sh); err != nil {
-			return err
-		}
-		sh.mu.Lock()
-		n += len(sh.sm.txns)
-		sh.mu.Unlock()
-	}
-	c.logger.Info("loaded transactions from "+TxnStateTopic, zap.Int("transactional_ids", n), zap.Duration("duration", time.Since(start)))
-	return nil
-}
+// again. A topic created meanwhile by other means is adopted. The metadata
+// image elects its partitions within the creation (OnElected), and the
+// topic is adopted only after: until then no id is known (shardFor).
+func (c *Txns) Ensure() error { return c.state.ensure() }
 
 // OnElected makes this node the coordinator of the transactional ids of
 // partition of __transaction_state at epoch (the coordinator epoch of its
@@ -280,12 +237,10 @@ func (c *Txns) electLocal() error {
 // COORDINATOR_LOAD_IN_PROGRESS until the transactions it left prepared
 // are finished (after the group coordinator has loaded).
 func (c *Txns) OnElected(partition, epoch int32) error {
-	if int(partition) >= len(c.state.current()) || partition < 0 {
-		return fmt.Errorf("elected for %s-%d, which does not exist", TxnStateTopic, partition)
+	if _, err := c.state.partition(partition); err != nil {
+		return fmt.Errorf("elected for %s-%d: %w", TxnStateTopic, partition, err)
 	}
-	sh := c.elect(partition, epoch)
-	c.elected.Store(true)
-	return c.load(partition, sh)
+	return c.load(partition, c.elect(partition, epoch))
 }
 
 // OnResigned drops partition of __transaction_state: its ids are
@@ -325,8 +280,11 @@ func (c *Txns) elect(partition, epoch int32) *txnShard {
 // prepared transactions: now if the group coordinator has loaded, else
 // in the background once it has.
 func (c *Txns) load(partition int32, sh *txnShard) error {
-	p := c.state.current()[partition]
-	err := p.Log.ForEachBatch(p.Log.LogStartOffset(), func(raw []byte) error {
+	p, err := c.state.partition(partition)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	err = p.Log.ForEachBatch(p.Log.LogStartOffset(), func(raw []byte) error {
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
 		_, err := batchRecords(raw, sh.sm.replay)
@@ -371,17 +329,23 @@ func (c *Txns) completeLoad(sh *txnShard) {
 	sh.cond.Broadcast()
 }
 
+// PartitionFor is the __transaction_state partition holding
+// transactionalID's state (Kafka's TransactionStateManager.partitionFor).
+func (c *Txns) PartitionFor(transactionalID string) int32 {
+	return c.state.partitionOf(transactionalID)
+}
+
 // shardFor is the state machine of id's partition: nil without error
 // while __transaction_state does not exist (no id is known), error
 // NOT_COORDINATOR when this node does not lead the partition.
 func (c *Txns) shardFor(id string) (*txnShard, *kerr.Error) {
-	if !c.elected.Load() {
+	if c.state.current() == nil {
 		if !c.groupsLoaded() {
 			return nil, kerr.CoordinatorLoadInProgress
 		}
 		return nil, nil
 	}
-	idx := c.state.partitionOf(id)
+	idx := c.PartitionFor(id)
 	c.mu.Lock()
 	sh := c.shards[idx]
 	c.mu.Unlock()
@@ -439,11 +403,11 @@ func (c *Txns) run(sh *txnShard, e txnEffects) txnResult {
 // appendState is the one place records are appended to
 // __transaction_state.
 func (c *Txns) appendState(r txnRecord) error {
-	parts := c.state.current()
-	if int(r.partition) >= len(parts) {
-		return fmt.Errorf("transactional id %q: %s-%d does not exist", r.id, TxnStateTopic, r.partition)
+	sp, err := c.state.partition(r.partition)
+	var p *replica.Partition
+	if err == nil {
+		p, err = c.replicas.Partition(sp)
 	}
-	p, err := c.replicas.Partition(parts[r.partition])
 	if err == nil {
 		_, err = p.AppendAsLeader(buildBatch([]kv{r.kv()}, c.clock.Now()), replica.AcksAll, appendTimeout)
 	}

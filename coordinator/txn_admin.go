@@ -61,7 +61,7 @@ func (c *Txns) DescribeTransaction(id string) kmsg.DescribeTransactionsResponseT
 // transactions running at least that long (ListTransactions v1).
 // COORDINATOR_LOAD_IN_PROGRESS while a partition loads, as in Kafka.
 func (c *Txns) ListTransactions(states []string, pids []int64, minDuration time.Duration) (out []kmsg.ListTransactionsResponseTransactionState, unknown []string, err *kerr.Error) {
-	if !c.elected.Load() && !c.groupsLoaded() {
+	if c.state.current() == nil && !c.groupsLoaded() {
 		return nil, nil, kerr.CoordinatorLoadInProgress
 	}
 	known := map[string]bool{}

@@ -97,14 +97,16 @@ func newTxnHarness(t *testing.T) *txnHarness {
 	replicas := replicasOf(t, logs)
 	gcfg := DefaultGroupConfig()
 	gcfg.OffsetsTopicPartitions = 1
-	groups, err := OpenGroups(logs, replicas, createIn(logs), gcfg, zap.NewNop())
+	var e testElection
+	groups, err := OpenGroups(logs, replicas, e.create(logs), gcfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(groups.Close)
-	c := newTxns(logs, replicas, createIn(logs), pids, groups, TxnConfig{StateLogPartitions: 2, AbortCheckInterval: 10 * time.Second,
+	c := newTxns(logs, replicas, e.create(logs), pids, groups, TxnConfig{StateLogPartitions: 2, AbortCheckInterval: 10 * time.Second,
 		IDExpiration: time.Hour, IDExpirationChecker: 10 * time.Minute, Clock: clock}, zap.NewNop())
 	t.Cleanup(c.Close)
+	e.groups, e.txns = groups, c
 	h := &txnHarness{t: t, clock: clock, base: base, logs: logs, groups: groups, txns: c,
 		seen: map[int32]int64{}, held: map[int32]*txnShard{}}
 	h.markers = &scriptMarkers{next: c.markers, h: h, resign: -1}

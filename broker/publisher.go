@@ -1,0 +1,155 @@
+package broker
+
+// The publisher applies each new metadata image to what this node runs,
+// as Kafka's BrokerMetadataPublisher.onMetadataUpdate: the partitions it
+// now leads, at their leader epoch, and the ones it stopped leading or
+// that were deleted (localChanges) go to the replica manager first
+// (applyDelta: makeLeaders, makeFollowers; a deleted topic's replicas
+// are stopped by DeleteTopics, which still holds its partitions), then,
+// for __consumer_offsets and __transaction_state, to the group and
+// transaction coordinators (onElection, onResignation). It runs as a
+// store subscriber, within the change and under the store's lock, so
+// neither it nor what it calls proposes (the coordinators' loads append
+// to logs only; producer id blocks are proposed by InitProducerId
+// requests alone); the first image is published once at start. Groups
+// replay in the background; a __transaction_state partition is replayed
+// within the change, as OpenTxns replayed them before serving.
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/metadata"
+	"github.com/strata-io/strata/replica"
+	"github.com/strata-io/strata/storage"
+)
+
+// publisher is what a metadata image changes on this node.
+type publisher struct {
+	node     int32
+	logs     *storage.Manager
+	replicas *replica.Manager
+	groups   *coordinator.Groups
+	txns     *coordinator.Txns
+	logger   *zap.Logger
+}
+
+// localChange is one partition whose leadership changed for this node.
+type localChange struct {
+	topic     string
+	partition int32
+	epoch     int32 // the leader epoch it is now led at, when led
+	led       bool  // this node leads it now
+	deleted   bool  // its topic is gone
+}
+
+// localChanges are the partitions this node leads in new and did not in
+// old or led at another epoch, and the ones it led in old and does not in
+// new (led elsewhere, or deleted), as Kafka's TopicsDelta.localChanges.
+func localChanges(node int32, old, new *metadata.Image) []localChange {
+	var out []localChange
+	for _, t := range new.Topics.All() {
+		before := old.Topics.ByID(t.ID)
+		for i, p := range t.Partitions {
+			var was metadata.PartitionRegistration
+			ledBefore := false
+			if before != nil {
+				was, ledBefore = before.Partition(int32(i))
+				ledBefore = ledBefore && was.LeaderIs(node)
+			}
+			switch {
+			case p.LeaderIs(node) && (!ledBefore || was.LeaderEpoch != p.LeaderEpoch):
+				out = append(out, localChange{topic: t.Name, partition: int32(i), epoch: p.LeaderEpoch, led: true})
+			case !p.LeaderIs(node) && ledBefore:
+				out = append(out, localChange{topic: t.Name, partition: int32(i)})
+			}
+		}
+	}
+	for _, t := range old.Topics.All() {
+		if new.Topics.ByID(t.ID) != nil {
+			continue
+		}
+		for i, p := range t.Partitions {
+			if p.LeaderIs(node) {
+				out = append(out, localChange{topic: t.Name, partition: int32(i), deleted: true})
+			}
+		}
+	}
+	return out
+}
+
+// publish applies the change from old to new: the replicas first, then
+// the coordinators, as Kafka's publisher. A partition whose replica
+// cannot lead is not elected for (its coordinator keeps answering
+// NOT_COORDINATOR).
+func (p *publisher) publish(old, new *metadata.Image) {
+	var elected, resigned []localChange
+	for _, c := range localChanges(p.node, old, new) {
+		sp := p.hosted(c)
+		switch {
+		case c.led && sp == nil:
+			p.logger.Error("the metadata image makes this node the leader of a partition storage does not host",
+				zap.String("topic", c.topic), zap.Int32("partition", c.partition))
+		case c.led:
+			if err := p.replicas.MakeLeader(sp, c.epoch); err != nil {
+				p.logger.Error("cannot become the partition's leader", zap.String("topic", c.topic),
+					zap.Int32("partition", c.partition), zap.Int32("leader_epoch", c.epoch), zap.Error(err))
+				continue
+			}
+			elected = append(elected, c)
+		default:
+			if sp != nil && !c.deleted {
+				p.replicas.MakeFollower(sp)
+			}
+			resigned = append(resigned, c)
+		}
+	}
+	gone, led := map[string][]int32{}, map[string][]int32{}
+	for _, c := range resigned {
+		switch c.topic {
+		case coordinator.OffsetsTopic:
+			p.groups.OnResigned(c.partition)
+		case coordinator.TxnStateTopic:
+			p.txns.OnResigned(c.partition)
+		default:
+			continue
+		}
+		gone[c.topic] = append(gone[c.topic], c.partition)
+	}
+	for _, c := range elected {
+		switch c.topic {
+		case coordinator.OffsetsTopic:
+			p.groups.OnElected(c.partition, c.epoch)
+		case coordinator.TxnStateTopic:
+			if err := p.txns.OnElected(c.partition, c.epoch); err != nil {
+				p.logger.Error("elected for a "+coordinator.TxnStateTopic+" partition that cannot be loaded; its transactional ids stay COORDINATOR_LOAD_IN_PROGRESS",
+					zap.Int32("partition", c.partition), zap.Int32("leader_epoch", c.epoch), zap.Error(err))
+			}
+		default:
+			continue
+		}
+		led[c.topic] = append(led[c.topic], c.partition)
+	}
+	for _, topic := range []string{coordinator.OffsetsTopic, coordinator.TxnStateTopic} {
+		if len(gone[topic]) > 0 {
+			p.logger.Info("resigned as coordinator of "+topic+" partitions", zap.Int32s("partitions", gone[topic]))
+		}
+		if len(led[topic]) > 0 {
+			p.logger.Info("elected coordinator of "+topic+" partitions", zap.Int32s("partitions", led[topic]))
+		}
+	}
+}
+
+// hosted is the partition as storage hosts it, nil when it does not (a
+// deleted topic's).
+func (p *publisher) hosted(c localChange) *storage.Partition {
+	t := p.logs.Topic(c.topic)
+	if t == nil {
+		return nil
+	}
+	parts := t.Partitions()
+	if int(c.partition) >= len(parts) {
+		return nil
+	}
+	return parts[c.partition]
+}
