@@ -228,11 +228,15 @@ func (d *Delta) Apply() *Image {
 		if byName == nil {
 			byName, byID = map[string]*TopicImage{}, map[[16]byte]*TopicImage{}
 		}
-		for id, t := range d.topics {
+		// Every changed topic leaves first, then the live ones come back:
+		// one delta may remove a topic and create another of its name.
+		for id := range d.topics {
 			if old := byID[id]; old != nil {
 				delete(byName, old.Name)
 				delete(byID, id)
 			}
+		}
+		for id, t := range d.topics {
 			if t != nil {
 				byName[t.Name], byID[id] = t, t
 			}
