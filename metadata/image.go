@@ -157,6 +157,21 @@ type ConfigsImage struct {
 // Of is the configs set on r; nil when none. The map must not be modified.
 func (c ConfigsImage) Of(r ConfigResource) map[string]string { return c.byResource[r] }
 
+// Resources lists the resources that have configs set, by type then name.
+func (c ConfigsImage) Resources() []ConfigResource {
+	out := make([]ConfigResource, 0, len(c.byResource))
+	for r := range c.byResource {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Type != out[j].Type {
+			return out[i].Type < out[j].Type
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
 // ProducerIDsImage is how far producer id blocks have been handed out
 // (Kafka's ProducerIdsImage): no id below NextProducerID may be handed out
 // again.

@@ -1,0 +1,169 @@
+package quorum
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	"github.com/strata-io/strata/metadata"
+)
+
+// batchVersion is the version of the batch encoding below; a batch of any
+// other version is refused, so that a node never replays a record it may
+// misread.
+const batchVersion = 1
+
+// A batch is one raft log entry (and a snapshot is one batch: the records
+// that rebuild the whole image from the empty one). It is JSON:
+//
+//	{"v":1,"records":[{"type":"TopicRecord","data":{"Name":"a","TopicID":[...16 bytes]}}, ...]}
+//
+// "type" is the Kafka name of the record (metadata.TopicRecord is Kafka's
+// TopicRecord, ...) and "data" its fields as the metadata package names
+// them. Unknown types and unknown fields are refused.
+type batch struct {
+	Version int           `json:"v"`
+	Records []batchRecord `json:"records"`
+}
+
+type batchRecord struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// errBadBatch wraps every batch that does not decode.
+var errBadBatch = errors.New("bad metadata batch")
+
+// encodeBatch encodes records as one batch.
+func encodeBatch(records []metadata.Record) ([]byte, error) {
+	b := batch{Version: batchVersion, Records: make([]batchRecord, 0, len(records))}
+	for _, r := range records {
+		name, err := recordType(r)
+		if err != nil {
+			return nil, err
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: %w", name, err)
+		}
+		b.Records = append(b.Records, batchRecord{Type: name, Data: data})
+	}
+	return json.Marshal(b)
+}
+
+func recordType(r metadata.Record) (string, error) {
+	switch r.(type) {
+	case metadata.RegisterBrokerRecord:
+		return "RegisterBrokerRecord", nil
+	case metadata.UnregisterBrokerRecord:
+		return "UnregisterBrokerRecord", nil
+	case metadata.TopicRecord:
+		return "TopicRecord", nil
+	case metadata.PartitionRecord:
+		return "PartitionRecord", nil
+	case metadata.PartitionChangeRecord:
+		return "PartitionChangeRecord", nil
+	case metadata.RemoveTopicRecord:
+		return "RemoveTopicRecord", nil
+	case metadata.ConfigRecord:
+		return "ConfigRecord", nil
+	case metadata.ProducerIdsRecord:
+		return "ProducerIdsRecord", nil
+	}
+	return "", fmt.Errorf("%w: no encoding for record type %T", metadata.ErrInvalidRecord, r)
+}
+
+// decodeBatch decodes one batch.
+func decodeBatch(data []byte) ([]metadata.Record, error) {
+	var b batch
+	if err := strict(data, &b); err != nil {
+		return nil, fmt.Errorf("%w: %w", errBadBatch, err)
+	}
+	if b.Version != batchVersion {
+		return nil, fmt.Errorf("%w: version %d, want %d", errBadBatch, b.Version, batchVersion)
+	}
+	out := make([]metadata.Record, 0, len(b.Records))
+	for i, br := range b.Records {
+		r, err := decodeRecord(br)
+		if err != nil {
+			return nil, fmt.Errorf("%w: record %d of %d: %w", errBadBatch, i+1, len(b.Records), err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func decodeRecord(br batchRecord) (metadata.Record, error) {
+	switch br.Type {
+	case "RegisterBrokerRecord":
+		return decodeAs[metadata.RegisterBrokerRecord](br.Data)
+	case "UnregisterBrokerRecord":
+		return decodeAs[metadata.UnregisterBrokerRecord](br.Data)
+	case "TopicRecord":
+		return decodeAs[metadata.TopicRecord](br.Data)
+	case "PartitionRecord":
+		return decodeAs[metadata.PartitionRecord](br.Data)
+	case "PartitionChangeRecord":
+		return decodeAs[metadata.PartitionChangeRecord](br.Data)
+	case "RemoveTopicRecord":
+		return decodeAs[metadata.RemoveTopicRecord](br.Data)
+	case "ConfigRecord":
+		return decodeAs[metadata.ConfigRecord](br.Data)
+	case "ProducerIdsRecord":
+		return decodeAs[metadata.ProducerIdsRecord](br.Data)
+	}
+	return nil, fmt.Errorf("unknown record type %q", br.Type)
+}
+
+func decodeAs[R metadata.Record](data json.RawMessage) (metadata.Record, error) {
+	var r R
+	if err := strict(data, &r); err != nil {
+		return nil, fmt.Errorf("%T: %w", r, err)
+	}
+	return r, nil
+}
+
+// strict decodes exactly one JSON value of known fields.
+func strict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the value")
+	}
+	return nil
+}
+
+// imageRecords lists the records that rebuild img from the empty image,
+// as Kafka writes an image into a snapshot: the brokers, the topics each
+// with its partitions, the configs, the producer ids.
+func imageRecords(img *metadata.Image) []metadata.Record {
+	var out []metadata.Record
+	for _, b := range img.Cluster.Brokers() {
+		out = append(out, metadata.RegisterBrokerRecord{BrokerID: b.ID, Endpoints: b.Endpoints, Rack: b.Rack, Fenced: b.Fenced})
+	}
+	for _, t := range img.Topics.All() {
+		out = append(out, metadata.TopicRecord{Name: t.Name, TopicID: t.ID})
+		for i, p := range t.Partitions {
+			out = append(out, metadata.PartitionRecord{PartitionID: int32(i), TopicID: t.ID, Replicas: p.Replicas, ISR: p.ISR,
+				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch})
+		}
+	}
+	for _, res := range img.Configs.Resources() {
+		configs := img.Configs.Of(res)
+		for _, name := range slices.Sorted(maps.Keys(configs)) {
+			v := configs[name]
+			out = append(out, metadata.ConfigRecord{ResourceType: res.Type, ResourceName: res.Name, Name: name, Value: &v})
+		}
+	}
+	if next := img.ProducerIDs.NextProducerID; next != 0 {
+		out = append(out, metadata.ProducerIdsRecord{NextProducerID: next})
+	}
+	return out
+}

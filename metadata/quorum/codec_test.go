@@ -1,0 +1,124 @@
+package quorum
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/strata-io/strata/metadata"
+)
+
+func str(s string) *string { return &s }
+
+// everyRecord is one record of each type, every field set.
+var everyRecord = []metadata.Record{
+	metadata.RegisterBrokerRecord{BrokerID: 2, Endpoints: []metadata.Endpoint{{Listener: "PLAINTEXT", Host: "h", Port: 9092, SecurityProtocol: 0}}, Rack: "r1", Fenced: true},
+	metadata.TopicRecord{Name: "a", TopicID: [16]byte{1, 2, 3}},
+	metadata.PartitionRecord{PartitionID: 0, TopicID: [16]byte{1, 2, 3}, Replicas: []int32{2, 1}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 3, PartitionEpoch: 4},
+	metadata.PartitionChangeRecord{PartitionID: 0, TopicID: [16]byte{1, 2, 3}, Leader: metadata.NoLeaderChange, ISR: []int32{}, Replicas: []int32{1, 2}},
+	metadata.ConfigRecord{ResourceType: metadata.TopicResource, ResourceName: "a", Name: "retention.ms", Value: str("1")},
+	metadata.ConfigRecord{ResourceType: metadata.BrokerResource, ResourceName: "", Name: "log.retention.ms"},
+	metadata.ProducerIdsRecord{BrokerID: 2, BrokerEpoch: 7, NextProducerID: 1000},
+	metadata.RemoveTopicRecord{TopicID: [16]byte{1, 2, 3}},
+	metadata.UnregisterBrokerRecord{BrokerID: 2},
+}
+
+func TestBatchRoundTripsEveryRecordType(t *testing.T) {
+	data, err := encodeBatch(everyRecord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeBatch(data)
+	if err != nil {
+		t.Fatalf("decode %s: %v", data, err)
+	}
+	if !reflect.DeepEqual(got, everyRecord) {
+		t.Fatalf("decoded\n%#v\nwant\n%#v", got, everyRecord)
+	}
+}
+
+func TestBatchRefusesWhatItDoesNotKnow(t *testing.T) {
+	for name, data := range map[string]string{
+		"newer version":  `{"v":2,"records":[]}`,
+		"no version":     `{"records":[]}`,
+		"unknown type":   `{"v":1,"records":[{"type":"AccessControlEntryRecord","data":{}}]}`,
+		"unknown field":  `{"v":1,"records":[{"type":"TopicRecord","data":{"Name":"a","Extra":1}}]}`,
+		"wrong type":     `{"v":1,"records":[{"type":"TopicRecord","data":{"Name":5}}]}`,
+		"trailing value": `{"v":1,"records":[]} {}`,
+		"truncated":      `{"v":1,"records":[{"type":"TopicRecord"`,
+		"batch field":    `{"v":1,"records":[],"x":0}`,
+	} {
+		if rs, err := decodeBatch([]byte(data)); !errors.Is(err, errBadBatch) {
+			t.Errorf("%s: decodeBatch = %v, %v; want errBadBatch", name, rs, err)
+		}
+	}
+}
+
+func TestImageRecordsRebuildTheImage(t *testing.T) {
+	d := metadata.NewDelta(metadata.Empty)
+	for _, r := range everyRecord[:7] {
+		if err := d.Replay(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img := d.Apply()
+	rebuilt := replayAll(t, imageRecords(img))
+	if !sameImage(img, rebuilt) {
+		t.Fatalf("rebuilt image differs:\n%#v\nwant\n%#v", imageRecords(rebuilt), imageRecords(img))
+	}
+	if p := rebuilt.Topics.ByName("a").Partitions[0]; p.LeaderEpoch != 3 || p.PartitionEpoch != 5 || len(p.ISR) != 0 {
+		t.Fatalf("partition = %+v", p)
+	}
+}
+
+func replayAll(t *testing.T, records []metadata.Record) *metadata.Image {
+	t.Helper()
+	d := metadata.NewDelta(metadata.Empty)
+	for _, r := range records {
+		if err := d.Replay(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d.Apply()
+}
+
+// sameImage compares images by the records that make them.
+func sameImage(a, b *metadata.Image) bool {
+	return reflect.DeepEqual(imageRecords(a), imageRecords(b))
+}
+
+func FuzzDecodeBatch(f *testing.F) {
+	data, err := encodeBatch(everyRecord)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add([]byte(`{"v":1,"records":[{"type":"PartitionRecord","data":{"Replicas":[1,2],"TopicID":[1]}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		records, err := decodeBatch(data)
+		if err != nil {
+			return
+		}
+		again, err := encodeBatch(records)
+		if err != nil {
+			t.Fatalf("re-encode %#v: %v", records, err)
+		}
+		back, err := decodeBatch(again)
+		if err != nil || !reflect.DeepEqual(back, records) {
+			t.Fatalf("round trip of %s: %#v, %v; want %#v", again, back, err, records)
+		}
+	})
+}
+
+func TestParseVoters(t *testing.T) {
+	got, err := ParseVoters("1@127.0.0.1:9093, 2@[::1]:9094,3@kafka-3:9095")
+	want := []Voter{{1, "127.0.0.1:9093"}, {2, "[::1]:9094"}, {3, "kafka-3:9095"}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("ParseVoters = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "1", "x@h:1", "-1@h:1", "1@h", "1@:9093", "1@h:0", "1@h:70000", "1@h:1,1@g:2"} {
+		if v, err := ParseVoters(bad); err == nil {
+			t.Errorf("ParseVoters(%q) = %v, want an error", bad, v)
+		}
+	}
+}
