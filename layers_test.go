@@ -14,12 +14,13 @@ import (
 func TestLayers(t *testing.T) {
 	const module = "github.com/strata-io/strata/"
 	forbidden := map[string][]string{
-		"protocol":       {module},
-		"metadata":       {module},
-		"storage":        {module + "broker", module + "coordinator", module + "replica", module + "metadata"},
-		"replica":        {module + "broker", module + "coordinator", module + "metadata"},
-		"coordinator":    {module + "broker", module + "metadata/"},
-		"metadata/local": {module + "broker", module + "coordinator", module + "replica", module + "storage"},
+		"protocol":        {module},
+		"metadata":        {module},
+		"storage":         {module + "broker", module + "coordinator", module + "replica", module + "metadata"},
+		"replica":         {module + "broker", module + "coordinator", module + "metadata"},
+		"coordinator":     {module + "broker", module + "metadata/"},
+		"metadata/local":  {module + "broker", module + "coordinator", module + "replica", module + "storage"},
+		"metadata/quorum": {module + "broker", module + "coordinator", module + "replica", module + "storage"},
 	}
 	for rel, bad := range forbidden {
 		pkg := module + rel
