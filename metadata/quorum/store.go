@@ -32,7 +32,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
@@ -120,11 +119,7 @@ func Open(cfg Config) (*Store, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	hlog := hclog.New(&hclog.LoggerOptions{
-		Name:   "raft",
-		Level:  hclog.Info,
-		Output: zap.NewStdLog(logger.With(zap.Int32("node", cfg.NodeID))).Writer(),
-	})
+	hlog := raftLogger(logger.With(zap.Int32("node", cfg.NodeID)))
 
 	s := &Store{id: cfg.NodeID, fsm: newFSM(), timeout: cfg.ApplyTimeout}
 	if s.timeout == 0 {
