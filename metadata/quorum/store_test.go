@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hashicorp/raft"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/strata-io/strata/metadata"
@@ -231,5 +232,27 @@ func TestQuorumOverTCP(t *testing.T) {
 		waitFor(t, fmt.Sprintf("node %d to have topic a", s.id), func() bool {
 			return slices.Equal(topicNames(s.Image()), []string{"a"})
 		})
+	}
+}
+
+func TestQuorumOpenRefusesABusyDirAndAStranger(t *testing.T) {
+	c := newCluster(t, 1, testTiming)
+	n := c.nodes[0]
+	_, trans := raft.NewInmemTransport("other")
+	defer trans.Close()
+	cfg := Config{NodeID: n.id, Dir: n.dir, Voters: c.voters, Transport: trans}
+	if s, err := Open(cfg); err == nil {
+		s.Close()
+		t.Fatal("a second node opened a dir in use")
+	}
+	cfg.NodeID, cfg.Dir = 7, t.TempDir()
+	if s, err := Open(cfg); err == nil {
+		s.Close()
+		t.Fatal("a node that is not a voter opened")
+	}
+	// The node that holds the dir still works, alone a quorum of one.
+	s := c.nodes[c.leader()].store
+	if _, err := s.Propose(createTopic("a")...); err != nil {
+		t.Fatal(err)
 	}
 }
