@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -182,6 +183,31 @@ func createTopic(name string) []metadata.Record {
 	}
 }
 
-// testTiming is raft's timing shortened so that elections take tens of
-// milliseconds.
-var testTiming = Config{HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond, ApplyTimeout: 10 * time.Second}
+// testTiming is raft's timing shortened so that an election takes a few
+// hundred milliseconds, slack enough for a loaded machine under -race.
+var testTiming = Config{HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond, ApplyTimeout: 10 * time.Second}
+
+// create commits topic name through whichever node leads, again if
+// leadership moves while it does; it returns the leader's index and the
+// image the change made. A retry refused because the first attempt was
+// committed after all counts as committed.
+func (c *cluster) create(name string) (int, *metadata.Image) {
+	c.t.Helper()
+	var (
+		l   int
+		img *metadata.Image
+		err error
+	)
+	waitFor(c.t, "topic "+name+" to be committed", func() bool {
+		l = c.leader()
+		img, err = c.nodes[l].store.Propose(createTopic(name)...)
+		if errors.Is(err, metadata.ErrInvalidRecord) && img.Topics.ByName(name) != nil {
+			err = nil
+		}
+		return !errors.Is(err, ErrNotController)
+	})
+	if err != nil {
+		c.t.Fatalf("create %s: %v", name, err)
+	}
+	return l, img
+}

@@ -16,15 +16,15 @@ import (
 
 func TestQuorumReplicatesEachChangeToEveryNodeInOrder(t *testing.T) {
 	c := newCluster(t, 3, testTiming)
-	l := c.leader()
-	var names []string
+	var (
+		names []string
+		l     int
+		img   *metadata.Image
+	)
 	for i := range 5 {
 		name := fmt.Sprintf("t%d", i)
 		names = append(names, name)
-		img, err := c.nodes[l].store.Propose(createTopic(name)...)
-		if err != nil {
-			t.Fatalf("propose %s: %v", name, err)
-		}
+		l, img = c.create(name)
 		if !hasExactly(img, names) || c.nodes[l].store.Image() != img {
 			t.Fatalf("after %s the leader's image has %v", name, topicNames(img))
 		}
@@ -80,20 +80,16 @@ func TestQuorumUpdateDecidesOnTheLeadersLatestImage(t *testing.T) {
 
 func TestQuorumRefusedBatchChangesNothingOnAnyNode(t *testing.T) {
 	c := newCluster(t, 3, testTiming)
-	s := c.nodes[c.leader()].store
-	if _, err := s.Propose(createTopic("a")...); err != nil {
-		t.Fatal(err)
-	}
+	l, _ := c.create("a")
+	s := c.nodes[l].store
 	// A topic, then a partition of a topic that does not exist: the whole
 	// batch is refused, the topic too.
 	bad := append(createTopic("b"), metadata.PartitionRecord{TopicID: [16]byte{9}})
 	img, err := s.Propose(bad...)
-	if !errors.Is(err, metadata.ErrInvalidRecord) || !hasExactly(img, []string{"a"}) {
-		t.Fatalf("propose of a bad batch = %v, topics %v", err, topicNames(img))
+	if !errors.Is(err, metadata.ErrInvalidRecord) || !hasExactly(img, []string{"a"}) || !hasExactly(s.Image(), []string{"a"}) {
+		t.Fatalf("propose of a bad batch = %v, topics %v, the leader's image has %v", err, topicNames(img), topicNames(s.Image()))
 	}
-	if _, err := s.Propose(createTopic("c")...); err != nil {
-		t.Fatal(err)
-	}
+	c.create("c")
 	c.waitConverged("a", "c")
 	for _, n := range c.nodes {
 		for _, ch := range n.log.all() {
@@ -109,10 +105,7 @@ func TestQuorumRefusedBatchChangesNothingOnAnyNode(t *testing.T) {
 
 func TestQuorumElectsANewLeaderAndLosesNothingCommitted(t *testing.T) {
 	c := newCluster(t, 3, testTiming)
-	old := c.leader()
-	if _, err := c.nodes[old].store.Propose(createTopic("a")...); err != nil {
-		t.Fatal(err)
-	}
+	old, _ := c.create("a")
 	c.stop(old)
 	l := c.leader()
 	if l == old {
@@ -123,9 +116,7 @@ func TestQuorumElectsANewLeaderAndLosesNothingCommitted(t *testing.T) {
 		// entries of its term.
 		waitFor(t, "the new leader to apply a", func() bool { return hasExactly(c.nodes[l].store.Image(), []string{"a"}) })
 	}
-	if _, err := c.nodes[l].store.Propose(createTopic("b")...); err != nil {
-		t.Fatalf("propose on the new leader: %v", err)
-	}
+	c.create("b")
 	c.waitConverged("a", "b")
 	c.start(old)
 	c.waitConverged("a", "b")
@@ -141,9 +132,7 @@ func TestQuorumRestartedNodesCatchUpFromSnapshotsAndTheLog(t *testing.T) {
 	var names []string
 	for i := range 20 {
 		names = append(names, fmt.Sprintf("t%02d", i))
-		if _, err := c.nodes[l].store.Propose(createTopic(names[i])...); err != nil {
-			t.Fatal(err)
-		}
+		l, _ = c.create(names[i])
 	}
 	// Raft snapshots every few entries on its own (SnapshotThreshold); one
 	// more now makes the newest hold at least these 20 topics.
@@ -153,9 +142,7 @@ func TestQuorumRestartedNodesCatchUpFromSnapshotsAndTheLog(t *testing.T) {
 	// Push the log past the snapshot's trailing entries.
 	for i := 20; i < 30; i++ {
 		names = append(names, fmt.Sprintf("t%02d", i))
-		if _, err := c.nodes[l].store.Propose(createTopic(names[i])...); err != nil {
-			t.Fatal(err)
-		}
+		l, _ = c.create(names[i])
 	}
 	// The lagging node's entries are compacted away on the leader: it gets
 	// the leader's snapshot, then the log after it.
@@ -251,8 +238,5 @@ func TestQuorumOpenRefusesABusyDirAndAStranger(t *testing.T) {
 		t.Fatal("a node that is not a voter opened")
 	}
 	// The node that holds the dir still works, alone a quorum of one.
-	s := c.nodes[c.leader()].store
-	if _, err := s.Propose(createTopic("a")...); err != nil {
-		t.Fatal(err)
-	}
+	c.create("a")
 }
