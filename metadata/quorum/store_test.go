@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -138,6 +139,10 @@ func TestQuorumRestartedNodesCatchUpFromSnapshotsAndTheLog(t *testing.T) {
 	// more now makes the newest hold at least these 20 topics.
 	if err := c.nodes[l].store.raft.Snapshot().Error(); err != nil {
 		t.Fatal(err)
+	}
+	states, _ := filepath.Glob(filepath.Join(c.nodes[l].dir, "snapshots", "*-*-*", "state.bin"))
+	if _, err := os.Stat(filepath.Join(c.nodes[l].dir, "raft.db")); err != nil || len(states) == 0 {
+		t.Fatalf("the leader's dir holds raft.db (%v) and snapshots %v", err, states)
 	}
 	// Push the log past the snapshot's trailing entries.
 	for i := 20; i < 30; i++ {
