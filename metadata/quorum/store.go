@@ -278,8 +278,9 @@ func (s *Store) notController() error {
 	return e
 }
 
-// Subscribe calls fn with the old and the new image after each entry this
-// node applies (and each snapshot it restores), in log order.
+// Subscribe calls fn with the old and the new image after each change this
+// node applies (a refused batch is none) and each snapshot it restores
+// after Open, in log order.
 func (s *Store) Subscribe(fn func(old, new *metadata.Image)) (cancel func()) {
 	return s.fsm.subscribe(fn)
 }
