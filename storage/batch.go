@@ -45,12 +45,14 @@ func checkHeader(h *batch.Header, avail int64) error {
 	return nil
 }
 
-// validateBatches checks a produce payload and returns its batch headers.
-// It never allocates from a length field before checking it against the
-// buffer. Errors wrap the kerr code Kafka returns for the same input.
-func validateBatches(records []byte, maxMessageBytes int) ([]batch.Header, error) {
+// walkBatches checks what every payload's batches must be, whoever sent
+// them (a header that fits, magic 2, at most maxMessageBytes, a matching
+// CRC-32C), then rule's checks of each, and returns the headers. It never
+// allocates from a length field before checking it against the buffer.
+// what names the payload in the error of an empty one.
+func walkBatches(records []byte, maxMessageBytes int, what string, rule func(batch.Header) error) ([]batch.Header, error) {
 	if len(records) == 0 {
-		return nil, fmt.Errorf("empty produce payload: %w", kerr.InvalidRecord)
+		return nil, fmt.Errorf("empty %s: %w", what, kerr.InvalidRecord)
 	}
 	var hdrs []batch.Header
 	for pos := 0; pos < len(records); {
@@ -65,29 +67,43 @@ func validateBatches(records []byte, maxMessageBytes int) ([]batch.Header, error
 		if h.Size() > int64(maxMessageBytes) {
 			return nil, fmt.Errorf("batch of %d bytes exceeds max.message.bytes %d: %w", h.Size(), maxMessageBytes, kerr.MessageTooLarge)
 		}
-		b := rest[:h.Size()]
-		if got := batch.CRC(b); got != h.CRC {
+		if got := batch.CRC(rest[:h.Size()]); got != h.CRC {
 			return nil, fmt.Errorf("batch at byte %d: crc %08x, computed %08x: %w", pos, h.CRC, got, kerr.CorruptMessage)
 		}
-		if h.LastOffsetDelta < 0 {
-			return nil, fmt.Errorf("batch has an invalid last offset delta %d: %w", h.LastOffsetDelta, kerr.InvalidRecord)
-		}
-		if h.RecordCount <= 0 || int64(h.RecordCount) != int64(h.LastOffsetDelta)+1 {
-			return nil, fmt.Errorf("batch record count %d does not match last offset delta %d: %w", h.RecordCount, h.LastOffsetDelta, kerr.InvalidRecord)
-		}
-		if h.Compression() > maxCompressionCodec {
-			return nil, fmt.Errorf("batch compression codec %d: %w", h.Compression(), kerr.UnsupportedCompressionType)
-		}
-		if h.Control() {
-			return nil, fmt.Errorf("clients may not send control batches: %w", kerr.InvalidRecord)
-		}
-		if h.ProducerID >= 0 && h.BaseSequence < 0 {
-			return nil, fmt.Errorf("idempotent batch of producer %d without a base sequence: %w", h.ProducerID, kerr.InvalidRecord)
+		if err := rule(h); err != nil {
+			return nil, err
 		}
 		hdrs = append(hdrs, h)
-		pos += len(b)
+		pos += int(h.Size())
 	}
 	return hdrs, nil
+}
+
+// validateBatches checks a produce payload and returns its batch headers.
+// Errors wrap the kerr code Kafka returns for the same input.
+func validateBatches(records []byte, maxMessageBytes int) ([]batch.Header, error) {
+	return walkBatches(records, maxMessageBytes, "produce payload", clientBatchRule)
+}
+
+// clientBatchRule is what a client's batch must be beyond its structure, as
+// Kafka's LogValidator for a produce request.
+func clientBatchRule(h batch.Header) error {
+	if h.LastOffsetDelta < 0 {
+		return fmt.Errorf("batch has an invalid last offset delta %d: %w", h.LastOffsetDelta, kerr.InvalidRecord)
+	}
+	if h.RecordCount <= 0 || int64(h.RecordCount) != int64(h.LastOffsetDelta)+1 {
+		return fmt.Errorf("batch record count %d does not match last offset delta %d: %w", h.RecordCount, h.LastOffsetDelta, kerr.InvalidRecord)
+	}
+	if h.Compression() > maxCompressionCodec {
+		return fmt.Errorf("batch compression codec %d: %w", h.Compression(), kerr.UnsupportedCompressionType)
+	}
+	if h.Control() {
+		return fmt.Errorf("clients may not send control batches: %w", kerr.InvalidRecord)
+	}
+	if h.ProducerID >= 0 && h.BaseSequence < 0 {
+		return fmt.Errorf("idempotent batch of producer %d without a base sequence: %w", h.ProducerID, kerr.InvalidRecord)
+	}
+	return nil
 }
 
 // checkTimestamps is Kafka's timestamp bound for CreateTime topics

@@ -266,41 +266,45 @@ func (l *Log) appendBatches(records []byte, hdrs []batch.Header, leaderEpoch int
 		maxTs = max(maxTs, hdrs[i].MaxTimestamp)
 		msgs += int64(hdrs[i].RecordCount)
 	}
-	rolledTo := int64(-1)
-	if l.active().shouldRoll(int64(len(records)), len(hdrs), maxTs, next-1, now) {
-		if err := l.roll(now); err != nil {
-			l.fail(err)
-			err = l.storageError()
-			l.mu.Unlock()
-			return AppendResult{}, err
-		}
-		rolledTo = base
-	}
-	seg := l.active()
-	if err := seg.append(records, hdrs); err != nil {
-		l.fail(err)
-		err = l.storageError()
-		l.mu.Unlock()
-		return AppendResult{}, err
+	seg, rolledTo, err := l.writeLocked(records, hdrs, base, next, maxTs, now)
+	if err != nil {
+		return AppendResult{}, l.failUnlock(err)
 	}
 	switch {
 	case control:
 		if err := l.onControlAppended(&hdrs[0], records); err != nil {
-			l.fail(err)
-			err = l.storageError()
-			l.mu.Unlock()
-			return AppendResult{}, err
+			return AppendResult{}, l.failUnlock(err)
 		}
 	case idempotent:
 		m := metaOf(&hdrs[0])
 		l.producers.update(m)
 	}
 	if err := l.assignEpoch(leaderEpoch, base); err != nil {
-		l.fail(err)
-		err = l.storageError()
-		l.mu.Unlock()
-		return AppendResult{}, err
+		return AppendResult{}, l.failUnlock(err)
 	}
+	return l.finishAppend(seg, base, next, msgs, rolledTo, now)
+}
+
+// writeLocked writes batches [base, next) to the active segment, rolling a
+// new one first when they call for it (rolledTo is then the old segment's
+// end, base; else -1). Caller holds l.mu; an error is a file error, for
+// failUnlock.
+func (l *Log) writeLocked(records []byte, hdrs []batch.Header, base, next, maxTs int64, now time.Time) (seg *segment, rolledTo int64, err error) {
+	rolledTo = -1
+	if l.active().shouldRoll(int64(len(records)), len(hdrs), maxTs, next-1, now) {
+		if err := l.roll(now); err != nil {
+			return nil, -1, err
+		}
+		rolledTo = base
+	}
+	seg = l.active()
+	return seg, rolledTo, seg.append(records, hdrs)
+}
+
+// finishAppend ends an append of msgs records at [base, next) in seg: it
+// notes the new log end, releases l.mu (held by the caller) and fsyncs what
+// the flush policy asks for.
+func (l *Log) finishAppend(seg *segment, base, next, msgs, rolledTo int64, now time.Time) (AppendResult, error) {
 	l.unflushedMsgs += msgs
 	l.noteEnd(logPos{offset: next, segBase: seg.base, pos: seg.size})
 	needFlush := l.unflushedMsgs >= l.cfg.FlushIntervalMessages ||
@@ -311,6 +315,15 @@ func (l *Log) appendBatches(records []byte, hdrs []batch.Header, leaderEpoch int
 		return AppendResult{}, err
 	}
 	return res, nil
+}
+
+// failUnlock fails the log for err, releases l.mu (held by the caller) and
+// returns the error an append answers with.
+func (l *Log) failUnlock(err error) error {
+	l.fail(err)
+	err = l.storageError()
+	l.mu.Unlock()
+	return err
 }
 
 // flushAfterAppend fsyncs what an append ending at next needs: all of it
@@ -523,10 +536,7 @@ func (l *Log) flushTo(upTo int64) error {
 	}
 	if err != nil {
 		l.mu.Lock()
-		l.fail(err)
-		err = l.storageError()
-		l.mu.Unlock()
-		return err
+		return l.failUnlock(err)
 	}
 	l.mu.Lock()
 	l.flushedPos = target

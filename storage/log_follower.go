@@ -14,37 +14,15 @@ import (
 	"go.uber.org/zap"
 )
 
-// validateFollowerBatches checks batches a leader sent: their structure,
-// size and CRC, as Kafka's LogValidator for a follower. Control batches and
+// followerBatchRule is what a batch a leader sent must be beyond its
+// structure, as Kafka's LogValidator for a follower: control batches and
 // compacted batches (fewer records than the offsets they span) are the
 // leader's own and are taken.
-func validateFollowerBatches(records []byte, maxMessageBytes int) ([]batch.Header, error) {
-	if len(records) == 0 {
-		return nil, fmt.Errorf("empty follower append: %w", kerr.InvalidRecord)
+func followerBatchRule(h batch.Header) error {
+	if h.LastOffsetDelta < 0 || h.RecordCount < 0 || int64(h.RecordCount) > int64(h.LastOffsetDelta)+1 {
+		return fmt.Errorf("batch at offset %d: record count %d, last offset delta %d: %w", h.BaseOffset, h.RecordCount, h.LastOffsetDelta, kerr.CorruptMessage)
 	}
-	var hdrs []batch.Header
-	for pos := 0; pos < len(records); {
-		rest := records[pos:]
-		if len(rest) < batch.HeaderSize {
-			return nil, fmt.Errorf("batch at byte %d: %d bytes left, header needs %d: %w", pos, len(rest), batch.HeaderSize, kerr.CorruptMessage)
-		}
-		h := batch.DecodeHeader(rest)
-		if err := checkHeader(&h, int64(len(rest))); err != nil {
-			return nil, err
-		}
-		if h.Size() > int64(maxMessageBytes) {
-			return nil, fmt.Errorf("batch of %d bytes exceeds max.message.bytes %d: %w", h.Size(), maxMessageBytes, kerr.MessageTooLarge)
-		}
-		if got := batch.CRC(rest[:h.Size()]); got != h.CRC {
-			return nil, fmt.Errorf("batch at offset %d: crc %08x, computed %08x: %w", h.BaseOffset, h.CRC, got, kerr.CorruptMessage)
-		}
-		if h.LastOffsetDelta < 0 || h.RecordCount < 0 || int64(h.RecordCount) > int64(h.LastOffsetDelta)+1 {
-			return nil, fmt.Errorf("batch at offset %d: record count %d, last offset delta %d: %w", h.BaseOffset, h.RecordCount, h.LastOffsetDelta, kerr.CorruptMessage)
-		}
-		hdrs = append(hdrs, h)
-		pos += int(h.Size())
-	}
-	return hdrs, nil
+	return nil
 }
 
 // AppendAsFollower appends batches fetched from the partition's leader,
@@ -54,18 +32,12 @@ func validateFollowerBatches(records []byte, maxMessageBytes int) ([]batch.Heade
 // aborted-transaction index and the leader epoch cache follow the batches,
 // with no sequence checks: the leader made them. The high watermark stays.
 func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
-	hdrs, err := validateFollowerBatches(records, l.cfgView.Load().MaxMessageBytes)
+	hdrs, err := walkBatches(records, l.cfgView.Load().MaxMessageBytes, "follower append", followerBatchRule)
 	if err != nil {
 		return AppendResult{}, err
 	}
 	l.mu.Lock()
 	if err := l.writable(); err != nil {
-		l.mu.Unlock()
-		return AppendResult{}, err
-	}
-	fail := func(err error) (AppendResult, error) {
-		l.fail(err)
-		err = l.storageError()
 		l.mu.Unlock()
 		return AppendResult{}, err
 	}
@@ -81,16 +53,9 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 		msgs += int64(hdrs[i].RecordCount)
 	}
 	now := l.now()
-	rolledTo := int64(-1)
-	if l.active().shouldRoll(int64(len(records)), len(hdrs), maxTs, next-1, now) {
-		if err := l.roll(now); err != nil {
-			return fail(err)
-		}
-		rolledTo = base
-	}
-	seg := l.active()
-	if err := seg.append(records, hdrs); err != nil {
-		return fail(err)
+	seg, rolledTo, err := l.writeLocked(records, hdrs, base, next, maxTs, now)
+	if err != nil {
+		return AppendResult{}, l.failUnlock(err)
 	}
 	for i, pos := range batchPositions(hdrs) {
 		h := &hdrs[i]
@@ -104,19 +69,10 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 			err = l.assignEpoch(h.PartitionLeaderEpoch, h.BaseOffset)
 		}
 		if err != nil {
-			return fail(err)
+			return AppendResult{}, l.failUnlock(err)
 		}
 	}
-	l.unflushedMsgs += msgs
-	l.noteEnd(logPos{offset: next, segBase: seg.base, pos: seg.size})
-	needFlush := l.unflushedMsgs >= l.cfg.FlushIntervalMessages ||
-		now.Sub(l.lastFlush).Milliseconds() >= l.cfg.FlushIntervalMs
-	res := AppendResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: l.logStart, EndOffset: next}
-	l.mu.Unlock()
-	if err := l.flushAfterAppend(next, rolledTo, needFlush); err != nil {
-		return AppendResult{}, err
-	}
-	return res, nil
+	return l.finishAppend(seg, base, next, msgs, rolledTo, now)
 }
 
 // TruncateTo cuts the log back to offset, a batch boundary, as Kafka's
