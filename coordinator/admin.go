@@ -105,17 +105,7 @@ func (s *groupShard) deleteGroupRequest(id string) *groupDeleteReply {
 	if g.state != stateEmpty || g.consumer != nil && len(g.consumer.members) > 0 {
 		return &groupDeleteReply{err: kerr.NonEmptyGroup}
 	}
-	offsets := s.offsets.of(g.id)
-	tps := make([]topicPartition, 0, len(offsets))
-	for tp := range offsets {
-		tps = append(tps, tp)
-	}
-	sort.Slice(tps, func(i, j int) bool {
-		if tps[i].topic != tps[j].topic {
-			return tps[i].topic < tps[j].topic
-		}
-		return tps[i].partition < tps[j].partition
-	})
+	tps := sortedTPs(s.offsets.of(g.id))
 	recs := make([]kv, 0, len(tps)+1)
 	for _, tp := range tps {
 		recs = append(recs, kv{key: offsetCommitKey(g.id, tp.topic, tp.partition)})

@@ -1,7 +1,11 @@
 package coordinator
 
 import (
+	"cmp"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -102,9 +106,21 @@ func (m *member) sameProtocols(ps []protocolMeta) bool {
 	return true
 }
 
+// topicPartition is a partition by topic name: of a committed offset, or of
+// a transaction.
 type topicPartition struct {
 	topic     string
 	partition int32
+}
+
+// compareTPs orders partitions by topic, then partition.
+func compareTPs(a, b topicPartition) int {
+	return cmp.Or(strings.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
+}
+
+// sortedTPs is m's partitions in compareTPs order.
+func sortedTPs[V any](m map[topicPartition]V) []topicPartition {
+	return slices.SortedFunc(maps.Keys(m), compareTPs)
 }
 
 type committedOffset struct {

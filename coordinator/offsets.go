@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"errors"
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -340,12 +341,7 @@ func (s *groupShard) expireGroup(g *group) {
 			expired = append(expired, tp)
 		}
 	}
-	sort.Slice(expired, func(i, j int) bool {
-		if expired[i].topic != expired[j].topic {
-			return expired[i].topic < expired[j].topic
-		}
-		return expired[i].partition < expired[j].partition
-	})
+	slices.SortFunc(expired, compareTPs)
 	recs = recs[:0]
 	for _, tp := range expired {
 		recs = append(recs, kv{key: offsetCommitKey(g.id, tp.topic, tp.partition)})

@@ -67,12 +67,6 @@ const (
 
 func (s txnState) String() string { return kmsg.TransactionState(s).String() }
 
-// txnTP is a partition of a transaction.
-type txnTP struct {
-	topic     string
-	partition int32
-}
-
 // Txns is the transaction coordinator (KIP-98): the driver of one
 // txnPartition state machine per partition of __transaction_state this
 // node leads. It owns the locks, the clock, the ticker, the one funnel

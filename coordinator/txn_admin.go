@@ -23,7 +23,7 @@ func (c *Txns) VerifyPartition(id string, pid int64, epoch int16, topic string, 
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	for {
-		err, wait := sh.sm.verify(id, pid, epoch, txnTP{topic, partition})
+		err, wait := sh.sm.verify(id, pid, epoch, topicPartition{topic, partition})
 		if !wait {
 			return err
 		}

@@ -57,9 +57,9 @@ func (c *Txns) AddPartitions(id string, pid int64, epoch int16, parts []TxnParti
 		return
 	}
 	bad := false
-	tps := make([]txnTP, len(parts))
+	tps := make([]topicPartition, len(parts))
 	for i, p := range parts {
-		tps[i] = txnTP{p.Topic, p.Partition}
+		tps[i] = topicPartition{p.Topic, p.Partition}
 		if t := c.logs.Topic(p.Topic); t == nil || p.Partition < 0 || int(p.Partition) >= len(t.Partitions()) {
 			parts[i].Err, bad = kerr.UnknownTopicOrPartition, true
 		}

@@ -18,7 +18,7 @@ type txnMeta struct {
 	lastEpoch  int16 // the epoch before a timeout abort bumped it, else -1
 	timeout    time.Duration
 	state      txnState
-	partitions map[txnTP]struct{}
+	partitions map[topicPartition]struct{}
 	start      time.Time // of the ongoing transaction
 	lastUpdate time.Time
 	// pending is the transition in flight (Kafka's pendingState): its
@@ -36,7 +36,7 @@ type txnTransit struct {
 	lastEpoch  int16
 	timeout    time.Duration
 	state      txnState
-	partitions map[txnTP]struct{}
+	partitions map[topicPartition]struct{}
 	start      time.Time
 	lastUpdate time.Time
 }
@@ -145,13 +145,13 @@ func (s *txnPartition) replay(key, value []byte) error {
 	}
 	m := &txnMeta{id: k.TransactionalID, pid: v.ProducerID, epoch: v.ProducerEpoch, lastEpoch: -1,
 		timeout: time.Duration(v.TimeoutMillis) * time.Millisecond, state: txnState(v.State),
-		partitions: make(map[txnTP]struct{}), lastUpdate: time.UnixMilli(v.LastUpdateTimestamp)}
+		partitions: make(map[topicPartition]struct{}), lastUpdate: time.UnixMilli(v.LastUpdateTimestamp)}
 	if v.StartTimestamp >= 0 {
 		m.start = time.UnixMilli(v.StartTimestamp)
 	}
 	for _, t := range v.Topics {
 		for _, p := range t.Partitions {
-			m.partitions[txnTP{t.Topic, p}] = struct{}{}
+			m.partitions[topicPartition{t.Topic, p}] = struct{}{}
 		}
 	}
 	s.txns[k.TransactionalID] = m
@@ -258,7 +258,7 @@ func (s *txnPartition) persist(m *txnMeta, t txnTransit, ok func(now time.Time) 
 		m.pid, m.epoch, m.lastEpoch, m.timeout, m.state = t.pid, t.epoch, t.lastEpoch, t.timeout, t.state
 		m.partitions, m.start, m.lastUpdate = t.partitions, t.start, t.lastUpdate
 		if m.partitions == nil {
-			m.partitions = map[txnTP]struct{}{}
+			m.partitions = map[topicPartition]struct{}{}
 		}
 		return ok(now)
 	}}
@@ -379,19 +379,5 @@ func (s *txnPartition) expire(now time.Time) []txnEffects {
 		}}
 		out = append(out, txnEffects{id: m.id, record: &txnRecord{partition: s.index, id: m.id}})
 	}
-	return out
-}
-
-func sortedTPs(set map[txnTP]struct{}) []txnTP {
-	out := make([]txnTP, 0, len(set))
-	for tp := range set {
-		out = append(out, tp)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].topic != out[j].topic {
-			return out[i].topic < out[j].topic
-		}
-		return out[i].partition < out[j].partition
-	})
 	return out
 }

@@ -46,7 +46,7 @@ func (s *txnPartition) initProducerID(id string, timeoutMs int32, reqPid int64, 
 		if err != nil {
 			return fail(id, kerr.CoordinatorNotAvailable, fmt.Errorf("allocating a producer id: %w", err))
 		}
-		m = &txnMeta{id: id, pid: -1, epoch: -1, lastEpoch: -1, partitions: map[txnTP]struct{}{}}
+		m = &txnMeta{id: id, pid: -1, epoch: -1, lastEpoch: -1, partitions: map[topicPartition]struct{}{}}
 		s.txns[id] = m
 		return s.persist(m, txnTransit{pid: pid, lastEpoch: -1, timeout: timeout, state: txnEmpty, lastUpdate: now},
 			func(time.Time) txnEffects { return s.done(m, txnResult{}) },
@@ -109,7 +109,7 @@ func check(m *txnMeta, pid int64, epoch int16) *kerr.Error {
 // addPartitions is AddPartitionsToTxn (and AddOffsetsToTxn) for
 // partitions that exist: they join the transaction, which becomes
 // Ongoing.
-func (s *txnPartition) addPartitions(id string, pid int64, epoch int16, parts []txnTP, now time.Time) txnEffects {
+func (s *txnPartition) addPartitions(id string, pid int64, epoch int16, parts []topicPartition, now time.Time) txnEffects {
 	m, serr, wait := s.get(id)
 	switch {
 	case serr != nil:
@@ -120,7 +120,7 @@ func (s *txnPartition) addPartitions(id string, pid int64, epoch int16, parts []
 	if err := check(m, pid, epoch); err != nil {
 		return fail(id, err, nil)
 	}
-	next := make(map[txnTP]struct{}, len(m.partitions)+len(parts))
+	next := make(map[topicPartition]struct{}, len(m.partitions)+len(parts))
 	if m.state == txnOngoing {
 		for tp := range m.partitions {
 			next[tp] = struct{}{}
@@ -188,7 +188,7 @@ func (s *txnPartition) endTxn(id string, pid int64, epoch int16, commit bool, no
 // Unknown producer ids and epochs are INVALID_PRODUCER_ID_MAPPING /
 // INVALID_PRODUCER_EPOCH, a partition not added (or no ongoing
 // transaction) INVALID_TXN_STATE.
-func (s *txnPartition) verify(id string, pid int64, epoch int16, tp txnTP) (err *kerr.Error, wait bool) {
+func (s *txnPartition) verify(id string, pid int64, epoch int16, tp topicPartition) (err *kerr.Error, wait bool) {
 	m, serr, wait := s.get(id)
 	switch {
 	case serr != nil:
