@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"reflect"
 	"slices"
 
 	"github.com/strata-io/strata/metadata"
@@ -55,26 +56,25 @@ func encodeBatch(records []metadata.Record) ([]byte, error) {
 	return json.Marshal(b)
 }
 
+// decoders decodes each record type, by its Go (and Kafka) name.
+var decoders = map[string]func(json.RawMessage) (metadata.Record, error){
+	"RegisterBrokerRecord":   decodeAs[metadata.RegisterBrokerRecord],
+	"UnregisterBrokerRecord": decodeAs[metadata.UnregisterBrokerRecord],
+	"TopicRecord":            decodeAs[metadata.TopicRecord],
+	"PartitionRecord":        decodeAs[metadata.PartitionRecord],
+	"PartitionChangeRecord":  decodeAs[metadata.PartitionChangeRecord],
+	"RemoveTopicRecord":      decodeAs[metadata.RemoveTopicRecord],
+	"ConfigRecord":           decodeAs[metadata.ConfigRecord],
+	"ProducerIdsRecord":      decodeAs[metadata.ProducerIdsRecord],
+}
+
+// recordType is r's name in a batch: its type's, if decoders knows it.
 func recordType(r metadata.Record) (string, error) {
-	switch r.(type) {
-	case metadata.RegisterBrokerRecord:
-		return "RegisterBrokerRecord", nil
-	case metadata.UnregisterBrokerRecord:
-		return "UnregisterBrokerRecord", nil
-	case metadata.TopicRecord:
-		return "TopicRecord", nil
-	case metadata.PartitionRecord:
-		return "PartitionRecord", nil
-	case metadata.PartitionChangeRecord:
-		return "PartitionChangeRecord", nil
-	case metadata.RemoveTopicRecord:
-		return "RemoveTopicRecord", nil
-	case metadata.ConfigRecord:
-		return "ConfigRecord", nil
-	case metadata.ProducerIdsRecord:
-		return "ProducerIdsRecord", nil
+	name := reflect.TypeOf(r).Name()
+	if _, ok := decoders[name]; !ok {
+		return "", fmt.Errorf("%w: no encoding for record type %T", metadata.ErrInvalidRecord, r)
 	}
-	return "", fmt.Errorf("%w: no encoding for record type %T", metadata.ErrInvalidRecord, r)
+	return name, nil
 }
 
 // decodeBatch decodes one batch.
@@ -98,25 +98,11 @@ func decodeBatch(data []byte) ([]metadata.Record, error) {
 }
 
 func decodeRecord(br batchRecord) (metadata.Record, error) {
-	switch br.Type {
-	case "RegisterBrokerRecord":
-		return decodeAs[metadata.RegisterBrokerRecord](br.Data)
-	case "UnregisterBrokerRecord":
-		return decodeAs[metadata.UnregisterBrokerRecord](br.Data)
-	case "TopicRecord":
-		return decodeAs[metadata.TopicRecord](br.Data)
-	case "PartitionRecord":
-		return decodeAs[metadata.PartitionRecord](br.Data)
-	case "PartitionChangeRecord":
-		return decodeAs[metadata.PartitionChangeRecord](br.Data)
-	case "RemoveTopicRecord":
-		return decodeAs[metadata.RemoveTopicRecord](br.Data)
-	case "ConfigRecord":
-		return decodeAs[metadata.ConfigRecord](br.Data)
-	case "ProducerIdsRecord":
-		return decodeAs[metadata.ProducerIdsRecord](br.Data)
+	decode, ok := decoders[br.Type]
+	if !ok {
+		return nil, fmt.Errorf("unknown record type %q", br.Type)
 	}
-	return nil, fmt.Errorf("unknown record type %q", br.Type)
+	return decode(br.Data)
 }
 
 func decodeAs[R metadata.Record](data json.RawMessage) (metadata.Record, error) {
