@@ -51,6 +51,13 @@ type Config struct {
 	// FS is the file system of the log dir; nil = the operating system's.
 	// Tests pass errorfs or memfs to fail or crash the broker's disk.
 	FS vfs.FS
+	// Metadata is the cluster's metadata store when this node is one broker
+	// of a cluster (a controller quorum's, metadata/quorum): the image it
+	// holds decides the topics, their replicas and leaders, and storage
+	// follows it (hosting.go). nil is the single node: its image is read
+	// from the log dir's files and each change is written back to them
+	// (image.go).
+	Metadata metadata.Store
 	// Clock is the broker's clock: storage's (segment.ms, retention, flush.ms,
 	// the cleaner, revivals, timestamp bounds), Fetch's max wait and
 	// OffsetCommit's retention; nil = the real one. Socket deadlines
@@ -66,7 +73,7 @@ type Broker struct {
 	clock  clockwork.Clock
 	frames framePool // big Produce frame buffers shared by the connections (conn.go)
 	logs   *storage.Manager
-	meta   *local.Store // the metadata image handlers read and change (image.go)
+	meta   metadata.Store // the metadata image handlers read and change (image.go)
 	pids   *coordinator.ProducerIDs
 	groups *coordinator.Groups
 	txns   *coordinator.Txns
@@ -149,15 +156,23 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())
 	}
-	replicas, err := replica.NewManager(logs, cfg.NodeID)
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("replicas: %w", err), logs.Close(), ln.Close())
+	var replicas *replica.Manager
+	var meta metadata.Store
+	var follower *imageHost
+	if cfg.Metadata != nil {
+		replicas = replica.NewClusterManager(cfg.NodeID)
+		meta = cfg.Metadata
+		follower = &imageHost{logs: logs, node: cfg.NodeID, logger: logger, stopReplicas: replicas.StopReplicas}
+	} else {
+		if replicas, err = replica.NewManager(logs, cfg.NodeID); err != nil {
+			return nil, errors.Join(fmt.Errorf("replicas: %w", err), logs.Close(), ln.Close())
+		}
+		img, err := imageOf(logs, registerRecord(cfg.NodeID, listener, advHost, int32(advPort)))
+		if err != nil {
+			return nil, errors.Join(err, logs.Close(), ln.Close())
+		}
+		meta = local.New(img, logHost{logs: logs, node: cfg.NodeID}.commit)
 	}
-	img, err := imageOf(logs, registerRecord(cfg.NodeID, listener, advHost, int32(advPort)))
-	if err != nil {
-		return nil, errors.Join(err, logs.Close(), ln.Close())
-	}
-	meta := local.New(img, logHost{logs: logs, node: cfg.NodeID}.commit)
 	pids.OnBlock(func(end int64) {
 		if _, err := meta.Propose(metadata.ProducerIdsRecord{BrokerID: cfg.NodeID, NextProducerID: end}); err != nil {
 			logger.Error("the metadata image cannot record a producer id block", zap.Int64("end", end), zap.Error(err))
@@ -179,10 +194,8 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		groups.Close()
 		return nil, errors.Join(fmt.Errorf("transaction coordinator: %w", err), logs.Close(), ln.Close())
 	}
-	// Nothing proposes before New returns, so no change falls between the
-	// first image's publication and the subscription.
-	pub := &publisher{node: cfg.NodeID, logs: logs, replicas: replicas, groups: groups, txns: txns, logger: logger}
-	pub.publish(metadata.Empty, meta.Image())
+	pub := &publisher{node: cfg.NodeID, logs: logs, replicas: replicas, groups: groups, txns: txns, logger: logger,
+		host: follower, seen: metadata.Empty}
 	b := &Broker{
 		cfg:      cfg,
 		logger:   logger,
@@ -206,7 +219,8 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if b.authz == nil {
 		b.authz = allowAll{}
 	}
-	b.unpublish = meta.Subscribe(pub.publish)
+	b.unpublish = meta.Subscribe(func(_, new *metadata.Image) { pub.update(new) })
+	pub.update(meta.Image())
 	b.svc = newServices(b)
 	b.slotFreed = sync.NewCond(&b.mu)
 	if err := b.openMetrics(); err != nil {

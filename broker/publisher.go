@@ -13,9 +13,17 @@ package broker
 // to logs only; producer id blocks are proposed by InitProducerId
 // requests alone); the first image is published once at start. Groups
 // replay in the background; a __transaction_state partition is replayed
-// within the change, as OpenTxns replayed them before serving.
+// within the change, as OpenTxns replayed them before serving. In a
+// cluster, storage first follows the image (imageHost, hosting.go).
+//
+// The publisher remembers the last image it applied (seen) and takes each
+// new one from there, so the first image, applied once the subscription
+// is in place, and the changes that race with it are each applied once,
+// in order.
 
 import (
+	"sync"
+
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/coordinator"
@@ -32,6 +40,25 @@ type publisher struct {
 	groups   *coordinator.Groups
 	txns     *coordinator.Txns
 	logger   *zap.Logger
+	host     *imageHost // a cluster node's storage; nil on a single node, whose store commits to storage itself
+
+	mu   sync.Mutex
+	seen *metadata.Image // the last image applied; metadata.Empty before the first
+}
+
+// update applies new, unless it is the image applied last.
+func (p *publisher) update(new *metadata.Image) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if new == p.seen {
+		return
+	}
+	old := p.seen
+	p.seen = new
+	if p.host != nil {
+		p.host.follow(old, new)
+	}
+	p.publish(old, new)
 }
 
 // localChange is one partition whose leadership changed for this node.

@@ -2,8 +2,13 @@ package metadata
 
 import (
 	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 )
+
+// TopicIDString renders a topic id as Kafka does (Uuid.toString):
+// URL-safe base64 without padding, 22 characters.
+func TopicIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
 // NewTopicID draws a random id no topic of the image has, as the Kafka
 // controller does (Uuid.randomUuid): a version-4 uuid, never the zero id,

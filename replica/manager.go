@@ -13,11 +13,16 @@ import (
 // Kafka's ReplicaManager: every writer finds a partition's replica here.
 // The metadata image decides which partitions this node leads and at
 // which leader epoch (MakeLeader, MakeFollower: the broker's publisher
-// tells it of each change, as Kafka's applyDelta); a partition no change
-// named yet is led by this node from its first use.
+// tells it of each change, as Kafka's applyDelta). On a single node
+// (NewManager) a partition no change named yet is led by this node from
+// its first use; in a cluster (NewClusterManager) only the image makes a
+// leader.
 type Manager struct {
 	nodeID int32
 	parts  sync.Map // *storage.Partition → *Partition; read without mu
+	// leadUnnamed makes this node the leader of a partition on its first
+	// use: on one node, the only replica of every partition.
+	leadUnnamed bool
 
 	// mu serializes changes of parts and followed, so a first use never
 	// leads a partition another node was just given.
@@ -31,7 +36,7 @@ type Manager struct {
 // holds, which moves each high watermark to its log end offset, as Kafka's
 // makeLeader after the logs are loaded.
 func NewManager(logs *storage.Manager, nodeID int32) (*Manager, error) {
-	m := &Manager{nodeID: nodeID, followed: map[*storage.Partition]bool{}}
+	m := &Manager{nodeID: nodeID, leadUnnamed: true, followed: map[*storage.Partition]bool{}}
 	for _, t := range logs.Topics() {
 		for _, sp := range t.Partitions() {
 			if _, err := m.Partition(sp); err != nil {
@@ -42,9 +47,17 @@ func NewManager(logs *storage.Manager, nodeID int32) (*Manager, error) {
 	return m, nil
 }
 
-// Partition returns this node's replica of sp as its leader, making this
-// node its leader on first use (a partition created after NewManager);
-// kerr.NotLeaderForPartition when another node leads it.
+// NewClusterManager leads nothing until the metadata image makes this
+// node a partition's leader (MakeLeader), as a broker of a cluster waits
+// for its controller's word.
+func NewClusterManager(nodeID int32) *Manager {
+	return &Manager{nodeID: nodeID, followed: map[*storage.Partition]bool{}}
+}
+
+// Partition returns this node's replica of sp as its leader, on a single
+// node making this node its leader on first use (a partition created
+// after NewManager); kerr.NotLeaderForPartition when another node leads
+// it, or, in a cluster, when no image made this node its leader.
 func (m *Manager) Partition(sp *storage.Partition) (*Partition, error) {
 	if v, ok := m.parts.Load(sp); ok {
 		return v.(*Partition), nil
@@ -54,7 +67,7 @@ func (m *Manager) Partition(sp *storage.Partition) (*Partition, error) {
 	if v, ok := m.parts.Load(sp); ok {
 		return v.(*Partition), nil
 	}
-	if m.followed[sp] {
+	if m.followed[sp] || !m.leadUnnamed {
 		return nil, fmt.Errorf("partition %s-%d is led by another broker: %w", sp.Topic, sp.Index, kerr.NotLeaderForPartition)
 	}
 	p, err := NewLeader(sp.Log, sp, m.nodeID)
