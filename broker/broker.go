@@ -58,6 +58,9 @@ type Config struct {
 	// from the log dir's files and each change is written back to them
 	// (image.go).
 	Metadata metadata.Store
+	// Cluster is this node's part in a cluster (cluster.go); zero on a
+	// single node.
+	Cluster ClusterConfig
 	// Clock is the broker's clock: storage's (segment.ms, retention, flush.ms,
 	// the cleaner, revivals, timestamp bounds), Fetch's max wait and
 	// OffsetCommit's retention; nil = the real one. Socket deadlines
