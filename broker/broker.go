@@ -182,7 +182,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		}
 	})
 	create := func(name string, partitions int32, configs map[string]string) (*storage.Topic, error) {
-		if _, err := proposeTopic(meta, cfg.NodeID, name, partitions, configs); err != nil {
+		if _, err := proposeTopic(meta, name, replicaLayout{partitions: partitions, rf: defaultReplicationFactor(&cfg, name)}, configs); err != nil {
 			return nil, err
 		}
 		return logs.Topic(name), nil

@@ -8,10 +8,12 @@ package broker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/storage"
 )
@@ -39,11 +41,56 @@ func checkNewTopicName(img *metadata.Image, name string) error {
 	return nil
 }
 
-// proposeTopic creates a topic of partitions partitions with configs: a
-// TopicRecord with an id unused in the image, its PartitionRecords (node
-// the leader and only replica of each) and its ConfigRecords. It returns
-// the topic's id.
-func proposeTopic(meta metadata.Store, node int32, name string, partitions int32, configs map[string]string) ([16]byte, error) {
+// replicaLayout is where a new topic's or new partitions' replicas go:
+// partitions placed at replication factor rf (placement.go), or a manual
+// assignment, the replicas of each partition in order, already checked
+// against the image (checkReplicas).
+type replicaLayout struct {
+	partitions int32
+	rf         int16
+	manual     [][]int32
+}
+
+// placementRandom is where placement draws its start brokers from.
+var placementRandom randomSource = mathRandom{}
+
+// partitionRecords are the PartitionRecords of partitions start.. of the
+// topic id laid out as l, as the KRaft controller builds them: the ISR is
+// the replicas that are unfenced, the first of them the leader, at leader
+// and partition epoch 0.
+func partitionRecords(img *metadata.Image, id [16]byte, start int32, l replicaLayout) ([]metadata.Record, error) {
+	assignment := l.manual
+	if assignment == nil {
+		var err error
+		if assignment, err = placeReplicas(placementRandom, img.Cluster.Brokers(), l.partitions, l.rf); err != nil {
+			return nil, err
+		}
+	}
+	records := make([]metadata.Record, 0, len(assignment))
+	for i, replicas := range assignment {
+		var isr []int32
+		for _, r := range replicas {
+			if reg, ok := img.Cluster.Broker(r); ok && !reg.Fenced {
+				isr = append(isr, r)
+			}
+		}
+		p := start + int32(i)
+		switch {
+		case len(isr) == 0 && l.manual != nil:
+			return nil, kafkaError(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", p)
+		case len(isr) == 0:
+			return nil, kafkaError(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): All brokers are currently fenced or in controlled shutdown.", l.rf)
+		}
+		records = append(records, metadata.PartitionRecord{PartitionID: p, TopicID: id,
+			Replicas: slices.Clone(replicas), ISR: isr, Leader: isr[0]})
+	}
+	return records, nil
+}
+
+// proposeTopic creates a topic laid out as l with configs: a TopicRecord
+// with an id unused in the image, its PartitionRecords and its
+// ConfigRecords. It returns the topic's id.
+func proposeTopic(meta metadata.Store, name string, l replicaLayout, configs map[string]string) ([16]byte, error) {
 	var id [16]byte
 	_, err := meta.Update(func(img *metadata.Image) ([]metadata.Record, error) {
 		if err := checkNewTopicName(img, name); err != nil {
@@ -53,26 +100,42 @@ func proposeTopic(meta metadata.Store, node int32, name string, partitions int32
 		if id, err = img.Topics.NewTopicID(); err != nil {
 			return nil, err
 		}
-		records := []metadata.Record{metadata.TopicRecord{Name: name, TopicID: id}}
-		for p := range partitions {
-			records = append(records, metadata.PartitionRecord{PartitionID: p, TopicID: id,
-				Replicas: []int32{node}, ISR: []int32{node}, Leader: node})
+		parts, err := partitionRecords(img, id, 0, l)
+		if err != nil {
+			return nil, err
 		}
+		records := append([]metadata.Record{metadata.TopicRecord{Name: name, TopicID: id}}, parts...)
 		return append(records, configRecords(metadata.ConfigResource{Type: metadata.TopicResource, Name: name}, nil, configs)...), nil
 	})
 	return id, err
 }
 
-// createTopicNamed is proposeTopic on the broker's store, this node hosting
-// the new topic's partitions.
-func (b *services) createTopicNamed(name string, partitions int32, configs map[string]string) ([16]byte, error) {
-	return proposeTopic(b.meta, b.cfg.NodeID, name, partitions, configs)
+// defaultReplicationFactor is the replication factor of a topic created
+// without one: on a single node 1; in a cluster the internal topics'
+// offsets.topic.replication.factor and
+// transaction.state.log.replication.factor, and default.replication.factor
+// for the others.
+func defaultReplicationFactor(cfg *Config, name string) int16 {
+	switch {
+	case cfg.Metadata == nil:
+		return 1
+	case name == coordinator.OffsetsTopic:
+		return cfg.Cluster.OffsetsTopicReplicationFactor
+	case name == coordinator.TxnStateTopic:
+		return cfg.Cluster.TxnStateReplicationFactor
+	}
+	return cfg.Cluster.DefaultReplicationFactor
 }
 
-// addPartitions grows a topic to total partitions, this node the leader
-// and only replica of each new one.
-func (b *services) addPartitions(name string, total int32) error {
-	node := b.cfg.NodeID
+// createTopicNamed creates a topic of partitions partitions at the default
+// replication factor (auto-creation, the coordinators' internal topics).
+func (b *services) createTopicNamed(name string, partitions int32, configs map[string]string) ([16]byte, error) {
+	return proposeTopic(b.meta, name, replicaLayout{partitions: partitions, rf: defaultReplicationFactor(b.cfg, name)}, configs)
+}
+
+// addPartitions grows a topic to total partitions, placed at the topic's
+// replication factor (its first partition's), or as manual gives them.
+func (b *services) addPartitions(name string, total int32, manual [][]int32) error {
 	_, err := b.meta.Update(func(img *metadata.Image) ([]metadata.Record, error) {
 		t := img.Topics.ByName(name)
 		if t == nil {
@@ -82,12 +145,9 @@ func (b *services) addPartitions(name string, total int32) error {
 			return nil, fmt.Errorf("topic %s currently has %d partitions, %d would not be an increase: %w",
 				name, len(t.Partitions), total, kerr.InvalidPartitions)
 		}
-		var records []metadata.Record
-		for p := int32(len(t.Partitions)); p < total; p++ {
-			records = append(records, metadata.PartitionRecord{PartitionID: p, TopicID: t.ID,
-				Replicas: []int32{node}, ISR: []int32{node}, Leader: node})
-		}
-		return records, nil
+		current := int32(len(t.Partitions))
+		l := replicaLayout{partitions: total - current, rf: int16(len(t.Partitions[0].Replicas)), manual: manual}
+		return partitionRecords(img, t.ID, current, l)
 	})
 	return err
 }

@@ -2,11 +2,14 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,6 +36,7 @@ func startTestCluster(t *testing.T, n int, mutate func(*Config)) *testCluster {
 		b := startBroker(t, func(cfg *Config) {
 			cfg.NodeID = int32(i)
 			cfg.Metadata = c.store
+			cfg.Cluster = DefaultClusterConfig()
 			if mutate != nil {
 				mutate(cfg)
 			}
@@ -163,5 +167,77 @@ func TestClusterBrokersFollowTheImage(t *testing.T) {
 		if b.logs.TopicByID(id) != nil || b.logs.Topic("spread") != nil {
 			t.Fatalf("node %d still hosts the deleted topic", i+1)
 		}
+	}
+}
+
+// TestClusterPlacesReplicas checks CreateTopics and CreatePartitions on a
+// cluster: replicas placed at the requested replication factor (the
+// default one when -1) over the brokers, leaders spread, the ISR every
+// replica; a manual assignment kept as given; a replication factor above
+// the broker count refused with Kafka's message.
+func TestClusterPlacesReplicas(t *testing.T) {
+	c := startTestCluster(t, 3, func(cfg *Config) { cfg.Cluster.DefaultReplicationFactor = 2 })
+	adm := kadm.NewClient(rawClient(t, c.brokers[1]))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	resp, err := adm.CreateTopic(ctx, 3, 3, nil, "rf3")
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create rf3: %v %v", err, resp.Err)
+	}
+	if resp.ReplicationFactor != 3 {
+		t.Fatalf("rf3 created at replication factor %d", resp.ReplicationFactor)
+	}
+	leaders := map[int32]bool{}
+	for p, reg := range c.store.Image().Topics.ByName("rf3").Partitions {
+		if len(reg.Replicas) != 3 || !slices.Equal(reg.ISR, reg.Replicas) || reg.Leader != reg.Replicas[0] {
+			t.Fatalf("rf3 partition %d: %+v", p, reg)
+		}
+		leaders[reg.Leader] = true
+	}
+	if len(leaders) != 3 {
+		t.Fatalf("rf3's 3 partitions are led by %v, want one on each broker", leaders)
+	}
+
+	if resp, err := adm.CreateTopic(ctx, 2, -1, nil, "default-rf"); err != nil || resp.Err != nil || resp.ReplicationFactor != 2 {
+		t.Fatalf("create with the default replication factor: %v %+v", err, resp)
+	}
+	for p, reg := range c.store.Image().Topics.ByName("default-rf").Partitions {
+		if len(reg.Replicas) != 2 {
+			t.Fatalf("default-rf partition %d has replicas %v, want 2 (default.replication.factor)", p, reg.Replicas)
+		}
+	}
+
+	manual := kmsg.NewPtrCreateTopicsRequest()
+	mt := kmsg.NewCreateTopicsRequestTopic()
+	mt.Topic, mt.NumPartitions, mt.ReplicationFactor = "manual", -1, -1
+	for _, replicas := range [][]int32{{3, 1}, {2, 3}} {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(len(mt.ReplicaAssignment)), replicas
+		mt.ReplicaAssignment = append(mt.ReplicaAssignment, a)
+	}
+	manual.Topics = append(manual.Topics, mt)
+	mresp, err := manual.RequestWith(ctx, rawClient(t, c.brokers[0]))
+	if err != nil || mresp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("manual assignment: %v %+v", err, mresp)
+	}
+	if got := c.store.Image().Topics.ByName("manual").Partitions; !slices.Equal(got[0].Replicas, []int32{3, 1}) ||
+		got[0].Leader != 3 || !slices.Equal(got[1].Replicas, []int32{2, 3}) || got[1].Leader != 2 {
+		t.Fatalf("manual assignment placed as %+v", got)
+	}
+
+	if _, err := adm.CreatePartitions(ctx, 5, "rf3"); err != nil {
+		t.Fatal(err)
+	}
+	for p, reg := range c.store.Image().Topics.ByName("rf3").Partitions {
+		if len(reg.Replicas) != 3 {
+			t.Fatalf("rf3's partition %d, added, has replicas %v, want the topic's 3", p, reg.Replicas)
+		}
+	}
+
+	resp, _ = adm.CreateTopic(ctx, 1, 4, nil, "rf4")
+	want := "Unable to replicate the partition 4 time(s): The target replication factor of 4 cannot be reached because only 3 broker(s) are registered."
+	if !errors.Is(resp.Err, kerr.InvalidReplicationFactor) || resp.ErrMessage != want {
+		t.Fatalf("rf4: %v %q, want INVALID_REPLICATION_FACTOR %q", resp.Err, resp.ErrMessage, want)
 	}
 }

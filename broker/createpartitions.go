@@ -8,8 +8,11 @@ package broker
 // once, after the other results; an unknown topic gets
 // UNKNOWN_TOPIC_OR_PARTITION; a Count equal to or below the current count is
 // INVALID_PARTITIONS; an Assignment, when given, must list exactly the added
-// partitions, each with the replica list [node.id], else
-// INVALID_REPLICA_ASSIGNMENT. ValidateOnly runs every check and adds nothing.
+// partitions, each a list of registered brokers as long as the topic's
+// replication factor (on one node, [node.id]), else
+// INVALID_REPLICA_ASSIGNMENT; without one the new partitions are placed as
+// a new topic's (placement.go). ValidateOnly runs every check and adds
+// nothing.
 //
 // Partitions are added locally before the response, so TimeoutMillis is
 // ignored.
@@ -69,15 +72,17 @@ func (b *services) createPartitions(t kmsg.CreatePartitionsRequestTopic, validat
 		return createPartitionsFailed(t.Topic, kerr.InvalidPartitions.Code,
 			fmt.Sprintf("The topic %s currently has %d partition(s); %d would not be an increase.", t.Topic, current, t.Count))
 	}
+	var manual [][]int32
 	if t.Assignment != nil {
 		if added := t.Count - current; int64(len(t.Assignment)) != int64(added) {
 			return createPartitionsFailed(t.Topic, kerr.InvalidReplicaAssignment.Code,
 				fmt.Sprintf("Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", added, len(t.Assignment)))
 		}
 		for _, a := range t.Assignment {
-			if msg := b.checkReplicas(a.Replicas); msg != "" {
+			if msg := b.checkReplicas(a.Replicas, len(topic.Partitions[0].Replicas)); msg != "" {
 				return createPartitionsFailed(t.Topic, kerr.InvalidReplicaAssignment.Code, msg)
 			}
+			manual = append(manual, a.Replicas)
 		}
 	}
 	st := kmsg.NewCreatePartitionsResponseTopic()
@@ -85,7 +90,7 @@ func (b *services) createPartitions(t kmsg.CreatePartitionsRequestTopic, validat
 	if validateOnly {
 		return st
 	}
-	if err := b.addPartitions(t.Topic, t.Count); err != nil {
+	if err := b.addPartitions(t.Topic, t.Count, manual); err != nil {
 		st.ErrorCode = b.errorCode(kmsg.CreatePartitions, err)
 		st.ErrorMessage = errorMessage(err)
 	}

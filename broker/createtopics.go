@@ -13,13 +13,17 @@ package broker
 // The layout is either counts or a manual assignment, never both (giving an
 // assignment with NumPartitions or ReplicationFactor other than -1 is
 // INVALID_REQUEST). NumPartitions -1 is num.partitions; ReplicationFactor -1
-// is 1, and above 1 is INVALID_REPLICATION_FACTOR since this is the only
-// broker. A manual assignment must give every partition 0..n-1 exactly the
-// replica list [node.id].
+// is default.replication.factor in a cluster and 1 on a single node. Counts
+// are placed over the registered brokers as Kafka's StripedReplicaPlacer
+// places them (placement.go); more replicas than brokers is
+// INVALID_REPLICATION_FACTOR. A manual assignment must give every partition
+// 0..n-1 a list of registered brokers, each once, all lists of one length;
+// on one node the only such list is [node.id].
 //
 // ValidateOnly runs every check and creates nothing; its result carries topic
 // id zero, where Kafka draws a random id it then discards. The v5+ result
-// carries the partition count, replication factor 1 and the topic's configs.
+// carries the partition count, the replication factor and the topic's
+// configs.
 //
 // Difference from Kafka: the configs returned are the ones Strata applies to
 // a log (flush.*, index.interval.bytes, max.message.bytes, segment.*), with
@@ -121,72 +125,80 @@ func (b *services) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly boo
 	if err != nil {
 		return b.createTopicError(t.Topic, err)
 	}
-	partitions, code, msg := b.topicLayout(t)
+	layout, code, msg := b.topicLayout(t)
 	if code != 0 {
 		return createTopicFailed(t.Topic, code, msg)
 	}
 	st := kmsg.NewCreateTopicsResponseTopic()
 	st.Topic = t.Topic
-	if !validateOnly {
-		if st.TopicID, err = b.createTopicNamed(t.Topic, partitions, configs); err != nil {
+	if validateOnly {
+		// Placement is checked as creation would place.
+		if _, err := partitionRecords(b.meta.Image(), [16]byte{}, 0, layout); err != nil {
 			return b.createTopicError(t.Topic, err)
 		}
+	} else if st.TopicID, err = proposeTopic(b.meta, t.Topic, layout, configs); err != nil {
+		return b.createTopicError(t.Topic, err)
 	}
-	st.NumPartitions = partitions
-	st.ReplicationFactor = 1
+	st.NumPartitions = layout.partitions
+	st.ReplicationFactor = layout.rf
 	st.Configs = b.topicConfigs(configs, effective)
 	return st
 }
 
-// topicLayout validates the partition layout of a new topic and returns its
-// partition count, or a Kafka error code and message.
-func (b *services) topicLayout(t kmsg.CreateTopicsRequestTopic) (int32, int16, string) {
+// topicLayout validates the partition layout of a new topic and returns
+// it, or a Kafka error code and message.
+func (b *services) topicLayout(t kmsg.CreateTopicsRequestTopic) (replicaLayout, int16, string) {
 	if len(t.ReplicaAssignment) > 0 {
 		if t.ReplicationFactor != -1 {
-			return 0, kerr.InvalidRequest.Code, "A manual partition assignment was specified, but replication factor was not set to -1."
+			return replicaLayout{}, kerr.InvalidRequest.Code, "A manual partition assignment was specified, but replication factor was not set to -1."
 		}
 		if t.NumPartitions != -1 {
-			return 0, kerr.InvalidRequest.Code, "A manual partition assignment was specified, but numPartitions was not set to -1."
+			return replicaLayout{}, kerr.InvalidRequest.Code, "A manual partition assignment was specified, but numPartitions was not set to -1."
 		}
+		manual := make([][]int32, len(t.ReplicaAssignment))
 		assigned := make(map[int32]bool, len(t.ReplicaAssignment))
+		rf := -1
 		for _, a := range t.ReplicaAssignment {
 			if assigned[a.Partition] {
-				return 0, kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Found multiple manual partition assignments for partition %d", a.Partition)
+				return replicaLayout{}, kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Found multiple manual partition assignments for partition %d", a.Partition)
 			}
 			assigned[a.Partition] = true
-			if msg := b.checkReplicas(a.Replicas); msg != "" {
-				return 0, kerr.InvalidReplicaAssignment.Code, msg
+			if msg := b.checkReplicas(a.Replicas, rf); msg != "" {
+				return replicaLayout{}, kerr.InvalidReplicaAssignment.Code, msg
+			}
+			rf = len(a.Replicas)
+			if a.Partition >= 0 && int(a.Partition) < len(manual) {
+				manual[a.Partition] = a.Replicas
 			}
 		}
 		for i := range int32(len(assigned)) {
 			if !assigned[i] {
-				return 0, kerr.InvalidReplicaAssignment.Code, "partitions should be a consecutive 0-based integer sequence"
+				return replicaLayout{}, kerr.InvalidReplicaAssignment.Code, "partitions should be a consecutive 0-based integer sequence"
 			}
 		}
-		return int32(len(assigned)), 0, ""
+		return replicaLayout{partitions: int32(len(manual)), rf: int16(rf), manual: manual}, 0, ""
 	}
 	if t.ReplicationFactor < -1 || t.ReplicationFactor == 0 {
-		return 0, kerr.InvalidReplicationFactor.Code, "Replication factor must be larger than 0, or -1 to use the default value."
+		return replicaLayout{}, kerr.InvalidReplicationFactor.Code, "Replication factor must be larger than 0, or -1 to use the default value."
 	}
 	if t.NumPartitions < -1 || t.NumPartitions == 0 {
-		return 0, kerr.InvalidPartitions.Code, "Number of partitions was set to an invalid non-positive value."
+		return replicaLayout{}, kerr.InvalidPartitions.Code, "Number of partitions was set to an invalid non-positive value."
 	}
-	if brokers := len(b.meta.Image().Cluster.Brokers()); int(t.ReplicationFactor) > brokers {
-		return 0, kerr.InvalidReplicationFactor.Code, fmt.Sprintf("Unable to replicate the partition %d time(s): "+
-			"The target replication factor of %d cannot be reached because only %d broker(s) are registered.",
-			t.ReplicationFactor, t.ReplicationFactor, brokers)
+	l := replicaLayout{partitions: t.NumPartitions, rf: t.ReplicationFactor}
+	if l.partitions == -1 {
+		l.partitions = b.cfg.NumPartitions
 	}
-	if t.NumPartitions == -1 {
-		return b.cfg.NumPartitions, 0, ""
+	if l.rf == -1 {
+		l.rf = defaultReplicationFactor(b.cfg, t.Topic)
 	}
-	return t.NumPartitions, 0, ""
+	return l, 0, ""
 }
 
 // checkReplicas is ReplicationControlManager.validateManualPartitionAssignment:
-// every replica a broker the metadata image registers, none twice (on one
-// node the only valid list is [node.id]). It returns Kafka's message for an
-// invalid list, or "".
-func (b *services) checkReplicas(replicas []int32) string {
+// every replica a broker the metadata image registers, none twice, and,
+// unless rf is -1, rf of them (the other partitions' count). It returns
+// Kafka's message for an invalid list, or "".
+func (b *services) checkReplicas(replicas []int32, rf int) string {
 	if len(replicas) == 0 {
 		return "The manual partition assignment includes an empty replica list."
 	}
@@ -199,6 +211,9 @@ func (b *services) checkReplicas(replicas []int32) string {
 		if i > 0 && sorted[i-1] == id {
 			return fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", id)
 		}
+	}
+	if rf >= 0 && len(replicas) != rf {
+		return fmt.Sprintf("The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
 	}
 	return ""
 }

@@ -50,11 +50,11 @@ func TestImageChangesAreDurableFirst(t *testing.T) {
 			}
 		}
 	})
-	id, err := proposeTopic(store, 7, "t", 2, map[string]string{"retention.ms": "5"})
+	id, err := proposeTopic(store, "t", replicaLayout{partitions: 2, rf: 1}, map[string]string{"retention.ms": "5"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gone, err := proposeTopic(store, 7, "gone", 1, nil)
+	gone, err := proposeTopic(store, "gone", replicaLayout{partitions: 1, rf: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestImageChangesAreDurableFirst(t *testing.T) {
 	if _, err := store.Propose(configRecords(topicRes, nil, map[string]string{"retention.ms": "x"})...); !errors.Is(err, kerr.InvalidConfig) || !strings.HasPrefix(err.Error(), "topic t: ") {
 		t.Fatalf("an invalid config: %v, want storage's InvalidConfig as it is", err)
 	}
-	if _, err := proposeTopic(store, 7, "u", 1, map[string]string{"segment.bytes": "-1"}); !errors.Is(err, kerr.InvalidConfig) {
+	if _, err := proposeTopic(store, "u", replicaLayout{partitions: 1, rf: 1}, map[string]string{"segment.bytes": "-1"}); !errors.Is(err, kerr.InvalidConfig) {
 		t.Fatalf("a topic with an invalid config: %v, want InvalidConfig", err)
 	}
 	two := append(configRecords(topicRes, nil, map[string]string{"retention.ms": "8"}), configRecords(nodeRes, nil, map[string]string{"log.retention.ms": "8"})...)
