@@ -241,3 +241,35 @@ func TestClusterPlacesReplicas(t *testing.T) {
 		t.Fatalf("rf4: %v %q, want INVALID_REPLICATION_FACTOR %q", resp.Err, resp.ErrMessage, want)
 	}
 }
+
+// TestClusterMetadataShowsOfflineReplicas checks Metadata once a broker is
+// fenced, as Kafka's KRaftMetadataCache answers: it is no longer listed, a
+// partition it still leads has leader -1 and LEADER_NOT_AVAILABLE, and it
+// is an offline replica of its partitions.
+func TestClusterMetadataShowsOfflineReplicas(t *testing.T) {
+	c := startTestCluster(t, 3, nil)
+	c.createTopic(t, "t", [][]int32{{3, 1}, {1, 3}})
+	reg, _ := c.store.Image().Cluster.Broker(3)
+	reg3 := metadata.RegisterBrokerRecord{BrokerID: 3, Endpoints: reg.Endpoints, Fenced: true}
+	if _, err := c.store.Propose(reg3); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("t")
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), rawClient(t, c.brokers[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Brokers) != 2 {
+		t.Fatalf("%d brokers listed, want 2 (node 3 is fenced)", len(resp.Brokers))
+	}
+	p0, p1 := resp.Topics[0].Partitions[0], resp.Topics[0].Partitions[1]
+	if p0.Leader != -1 || p0.ErrorCode != kerr.LeaderNotAvailable.Code || !slices.Equal(p0.OfflineReplicas, []int32{3}) {
+		t.Fatalf("partition 0, led by the fenced node: leader %d, %v, offline %v", p0.Leader, kerr.ErrorForCode(p0.ErrorCode), p0.OfflineReplicas)
+	}
+	if p1.Leader != 1 || p1.ErrorCode != 0 || !slices.Equal(p1.OfflineReplicas, []int32{3}) {
+		t.Fatalf("partition 1: leader %d, %v, offline %v", p1.Leader, kerr.ErrorForCode(p1.ErrorCode), p1.OfflineReplicas)
+	}
+}

@@ -24,6 +24,7 @@ package broker
 import (
 	"errors"
 	"math"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -60,7 +61,7 @@ func handleMetadata(rc *reqCtx) (kmsg.Response, error) {
 	if r.Topics == nil || req.Version == 0 && len(r.Topics) == 0 {
 		for _, t := range img.Topics.All() {
 			if rc.authorize(OpDescribe, ResourceTopic, t.Name) {
-				resp.Topics = append(resp.Topics, b.describeTopic(t))
+				resp.Topics = append(resp.Topics, b.describeTopic(img, t, req.Version))
 			}
 		}
 		return resp, nil
@@ -74,7 +75,7 @@ func handleMetadata(rc *reqCtx) (kmsg.Response, error) {
 				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
-			resp.Topics = append(resp.Topics, b.describeTopicByID(img, rt.TopicID))
+			resp.Topics = append(resp.Topics, b.describeTopicByID(img, rt.TopicID, req.Version))
 			continue
 		}
 		name := *rt.Topic
@@ -89,15 +90,15 @@ func handleMetadata(rc *reqCtx) (kmsg.Response, error) {
 			mt.IsInternal = b.internalTopicCreator(name) != nil
 			resp.Topics = append(resp.Topics, mt)
 		default:
-			resp.Topics = append(resp.Topics, b.describeTopicByName(img, name, autoCreate))
+			resp.Topics = append(resp.Topics, b.describeTopicByName(img, name, autoCreate, req.Version))
 		}
 	}
 	return resp, nil
 }
 
-func (b *services) describeTopicByID(img *metadata.Image, id [16]byte) kmsg.MetadataResponseTopic {
+func (b *services) describeTopicByID(img *metadata.Image, id [16]byte, version int16) kmsg.MetadataResponseTopic {
 	if t := img.Topics.ByID(id); t != nil {
-		return b.describeTopic(t)
+		return b.describeTopic(img, t, version)
 	}
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.TopicID = id
@@ -105,9 +106,9 @@ func (b *services) describeTopicByID(img *metadata.Image, id [16]byte) kmsg.Meta
 	return mt
 }
 
-func (b *services) describeTopicByName(img *metadata.Image, name string, autoCreate bool) kmsg.MetadataResponseTopic {
+func (b *services) describeTopicByName(img *metadata.Image, name string, autoCreate bool, version int16) kmsg.MetadataResponseTopic {
 	if t := img.Topics.ByName(name); t != nil {
-		return b.describeTopic(t)
+		return b.describeTopic(img, t, version)
 	}
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = &name
@@ -147,13 +148,24 @@ func (b *services) internalTopicCreator(name string) func() error {
 	return nil
 }
 
-func (b *services) describeTopic(t *metadata.TopicImage) kmsg.MetadataResponseTopic {
+// describeTopic is t's partitions as Kafka's KRaftMetadataCache answers
+// them: a leader that is not a live broker on the client listener is -1
+// with LEADER_NOT_AVAILABLE (LISTENER_NOT_FOUND from v6 when the broker is
+// live but has no such listener); replicas on brokers that are fenced,
+// gone or without the listener are offline; v0 lists only live replicas,
+// with REPLICA_NOT_AVAILABLE when some are not.
+func (b *services) describeTopic(img *metadata.Image, t *metadata.TopicImage, version int16) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
 	mt.IsInternal = storage.IsInternalTopic(t.Name)
 	mt.AuthorizedOperations = math.MinInt32
+	live := func(id int32) bool {
+		reg, ok := img.Cluster.Broker(id)
+		_, _, listens := b.endpoint(reg)
+		return ok && !reg.Fenced && listens
+	}
 	for i, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = int32(i)
@@ -162,6 +174,23 @@ func (b *services) describeTopic(t *metadata.TopicImage) kmsg.MetadataResponseTo
 		mp.Replicas = p.Replicas
 		mp.ISR = p.ISR
 		mp.OfflineReplicas = []int32{}
+		for _, r := range p.Replicas {
+			if !live(r) {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+			}
+		}
+		if version == 0 && len(mp.OfflineReplicas) > 0 {
+			mp.Replicas = slices.DeleteFunc(slices.Clone(p.Replicas), func(r int32) bool { return !live(r) })
+			mp.ISR = slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return !live(r) })
+			mp.ErrorCode = kerr.ReplicaNotAvailable.Code
+		}
+		if !live(p.Leader) {
+			mp.Leader = metadata.NoLeader
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			if reg, ok := img.Cluster.Broker(p.Leader); ok && !reg.Fenced && version >= 6 {
+				mp.ErrorCode = kerr.ListenerNotFound.Code
+			}
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
