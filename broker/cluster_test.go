@@ -77,6 +77,17 @@ func (c *testCluster) createTopic(t *testing.T, name string, assignment [][]int3
 	return id
 }
 
+// requestTo sends req to node itself, not to whichever broker a client
+// would route it to.
+func (c *testCluster) requestTo(t *testing.T, node int32, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	resp, err := rawClient(t, c.brokers[node-1]).Broker(int(node)).Request(context.Background(), req)
+	if err != nil {
+		t.Fatalf("%s to node %d: %v", kmsg.NameForKey(req.Key()), node, err)
+	}
+	return resp
+}
+
 func (c *testCluster) seeds() []string {
 	var out []string
 	for _, b := range c.brokers {
@@ -130,12 +141,25 @@ func TestClusterBrokersFollowTheImage(t *testing.T) {
 	pp.Partition, pp.Records = 0, benchBatch(1)
 	pt.Partitions = append(pt.Partitions, pp)
 	produce.Topics = append(produce.Topics, pt)
-	presp, err := produce.RequestWith(context.Background(), rawClient(t, c.brokers[1]))
-	if err != nil {
-		t.Fatal(err)
-	}
+	presp := c.requestTo(t, 2, produce).(*kmsg.ProduceResponse)
 	if code := presp.Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("produce to a follower: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
+	}
+
+	// ListOffsets is answered by the leader only.
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.ReplicaID = -1
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "spread"
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Partition, lp.Timestamp = 0, -1
+	lt.Partitions = append(lt.Partitions, lp)
+	lo.Topics = append(lo.Topics, lt)
+	for node, want := range map[int]int16{1: 0, 2: kerr.NotLeaderForPartition.Code} {
+		lresp := c.requestTo(t, int32(node), lo).(*kmsg.ListOffsetsResponse)
+		if got := lresp.Topics[0].Partitions[0].ErrorCode; got != want {
+			t.Fatalf("ListOffsets of partition 0 on node %d: %v, want %v", node, kerr.ErrorForCode(got), kerr.ErrorForCode(want))
+		}
 	}
 
 	// A client seeded with one broker writes to each leader.

@@ -6,7 +6,9 @@ package broker
 // request gets INVALID_REQUEST (KafkaApis does the same). An unknown topic or
 // partition gets UNKNOWN_TOPIC_OR_PARTITION; a CurrentLeaderEpoch (v4+) other
 // than -1 must equal the partition's epoch: older is FENCED_LEADER_EPOCH,
-// newer is UNKNOWN_LEADER_EPOCH. Then, by Timestamp:
+// newer is UNKNOWN_LEADER_EPOCH; then only the partition's leader answers
+// (NOT_LEADER_OR_FOLLOWER elsewhere), except to the debug id (ReplicaID
+// -2), as Kafka's fetchOnlyFromLeader. Then, by Timestamp:
 //
 //   - -2 earliest and -4 earliest local (v8+): the log start offset. With no
 //     tiered storage the local log starts where the log does.
@@ -50,8 +52,11 @@ const (
 )
 
 // consumerReplicaID is the ReplicaID of requests sent by clients, as opposed
-// to followers (their broker id) or debugging tools (-2).
-const consumerReplicaID = -1
+// to followers (their broker id) or debugging tools (debugReplicaID).
+const (
+	consumerReplicaID = -1
+	debugReplicaID    = -2
+)
 
 func handleListOffsets(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
@@ -84,7 +89,7 @@ func handleListOffsets(rc *reqCtx) (kmsg.Response, error) {
 			case p == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				b.listOffset(p, rp, r.ReplicaID == consumerReplicaID, r.IsolationLevel == 1, &sp)
+				b.listOffset(p, rp, r.ReplicaID, r.IsolationLevel == 1, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -94,11 +99,19 @@ func handleListOffsets(rc *reqCtx) (kmsg.Response, error) {
 }
 
 // listOffset answers one partition; sp starts with Kafka's "not found"
-// values (offset, timestamp and epoch -1).
-func (b *services) listOffset(p *storage.Partition, rp kmsg.ListOffsetsRequestTopicPartition, fromClient, readCommitted bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
+// values (offset, timestamp and epoch -1). Only the leader answers, except
+// to the debug id, as Kafka's fetchOnlyFromLeader.
+func (b *services) listOffset(p *storage.Partition, rp kmsg.ListOffsetsRequestTopicPartition, replicaID int32, readCommitted bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	fromClient := replicaID == consumerReplicaID
 	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
 		sp.ErrorCode = b.errorCode(kmsg.ListOffsets, err)
 		return
+	}
+	if replicaID != debugReplicaID {
+		if _, err := b.replicas.Partition(p); err != nil {
+			sp.ErrorCode = b.errorCode(kmsg.ListOffsets, err)
+			return
+		}
 	}
 	epoch := p.LeaderEpoch()
 	l := p.Log
