@@ -132,6 +132,22 @@ func TestClusterBrokersFollowTheImage(t *testing.T) {
 		}
 	}
 
+	// Each node describes the one partition it is a replica of.
+	for node := int32(1); node <= 3; node++ {
+		dresp := c.requestTo(t, node, kmsg.NewPtrDescribeLogDirsRequest()).(*kmsg.DescribeLogDirsResponse)
+		var got []int32
+		for _, dt := range dresp.Dirs[0].Topics {
+			for _, dp := range dt.Partitions {
+				if dt.Topic == "spread" {
+					got = append(got, dp.Partition)
+				}
+			}
+		}
+		if !slices.Equal(got, []int32{node - 1}) {
+			t.Fatalf("node %d describes partitions %v of spread, want [%d]", node, got, node-1)
+		}
+	}
+
 	// Node 2 does not lead partition 0.
 	produce := kmsg.NewPtrProduceRequest()
 	produce.Acks, produce.TimeoutMillis = -1, 5000

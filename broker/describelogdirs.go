@@ -7,16 +7,19 @@ package broker
 // false (no replica movement between dirs). Null Topics describes every
 // partition; named topics or partitions that do not exist are left out, as
 // in Kafka. v4 adds the file system's total and usable bytes (statfs);
-// when statfs fails they are -1, Kafka's "unknown".
+// when statfs fails they are -1, Kafka's "unknown". Only the partitions
+// this node is a replica of are listed.
 
 import (
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -42,12 +45,17 @@ func handleDescribeLogDirs(rc *reqCtx) (kmsg.Response, error) {
 		dir.TotalBytes = int64(st.Blocks) * int64(st.Bsize)
 		dir.UsableBytes = int64(st.Bavail) * int64(st.Bsize)
 	}
+	img := b.meta.Image()
 	addTopic := func(t *storage.Topic, want func(int32) bool) {
 		dt := kmsg.NewDescribeLogDirsResponseDirTopic()
 		dt.Topic = t.Name
+		ti := img.Topics.ByID(t.ID)
 		for _, p := range t.Partitions() {
 			if p == nil || !want(p.Index) {
 				continue
+			}
+			if !replicaOf(ti, p.Index, b.cfg.NodeID) {
+				continue // a log this node keeps but is no replica of (hosting.go)
 			}
 			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			dp.Partition, dp.Size = p.Index, p.Log.Size()
@@ -76,4 +84,14 @@ func handleDescribeLogDirs(rc *reqCtx) (kmsg.Response, error) {
 	}
 	resp.Dirs = []kmsg.DescribeLogDirsResponseDir{dir}
 	return resp, nil
+}
+
+// replicaOf reports whether node is a replica of t's partition p in the
+// image.
+func replicaOf(t *metadata.TopicImage, p, node int32) bool {
+	if t == nil {
+		return false
+	}
+	reg, ok := t.Partition(p)
+	return ok && slices.Contains(reg.Replicas, node)
 }
