@@ -313,3 +313,55 @@ func TestClusterMetadataShowsOfflineReplicas(t *testing.T) {
 		t.Fatalf("partition 1: leader %d, %v, offline %v", p1.Leader, kerr.ErrorForCode(p1.ErrorCode), p1.OfflineReplicas)
 	}
 }
+
+// TestClusterElectLeaders checks ElectLeaders decided on the image as the
+// KRaft controller decides: a preferred election brings leadership back
+// to the first replica (a new leader epoch), is not needed where it leads
+// and not possible while it is fenced; an unclean election gives a
+// leaderless partition an unfenced replica outside the ISR.
+func TestClusterElectLeaders(t *testing.T) {
+	c := startTestCluster(t, 2, nil)
+	id := c.createTopic(t, "el", [][]int32{{1, 2}, {2, 1}})
+	move := func(p, leader int32, isr []int32) {
+		t.Helper()
+		if _, err := c.store.Propose(metadata.PartitionChangeRecord{PartitionID: p, TopicID: id, Leader: leader, ISR: isr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elect := func(electionType int8, p int32) int16 {
+		t.Helper()
+		req := kmsg.NewPtrElectLeadersRequest()
+		req.ElectionType = electionType
+		rt := kmsg.NewElectLeadersRequestTopic()
+		rt.Topic, rt.Partitions = "el", []int32{p}
+		req.Topics = append(req.Topics, rt)
+		resp := c.requestTo(t, 2, req).(*kmsg.ElectLeadersResponse)
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	partition := func(p int32) metadata.PartitionRegistration {
+		reg, _ := c.store.Image().Topics.ByID(id).Partition(p)
+		return reg
+	}
+
+	move(0, 2, nil)
+	if code := elect(electPreferred, 0); code != 0 || partition(0).Leader != 1 || partition(0).LeaderEpoch != 2 {
+		t.Fatalf("preferred election of partition 0: %v, now %+v", kerr.ErrorForCode(code), partition(0))
+	}
+	if code := elect(electPreferred, 1); code != kerr.ElectionNotNeeded.Code {
+		t.Fatalf("preferred election where the preferred leader leads: %v", kerr.ErrorForCode(code))
+	}
+
+	reg, _ := c.store.Image().Cluster.Broker(1)
+	if _, err := c.store.Propose(metadata.RegisterBrokerRecord{BrokerID: 1, Endpoints: reg.Endpoints, Fenced: true}); err != nil {
+		t.Fatal(err)
+	}
+	move(0, 2, []int32{2})
+	if code := elect(electPreferred, 0); code != kerr.PreferredLeaderNotAvailable.Code {
+		t.Fatalf("preferred election with the preferred replica fenced: %v", kerr.ErrorForCode(code))
+	}
+
+	move(1, metadata.NoLeader, []int32{1})
+	if code := elect(electUnclean, 1); code != 0 || partition(1).Leader != 2 || !slices.Equal(partition(1).ISR, []int32{2}) {
+		t.Fatalf("unclean election of a leaderless partition: %v, now %+v", kerr.ErrorForCode(code), partition(1))
+	}
+}

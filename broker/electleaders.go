@@ -2,19 +2,28 @@ package broker
 
 // ElectLeaders.
 //
-// This node is the only replica and already the leader (and preferred
-// leader) of every partition, so, as Kafka answers when the preferred
-// leader already leads, every named partition gets ELECTION_NOT_NEEDED,
-// for preferred (0) and unclean (1) elections alike. Unknown topics or
-// partitions get UNKNOWN_TOPIC_OR_PARTITION; another ElectionType is
-// INVALID_REQUEST at the top level (v1+). Null Topics means every
-// partition; as the KRaft controller does, partitions that need no
-// election are then left out, so the answer is empty. TimeoutMillis is
+// Decided on the metadata image as the KRaft controller decides
+// (ReplicationControlManager.electLeaders, electLeader below): a preferred
+// election (0) moves leadership to each partition's first replica when it
+// is in the ISR and unfenced, ELECTION_NOT_NEEDED when it leads already,
+// PREFERRED_LEADER_NOT_AVAILABLE otherwise; an unclean one (1) gives a
+// leaderless partition a leader, from the ISR first, else any unfenced
+// replica, ELECTION_NOT_NEEDED when it has one. On a single node the only
+// replica leads every partition, so every election is not needed. Unknown
+// topics or partitions get UNKNOWN_TOPIC_OR_PARTITION; another
+// ElectionType is INVALID_REQUEST at the top level (v1+). Null Topics
+// means every partition, leaving out those that need no election. The
+// answer comes once the new leaders are in the image; TimeoutMillis is
 // ignored.
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/metadata"
 )
 
 // registerElectLeaders serves ElectLeaders; its versions are here and nowhere else.
@@ -41,27 +50,111 @@ func handleElectLeaders(rc *reqCtx) (kmsg.Response, error) {
 		}
 		return resp, nil
 	}
-	if r.ElectionType != 0 && r.ElectionType != 1 {
+	if r.ElectionType != electPreferred && r.ElectionType != electUnclean {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
-	for _, rt := range r.Topics {
-		st := kmsg.NewElectLeadersResponseTopic()
-		st.Topic = rt.Topic
-		t := b.logs.Topic(rt.Topic)
-		for _, p := range rt.Partitions {
-			sp := kmsg.NewElectLeadersResponseTopicPartition()
-			sp.Partition = p
-			if lookupPartition(t, p) == nil {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else {
-				sp.ErrorCode = kerr.ElectionNotNeeded.Code
-				msg := "Leader election not needed for topic partition"
-				sp.ErrorMessage = &msg
+	_, err := b.meta.Update(func(img *metadata.Image) ([]metadata.Record, error) {
+		resp.Topics = resp.Topics[:0]
+		var records []metadata.Record
+		elect := func(st *kmsg.ElectLeadersResponseTopic, t *metadata.TopicImage, p int32, all bool) {
+			change, code, msg := electLeader(img, t, st.Topic, p, r.ElectionType)
+			if change != nil {
+				records = append(records, *change)
 			}
+			if all && code == kerr.ElectionNotNeeded.Code {
+				return // electing every partition leaves out those that need none, as Kafka
+			}
+			sp := kmsg.NewElectLeadersResponseTopicPartition()
+			sp.Partition, sp.ErrorCode, sp.ErrorMessage = p, code, msg
 			st.Partitions = append(st.Partitions, sp)
 		}
-		resp.Topics = append(resp.Topics, st)
+		if r.Topics == nil {
+			for _, t := range img.Topics.All() {
+				st := kmsg.NewElectLeadersResponseTopic()
+				st.Topic = t.Name
+				for p := range t.Partitions {
+					elect(&st, t, int32(p), true)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			return records, nil
+		}
+		for _, rt := range r.Topics {
+			st := kmsg.NewElectLeadersResponseTopic()
+			st.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				elect(&st, img.Topics.ByName(rt.Topic), p, false)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return records, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return resp, nil
+}
+
+// ElectLeaders' ElectionType values.
+const (
+	electPreferred int8 = 0
+	electUnclean   int8 = 1
+)
+
+// electLeader is ReplicationControlManager.electLeader with
+// PartitionChangeBuilder's choice of leader: a preferred election makes
+// the first replica the leader if it is in the ISR and unfenced, and is
+// not needed when it already leads; an unclean one is needed only by a
+// partition without a leader, and takes the first unfenced ISR member, or
+// else any unfenced replica, which becomes the ISR alone. change is nil
+// when no record is needed or none can be made.
+func electLeader(img *metadata.Image, t *metadata.TopicImage, topic string, p int32, electionType int8) (change *metadata.PartitionChangeRecord, code int16, msg *string) {
+	fail := func(e *kerr.Error, m string) (*metadata.PartitionChangeRecord, int16, *string) {
+		return nil, e.Code, &m
+	}
+	if t == nil {
+		return fail(kerr.UnknownTopicOrPartition, "No such topic as "+topic)
+	}
+	reg, ok := t.Partition(p)
+	if !ok {
+		return fail(kerr.UnknownTopicOrPartition, fmt.Sprintf("No such partition as %s-%d", topic, p))
+	}
+	preferred := reg.Replicas[0]
+	if electionType == electPreferred && reg.Leader == preferred || electionType == electUnclean && reg.Leader != metadata.NoLeader {
+		return fail(kerr.ElectionNotNeeded, "Leader election not needed for topic partition")
+	}
+	unfenced := func(id int32) bool {
+		b, ok := img.Cluster.Broker(id)
+		return ok && !b.Fenced
+	}
+	valid := func(id int32) bool { return slices.Contains(reg.ISR, id) && unfenced(id) }
+	next := &metadata.PartitionChangeRecord{PartitionID: p, TopicID: t.ID, Leader: metadata.NoLeader}
+	switch {
+	case electionType == electPreferred && valid(preferred):
+		next.Leader = preferred
+	case electionType == electUnclean:
+		for _, r := range reg.Replicas {
+			if valid(r) {
+				next.Leader = r
+				break
+			}
+		}
+		if next.Leader == metadata.NoLeader {
+			for _, r := range reg.Replicas {
+				if unfenced(r) {
+					next.Leader, next.ISR = r, []int32{r}
+					break
+				}
+			}
+		}
+	}
+	switch {
+	case next.Leader != metadata.NoLeader:
+		return next, 0, nil
+	case electionType == electPreferred:
+		return fail(kerr.PreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable.Description)
+	default:
+		return fail(kerr.EligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable.Description)
+	}
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -310,7 +311,9 @@ func TestDescribeClusterAndElectLeaders(t *testing.T) {
 	}
 	for v := int16(0); v <= 2; v++ {
 		resp := adminRoundTrip[*kmsg.ElectLeadersResponse](t, b, &kmsg.ElectLeadersRequest{}, v)
-		if resp.ErrorCode != 0 || len(resp.Topics) != 0 {
+		// Kafka's controller answers every topic, leaving out the
+		// partitions that need no election.
+		if resp.ErrorCode != 0 || slices.ContainsFunc(resp.Topics, func(t kmsg.ElectLeadersResponseTopic) bool { return len(t.Partitions) > 0 }) {
 			t.Fatalf("ElectLeaders v%d all partitions: %+v", v, resp)
 		}
 	}
