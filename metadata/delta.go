@@ -84,7 +84,8 @@ func (d *Delta) replayPartition(r PartitionRecord) error {
 		return fmt.Errorf("%w: partition %d of topic %s, which has %d", ErrInvalidRecord, r.PartitionID, t.Name, len(t.Partitions))
 	}
 	parts := append([]PartitionRegistration(nil), t.Partitions...)
-	reg := PartitionRegistration{Replicas: r.Replicas, ISR: r.ISR, Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch}
+	reg := PartitionRegistration{Replicas: r.Replicas, ISR: r.ISR, AddingReplicas: emptyAsNil(r.AddingReplicas),
+		RemovingReplicas: emptyAsNil(r.RemovingReplicas), Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch}
 	if int(r.PartitionID) == len(parts) {
 		parts = append(parts, reg)
 	} else {
@@ -112,6 +113,12 @@ func (d *Delta) replayPartitionChange(r PartitionChangeRecord) error {
 	}
 	if r.Replicas != nil {
 		p.Replicas = r.Replicas
+	}
+	if r.AddingReplicas != nil {
+		p.AddingReplicas = emptyAsNil(r.AddingReplicas)
+	}
+	if r.RemovingReplicas != nil {
+		p.RemovingReplicas = emptyAsNil(r.RemovingReplicas)
 	}
 	p.PartitionEpoch++
 	parts := append([]PartitionRegistration(nil), t.Partitions...)
@@ -261,4 +268,12 @@ func (d *Delta) Apply() *Image {
 		img.ProducerIDs = ProducerIDsImage{NextProducerID: *d.nextPID}
 	}
 	return &img
+}
+
+// emptyAsNil keeps "none" one value in an image: nil.
+func emptyAsNil(s []int32) []int32 {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }

@@ -86,6 +86,26 @@ func TestDeltaPartitionChangeWithoutNewLeaderKeepsTheLeaderEpoch(t *testing.T) {
 	}
 }
 
+// TestDeltaTracksReassignments checks that a partition's adding and
+// removing replicas are set by PartitionRecord, changed only by a
+// PartitionChangeRecord that names them, and cleared by an empty list.
+func TestDeltaTracksReassignments(t *testing.T) {
+	img := replay(t, Empty, TopicRecord{Name: "a", TopicID: idA},
+		PartitionRecord{TopicID: idA, Replicas: []int32{3, 1, 2}, ISR: []int32{1, 2}, AddingReplicas: []int32{3}, RemovingReplicas: []int32{2}, Leader: 1})
+	if p := img.Topics.ByName("a").Partitions[0]; !p.Reassigning() || !slices.Equal(p.AddingReplicas, []int32{3}) || !slices.Equal(p.RemovingReplicas, []int32{2}) {
+		t.Fatalf("partition = %+v", p)
+	}
+	img = replay(t, img, PartitionChangeRecord{TopicID: idA, Leader: NoLeaderChange, ISR: []int32{1, 2, 3}})
+	if p := img.Topics.ByName("a").Partitions[0]; !slices.Equal(p.AddingReplicas, []int32{3}) || !slices.Equal(p.RemovingReplicas, []int32{2}) {
+		t.Fatalf("a change not naming them kept %+v", p)
+	}
+	img = replay(t, img, PartitionChangeRecord{TopicID: idA, Leader: NoLeaderChange, Replicas: []int32{3, 1}, ISR: []int32{1, 3},
+		AddingReplicas: []int32{}, RemovingReplicas: []int32{}})
+	if p := img.Topics.ByName("a").Partitions[0]; p.Reassigning() || p.AddingReplicas != nil || !slices.Equal(p.Replicas, []int32{3, 1}) {
+		t.Fatalf("completed reassignment = %+v", p)
+	}
+}
+
 func TestDeltaRemovesTopicsWithTheirConfigs(t *testing.T) {
 	res := ConfigResource{Type: TopicResource, Name: "a"}
 	base := replay(t, Empty, append(createTopic("a", idA, 2, 1), ConfigRecord{ResourceType: TopicResource, ResourceName: "a", Name: "retention.ms", Value: str("1")})...)

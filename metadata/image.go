@@ -120,11 +120,21 @@ func (t *TopicImage) Partition(p int32) (PartitionRegistration, bool) {
 // (Kafka's PartitionRegistration): LeaderEpoch grows with each new leader,
 // PartitionEpoch with each change of any of it.
 type PartitionRegistration struct {
-	Replicas       []int32
-	ISR            []int32
-	Leader         int32 // NoLeader when offline
-	LeaderEpoch    int32
-	PartitionEpoch int32
+	Replicas []int32
+	ISR      []int32
+	// AddingReplicas and RemovingReplicas are an ongoing reassignment's
+	// (Kafka's): Replicas is then the target replicas followed by the
+	// removing ones, until every target replica is in the ISR.
+	AddingReplicas   []int32
+	RemovingReplicas []int32
+	Leader           int32 // NoLeader when offline
+	LeaderEpoch      int32
+	PartitionEpoch   int32
+}
+
+// Reassigning reports whether a reassignment of the partition is ongoing.
+func (p PartitionRegistration) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
 }
 
 // NoLeader is Kafka's LeaderConstants.NO_LEADER.

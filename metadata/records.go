@@ -30,13 +30,15 @@ type TopicRecord struct {
 
 // PartitionRecord creates a partition of a topic (or replaces it).
 type PartitionRecord struct {
-	PartitionID    int32
-	TopicID        [16]byte
-	Replicas       []int32
-	ISR            []int32
-	Leader         int32
-	LeaderEpoch    int32
-	PartitionEpoch int32
+	PartitionID      int32
+	TopicID          [16]byte
+	Replicas         []int32
+	ISR              []int32
+	AddingReplicas   []int32 // a reassignment's replicas not yet in sync
+	RemovingReplicas []int32 // a reassignment's replicas to leave once it completes
+	Leader           int32
+	LeaderEpoch      int32
+	PartitionEpoch   int32
 }
 
 // NoLeaderChange is Kafka's LeaderConstants.NO_LEADER_CHANGE: a
@@ -44,14 +46,17 @@ type PartitionRecord struct {
 const NoLeaderChange int32 = -2
 
 // PartitionChangeRecord changes a partition: a new leader (unless
-// NoLeaderChange) starts a new leader epoch; non-nil ISR or Replicas
-// replace them. Any change starts a new partition epoch.
+// NoLeaderChange) starts a new leader epoch; non-nil ISR, Replicas,
+// AddingReplicas or RemovingReplicas replace them (an empty list clears
+// the last two). Any change starts a new partition epoch.
 type PartitionChangeRecord struct {
-	PartitionID int32
-	TopicID     [16]byte
-	Leader      int32
-	ISR         []int32
-	Replicas    []int32
+	PartitionID      int32
+	TopicID          [16]byte
+	Leader           int32
+	ISR              []int32
+	Replicas         []int32
+	AddingReplicas   []int32
+	RemovingReplicas []int32
 }
 
 // RemoveTopicRecord deletes a topic, its partitions and its configs.

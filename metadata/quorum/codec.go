@@ -138,6 +138,7 @@ func imageRecords(img *metadata.Image) []metadata.Record {
 		out = append(out, metadata.TopicRecord{Name: t.Name, TopicID: t.ID})
 		for i, p := range t.Partitions {
 			out = append(out, metadata.PartitionRecord{PartitionID: int32(i), TopicID: t.ID, Replicas: p.Replicas, ISR: p.ISR,
+				AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas,
 				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch})
 		}
 	}

@@ -14,8 +14,10 @@ func str(s string) *string { return &s }
 var everyRecord = []metadata.Record{
 	metadata.RegisterBrokerRecord{BrokerID: 2, Endpoints: []metadata.Endpoint{{Listener: "PLAINTEXT", Host: "h", Port: 9092, SecurityProtocol: 0}}, Rack: "r1", Fenced: true},
 	metadata.TopicRecord{Name: "a", TopicID: [16]byte{1, 2, 3}},
-	metadata.PartitionRecord{PartitionID: 0, TopicID: [16]byte{1, 2, 3}, Replicas: []int32{2, 1}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 3, PartitionEpoch: 4},
-	metadata.PartitionChangeRecord{PartitionID: 0, TopicID: [16]byte{1, 2, 3}, Leader: metadata.NoLeaderChange, ISR: []int32{}, Replicas: []int32{1, 2}},
+	metadata.PartitionRecord{PartitionID: 0, TopicID: [16]byte{1, 2, 3}, Replicas: []int32{2, 1}, ISR: []int32{2},
+		AddingReplicas: []int32{1}, RemovingReplicas: []int32{3}, Leader: 2, LeaderEpoch: 3, PartitionEpoch: 4},
+	metadata.PartitionChangeRecord{PartitionID: 0, TopicID: [16]byte{1, 2, 3}, Leader: metadata.NoLeaderChange, ISR: []int32{}, Replicas: []int32{1, 2},
+		AddingReplicas: []int32{}, RemovingReplicas: []int32{4}},
 	metadata.ConfigRecord{ResourceType: metadata.TopicResource, ResourceName: "a", Name: "retention.ms", Value: str("1")},
 	metadata.ConfigRecord{ResourceType: metadata.BrokerResource, ResourceName: "", Name: "log.retention.ms"},
 	metadata.ProducerIdsRecord{BrokerID: 2, BrokerEpoch: 7, NextProducerID: 1000},
