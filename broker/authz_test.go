@@ -356,6 +356,22 @@ func denyAllCases(topicID [16]byte) []authzCase {
 			code(t, "top level", r.ErrorCode, clusterAuth)
 			code(t, "partition", r.Topics[0].Partitions[0].ErrorCode, clusterAuth)
 		}},
+		{"AlterPartitionReassignments", func() kmsg.Request {
+			r := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+			r.Topics = []kmsg.AlterPartitionAssignmentsRequestTopic{{Topic: "t", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Partition: 0, Replicas: []int32{1}}}}}
+			return r
+		}, 0, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.AlterPartitionAssignmentsResponse)
+			code(t, "top level", r.ErrorCode, clusterAuth)
+			code(t, "partition", r.Topics[0].Partitions[0].ErrorCode, clusterAuth)
+		}},
+		{"ListPartitionReassignments", func() kmsg.Request { return kmsg.NewPtrListPartitionReassignmentsRequest() }, 0, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.ListPartitionReassignmentsResponse)
+			code(t, "top level", r.ErrorCode, clusterAuth)
+			if len(r.Topics) != 0 {
+				t.Errorf("%d topics disclosed", len(r.Topics))
+			}
+		}},
 		{"FindCoordinator group v6", findCoordinator(0, "g"), 6, func(t *testing.T, resp kmsg.Response) {
 			c := resp.(*kmsg.FindCoordinatorResponse).Coordinators[0]
 			code(t, "coordinator", c.ErrorCode, groupAuth)

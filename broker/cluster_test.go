@@ -365,3 +365,80 @@ func TestClusterElectLeaders(t *testing.T) {
 		t.Fatalf("unclean election of a leaderless partition: %v, now %+v", kerr.ErrorForCode(code), partition(1))
 	}
 }
+
+// TestClusterReassignsPartitions checks a reassignment through the Kafka
+// API as kafka-reassign-partitions makes one: the target and the dropped
+// replicas together while it runs, listed by ListPartitionReassignments;
+// completed by the ISR change that brings the last target replica in
+// sync, with the dropped leader handing over at a new epoch; and a
+// cancelled one putting the replicas back.
+func TestClusterReassignsPartitions(t *testing.T) {
+	c := startTestCluster(t, 3, nil)
+	id := c.createTopic(t, "move", [][]int32{{1, 2}, {1, 2}})
+	adm := kadm.NewClient(rawClient(t, c.brokers[2]))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	partition := func(p int32) metadata.PartitionRegistration {
+		reg, _ := c.store.Image().Topics.ByID(id).Partition(p)
+		return reg
+	}
+
+	req := kadm.AlterPartitionAssignmentsReq{}
+	req.Assign("move", 0, []int32{2, 3})
+	req.Assign("move", 1, []int32{1, 3})
+	res, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, r := range res["move"] {
+		if r.Err != nil {
+			t.Fatalf("reassign partition %d: %v %s", p, r.Err, r.ErrMessage)
+		}
+	}
+	p0 := partition(0)
+	if !slices.Equal(p0.Replicas, []int32{2, 3, 1}) || !slices.Equal(p0.AddingReplicas, []int32{3}) ||
+		!slices.Equal(p0.RemovingReplicas, []int32{1}) || p0.Leader != 1 || !slices.Equal(p0.ISR, []int32{1, 2}) {
+		t.Fatalf("partition 0 while reassigning: %+v", p0)
+	}
+	named := kadm.TopicsSet{}
+	named.Add("move", 0, 1)
+	listed, err := adm.ListPartitionReassignments(ctx, named)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := listed["move"][0]; !ok || !slices.Equal(r.Replicas, []int32{2, 3, 1}) || !slices.Equal(r.AddingReplicas, []int32{3}) {
+		t.Fatalf("listed %+v", listed)
+	}
+	all := c.requestTo(t, 1, kmsg.NewPtrListPartitionReassignmentsRequest()).(*kmsg.ListPartitionReassignmentsResponse)
+	if len(all.Topics) != 1 || len(all.Topics[0].Partitions) != 2 {
+		t.Fatalf("listing every reassignment: %+v", all.Topics)
+	}
+
+	// Replica 3 catches up: the ISR change completes the reassignment.
+	_, err = c.store.Update(func(img *metadata.Image) ([]metadata.Record, error) {
+		ch := newPartitionChange(img, id, 0, partition(0))
+		ch.isr = []int32{1, 2, 3}
+		rec, _ := ch.build()
+		return []metadata.Record{rec}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p0 := partition(0); !slices.Equal(p0.Replicas, []int32{2, 3}) || p0.Reassigning() || p0.Leader != 2 ||
+		p0.LeaderEpoch != 1 || !slices.Equal(p0.ISR, []int32{2, 3}) {
+		t.Fatalf("partition 0 once its ISR holds the target: %+v", p0)
+	}
+
+	cancelReq := kadm.AlterPartitionAssignmentsReq{}
+	cancelReq.CancelAssign("move", 1)
+	if res, err := adm.AlterPartitionAssignments(ctx, cancelReq); err != nil || res["move"][1].Err != nil {
+		t.Fatalf("cancel: %v %+v", err, res)
+	}
+	if p1 := partition(1); !slices.Equal(p1.Replicas, []int32{1, 2}) || p1.Reassigning() || p1.Leader != 1 {
+		t.Fatalf("partition 1 after its reassignment was cancelled: %+v", p1)
+	}
+	res, err = adm.AlterPartitionAssignments(ctx, cancelReq)
+	if err != nil || !errors.Is(res["move"][1].Err, kerr.NoReassignmentInProgress) {
+		t.Fatalf("cancelling with none in progress: %v %+v", err, res)
+	}
+}

@@ -40,6 +40,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/storage"
 )
 
@@ -199,10 +200,14 @@ func (b *services) topicLayout(t kmsg.CreateTopicsRequestTopic) (replicaLayout, 
 // unless rf is -1, rf of them (the other partitions' count). It returns
 // Kafka's message for an invalid list, or "".
 func (b *services) checkReplicas(replicas []int32, rf int) string {
+	return checkReplicasOn(b.meta.Image(), replicas, rf)
+}
+
+// checkReplicasOn is checkReplicas on img.
+func checkReplicasOn(img *metadata.Image, replicas []int32, rf int) string {
 	if len(replicas) == 0 {
 		return "The manual partition assignment includes an empty replica list."
 	}
-	img := b.meta.Image()
 	sorted := slices.Sorted(slices.Values(replicas))
 	for i, id := range sorted {
 		if _, ok := img.Cluster.Broker(id); !ok {

@@ -18,7 +18,6 @@ package broker
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -102,12 +101,9 @@ const (
 	electUnclean   int8 = 1
 )
 
-// electLeader is ReplicationControlManager.electLeader with
-// PartitionChangeBuilder's choice of leader: a preferred election makes
-// the first replica the leader if it is in the ISR and unfenced, and is
-// not needed when it already leads; an unclean one is needed only by a
-// partition without a leader, and takes the first unfenced ISR member, or
-// else any unfenced replica, which becomes the ISR alone. change is nil
+// electLeader is ReplicationControlManager.electLeader: a preferred
+// election is not needed where the first replica leads, an unclean one
+// where there is a leader; otherwise partitionChange elects. change is nil
 // when no record is needed or none can be made.
 func electLeader(img *metadata.Image, t *metadata.TopicImage, topic string, p int32, electionType int8) (change *metadata.PartitionChangeRecord, code int16, msg *string) {
 	fail := func(e *kerr.Error, m string) (*metadata.PartitionChangeRecord, int16, *string) {
@@ -120,41 +116,19 @@ func electLeader(img *metadata.Image, t *metadata.TopicImage, topic string, p in
 	if !ok {
 		return fail(kerr.UnknownTopicOrPartition, fmt.Sprintf("No such partition as %s-%d", topic, p))
 	}
-	preferred := reg.Replicas[0]
-	if electionType == electPreferred && reg.Leader == preferred || electionType == electUnclean && reg.Leader != metadata.NoLeader {
+	if electionType == electPreferred && reg.Leader == reg.Replicas[0] || electionType == electUnclean && reg.Leader != metadata.NoLeader {
 		return fail(kerr.ElectionNotNeeded, "Leader election not needed for topic partition")
 	}
-	unfenced := func(id int32) bool {
-		b, ok := img.Cluster.Broker(id)
-		return ok && !b.Fenced
+	c := newPartitionChange(img, t.ID, p, reg)
+	c.election = electionPreferred
+	if electionType == electUnclean {
+		c.election = electionUnclean
 	}
-	valid := func(id int32) bool { return slices.Contains(reg.ISR, id) && unfenced(id) }
-	next := &metadata.PartitionChangeRecord{PartitionID: p, TopicID: t.ID, Leader: metadata.NoLeader}
-	switch {
-	case electionType == electPreferred && valid(preferred):
-		next.Leader = preferred
-	case electionType == electUnclean:
-		for _, r := range reg.Replicas {
-			if valid(r) {
-				next.Leader = r
-				break
-			}
-		}
-		if next.Leader == metadata.NoLeader {
-			for _, r := range reg.Replicas {
-				if unfenced(r) {
-					next.Leader, next.ISR = r, []int32{r}
-					break
-				}
-			}
-		}
+	if rec, ok := c.build(); ok {
+		return &rec, 0, nil
 	}
-	switch {
-	case next.Leader != metadata.NoLeader:
-		return next, 0, nil
-	case electionType == electPreferred:
+	if electionType == electPreferred {
 		return fail(kerr.PreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable.Description)
-	default:
-		return fail(kerr.EligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable.Description)
 	}
+	return fail(kerr.EligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable.Description)
 }
