@@ -97,7 +97,7 @@ func (b *services) findCoordinator(key string, keyType int8, version int16) kmsg
 		case e != nil:
 			b.logger.Error("find coordinator: creating the internal topic", zap.String("topic", topic), zap.Error(e))
 			err = kerr.CoordinatorNotAvailable
-		case !existed || !registered || !reachable:
+		case !existed || !registered || reg.Fenced || !reachable:
 			err = kerr.CoordinatorNotAvailable
 		default:
 			c.NodeID, c.Host, c.Port = reg.ID, host, port
