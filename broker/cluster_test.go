@@ -442,3 +442,45 @@ func TestClusterReassignsPartitions(t *testing.T) {
 		t.Fatalf("cancelling with none in progress: %v %+v", err, res)
 	}
 }
+
+// TestClusterFindCoordinatorNamesLiveLeaders checks that FindCoordinator
+// names the broker leading the group's __consumer_offsets partition, from
+// any broker, and answers COORDINATOR_NOT_AVAILABLE once that broker is
+// fenced and still its leader.
+func TestClusterFindCoordinatorNamesLiveLeaders(t *testing.T) {
+	c := startTestCluster(t, 3, nil)
+	find := func(node int32) *kmsg.FindCoordinatorResponse {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey = "g"
+		return c.requestTo(t, node, req).(*kmsg.FindCoordinatorResponse)
+	}
+	var leader int32
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := find(1)
+		if r.ErrorCode == 0 {
+			leader = r.NodeID
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no coordinator: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	img := c.store.Image()
+	offsets := img.Topics.ByName("__consumer_offsets")
+	if offsets == nil || len(offsets.Partitions[c.brokers[0].groups.PartitionFor("g")].Replicas) != 3 {
+		t.Fatalf("__consumer_offsets not created at offsets.topic.replication.factor 3: %+v", offsets)
+	}
+	other := leader%3 + 1
+	if r := find(other); r.ErrorCode != 0 || r.NodeID != leader {
+		t.Fatalf("node %d names coordinator %d (%v), node 1 named %d", other, r.NodeID, kerr.ErrorForCode(r.ErrorCode), leader)
+	}
+	reg, _ := img.Cluster.Broker(leader)
+	if _, err := c.store.Propose(metadata.RegisterBrokerRecord{BrokerID: leader, Endpoints: reg.Endpoints, Fenced: true}); err != nil {
+		t.Fatal(err)
+	}
+	if r := find(other); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("with the coordinator's broker fenced: node %d, %v", r.NodeID, kerr.ErrorForCode(r.ErrorCode))
+	}
+}
