@@ -224,6 +224,9 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	}
 	b.unpublish = meta.Subscribe(func(_, new *metadata.Image) { pub.update(new) })
 	pub.update(meta.Image())
+	if cfg.Metadata != nil && cfg.Cluster.AutoLeaderRebalance && cfg.Cluster.LeaderImbalanceCheckInterval > 0 {
+		go balanceLeaders(meta, cfg.Cluster.LeaderImbalanceCheckInterval, b.shutdown, logger)
+	}
 	b.svc = newServices(b)
 	b.slotFreed = sync.NewCond(&b.mu)
 	if err := b.openMetrics(); err != nil {

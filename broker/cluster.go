@@ -22,6 +22,9 @@ type ClusterConfig struct {
 
 	ReplicaLagTimeMax     time.Duration // replica.lag.time.max.ms: a follower behind this long leaves the ISR
 	UncleanLeaderElection bool          // unclean.leader.election.enable
+
+	AutoLeaderRebalance          bool          // auto.leader.rebalance.enable (leaderbalance.go)
+	LeaderImbalanceCheckInterval time.Duration // leader.imbalance.check.interval.seconds
 	ReplicaFetch          ReplicaFetchConfig
 }
 
@@ -46,6 +49,8 @@ func DefaultClusterConfig() ClusterConfig {
 		TxnStateReplicationFactor:     3,
 		TxnStateMinISR:                2,
 		ReplicaLagTimeMax:             30 * time.Second,
+		AutoLeaderRebalance:           true,
+		LeaderImbalanceCheckInterval:  300 * time.Second,
 		ReplicaFetch: ReplicaFetchConfig{
 			MaxBytes:         1 << 20,
 			ResponseMaxBytes: 10 << 20,
