@@ -25,7 +25,7 @@ type ClusterConfig struct {
 
 	AutoLeaderRebalance          bool          // auto.leader.rebalance.enable (leaderbalance.go)
 	LeaderImbalanceCheckInterval time.Duration // leader.imbalance.check.interval.seconds
-	ReplicaFetch          ReplicaFetchConfig
+	ReplicaFetch                 ReplicaFetchConfig
 }
 
 // ReplicaFetchConfig is how a follower fetches from its leaders
