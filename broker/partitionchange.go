@@ -42,17 +42,26 @@ type partitionChange struct {
 	// The targets, the partition's own until set.
 	isr, replicas, adding, removing []int32
 	election                        election
+	// removed may not lead (a broker being fenced or shutting down);
+	// added may, though the image still has it fenced (one being
+	// unfenced); metadata.NoLeader for neither.
+	removed, added int32
 }
 
 func newPartitionChange(img *metadata.Image, topicID [16]byte, id int32, part metadata.PartitionRegistration) *partitionChange {
 	return &partitionChange{img: img, topicID: topicID, id: id, part: part,
-		isr: part.ISR, replicas: part.Replicas, adding: part.AddingReplicas, removing: part.RemovingReplicas}
+		isr: part.ISR, replicas: part.Replicas, adding: part.AddingReplicas, removing: part.RemovingReplicas,
+		removed: metadata.NoLeader, added: metadata.NoLeader}
 }
 
-// acceptable reports whether broker may lead: registered and unfenced.
+// acceptable reports whether broker may lead: registered and unfenced,
+// or being unfenced, and not being removed (Kafka's LeaderAcceptor).
 func (c *partitionChange) acceptable(broker int32) bool {
+	if broker < 0 || broker == c.removed {
+		return false
+	}
 	b, ok := c.img.Cluster.Broker(broker)
-	return ok && !b.Fenced
+	return ok && (!b.Fenced || broker == c.added)
 }
 
 func (c *partitionChange) validLeader(broker int32) bool {
@@ -147,4 +156,48 @@ func containsAll(set, sub []int32) bool {
 		}
 	}
 	return true
+}
+
+// leaderAndIsrUpdates is ReplicationControlManager.generateLeaderAndIsrUpdates:
+// the changes of the partitions parts selects once broker removed may no
+// longer lead or be in sync (it is fenced or shutting down cleanly) or
+// once broker added may lead again (it is unfenced): removed leaves each
+// ISR, except as its last member, and leaders are elected where needed,
+// uncleanly where unclean(topic) allows it. Pass metadata.NoLeader for the
+// broker not concerned.
+func leaderAndIsrUpdates(img *metadata.Image, removed, added int32, parts func(metadata.PartitionRegistration) bool, unclean func(topic string) bool) []metadata.Record {
+	var out []metadata.Record
+	for _, t := range img.Topics.All() {
+		for p, reg := range t.Partitions {
+			if !parts(reg) {
+				continue
+			}
+			c := newPartitionChange(img, t.ID, int32(p), reg)
+			c.removed, c.added = removed, added
+			if unclean(t.Name) {
+				c.election = electionUnclean
+			}
+			c.isr = slices.DeleteFunc(slices.Clone(reg.ISR), func(r int32) bool { return r == removed })
+			if rec, ok := c.build(); ok {
+				out = append(out, rec)
+			}
+		}
+	}
+	return out
+}
+
+// fenceRecords are the changes of fencing broker (or of its controlled
+// shutdown): it leaves the ISR of its partitions and the ones it led get
+// new leaders, as Kafka's handleBrokerFenced.
+func fenceRecords(img *metadata.Image, broker int32, unclean func(topic string) bool) []metadata.Record {
+	inISR := func(reg metadata.PartitionRegistration) bool { return slices.Contains(reg.ISR, broker) }
+	return leaderAndIsrUpdates(img, broker, metadata.NoLeader, inISR, unclean)
+}
+
+// unfenceRecords are the changes of unfencing broker: the partitions
+// without a leader get one, it among the candidates, as Kafka's
+// handleBrokerUnfenced.
+func unfenceRecords(img *metadata.Image, broker int32, unclean func(topic string) bool) []metadata.Record {
+	leaderless := func(reg metadata.PartitionRegistration) bool { return reg.Leader == metadata.NoLeader }
+	return leaderAndIsrUpdates(img, metadata.NoLeader, broker, leaderless, unclean)
 }

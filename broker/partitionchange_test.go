@@ -70,3 +70,56 @@ func TestPartitionChangeIsKafkas(t *testing.T) {
 		}
 	}
 }
+
+// TestFenceAndUnfenceRecords checks the changes of fencing a broker and of
+// unfencing it, as Kafka's handleBrokerFenced and handleBrokerUnfenced:
+// the fenced broker leaves every ISR but as its last member, the
+// partitions it led get the next in-sync leader or none, and unfenced it
+// leads the leaderless partitions whose ISR holds it.
+func TestFenceAndUnfenceRecords(t *testing.T) {
+	id := [16]byte{7}
+	d := metadata.NewDelta(imageWithBrokers(t, 3))
+	for _, r := range []metadata.Record{
+		metadata.TopicRecord{Name: "t", TopicID: id},
+		metadata.PartitionRecord{PartitionID: 0, TopicID: id, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1},
+		metadata.PartitionRecord{PartitionID: 1, TopicID: id, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1},
+		metadata.PartitionRecord{PartitionID: 2, TopicID: id, Replicas: []int32{2, 3}, ISR: []int32{2, 3}, Leader: 2},
+	} {
+		if err := d.Replay(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img := d.Apply()
+	never := func(string) bool { return false }
+	fenced := fenceRecords(img, 1, never)
+	want := []metadata.PartitionChangeRecord{
+		{PartitionID: 0, TopicID: id, Leader: 2, ISR: []int32{2, 3}},
+		{PartitionID: 1, TopicID: id, Leader: metadata.NoLeader},
+	}
+	if len(fenced) != len(want) {
+		t.Fatalf("fencing: %+v", fenced)
+	}
+	for i, r := range fenced {
+		got := r.(metadata.PartitionChangeRecord)
+		if got.PartitionID != want[i].PartitionID || got.Leader != want[i].Leader || !slices.Equal(got.ISR, want[i].ISR) {
+			t.Errorf("fencing, change %d: %+v, want %+v", i, got, want[i])
+		}
+	}
+	d = metadata.NewDelta(img)
+	for _, r := range append(fenced, metadata.RegisterBrokerRecord{BrokerID: 1, Fenced: true}) {
+		if err := d.Replay(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img = d.Apply()
+	unfenced := unfenceRecords(img, 1, never)
+	if len(unfenced) != 1 {
+		t.Fatalf("unfencing: %+v", unfenced)
+	}
+	if got := unfenced[0].(metadata.PartitionChangeRecord); got.PartitionID != 1 || got.Leader != 1 || got.ISR != nil {
+		t.Fatalf("unfencing: %+v, want partition 1 led by 1", got)
+	}
+	if got := fenceRecords(img, 3, func(string) bool { return true }); len(got) != 2 {
+		t.Fatalf("fencing 3 with unclean elections: %+v", got)
+	}
+}
