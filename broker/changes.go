@@ -66,6 +66,9 @@ func proposeTopic(meta metadata.Store, node int32, name string, partitions int32
 // createTopicNamed is proposeTopic on the broker's store, this node hosting
 // the new topic's partitions.
 func (b *services) createTopicNamed(name string, partitions int32, configs map[string]string) ([16]byte, error) {
+	if b.forward != nil {
+		return b.forward.createTopic(b.meta, name, partitions, configs)
+	}
 	return proposeTopic(b.meta, b.cfg.NodeID, name, partitions, configs)
 }
 

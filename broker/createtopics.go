@@ -128,7 +128,12 @@ func (b *services) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly boo
 	st := kmsg.NewCreateTopicsResponseTopic()
 	st.Topic = t.Topic
 	if !validateOnly {
-		if st.TopicID, err = b.createTopicNamed(t.Topic, partitions, configs); err != nil {
+		if len(t.ReplicaAssignment) > 0 {
+			st.TopicID, err = b.createAssignedTopic(t.Topic, t.ReplicaAssignment, configs)
+		} else {
+			st.TopicID, err = b.createTopicNamed(t.Topic, partitions, configs)
+		}
+		if err != nil {
 			return b.createTopicError(t.Topic, err)
 		}
 	}
