@@ -361,6 +361,11 @@ func TestClusterReplacesAKilledController(t *testing.T) {
 			others = append(others, n)
 		}
 	}
+	// others[0] forwards to the controller before its kill, and to the new
+	// one after.
+	if resp, err := createAssigned(others[0].addr, "before", [][]int32{{others[0].id}}); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics before the kill: %v %+v", err, resp)
+	}
 	ctrl.p.kill()
 	killed := time.Now()
 	took := waitUntil(t, 10*time.Second, "CreateTopics after the controller's kill", func() (bool, string) {
