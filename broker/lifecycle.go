@@ -14,6 +14,7 @@ package broker
 
 import (
 	"crypto/rand"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,10 +38,11 @@ type lifecycle struct {
 	incarnation [16]byte
 	logger      *zap.Logger
 
-	epoch  atomic.Int64 // the broker epoch; -1 while unregistered
-	client *ctrlClient  // run's alone
-	stop   chan struct{}
-	done   chan struct{}
+	epoch    atomic.Int64 // the broker epoch; -1 while unregistered
+	client   *ctrlClient  // run's alone
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
 }
 
 func newLifecycle(store *quorum.Store, node int32, cfg ClusterConfig, clusterID string, endpoints []metadata.Endpoint, logger *zap.Logger) *lifecycle {
@@ -54,7 +56,7 @@ func newLifecycle(store *quorum.Store, node int32, cfg ClusterConfig, clusterID 
 
 // close asks the controller to shut this broker down, then stops.
 func (l *lifecycle) close() {
-	close(l.stop)
+	l.stopOnce.Do(func() { close(l.stop) })
 	<-l.done
 }
 
