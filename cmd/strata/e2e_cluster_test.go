@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -389,4 +390,61 @@ func TestClusterReplacesAKilledController(t *testing.T) {
 		return !slices.Contains(brokerIDs(m), ctrl.id) && len(m.Topics) == 1 && m.Topics[0].ErrorCode == 0, fmt.Sprint(brokerIDs(m))
 	})
 	t.Logf("the killed controller, node %d, was fenced %v after its kill", ctrl.id, time.Since(killed))
+}
+
+// TestClusterStopsAControllerCleanly sends SIGTERM to the active
+// controller and checks that it exits cleanly after a controlled
+// shutdown: the others' Metadata leave it out at once and its partition
+// has the next ISR member as leader, and a CreateTopics on another node
+// succeeds, its leadership having been handed on.
+func TestClusterStopsAControllerCleanly(t *testing.T) {
+	e2e(t)
+	nodes := startCluster(t)
+	for _, n := range nodes {
+		waitUntil(t, 15*time.Second, fmt.Sprintf("node %d lists 3 brokers", n.id), func() (bool, string) {
+			m, err := metadataOf(n.addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			return slices.Equal(brokerIDs(m), []int32{1, 2, 3}), fmt.Sprint(brokerIDs(m))
+		})
+	}
+	ctrl := activeController(t, nodes)
+	var others []*clusterNode
+	for _, n := range nodes {
+		if n != ctrl {
+			others = append(others, n)
+		}
+	}
+	if resp, err := createAssigned(others[0].addr, "moved", [][]int32{{ctrl.id, others[1].id}}); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics: %v %+v", err, resp)
+	}
+	waitUntil(t, 10*time.Second, "the topic on every surviving node", func() (bool, string) {
+		for _, n := range others {
+			if m, err := metadataOf(n.addr, "moved"); err != nil || m.Topics[0].ErrorCode != 0 {
+				return false, fmt.Sprint(err)
+			}
+		}
+		return true, ""
+	})
+	stopped := time.Now()
+	if code := ctrl.p.signal(syscall.SIGTERM, 20*time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM", code)
+	}
+	t.Logf("the active controller, node %d, exited %v after SIGTERM", ctrl.id, time.Since(stopped))
+	m, err := metadataOf(others[1].addr, "moved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(brokerIDs(m), ctrl.id) || m.Topics[0].Partitions[0].Leader != others[1].id {
+		t.Fatalf("once the controller exited, node %d answers brokers %v, partition %+v", others[1].id, brokerIDs(m), m.Topics[0].Partitions[0])
+	}
+	took := waitUntil(t, 10*time.Second, "CreateTopics after the controller stopped", func() (bool, string) {
+		resp, err := createAssigned(others[0].addr, "after", [][]int32{{others[0].id}})
+		if err != nil {
+			return false, err.Error()
+		}
+		return resp.Topics[0].ErrorCode == 0, fmt.Sprint(kerr.ErrorForCode(resp.Topics[0].ErrorCode))
+	})
+	t.Logf("a CreateTopics succeeded %v after the old controller exited", took)
 }

@@ -192,10 +192,17 @@ func Open(cfg Config) (*Store, error) {
 
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
 
-// Close stops the node; its dir keeps everything committed.
+// Close stops the node; its dir keeps everything committed. A leader hands
+// its leadership to a follower first.
 func (s *Store) Close() error {
 	var errs []error
 	if s.raft != nil {
+		if s.raft.State() == raft.Leader && len(s.raft.GetConfiguration().Configuration().Servers) > 1 {
+			// Hand the leadership on first, as Kafka's active controller
+			// resigns, so the others need not wait out an election
+			// timeout; if no follower takes it, raft's election follows.
+			_ = s.raft.LeadershipTransfer().Error()
+		}
 		errs = append(errs, s.raft.Shutdown().Error())
 	}
 	errs = append(errs, s.close())
