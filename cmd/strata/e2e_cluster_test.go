@@ -200,7 +200,8 @@ func createAssigned(addr, topic string, replicas [][]int32) (*kmsg.CreateTopicsR
 // brokers under one cluster id (in Metadata and DescribeCluster); that
 // each node hands out producer ids of its own block; that a
 // CreateTopics sent to a node that is not the active controller is
-// forwarded and its partitions appear on every node; that kill -9 of a
+// forwarded and its partitions appear on every node, and so do an
+// IncrementalAlterConfigs and a topic auto-created by Metadata; that kill -9 of a
 // broker takes it out of Metadata within a second (its heartbeat
 // connection closed), its partitions electing the next ISR member with a
 // new leader epoch, or no leader when it was the last; and that once
@@ -289,6 +290,49 @@ func TestClusterFormsAndFencesAKilledBroker(t *testing.T) {
 	}
 	if before[0].Leader != victim.id || before[1].Leader != victim.id || before[2].Leader != survivor.id {
 		t.Fatalf("leaders before the kill: %+v", before)
+	}
+
+	// A config change and a topic auto-created by Metadata, on a node that
+	// is not the controller, go through the controller too.
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "spread"
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "retention.ms", kmsg.StringPtr("1234")
+	res.Configs = append(res.Configs, c)
+	alter.Resources = append(alter.Resources, res)
+	if resp, err := request(survivor.addr, alter); err != nil || resp.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode != 0 {
+		t.Fatalf("IncrementalAlterConfigs on node %d: %v %+v", survivor.id, err, resp)
+	}
+	auto := kmsg.NewPtrMetadataRequest()
+	auto.SetVersion(12)
+	auto.AllowAutoTopicCreation = true
+	at := kmsg.NewMetadataRequestTopic()
+	at.Topic = kmsg.StringPtr("auto")
+	auto.Topics = append(auto.Topics, at)
+	if _, err := request(survivor.addr, auto); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		waitUntil(t, 10*time.Second, fmt.Sprintf("node %d has the config and the auto-created topic", n.id), func() (bool, string) {
+			describe := kmsg.NewPtrDescribeConfigsRequest()
+			dr := kmsg.NewDescribeConfigsRequestResource()
+			dr.ResourceType, dr.ResourceName, dr.ConfigNames = kmsg.ConfigResourceTypeTopic, "spread", []string{"retention.ms"}
+			describe.Resources = append(describe.Resources, dr)
+			resp, err := request(n.addr, describe)
+			if err != nil {
+				return false, err.Error()
+			}
+			d := resp.(*kmsg.DescribeConfigsResponse)
+			if len(d.Resources) != 1 || len(d.Resources[0].Configs) != 1 || d.Resources[0].Configs[0].Value == nil || *d.Resources[0].Configs[0].Value != "1234" {
+				return false, fmt.Sprintf("configs %+v", d.Resources)
+			}
+			m, err := metadataOf(n.addr, "auto")
+			if err != nil {
+				return false, err.Error()
+			}
+			return m.Topics[0].ErrorCode == 0 && len(m.Topics[0].Partitions) == 1, fmt.Sprintf("%+v", m.Topics)
+		})
 	}
 
 	victim.p.kill()
