@@ -129,6 +129,15 @@ func (c *controller) tick(now time.Time) []expired {
 		c.sessions = map[int32]*brokerSession{}
 		c.logger.Info("this node is no longer the active controller")
 	}
+	if c.active {
+		// A broker registered in an entry this controller had not applied
+		// when it took over, or one a fencing failed for, gets a session.
+		for _, b := range c.store.Image().Cluster.Brokers() {
+			if s := c.sessions[b.ID]; !b.Fenced && (s == nil || s.epoch != b.Epoch) {
+				c.sessions[b.ID] = &brokerSession{epoch: b.Epoch, deadline: now.Add(c.cfg.SessionTimeout)}
+			}
+		}
+	}
 	var out []expired
 	for id, s := range c.sessions {
 		if now.After(s.deadline) {

@@ -94,7 +94,7 @@ func (f *forwarder) forwarding(r *registry) {
 			if err != nil {
 				f.logger.Info("cannot forward a request to the active controller; answering NOT_CONTROLLER",
 					zap.String("request", k.Name()), zap.Error(err))
-				return notControllerResponse(rc.req.Body), nil
+				return notControllerResponse(rc.req.Body)
 			}
 			return resp, nil
 		}
@@ -103,7 +103,7 @@ func (f *forwarder) forwarding(r *registry) {
 }
 
 // notControllerResponse answers each item of req NOT_CONTROLLER.
-func notControllerResponse(req kmsg.Request) kmsg.Response {
+func notControllerResponse(req kmsg.Request) (kmsg.Response, error) {
 	code := kerr.NotController.Code
 	switch r := req.(type) {
 	case *kmsg.CreateTopicsRequest:
@@ -113,7 +113,7 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 			st.Topic, st.ErrorCode, st.NumPartitions, st.ReplicationFactor = t.Topic, code, -1, -1
 			resp.Topics = append(resp.Topics, st)
 		}
-		return resp
+		return resp, nil
 	case *kmsg.DeleteTopicsRequest:
 		resp := kmsg.NewPtrDeleteTopicsResponse()
 		for _, t := range r.Topics {
@@ -126,7 +126,7 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 			st.Topic, st.ErrorCode = kmsg.StringPtr(name), code
 			resp.Topics = append(resp.Topics, st)
 		}
-		return resp
+		return resp, nil
 	case *kmsg.CreatePartitionsRequest:
 		resp := kmsg.NewPtrCreatePartitionsResponse()
 		for _, t := range r.Topics {
@@ -134,7 +134,7 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 			st.Topic, st.ErrorCode = t.Topic, code
 			resp.Topics = append(resp.Topics, st)
 		}
-		return resp
+		return resp, nil
 	case *kmsg.AlterConfigsRequest:
 		resp := kmsg.NewPtrAlterConfigsResponse()
 		for _, res := range r.Resources {
@@ -142,7 +142,7 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
 			resp.Resources = append(resp.Resources, rr)
 		}
-		return resp
+		return resp, nil
 	case *kmsg.IncrementalAlterConfigsRequest:
 		resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
 		for _, res := range r.Resources {
@@ -150,9 +150,9 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
 			resp.Resources = append(resp.Resources, rr)
 		}
-		return resp
+		return resp, nil
 	}
-	panic(fmt.Sprintf("notControllerResponse: %T is not forwarded", req))
+	return nil, fmt.Errorf("%T is not a request a broker forwards", req)
 }
 
 // imageWait bounds how long a topic created through the controller is
