@@ -14,8 +14,8 @@ import (
 // assignment, as Kafka's ReplicationControlManager does: each partition's
 // ISR is its unfenced replicas, in assignment order, and its leader the
 // first of them; a partition with every replica fenced is refused
-// (INVALID_REPLICA_ASSIGNMENT). On one node the only valid assignment is
-// this node, which is what proposeTopic creates.
+// (INVALID_REPLICA_ASSIGNMENT). A cluster node's: on one node the only
+// valid assignment is this node, which is what proposeTopic creates.
 func (b *services) createAssignedTopic(name string, assignment []kmsg.CreateTopicsRequestTopicReplicaAssignment, configs map[string]string) ([16]byte, error) {
 	var id [16]byte
 	_, err := b.meta.Update(func(img *metadata.Image) ([]metadata.Record, error) {

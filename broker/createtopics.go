@@ -128,7 +128,7 @@ func (b *services) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly boo
 	st := kmsg.NewCreateTopicsResponseTopic()
 	st.Topic = t.Topic
 	if !validateOnly {
-		if len(t.ReplicaAssignment) > 0 {
+		if len(t.ReplicaAssignment) > 0 && b.forward != nil {
 			st.TopicID, err = b.createAssignedTopic(t.Topic, t.ReplicaAssignment, configs)
 		} else {
 			st.TopicID, err = b.createTopicNamed(t.Topic, partitions, configs)
