@@ -193,7 +193,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	}
 	var fwd *forwarder
 	if cfg.Quorum != nil {
-		fwd = &forwarder{store: cfg.Quorum, node: cfg.NodeID, logger: logger}
+		fwd = &forwarder{store: cfg.Quorum, node: cfg.NodeID, logger: logger, maxIdle: cfg.Limits.idle() / 2}
 	} else {
 		pids.OnBlock(func(end int64) {
 			if _, err := meta.Propose(metadata.ProducerIdsRecord{BrokerID: cfg.NodeID, NextProducerID: end}); err != nil {

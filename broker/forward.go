@@ -39,9 +39,14 @@ type forwarder struct {
 	store  *quorum.Store
 	node   int32
 	logger *zap.Logger
+	// maxIdle is how long the connection may stay unused: half of
+	// connections.max.idle.ms, after which the controller would close it
+	// under a request.
+	maxIdle time.Duration
 
-	mu     sync.Mutex
-	client *ctrlClient
+	mu       sync.Mutex
+	client   *ctrlClient
+	lastUsed time.Time
 }
 
 // send sends req to the active controller and returns its answer.
@@ -52,7 +57,7 @@ func (f *forwarder) send(req kmsg.Request) (kmsg.Response, error) {
 	if addr == "" {
 		return nil, errNoController
 	}
-	if f.client != nil && f.client.addr != addr {
+	if f.client != nil && (f.client.addr != addr || f.maxIdle > 0 && time.Since(f.lastUsed) > f.maxIdle) {
 		f.client.Close()
 		f.client = nil
 	}
@@ -64,6 +69,7 @@ func (f *forwarder) send(req kmsg.Request) (kmsg.Response, error) {
 		f.client = c
 	}
 	resp, err := f.client.request(req, controllerRequestTimeout)
+	f.lastUsed = time.Now()
 	if err != nil {
 		f.client.Close()
 		f.client = nil

@@ -502,3 +502,40 @@ func TestClusterStopsAControllerCleanly(t *testing.T) {
 		t.Errorf("the leadership took %v to move; an election timeout is 500ms, a hand-over milliseconds", took)
 	}
 }
+
+// TestClusterForwardsAfterAnIdlePause checks that a node forwards a
+// CreateTopics after its connection to the controller has been unused for
+// longer than connections.max.idle.ms, when the controller has closed it:
+// the forwarder redials instead of answering NOT_CONTROLLER.
+func TestClusterForwardsAfterAnIdlePause(t *testing.T) {
+	e2e(t)
+	nodes := startCluster(t, "connections.max.idle.ms=600", "broker.heartbeat.interval.ms=100")
+	for _, n := range nodes {
+		waitUntil(t, 15*time.Second, fmt.Sprintf("node %d lists 3 brokers", n.id), func() (bool, string) {
+			m, err := metadataOf(n.addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			return slices.Equal(brokerIDs(m), []int32{1, 2, 3}), fmt.Sprint(brokerIDs(m))
+		})
+	}
+	ctrl := activeController(t, nodes)
+	var other *clusterNode
+	for _, n := range nodes {
+		if n != ctrl {
+			other = n
+		}
+	}
+	for i, topic := range []string{"first", "second"} {
+		if i > 0 {
+			time.Sleep(time.Second) // the pause itself: the controller closes the idle connection
+		}
+		resp, err := createAssigned(other.addr, topic, [][]int32{{other.id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := resp.Topics[0].ErrorCode; code != 0 {
+			t.Fatalf("CreateTopics %s on node %d: %v", topic, other.id, kerr.ErrorForCode(code))
+		}
+	}
+}
