@@ -9,7 +9,6 @@ package broker
 import (
 	"errors"
 	"net"
-	"time"
 
 	"go.uber.org/zap"
 )
@@ -50,6 +49,3 @@ func (b *Broker) serveController(ln net.Listener) {
 		go c.serve()
 	}
 }
-
-// controllerRequestTimeout bounds one request to a controller.
-const controllerRequestTimeout = 10 * time.Second

@@ -20,6 +20,9 @@ import (
 // maxControllerResponse bounds a controller's response frame.
 const maxControllerResponse = 64 << 20
 
+// controllerRequestTimeout bounds one request to a controller.
+const controllerRequestTimeout = 10 * time.Second
+
 type ctrlClient struct {
 	addr string
 	nc   net.Conn
