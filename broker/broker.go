@@ -112,15 +112,15 @@ type Broker struct {
 	metrics    *metrics.Metrics // nil when metrics.listener is off; see metrics.go
 	metricsSrv *metrics.Server
 
-	listener string    // the client listener's name, from listeners
-	apis     *registry // the keys and versions served, and their handlers
+	listener string     // the client listener's name, from listeners
+	apis     *registry  // the keys and versions served, and their handlers
+	svc      *services  // what handlers see of the broker
+	authz    Authorizer // cfg.Authorizer, or allowAll
 
 	// A cluster node's controller, lifecycle and forwarder; nil on one node.
 	controller *controller
 	life       *lifecycle
 	forward    *forwarder
-	svc        *services  // what handlers see of the broker
-	authz      Authorizer // cfg.Authorizer, or allowAll
 }
 
 // New opens the log directory (running recovery) and binds the listener.
@@ -256,14 +256,14 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	}
 	b.svc = newServices(b)
 	b.slotFreed = sync.NewCond(&b.mu)
+	if err := b.openMetrics(); err != nil {
+		return nil, errors.Join(err, logs.Close(), ln.Close())
+	}
 	if cfg.Quorum != nil {
 		b.controller = newController(cfg.Quorum, cfg.Cluster, cfg.Cluster.ClusterID, logger)
 		b.life = newLifecycle(cfg.Quorum, cfg.NodeID, cfg.Cluster, cfg.Cluster.ClusterID,
 			registerRecord(cfg.NodeID, listener, advHost, int32(advPort)).Endpoints, logger)
 		pids.AllocateFrom(func() (int64, int64, error) { return fwd.allocateProducerIDs(b.life.epoch.Load()) })
-	}
-	if err := b.openMetrics(); err != nil {
-		return nil, errors.Join(err, logs.Close(), ln.Close())
 	}
 	return b, nil
 }
