@@ -63,14 +63,26 @@ func (l *lifecycle) close() {
 func (l *lifecycle) run() {
 	defer close(l.done)
 	fenced := true
+	var failingSince time.Time // zero while the controller answers
+	warned := false
 	for {
 		wait := l.cfg.HeartbeatInterval
 		if err := l.step(&fenced); err != nil {
 			l.drop()
 			wait = lifecycleRetry
 			l.logger.Debug("controller request failed", zap.Error(err))
-		} else if fenced {
-			wait = min(wait, lifecycleRetry)
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			if !warned && time.Since(failingSince) > l.cfg.SessionTimeout {
+				warned = true
+				l.logger.Warn("no active controller has answered for broker.session.timeout.ms; still trying", zap.Error(err))
+			}
+		} else {
+			failingSince, warned = time.Time{}, false
+			if fenced {
+				wait = min(wait, lifecycleRetry)
+			}
 		}
 		select {
 		case <-l.stop:
@@ -132,7 +144,7 @@ func (l *lifecycle) register() error {
 	if l.cfg.Rack != "" {
 		req.Rack = kmsg.StringPtr(l.cfg.Rack)
 	}
-	kresp, err := l.client.request(req, controllerRequestTimeout)
+	kresp, err := l.client.request(req, l.requestTimeout())
 	if err != nil {
 		return err
 	}
@@ -151,7 +163,7 @@ func (l *lifecycle) heartbeat(shutdown bool) (*kmsg.BrokerHeartbeatResponse, err
 	req.BrokerID, req.BrokerEpoch = l.node, l.epoch.Load()
 	req.CurrentMetadataOffset = l.store.AppliedIndex()
 	req.WantShutdown = shutdown
-	kresp, err := l.client.request(req, controllerRequestTimeout)
+	kresp, err := l.client.request(req, l.requestTimeout())
 	if err != nil {
 		return nil, err
 	}
@@ -173,6 +185,12 @@ func (l *lifecycle) shutdown() {
 	default:
 		l.logger.Info("controlled shutdown: the controller moved this broker's leadership", zap.Bool("should_shut_down", resp.ShouldShutdown))
 	}
+}
+
+// requestTimeout bounds a registration or heartbeat: past the session
+// timeout an answer is of no use, the controller has fenced this broker.
+func (l *lifecycle) requestTimeout() time.Duration {
+	return min(controllerRequestTimeout, l.cfg.SessionTimeout)
 }
 
 func (l *lifecycle) drop() {
