@@ -200,7 +200,8 @@ func createAssigned(addr, topic string, replicas [][]int32) (*kmsg.CreateTopicsR
 // brokers under one cluster id (in Metadata and DescribeCluster); that
 // each node hands out producer ids of its own block; that a
 // CreateTopics sent to a node that is not the active controller is
-// forwarded and its partitions appear on every node, and so do an
+// forwarded and its partitions appear on every node, with a replica
+// assignment or a replication factor of 1, and so do an
 // IncrementalAlterConfigs and a topic auto-created by Metadata; that kill -9 of a
 // broker takes it out of Metadata within a second (its heartbeat
 // connection closed), its partitions electing the next ISR member with a
@@ -292,8 +293,18 @@ func TestClusterFormsAndFencesAKilledBroker(t *testing.T) {
 		t.Fatalf("leaders before the kill: %+v", before)
 	}
 
-	// A config change and a topic auto-created by Metadata, on a node that
-	// is not the controller, go through the controller too.
+	// A CreateTopics with a replication factor and no assignment, a config
+	// change and a topic auto-created by Metadata, on a node that is not
+	// the controller, go through the controller too.
+	plain := kmsg.NewPtrCreateTopicsRequest()
+	plain.SetVersion(7)
+	plain.TimeoutMillis = 10000
+	pt := kmsg.NewCreateTopicsRequestTopic()
+	pt.Topic, pt.NumPartitions, pt.ReplicationFactor = "plain", 3, 1
+	plain.Topics = append(plain.Topics, pt)
+	if resp, err := request(survivor.addr, plain); err != nil || resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics with replication factor 1 on node %d: %v %+v", survivor.id, err, resp)
+	}
 	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
 	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "spread"
@@ -314,7 +325,7 @@ func TestClusterFormsAndFencesAKilledBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
-		waitUntil(t, 10*time.Second, fmt.Sprintf("node %d has the config and the auto-created topic", n.id), func() (bool, string) {
+		waitUntil(t, 10*time.Second, fmt.Sprintf("node %d has the config and the two topics", n.id), func() (bool, string) {
 			describe := kmsg.NewPtrDescribeConfigsRequest()
 			dr := kmsg.NewDescribeConfigsRequestResource()
 			dr.ResourceType, dr.ResourceName, dr.ConfigNames = kmsg.ConfigResourceTypeTopic, "spread", []string{"retention.ms"}
@@ -327,11 +338,12 @@ func TestClusterFormsAndFencesAKilledBroker(t *testing.T) {
 			if len(d.Resources) != 1 || len(d.Resources[0].Configs) != 1 || d.Resources[0].Configs[0].Value == nil || *d.Resources[0].Configs[0].Value != "1234" {
 				return false, fmt.Sprintf("configs %+v", d.Resources)
 			}
-			m, err := metadataOf(n.addr, "auto")
+			m, err := metadataOf(n.addr, "auto", "plain")
 			if err != nil {
 				return false, err.Error()
 			}
-			return m.Topics[0].ErrorCode == 0 && len(m.Topics[0].Partitions) == 1, fmt.Sprintf("%+v", m.Topics)
+			return m.Topics[0].ErrorCode == 0 && len(m.Topics[0].Partitions) == 1 && m.Topics[1].ErrorCode == 0 && len(m.Topics[1].Partitions) == 3,
+				fmt.Sprintf("%+v", m.Topics)
 		})
 	}
 
