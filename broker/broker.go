@@ -16,6 +16,7 @@ import (
 	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/metadata/local"
+	"github.com/strata-io/strata/metadata/quorum"
 	"github.com/strata-io/strata/metrics"
 	"github.com/strata-io/strata/replica"
 	"github.com/strata-io/strata/storage"
@@ -61,6 +62,15 @@ type Config struct {
 	// Cluster is this node's part in a cluster (cluster.go); zero on a
 	// single node.
 	Cluster ClusterConfig
+	// Quorum is the controller quorum this node is a voter of, when it is a
+	// node of a cluster: Metadata is it, the node runs the controller
+	// (controller.go) and the broker lifecycle (lifecycle.go), and forwards
+	// admin changes to the active controller (forward.go). nil on a single
+	// node.
+	Quorum *quorum.Store
+	// ControllerListener is the Kafka side of the controller listener
+	// (quorum.ControllerListener.Kafka), served with Quorum.
+	ControllerListener net.Listener
 	// Clock is the broker's clock: storage's (segment.ms, retention, flush.ms,
 	// the cleaner, revivals, timestamp bounds), Fetch's max wait and
 	// OffsetCommit's retention; nil = the real one. Socket deadlines
@@ -106,6 +116,11 @@ type Broker struct {
 	apis     *registry  // the keys and versions served, and their handlers
 	svc      *services  // what handlers see of the broker
 	authz    Authorizer // cfg.Authorizer, or allowAll
+
+	// A cluster node's controller, lifecycle and forwarder; nil on one node.
+	controller *controller
+	life       *lifecycle
+	forward    *forwarder
 }
 
 // New opens the log directory (running recovery) and binds the listener.
@@ -176,13 +191,25 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		}
 		meta = local.New(img, logHost{logs: logs, node: cfg.NodeID}.commit)
 	}
-	pids.OnBlock(func(end int64) {
-		if _, err := meta.Propose(metadata.ProducerIdsRecord{BrokerID: cfg.NodeID, NextProducerID: end}); err != nil {
-			logger.Error("the metadata image cannot record a producer id block", zap.Int64("end", end), zap.Error(err))
-		}
-	})
+	var fwd *forwarder
+	if cfg.Quorum != nil {
+		fwd = &forwarder{store: cfg.Quorum, node: cfg.NodeID, logger: logger, maxIdle: cfg.Limits.idle() / 2}
+	} else {
+		pids.OnBlock(func(end int64) {
+			if _, err := meta.Propose(metadata.ProducerIdsRecord{BrokerID: cfg.NodeID, NextProducerID: end}); err != nil {
+				logger.Error("the metadata image cannot record a producer id block", zap.Int64("end", end), zap.Error(err))
+			}
+		})
+	}
 	create := func(name string, partitions int32, configs map[string]string) (*storage.Topic, error) {
-		if _, err := proposeTopic(meta, name, replicaLayout{partitions: partitions, rf: defaultReplicationFactor(&cfg, name)}, configs); err != nil {
+		var err error
+		layout := replicaLayout{partitions: partitions, rf: defaultReplicationFactor(&cfg, name)}
+		if fwd != nil {
+			_, err = fwd.createTopic(meta, name, layout, configs)
+		} else {
+			_, err = proposeTopic(meta, name, layout, configs)
+		}
+		if err != nil {
 			return nil, err
 		}
 		return logs.Topic(name), nil
@@ -218,6 +245,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		listener: listener,
 		apis:     newRegistry(),
 		authz:    cfg.Authorizer,
+		forward:  fwd,
 	}
 	if b.authz == nil {
 		b.authz = allowAll{}
@@ -227,10 +255,19 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if cfg.Metadata != nil && cfg.Cluster.AutoLeaderRebalance && cfg.Cluster.LeaderImbalanceCheckInterval > 0 {
 		go balanceLeaders(meta, cfg.Cluster.LeaderImbalanceCheckInterval, b.shutdown, logger)
 	}
+	if fwd != nil {
+		fwd.forwarding(b.apis)
+	}
 	b.svc = newServices(b)
 	b.slotFreed = sync.NewCond(&b.mu)
 	if err := b.openMetrics(); err != nil {
 		return nil, errors.Join(err, logs.Close(), ln.Close())
+	}
+	if cfg.Quorum != nil {
+		b.controller = newController(cfg.Quorum, cfg.Cluster, cfg.Cluster.ClusterID, logger)
+		b.life = newLifecycle(cfg.Quorum, cfg.NodeID, cfg.Cluster, cfg.Cluster.ClusterID,
+			registerRecord(cfg.NodeID, listener, advHost, int32(advPort)).Endpoints, logger)
+		pids.AllocateFrom(func() (int64, int64, error) { return fwd.allocateProducerIDs(b.life.epoch.Load()) })
 	}
 	return b, nil
 }
@@ -249,6 +286,9 @@ func (b *Broker) Addr() net.Addr { return b.ln.Addr() }
 // Serve accepts connections until Shutdown; it returns nil after a shutdown.
 func (b *Broker) Serve() error {
 	b.startMetrics()
+	if b.controller != nil {
+		go b.serveController(b.cfg.ControllerListener)
+	}
 	var delay time.Duration
 	for {
 		if !b.waitForSlot() {
@@ -313,6 +353,9 @@ func (b *Broker) untrack(c *conn) {
 // serving, then closes the logs cleanly (flush, checkpoints, clean-shutdown
 // marker). Connections still busy when ctx ends are cut.
 func (b *Broker) Shutdown(ctx context.Context) error {
+	if b.life != nil && !b.isClosing() {
+		b.life.close() // a controlled shutdown, while the listeners still serve
+	}
 	b.mu.Lock()
 	if b.closing {
 		b.mu.Unlock()
@@ -327,6 +370,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	b.mu.Unlock()
 	b.ln.Close()
+	if b.controller != nil {
+		b.cfg.ControllerListener.Close()
+	}
 
 	done := make(chan struct{})
 	go func() { b.inflight.Wait(); close(done) }()
@@ -341,6 +387,10 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	// Blocked JoinGroup and SyncGroup requests were woken by b.shutdown.
+	if b.controller != nil {
+		b.controller.close()
+		b.forward.close()
+	}
 	b.unpublish()
 	b.txns.Close()
 	b.groups.Close()

@@ -130,7 +130,11 @@ func defaultReplicationFactor(cfg *Config, name string) int16 {
 // createTopicNamed creates a topic of partitions partitions at the default
 // replication factor (auto-creation, the coordinators' internal topics).
 func (b *services) createTopicNamed(name string, partitions int32, configs map[string]string) ([16]byte, error) {
-	return proposeTopic(b.meta, name, replicaLayout{partitions: partitions, rf: defaultReplicationFactor(b.cfg, name)}, configs)
+	layout := replicaLayout{partitions: partitions, rf: defaultReplicationFactor(b.cfg, name)}
+	if b.forward != nil {
+		return b.forward.createTopic(b.meta, name, layout, configs)
+	}
+	return proposeTopic(b.meta, name, layout, configs)
 }
 
 // addPartitions grows a topic to total partitions, placed at the topic's

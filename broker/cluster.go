@@ -7,6 +7,7 @@ import "time"
 // (DefaultClusterConfig). A single node ignores it: it is the only replica
 // of every partition.
 type ClusterConfig struct {
+	ClusterID           string // the cluster's id, the same on every node (cmd/strata derives it)
 	ControllerListener  string // the controller listener, CONTROLLER://host:port (controller.listener.names)
 	Voters              string // controller.quorum.voters, {id}@{host}:{port},...
 	InterBrokerListener string // inter.broker.listener.name: the listener followers fetch from

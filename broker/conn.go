@@ -128,6 +128,13 @@ type conn struct {
 	fetchErr int16 // top-level error code of the fetch response just written, for metrics
 
 	rc reqCtx // the request being served
+
+	// apis and svc are what the connection serves: the broker's APIs, or on
+	// the controller listener the controller's (controllerlistener.go),
+	// whose onClose is told why the connection ended.
+	apis    *registry
+	svc     *services
+	onClose func(c *conn, err error)
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
@@ -138,6 +145,8 @@ func newConn(b *Broker, nc net.Conn) *conn {
 		r:      bufio.NewReaderSize(nc, 64<<10),
 		log:    b.logger.With(zap.String("remote", remote)),
 		remote: remote,
+		apis:   b.apis,
+		svc:    b.svc,
 	}
 }
 
@@ -153,6 +162,9 @@ func (c *conn) serve() {
 	for {
 		if err := c.serveOneRecovered(); err != nil {
 			c.logClose(err)
+			if c.onClose != nil {
+				c.onClose(c, err)
+			}
 			return
 		}
 	}
@@ -223,7 +235,7 @@ func (c *conn) serveOne() error {
 		return c.idleErr(err)
 	}
 	start := time.Now()
-	req, err := protocol.ParseRequest(frame, c.b.apis.supports)
+	req, err := protocol.ParseRequest(frame, c.apis.supports)
 	// kmsg decodes byte fields as slices of the frame. Produce and Fetch
 	// never keep them past the request, so their buffer is reused; other
 	// requests (JoinGroup metadata, SyncGroup assignments) may be kept by the
@@ -242,7 +254,7 @@ func (c *conn) serveOne() error {
 		if errors.Is(err, protocol.ErrUnsupported) && req.Key == int16(kmsg.ApiVersions) {
 			return c.write(protocol.AppendResponse(c.out[:0], &protocol.Request{
 				Key: req.Key, Version: 0, CorrelationID: req.CorrelationID,
-			}, unsupportedAPIVersions(c.b.svc.served)))
+			}, unsupportedAPIVersions(c.svc.served)))
 		}
 		return err
 	}
@@ -256,13 +268,14 @@ func (c *conn) serveOne() error {
 		clientAddr: c.remote,
 		listener:   c.b.listener,
 		req:        req,
-		svc:        c.b.svc,
+		svc:        c.svc,
 		authz:      c.b.authz,
+		conn:       c,
 	}
 	if req.Key == int16(kmsg.Fetch) {
 		c.rc.fetch = c
 	}
-	resp, err := c.b.apis.apis[req.Key].serve(&c.rc)
+	resp, err := c.apis.apis[req.Key].serve(&c.rc)
 	c.rc = reqCtx{} // an idle connection keeps no request (and frame) alive
 	if err == nil && resp != nil {
 		err = c.reply(req, resp)

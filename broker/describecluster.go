@@ -35,7 +35,7 @@ func handleDescribeCluster(rc *reqCtx) (kmsg.Response, error) {
 		resp.ErrorMessage = &msg
 		return resp, nil
 	}
-	resp.ClusterID = b.logs.ClusterID()
+	resp.ClusterID = b.clusterID()
 	img := b.meta.Image()
 	resp.ControllerID = b.controllerID(img)
 	for _, reg := range b.liveBrokers(img) {

@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/metadata/quorum"
 )
 
 // handler serves one decoded request. It returns the response to send, or
@@ -99,6 +101,9 @@ func (b *services) errorCode(key kmsg.Key, err error) int16 {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
 		return ke.Code
+	}
+	if errors.Is(err, quorum.ErrNotController) {
+		return kerr.NotController.Code // the quorum's leadership moved: the client retries
 	}
 	b.logger.Error("unexpected error, answering UNKNOWN_SERVER_ERROR", zap.String("request", key.Name()), zap.Error(err))
 	return kerr.UnknownServerError.Code

@@ -108,6 +108,9 @@ func (b *Broker) admit(c *conn) bool {
 
 // release gives back the connection's count against its address.
 func (b *Broker) release(c *conn) {
+	if c.ip == "" {
+		return // not counted: a controller listener's connection
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.perIP[c.ip]--; b.perIP[c.ip] <= 0 {

@@ -53,7 +53,7 @@ func handleMetadata(rc *reqCtx) (kmsg.Response, error) {
 		}
 		resp.Brokers = append(resp.Brokers, broker)
 	}
-	clusterID := b.logs.ClusterID()
+	clusterID := b.clusterID()
 	resp.ClusterID = &clusterID
 	resp.ControllerID = b.controllerID(img)
 	resp.AuthorizedOperations = math.MinInt32

@@ -186,18 +186,18 @@ func leaderAndIsrUpdates(img *metadata.Image, removed, added int32, parts func(m
 	return out
 }
 
-// fenceRecords are the changes of fencing broker (or of its controlled
+// fenceChanges are the changes of fencing broker (or of its controlled
 // shutdown): it leaves the ISR of its partitions and the ones it led get
 // new leaders, as Kafka's handleBrokerFenced.
-func fenceRecords(img *metadata.Image, broker int32, unclean func(topic string) bool) []metadata.Record {
+func fenceChanges(img *metadata.Image, broker int32, unclean func(topic string) bool) []metadata.Record {
 	inISR := func(reg metadata.PartitionRegistration) bool { return slices.Contains(reg.ISR, broker) }
 	return leaderAndIsrUpdates(img, broker, metadata.NoLeader, inISR, unclean)
 }
 
-// unfenceRecords are the changes of unfencing broker: the partitions
+// unfenceChanges are the changes of unfencing broker: the partitions
 // without a leader get one, it among the candidates, as Kafka's
 // handleBrokerUnfenced.
-func unfenceRecords(img *metadata.Image, broker int32, unclean func(topic string) bool) []metadata.Record {
+func unfenceChanges(img *metadata.Image, broker int32, unclean func(topic string) bool) []metadata.Record {
 	leaderless := func(reg metadata.PartitionRegistration) bool { return reg.Leader == metadata.NoLeader }
 	return leaderAndIsrUpdates(img, metadata.NoLeader, broker, leaderless, unclean)
 }

@@ -71,12 +71,12 @@ func TestPartitionChangeIsKafkas(t *testing.T) {
 	}
 }
 
-// TestFenceAndUnfenceRecords checks the changes of fencing a broker and of
+// TestFenceAndUnfenceChanges checks the changes of fencing a broker and of
 // unfencing it, as Kafka's handleBrokerFenced and handleBrokerUnfenced:
 // the fenced broker leaves every ISR but as its last member, the
 // partitions it led get the next in-sync leader or none, and unfenced it
 // leads the leaderless partitions whose ISR holds it.
-func TestFenceAndUnfenceRecords(t *testing.T) {
+func TestFenceAndUnfenceChanges(t *testing.T) {
 	id := [16]byte{7}
 	d := metadata.NewDelta(imageWithBrokers(t, 3))
 	for _, r := range []metadata.Record{
@@ -91,7 +91,7 @@ func TestFenceAndUnfenceRecords(t *testing.T) {
 	}
 	img := d.Apply()
 	never := func(string) bool { return false }
-	fenced := fenceRecords(img, 1, never)
+	fenced := fenceChanges(img, 1, never)
 	want := []metadata.PartitionChangeRecord{
 		{PartitionID: 0, TopicID: id, Leader: 2, ISR: []int32{2, 3}},
 		{PartitionID: 1, TopicID: id, Leader: metadata.NoLeader},
@@ -112,14 +112,14 @@ func TestFenceAndUnfenceRecords(t *testing.T) {
 		}
 	}
 	img = d.Apply()
-	unfenced := unfenceRecords(img, 1, never)
+	unfenced := unfenceChanges(img, 1, never)
 	if len(unfenced) != 1 {
 		t.Fatalf("unfencing: %+v", unfenced)
 	}
 	if got := unfenced[0].(metadata.PartitionChangeRecord); got.PartitionID != 1 || got.Leader != 1 || got.ISR != nil {
 		t.Fatalf("unfencing: %+v, want partition 1 led by 1", got)
 	}
-	if got := fenceRecords(img, 3, func(string) bool { return true }); len(got) != 2 {
+	if got := fenceChanges(img, 3, func(string) bool { return true }); len(got) != 2 {
 		t.Fatalf("fencing 3 with unclean elections: %+v", got)
 	}
 }

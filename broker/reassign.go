@@ -149,13 +149,18 @@ func difference(a, b []int32) []int32 {
 	return out
 }
 
-// uncleanElection is the topic's unclean.leader.election.enable: its
-// dynamic config, else the cluster's.
+// uncleanElection is the topic's unclean.leader.election.enable.
 func (b *services) uncleanElection(img *metadata.Image, topic string) bool {
+	return uncleanElectionFor(img, topic, b.cfg.Cluster.UncleanLeaderElection)
+}
+
+// uncleanElectionFor is topic's unclean.leader.election.enable: its
+// dynamic config, else the cluster's, clusterDefault.
+func uncleanElectionFor(img *metadata.Image, topic string, clusterDefault bool) bool {
 	if v, ok := img.Configs.Of(metadata.ConfigResource{Type: metadata.TopicResource, Name: topic})["unclean.leader.election.enable"]; ok {
 		return v == "true"
 	}
-	return b.cfg.Cluster.UncleanLeaderElection
+	return clusterDefault
 }
 
 func handleListPartitionReassignments(rc *reqCtx) (kmsg.Response, error) {

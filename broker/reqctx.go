@@ -35,6 +35,9 @@ type reqCtx struct {
 	// fetch writes a Fetch response in place: records go from the segment
 	// files to the socket. Nil for other keys.
 	fetch fetchWriter
+	// conn is the connection the request came on: a broker's heartbeats
+	// bind its session to it (controller.go).
+	conn *conn
 }
 
 // fetchWriter sends a Fetch response; Fetch's handler returns no response
@@ -59,6 +62,7 @@ type services struct {
 	listener string          // the client listener's name: brokers' endpoints on it are what clients are told
 	served   []VersionRange  // what ApiVersions advertises
 	shutdown <-chan struct{} // closed when Shutdown starts: ends long polls
+	forward  *forwarder      // a cluster node's way to the active controller; nil on one node
 }
 
 // logStore is the log manager as handlers use it.
@@ -135,5 +139,15 @@ func newServices(b *Broker) *services {
 		listener: b.listener,
 		served:   b.apis.ranges(),
 		shutdown: b.shutdown,
+		forward:  b.forward,
 	}
+}
+
+// clusterID is the cluster's id: a cluster node's (ClusterConfig.ClusterID),
+// else the log dir's meta.properties'.
+func (b *services) clusterID() string {
+	if id := b.cfg.Cluster.ClusterID; id != "" {
+		return id
+	}
+	return b.logs.ClusterID()
 }

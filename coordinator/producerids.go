@@ -40,6 +40,7 @@ type ProducerIDs struct {
 	next     int64 // next id to hand out
 	blockEnd int64 // exclusive end of the persisted block
 	onBlock  func(end int64)
+	allocate func() (start, end int64, err error) // nil: blocks come from the file
 }
 
 // OpenProducerIDs reads <dir>/producer-ids (absent means nothing was ever
@@ -86,6 +87,13 @@ func (p *ProducerIDs) readEnd() (int64, error) {
 func (p *ProducerIDs) Next() (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.next == p.blockEnd && p.allocate != nil {
+		start, end, err := p.allocate()
+		if err != nil {
+			return 0, err
+		}
+		p.next, p.blockEnd = start, end
+	}
 	if p.next == p.blockEnd {
 		end := p.blockEnd + producerIDBlockSize
 		if err := p.persist(end); err != nil {
@@ -99,6 +107,17 @@ func (p *ProducerIDs) Next() (int64, error) {
 	id := p.next
 	p.next++
 	return id, nil
+}
+
+// AllocateFrom makes every block come from allocate instead of the file: a
+// cluster's brokers share one id space, whose blocks the active controller
+// hands out (AllocateProducerIds) from the metadata image, which records
+// each. allocate returns the block [start, end).
+func (p *ProducerIDs) AllocateFrom(allocate func() (start, end int64, err error)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.allocate = allocate
+	p.blockEnd = p.next // the file's block is this node's alone
 }
 
 // OnBlock makes fn be told the end of the ids reserved so far: at once, and

@@ -33,7 +33,12 @@ func NewDelta(base *Image) *Delta {
 func (d *Delta) Replay(r Record) error {
 	switch r := r.(type) {
 	case RegisterBrokerRecord:
-		d.putBroker(r.BrokerID, &BrokerRegistration{ID: r.BrokerID, Endpoints: r.Endpoints, Rack: r.Rack, Fenced: r.Fenced})
+		d.putBroker(r.BrokerID, &BrokerRegistration{ID: r.BrokerID, IncarnationID: r.IncarnationID, Epoch: r.BrokerEpoch,
+			Endpoints: r.Endpoints, Rack: r.Rack, Fenced: r.Fenced})
+	case FenceBrokerRecord:
+		return d.setFenced(r.ID, r.Epoch, true)
+	case UnfenceBrokerRecord:
+		return d.setFenced(r.ID, r.Epoch, false)
 	case UnregisterBrokerRecord:
 		if !d.hasBroker(r.BrokerID) {
 			return fmt.Errorf("%w: unregister unknown broker %d", ErrInvalidRecord, r.BrokerID)
@@ -125,6 +130,33 @@ func (d *Delta) replayPartitionChange(r PartitionChangeRecord) error {
 	parts[r.PartitionID] = p
 	d.putTopic(&TopicImage{Name: t.Name, ID: t.ID, Partitions: parts})
 	return nil
+}
+
+// setFenced fences or unfences the registration of broker id at epoch; a
+// record for another epoch is of a registration that was replaced.
+func (d *Delta) setFenced(id int32, epoch int64, fenced bool) error {
+	b, ok := d.broker(id)
+	if !ok {
+		return fmt.Errorf("%w: fence or unfence unknown broker %d", ErrInvalidRecord, id)
+	}
+	if b.Epoch != epoch {
+		return fmt.Errorf("%w: fence or unfence broker %d at epoch %d, its registration is at epoch %d", ErrInvalidRecord, id, epoch, b.Epoch)
+	}
+	b.Fenced = fenced
+	d.putBroker(id, &b)
+	return nil
+}
+
+// broker is the registration of id as of the records so far.
+func (d *Delta) broker(id int32) (BrokerRegistration, bool) {
+	if b, ok := d.brokers[id]; ok {
+		if b == nil {
+			return BrokerRegistration{}, false
+		}
+		return *b, true
+	}
+	b, ok := d.base.Cluster.brokers[id]
+	return b, ok
 }
 
 func (d *Delta) hasBroker(id int32) bool {

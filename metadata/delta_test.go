@@ -176,3 +176,26 @@ func TestDeltaRefusesRecordsThatDoNotFit(t *testing.T) {
 		}
 	}
 }
+
+func TestDeltaFencesAndUnfencesARegistrationAtItsEpoch(t *testing.T) {
+	img := replay(t, Empty, RegisterBrokerRecord{BrokerID: 2, IncarnationID: [16]byte{7}, BrokerEpoch: 10, Fenced: true})
+	if b, _ := img.Cluster.Broker(2); !b.Fenced || b.Epoch != 10 || b.IncarnationID != [16]byte{7} {
+		t.Fatalf("registered %+v", b)
+	}
+	img = replay(t, img, UnfenceBrokerRecord{ID: 2, Epoch: 10})
+	if b, _ := img.Cluster.Broker(2); b.Fenced || b.Epoch != 10 {
+		t.Fatalf("unfenced %+v", b)
+	}
+	fenced := replay(t, img, FenceBrokerRecord{ID: 2, Epoch: 10})
+	if b, _ := fenced.Cluster.Broker(2); !b.Fenced {
+		t.Fatalf("fenced %+v", b)
+	}
+	if b, _ := img.Cluster.Broker(2); b.Fenced {
+		t.Fatal("fencing changed the base image")
+	}
+	for _, r := range []Record{FenceBrokerRecord{ID: 2, Epoch: 9}, UnfenceBrokerRecord{ID: 2, Epoch: 11}, FenceBrokerRecord{ID: 3, Epoch: 10}} {
+		if err := NewDelta(img).Replay(r); !errors.Is(err, ErrInvalidRecord) {
+			t.Errorf("replay %#v = %v, want ErrInvalidRecord", r, err)
+		}
+	}
+}

@@ -50,10 +50,12 @@ func (c ClusterImage) Brokers() []BrokerRegistration {
 
 // BrokerRegistration is one broker as it registered (RegisterBrokerRecord).
 type BrokerRegistration struct {
-	ID        int32
-	Endpoints []Endpoint
-	Rack      string // "" = none
-	Fenced    bool
+	ID            int32
+	IncarnationID [16]byte
+	Epoch         int64 // the broker epoch: RegisterBrokerRecord.BrokerEpoch
+	Endpoints     []Endpoint
+	Rack          string // "" = none
+	Fenced        bool
 }
 
 // Endpoint is the address of one of a broker's listeners.

@@ -9,12 +9,33 @@ type Record interface {
 	record()
 }
 
-// RegisterBrokerRecord registers (or re-registers) a broker.
+// RegisterBrokerRecord registers (or re-registers) a broker. In a
+// cluster, BrokerEpoch is the metadata log index the controller wrote the
+// record at, as Kafka's broker epoch is the offset of its
+// RegisterBrokerRecord, and IncarnationID tells one run of the broker
+// process from the next; a single node leaves both zero.
 type RegisterBrokerRecord struct {
-	BrokerID  int32
-	Endpoints []Endpoint
-	Rack      string
-	Fenced    bool
+	BrokerID      int32
+	IncarnationID [16]byte
+	BrokerEpoch   int64
+	Endpoints     []Endpoint
+	Rack          string
+	Fenced        bool
+}
+
+// FenceBrokerRecord fences the registration of BrokerID at BrokerEpoch:
+// clients are no longer told of the broker, and its partitions elect other
+// leaders in the same change (Kafka's FenceBrokerRecord).
+type FenceBrokerRecord struct {
+	ID    int32
+	Epoch int64
+}
+
+// UnfenceBrokerRecord unfences the registration of ID at Epoch (Kafka's
+// UnfenceBrokerRecord).
+type UnfenceBrokerRecord struct {
+	ID    int32
+	Epoch int64
 }
 
 // UnregisterBrokerRecord removes a broker's registration.
@@ -82,6 +103,8 @@ type ProducerIdsRecord struct {
 
 func (RegisterBrokerRecord) record()   {}
 func (UnregisterBrokerRecord) record() {}
+func (FenceBrokerRecord) record()      {}
+func (UnfenceBrokerRecord) record()    {}
 func (TopicRecord) record()            {}
 func (PartitionRecord) record()        {}
 func (PartitionChangeRecord) record()  {}

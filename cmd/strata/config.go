@@ -8,31 +8,35 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/broker"
 	"github.com/strata-io/strata/internal/configdef"
+	"github.com/strata-io/strata/metadata/quorum"
 	"github.com/strata-io/strata/metrics"
 )
 
 // settings is the validated server configuration, with Kafka's key names and meanings.
 type settings struct {
-	Static                map[string]string // the implemented keys as given: DescribeConfigs' STATIC_BROKER_CONFIG
-	Listeners             string            // the client listener of listeners, normalised (config_listeners.go)
-	AdvertisedListeners   string            // its advertised.listeners entry, defaults to it
-	ControllerListener    string            // a combined node's controller listener: validated, not served
-	LogDir                string            // log.dirs / log.dir
-	NodeID                int32             // node.id (broker.id accepted as its alias)
-	NumPartitions         int32             // num.partitions
-	AutoCreateTopics      bool              // auto.create.topics.enable
-	SegmentBytes          int64             // log.segment.bytes
-	SegmentMs             int64             // log.roll.ms / log.roll.hours
-	IndexIntervalBytes    int               // log.index.interval.bytes
-	MaxIndexSize          int               // log.index.size.max.bytes
-	MaxMessageBytes       int               // message.max.bytes
-	SocketRequestMaxBytes int32             // socket.request.max.bytes
-	FlushIntervalMessages int64             // log.flush.interval.messages
-	FlushIntervalMs       int64             // log.flush.interval.ms
-	TimestampType         string            // log.message.timestamp.type
-	TimestampBeforeMaxMs  int64             // log.message.timestamp.before.max.ms
-	TimestampAfterMaxMs   int64             // log.message.timestamp.after.max.ms
+	Static                map[string]string    // the implemented keys as given: DescribeConfigs' STATIC_BROKER_CONFIG
+	Listeners             string               // the client listener of listeners, normalised (config_listeners.go)
+	AdvertisedListeners   string               // its advertised.listeners entry, defaults to it
+	ControllerListener    string               // a combined node's controller listener: served only in a cluster
+	Voters                []quorum.Voter       // controller.quorum.voters when they are more than one: this node is one of a cluster
+	Cluster               broker.ClusterConfig // a cluster node's keys (config_cluster.go); a single node ignores them
+	LogDir                string               // log.dirs / log.dir
+	NodeID                int32                // node.id (broker.id accepted as its alias)
+	NumPartitions         int32                // num.partitions
+	AutoCreateTopics      bool                 // auto.create.topics.enable
+	SegmentBytes          int64                // log.segment.bytes
+	SegmentMs             int64                // log.roll.ms / log.roll.hours
+	IndexIntervalBytes    int                  // log.index.interval.bytes
+	MaxIndexSize          int                  // log.index.size.max.bytes
+	MaxMessageBytes       int                  // message.max.bytes
+	SocketRequestMaxBytes int32                // socket.request.max.bytes
+	FlushIntervalMessages int64                // log.flush.interval.messages
+	FlushIntervalMs       int64                // log.flush.interval.ms
+	TimestampType         string               // log.message.timestamp.type
+	TimestampBeforeMaxMs  int64                // log.message.timestamp.before.max.ms
+	TimestampAfterMaxMs   int64                // log.message.timestamp.after.max.ms
 
 	OffsetsTopicPartitions       int32  // offsets.topic.num.partitions
 	OffsetsRetentionMinutes      int64  // offsets.retention.minutes
@@ -164,17 +168,16 @@ func (e *configError) Error() string {
 var ignoredKeys = []string{
 	"num.network.threads", "num.io.threads",
 	"num.replica.fetchers", "num.recovery.threads.per.data.dir", "queued.max.requests",
-	"offsets.topic.replication.factor", "default.replication.factor", "min.insync.replicas",
+	"min.insync.replicas",
 	"zookeeper.connect", "zookeeper.connection.timeout.ms", "metadata.log.dir",
 	"log.flush.scheduler.interval.ms", "log.flush.offset.checkpoint.interval.ms",
 	"log.flush.start.offset.checkpoint.interval.ms",
 	"log.preallocate",
-	"delete.topic.enable", "compression.type", "unclean.leader.election.enable",
-	"auto.leader.rebalance.enable", "request.timeout.ms",
-	"broker.rack", "super.users", "allow.everyone.if.no.acl.found", "metric.reporters",
+	"delete.topic.enable", "compression.type",
+	"request.timeout.ms",
+	"super.users", "allow.everyone.if.no.acl.found", "metric.reporters",
 	"fetch.max.bytes", "producer.id.expiration.ms",
-	"initial.broker.registration.timeout.ms", "broker.heartbeat.interval.ms",
-	"broker.session.timeout.ms", "num.replica.alter.log.dirs.threads",
+	"initial.broker.registration.timeout.ms", "num.replica.alter.log.dirs.threads",
 }
 
 // ignoredPrefixes cover the families of such keys; the keys among them that
@@ -191,6 +194,8 @@ func keyKind(key string) string {
 	switch {
 	case implemented(key):
 		return "implemented"
+	case slices.Contains(clusterKeys, key):
+		return "cluster"
 	case slices.Contains(ignoredKeys, key):
 		return "ignored"
 	case strings.HasPrefix(key, "socket.") && strings.HasSuffix(key, ".buffer.bytes"):
@@ -237,6 +242,8 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 			static[k] = strings.TrimSpace(props[k])
 		case "ignored":
 			log.Debug("configuration key not implemented by strata, ignored", zap.String("key", k))
+		case "cluster":
+			// Read by loadClusterSettings; a single node has no use for it.
 		case "unknown":
 			log.Warn("unknown configuration key, ignored", zap.String("key", k), zap.String("value", props[k]))
 		}
@@ -301,7 +308,8 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 		}
 		s.MetricsListener = v
 	}
-	if p.err == nil && s.ControllerListener != "" {
+	loadClusterSettings(&p, &s, log)
+	if p.err == nil && s.ControllerListener != "" && len(s.Voters) <= 1 {
 		log.Info("combined node: serving the broker role; the controller listener is validated but not served, "+
 			"strata has no separate controller quorum yet", zap.String("controller.listener", s.ControllerListener))
 	}

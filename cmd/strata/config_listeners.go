@@ -6,15 +6,19 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/strata-io/strata/metadata/quorum"
 )
 
 // This file reads the listener and KRaft keys of a Kafka server.properties with
 // the checks of Kafka's KafkaConfig.validateValues for a combined node
 // (process.roles=broker,controller), so a stock KRaft file starts Strata as that
-// one node. Strata serves the broker role only: the controller listener is
-// checked but not bound, since there is no separate controller quorum yet, and
-// what a single node cannot do (an external quorum, several voters, several
-// client listeners, SSL or SASL) is refused rather than ignored.
+// node. With this node the only voter, it is today's single node: the
+// controller listener is checked but not bound. With several voters it is a
+// node of a cluster, serving its controller listener (main.go). What Strata
+// cannot do (a broker-only or controller-only node, which needs an external
+// quorum or brokers of its own, several client listeners, SSL or SASL) is
+// refused rather than ignored.
 
 // listenerEndpoint is one entry of listeners or advertised.listeners.
 type listenerEndpoint struct {
@@ -121,7 +125,7 @@ func loadListenerSettings(p *propReader, s *settings) {
 			return
 		}
 	}
-	if kraft && !checkQuorum(p, s.NodeID, controllerNames, listeners, advertised, controllers) {
+	if kraft && !checkQuorum(p, s, s.NodeID, controllerNames, listeners, advertised, controllers) {
 		return
 	}
 	if !checkBrokerListeners(p, protocols, listeners, advertisedClients) {
@@ -261,8 +265,10 @@ func parseEndpoints(v string, protocols map[string]string, advertised bool) ([]l
 }
 
 // checkQuorum holds a combined node's controller keys to Kafka's rules, and to
-// Strata's: the quorum is this node alone.
-func checkQuorum(p *propReader, nodeID int32, controllerNames []string, listeners, advertised, controllers []listenerEndpoint) bool {
+// Strata's: the voters are listed in controller.quorum.voters (a Strata
+// node is never formatted, so no dynamic quorum), and with more than one
+// this node is one of a cluster (s.Voters).
+func checkQuorum(p *propReader, s *settings, nodeID int32, controllerNames []string, listeners, advertised, controllers []listenerEndpoint) bool {
 	if len(controllerNames) == 0 || len(controllers) == 0 {
 		p.fail("controller.listener.names", p.props["controller.listener.names"],
 			"must contain at least one value appearing in the 'listeners' configuration when running the KRaft controller role")
@@ -311,17 +317,30 @@ func checkQuorum(p *propReader, nodeID int32, controllerNames []string, listener
 				fmt.Sprintf("if process.roles contains the 'controller' role, the node id %d must be included in the set of voters", nodeID))
 			return false
 		}
-		if len(entries) > 1 {
-			p.fail("controller.quorum.voters", p.props["controller.quorum.voters"],
-				fmt.Sprintf("%d voters: strata runs a single-node quorum only; list only this node (%d@host:port)", len(entries), nodeID))
+		parsed, err := quorum.ParseVoters(strings.Join(entries, ","))
+		if err != nil {
+			p.fail("controller.quorum.voters", p.props["controller.quorum.voters"], err.Error())
 			return false
 		}
+		if len(parsed) > 1 {
+			s.Voters = parsed
+		}
 	}
-	if hasBootstrap && bootstrap != "" {
+	if hasBootstrap && bootstrap != "" && len(s.Voters) > 1 {
+		// The voters are known: the bootstrap servers are how Kafka's
+		// brokers find them, and Strata's nodes, voters all, know them.
+		for _, e := range csvList(bootstrap) {
+			if _, _, err := net.SplitHostPort(e); err != nil {
+				p.fail("controller.quorum.bootstrap.servers", p.props["controller.quorum.bootstrap.servers"], fmt.Sprintf("entry %q: want {host}:{port}", e))
+				return false
+			}
+		}
+	} else if hasBootstrap && bootstrap != "" {
 		entries := csvList(bootstrap)
 		if len(entries) > 1 {
 			p.fail("controller.quorum.bootstrap.servers", p.props["controller.quorum.bootstrap.servers"],
-				fmt.Sprintf("%d controllers: strata runs a single-node quorum only; list only this node's %s listener", len(entries), self.name))
+				fmt.Sprintf("%d controllers without controller.quorum.voters: strata has no dynamic quorum (it is never formatted), "+
+					"so list the voters with their ids in controller.quorum.voters, or only this node's %s listener here", len(entries), self.name))
 			return false
 		}
 		_, port, err := net.SplitHostPort(entries[0])

@@ -239,7 +239,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	b, err := broker.New(brokerConfig(s, opts.logRequests, build), log)
+	cfg := brokerConfig(s, opts.logRequests, build)
+	if len(s.Voters) > 1 {
+		stopQuorum, err := startQuorum(s, &cfg, log)
+		if err != nil {
+			log.Error("cannot start", zap.Error(err))
+			return 1
+		}
+		defer func() {
+			if err := stopQuorum(); err != nil {
+				log.Error("closing the metadata quorum", zap.Error(err))
+			}
+		}()
+	}
+	b, err := broker.New(cfg, log)
 	if err != nil {
 		log.Error("cannot start", zap.Error(err))
 		return 1

@@ -10,7 +10,7 @@ import "math"
 // named in another key's row or not shown.
 var brokerDefs = []Def{
 	{Name: "listeners", Type: String, Default: "PLAINTEXT://127.0.0.1:9092", Described: true, Doc: "Addresses the broker listens on.",
-		Row: &Row{Notes: "Kafka's `NAME://host:port` syntax; one client listener, security protocol `PLAINTEXT`, plus on a combined node the controller listener (checked, not served); an empty host means all interfaces; port 0 picks a free port"}},
+		Row: &Row{Notes: "Kafka's `NAME://host:port` syntax; one client listener, security protocol `PLAINTEXT`, plus on a combined node the controller listener (served only by a node of a cluster); an empty host means all interfaces; port 0 picks a free port"}},
 	{Name: "advertised.listeners", Type: String, Described: true, Doc: "Listeners published to clients.",
 		Row: &Row{Default: "`listeners`", Notes: "what Metadata responses tell clients to connect to (the client listener's entry; a controller entry is allowed, as in Kafka 4)"}},
 	{Name: "listener.security.protocol.map", Type: String,
@@ -22,7 +22,7 @@ var brokerDefs = []Def{
 		Row: &Row{Default: "unset", Notes: "unset: Strata's own single node; otherwise `broker,controller` (below)"}},
 	{Name: "controller.listener.names", Type: List,
 		Row: &Row{Keys: "`controller.listener.names`, `controller.quorum.voters` / `controller.quorum.bootstrap.servers`", Default: "unset",
-			Notes: "a combined node's controller listener and its quorum of one: this node"}},
+			Notes: "a combined node's controller listener and its voters: this node alone, or several for a cluster (below)"}},
 	{Name: "controller.quorum.voters", Type: List},
 	{Name: "controller.quorum.bootstrap.servers", Type: List},
 	{Name: "control.plane.listener.name", Type: String}, // refused: not in KRaft mode

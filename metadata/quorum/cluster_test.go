@@ -211,3 +211,36 @@ func (c *cluster) create(name string) (int, *metadata.Image) {
 	}
 	return l, img
 }
+
+// TestNextIndexIsTheChangesIndex checks that NextIndex, read in decide,
+// is the log index the change is committed at (a broker's epoch), and that
+// IsLeader, LeaderAddr and AppliedIndex say where the quorum is.
+func TestNextIndexIsTheChangesIndex(t *testing.T) {
+	c := newCluster(t, 3, testTiming)
+	l := c.nodes[c.leader()].store
+	for i := range 3 {
+		var want int64
+		if _, err := l.Update(func(*metadata.Image) ([]metadata.Record, error) {
+			want = l.NextIndex()
+			return []metadata.Record{metadata.RegisterBrokerRecord{BrokerID: int32(i), BrokerEpoch: want}}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := l.AppliedIndex(); got != want {
+			t.Fatalf("change %d: NextIndex %d in decide, committed at %d", i, want, got)
+		}
+	}
+	if !l.IsLeader() {
+		t.Fatal("the leader does not say it leads")
+	}
+	addr := c.voters[c.leader()].Addr
+	for _, n := range c.nodes {
+		if n.store == l {
+			continue
+		}
+		if n.store.IsLeader() {
+			t.Errorf("follower %d says it leads", n.id)
+		}
+		waitFor(t, fmt.Sprintf("node %d to know the leader", n.id), func() bool { return n.store.LeaderAddr() == addr })
+	}
+}

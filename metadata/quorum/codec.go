@@ -60,6 +60,8 @@ func encodeBatch(records []metadata.Record) ([]byte, error) {
 var decoders = map[string]func(json.RawMessage) (metadata.Record, error){
 	"RegisterBrokerRecord":   decodeAs[metadata.RegisterBrokerRecord],
 	"UnregisterBrokerRecord": decodeAs[metadata.UnregisterBrokerRecord],
+	"FenceBrokerRecord":      decodeAs[metadata.FenceBrokerRecord],
+	"UnfenceBrokerRecord":    decodeAs[metadata.UnfenceBrokerRecord],
 	"TopicRecord":            decodeAs[metadata.TopicRecord],
 	"PartitionRecord":        decodeAs[metadata.PartitionRecord],
 	"PartitionChangeRecord":  decodeAs[metadata.PartitionChangeRecord],
@@ -132,7 +134,8 @@ func strict(data []byte, v any) error {
 func imageRecords(img *metadata.Image) []metadata.Record {
 	var out []metadata.Record
 	for _, b := range img.Cluster.Brokers() {
-		out = append(out, metadata.RegisterBrokerRecord{BrokerID: b.ID, Endpoints: b.Endpoints, Rack: b.Rack, Fenced: b.Fenced})
+		out = append(out, metadata.RegisterBrokerRecord{BrokerID: b.ID, IncarnationID: b.IncarnationID, BrokerEpoch: b.Epoch,
+			Endpoints: b.Endpoints, Rack: b.Rack, Fenced: b.Fenced})
 	}
 	for _, t := range img.Topics.All() {
 		out = append(out, metadata.TopicRecord{Name: t.Name, TopicID: t.ID})

@@ -12,7 +12,10 @@ func str(s string) *string { return &s }
 
 // everyRecord is one record of each type, every field set.
 var everyRecord = []metadata.Record{
-	metadata.RegisterBrokerRecord{BrokerID: 2, Endpoints: []metadata.Endpoint{{Listener: "PLAINTEXT", Host: "h", Port: 9092, SecurityProtocol: 0}}, Rack: "r1", Fenced: true},
+	metadata.RegisterBrokerRecord{BrokerID: 2, IncarnationID: [16]byte{9}, BrokerEpoch: 12,
+		Endpoints: []metadata.Endpoint{{Listener: "PLAINTEXT", Host: "h", Port: 9092, SecurityProtocol: 0}}, Rack: "r1", Fenced: true},
+	metadata.UnfenceBrokerRecord{ID: 2, Epoch: 12},
+	metadata.FenceBrokerRecord{ID: 2, Epoch: 12},
 	metadata.TopicRecord{Name: "a", TopicID: [16]byte{1, 2, 3}},
 	metadata.PartitionRecord{PartitionID: 0, TopicID: [16]byte{1, 2, 3}, Replicas: []int32{2, 1}, ISR: []int32{2},
 		AddingReplicas: []int32{1}, RemovingReplicas: []int32{3}, Leader: 2, LeaderEpoch: 3, PartitionEpoch: 4},
@@ -58,7 +61,7 @@ func TestBatchRefusesWhatItDoesNotKnow(t *testing.T) {
 
 func TestImageRecordsRebuildTheImage(t *testing.T) {
 	d := metadata.NewDelta(metadata.Empty)
-	for _, r := range everyRecord[:7] {
+	for _, r := range everyRecord[:9] {
 		if err := d.Replay(r); err != nil {
 			t.Fatal(err)
 		}

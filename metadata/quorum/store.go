@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -94,7 +95,8 @@ type Store struct {
 	timeout time.Duration
 	closers []func() error
 
-	mu sync.Mutex // serializes Update, as Kafka's controller event queue
+	mu   sync.Mutex   // serializes Update, as Kafka's controller event queue
+	next atomic.Int64 // during decide: the index its change is to be written at
 }
 
 var _ metadata.Store = (*Store)(nil)
@@ -190,10 +192,17 @@ func Open(cfg Config) (*Store, error) {
 
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
 
-// Close stops the node; its dir keeps everything committed.
+// Close stops the node; its dir keeps everything committed. A leader hands
+// its leadership to a follower first.
 func (s *Store) Close() error {
 	var errs []error
 	if s.raft != nil {
+		if s.raft.State() == raft.Leader && len(s.raft.GetConfiguration().Configuration().Servers) > 1 {
+			// Hand the leadership on first, as Kafka's active controller
+			// resigns, so the others need not wait out an election
+			// timeout; if no follower takes it, raft's election follows.
+			_ = s.raft.LeadershipTransfer().Error()
+		}
 		errs = append(errs, s.raft.Shutdown().Error())
 	}
 	errs = append(errs, s.close())
@@ -224,6 +233,21 @@ func (s *Store) Leader() (id int32, ok bool) {
 	return int32(n), true
 }
 
+// IsLeader reports whether this node leads the quorum: it is the active
+// controller.
+func (s *Store) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// LeaderAddr is the voter address of the node that leads the quorum, ""
+// while none is known.
+func (s *Store) LeaderAddr() string {
+	addr, _ := s.raft.LeaderWithID()
+	return string(addr)
+}
+
+// AppliedIndex is the index of the last log entry this node applied to
+// its image: how far its metadata has caught up (Kafka's metadata offset).
+func (s *Store) AppliedIndex() int64 { return int64(s.raft.AppliedIndex()) }
+
 // Propose commits records as one change through the quorum.
 func (s *Store) Propose(records ...metadata.Record) (*metadata.Image, error) {
 	return s.Update(func(*metadata.Image) ([]metadata.Record, error) { return records, nil })
@@ -246,6 +270,7 @@ func (s *Store) Update(decide func(img *metadata.Image) ([]metadata.Record, erro
 		return s.Image(), s.raftError(err)
 	}
 	old := s.Image()
+	s.next.Store(int64(s.raft.LastIndex()) + 1)
 	records, err := decide(old)
 	if err != nil || len(records) == 0 {
 		return old, err
@@ -261,6 +286,12 @@ func (s *Store) Update(decide func(img *metadata.Image) ([]metadata.Record, erro
 	res := f.Response().(applied)
 	return res.img, res.err
 }
+
+// NextIndex is, for decide in Update, the log index its change is to be
+// written at: only the leader appends and Update appends one entry at a
+// time, after the barrier. Kafka's broker epoch is the offset of the
+// RegisterBrokerRecord, as the controller knows it before writing.
+func (s *Store) NextIndex() int64 { return s.next.Load() }
 
 func (s *Store) raftError(err error) error {
 	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {

@@ -1,0 +1,363 @@
+package broker
+
+// The controller of a cluster node (Config.Quorum): while this node leads
+// the metadata quorum it is the active controller, as Kafka's
+// QuorumController, and answers the brokers' BrokerRegistration and
+// BrokerHeartbeat (ClusterControlManager, BrokerHeartbeatManager) and
+// AllocateProducerIds (ProducerIdControlManager) on the controller
+// listener (controllerlistener.go). On another node these are
+// NOT_CONTROLLER, and the brokers look for the leader.
+//
+// A registered broker has a session. The active controller fences a
+// broker whose session passes broker.session.timeout.ms without a
+// heartbeat, as Kafka does, and, where Strata differs, at once when the
+// connection its heartbeats come on closes: a killed process's sockets are
+// closed by its kernel, so the cluster learns of it within milliseconds.
+// A read timeout or this node's own shutdown is not such a close. A node
+// that becomes the active controller starts every broker's session afresh,
+// as Kafka's new controller does.
+//
+// Fencing a broker is one change (fenceRecords): FenceBrokerRecord, and
+// for each partition whose ISR holds it, a PartitionChangeRecord (the
+// partition change builder's, partitionchange.go) taking it out of the ISR (except that the ISR never becomes empty: Kafka keeps its
+// last member) and, for the ones it led, electing the first unfenced ISR
+// member in replica order, or no leader (-1) if there is none, unless
+// unclean.leader.election.enable lets any unfenced replica lead. The new
+// leader starts a new leader epoch. Unfencing (UnfenceBrokerRecord, once
+// the broker's metadata caught up with its registration) gives it the
+// leaderless partitions whose ISR holds it. A broker that asks to shut
+// down (WantShutDown) is fenced the same way, its leadership moving first
+// in the same change, and told ShouldShutDown: Strata's controlled
+// shutdown is one step where Kafka's waits for the leaders to move.
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/metadata"
+	"github.com/strata-io/strata/metadata/quorum"
+)
+
+// producerIDBlock is how many producer ids AllocateProducerIds hands out,
+// Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE.
+const producerIDBlock = 1000
+
+// controllerTick is how often the controller checks its leadership and
+// the brokers' sessions.
+const controllerTick = 20 * time.Millisecond
+
+type controller struct {
+	store     *quorum.Store
+	cfg       ClusterConfig
+	clusterID string
+	logger    *zap.Logger
+
+	mu       sync.Mutex
+	active   bool
+	sessions map[int32]*brokerSession
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// brokerSession is a registered broker's liveness as the active
+// controller sees it.
+type brokerSession struct {
+	epoch    int64
+	deadline time.Time
+	conn     *conn // the connection its last request came on; nil before
+}
+
+func newController(store *quorum.Store, cfg ClusterConfig, clusterID string, logger *zap.Logger) *controller {
+	c := &controller{store: store, cfg: cfg, clusterID: clusterID, logger: logger.With(zap.String("role", "controller")),
+		sessions: map[int32]*brokerSession{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go c.run()
+	return c
+}
+
+func (c *controller) close() {
+	close(c.stop)
+	<-c.done
+}
+
+func (c *controller) run() {
+	defer close(c.done)
+	t := time.NewTicker(controllerTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		for _, s := range c.tick(time.Now()) {
+			c.fence(s.id, s.epoch, "broker.session.timeout.ms passed without a heartbeat")
+		}
+	}
+}
+
+type expired struct {
+	id    int32
+	epoch int64
+}
+
+// tick follows the quorum's leadership and returns the sessions that
+// expired.
+func (c *controller) tick(now time.Time) []expired {
+	leader := c.store.IsLeader()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case leader && !c.active:
+		c.active = true
+		c.sessions = map[int32]*brokerSession{}
+		for _, b := range c.store.Image().Cluster.Brokers() {
+			if !b.Fenced {
+				c.sessions[b.ID] = &brokerSession{epoch: b.Epoch, deadline: now.Add(c.cfg.SessionTimeout)}
+			}
+		}
+		c.logger.Info("this node is the active controller", zap.Int("sessions", len(c.sessions)))
+	case !leader && c.active:
+		c.active = false
+		c.sessions = map[int32]*brokerSession{}
+		c.logger.Info("this node is no longer the active controller")
+	}
+	if c.active {
+		// A broker registered in an entry this controller had not applied
+		// when it took over, or one a fencing failed for, gets a session.
+		for _, b := range c.store.Image().Cluster.Brokers() {
+			if s := c.sessions[b.ID]; !b.Fenced && (s == nil || s.epoch != b.Epoch) {
+				c.sessions[b.ID] = &brokerSession{epoch: b.Epoch, deadline: now.Add(c.cfg.SessionTimeout)}
+			}
+		}
+	}
+	var out []expired
+	for id, s := range c.sessions {
+		if now.After(s.deadline) {
+			out = append(out, expired{id, s.epoch})
+			delete(c.sessions, id)
+		}
+	}
+	return out
+}
+
+// touch renews broker id's session at epoch, bound to conn.
+func (c *controller) touch(id int32, epoch int64, cn *conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sessions[id] = &brokerSession{epoch: epoch, deadline: time.Now().Add(c.cfg.SessionTimeout), conn: cn}
+}
+
+// sessionAlive reports whether broker id has a live session at epoch.
+func (c *controller) sessionAlive(id int32, epoch int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sessions[id]
+	return s != nil && s.epoch == epoch && time.Now().Before(s.deadline)
+}
+
+// connClosed fences the brokers whose heartbeats came on cn, unless it
+// ended by a read timeout or the broker's own shutdown.
+func (c *controller) connClosed(cn *conn, err error) {
+	if errors.Is(err, errIdle) || errors.Is(err, os.ErrDeadlineExceeded) || cn.b.isClosing() {
+		return
+	}
+	c.mu.Lock()
+	var gone []expired
+	for id, s := range c.sessions {
+		if s.conn == cn {
+			gone = append(gone, expired{id, s.epoch})
+			delete(c.sessions, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, g := range gone {
+		c.fence(g.id, g.epoch, "its heartbeat connection closed: "+err.Error())
+	}
+}
+
+// fence fences broker id's registration at epoch, if it is still that
+// one and unfenced.
+func (c *controller) fence(id int32, epoch int64, why string) {
+	start := time.Now()
+	var changed bool
+	_, err := c.store.Update(func(img *metadata.Image) ([]metadata.Record, error) {
+		b, ok := img.Cluster.Broker(id)
+		if !ok || b.Epoch != epoch || b.Fenced {
+			return nil, nil
+		}
+		changed = true
+		return fenceRecords(img, id, epoch, c.cfg.UncleanLeaderElection), nil
+	})
+	switch {
+	case err != nil:
+		c.logger.Warn("cannot fence a broker", zap.Int32("broker", id), zap.Int64("broker_epoch", epoch), zap.String("why", why), zap.Error(err))
+	case changed:
+		c.logger.Info("fenced a broker", zap.Int32("broker", id), zap.Int64("broker_epoch", epoch), zap.String("why", why),
+			zap.Duration("took", time.Since(start)))
+	}
+}
+
+// fenceRecords fence broker id at epoch and move its partitions' leaders
+// (fenceChanges); unclean is unclean.leader.election.enable, which a
+// topic's own config overrides.
+func fenceRecords(img *metadata.Image, id int32, epoch int64, unclean bool) []metadata.Record {
+	records := []metadata.Record{metadata.FenceBrokerRecord{ID: id, Epoch: epoch}}
+	return append(records, fenceChanges(img, id, func(topic string) bool { return uncleanElectionFor(img, topic, unclean) })...)
+}
+
+// unfenceRecords unfence broker id at epoch and make it the leader of the
+// leaderless partitions whose ISR holds it (unfenceChanges).
+func unfenceRecords(img *metadata.Image, id int32, epoch int64) []metadata.Record {
+	records := []metadata.Record{metadata.UnfenceBrokerRecord{ID: id, Epoch: epoch}}
+	return append(records, unfenceChanges(img, id, func(string) bool { return false })...)
+}
+
+// registerController adds the controller's own APIs to r.
+func (c *controller) register(r *registry) {
+	r.add(kmsg.BrokerRegistration, 0, 3, c.handleRegistration)
+	r.add(kmsg.BrokerHeartbeat, 0, 1, c.handleHeartbeat)
+	r.add(kmsg.AllocateProducerIDs, 0, 0, c.handleAllocateProducerIDs)
+}
+
+func (c *controller) isActive() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.active
+}
+
+// errCode is the Kafka code of a controller's error.
+func (c *controller) errCode(key kmsg.Key, err error) int16 {
+	var ke *kerr.Error
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, quorum.ErrNotController):
+		return kerr.NotController.Code
+	case errors.As(err, &ke):
+		return ke.Code
+	}
+	c.logger.Error("unexpected error, answering UNKNOWN_SERVER_ERROR", zap.String("request", key.Name()), zap.Error(err))
+	return kerr.UnknownServerError.Code
+}
+
+func (c *controller) handleRegistration(rc *reqCtx) (kmsg.Response, error) {
+	r := rc.req.Body.(*kmsg.BrokerRegistrationRequest)
+	resp := kmsg.NewPtrBrokerRegistrationResponse()
+	if !c.isActive() {
+		resp.ErrorCode = kerr.NotController.Code
+		return resp, nil
+	}
+	if r.ClusterID != c.clusterID {
+		resp.ErrorCode = kerr.InconsistentClusterID.Code
+		return resp, nil
+	}
+	reg := metadata.RegisterBrokerRecord{BrokerID: r.BrokerID, IncarnationID: r.IncarnationID, Fenced: true}
+	for _, l := range r.Listeners {
+		reg.Endpoints = append(reg.Endpoints, metadata.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: l.SecurityProtocol})
+	}
+	if r.Rack != nil {
+		reg.Rack = *r.Rack
+	}
+	_, err := c.store.Update(func(img *metadata.Image) ([]metadata.Record, error) {
+		var records []metadata.Record
+		if old, ok := img.Cluster.Broker(r.BrokerID); ok {
+			if old.IncarnationID != r.IncarnationID && !old.Fenced && c.sessionAlive(old.ID, old.Epoch) {
+				return nil, kerr.DuplicateBrokerRegistration
+			}
+			if !old.Fenced {
+				// Its previous run's leadership moves before it is replaced.
+				records = fenceRecords(img, old.ID, old.Epoch, c.cfg.UncleanLeaderElection)
+			}
+		}
+		reg.BrokerEpoch = c.store.NextIndex()
+		return append(records, reg), nil
+	})
+	if resp.ErrorCode = c.errCode(kmsg.BrokerRegistration, err); resp.ErrorCode == 0 {
+		resp.BrokerEpoch = reg.BrokerEpoch
+		c.touch(r.BrokerID, reg.BrokerEpoch, rc.conn)
+		c.logger.Info("registered a broker", zap.Int32("broker", r.BrokerID), zap.Int64("broker_epoch", reg.BrokerEpoch))
+	}
+	return resp, nil
+}
+
+func (c *controller) handleHeartbeat(rc *reqCtx) (kmsg.Response, error) {
+	r := rc.req.Body.(*kmsg.BrokerHeartbeatRequest)
+	resp := kmsg.NewPtrBrokerHeartbeatResponse()
+	resp.IsFenced = true
+	if !c.isActive() {
+		resp.ErrorCode = kerr.NotController.Code
+		return resp, nil
+	}
+	img := c.store.Image()
+	reg, ok := img.Cluster.Broker(r.BrokerID)
+	switch {
+	case !ok:
+		resp.ErrorCode = kerr.BrokerIDNotRegistered.Code
+		return resp, nil
+	case reg.Epoch != r.BrokerEpoch:
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		return resp, nil
+	}
+	c.touch(r.BrokerID, reg.Epoch, rc.conn)
+	caughtUp := r.CurrentMetadataOffset >= reg.Epoch
+	var decide func(img *metadata.Image) ([]metadata.Record, error)
+	fenced := reg.Fenced
+	switch {
+	case r.WantShutdown || r.WantFence:
+		decide = func(img *metadata.Image) ([]metadata.Record, error) {
+			if b, ok := img.Cluster.Broker(reg.ID); !ok || b.Epoch != reg.Epoch || b.Fenced {
+				return nil, nil
+			}
+			return fenceRecords(img, reg.ID, reg.Epoch, c.cfg.UncleanLeaderElection), nil
+		}
+		fenced = true
+	case reg.Fenced && caughtUp:
+		decide = func(img *metadata.Image) ([]metadata.Record, error) {
+			if b, ok := img.Cluster.Broker(reg.ID); !ok || b.Epoch != reg.Epoch || !b.Fenced {
+				return nil, nil
+			}
+			return unfenceRecords(img, reg.ID, reg.Epoch), nil
+		}
+		fenced = false
+	}
+	if decide != nil {
+		if _, err := c.store.Update(decide); err != nil {
+			resp.ErrorCode = c.errCode(kmsg.BrokerHeartbeat, err)
+			return resp, nil
+		}
+	}
+	resp.IsCaughtUp, resp.IsFenced, resp.ShouldShutdown = caughtUp, fenced, r.WantShutdown
+	return resp, nil
+}
+
+func (c *controller) handleAllocateProducerIDs(rc *reqCtx) (kmsg.Response, error) {
+	r := rc.req.Body.(*kmsg.AllocateProducerIDsRequest)
+	resp := kmsg.NewPtrAllocateProducerIDsResponse()
+	if !c.isActive() {
+		resp.ErrorCode = kerr.NotController.Code
+		return resp, nil
+	}
+	var start int64
+	_, err := c.store.Update(func(img *metadata.Image) ([]metadata.Record, error) {
+		reg, ok := img.Cluster.Broker(r.BrokerID)
+		switch {
+		case !ok:
+			return nil, kerr.BrokerIDNotRegistered
+		case reg.Epoch != r.BrokerEpoch:
+			return nil, kerr.StaleBrokerEpoch
+		}
+		start = img.ProducerIDs.NextProducerID
+		return []metadata.Record{metadata.ProducerIdsRecord{BrokerID: r.BrokerID, BrokerEpoch: r.BrokerEpoch, NextProducerID: start + producerIDBlock}}, nil
+	})
+	if resp.ErrorCode = c.errCode(kmsg.AllocateProducerIDs, err); resp.ErrorCode == 0 {
+		resp.ProducerIDStart, resp.ProducerIDLen = start, producerIDBlock
+	}
+	return resp, nil
+}

@@ -1,0 +1,51 @@
+package broker
+
+// The Kafka side of a cluster node's controller listener
+// (quorum.ControllerListener.Kafka): connections served with the
+// controller's registry, the controller's APIs (controller.go) and the
+// admin changes other brokers forward to it (forward.go), as Kafka's
+// ControllerApis serves the CONTROLLER listener.
+
+import (
+	"errors"
+	"net"
+
+	"go.uber.org/zap"
+)
+
+// controllerRegistry is what the controller listener serves: ApiVersions,
+// the controller's APIs, and the admin changes brokers forward.
+func (b *Broker) controllerRegistry() *registry {
+	r := &registry{apis: map[int16]api{}}
+	registerApiVersions(r)
+	b.controller.register(r)
+	local := newRegistry() // the admin handlers, not forwarding again
+	for _, k := range forwardedKeys {
+		r.apis[int16(k)] = local.apis[int16(k)]
+	}
+	return r
+}
+
+// serveController accepts the controller listener's Kafka connections
+// until Shutdown.
+func (b *Broker) serveController(ln net.Listener) {
+	apis := b.controllerRegistry()
+	svc := *b.svc
+	svc.served = apis.ranges()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if !b.isClosing() && !errors.Is(err, net.ErrClosed) {
+				b.logger.Error("the controller listener stopped accepting", zap.Error(err))
+			}
+			return
+		}
+		c := newConn(b, nc)
+		c.apis, c.svc, c.onClose = apis, &svc, b.controller.connClosed
+		if !b.track(c) {
+			nc.Close()
+			return
+		}
+		go c.serve()
+	}
+}

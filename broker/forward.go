@@ -1,0 +1,279 @@
+package broker
+
+// Forwarding. On a cluster node that is not the active controller, the
+// admin changes clients send (CreateTopics, DeleteTopics,
+// CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
+// AlterPartitionReassignments) go to the
+// active controller over its controller listener, at the client's version,
+// and its answer is relayed, as Kafka brokers forward them
+// (ForwardingManager; Strata sends the request itself, not in an
+// Envelope: every listener is PLAINTEXT, so the controller authorizes the
+// same ANONYMOUS principal the broker would). With no active controller
+// known, or when it cannot be reached, each item is NOT_CONTROLLER and the
+// client retries. Topics this node creates on its own (auto-creation by
+// Metadata and FindCoordinator, the coordinators' internal topics) go the
+// same way, as a CreateTopics request, and are waited for in this node's
+// image before they are used.
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/metadata"
+	"github.com/strata-io/strata/metadata/quorum"
+)
+
+// forwardedKeys are the requests a broker forwards to the active
+// controller.
+var forwardedKeys = []kmsg.Key{kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
+	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments}
+
+// errNoController is a forward with no active controller known.
+var errNoController = fmt.Errorf("no active controller is known: %w", kerr.NotController)
+
+// forwarder sends requests to the active controller, one at a time.
+type forwarder struct {
+	store  *quorum.Store
+	node   int32
+	logger *zap.Logger
+	// maxIdle is how long the connection may stay unused: half of
+	// connections.max.idle.ms, after which the controller would close it
+	// under a request.
+	maxIdle time.Duration
+
+	mu       sync.Mutex
+	client   *ctrlClient
+	lastUsed time.Time
+}
+
+// send sends req to the active controller and returns its answer.
+func (f *forwarder) send(req kmsg.Request) (kmsg.Response, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	addr := f.store.LeaderAddr()
+	if addr == "" {
+		return nil, errNoController
+	}
+	if f.client != nil && (f.client.addr != addr || f.maxIdle > 0 && time.Since(f.lastUsed) > f.maxIdle) {
+		f.client.Close()
+		f.client = nil
+	}
+	if f.client == nil {
+		c, err := dialController(addr, f.node, controllerRequestTimeout)
+		if err != nil {
+			return nil, err
+		}
+		f.client = c
+	}
+	resp, err := f.client.request(req, controllerRequestTimeout)
+	f.lastUsed = time.Now()
+	if err != nil {
+		f.client.Close()
+		f.client = nil
+	}
+	return resp, err
+}
+
+func (f *forwarder) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.client != nil {
+		f.client.Close()
+		f.client = nil
+	}
+}
+
+// forwarding makes r's forwarded keys go to the active controller when
+// this node is not it.
+func (f *forwarder) forwarding(r *registry) {
+	for _, k := range forwardedKeys {
+		a := r.apis[int16(k)]
+		local := a.serve
+		a.serve = func(rc *reqCtx) (kmsg.Response, error) {
+			if f.store.IsLeader() {
+				return local(rc)
+			}
+			resp, err := f.send(rc.req.Body)
+			if err != nil {
+				f.logger.Info("cannot forward a request to the active controller; answering NOT_CONTROLLER",
+					zap.String("request", k.Name()), zap.Error(err))
+				return notControllerResponse(rc.req.Body)
+			}
+			return resp, nil
+		}
+		r.apis[int16(k)] = a
+	}
+}
+
+// notControllerResponse answers each item of req NOT_CONTROLLER.
+func notControllerResponse(req kmsg.Request) (kmsg.Response, error) {
+	code := kerr.NotController.Code
+	switch r := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		resp := kmsg.NewPtrCreateTopicsResponse()
+		for _, t := range r.Topics {
+			st := kmsg.NewCreateTopicsResponseTopic()
+			st.Topic, st.ErrorCode, st.NumPartitions, st.ReplicationFactor = t.Topic, code, -1, -1
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	case *kmsg.DeleteTopicsRequest:
+		resp := kmsg.NewPtrDeleteTopicsResponse()
+		for _, t := range r.Topics {
+			st := kmsg.NewDeleteTopicsResponseTopic()
+			st.Topic, st.TopicID, st.ErrorCode = t.Topic, t.TopicID, code
+			resp.Topics = append(resp.Topics, st)
+		}
+		for _, name := range r.TopicNames {
+			st := kmsg.NewDeleteTopicsResponseTopic()
+			st.Topic, st.ErrorCode = kmsg.StringPtr(name), code
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	case *kmsg.CreatePartitionsRequest:
+		resp := kmsg.NewPtrCreatePartitionsResponse()
+		for _, t := range r.Topics {
+			st := kmsg.NewCreatePartitionsResponseTopic()
+			st.Topic, st.ErrorCode = t.Topic, code
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	case *kmsg.AlterConfigsRequest:
+		resp := kmsg.NewPtrAlterConfigsResponse()
+		for _, res := range r.Resources {
+			rr := kmsg.NewAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
+			resp.Resources = append(resp.Resources, rr)
+		}
+		return resp, nil
+	case *kmsg.IncrementalAlterConfigsRequest:
+		resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
+		for _, res := range r.Resources {
+			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
+			resp.Resources = append(resp.Resources, rr)
+		}
+		return resp, nil
+	case *kmsg.ElectLeadersRequest:
+		resp := kmsg.NewPtrElectLeadersResponse()
+		resp.ErrorCode = code
+		for _, t := range r.Topics {
+			st := kmsg.NewElectLeadersResponseTopic()
+			st.Topic = t.Topic
+			for _, p := range t.Partitions {
+				sp := kmsg.NewElectLeadersResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p, code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		resp := kmsg.NewPtrAlterPartitionAssignmentsResponse()
+		resp.ErrorCode = code
+		for _, t := range r.Topics {
+			st := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+			st.Topic = t.Topic
+			for _, p := range t.Partitions {
+				sp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p.Partition, code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	}
+	return nil, fmt.Errorf("%T is not a request a broker forwards", req)
+}
+
+// imageWait bounds how long a topic created through the controller is
+// waited for in this node's image.
+const imageWait = 10 * time.Second
+
+// createTopic creates a topic this node needs (auto-creation, an internal
+// topic): on the active controller it proposes it, elsewhere it forwards a
+// CreateTopics request and waits for the topic in this node's image.
+func (f *forwarder) createTopic(meta metadata.Store, name string, layout replicaLayout, configs map[string]string) ([16]byte, error) {
+	if f.store.IsLeader() {
+		return proposeTopic(meta, name, layout, configs)
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(7)
+	req.TimeoutMillis = int32(controllerRequestTimeout / time.Millisecond)
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = name, layout.partitions, layout.rf
+	for k, v := range configs {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(v)
+		t.Configs = append(t.Configs, c)
+	}
+	req.Topics = append(req.Topics, t)
+	kresp, err := f.send(req)
+	if err != nil {
+		return [16]byte{}, err
+	}
+	resp := kresp.(*kmsg.CreateTopicsResponse)
+	if len(resp.Topics) != 1 {
+		return [16]byte{}, fmt.Errorf("the controller answered %d topics to the creation of one", len(resp.Topics))
+	}
+	st := resp.Topics[0]
+	if err := kerr.ErrorForCode(st.ErrorCode); err != nil {
+		msg := ""
+		if st.ErrorMessage != nil {
+			msg = *st.ErrorMessage
+		}
+		return [16]byte{}, fmt.Errorf("the controller refused topic %s: %s: %w", name, msg, err)
+	}
+	if !waitForImage(f.store, imageWait, func(img *metadata.Image) bool { return img.Topics.ByID(st.TopicID) != nil }) {
+		return st.TopicID, fmt.Errorf("topic %s was created but is not in this node's metadata after %v: %w", name, imageWait, kerr.RequestTimedOut)
+	}
+	return st.TopicID, nil
+}
+
+// waitForImage waits until store's image satisfies ok, at most timeout.
+func waitForImage(store metadata.Store, timeout time.Duration, ok func(*metadata.Image) bool) bool {
+	changed := make(chan struct{}, 1)
+	cancel := store.Subscribe(func(_, _ *metadata.Image) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	defer cancel()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for !ok(store.Image()) {
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return ok(store.Image())
+		}
+	}
+	return true
+}
+
+// allocateProducerIDs asks the active controller for a block of producer
+// ids (AllocateProducerIds) for this broker at its broker epoch. While it
+// cannot, InitProducerId answers COORDINATOR_LOAD_IN_PROGRESS, which
+// clients retry, as Kafka's RPCProducerIdManager does.
+func (f *forwarder) allocateProducerIDs(epoch int64) (start, end int64, err error) {
+	if epoch < 0 {
+		return 0, 0, fmt.Errorf("this broker is not registered yet: %w", kerr.CoordinatorLoadInProgress)
+	}
+	req := kmsg.NewPtrAllocateProducerIDsRequest()
+	req.BrokerID, req.BrokerEpoch = f.node, epoch
+	kresp, err := f.send(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("allocate producer ids: %v: %w", err, kerr.CoordinatorLoadInProgress)
+	}
+	resp := kresp.(*kmsg.AllocateProducerIDsResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return 0, 0, fmt.Errorf("allocate producer ids: the controller answered %v: %w", err, kerr.CoordinatorLoadInProgress)
+	}
+	return resp.ProducerIDStart, resp.ProducerIDStart + int64(resp.ProducerIDLen), nil
+}

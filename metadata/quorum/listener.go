@@ -1,0 +1,180 @@
+package quorum
+
+// One controller listener carries both the quorum's raft traffic and the
+// Kafka protocol of the controller (broker registrations and heartbeats,
+// forwarded admin requests), as a Kafka controller serves KRaft's and the
+// controller APIs on its CONTROLLER listener. A raft connection opens with
+// raftMagic, four bytes that as a Kafka frame size are negative, which no
+// Kafka client sends; every other connection is Kafka's, its first four
+// bytes given back to it.
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+)
+
+// raftMagic opens every raft connection on the controller listener.
+var raftMagic = [4]byte{0xff, 'S', 'R', 'F'}
+
+// sniffTimeout bounds the wait for a new connection's first four bytes.
+const sniffTimeout = 10 * time.Second
+
+// ControllerListener splits the connections of a controller listener:
+// raft's go to Transport, the others to Kafka.
+type ControllerListener struct {
+	ln     net.Listener
+	self   net.Addr // the address the other voters reach this one at
+	logger *zap.Logger
+
+	raftConns  chan net.Conn
+	kafkaConns chan net.Conn
+	done       chan struct{}
+	closeOnce  sync.Once
+	kafka      kafkaListener
+}
+
+// NewControllerListener serves ln; self is this node's voter address.
+func NewControllerListener(ln net.Listener, self string, logger *zap.Logger) (*ControllerListener, error) {
+	addr, err := net.ResolveTCPAddr("tcp", self)
+	if err != nil {
+		return nil, err
+	}
+	l := &ControllerListener{ln: ln, self: addr, logger: logger,
+		raftConns: make(chan net.Conn), kafkaConns: make(chan net.Conn), done: make(chan struct{})}
+	l.kafka = kafkaListener{l: l, closed: make(chan struct{})}
+	go l.accept()
+	return l, nil
+}
+
+func (l *ControllerListener) accept() {
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			l.Close()
+			return
+		}
+		go l.sniff(c)
+	}
+}
+
+// sniff reads a connection's first four bytes and hands it on.
+func (l *ControllerListener) sniff(c net.Conn) {
+	var hdr [4]byte
+	c.SetReadDeadline(time.Now().Add(sniffTimeout))
+	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+		c.Close()
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	to := l.kafkaConns
+	if hdr == raftMagic {
+		to = l.raftConns
+	} else {
+		c = &prefixedConn{Conn: c, r: io.MultiReader(bytes.NewReader(hdr[:]), c)}
+	}
+	var kafkaClosed chan struct{} // nil, never ready, for raft's
+	if to == l.kafkaConns {
+		kafkaClosed = l.kafka.closed
+	}
+	select {
+	case to <- c:
+	case <-l.done:
+		c.Close()
+	case <-kafkaClosed:
+		c.Close()
+	}
+}
+
+// Close stops the listener; connections already handed on stay open.
+func (l *ControllerListener) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		close(l.done)
+		err = l.ln.Close()
+	})
+	return err
+}
+
+// Kafka is the listener of the Kafka-protocol connections.
+func (l *ControllerListener) Kafka() net.Listener { return &l.kafka }
+
+// Transport is raft's transport over the listener: it accepts the raft
+// connections and dials the other voters' listeners with raftMagic.
+func (l *ControllerListener) Transport(logger *zap.Logger) raft.Transport {
+	return raft.NewNetworkTransportWithLogger(streamLayer{l}, 3, 10*time.Second, raftLogger(logger))
+}
+
+// streamLayer is raft.StreamLayer on the controller listener.
+type streamLayer struct{ l *ControllerListener }
+
+func (s streamLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-s.l.raftConns:
+		return c, nil
+	case <-s.l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (s streamLayer) Close() error   { return s.l.Close() }
+func (s streamLayer) Addr() net.Addr { return s.l.self }
+
+func (s streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout("tcp", string(address), timeout)
+	if err != nil {
+		return nil, err
+	}
+	c.SetWriteDeadline(time.Now().Add(timeout))
+	if _, err := c.Write(raftMagic[:]); err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.SetWriteDeadline(time.Time{})
+	return c, nil
+}
+
+// kafkaListener is the net.Listener of the Kafka-protocol connections;
+// closing it refuses later ones, and leaves raft's.
+type kafkaListener struct {
+	l         *ControllerListener
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (k *kafkaListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-k.l.kafkaConns:
+		return c, nil
+	case <-k.closed:
+		return nil, net.ErrClosed
+	case <-k.l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (k *kafkaListener) Close() error {
+	k.closeOnce.Do(func() { close(k.closed) })
+	return nil
+}
+
+func (k *kafkaListener) Addr() net.Addr { return k.l.ln.Addr() }
+
+// prefixedConn reads the bytes sniffed off it first.
+type prefixedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *prefixedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
