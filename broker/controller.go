@@ -32,8 +32,10 @@ package broker
 
 import (
 	"errors"
+	"net"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -58,9 +60,15 @@ type controller struct {
 	clusterID string
 	logger    *zap.Logger
 
+	// voters are the controller listener addresses by node id.
+	voters map[int32]string
+
 	mu       sync.Mutex
 	active   bool
 	sessions map[int32]*brokerSession
+	// lastLeader is the last other node seen leading the quorum, -1 for
+	// none: when this node takes over, that one most likely died.
+	lastLeader int32
 
 	stop chan struct{}
 	done chan struct{}
@@ -76,7 +84,13 @@ type brokerSession struct {
 
 func newController(store *quorum.Store, cfg ClusterConfig, clusterID string, logger *zap.Logger) *controller {
 	c := &controller{store: store, cfg: cfg, clusterID: clusterID, logger: logger.With(zap.String("role", "controller")),
-		sessions: map[int32]*brokerSession{}, stop: make(chan struct{}), done: make(chan struct{})}
+		voters: map[int32]string{}, sessions: map[int32]*brokerSession{}, lastLeader: -1,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if voters, err := quorum.ParseVoters(cfg.Voters); err == nil {
+		for _, v := range voters {
+			c.voters[v.ID] = v.Addr
+		}
+	}
 	go c.run()
 	return c
 }
@@ -96,8 +110,12 @@ func (c *controller) run() {
 			return
 		case <-t.C:
 		}
-		for _, s := range c.tick(time.Now()) {
+		expired, predecessor := c.tick(time.Now())
+		for _, s := range expired {
 			c.fence(s.id, s.epoch, "broker.session.timeout.ms passed without a heartbeat")
+		}
+		if predecessor != nil {
+			go c.probePredecessor(*predecessor)
 		}
 	}
 }
@@ -108,11 +126,15 @@ type expired struct {
 }
 
 // tick follows the quorum's leadership and returns the sessions that
-// expired.
-func (c *controller) tick(now time.Time) []expired {
+// expired and, when this node just took over, the previous active
+// controller's broker session to probe.
+func (c *controller) tick(now time.Time) (out []expired, predecessor *expired) {
 	leader := c.store.IsLeader()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if id, ok := c.store.Leader(); ok && !leader && id != c.store.NodeID() {
+		c.lastLeader = id
+	}
 	switch {
 	case leader && !c.active:
 		c.active = true
@@ -123,6 +145,9 @@ func (c *controller) tick(now time.Time) []expired {
 			}
 		}
 		c.logger.Info("this node is the active controller", zap.Int("sessions", len(c.sessions)))
+		if s := c.sessions[c.lastLeader]; s != nil {
+			predecessor = &expired{c.lastLeader, s.epoch}
+		}
 	case !leader && c.active:
 		c.active = false
 		c.sessions = map[int32]*brokerSession{}
@@ -137,14 +162,40 @@ func (c *controller) tick(now time.Time) []expired {
 			}
 		}
 	}
-	var out []expired
 	for id, s := range c.sessions {
 		if now.After(s.deadline) {
 			out = append(out, expired{id, s.epoch})
 			delete(c.sessions, id)
 		}
 	}
-	return out
+	return out, predecessor
+}
+
+// probePredecessor fences the previous active controller's broker at once
+// if its controller listener refuses connections: its process is gone
+// (the kernel answers for a live one, even a paused one), so its session
+// need not run out. Its heartbeats went to itself, so no connection of
+// this controller's closed to say so. Any other answer leaves it to its
+// session.
+func (c *controller) probePredecessor(p expired) {
+	addr := c.voters[p.id]
+	if addr == "" {
+		return
+	}
+	nc, err := net.DialTimeout("tcp", addr, c.cfg.SessionTimeout)
+	if err == nil {
+		nc.Close()
+		return
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		c.mu.Lock()
+		s := c.sessions[p.id]
+		live := s != nil && s.epoch == p.epoch && s.conn != nil
+		c.mu.Unlock()
+		if !live {
+			c.fence(p.id, p.epoch, "it led the quorum before this node and its controller listener refuses connections")
+		}
+	}
 }
 
 // touch renews broker id's session at epoch, bound to conn.

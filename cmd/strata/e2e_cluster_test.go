@@ -418,12 +418,14 @@ func threePartitions(m *kmsg.MetadataResponse) (map[int32]kmsg.MetadataResponseT
 // TestClusterReplacesAKilledController kills -9 the active controller and
 // checks that another node becomes the active controller and a
 // CreateTopics sent to a surviving node succeeds again, and that the
-// killed node, and only it, leaves Metadata once broker.session.timeout.ms passes (its
-// heartbeats went to itself, so no connection of the new controller's
-// closed).
+// killed node, and only it, leaves Metadata well before
+// broker.session.timeout.ms: its heartbeats went to itself, so no
+// connection of the new controller's closed, but the new controller finds
+// its predecessor's controller listener refusing connections.
 func TestClusterReplacesAKilledController(t *testing.T) {
 	e2e(t)
-	nodes := startCluster(t, "broker.heartbeat.interval.ms=200", "broker.session.timeout.ms=1500")
+	const sessionTimeout = 6 * time.Second
+	nodes := startCluster(t, "broker.heartbeat.interval.ms=200", fmt.Sprintf("broker.session.timeout.ms=%d", sessionTimeout.Milliseconds()))
 	for _, n := range nodes {
 		waitUntil(t, 15*time.Second, fmt.Sprintf("node %d lists 3 brokers", n.id), func() (bool, string) {
 			m, err := metadataOf(n.addr)
@@ -469,7 +471,11 @@ func TestClusterReplacesAKilledController(t *testing.T) {
 		slices.Sort(survivors)
 		return slices.Equal(brokerIDs(m), survivors) && len(m.Topics) == 1 && m.Topics[0].ErrorCode == 0, fmt.Sprint(brokerIDs(m))
 	})
-	t.Logf("the killed controller, node %d, was fenced %v after its kill", ctrl.id, time.Since(killed))
+	fenced := time.Since(killed)
+	t.Logf("the killed controller, node %d, was fenced %v after its kill", ctrl.id, fenced)
+	if fenced > sessionTimeout/2 {
+		t.Errorf("the killed controller was fenced %v after its kill, want well before broker.session.timeout.ms (%v)", fenced, sessionTimeout)
+	}
 }
 
 // TestClusterStopsAControllerCleanly sends SIGTERM to the active

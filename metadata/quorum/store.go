@@ -233,6 +233,9 @@ func (s *Store) Leader() (id int32, ok bool) {
 	return int32(n), true
 }
 
+// NodeID is this node's id.
+func (s *Store) NodeID() int32 { return s.id }
+
 // IsLeader reports whether this node leads the quorum: it is the active
 // controller.
 func (s *Store) IsLeader() bool { return s.raft.State() == raft.Leader }
