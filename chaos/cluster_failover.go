@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -30,6 +31,9 @@ type ProducerTuning struct {
 	TimeoutOverhead time.Duration // added to it for the client's read deadline
 	MetadataMinAge  time.Duration // shortest time between metadata refreshes
 	RetryBackoff    time.Duration // between retries of a failed produce
+	// Log, when set, gets the producer's franz-go debug log, which shows
+	// what a pause was spent on (timeouts, metadata refreshes, leader moves).
+	Log io.Writer
 }
 
 // DefaultTuning: a hung leader is given up on after 3 s, metadata is
@@ -39,6 +43,15 @@ var DefaultTuning = ProducerTuning{
 	TimeoutOverhead: time.Second,
 	MetadataMinAge:  250 * time.Millisecond,
 	RetryBackoff:    100 * time.Millisecond,
+}
+
+func (tu ProducerTuning) orDefault() ProducerTuning {
+	if tu.ProduceTimeout == 0 {
+		log := tu.Log
+		tu = DefaultTuning
+		tu.Log = log
+	}
+	return tu
 }
 
 // FailoverOptions configure one failover measurement.
@@ -74,9 +87,7 @@ func (o *FailoverOptions) defaults() {
 	if o.Acks == (kgo.Acks{}) {
 		o.Acks = kgo.AllISRAcks()
 	}
-	if o.Tuning == (ProducerTuning{}) {
-		o.Tuning = DefaultTuning
-	}
+	o.Tuning = o.Tuning.orDefault()
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
@@ -85,6 +96,7 @@ func (o *FailoverOptions) defaults() {
 // FailoverReport is what one failover showed.
 type FailoverReport struct {
 	Fault        Fault
+	FaultAt      time.Time     // when the signal was sent
 	Victim       int32         // the partition's leader when the fault hit
 	QuorumLeader int32         // the active controller then (-1 if unknown)
 	NewLeader    int32         // the leader first seen after it
@@ -96,8 +108,8 @@ type FailoverReport struct {
 }
 
 func (r FailoverReport) String() string {
-	return fmt.Sprintf("%s of leader %d (active controller %d): longest pause between acks %d ms, starting %d ms after the fault; new leader %d seen after %d ms; acked %d, lost %d, duplicates %d, indeterminate %d; ISR after: %v",
-		r.Fault, r.Victim, r.QuorumLeader, r.LongestPause.Milliseconds(), r.PauseAt.Milliseconds(), r.NewLeader, r.LeaderSeen.Milliseconds(),
+	return fmt.Sprintf("%s at %s of leader %d (active controller %d): longest pause between acks %d ms, starting %d ms after the fault; new leader %d seen after %d ms; acked %d, lost %d, duplicates %d, indeterminate %d; ISR after: %v",
+		r.Fault, r.FaultAt.Format("15:04:05.000"), r.Victim, r.QuorumLeader, r.LongestPause.Milliseconds(), r.PauseAt.Milliseconds(), r.NewLeader, r.LeaderSeen.Milliseconds(),
 		r.Check.Acked, len(r.Check.Lost), len(r.Check.Duplicates), r.Check.Indeterminate, r.ISR)
 }
 
@@ -126,6 +138,11 @@ func startWriter(c *Cluster, topic string, partitions int32, rate int, acks kgo.
 		kgo.RequestTimeoutOverhead(tu.TimeoutOverhead),
 		kgo.MetadataMinAge(tu.MetadataMinAge),
 		kgo.RetryBackoffFn(func(int) time.Duration { return tu.RetryBackoff }),
+	}
+	if tu.Log != nil {
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(tu.Log, kgo.LogLevelDebug, func() string {
+			return time.Now().Format("15:04:05.000 ")
+		})))
 	}
 	if acks != kgo.AllISRAcks() {
 		opts = append(opts, kgo.DisableIdempotentWrite())
@@ -266,6 +283,7 @@ func Failover(ctx context.Context, opts FailoverOptions) (FailoverReport, error)
 	}
 	rep.QuorumLeader = c.QuorumLeader(ctx)
 	faultAt := time.Now()
+	rep.FaultAt = faultAt
 	switch opts.Fault {
 	case FaultKill:
 		err = c.Kill(rep.Victim)
@@ -277,7 +295,8 @@ func Failover(ctx context.Context, opts FailoverOptions) (FailoverReport, error)
 	if err != nil {
 		return rep, err
 	}
-	log.Info("fault", zap.String("fault", string(opts.Fault)), zap.Int32("node", rep.Victim), zap.Int32("controller", rep.QuorumLeader))
+	log.Info("fault", zap.String("fault", string(opts.Fault)), zap.Int32("node", rep.Victim),
+		zap.Int32("controller", rep.QuorumLeader), zap.String("at", faultAt.Format("15:04:05.000")))
 	err = waitFor(ctx, time.Minute, "a new leader", func(ctx context.Context) (bool, string) {
 		l, err := c.LeaderOf(ctx, opts.Topic, 0)
 		if err != nil {
@@ -325,7 +344,9 @@ func Failover(ctx context.Context, opts FailoverOptions) (FailoverReport, error)
 	if err != nil {
 		return rep, fmt.Errorf("final read: %w", err)
 	}
+	w.rec.mu.Lock()
 	h := w.rec.h
+	w.rec.mu.Unlock()
 	h.Final = final
 	rep.Check = Check(h)
 	rep.Check.Target = c.Name()
@@ -374,9 +395,7 @@ func (o *ClusterKillOptions) defaults() {
 	if o.Group == "" {
 		o.Group = "chaos"
 	}
-	if o.Tuning == (ProducerTuning{}) {
-		o.Tuning = DefaultTuning
-	}
+	o.Tuning = o.Tuning.orDefault()
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,23 @@ import (
 //	STRATA_KILLS=200            random kills in the kills run; unset, it runs for STRATA_CLUSTER_SECONDS
 //	STRATA_CLUSTER_SECONDS=180  length of the kills run (default 180)
 //	STRATA_CHAOS_SEED=7         seed of the kill schedule (default 1)
+//	STRATA_CLUSTER_CLIENT_LOG=d the producer's franz-go debug log of each run into directory d
+
+// clientLog is the producer's debug log file for run, when
+// STRATA_CLUSTER_CLIENT_LOG names a directory.
+func clientLog(t *testing.T, run string) ProducerTuning {
+	t.Helper()
+	dir := os.Getenv("STRATA_CLUSTER_CLIENT_LOG")
+	if dir == "" {
+		return ProducerTuning{}
+	}
+	f, err := os.Create(filepath.Join(dir, run+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return ProducerTuning{Log: f}
+}
 
 // failoverTarget is the pause the issue sets for a leader failover.
 const failoverTarget = time.Second
@@ -80,9 +98,9 @@ func runFailovers(t *testing.T, c *Cluster, mustMeetTarget bool) {
 		reps := envInt(t, "STRATA_FAILOVERS", f.reps)
 		for i := range reps {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			topic := fmt.Sprintf("failover-%s-%d", f.fault, i+1)
 			rep, err := Failover(ctx, FailoverOptions{
-				Cluster: c, Fault: f.fault, Topic: "failover-" + string(f.fault) + "-" + string(rune('a'+i)),
-				Logger: testLogger(t),
+				Cluster: c, Fault: f.fault, Topic: topic, Tuning: clientLog(t, c.Name()+"-"+topic), Logger: testLogger(t),
 			})
 			cancel()
 			if err != nil {
@@ -120,7 +138,8 @@ func runClusterKills(t *testing.T, c *Cluster) {
 	defer cancel()
 	start := time.Now()
 	rep, err := ClusterKills(ctx, ClusterKillOptions{
-		Cluster: c, Kills: kills, Duration: dur, Seed: uint64(envInt(t, "STRATA_CHAOS_SEED", 1)), Logger: testLogger(t),
+		Cluster: c, Kills: kills, Duration: dur, Seed: uint64(envInt(t, "STRATA_CHAOS_SEED", 1)),
+		Tuning: clientLog(t, c.Name()+"-kills"), Logger: testLogger(t),
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, c.LogTails(3000))
@@ -181,7 +200,8 @@ func TestKafkaClusterLossCaught(t *testing.T) {
 	startCluster(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	rep, err := Failover(ctx, FailoverOptions{Cluster: c, Fault: FaultKill, Acks: kgo.LeaderAck(), Rate: 1000, Logger: testLogger(t)})
+	rep, err := Failover(ctx, FailoverOptions{Cluster: c, Fault: FaultKill, Acks: kgo.LeaderAck(), Rate: 1000,
+		Tuning: clientLog(t, c.Name()+"-loss"), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, c.LogTails(3000))
 	}
