@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,4 +217,68 @@ func TestKafkaClusterLossCaught(t *testing.T) {
 		t.Errorf("the checker reported %d lost and %d offsets with two values although dead leader %d acknowledged records no follower had fetched",
 			len(rep.Check.Lost), len(rep.Check.InconsistentOffsets), rep.Victim)
 	}
+}
+
+// TestClusterPropsNameEveryNode: each node's server.properties, from the
+// one template, has its own node.id, listeners and log dir, and the same
+// controller.quorum.voters naming every node's controller listener.
+func TestClusterPropsNameEveryNode(t *testing.T) {
+	c, err := NewStrataCluster("strata", ClusterConfig{Dir: t.TempDir(), Extra: []string{"log.segment.bytes=1048576"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var voters []string
+	for _, n := range c.nodes {
+		voters = append(voters, fmt.Sprintf("%d@%s", n.id, n.ctrlAddr))
+	}
+	dirs := map[string]bool{}
+	for _, n := range c.nodes {
+		data, err := os.ReadFile(n.props)
+		if err != nil {
+			t.Fatal(err)
+		}
+		props, err := parseLines(string(data))
+		if err != nil {
+			t.Fatalf("node %d: %v", n.id, err)
+		}
+		want := map[string]string{
+			"node.id":                    fmt.Sprint(n.id),
+			"process.roles":              "broker,controller",
+			"controller.quorum.voters":   strings.Join(voters, ","),
+			"listeners":                  "PLAINTEXT://" + n.addr + ",CONTROLLER://" + n.ctrlAddr,
+			"advertised.listeners":       "PLAINTEXT://" + n.addr,
+			"default.replication.factor": "3",
+			"min.insync.replicas":        "2",
+			"broker.session.timeout.ms":  "2000",
+			"log.segment.bytes":          "1048576",
+		}
+		for k, v := range want {
+			if props[k] != v {
+				t.Errorf("node %d: %s=%q, want %q", n.id, k, props[k], v)
+			}
+		}
+		if dirs[props["log.dirs"]] {
+			t.Errorf("node %d shares log.dirs %s", n.id, props["log.dirs"])
+		}
+		dirs[props["log.dirs"]] = true
+	}
+	if len(c.nodes) != 3 || len(c.Bootstrap()) != 3 {
+		t.Errorf("%d nodes, %d bootstrap addresses; want 3", len(c.nodes), len(c.Bootstrap()))
+	}
+}
+
+// parseLines reads key=value lines, refusing a key given twice.
+func parseLines(s string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			return nil, fmt.Errorf("line %q has no '='", l)
+		}
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("%s given twice", k)
+		}
+		m[k] = v
+	}
+	return m, nil
 }
