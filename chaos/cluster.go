@@ -426,11 +426,7 @@ func (p PartitionState) String() string {
 // Describe is the partitions of topics (every topic, internal ones too, when
 // none is named) as node id answers Metadata.
 func (c *Cluster) Describe(ctx context.Context, id int32, topics ...string) ([]PartitionState, error) {
-	var names []string
-	if len(topics) > 0 {
-		names = topics
-	}
-	m, err := metadataOf(ctx, c.node(id).addr, names)
+	m, err := metadataOf(ctx, c.node(id).addr, topics)
 	if err != nil {
 		return nil, fmt.Errorf("metadata from node %d: %w", id, err)
 	}

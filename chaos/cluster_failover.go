@@ -63,7 +63,7 @@ type FailoverOptions struct {
 	Before  int           // acknowledgements before the fault (default 2 s worth)
 	After   int           // acknowledgements after the new leader is seen, and again after the ISR is full (default 2 s worth)
 	StopFor time.Duration // FaultStop: how long the leader stays stopped (default 10 s)
-	Acks    kgo.Acks      // default all; kgo.LeaderAck() only to show what the checker catches
+	Acks    kgo.Acks      // the zero value means all; kgo.LeaderAck() only to show what the checker catches
 	Tuning  ProducerTuning
 	Logger  *zap.Logger
 }
@@ -210,6 +210,12 @@ func (w *writer) finish(ctx context.Context) error {
 	return nil
 }
 
+// close stops the writer and its client, for a run that ends early.
+func (w *writer) close() {
+	w.stop()
+	w.cl.Close()
+}
+
 // longestPause is the longest gap between consecutive acknowledgements and
 // when it began.
 func (w *writer) longestPause() (time.Duration, time.Time) {
@@ -271,7 +277,7 @@ func Failover(ctx context.Context, opts FailoverOptions) (FailoverReport, error)
 	if err != nil {
 		return rep, err
 	}
-	defer w.cl.Close()
+	defer w.close()
 	if err := w.waitAcked(ctx, opts.Before, time.Minute); err != nil {
 		return rep, fmt.Errorf("before the fault: %w", err)
 	}
@@ -435,7 +441,7 @@ func ClusterKills(ctx context.Context, opts ClusterKillOptions) (ClusterKillRepo
 	if err != nil {
 		return rep, err
 	}
-	defer w.cl.Close()
+	defer w.close()
 	consCtx, stopCons := context.WithCancel(ctx)
 	defer stopCons()
 	consDone := make(chan error, 1)
