@@ -143,7 +143,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	}()
 
 	consDone := make(chan error, 1)
-	go func() { consDone <- consume(workCtx, opts, rec) }()
+	go func() { consDone <- consume(workCtx, []string{t.Addr()}, opts, rec) }()
 
 	// The kill schedule.
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x6368616f73))
@@ -185,7 +185,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		return Report{}, fmt.Errorf("consumer: %w", err)
 	}
 
-	final, err := readAll(ctx, t.Addr(), opts.Topic, opts.Partitions)
+	final, err := readAll(ctx, []string{t.Addr()}, opts.Topic, opts.Partitions)
 	if err != nil {
 		return Report{}, fmt.Errorf("final read: %w", err)
 	}
@@ -217,14 +217,15 @@ func createTopic(ctx context.Context, addr, topic string, partitions int32) erro
 	return nil
 }
 
-// consume runs the consumer until ctx ends: a group member when opts.Group is
-// set, else a direct consumer of every partition from offset 0. Each
-// assignment change, and each new client, starts a new session.
-func consume(ctx context.Context, opts Options, rec *recorder) error {
+// consume runs the consumer of the brokers at seeds until ctx ends: a group
+// member when opts.Group is set, else a direct consumer of every partition
+// from offset 0. Each assignment change, and each new client, starts a new
+// session.
+func consume(ctx context.Context, seeds []string, opts Options, rec *recorder) error {
 	var session atomic.Int64
 	newSession := func(context.Context, *kgo.Client, map[string][]int32) { session.Add(1) }
 	kopts := []kgo.Opt{
-		kgo.SeedBrokers(opts.Target.Addr()),
+		kgo.SeedBrokers(seeds...),
 		kgo.FetchMaxWait(500 * time.Millisecond),
 	}
 	if opts.Group != "" {
@@ -269,9 +270,9 @@ func consume(ctx context.Context, opts Options, rec *recorder) error {
 }
 
 // readAll reads every partition of topic from its start offset to its end
-// offset with a new direct consumer.
-func readAll(ctx context.Context, addr, topic string, partitions int32) ([]Read, error) {
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+// offset with a new direct consumer of the brokers at seeds.
+func readAll(ctx context.Context, seeds []string, topic string, partitions int32) ([]Read, error) {
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +297,7 @@ func readAll(ctx context.Context, addr, topic string, partitions int32) ([]Read,
 		want[p] = o.Offset
 		parts[p] = kgo.NewOffset().At(0)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.FetchMaxWait(200*time.Millisecond),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
 	if err != nil {
 		return nil, err
