@@ -61,6 +61,9 @@ type Config struct {
 	// Cluster is this node's part in a cluster (cluster.go); zero on a
 	// single node.
 	Cluster ClusterConfig
+	// AlterPartition sends this node's leaders' ISR changes to the active
+	// controller (isr.go); nil decides them on Metadata itself.
+	AlterPartition AlterPartitionFunc
 	// Clock is the broker's clock: storage's (segment.ms, retention, flush.ms,
 	// the cleaner, revivals, timestamp bounds), Fetch's max wait and
 	// OffsetCommit's retention; nil = the real one. Socket deadlines
@@ -83,6 +86,8 @@ type Broker struct {
 
 	replicas  *replica.Manager // this node's replica of every partition
 	unpublish func()           // ends the publisher's subscription (publisher.go)
+	fetchers  *replicaFetchers // a cluster node's fetchers from its partitions' leaders (fetcher.go); nil on a single node
+	isr       *isrManager      // a cluster node's leaders' ISR changes (isr.go); nil on a single node
 
 	ln      net.Listener
 	advHost string
@@ -162,10 +167,20 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	var replicas *replica.Manager
 	var meta metadata.Store
 	var follower *imageHost
+	var fetchers *replicaFetchers
+	var isr *isrManager
 	if cfg.Metadata != nil {
 		replicas = replica.NewClusterManager(cfg.NodeID)
 		meta = cfg.Metadata
 		follower = &imageHost{logs: logs, node: cfg.NodeID, logger: logger, stopReplicas: replicas.StopReplicas}
+		fetchers = &replicaFetchers{node: cfg.NodeID, cfg: cfg.Cluster.ReplicaFetch, listener: cfg.Cluster.InterBrokerListener,
+			logs: logs, replicas: replicas, logger: logger.Named("replica-fetcher"), threads: map[fetcherKey]*fetcherThread{}}
+		alter := cfg.AlterPartition
+		if alter == nil {
+			alter = storeAlterPartition(meta)
+		}
+		isr = &isrManager{node: cfg.NodeID, alter: alter, replicas: replicas, logs: logs, maxLag: cfg.Cluster.ReplicaLagTimeMax,
+			logger: logger.Named("isr"), done: make(chan struct{})}
 	} else {
 		if replicas, err = replica.NewManager(logs, cfg.NodeID); err != nil {
 			return nil, errors.Join(fmt.Errorf("replicas: %w", err), logs.Close(), ln.Close())
@@ -198,7 +213,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		return nil, errors.Join(fmt.Errorf("transaction coordinator: %w", err), logs.Close(), ln.Close())
 	}
 	pub := &publisher{node: cfg.NodeID, logs: logs, replicas: replicas, groups: groups, txns: txns, logger: logger,
-		host: follower, seen: metadata.Empty}
+		host: follower, fetchers: fetchers, seen: metadata.Empty}
 	b := &Broker{
 		cfg:      cfg,
 		logger:   logger,
@@ -206,6 +221,8 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		logs:     logs,
 		meta:     meta,
 		replicas: replicas,
+		fetchers: fetchers,
+		isr:      isr,
 		pids:     pids,
 		groups:   groups,
 		txns:     txns,
@@ -227,7 +244,14 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	b.svc = newServices(b)
 	b.slotFreed = sync.NewCond(&b.mu)
 	if err := b.openMetrics(); err != nil {
+		if fetchers != nil {
+			fetchers.close()
+		}
 		return nil, errors.Join(err, logs.Close(), ln.Close())
+	}
+	if isr != nil {
+		b.svc.isr = isr
+		isr.start()
 	}
 	return b, nil
 }
@@ -324,6 +348,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	b.mu.Unlock()
 	b.ln.Close()
+	if b.fetchers != nil {
+		b.fetchers.close()
+	}
 
 	done := make(chan struct{})
 	go func() { b.inflight.Wait(); close(done) }()
@@ -338,6 +365,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	// Blocked JoinGroup and SyncGroup requests were woken by b.shutdown.
+	if b.isr != nil {
+		b.isr.close()
+	}
 	b.unpublish()
 	b.txns.Close()
 	b.groups.Close()

@@ -74,11 +74,11 @@ func TestManagerFollowsLeadership(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp := top.Partitions()[0]
-	m.MakeFollower(sp)
+	m.MakeFollower(sp, 0)
 	if _, err := m.Partition(sp); !errors.Is(err, kerr.NotLeaderForPartition) {
 		t.Fatalf("a partition led elsewhere: %v, want NOT_LEADER_OR_FOLLOWER", err)
 	}
-	if err := m.MakeLeader(sp, 3); err != nil {
+	if err := m.MakeLeader(sp, 3, Leadership{}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := m.Partition(sp)
@@ -94,7 +94,7 @@ func TestManagerFollowsLeadership(t *testing.T) {
 	if e, end := sp.Log.EndOffsetForEpoch(3); e != 3 || end != 1 {
 		t.Fatalf("epoch 3 ends at %d (epoch %d), want the append's end 1", end, e)
 	}
-	if err := m.MakeLeader(sp, 3); err != nil {
+	if err := m.MakeLeader(sp, 3, Leadership{}); err != nil {
 		t.Fatal(err)
 	}
 	if again, _ := m.Partition(sp); again != p {

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,12 +49,27 @@ type EpochSource interface {
 	LeaderEpoch() int32
 }
 
+// Leadership is what the metadata image says of a partition this node
+// leads (Kafka's PartitionRegistration): its assigned replicas, its
+// in-sync replicas and the partition epoch of that ISR, which an ISR
+// change names (AlterPartition).
+type Leadership struct {
+	Replicas       []int32
+	ISR            []int32
+	PartitionEpoch int32
+}
+
 // followerState is what the leader knows of one follower, as Kafka's
-// Replica: the log end offset of its last fetch and when it last caught up
-// to the leader's log end offset.
+// Replica: the log end offset of its last fetch (-1 before its first under
+// this leader), when it last caught up to the leader's log end offset, and
+// the leader's log end offset and the time at its previous fetch, which
+// count as caught up when the follower reaches that offset (Kafka's
+// lastFetchLeaderLogEndOffset).
 type followerState struct {
 	logEndOffset     int64
 	lastCaughtUpTime time.Time
+	lastFetchLeader  int64
+	lastFetchTime    time.Time
 }
 
 // Partition is this node's replica of one partition. Safe for concurrent use.
@@ -61,20 +77,31 @@ type Partition struct {
 	log       Log
 	epoch     EpochSource
 	replicaID int32
+	// minISR is min.insync.replicas of the partition's topic; nil on a
+	// single node, where the ISR is this replica whatever it says.
+	minISR func() int
 
 	// leaderEnd is the end of the leader's last acknowledged-to-the-log
 	// append, which the leader counts as its log end offset for the high
-	// watermark; solo is true while the ISR is this replica alone, when the
-	// high watermark follows each append without taking mu.
+	// watermark; solo is true while the partition has no other replica,
+	// when the high watermark follows each append without taking mu.
+	// isrSize is len(isr), read by appends without mu.
 	leaderEnd atomic.Int64
 	solo      atomic.Bool
+	isrSize   atomic.Int32
 
-	// mu guards isr and followers; hwCh is closed and replaced when the
-	// high watermark moves, to wake acks=all appends.
-	mu        sync.Mutex
-	isr       []int32
-	followers map[int32]*followerState
-	hwCh      chan struct{}
+	// mu guards the fields below; hwCh is closed and replaced when the
+	// high watermark moves, to wake acks=all appends, and endCh when the
+	// leader's log end offset moves, to wake followers' fetches.
+	mu             sync.Mutex
+	isr            []int32
+	replicas       []int32
+	partitionEpoch int32
+	epochStart     int64 // the log end offset when this leader epoch began
+	isrPending     bool  // an ISR change is proposed and not yet in the image
+	followers      map[int32]*followerState
+	hwCh           chan struct{}
+	endCh          chan struct{}
 }
 
 // NewLeader makes this replica (replicaID) the partition's leader with the
@@ -82,25 +109,87 @@ type Partition struct {
 // high watermark as far as the ISR allows: with no followers, to the log
 // end offset.
 func NewLeader(log Log, epoch EpochSource, replicaID int32, followers ...int32) (*Partition, error) {
-	p := &Partition{log: log, epoch: epoch, replicaID: replicaID, followers: map[int32]*followerState{}, hwCh: make(chan struct{})}
-	p.isr = append([]int32{replicaID}, followers...)
-	now := time.Now()
-	for _, f := range followers {
-		p.followers[f] = &followerState{logEndOffset: log.HighWatermark(), lastCaughtUpTime: now}
-	}
-	p.solo.Store(len(followers) == 0)
+	all := append([]int32{replicaID}, followers...)
+	return NewLeaderOf(log, epoch, replicaID, Leadership{Replicas: all, ISR: all}, nil)
+}
+
+// NewLeaderOf makes this replica the partition's leader as the image has
+// it, as Kafka's Partition.makeLeader: every follower's state is reset (its
+// log end offset unknown until it fetches, caught up now if it is in the
+// ISR), and the high watermark moves as far as the ISR allows. minISR is
+// the topic's min.insync.replicas, nil for none.
+func NewLeaderOf(log Log, epoch EpochSource, replicaID int32, l Leadership, minISR func() int) (*Partition, error) {
+	p := &Partition{log: log, epoch: epoch, replicaID: replicaID, minISR: minISR, followers: map[int32]*followerState{},
+		hwCh: make(chan struct{}), endCh: make(chan struct{})}
 	p.leaderEnd.Store(log.LogEndOffset())
+	p.epochStart = log.LogEndOffset()
+	p.setLeadership(l, time.Now())
 	if err := p.maybeIncrementHW(); err != nil {
 		return nil, fmt.Errorf("become leader: %w", err)
 	}
 	return p, nil
 }
 
+// setLeadership takes the image's replicas and ISR; followers new to the
+// replicas start unknown, caught up now if in the ISR. Caller holds mu or
+// owns p.
+func (p *Partition) setLeadership(l Leadership, now time.Time) {
+	p.replicas = slices.Clone(l.Replicas)
+	p.isr = slices.Clone(l.ISR)
+	if !slices.Contains(p.isr, p.replicaID) {
+		p.isr = append([]int32{p.replicaID}, p.isr...)
+	}
+	p.partitionEpoch = l.PartitionEpoch
+	for _, id := range l.Replicas {
+		if id == p.replicaID {
+			continue
+		}
+		if _, ok := p.followers[id]; !ok {
+			f := &followerState{logEndOffset: -1, lastFetchLeader: -1}
+			if slices.Contains(p.isr, id) {
+				f.lastCaughtUpTime = now
+			}
+			p.followers[id] = f
+		}
+	}
+	for id := range p.followers {
+		if !slices.Contains(p.replicas, id) {
+			delete(p.followers, id)
+		}
+	}
+	p.isrSize.Store(int32(len(p.isr)))
+	p.solo.Store(len(p.followers) == 0)
+}
+
+// UpdateLeadership applies a new image of the partition this replica
+// already leads at the same leader epoch: an ISR change committed (this
+// leader's AlterPartition, or the controller's) or new replicas. An image
+// older than the one applied is ignored.
+func (p *Partition) UpdateLeadership(l Leadership) error {
+	p.mu.Lock()
+	if l.PartitionEpoch < p.partitionEpoch {
+		p.mu.Unlock()
+		return nil
+	}
+	p.isrPending = false
+	p.setLeadership(l, time.Now())
+	p.mu.Unlock()
+	return p.maybeIncrementHW()
+}
+
 // AppendAsLeader appends a produce payload, stamped with the leader epoch,
 // and returns once acks is met: at once for acks 0 and 1, once every
 // in-sync replica holds it (the high watermark passed it) for acks=all,
 // or kerr.RequestTimedOut after timeout, as Kafka's DelayedProduce.
+// acks=all with fewer in-sync replicas than min.insync.replicas is
+// NOT_ENOUGH_REPLICAS, and nothing is written, as Kafka's
+// appendRecordsToLeader.
 func (p *Partition) AppendAsLeader(records []byte, acks int16, timeout time.Duration) (storage.AppendResult, error) {
+	if acks == AcksAll {
+		if err := p.checkMinISR(); err != nil {
+			return storage.AppendResult{}, err
+		}
+	}
 	res, err := p.log.Append(records, p.epoch.LeaderEpoch())
 	if err != nil || res.Duplicate {
 		return res, err
@@ -109,8 +198,12 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16, timeout time.Dura
 }
 
 // AppendCoordinator appends a coordinator's payload (storage.Log.AppendCoordinator)
-// as leader and returns once every in-sync replica holds it.
+// as leader and returns once every in-sync replica holds it, as an
+// acks=all produce.
 func (p *Partition) AppendCoordinator(records []byte, timeout time.Duration) (storage.AppendResult, error) {
+	if err := p.checkMinISR(); err != nil {
+		return storage.AppendResult{}, err
+	}
 	res, err := p.log.AppendCoordinator(records, p.epoch.LeaderEpoch())
 	if err != nil || res.Duplicate {
 		return res, err
@@ -121,11 +214,26 @@ func (p *Partition) AppendCoordinator(records []byte, timeout time.Duration) (st
 // AppendControl writes a transaction marker as leader and returns its
 // offset once every in-sync replica holds it.
 func (p *Partition) AppendControl(producerID int64, epoch int16, commit bool, coordinatorEpoch int32, timeout time.Duration) (int64, error) {
+	if err := p.checkMinISR(); err != nil {
+		return 0, err
+	}
 	off, err := p.log.AppendControl(producerID, epoch, commit, coordinatorEpoch, p.epoch.LeaderEpoch())
 	if err != nil {
 		return 0, err
 	}
 	return off, p.acknowledge(off+1, AcksAll, timeout)
+}
+
+// checkMinISR refuses an acks=all write while the ISR is smaller than
+// min.insync.replicas.
+func (p *Partition) checkMinISR() error {
+	if p.minISR == nil {
+		return nil
+	}
+	if n, want := int(p.isrSize.Load()), p.minISR(); n < want {
+		return fmt.Errorf("the in-sync replicas %d are fewer than min.insync.replicas %d: %w", n, want, kerr.NotEnoughReplicas)
+	}
+	return nil
 }
 
 // acknowledge records that the leader's log holds everything below end,
@@ -142,6 +250,10 @@ func (p *Partition) acknowledge(end int64, acks int16, timeout time.Duration) er
 		// append, as Kafka's maybeIncrementLeaderHW with one replica.
 		return p.advanceHW(end)
 	}
+	p.mu.Lock()
+	close(p.endCh)
+	p.endCh = make(chan struct{})
+	p.mu.Unlock()
 	if err := p.maybeIncrementHW(); err != nil {
 		return err
 	}
@@ -151,7 +263,9 @@ func (p *Partition) acknowledge(end int64, acks int16, timeout time.Duration) er
 	return p.waitHW(end, timeout)
 }
 
-// waitHW waits until the high watermark reaches end.
+// waitHW waits until the high watermark reaches end, then answers as
+// Kafka's checkEnoughReplicasReachOffset: NOT_ENOUGH_REPLICAS_AFTER_APPEND
+// when the ISR shrank below min.insync.replicas meanwhile.
 func (p *Partition) waitHW(end int64, timeout time.Duration) error {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -160,6 +274,12 @@ func (p *Partition) waitHW(end int64, timeout time.Duration) error {
 		ch := p.hwCh
 		p.mu.Unlock()
 		if p.log.HighWatermark() >= end {
+			if p.minISR != nil {
+				if n, want := int(p.isrSize.Load()), p.minISR(); n < want {
+					return fmt.Errorf("offset %d replicated while the in-sync replicas %d are fewer than min.insync.replicas %d: %w",
+						end, n, want, kerr.NotEnoughReplicasAfterAppend)
+				}
+			}
 			return nil
 		}
 		select {
@@ -192,8 +312,8 @@ func (p *Partition) advanceHW(hw int64) error {
 
 // maybeIncrementHW moves the high watermark to the smallest log end offset
 // of the in-sync replicas, as Kafka's Partition.maybeIncrementLeaderHW
-// (which also waits for a caught-up replica about to join the ISR; here the
-// ISR does not change).
+// (which also waits for a caught-up replica about to join the ISR; here
+// the ISR is the image's).
 func (p *Partition) maybeIncrementHW() error {
 	p.mu.Lock()
 	hw := p.leaderEnd.Load()
@@ -203,49 +323,60 @@ func (p *Partition) maybeIncrementHW() error {
 		}
 	}
 	p.mu.Unlock()
+	if hw < 0 {
+		return nil
+	}
 	return p.advanceHW(hw)
 }
 
 // UpdateFollower records a follower's fetch at fetchOffset (its log end
 // offset) and moves the high watermark, as Kafka's
-// Partition.updateFollowerFetchState. A replica not among the followers
-// is refused.
+// Partition.updateFollowerFetchState: the follower caught up now if it
+// reached the leader's log end offset, or at its previous fetch if it
+// reached the leader's log end offset of then. A replica not among the
+// followers is refused NOT_LEADER_OR_FOLLOWER, as Kafka's
+// followerReplicaOrThrow.
 func (p *Partition) UpdateFollower(replicaID int32, fetchOffset int64, now time.Time) error {
 	p.mu.Lock()
 	f, ok := p.followers[replicaID]
 	if !ok {
 		p.mu.Unlock()
-		return fmt.Errorf("replica %d is not a follower of this partition: %w", replicaID, kerr.UnknownServerError)
+		return fmt.Errorf("fetch from replica %d, not a follower of this partition: %w", replicaID, kerr.NotLeaderForPartition)
+	}
+	leaderEnd := p.leaderEnd.Load()
+	switch {
+	case fetchOffset >= leaderEnd:
+		f.lastCaughtUpTime = maxTime(f.lastCaughtUpTime, now)
+	case f.lastFetchLeader >= 0 && fetchOffset >= f.lastFetchLeader:
+		f.lastCaughtUpTime = maxTime(f.lastCaughtUpTime, f.lastFetchTime)
 	}
 	f.logEndOffset = fetchOffset
-	if fetchOffset >= p.leaderEnd.Load() {
-		f.lastCaughtUpTime = now
-	}
+	f.lastFetchLeader, f.lastFetchTime = leaderEnd, now
 	p.mu.Unlock()
 	return p.maybeIncrementHW()
 }
 
-// LaggingFollowers returns the in-sync followers that have not caught up to
-// the leader's log end offset within maxLag of now
-// (replica.lag.time.max.ms), the ones Kafka's Partition.getOutOfSyncReplicas
-// finds for shrinking the ISR.
-func (p *Partition) LaggingFollowers(now time.Time, maxLag time.Duration) []int32 {
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// AppendWait is a channel closed when the leader's log end offset next
+// moves, for a follower's fetch waiting for records past the high
+// watermark.
+func (p *Partition) AppendWait() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []int32
-	for _, id := range p.isr {
-		if f, ok := p.followers[id]; ok && now.Sub(f.lastCaughtUpTime) > maxLag {
-			out = append(out, id)
-		}
-	}
-	return out
+	return p.endCh
 }
 
 // ISR returns the in-sync replicas, the leader first.
 func (p *Partition) ISR() []int32 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]int32(nil), p.isr...)
+	return slices.Clone(p.isr)
 }
 
 // HighWatermark is the offset below which every in-sync replica holds the log.
@@ -255,7 +386,8 @@ func (p *Partition) HighWatermark() int64 { return p.log.HighWatermark() }
 // as Kafka's Partition.makeFollower: it takes the leader's batches
 // (AppendAsFollower) and high watermark.
 func NewFollower(log Log, replicaID int32) *Partition {
-	return &Partition{log: log, replicaID: replicaID, followers: map[int32]*followerState{}, hwCh: make(chan struct{})}
+	return &Partition{log: log, replicaID: replicaID, followers: map[int32]*followerState{},
+		hwCh: make(chan struct{}), endCh: make(chan struct{})}
 }
 
 // AppendAsFollower appends batches fetched from the leader, keeping their
@@ -268,9 +400,12 @@ func (p *Partition) AppendAsFollower(records []byte, leaderHW int64) (storage.Ap
 	if err := checkContiguous(records, p.log.LogEndOffset()); err != nil {
 		return storage.AppendResult{}, err
 	}
-	res, err := p.log.AppendAsFollower(records)
-	if err != nil {
-		return res, err
+	var res storage.AppendResult
+	if len(records) > 0 {
+		var err error
+		if res, err = p.log.AppendAsFollower(records); err != nil {
+			return res, err
+		}
 	}
 	return res, p.log.AdvanceHighWatermark(min(leaderHW, p.log.LogEndOffset()))
 }
