@@ -11,43 +11,98 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
 	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/metadata/local"
+	"github.com/strata-io/strata/storage"
 )
 
 // testCluster is in-process brokers sharing one metadata store, as if a
 // controller quorum had committed each change at once: the tests of what
-// the image decides across brokers (hosting, leadership, routing), apart
-// from the quorum itself.
+// the image decides across brokers (hosting, leadership, routing,
+// replication), apart from the quorum itself. A broker can be stopped and
+// started again on its log dir, registering again with its new endpoint.
 type testCluster struct {
 	store   *local.Store
-	brokers []*Broker // brokers[i] is node i+1
+	brokers []*Broker // brokers[i] is node i+1; nil while stopped
+	dirs    []string
+	served  []chan error
+	mutate  func(*Config)
 }
 
 // startTestCluster starts n brokers, nodes 1..n, registered in the shared
-// store with their client endpoints.
+// store with their client endpoints; each runs Kafka's cluster defaults
+// changed by mutate.
 func startTestCluster(t *testing.T, n int, mutate func(*Config)) *testCluster {
 	t.Helper()
-	c := &testCluster{store: local.New(metadata.Empty, nil)}
+	c := &testCluster{store: local.New(metadata.Empty, nil), mutate: mutate,
+		brokers: make([]*Broker, n), dirs: make([]string, n), served: make([]chan error, n)}
 	for i := 1; i <= n; i++ {
-		b := startBroker(t, func(cfg *Config) {
-			cfg.NodeID = int32(i)
-			cfg.Metadata = c.store
-			if mutate != nil {
-				mutate(cfg)
-			}
-		})
-		host, port, err := net.SplitHostPort(b.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, _ := strconv.Atoi(port)
-		if _, err := c.store.Propose(registerRecord(int32(i), "PLAINTEXT", host, int32(p))); err != nil {
-			t.Fatalf("register node %d: %v", i, err)
-		}
-		c.brokers = append(c.brokers, b)
+		c.dirs[i-1] = t.TempDir()
+		c.start(t, int32(i))
 	}
+	t.Cleanup(func() {
+		for i := n; i >= 1; i-- {
+			if c.brokers[i-1] != nil {
+				c.stop(t, int32(i))
+			}
+		}
+	})
 	return c
+}
+
+// start starts node on its log dir and registers it.
+func (c *testCluster) start(t *testing.T, node int32) *Broker {
+	t.Helper()
+	cfg := Config{
+		Listeners:             "PLAINTEXT://127.0.0.1:0",
+		LogDirs:               c.dirs[node-1],
+		NodeID:                node,
+		NumPartitions:         1,
+		AutoCreateTopics:      true,
+		SocketRequestMaxBytes: 100 << 20,
+		Log:                   storage.DefaultConfig(),
+		Groups:                testGroupConfig(),
+		Metadata:              c.store,
+		Cluster:               DefaultClusterConfig(),
+	}
+	cfg.Cluster.ReplicaFetch.Backoff = 50 * time.Millisecond
+	if c.mutate != nil {
+		c.mutate(&cfg)
+	}
+	b, err := New(cfg, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named("node"+strconv.Itoa(int(node))))
+	if err != nil {
+		t.Fatalf("start node %d: %v", node, err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- b.Serve() }()
+	c.brokers[node-1], c.served[node-1] = b, served
+	host, port, err := net.SplitHostPort(b.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	if _, err := c.store.Propose(registerRecord(node, "PLAINTEXT", host, int32(p))); err != nil {
+		t.Fatalf("register node %d: %v", node, err)
+	}
+	return b
+}
+
+// stop shuts node down cleanly; its log dir stays for start.
+func (c *testCluster) stop(t *testing.T, node int32) {
+	t.Helper()
+	b := c.brokers[node-1]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown node %d: %v", node, err)
+	}
+	if err := <-c.served[node-1]; err != nil {
+		t.Errorf("serve node %d: %v", node, err)
+	}
+	c.brokers[node-1] = nil
 }
 
 // createTopic proposes a topic whose partition p has the replicas
@@ -73,10 +128,13 @@ func (c *testCluster) createTopic(t *testing.T, name string, assignment [][]int3
 	return id
 }
 
+// seeds are the running brokers' addresses.
 func (c *testCluster) seeds() []string {
 	var out []string
 	for _, b := range c.brokers {
-		out = append(out, b.Addr().String())
+		if b != nil {
+			out = append(out, b.Addr().String())
+		}
 	}
 	return out
 }
