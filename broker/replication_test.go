@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"strconv"
 	"testing"
@@ -13,9 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/storage"
+	"github.com/strata-io/strata/storage/vfs"
 )
 
 // hosted is node's log of topic's partition p.
@@ -220,3 +223,158 @@ func TestReplicationISRShrinksAndExpands(t *testing.T) {
 	ok(-1)
 	c.waitInSync(t, "r", 0)
 }
+
+// producerBatch is a v2 batch of values from producer id pid at epoch and
+// first sequence seq, transactional when txn.
+func producerBatch(pid int64, epoch int16, seq int32, txn bool, values ...string) []byte {
+	now := time.Now().UnixMilli()
+	var records []byte
+	for i, v := range values {
+		r := kmsg.NewRecord()
+		r.OffsetDelta = int32(i)
+		r.Value = []byte(v)
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		records = r.AppendTo(records)
+	}
+	b := kmsg.NewRecordBatch()
+	b.Magic = 2
+	if txn {
+		b.Attributes = 0x10
+	}
+	b.LastOffsetDelta = int32(len(values) - 1)
+	b.FirstTimestamp, b.MaxTimestamp = now, now
+	b.ProducerID, b.ProducerEpoch, b.FirstSequence = pid, epoch, seq
+	b.NumRecords = int32(len(values))
+	b.Records = records
+	raw := b.AppendTo(nil)
+	b.Length = int32(len(raw) - 12)
+	raw = b.AppendTo(nil)
+	b.CRC = int32(crc32.Checksum(raw[21:], castagnoli))
+	return b.AppendTo(nil)
+}
+
+// TestReplicationFailover checks a leader change: the old leader stopped
+// and a follower from the ISR elected with a new leader epoch, an
+// idempotent producer goes on on the new leader with no acknowledged
+// record lost and none twice; the new leader, whose producer state and
+// transaction state were rebuilt from what it fetched, answers a retried
+// batch as the duplicate it is and keeps an open transaction's first
+// offset as its last stable offset; the old leader, started again with
+// records at the old epoch the others never had, truncates them when it
+// fetches from the new leader and ends with the new leader's log.
+func TestReplicationFailover(t *testing.T) {
+	c := startTestCluster(t, 3, nil)
+	c.createTopic(t, "f", [][]int32{{1, 2, 3}})
+	cl := clusterClient(t, c, kgo.DefaultProduceTopic("f"))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	acked := map[string]bool{}
+	produce := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			v := "v" + strconv.Itoa(i)
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatalf("produce %s: %v", v, err)
+			}
+			acked[v] = true
+		}
+	}
+	produce(0, 20)
+	retried := producerBatch(6000, 0, 0, false, "idempotent")
+	first := produceTo(t, c, 1, "f", 0, -1, retried)
+	if first.ErrorCode != 0 {
+		t.Fatalf("idempotent batch: %v", kerr.ErrorForCode(first.ErrorCode))
+	}
+	acked["idempotent"] = true
+	// A transaction left open: the produce path would verify it with the
+	// coordinator, so the leader's replica takes its batch directly.
+	sp1 := c.hosted(t, 1, "f", 0)
+	lp, err := c.brokers[0].replicas.Partition(sp1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn, err := lp.AppendAsLeader(producerBatch(7000, 0, 0, true, "open-txn"), -1, 10*time.Second)
+	if err != nil {
+		t.Fatalf("open transaction: %v", err)
+	}
+	produce(20, 25)
+	c.waitInSync(t, "f", 0)
+	if lso := c.hosted(t, 2, "f", 0).Log.LastStableOffset(); lso != txn.BaseOffset {
+		t.Fatalf("follower 2's last stable offset %d, want the open transaction's first offset %d", lso, txn.BaseOffset)
+	}
+
+	c.stop(t, 1)
+	c.moveLeader(t, "f", 0, 2, []int32{2, 3})
+	if reg := c.registration(t, "f", 0); reg.Leader != 2 || reg.LeaderEpoch != 1 {
+		t.Fatalf("registration %+v, want leader 2 at epoch 1", reg)
+	}
+	sp2 := c.hosted(t, 2, "f", 0)
+	end := sp2.Log.LogEndOffset()
+	again := produceTo(t, c, 2, "f", 0, -1, retried)
+	if again.ErrorCode != 0 || again.BaseOffset != first.BaseOffset || sp2.Log.LogEndOffset() != end {
+		t.Fatalf("a retried batch on the new leader: %v at %d (first at %d), log end %d (was %d); want the duplicate's answer and nothing written",
+			kerr.ErrorForCode(again.ErrorCode), again.BaseOffset, first.BaseOffset, sp2.Log.LogEndOffset(), end)
+	}
+	if lso := sp2.Log.LastStableOffset(); lso != txn.BaseOffset {
+		t.Fatalf("new leader's last stable offset %d, want the open transaction's first offset %d", lso, txn.BaseOffset)
+	}
+	lp2, err := c.brokers[1].replicas.Partition(sp2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lp2.AppendControl(7000, 0, false, 0, 10*time.Second); err != nil {
+		t.Fatalf("abort the open transaction on the new leader: %v", err)
+	}
+	produce(25, 45)
+	if e := sp2.Log.LatestEpoch(); e != 1 {
+		t.Fatalf("new leader's latest epoch %d, want 1", e)
+	}
+
+	// The old leader had appended records at its epoch 0 that never reached
+	// the others.
+	logs, err := storage.OpenManager(vfs.Default, c.dirs[0], storage.DefaultConfig(), storage.ManagerOptions{Logger: zap.NewNop(), NodeID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := logs.Topic("f").Partitions()[0]
+	diverged := old.Log.LogEndOffset()
+	for i := range 3 {
+		if _, err := old.Log.Append(testBatchValues("tail-"+strconv.Itoa(i)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := logs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.start(t, 1)
+	c.waitInSync(t, "f", 0)
+	for _, b := range batches(t, c.hosted(t, 1, "f", 0)) {
+		if bytes.Contains(b, []byte("tail-")) {
+			t.Fatalf("the old leader kept a record of its divergent tail (from offset %d)", diverged)
+		}
+	}
+
+	consumer := clusterClient(t, c, kgo.ConsumeTopics("f"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	seen := map[string]int{}
+	for len(seen) < len(acked) {
+		fs := consumer.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d distinct values of %d acknowledged: %v", len(seen), len(acked), err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+	}
+	for v := range acked {
+		if seen[v] != 1 {
+			t.Fatalf("acknowledged %s consumed %d times, want once", v, seen[v])
+		}
+	}
+	for v, n := range seen {
+		if !acked[v] || n != 1 {
+			t.Fatalf("consumed %s %d times, acknowledged %v", v, n, acked[v])
+		}
+	}
+}
+
+// testBatchValues is a batch of values with no producer id.
+func testBatchValues(values ...string) []byte { return producerBatch(-1, -1, -1, false, values...) }
