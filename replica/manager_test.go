@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/storage"
@@ -100,4 +102,53 @@ func TestManagerFollowsLeadership(t *testing.T) {
 	if again, _ := m.Partition(sp); again != p {
 		t.Fatal("leading again at the same epoch made a second replica")
 	}
+}
+
+// TestRetriedBatchWaitsForReplication checks a producer's retry of a batch
+// the leader already holds: acks=all answers it only once the ISR holds
+// the original (REQUEST_TIMED_OUT before), as Kafka's DelayedProduce
+// waits for a duplicate's original offsets.
+func TestRetriedBatchWaitsForReplication(t *testing.T) {
+	logs, err := storage.OpenManager(vfs.Default, filepath.Join(t.TempDir(), "data"), storage.DefaultConfig(), storage.ManagerOptions{Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	top, err := logs.CreateTopic("orders", 1, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := top.Partitions()[0]
+	p, err := NewLeaderOf(sp.Log, sp, 1, Leadership{Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := idempotentBatch(9, 0, 0, "a")
+	if _, err := p.AppendAsLeader(b, AcksLeader, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.AppendAsLeader(b, AcksAll, 50*time.Millisecond)
+	if !res.Duplicate || !errors.Is(err, kerr.RequestTimedOut) {
+		t.Fatalf("retry before the follower fetched: duplicate %v, %v; want a duplicate and REQUEST_TIMED_OUT", res.Duplicate, err)
+	}
+	if err := p.UpdateFollower(2, 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := p.AppendAsLeader(b, AcksAll, time.Second); err != nil || !res.Duplicate || res.BaseOffset != 0 {
+		t.Fatalf("retry once replicated: %+v, %v; want the duplicate at 0", res, err)
+	}
+}
+
+// idempotentBatch is recordBatch from producer id pid at epoch, first
+// sequence seq.
+func idempotentBatch(pid int64, epoch int16, seq int32, value string) []byte {
+	r := kmsg.Record{Value: []byte(value)}
+	body := r.AppendTo(nil)[1:]
+	r.Length = int32(len(body))
+	recs := r.AppendTo(nil)
+	b := kmsg.RecordBatch{Length: int32(batch.HeaderSize - batch.LogOverhead + len(recs)), PartitionLeaderEpoch: -1, Magic: 2,
+		FirstTimestamp: 1, MaxTimestamp: 1, ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: 1, Records: recs}
+	raw := b.AppendTo(nil)
+	batch.Seal(raw)
+	return raw
 }

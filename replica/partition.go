@@ -191,8 +191,18 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16, timeout time.Dura
 		}
 	}
 	res, err := p.log.Append(records, p.epoch.LeaderEpoch())
-	if err != nil || res.Duplicate {
+	if err != nil {
 		return res, err
+	}
+	if res.Duplicate {
+		if acks != AcksAll {
+			return res, nil
+		}
+		// A retried batch the log already holds: its acks=all answer waits
+		// for the original to be replicated, as Kafka's DelayedProduce
+		// waits for the duplicate's original offsets.
+		h := batch.DecodeHeader(records)
+		return res, p.waitHW(res.BaseOffset+int64(h.LastOffsetDelta)+1, timeout)
 	}
 	return res, p.acknowledge(res.EndOffset, acks, timeout)
 }
