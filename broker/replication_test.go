@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
+	"net"
 	"slices"
 	"strconv"
 	"testing"
@@ -378,3 +379,94 @@ func TestReplicationFailover(t *testing.T) {
 
 // testBatchValues is a batch of values with no producer id.
 func testBatchValues(values ...string) []byte { return producerBatch(-1, -1, -1, false, values...) }
+
+// replicaFetch sends a follower's Fetch (v15) of topic-0 to node as
+// replica from, at fetchOffset with lastFetchedEpoch and currentEpoch, and
+// returns the partition's answer.
+func replicaFetch(t *testing.T, c *testCluster, node, from int32, topic string, fetchOffset int64, lastFetchedEpoch, currentEpoch int32) kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	conn, err := net.Dial("tcp", c.brokers[node-1].Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = replicaFetchVersion
+	req.ReplicaState.ID, req.ReplicaState.Epoch = from, -1
+	req.MaxBytes, req.SessionEpoch = 1<<20, finalFetchEpoch
+	rt := kmsg.NewFetchRequestTopic()
+	rt.TopicID = c.store.Image().Topics.ByName(topic).ID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.LastFetchedEpoch, rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = fetchOffset, lastFetchedEpoch, currentEpoch, 1<<20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, _, err := fetchRoundTrip(conn, req, 1, nil, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0].Partitions[0]
+}
+
+// TestReplicaFetchAnswers checks what a leader answers a follower's fetch,
+// as Kafka: NOT_LEADER_OR_FOLLOWER from a broker that is not a replica and
+// to a broker that is not the leader, FENCED_LEADER_EPOCH and
+// UNKNOWN_LEADER_EPOCH for an older and a newer leader epoch, the end of
+// the follower's last fetched epoch (DivergingEpoch) when its log goes on
+// past it, and records past the high watermark up to the log end offset,
+// the follower's next fetch offset moving the high watermark.
+// A broker that is not one of a partition's replicas does not fetch it.
+func TestReplicaFetchAnswers(t *testing.T) {
+	c := startTestCluster(t, 3, nil)
+	c.createTopic(t, "a", [][]int32{{1, 2}})
+	if resp := produceTo(t, c, 1, "a", 0, -1, testBatch(t, 3)); resp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+	}
+	c.moveLeader(t, "a", 0, 1, nil) // epoch 1, same leader
+	if resp := produceTo(t, c, 1, "a", 0, -1, testBatch(t, 2)); resp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+	}
+	c.waitInSync(t, "a", 0)
+	if got := c.hosted(t, 3, "a", 0).Log.LogEndOffset(); got != 0 {
+		t.Fatalf("node 3, not a replica, holds %d records", got)
+	}
+	for _, tc := range []struct {
+		name          string
+		node, from    int32
+		offset        int64
+		last, current int32
+		want          error
+	}{
+		{"from a broker that is not a replica", 1, 3, 5, 1, 1, kerr.NotLeaderForPartition},
+		{"to a follower", 2, 1, 5, 1, 1, kerr.NotLeaderForPartition},
+		{"an older leader epoch", 1, 2, 5, 1, 0, kerr.FencedLeaderEpoch},
+		{"a newer leader epoch", 1, 2, 5, 1, 2, kerr.UnknownLeaderEpoch},
+	} {
+		if got := replicaFetch(t, c, tc.node, tc.from, "a", tc.offset, tc.last, tc.current); kerr.ErrorForCode(got.ErrorCode) != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, kerr.ErrorForCode(got.ErrorCode), tc.want)
+		}
+	}
+	got := replicaFetch(t, c, 1, 2, "a", 4, 0, 1)
+	if got.ErrorCode != 0 || got.DivergingEpoch.Epoch != 0 || got.DivergingEpoch.EndOffset != 3 || len(got.RecordBatches) != 0 {
+		t.Fatalf("a follower at 4 whose last epoch is 0: %v, diverging %+v, %d bytes; want epoch 0 ending at 3 and no records",
+			kerr.ErrorForCode(got.ErrorCode), got.DivergingEpoch, len(got.RecordBatches))
+	}
+
+	// A batch the follower has not fetched yet is above the high
+	// watermark, and the leader sends it to the follower.
+	c.stop(t, 2)
+	if resp := produceTo(t, c, 1, "a", 0, 1, testBatch(t, 1)); resp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+	}
+	leader := c.hosted(t, 1, "a", 0)
+	if hw, end := leader.Log.HighWatermark(), leader.Log.LogEndOffset(); hw != 5 || end != 6 {
+		t.Fatalf("leader's high watermark %d, log end %d; want 5 and 6", hw, end)
+	}
+	got = replicaFetch(t, c, 1, 2, "a", 5, 1, 1)
+	if got.ErrorCode != 0 || got.DivergingEpoch.EndOffset != -1 || len(got.RecordBatches) == 0 || got.HighWatermark != 5 {
+		t.Fatalf("a follower at 5: %v, diverging %+v, %d bytes, hw %d; want the batch at 5 and hw 5",
+			kerr.ErrorForCode(got.ErrorCode), got.DivergingEpoch, len(got.RecordBatches), got.HighWatermark)
+	}
+	if got = replicaFetch(t, c, 1, 2, "a", 6, 1, 1); got.ErrorCode != 0 || got.HighWatermark != 6 || leader.Log.HighWatermark() != 6 {
+		t.Fatalf("a follower at 6: %v, hw %d, leader's hw %d; want 6", kerr.ErrorForCode(got.ErrorCode), got.HighWatermark, leader.Log.HighWatermark())
+	}
+}
