@@ -180,7 +180,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 			alter = storeAlterPartition(meta)
 		}
 		isr = &isrManager{node: cfg.NodeID, alter: alter, replicas: replicas, logs: logs, maxLag: cfg.Cluster.ReplicaLagTimeMax,
-			logger: logger.Named("isr"), done: make(chan struct{})}
+			now: clock.Now, logger: logger.Named("isr"), done: make(chan struct{})}
 	} else {
 		if replicas, err = replica.NewManager(logs, cfg.NodeID); err != nil {
 			return nil, errors.Join(fmt.Errorf("replicas: %w", err), logs.Close(), ln.Close())

@@ -16,7 +16,10 @@ package broker
 // sent even when it exceeds max_bytes or partition_max_bytes (the progress
 // guarantee). Follower fetches (replica id >= 0, v15+ in the replica
 // state) need CLUSTER_ACTION, as in Kafka. On a single node they are served
-// as consumer fetches (it has no followers); in a cluster as Kafka's
+// as consumer fetches (it has no followers); in a cluster a consumer's
+// fetch is served by the partition's leader, and from v11 by its
+// followers, else NOT_LEADER_OR_FOLLOWER (servesConsumer), and a
+// follower's as Kafka's
 // ReplicaManager.readFromLog for a follower (fetch_replica.go): from the
 // partition's leader only, up to its log end offset, recording the
 // follower's fetch offset, which moves the high watermark.
@@ -207,6 +210,11 @@ func (b *services) readPartition(t *storage.Topic, version int16, rp *kmsg.Fetch
 	if p == nil {
 		return kerr.UnknownTopicOrPartition
 	}
+	if b.cfg.Metadata != nil {
+		if err := b.servesConsumer(p, version); err != nil {
+			return err
+		}
+	}
 	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
 		return err
 	}
@@ -223,6 +231,21 @@ func (b *services) readPartition(t *storage.Topic, version int16, rp *kmsg.Fetch
 		fp.aborted = p.Log.AbortedTransactions(rp.FetchOffset, res.NextOffset)
 	}
 	return nil
+}
+
+// servesConsumer reports whether a cluster node serves a consumer's fetch
+// of p, as Kafka's FetchParams.fetchOnlyLeader: its leader does, a
+// follower from v11 (KIP-392: the request carries the client's rack, and
+// a follower reads up to its high watermark), and else
+// NOT_LEADER_OR_FOLLOWER.
+func (b *services) servesConsumer(p *storage.Partition, version int16) error {
+	if _, ok := b.replicas.Leader(p); ok {
+		return nil
+	}
+	if _, ok := b.replicas.Follower(p); ok && version >= 11 {
+		return nil
+	}
+	return kerr.NotLeaderForPartition
 }
 
 func releaseFetch(topics []fetchTopic) {

@@ -49,6 +49,7 @@ type isrManager struct {
 	replicas *replica.Manager
 	logs     *storage.Manager
 	maxLag   time.Duration
+	now      func() time.Time // the broker's clock, which followers' fetches are timed on
 	logger   *zap.Logger
 
 	done chan struct{}
@@ -66,7 +67,8 @@ func (m *isrManager) start() {
 			select {
 			case <-m.done:
 				return
-			case now := <-t.C:
+			case <-t.C:
+				now := m.now()
 				m.replicas.Leaders(func(sp *storage.Partition, p *replica.Partition) {
 					if c, ok := p.ShrinkISR(now, m.maxLag); ok {
 						m.propose(sp, p, c)

@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"net"
@@ -180,11 +181,14 @@ func produceTo(t *testing.T, c *testCluster, node int32, topic string, p int32, 
 // TestReplicationISRShrinksAndExpands checks the ISR of a partition of
 // three replicas with min.insync.replicas=2: a stopped follower leaves the
 // ISR after replica.lag.time.max.ms and acks=all produces go on; with the
-// second follower gone too acks=all is NOT_ENOUGH_REPLICAS and nothing is
-// written, while acks=1 still is; a follower started again on its log dir
+// second follower gone an acks=all produce written while it was still in
+// the ISR is NOT_ENOUGH_REPLICAS_AFTER_APPEND once it leaves, the next
+// NOT_ENOUGH_REPLICAS and not written, while acks=1 still is; a follower
+// started again on its log dir
 // catches up, rejoins the ISR and acks=all is served again.
 func TestReplicationISRShrinksAndExpands(t *testing.T) {
-	c := startTestCluster(t, 3, func(cfg *Config) { cfg.Cluster.ReplicaLagTimeMax = 500 * time.Millisecond })
+	const lag = time.Second
+	c := startTestCluster(t, 3, func(cfg *Config) { cfg.Cluster.ReplicaLagTimeMax = lag })
 	c.createTopic(t, "r", [][]int32{{1, 2, 3}})
 	c.setTopicConfig(t, "r", "min.insync.replicas", "2")
 	isr := func(want ...int32) {
@@ -209,8 +213,18 @@ func TestReplicationISRShrinksAndExpands(t *testing.T) {
 	isr(1, 2)
 	ok(-1)
 	c.stop(t, 2)
-	isr(1)
+	if got := c.registration(t, "r", 0).ISR; len(got) != 2 {
+		t.Fatalf("ISR %v a moment after stopping node 2, want [1 2] for %v", got, lag)
+	}
 	end := c.hosted(t, 1, "r", 0).Log.LogEndOffset()
+	if resp := produceTo(t, c, 1, "r", 0, -1, testBatch(t, 2)); resp.ErrorCode != kerr.NotEnoughReplicasAfterAppend.Code {
+		t.Fatalf("acks=all while the ISR shrank to [1]: %v, want NOT_ENOUGH_REPLICAS_AFTER_APPEND", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	if got := c.hosted(t, 1, "r", 0).Log.LogEndOffset(); got != end+2 {
+		t.Fatalf("NOT_ENOUGH_REPLICAS_AFTER_APPEND, log end %d, want the batch written up to %d", got, end+2)
+	}
+	isr(1)
+	end += 2
 	if resp := produceTo(t, c, 1, "r", 0, -1, testBatch(t, 2)); resp.ErrorCode != kerr.NotEnoughReplicas.Code {
 		t.Fatalf("acks=all with the ISR [1] below min.insync.replicas 2: %v, want NOT_ENOUGH_REPLICAS", kerr.ErrorForCode(resp.ErrorCode))
 	}
@@ -381,8 +395,8 @@ func TestReplicationFailover(t *testing.T) {
 func testBatchValues(values ...string) []byte { return producerBatch(-1, -1, -1, false, values...) }
 
 // replicaFetch sends a follower's Fetch (v15) of topic-0 to node as
-// replica from, at fetchOffset with lastFetchedEpoch and currentEpoch, and
-// returns the partition's answer.
+// replica from (-1: a consumer's), at fetchOffset with lastFetchedEpoch and
+// currentEpoch, and returns the partition's answer.
 func replicaFetch(t *testing.T, c *testCluster, node, from int32, topic string, fetchOffset int64, lastFetchedEpoch, currentEpoch int32) kmsg.FetchResponseTopicPartition {
 	t.Helper()
 	conn, err := net.Dial("tcp", c.brokers[node-1].Addr().String())
@@ -413,8 +427,9 @@ func replicaFetch(t *testing.T, c *testCluster, node, from int32, topic string, 
 // UNKNOWN_LEADER_EPOCH for an older and a newer leader epoch, the end of
 // the follower's last fetched epoch (DivergingEpoch) when its log goes on
 // past it, and records past the high watermark up to the log end offset,
-// the follower's next fetch offset moving the high watermark.
-// A broker that is not one of a partition's replicas does not fetch it.
+// the follower's next fetch offset moving the high watermark. A broker
+// that is not one of a partition's replicas does not fetch it, and answers
+// a consumer's fetch NOT_LEADER_OR_FOLLOWER; a follower serves it (v11+).
 func TestReplicaFetchAnswers(t *testing.T) {
 	c := startTestCluster(t, 3, nil)
 	c.createTopic(t, "a", [][]int32{{1, 2}})
@@ -440,8 +455,10 @@ func TestReplicaFetchAnswers(t *testing.T) {
 		{"to a follower", 2, 1, 5, 1, 1, kerr.NotLeaderForPartition},
 		{"an older leader epoch", 1, 2, 5, 1, 0, kerr.FencedLeaderEpoch},
 		{"a newer leader epoch", 1, 2, 5, 1, 2, kerr.UnknownLeaderEpoch},
+		{"a consumer's from a broker that is not a replica", 3, -1, 0, -1, -1, kerr.NotLeaderForPartition},
+		{"a consumer's from a follower", 2, -1, 0, -1, -1, nil},
 	} {
-		if got := replicaFetch(t, c, tc.node, tc.from, "a", tc.offset, tc.last, tc.current); kerr.ErrorForCode(got.ErrorCode) != tc.want {
+		if got := replicaFetch(t, c, tc.node, tc.from, "a", tc.offset, tc.last, tc.current); !errors.Is(kerr.ErrorForCode(got.ErrorCode), tc.want) || (tc.want == nil) != (got.ErrorCode == 0) {
 			t.Errorf("%s: %v, want %v", tc.name, kerr.ErrorForCode(got.ErrorCode), tc.want)
 		}
 	}
