@@ -11,16 +11,13 @@ package broker
 // leader's) and its high watermark becomes this replica's as far as its
 // log holds it. A diverging epoch truncates the log to where it agrees
 // with the leader, as Kafka's AbstractFetcherThread.truncateOnFetchResponse;
+// a log that ends below the leader's log start offset (OFFSET_OUT_OF_RANGE)
+// is emptied and started again there, as Kafka's truncateFullyAndStartAt;
 // an epoch or leadership error sets the partition aside for
 // replica.fetch.backoff.ms until the next image, any other error too. The
 // publisher tells the fetchers of each image (follow), before the replicas
 // change, so that no fetch answer is applied to a partition this node
 // stopped following, and after, so that the new followers fetch.
-//
-// What differs: a partition whose log ends below the leader's log start
-// offset (OFFSET_OUT_OF_RANGE) is not emptied and restarted there, as
-// Kafka's truncateFullyAndStartAt: storage cannot yet, so it is logged and
-// retried.
 
 import (
 	"encoding/binary"
@@ -448,8 +445,15 @@ func (t *fetcherThread) apply(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, 
 // epoch (truncate), or batches and the leader's high watermark.
 func (t *fetcherThread) applyPartition(tg *fetchTarget, rp *kmsg.FetchResponseTopicPartition) error {
 	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-		if errors.Is(err, kerr.OffsetOutOfRange) && rp.LogStartOffset > tg.sp.Log.LogEndOffset() {
-			return fmt.Errorf("the log ends at %d, below the leader's log start offset %d: %w", tg.sp.Log.LogEndOffset(), rp.LogStartOffset, err)
+		if leo := tg.sp.Log.LogEndOffset(); errors.Is(err, kerr.OffsetOutOfRange) && rp.LogStartOffset > leo {
+			// The leader's retention removed what this log lacks: start
+			// again at its log start, as Kafka's fetchOffsetAndTruncate.
+			if err := tg.rp.TruncateFullyAndStartAt(rp.LogStartOffset); err != nil {
+				return fmt.Errorf("start again at the leader's log start offset %d: %w", rp.LogStartOffset, err)
+			}
+			t.f.logger.Info("follower's log ended below the leader's log start offset; emptied and started again there",
+				zap.String("topic", tg.sp.Topic), zap.Int32("partition", tg.sp.Index), zap.Int64("log_end", leo), zap.Int64("start", rp.LogStartOffset))
+			return nil
 		}
 		return err
 	}

@@ -487,3 +487,42 @@ func TestReplicaFetchAnswers(t *testing.T) {
 		t.Fatalf("a follower at 6: %v, hw %d, leader's hw %d; want 6", kerr.ErrorForCode(got.ErrorCode), got.HighWatermark, leader.Log.HighWatermark())
 	}
 }
+
+// TestReplicationFollowerBehindLogStart checks a follower whose log ends
+// below its leader's log start offset (the leader deleted what the
+// follower lacks while it was down): its fetch is OFFSET_OUT_OF_RANGE, it
+// empties its log and starts again at the leader's log start, as Kafka's
+// truncateFullyAndStartAt, catches up and rejoins the ISR.
+func TestReplicationFollowerBehindLogStart(t *testing.T) {
+	c := startTestCluster(t, 2, func(cfg *Config) { cfg.Cluster.ReplicaLagTimeMax = 500 * time.Millisecond })
+	c.createTopic(t, "b", [][]int32{{1, 2}})
+	produce := func(n int) {
+		t.Helper()
+		for range n {
+			if resp := produceTo(t, c, 1, "b", 0, -1, testBatch(t, 2)); resp.ErrorCode != 0 {
+				t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+			}
+		}
+	}
+	isr := func(want ...int32) {
+		t.Helper()
+		waitUntil(t, 20*time.Second, func() (bool, string) {
+			got := slices.Sorted(slices.Values(c.registration(t, "b", 0).ISR))
+			return slices.Equal(got, want), fmt.Sprintf("ISR %v, want %v", got, want)
+		})
+	}
+	produce(3)
+	c.waitInSync(t, "b", 0)
+	c.stop(t, 2)
+	isr(1)
+	produce(3)
+	if start, err := c.brokers[0].logs.DeleteRecords("b", 0, 10); err != nil || start != 10 {
+		t.Fatalf("delete records below 10: log start %d, %v", start, err)
+	}
+	c.start(t, 2)
+	isr(1, 2)
+	c.waitInSync(t, "b", 0)
+	if start, end := c.hosted(t, 2, "b", 0).Log.LogStartOffset(), c.hosted(t, 2, "b", 0).Log.LogEndOffset(); start != 10 || end != 12 {
+		t.Fatalf("follower's log start %d, log end %d; want 10 and 12", start, end)
+	}
+}

@@ -17,14 +17,16 @@ import (
 // Appends leave the high watermark where it is: the Partition moves it. A
 // leader appends with Append, AppendCoordinator and AppendControl, which
 // give batches their offsets and its epoch; a follower with
-// AppendAsFollower, which keeps the leader's, and TruncateTo, which cuts
-// the log back to where it agrees with the leader.
+// AppendAsFollower, which keeps the leader's, TruncateTo, which cuts the
+// log back to where it agrees with the leader, and
+// TruncateFullyAndStartAt, which starts it again at the leader's log start.
 type Log interface {
 	Append(records []byte, leaderEpoch int32) (storage.AppendResult, error)
 	AppendCoordinator(records []byte, leaderEpoch int32) (storage.AppendResult, error)
 	AppendControl(producerID int64, epoch int16, commit bool, coordinatorEpoch, leaderEpoch int32) (int64, error)
 	AppendAsFollower(records []byte) (storage.AppendResult, error)
 	TruncateTo(offset int64) error
+	TruncateFullyAndStartAt(offset int64) error
 	LogEndOffset() int64
 	HighWatermark() int64
 	AdvanceHighWatermark(offset int64) error
@@ -424,6 +426,17 @@ func (p *Partition) AppendAsFollower(records []byte, leaderHW int64) (storage.Ap
 // agrees with the leader), as Kafka's Partition.truncateTo.
 func (p *Partition) TruncateTo(offset int64) error {
 	if err := p.log.TruncateTo(offset); err != nil {
+		return err
+	}
+	p.leaderEnd.Store(p.log.LogEndOffset())
+	return nil
+}
+
+// TruncateFullyAndStartAt empties the follower's log and starts it again
+// at offset, the leader's log start offset, when its log ends below it,
+// as Kafka's Partition.truncateFullyAndStartAt.
+func (p *Partition) TruncateFullyAndStartAt(offset int64) error {
+	if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
 		return err
 	}
 	p.leaderEnd.Store(p.log.LogEndOffset())
