@@ -83,9 +83,9 @@ func (m *Manager) Partition(sp *storage.Partition) (*Partition, error) {
 // Partition.makeLeader: a newer epoch is recorded in the log's
 // leader-epoch-checkpoint from its end offset on and stamped on what is
 // appended from now; the followers' states start over. A replica that
-// already leads at epoch is kept and takes the image's ISR
-// (UpdateLeadership). In a cluster the replica enforces the topic's
-// min.insync.replicas.
+// already leads is kept: at epoch it takes the image's ISR
+// (UpdateLeadership), at a newer epoch it leads again (LeadAgain). In a
+// cluster the replica enforces the topic's min.insync.replicas.
 func (m *Manager) MakeLeader(sp *storage.Partition, epoch int32, l Leadership) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -93,7 +93,8 @@ func (m *Manager) MakeLeader(sp *storage.Partition, epoch int32, l Leadership) e
 		// A single node is the only replica of every partition.
 		l.Replicas, l.ISR = []int32{m.nodeID}, []int32{m.nodeID}
 	}
-	if v, ok := m.parts.Load(sp); ok && epoch == sp.LeaderEpoch() {
+	v, leading := m.parts.Load(sp)
+	if leading && epoch == sp.LeaderEpoch() {
 		return v.(*Partition).UpdateLeadership(l)
 	}
 	if epoch > sp.LeaderEpoch() || sp.Log.LatestEpoch() < epoch {
@@ -101,6 +102,9 @@ func (m *Manager) MakeLeader(sp *storage.Partition, epoch int32, l Leadership) e
 			return fmt.Errorf("partition %s-%d: leader epoch %d: %w", sp.Topic, sp.Index, epoch, err)
 		}
 		sp.SetLeaderEpoch(epoch)
+	}
+	if leading {
+		return v.(*Partition).LeadAgain(l)
 	}
 	var minISR func() int
 	if !m.leadUnnamed {
@@ -128,7 +132,9 @@ func (m *Manager) MakeFollower(sp *storage.Partition, epoch int32) {
 	if m.followed[sp] == nil {
 		m.followed[sp] = NewFollower(sp.Log, m.nodeID)
 	}
-	m.parts.Delete(sp)
+	if v, ok := m.parts.LoadAndDelete(sp); ok {
+		v.(*Partition).Resign()
+	}
 }
 
 // Follower is this node's replica of sp as a follower, ok false when this
@@ -157,7 +163,9 @@ func (m *Manager) StopReplicas(parts []*storage.Partition) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, sp := range parts {
-		m.parts.Delete(sp)
+		if v, ok := m.parts.LoadAndDelete(sp); ok {
+			v.(*Partition).Resign()
+		}
 		delete(m.followed, sp)
 	}
 }

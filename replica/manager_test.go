@@ -152,3 +152,68 @@ func idempotentBatch(pid int64, epoch int16, seq int32, value string) []byte {
 	batch.Seal(raw)
 	return raw
 }
+
+// TestLeaderChangesAnswerWaitingAppends checks the acks=all appends
+// waiting for the ISR when leadership changes: a new leader epoch on the
+// same leader keeps them waiting and the followers' fetches at the new
+// epoch answer them, and when this node stops leading they are answered
+// NOT_LEADER_OR_FOLLOWER at once, as Kafka completes its delayed produces.
+func TestLeaderChangesAnswerWaitingAppends(t *testing.T) {
+	logs, err := storage.OpenManager(vfs.Default, filepath.Join(t.TempDir(), "data"), storage.DefaultConfig(), storage.ManagerOptions{Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	top, err := logs.CreateTopic("orders", 1, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := top.Partitions()[0]
+	m := NewClusterManager(1)
+	both := Leadership{Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
+	if err := m.MakeLeader(sp, 1, both); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Partition(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := func() chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := p.AppendAsLeader(recordBatch("a"), AcksAll, time.Minute)
+			done <- err
+		}()
+		return done
+	}
+	first := wait()
+	waitFor(t, func() bool { return sp.Log.LogEndOffset() == 1 })
+	if err := m.MakeLeader(sp, 2, both); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := m.Partition(sp); again != p {
+		t.Fatal("a new leader epoch made a second replica")
+	}
+	select {
+	case err := <-first:
+		t.Fatalf("a new leader epoch answered a waiting append: %v", err)
+	default:
+	}
+	if err := p.UpdateFollower(2, 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("append replicated at the new epoch: %v", err)
+	}
+	second := wait()
+	waitFor(t, func() bool { return sp.Log.LogEndOffset() == 2 })
+	m.MakeFollower(sp, 3)
+	select {
+	case err := <-second:
+		if !errors.Is(err, kerr.NotLeaderForPartition) {
+			t.Fatalf("a waiting append once this node follows: %v, want NOT_LEADER_OR_FOLLOWER", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiting append still waits after this node stopped leading")
+	}
+}

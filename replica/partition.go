@@ -104,6 +104,8 @@ type Partition struct {
 	followers      map[int32]*followerState
 	hwCh           chan struct{}
 	endCh          chan struct{}
+	resigned       chan struct{} // closed when this replica stops leading
+	resignOnce     sync.Once
 }
 
 // NewLeader makes this replica (replicaID) the partition's leader with the
@@ -122,7 +124,7 @@ func NewLeader(log Log, epoch EpochSource, replicaID int32, followers ...int32) 
 // the topic's min.insync.replicas, nil for none.
 func NewLeaderOf(log Log, epoch EpochSource, replicaID int32, l Leadership, minISR func() int) (*Partition, error) {
 	p := &Partition{log: log, epoch: epoch, replicaID: replicaID, minISR: minISR, followers: map[int32]*followerState{},
-		hwCh: make(chan struct{}), endCh: make(chan struct{})}
+		hwCh: make(chan struct{}), endCh: make(chan struct{}), resigned: make(chan struct{})}
 	p.leaderEnd.Store(log.LogEndOffset())
 	p.epochStart = log.LogEndOffset()
 	p.setLeadership(l, time.Now())
@@ -130,6 +132,29 @@ func NewLeaderOf(log Log, epoch EpochSource, replicaID int32, l Leadership, minI
 		return nil, fmt.Errorf("become leader: %w", err)
 	}
 	return p, nil
+}
+
+// LeadAgain makes this leader the leader of a new leader epoch, as
+// Kafka's makeLeader on a partition it already leads: the epoch starts at
+// the log end offset and every follower's state starts over, while the
+// appends waiting for the ISR keep waiting.
+func (p *Partition) LeadAgain(l Leadership) error {
+	p.mu.Lock()
+	p.epochStart = p.log.LogEndOffset()
+	p.followers = map[int32]*followerState{}
+	p.isrPending = false
+	p.setLeadership(l, time.Now())
+	p.mu.Unlock()
+	return p.maybeIncrementHW()
+}
+
+// Resign ends this replica's leadership: appends waiting for the ISR are
+// answered NOT_LEADER_OR_FOLLOWER, as Kafka completes its delayed
+// produces when the partition stops being led here.
+func (p *Partition) Resign() {
+	if p.resigned != nil {
+		p.resignOnce.Do(func() { close(p.resigned) })
+	}
 }
 
 // setLeadership takes the image's replicas and ISR; followers new to the
@@ -296,6 +321,8 @@ func (p *Partition) waitHW(end int64, timeout time.Duration) error {
 		}
 		select {
 		case <-ch:
+		case <-p.resigned:
+			return fmt.Errorf("offset %d not replicated before this replica stopped leading: %w", end, kerr.NotLeaderForPartition)
 		case <-t.C:
 			return fmt.Errorf("offset %d not replicated to the in-sync replicas in %v: %w", end, timeout, kerr.RequestTimedOut)
 		}
