@@ -8,10 +8,11 @@ package broker
 // follower's last fetched epoch ends elsewhere in the leader's log, or
 // before its fetch offset, the answer is that epoch's end
 // (DivergingEpoch, KIP-320) and no records, and the fetch offset is not
-// recorded; otherwise the follower's fetch offset is its log end offset
-// (UpdateFollower: the high watermark and the ISR follow) and the records
-// are read up to the leader's log end offset. A follower whose offset
-// the leader's ISR check finds caught up is proposed for the ISR.
+// recorded; otherwise the records are read up to the leader's log end
+// offset (a fetch offset past it is OFFSET_OUT_OF_RANGE) and the fetch
+// offset is the follower's log end offset (UpdateFollower: the high
+// watermark and the ISR follow). A follower whose offset the leader's ISR
+// check finds caught up is proposed for the ISR.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -43,17 +44,21 @@ func (b *services) readReplicaPartition(t *storage.Topic, version int16, rp *kms
 			return nil
 		}
 	}
-	if err := leader.UpdateFollower(replicaID, rp.FetchOffset, b.clock.Now()); err != nil {
-		return err
-	}
-	if b.isr != nil {
-		b.isr.maybeExpand(p, leader)
-	}
 	res, err := p.Log.ReadReplica(rp.FetchOffset, limit, minOne)
 	fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = res.HighWatermark, res.LastStable, res.LogStartOffset
 	if err != nil {
 		return err
 	}
+	if err := leader.UpdateFollower(replicaID, rp.FetchOffset, b.clock.Now()); err != nil {
+		res.Chunk.Release()
+		return err
+	}
+	if b.isr != nil {
+		b.isr.maybeExpand(p, leader)
+	}
+	// The high watermark this fetch may have moved: the follower holds
+	// what is below its fetch offset, and takes it up to there.
+	fp.highWatermark, fp.lastStableOffset = p.Log.HighWatermark(), p.Log.LastStableOffset()
 	fp.chunk = res.Chunk
 	return nil
 }
