@@ -173,13 +173,14 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		replicas = replica.NewClusterManager(cfg.NodeID)
 		meta = cfg.Metadata
 		follower = &imageHost{logs: logs, node: cfg.NodeID, logger: logger, stopReplicas: replicas.StopReplicas}
-		fetchers = &replicaFetchers{node: cfg.NodeID, cfg: cfg.Cluster.ReplicaFetch, listener: cfg.Cluster.InterBrokerListener,
+		repl := withReplicationDefaults(cfg.Cluster)
+		fetchers = &replicaFetchers{node: cfg.NodeID, cfg: repl.ReplicaFetch, listener: repl.InterBrokerListener,
 			logs: logs, replicas: replicas, logger: logger.Named("replica-fetcher"), threads: map[fetcherKey]*fetcherThread{}}
 		alter := cfg.AlterPartition
 		if alter == nil {
 			alter = storeAlterPartition(meta)
 		}
-		isr = &isrManager{node: cfg.NodeID, alter: alter, replicas: replicas, logs: logs, maxLag: cfg.Cluster.ReplicaLagTimeMax,
+		isr = &isrManager{node: cfg.NodeID, alter: alter, replicas: replicas, logs: logs, maxLag: repl.ReplicaLagTimeMax,
 			now: clock.Now, logger: logger.Named("isr"), done: make(chan struct{})}
 	} else {
 		if replicas, err = replica.NewManager(logs, cfg.NodeID); err != nil {

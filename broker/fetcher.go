@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -90,7 +91,7 @@ func (f *replicaFetchers) follow(img *metadata.Image) {
 		}
 		parts := st.Partitions()
 		for i, p := range t.Partitions {
-			if p.Leader < 0 || p.Leader == f.node || !containsID(p.Replicas, f.node) || i >= len(parts) {
+			if p.Leader < 0 || p.Leader == f.node || !slices.Contains(p.Replicas, f.node) || i >= len(parts) {
 				continue
 			}
 			rp, ok := f.replicas.Follower(parts[i])
@@ -146,13 +147,34 @@ func (f *replicaFetchers) close() {
 	f.wg.Wait()
 }
 
-func containsID(ids []int32, id int32) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
+// withReplicationDefaults is c with Kafka's defaults for the replication
+// settings left zero (a Config built without them), so a follower never
+// fetches in a busy loop and a leader never drops its ISR at once.
+func withReplicationDefaults(c ClusterConfig) ClusterConfig {
+	d := DefaultClusterConfig()
+	if c.InterBrokerListener == "" {
+		c.InterBrokerListener = d.InterBrokerListener
 	}
-	return false
+	if c.ReplicaLagTimeMax <= 0 {
+		c.ReplicaLagTimeMax = d.ReplicaLagTimeMax
+	}
+	f := &c.ReplicaFetch
+	if f.MaxBytes <= 0 {
+		f.MaxBytes = d.ReplicaFetch.MaxBytes
+	}
+	if f.ResponseMaxBytes <= 0 {
+		f.ResponseMaxBytes = d.ReplicaFetch.ResponseMaxBytes
+	}
+	if f.MinBytes <= 0 {
+		f.MinBytes = d.ReplicaFetch.MinBytes
+	}
+	if f.MaxWait <= 0 {
+		f.MaxWait = d.ReplicaFetch.MaxWait
+	}
+	if f.Backoff <= 0 {
+		f.Backoff = d.ReplicaFetch.Backoff
+	}
+	return c
 }
 
 // fetcherThread fetches from one leader.
