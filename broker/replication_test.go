@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -524,5 +525,112 @@ func TestReplicationFollowerBehindLogStart(t *testing.T) {
 	c.waitInSync(t, "b", 0)
 	if start, end := c.hosted(t, 2, "b", 0).Log.LogStartOffset(), c.hosted(t, 2, "b", 0).Log.LogEndOffset(); start != 10 || end != 12 {
 		t.Fatalf("follower's log start %d, log end %d; want 10 and 12", start, end)
+	}
+}
+
+// TestReplicationLeaderMovesUnderLoad checks leadership moved twice, as a
+// controlled shutdown moves it, while an idempotent producer keeps
+// producing: every acknowledged record is consumed once and no record
+// twice, and every replica ends with the last leader's log.
+func TestReplicationLeaderMovesUnderLoad(t *testing.T) {
+	c := startTestCluster(t, 3, nil)
+	c.createTopic(t, "m", [][]int32{{1, 2, 3}})
+	cl := clusterClient(t, c, kgo.DefaultProduceTopic("m"), kgo.ProducerLinger(time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const total = 3000
+	var (
+		mu      sync.Mutex
+		acked   = map[string]bool{}
+		failed  error
+		settled sync.WaitGroup
+	)
+	go func() {
+		for i := range total {
+			v := "v" + strconv.Itoa(i)
+			settled.Add(1)
+			cl.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
+				defer settled.Done()
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil && failed == nil {
+					failed = fmt.Errorf("produce %s: %w", v, err)
+				}
+				if err == nil {
+					acked[v] = true
+				}
+			})
+			if i%100 == 0 {
+				time.Sleep(time.Millisecond) // a steady stream, not one burst
+			}
+		}
+	}()
+	for _, step := range []struct {
+		after  int
+		leader int32
+	}{{total / 4, 2}, {total / 2, 3}} {
+		waitUntil(t, 30*time.Second, func() (bool, string) {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(acked) >= step.after, fmt.Sprintf("%d records acknowledged, want %d before moving the leader", len(acked), step.after)
+		})
+		c.moveLeader(t, "m", 0, step.leader, []int32{1, 2, 3})
+	}
+	waitUntil(t, 30*time.Second, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) == total || failed != nil, fmt.Sprintf("%d records acknowledged of %d", len(acked), total)
+	})
+	settled.Wait()
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	if len(acked) != total {
+		t.Fatalf("%d records acknowledged of %d", len(acked), total)
+	}
+	c.waitInSync(t, "m", 0)
+	hw := c.hosted(t, 3, "m", 0).Log.HighWatermark()
+	consumer := clusterClient(t, c, kgo.ConsumeTopics("m"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]int{}
+	for next := int64(0); next < hw; {
+		fs := consumer.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed up to %d of %d: %v", next, hw, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			seen[string(r.Value)]++
+			next = r.Offset + 1
+		})
+	}
+	for v := range acked {
+		if seen[v] != 1 {
+			t.Fatalf("acknowledged %s is %d times in the log, want once", v, seen[v])
+		}
+	}
+	if len(seen) != total || hw != total {
+		t.Fatalf("the log holds %d distinct values in %d records, want %d", len(seen), hw, total)
+	}
+}
+
+// TestReplicationLeaderThatAppendedNothing checks a replica elected leader
+// and replaced before it appended anything: its epoch, recorded at its log
+// end, is in no other log, and once it follows the next leader it drops
+// that epoch and fetches on, as Kafka's truncateTo, instead of diverging
+// at its log end forever.
+func TestReplicationLeaderThatAppendedNothing(t *testing.T) {
+	c := startTestCluster(t, 3, nil)
+	c.createTopic(t, "e", [][]int32{{1, 2, 3}})
+	if resp := produceTo(t, c, 1, "e", 0, -1, testBatch(t, 2)); resp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+	}
+	c.waitInSync(t, "e", 0)
+	c.moveLeader(t, "e", 0, 2, []int32{1, 2, 3})
+	c.moveLeader(t, "e", 0, 3, []int32{1, 2, 3})
+	if resp := produceTo(t, c, 3, "e", 0, -1, testBatch(t, 2)); resp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+	}
+	c.waitInSync(t, "e", 0)
+	if e := c.hosted(t, 2, "e", 0).Log.LatestEpoch(); e != 2 {
+		t.Fatalf("node 2's latest epoch %d, want the leader's 2", e)
 	}
 }

@@ -82,8 +82,9 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 // the log is loaded again from that segment, as recovery does (indexes,
 // producer state, aborted transactions and leader epochs at or above offset
 // go). The high watermark and recovery point come down to the new log end
-// offset if they were above. An offset at or above the log end offset
-// changes nothing; one below the log start offset is OFFSET_OUT_OF_RANGE. If
+// offset if they were above. An offset at or above the log end offset cuts
+// no record, only the leader epochs that start at the log end
+// (dropEpochsFrom); one below the log start offset is OFFSET_OUT_OF_RANGE. If
 // a file operation fails the log fails and goes offline (reads fail too)
 // until it is revived, as after a failed revival.
 func (l *Log) TruncateTo(offset int64) error {
@@ -101,7 +102,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	leo := l.active().next
 	if offset >= leo {
-		return nil
+		return l.dropEpochsFrom(leo)
 	}
 	if offset < l.logStart {
 		return fmt.Errorf("log %s: truncate to %d below the log start offset %d: %w", l.dir, offset, l.logStart, kerr.OffsetOutOfRange)
@@ -229,6 +230,28 @@ func (l *Log) reloadLocked(opts OpenOptions, what string) (logPos, error) {
 	l.dirDirty, l.unflushedMsgs = false, 0
 	l.forgetEnds()
 	return fresh.hw, nil
+}
+
+// dropEpochsFrom removes the leader epochs that start at or after offset,
+// the log end offset, as Kafka's truncateTo does even when it cuts no
+// record: a replica that became leader and appended nothing before another
+// was elected has its epoch's entry at the log end, which conflicts with
+// the new leader's log (its fetches would diverge there forever). Caller
+// holds l.mu.
+func (l *Log) dropEpochsFrom(offset int64) error {
+	kept := l.epochs
+	for len(kept) > 0 && kept[len(kept)-1].StartOffset >= offset {
+		kept = kept[:len(kept)-1]
+	}
+	if len(kept) == len(l.epochs) {
+		return nil
+	}
+	kept = kept[:len(kept):len(kept)]
+	if err := writeEpochCheckpoint(l.fsys, filepath.Join(l.dir, leaderEpochCheckpointFile), kept); err != nil {
+		return storageFailure(fmt.Errorf("log %s: drop the leader epochs from %d: %w", l.dir, offset, err))
+	}
+	l.epochs = kept
+	return nil
 }
 
 // cutFiles removes the segments above cut and cuts the one holding it at

@@ -301,3 +301,36 @@ func TestReadReplica(t *testing.T) {
 		t.Fatalf("a consumer's read at the high watermark: %d bytes, %v; want none", r.Chunk.Len(), err)
 	}
 }
+
+// TestTruncateToLogEndDropsAnEmptyEpoch checks a replica that became
+// leader (its epoch recorded at its log end offset) and appended nothing
+// before another was elected: truncating to its log end offset drops that
+// epoch, durably, as Kafka's truncateTo, so it no longer claims an epoch
+// the new leader's log does not have.
+func TestTruncateToLogEndDropsAnEmptyEpoch(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, vfs.Default, dir, testConfig(), OpenOptions{RecoveryPoint: -1})
+	if _, err := leaderAppend(l, makeBatch(batchOpts{records: 2}), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AssignLeaderEpoch(1); err != nil {
+		t.Fatal(err)
+	}
+	if e := l.LatestEpoch(); e != 1 {
+		t.Fatalf("latest epoch %d, want 1", e)
+	}
+	if err := l.TruncateTo(2); err != nil {
+		t.Fatal(err)
+	}
+	if e, end := l.EndOffsetForEpoch(0); l.LatestEpoch() != 0 || e != 0 || end != 2 {
+		t.Fatalf("after truncating to the log end: latest epoch %d, epoch 0 ends at %d (epoch %d); want 0, and 2", l.LatestEpoch(), end, e)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, vfs.Default, dir, testConfig(), OpenOptions{RecoveryPoint: -1})
+	defer l.Close()
+	if e := l.LatestEpoch(); e != 0 {
+		t.Fatalf("after a reopen: latest epoch %d, want 0", e)
+	}
+}
