@@ -2,16 +2,21 @@ package broker
 
 // The publisher applies each new metadata image to what this node runs,
 // as Kafka's BrokerMetadataPublisher.onMetadataUpdate: the partitions it
-// now leads, at their leader epoch, and the ones it stopped leading or
-// that were deleted (localChanges) go to the replica manager first
-// (applyDelta: makeLeaders, makeFollowers; a deleted topic's replicas
-// are stopped by DeleteTopics, which still holds its partitions), then,
+// now leads, at their leader epoch and with their replicas and ISR, the
+// ones another node leads with this node among their replicas, and the
+// ones it stopped leading, is no replica of any more, or that were deleted
+// (localChanges) go to the replica manager first (applyDelta: makeLeaders,
+// makeFollowers, stopReplicas; a deleted topic's replicas are stopped by
+// DeleteTopics, which still holds its partitions), then to the follower
+// fetchers (fetcher.go; also before anything else, so no fetch answer is
+// applied to a partition this node stops following), then,
 // for __consumer_offsets and __transaction_state, to the group and
 // transaction coordinators (onElection, onResignation). It runs as a
 // store subscriber, within the change and under the store's lock, so
 // neither it nor what it calls proposes (the coordinators' loads append
 // to logs only; producer id blocks are proposed by InitProducerId
-// requests alone); the first image is published once at start. Groups
+// requests alone; ISR changes by the leader's isrManager, isr.go, off the
+// publisher); the first image is published once at start. Groups
 // replay in the background; a __transaction_state partition is replayed
 // within the change, as OpenTxns replayed them before serving. In a
 // cluster, storage first follows the image (imageHost, hosting.go).
