@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -632,5 +633,20 @@ func TestReplicationLeaderThatAppendedNothing(t *testing.T) {
 	c.waitInSync(t, "e", 0)
 	if e := c.hosted(t, 2, "e", 0).Log.LatestEpoch(); e != 2 {
 		t.Fatalf("node 2's latest epoch %d, want the leader's 2", e)
+	}
+}
+
+// TestReplicationDefaults checks that the replication settings a Config
+// leaves zero take Kafka's defaults and the ones it sets are kept.
+func TestReplicationDefaults(t *testing.T) {
+	d := DefaultClusterConfig()
+	if got := withReplicationDefaults(ClusterConfig{}); got.ReplicaLagTimeMax != d.ReplicaLagTimeMax ||
+		got.ReplicaFetch != d.ReplicaFetch || got.InterBrokerListener != d.InterBrokerListener {
+		t.Fatalf("zero config: %+v, want Kafka's defaults %+v", got, d)
+	}
+	set := ClusterConfig{InterBrokerListener: "REPLICATION", ReplicaLagTimeMax: time.Second,
+		ReplicaFetch: ReplicaFetchConfig{MaxBytes: 1, ResponseMaxBytes: 2, MinBytes: 3, MaxWait: 4, Backoff: 5}}
+	if got := withReplicationDefaults(set); !reflect.DeepEqual(got, set) {
+		t.Fatalf("set config: %+v, want it kept %+v", got, set)
 	}
 }

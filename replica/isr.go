@@ -69,14 +69,17 @@ func (p *Partition) ExpandISR() (ISRChange, bool) {
 		return ISRChange{}, false
 	}
 	hw := p.log.HighWatermark()
-	isr := slices.Clone(p.isr)
+	var isr []int32 // allocated only when a follower caught up: this runs on every follower fetch
 	for _, id := range p.replicas {
 		f, ok := p.followers[id]
-		if ok && !slices.Contains(isr, id) && f.logEndOffset >= hw && f.logEndOffset >= p.epochStart {
+		if ok && !slices.Contains(p.isr, id) && f.logEndOffset >= hw && f.logEndOffset >= p.epochStart {
+			if isr == nil {
+				isr = slices.Clone(p.isr)
+			}
 			isr = append(isr, id)
 		}
 	}
-	if len(isr) == len(p.isr) {
+	if isr == nil {
 		return ISRChange{}, false
 	}
 	return p.proposeLocked(isr), true
