@@ -10,8 +10,10 @@ import (
 // change is in flight from its proposal until the image carrying it comes
 // back (UpdateLeadership) or the proposal fails (ISRChangeFailed), and no
 // other is proposed meanwhile, as Kafka's PendingShrinkIsr and
-// PendingExpandIsr. The ISR the high watermark and min.insync.replicas
-// count is the image's until then.
+// PendingExpandIsr. Until then min.insync.replicas counts the image's ISR,
+// and the high watermark also waits for the replicas the change adds
+// (Kafka's maximal ISR), so that a replica joining the ISR holds every
+// record below it.
 
 // ISRChange is an ISR this leader proposes, with the leader epoch and
 // partition epoch it was decided at, which the controller checks.
@@ -47,7 +49,7 @@ func (p *Partition) laggingLocked(now time.Time, maxLag time.Duration) []int32 {
 func (p *Partition) ShrinkISR(now time.Time, maxLag time.Duration) (ISRChange, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.isrPending || p.epoch == nil {
+	if p.maximal != nil || p.epoch == nil {
 		return ISRChange{}, false
 	}
 	lagging := p.laggingLocked(now, maxLag)
@@ -65,7 +67,7 @@ func (p *Partition) ShrinkISR(now time.Time, maxLag time.Duration) (ISRChange, b
 func (p *Partition) ExpandISR() (ISRChange, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.isrPending || p.epoch == nil {
+	if p.maximal != nil || p.epoch == nil {
 		return ISRChange{}, false
 	}
 	hw := p.log.HighWatermark()
@@ -85,9 +87,15 @@ func (p *Partition) ExpandISR() (ISRChange, bool) {
 	return p.proposeLocked(isr), true
 }
 
-// proposeLocked marks a change in flight. Caller holds mu.
+// proposeLocked marks a change in flight: the maximal ISR is the ISR and
+// the replicas isr adds. Caller holds mu.
 func (p *Partition) proposeLocked(isr []int32) ISRChange {
-	p.isrPending = true
+	p.maximal = slices.Clone(p.isr)
+	for _, id := range isr {
+		if !slices.Contains(p.maximal, id) {
+			p.maximal = append(p.maximal, id)
+		}
+	}
 	return ISRChange{LeaderEpoch: p.epoch.LeaderEpoch(), PartitionEpoch: p.partitionEpoch, ISR: isr}
 }
 
@@ -95,6 +103,6 @@ func (p *Partition) proposeLocked(isr []int32) ISRChange {
 // not answer, so the next check proposes again.
 func (p *Partition) ISRChangeFailed() {
 	p.mu.Lock()
-	p.isrPending = false
+	p.maximal = nil
 	p.mu.Unlock()
 }

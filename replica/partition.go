@@ -100,12 +100,16 @@ type Partition struct {
 	replicas       []int32
 	partitionEpoch int32
 	epochStart     int64 // the log end offset when this leader epoch began
-	isrPending     bool  // an ISR change is proposed and not yet in the image
-	followers      map[int32]*followerState
-	hwCh           chan struct{}
-	endCh          chan struct{}
-	resigned       chan struct{} // closed when this replica stops leading
-	resignOnce     sync.Once
+	// maximal is, while an ISR change is proposed and not yet in the image,
+	// the ISR and the replicas it adds (Kafka's maximalIsr): the high
+	// watermark waits for them too, so a replica that joins has every
+	// record below it. nil when no change is in flight.
+	maximal    []int32
+	followers  map[int32]*followerState
+	hwCh       chan struct{}
+	endCh      chan struct{}
+	resigned   chan struct{} // closed when this replica stops leading
+	resignOnce sync.Once
 }
 
 // NewLeader makes this replica (replicaID) the partition's leader with the
@@ -142,7 +146,7 @@ func (p *Partition) LeadAgain(l Leadership) error {
 	p.mu.Lock()
 	p.epochStart = p.log.LogEndOffset()
 	p.followers = map[int32]*followerState{}
-	p.isrPending = false
+	p.maximal = nil
 	p.setLeadership(l, time.Now())
 	p.mu.Unlock()
 	return p.maybeIncrementHW()
@@ -198,7 +202,7 @@ func (p *Partition) UpdateLeadership(l Leadership) error {
 		p.mu.Unlock()
 		return nil
 	}
-	p.isrPending = false
+	p.maximal = nil
 	p.setLeadership(l, time.Now())
 	p.mu.Unlock()
 	return p.maybeIncrementHW()
@@ -350,13 +354,16 @@ func (p *Partition) advanceHW(hw int64) error {
 }
 
 // maybeIncrementHW moves the high watermark to the smallest log end offset
-// of the in-sync replicas, as Kafka's Partition.maybeIncrementLeaderHW
-// (which also waits for a caught-up replica about to join the ISR; here
-// the ISR is the image's).
+// of the in-sync replicas and of those a proposed ISR change adds, as
+// Kafka's Partition.maybeIncrementLeaderHW over its maximal ISR.
 func (p *Partition) maybeIncrementHW() error {
 	p.mu.Lock()
 	hw := p.leaderEnd.Load()
-	for _, id := range p.isr {
+	isr := p.isr
+	if p.maximal != nil {
+		isr = p.maximal
+	}
+	for _, id := range isr {
 		if f, ok := p.followers[id]; ok {
 			hw = min(hw, f.logEndOffset)
 		}

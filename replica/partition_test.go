@@ -182,3 +182,69 @@ func recordBatch(value string) []byte {
 	batch.Seal(raw)
 	return raw
 }
+
+// TestISRChanges checks the leader's ISR decisions: a follower that
+// reached the high watermark is proposed for the ISR, and while that
+// change is in flight the high watermark waits for it too (Kafka's
+// maximal ISR) and no other change is proposed; a refused change is
+// forgotten; a follower that has not caught up within the lag is proposed
+// out; an image with the new ISR ends the change.
+func TestISRChanges(t *testing.T) {
+	l := &memLog{}
+	p, err := NewLeaderOf(l, fixedEpoch(4), 1, Leadership{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 3}, PartitionEpoch: 7}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := p.AppendAsLeader(memBatch(0, 2, 0), AcksLeader, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.UpdateFollower(3, 2, now); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 2 {
+		t.Fatalf("hw %d, want 2", hw)
+	}
+	if _, ok := p.ExpandISR(); ok {
+		t.Fatal("expansion proposed for a follower that has not fetched")
+	}
+	if err := p.UpdateFollower(2, 2, now); err != nil {
+		t.Fatal(err)
+	}
+	c, ok := p.ExpandISR()
+	if !ok || !slices.Equal(c.ISR, []int32{1, 3, 2}) || c.LeaderEpoch != 4 || c.PartitionEpoch != 7 {
+		t.Fatalf("expansion %+v (%v), want ISR [1 3 2] at leader epoch 4, partition epoch 7", c, ok)
+	}
+	if _, ok := p.ShrinkISR(now.Add(time.Hour), time.Second); ok {
+		t.Fatal("a second change proposed while one is in flight")
+	}
+	if _, err := p.AppendAsLeader(memBatch(0, 2, 0), AcksLeader, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.UpdateFollower(3, 4, now); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 2 {
+		t.Fatalf("hw %d while 2 is being added at 2, want 2", hw)
+	}
+	p.ISRChangeFailed()
+	if err := p.UpdateFollower(3, 4, now); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 4 {
+		t.Fatalf("hw %d once the expansion was refused, want 4", hw)
+	}
+	c, ok = p.ShrinkISR(now.Add(time.Minute), 30*time.Second)
+	if !ok || !slices.Equal(c.ISR, []int32{1}) {
+		t.Fatalf("shrink a minute on %+v (%v), want ISR [1]", c, ok)
+	}
+	if err := p.UpdateLeadership(Leadership{Replicas: []int32{1, 2, 3}, ISR: []int32{1}, PartitionEpoch: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.ISR(); !slices.Equal(got, []int32{1}) {
+		t.Fatalf("ISR %v after the image, want [1]", got)
+	}
+	if _, ok := p.ShrinkISR(now.Add(time.Hour), time.Second); ok {
+		t.Fatal("a shrink proposed with no follower in the ISR")
+	}
+}
