@@ -8,8 +8,8 @@ package broker
 // every partition from its log end offset, with the epoch of its last
 // batch (LastFetchedEpoch) and the leader epoch the image gave it; the
 // answer's batches are appended as they are (offsets and epochs are the
-// leader's) and its high watermark becomes this replica's as far as its
-// log holds it. A diverging epoch truncates the log to where it agrees
+// leader's) and its high watermark and log start offset become this
+// replica's as far as its log holds them. A diverging epoch truncates the log to where it agrees
 // with the leader, as Kafka's AbstractFetcherThread.truncateOnFetchResponse;
 // a log that ends below the leader's log start offset (OFFSET_OUT_OF_RANGE)
 // is emptied and started again there, as Kafka's truncateFullyAndStartAt;
@@ -485,6 +485,14 @@ func (t *fetcherThread) applyPartition(tg *fetchTarget, rp *kmsg.FetchResponseTo
 	records := wholeBatches(rp.RecordBatches)
 	if _, err := tg.rp.AppendAsFollower(records, rp.HighWatermark); err != nil {
 		return fmt.Errorf("append as follower: %w", err)
+	}
+	// The leader's log start offset (its retention, DeleteRecords) becomes
+	// this log's as far as its high watermark, as Kafka's follower
+	// maybeIncrementLogStartOffset.
+	if start := min(rp.LogStartOffset, tg.sp.Log.HighWatermark()); start > tg.sp.Log.LogStartOffset() {
+		if _, err := t.f.logs.DeleteRecords(tg.sp.Topic, tg.sp.Index, start); err != nil && !errors.Is(err, kerr.PolicyViolation) {
+			return fmt.Errorf("move the log start offset to the leader's %d: %w", start, err)
+		}
 	}
 	return nil
 }

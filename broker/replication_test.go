@@ -490,9 +490,10 @@ func TestReplicaFetchAnswers(t *testing.T) {
 	}
 }
 
-// TestReplicationFollowerBehindLogStart checks a follower whose log ends
-// below its leader's log start offset (the leader deleted what the
-// follower lacks while it was down): its fetch is OFFSET_OUT_OF_RANGE, it
+// TestReplicationFollowerBehindLogStart checks the leader's log start
+// offset on its follower: moved by DeleteRecords, it becomes the
+// follower's; and a follower whose log ends below it (the leader deleted
+// what the follower lacks while it was down) is OFFSET_OUT_OF_RANGE,
 // empties its log and starts again at the leader's log start, as Kafka's
 // truncateFullyAndStartAt, catches up and rejoins the ISR.
 func TestReplicationFollowerBehindLogStart(t *testing.T) {
@@ -515,6 +516,14 @@ func TestReplicationFollowerBehindLogStart(t *testing.T) {
 	}
 	produce(3)
 	c.waitInSync(t, "b", 0)
+	if _, err := c.brokers[0].logs.DeleteRecords("b", 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	produce(1)
+	waitUntil(t, 20*time.Second, func() (bool, string) {
+		start := c.hosted(t, 2, "b", 0).Log.LogStartOffset()
+		return start == 2, fmt.Sprintf("follower's log start offset %d, want the leader's 2", start)
+	})
 	c.stop(t, 2)
 	isr(1)
 	produce(3)
@@ -524,8 +533,8 @@ func TestReplicationFollowerBehindLogStart(t *testing.T) {
 	c.start(t, 2)
 	isr(1, 2)
 	c.waitInSync(t, "b", 0)
-	if start, end := c.hosted(t, 2, "b", 0).Log.LogStartOffset(), c.hosted(t, 2, "b", 0).Log.LogEndOffset(); start != 10 || end != 12 {
-		t.Fatalf("follower's log start %d, log end %d; want 10 and 12", start, end)
+	if start, end := c.hosted(t, 2, "b", 0).Log.LogStartOffset(), c.hosted(t, 2, "b", 0).Log.LogEndOffset(); start != 10 || end != 14 {
+		t.Fatalf("follower's log start %d, log end %d; want 10 and 14", start, end)
 	}
 }
 
