@@ -424,9 +424,11 @@ func replicaFetch(t *testing.T, c *testCluster, node, from int32, topic string, 
 }
 
 // TestReplicaFetchAnswers checks what a leader answers a follower's fetch,
-// as Kafka: NOT_LEADER_OR_FOLLOWER from a broker that is not a replica and
+// as Kafka: from a broker that is not a replica UNKNOWN_LEADER_EPOCH
+// (NOT_LEADER_OR_FOLLOWER with no leader epoch), NOT_LEADER_OR_FOLLOWER
 // to a broker that is not the leader, FENCED_LEADER_EPOCH and
-// UNKNOWN_LEADER_EPOCH for an older and a newer leader epoch, the end of
+// UNKNOWN_LEADER_EPOCH for an older and a newer leader epoch,
+// OFFSET_OUT_OF_RANGE for a last fetched epoch it cannot place, the end of
 // the follower's last fetched epoch (DivergingEpoch) when its log goes on
 // past it, and records past the high watermark up to the log end offset,
 // the follower's next fetch offset moving the high watermark. A broker
@@ -453,7 +455,9 @@ func TestReplicaFetchAnswers(t *testing.T) {
 		last, current int32
 		want          error
 	}{
-		{"from a broker that is not a replica", 1, 3, 5, 1, 1, kerr.NotLeaderForPartition},
+		{"from a broker that is not a replica, at the leader epoch", 1, 3, 5, 1, 1, kerr.UnknownLeaderEpoch},
+		{"from a broker that is not a replica, with no leader epoch", 1, 3, 5, 1, -1, kerr.NotLeaderForPartition},
+		{"a last fetched epoch the leader cannot tell", 1, 2, 5, 7, 1, kerr.OffsetOutOfRange},
 		{"to a follower", 2, 1, 5, 1, 1, kerr.NotLeaderForPartition},
 		{"an older leader epoch", 1, 2, 5, 1, 0, kerr.FencedLeaderEpoch},
 		{"a newer leader epoch", 1, 2, 5, 1, 2, kerr.UnknownLeaderEpoch},

@@ -409,6 +409,15 @@ func maxTime(a, b time.Time) time.Time {
 	return a
 }
 
+// IsReplica reports whether replicaID is one of the followers this leader
+// knows, the partition's replicas but itself.
+func (p *Partition) IsReplica(replicaID int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.followers[replicaID]
+	return ok
+}
+
 // AppendWait is a channel closed when the leader's log end offset next
 // moves, for a follower's fetch waiting for records past the high
 // watermark.
