@@ -159,8 +159,14 @@ func TestReplicationAcksAllReachesEveryReplica(t *testing.T) {
 // returns the partition's answer.
 func produceTo(t *testing.T, c *testCluster, node int32, topic string, p int32, acks int16, records []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
+	return produceWithin(t, c, node, topic, p, acks, records, 10*time.Second)
+}
+
+// produceWithin is produceTo with the request's timeout.
+func produceWithin(t *testing.T, c *testCluster, node int32, topic string, p int32, acks int16, records []byte, timeout time.Duration) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
 	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = acks, 10000
+	req.Acks, req.TimeoutMillis = acks, int32(timeout.Milliseconds())
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
@@ -184,9 +190,10 @@ func produceTo(t *testing.T, c *testCluster, node int32, topic string, p int32, 
 // three replicas with min.insync.replicas=2: a stopped follower leaves the
 // ISR after replica.lag.time.max.ms and acks=all produces go on; with the
 // second follower gone an acks=all produce written while it was still in
-// the ISR is NOT_ENOUGH_REPLICAS_AFTER_APPEND once it leaves, the next
-// NOT_ENOUGH_REPLICAS and not written, while acks=1 still is; a follower
-// started again on its log dir
+// the ISR times out, since the high watermark stops moving once the ISR
+// is below min.insync.replicas (KIP-966, as Kafka 4), the next is
+// NOT_ENOUGH_REPLICAS and not written, and acks=1 still is, not exposed;
+// a follower started again on its log dir
 // catches up, rejoins the ISR and acks=all is served again.
 func TestReplicationISRShrinksAndExpands(t *testing.T) {
 	const lag = time.Second
@@ -214,19 +221,21 @@ func TestReplicationISRShrinksAndExpands(t *testing.T) {
 	c.stop(t, 3)
 	isr(1, 2)
 	ok(-1)
+	c.waitInSync(t, "r", 0)
 	c.stop(t, 2)
 	if got := c.registration(t, "r", 0).ISR; len(got) != 2 {
 		t.Fatalf("ISR %v a moment after stopping node 2, want [1 2] for %v", got, lag)
 	}
-	end := c.hosted(t, 1, "r", 0).Log.LogEndOffset()
-	if resp := produceTo(t, c, 1, "r", 0, -1, testBatch(t, 2)); resp.ErrorCode != kerr.NotEnoughReplicasAfterAppend.Code {
-		t.Fatalf("acks=all while the ISR shrank to [1]: %v, want NOT_ENOUGH_REPLICAS_AFTER_APPEND", kerr.ErrorForCode(resp.ErrorCode))
-	}
-	if got := c.hosted(t, 1, "r", 0).Log.LogEndOffset(); got != end+2 {
-		t.Fatalf("NOT_ENOUGH_REPLICAS_AFTER_APPEND, log end %d, want the batch written up to %d", got, end+2)
+	leader := c.hosted(t, 1, "r", 0)
+	hw := leader.Log.HighWatermark()
+	if resp := produceWithin(t, c, 1, "r", 0, -1, testBatch(t, 2), 3*lag); resp.ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("acks=all while the ISR shrank to [1]: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(resp.ErrorCode))
 	}
 	isr(1)
-	end += 2
+	if end, got := leader.Log.LogEndOffset(), leader.Log.HighWatermark(); end != hw+2 || got != hw {
+		t.Fatalf("log end %d, high watermark %d; want the batch written up to %d and the high watermark kept at %d", end, got, hw+2, hw)
+	}
+	end := leader.Log.LogEndOffset()
 	if resp := produceTo(t, c, 1, "r", 0, -1, testBatch(t, 2)); resp.ErrorCode != kerr.NotEnoughReplicas.Code {
 		t.Fatalf("acks=all with the ISR [1] below min.insync.replicas 2: %v, want NOT_ENOUGH_REPLICAS", kerr.ErrorForCode(resp.ErrorCode))
 	}
@@ -234,6 +243,9 @@ func TestReplicationISRShrinksAndExpands(t *testing.T) {
 		t.Fatalf("a NOT_ENOUGH_REPLICAS produce was written: log end %d, was %d", got, end)
 	}
 	ok(1)
+	if got := leader.Log.HighWatermark(); got != hw {
+		t.Fatalf("high watermark %d after an acks=1 write under min.insync.replicas, want it kept at %d", got, hw)
+	}
 
 	c.start(t, 3)
 	isr(1, 3)

@@ -91,6 +91,7 @@ type Partition struct {
 	leaderEnd atomic.Int64
 	solo      atomic.Bool
 	isrSize   atomic.Int32
+	rf        atomic.Int32 // len(replicas)
 
 	// mu guards the fields below; hwCh is closed and replaced when the
 	// high watermark moves, to wake acks=all appends, and endCh when the
@@ -189,6 +190,7 @@ func (p *Partition) setLeadership(l Leadership, now time.Time) {
 		}
 	}
 	p.isrSize.Store(int32(len(p.isr)))
+	p.rf.Store(int32(len(p.followers) + 1))
 	p.solo.Store(len(p.followers) == 0)
 }
 
@@ -265,13 +267,19 @@ func (p *Partition) AppendControl(producerID int64, epoch int16, commit bool, co
 	return off, p.acknowledge(off+1, AcksAll, timeout)
 }
 
+// effectiveMinISR is min.insync.replicas capped at the replication
+// factor, as Kafka's effectiveMinIsr; 0 when none applies.
+func (p *Partition) effectiveMinISR() int {
+	if p.minISR == nil {
+		return 0
+	}
+	return min(p.minISR(), int(p.rf.Load()))
+}
+
 // checkMinISR refuses an acks=all write while the ISR is smaller than
 // min.insync.replicas.
 func (p *Partition) checkMinISR() error {
-	if p.minISR == nil {
-		return nil
-	}
-	if n, want := int(p.isrSize.Load()), p.minISR(); n < want {
+	if n, want := int(p.isrSize.Load()), p.effectiveMinISR(); n < want {
 		return fmt.Errorf("the in-sync replicas %d are fewer than min.insync.replicas %d: %w", n, want, kerr.NotEnoughReplicas)
 	}
 	return nil
@@ -306,7 +314,9 @@ func (p *Partition) acknowledge(end int64, acks int16, timeout time.Duration) er
 
 // waitHW waits until the high watermark reaches end, then answers as
 // Kafka's checkEnoughReplicasReachOffset: NOT_ENOUGH_REPLICAS_AFTER_APPEND
-// when the ISR shrank below min.insync.replicas meanwhile.
+// when the maximal ISR is below min.insync.replicas by then (the high
+// watermark does not move while the ISR is, so only an ISR that shrank
+// between the two gets there).
 func (p *Partition) waitHW(end int64, timeout time.Duration) error {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -315,11 +325,9 @@ func (p *Partition) waitHW(end int64, timeout time.Duration) error {
 		ch := p.hwCh
 		p.mu.Unlock()
 		if p.log.HighWatermark() >= end {
-			if p.minISR != nil {
-				if n, want := int(p.isrSize.Load()), p.minISR(); n < want {
-					return fmt.Errorf("offset %d replicated while the in-sync replicas %d are fewer than min.insync.replicas %d: %w",
-						end, n, want, kerr.NotEnoughReplicasAfterAppend)
-				}
+			if n, want := p.maximalSize(), p.effectiveMinISR(); n < want {
+				return fmt.Errorf("offset %d replicated while the in-sync replicas %d are fewer than min.insync.replicas %d: %w",
+					end, n, want, kerr.NotEnoughReplicasAfterAppend)
 			}
 			return nil
 		}
@@ -355,9 +363,15 @@ func (p *Partition) advanceHW(hw int64) error {
 
 // maybeIncrementHW moves the high watermark to the smallest log end offset
 // of the in-sync replicas and of those a proposed ISR change adds, as
-// Kafka's Partition.maybeIncrementLeaderHW over its maximal ISR.
+// Kafka's Partition.maybeIncrementLeaderHW over its maximal ISR; while the
+// ISR is smaller than min.insync.replicas it does not move (KIP-966, as
+// Kafka 4).
 func (p *Partition) maybeIncrementHW() error {
 	p.mu.Lock()
+	if len(p.isr) < p.effectiveMinISR() {
+		p.mu.Unlock()
+		return nil
+	}
 	hw := p.leaderEnd.Load()
 	isr := p.isr
 	if p.maximal != nil {
@@ -407,6 +421,16 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// maximalSize is the number of replicas in the maximal ISR.
+func (p *Partition) maximalSize() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.maximal != nil {
+		return len(p.maximal)
+	}
+	return len(p.isr)
 }
 
 // IsReplica reports whether replicaID is one of the followers this leader

@@ -248,3 +248,39 @@ func TestISRChanges(t *testing.T) {
 		t.Fatal("a shrink proposed with no follower in the ISR")
 	}
 }
+
+// TestMinISRIsCappedAtTheReplicas checks min.insync.replicas above the
+// replication factor: it counts as the replication factor, as Kafka's
+// effectiveMinIsr, so acks=all with every replica in sync is taken; and
+// with the ISR below it the high watermark stays.
+func TestMinISRIsCappedAtTheReplicas(t *testing.T) {
+	l := &memLog{}
+	p, err := NewLeaderOf(l, fixedEpoch(0), 1, Leadership{Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, func() int { return 3 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.AppendAsLeader(memBatch(0, 2, 0), AcksAll, 10*time.Second)
+		done <- err
+	}()
+	waitFor(t, func() bool { return l.LogEndOffset() == 2 })
+	if err := p.UpdateFollower(2, 2, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("acks=all with both replicas in sync and min.insync.replicas 3: %v", err)
+	}
+	if err := p.UpdateLeadership(Leadership{Replicas: []int32{1, 2}, ISR: []int32{1}, PartitionEpoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendAsLeader(memBatch(0, 1, 0), AcksAll, time.Second); !errors.Is(err, kerr.NotEnoughReplicas) {
+		t.Fatalf("acks=all with the ISR [1]: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+	if _, err := p.AppendAsLeader(memBatch(0, 1, 0), AcksLeader, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 2 {
+		t.Fatalf("hw %d with the ISR under min.insync.replicas, want it kept at 2", hw)
+	}
+}
