@@ -170,10 +170,10 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	var fetchers *replicaFetchers
 	var isr *isrManager
 	if cfg.Metadata != nil {
-		replicas = replica.NewClusterManager(cfg.NodeID)
+		repl := withReplicationDefaults(cfg.Cluster)
+		replicas = replica.NewClusterManager(cfg.NodeID, repl.ReplicaLagTimeMax, clock.Now)
 		meta = cfg.Metadata
 		follower = &imageHost{logs: logs, node: cfg.NodeID, logger: logger, stopReplicas: replicas.StopReplicas}
-		repl := withReplicationDefaults(cfg.Cluster)
 		fetchers = &replicaFetchers{node: cfg.NodeID, cfg: repl.ReplicaFetch, listener: repl.InterBrokerListener,
 			logs: logs, replicas: replicas, logger: logger.Named("replica-fetcher"), threads: map[fetcherKey]*fetcherThread{}}
 		alter := cfg.AlterPartition

@@ -3,6 +3,7 @@ package replica
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -23,6 +24,8 @@ type Manager struct {
 	// leadUnnamed makes this node the leader of a partition on its first
 	// use: on one node, the only replica of every partition.
 	leadUnnamed bool
+	maxLag      time.Duration    // replica.lag.time.max.ms; 0 on one node
+	now         func() time.Time // nil on one node
 
 	// mu serializes changes of parts and followed, so a first use never
 	// leads a partition another node was just given.
@@ -49,9 +52,11 @@ func NewManager(logs *storage.Manager, nodeID int32) (*Manager, error) {
 
 // NewClusterManager leads nothing until the metadata image makes this
 // node a partition's leader (MakeLeader), as a broker of a cluster waits
-// for its controller's word.
-func NewClusterManager(nodeID int32) *Manager {
-	return &Manager{nodeID: nodeID, followed: map[*storage.Partition]*Partition{}}
+// for its controller's word. Its leaders count a follower as caught up
+// within maxLag (replica.lag.time.max.ms) of now, the clock followers'
+// fetches are timed on.
+func NewClusterManager(nodeID int32, maxLag time.Duration, now func() time.Time) *Manager {
+	return &Manager{nodeID: nodeID, followed: map[*storage.Partition]*Partition{}, maxLag: maxLag, now: now}
 }
 
 // Partition returns this node's replica of sp as its leader, on a single
@@ -114,6 +119,7 @@ func (m *Manager) MakeLeader(sp *storage.Partition, epoch int32, l Leadership) e
 	if err != nil {
 		return fmt.Errorf("partition %s-%d: %w", sp.Topic, sp.Index, err)
 	}
+	p.maxLag, p.now = m.maxLag, m.now
 	delete(m.followed, sp)
 	m.parts.Store(sp, p)
 	return nil

@@ -169,7 +169,7 @@ func TestLeaderChangesAnswerWaitingAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp := top.Partitions()[0]
-	m := NewClusterManager(1)
+	m := NewClusterManager(1, 30*time.Second, time.Now)
 	both := Leadership{Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
 	if err := m.MakeLeader(sp, 1, both); err != nil {
 		t.Fatal(err)

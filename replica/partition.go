@@ -82,6 +82,11 @@ type Partition struct {
 	// minISR is min.insync.replicas of the partition's topic; nil on a
 	// single node, where the ISR is this replica whatever it says.
 	minISR func() int
+	// maxLag and now are replica.lag.time.max.ms and the clock: a follower
+	// outside the ISR that caught up within maxLag holds the high
+	// watermark back until it joins; 0 (one node, tests) for none.
+	maxLag time.Duration
+	now    func() time.Time
 
 	// leaderEnd is the end of the leader's last acknowledged-to-the-log
 	// append, which the leader counts as its log end offset for the high
@@ -362,8 +367,9 @@ func (p *Partition) advanceHW(hw int64) error {
 }
 
 // maybeIncrementHW moves the high watermark to the smallest log end offset
-// of the in-sync replicas and of those a proposed ISR change adds, as
-// Kafka's Partition.maybeIncrementLeaderHW over its maximal ISR; while the
+// of the in-sync replicas, of those a proposed ISR change adds and of
+// those caught up within replica.lag.time.max.ms, as Kafka's
+// Partition.maybeIncrementLeaderHW over its maximal ISR; while the
 // ISR is smaller than min.insync.replicas it does not move (KIP-966, as
 // Kafka 4).
 func (p *Partition) maybeIncrementHW() error {
@@ -372,13 +378,23 @@ func (p *Partition) maybeIncrementHW() error {
 		p.mu.Unlock()
 		return nil
 	}
-	hw := p.leaderEnd.Load()
+	leaderEnd := p.leaderEnd.Load()
+	hw := leaderEnd
 	isr := p.isr
 	if p.maximal != nil {
 		isr = p.maximal
 	}
-	for _, id := range isr {
-		if f, ok := p.followers[id]; ok {
+	var now time.Time
+	if p.maxLag > 0 {
+		now = p.now()
+	}
+	for id, f := range p.followers {
+		// A follower about to join the ISR counts too, as Kafka's
+		// shouldWaitForReplicaToJoinIsr: else, under steady appends, its
+		// log end offset might never reach the high watermark.
+		joining := p.maxLag > 0 && f.logEndOffset >= 0 &&
+			(f.logEndOffset == leaderEnd || now.Sub(f.lastCaughtUpTime) <= p.maxLag)
+		if joining || slices.Contains(isr, id) {
 			hw = min(hw, f.logEndOffset)
 		}
 	}

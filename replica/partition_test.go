@@ -284,3 +284,44 @@ func TestMinISRIsCappedAtTheReplicas(t *testing.T) {
 		t.Fatalf("hw %d with the ISR under min.insync.replicas, want it kept at 2", hw)
 	}
 }
+
+// TestHighWatermarkWaitsForAJoiningFollower checks a follower outside the
+// ISR that caught up within replica.lag.time.max.ms: the high watermark
+// waits for it, as Kafka's shouldWaitForReplicaToJoinIsr, so under steady
+// appends it reaches the high watermark and is proposed for the ISR; one
+// that has not caught up within the lag holds nothing back.
+func TestHighWatermarkWaitsForAJoiningFollower(t *testing.T) {
+	l := &memLog{}
+	now := time.Now()
+	p, err := NewLeaderOf(l, fixedEpoch(0), 1, Leadership{Replicas: []int32{1, 2}, ISR: []int32{1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.maxLag, p.now = 30*time.Second, func() time.Time { return now }
+	if _, err := p.AppendAsLeader(memBatch(0, 2, 0), AcksLeader, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 2 {
+		t.Fatalf("hw %d with a follower that never caught up, want the log end 2", hw)
+	}
+	if err := p.UpdateFollower(2, 2, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendAsLeader(memBatch(0, 2, 0), AcksLeader, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 2 {
+		t.Fatalf("hw %d with a follower caught up at 2 just now, want 2", hw)
+	}
+	if c, ok := p.ExpandISR(); !ok || !slices.Equal(c.ISR, []int32{1, 2}) {
+		t.Fatalf("expansion %+v (%v), want [1 2]", c, ok)
+	}
+	p.ISRChangeFailed()
+	now = now.Add(time.Minute)
+	if _, err := p.AppendAsLeader(memBatch(0, 1, 0), AcksLeader, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("hw %d a minute after the follower caught up, want the log end 5", hw)
+	}
+}
