@@ -3,8 +3,10 @@ package broker
 // Followers' fetchers, as Kafka's ReplicaFetcherManager and
 // ReplicaFetcherThread with num.replica.fetchers=1: one fetcher per
 // leader broker fetches every partition this node follows from it, over
-// Kafka's Fetch (v15: the replica state names this node), on the leader's
-// endpoint of inter.broker.listener.name in the image. Each round asks for
+// Kafka's Fetch (v15: the replica state names this node; full fetches, as
+// Strata's leaders decline fetch sessions, where Kafka's followers use
+// KIP-227 sessions), on the leader's endpoint of inter.broker.listener.name
+// in the image. Each round asks for
 // every partition from its log end offset, with the epoch of its last
 // batch (LastFetchedEpoch) and the leader epoch the image gave it; the
 // answer's batches are appended as they are (offsets and epochs are the
