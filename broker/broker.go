@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/coordinator"
@@ -71,6 +72,9 @@ type Config struct {
 	// ControllerListener is the Kafka side of the controller listener
 	// (quorum.ControllerListener.Kafka), served with Quorum.
 	ControllerListener net.Listener
+	// AlterPartition sends this node's leaders' ISR changes to the active
+	// controller (isr.go); nil decides them on Metadata itself.
+	AlterPartition AlterPartitionFunc
 	// Clock is the broker's clock: storage's (segment.ms, retention, flush.ms,
 	// the cleaner, revivals, timestamp bounds), Fetch's max wait and
 	// OffsetCommit's retention; nil = the real one. Socket deadlines
@@ -93,6 +97,8 @@ type Broker struct {
 
 	replicas  *replica.Manager // this node's replica of every partition
 	unpublish func()           // ends the publisher's subscription (publisher.go)
+	fetchers  *replicaFetchers // a cluster node's fetchers from its partitions' leaders (fetcher.go); nil on a single node
+	isr       *isrManager      // a cluster node's leaders' ISR changes (isr.go); nil on a single node
 
 	ln      net.Listener
 	advHost string
@@ -174,13 +180,33 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())
 	}
+	var fwd *forwarder
+	if cfg.Quorum != nil {
+		fwd = &forwarder{store: cfg.Quorum, node: cfg.NodeID, logger: logger, maxIdle: cfg.Limits.idle() / 2}
+	}
 	var replicas *replica.Manager
 	var meta metadata.Store
 	var follower *imageHost
+	var fetchers *replicaFetchers
+	var isr *isrManager
 	if cfg.Metadata != nil {
-		replicas = replica.NewClusterManager(cfg.NodeID)
+		repl := withReplicationDefaults(cfg.Cluster)
+		replicas = replica.NewClusterManager(cfg.NodeID, repl.ReplicaLagTimeMax, clock.Now)
 		meta = cfg.Metadata
 		follower = &imageHost{logs: logs, node: cfg.NodeID, logger: logger, stopReplicas: replicas.StopReplicas}
+		fetchers = &replicaFetchers{node: cfg.NodeID, cfg: repl.ReplicaFetch, listener: repl.InterBrokerListener,
+			logs: logs, replicas: replicas, logger: logger.Named("replica-fetcher"), threads: map[fetcherKey]*fetcherThread{}}
+		alter := cfg.AlterPartition
+		switch {
+		case alter == nil && cfg.Quorum != nil:
+			alter = func(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
+				return fwd.alterPartition(ctx, meta, req)
+			}
+		case alter == nil:
+			alter = storeAlterPartition(meta)
+		}
+		isr = &isrManager{node: cfg.NodeID, alter: alter, replicas: replicas, logs: logs, maxLag: repl.ReplicaLagTimeMax,
+			now: clock.Now, logger: logger.Named("isr"), done: make(chan struct{})}
 	} else {
 		if replicas, err = replica.NewManager(logs, cfg.NodeID); err != nil {
 			return nil, errors.Join(fmt.Errorf("replicas: %w", err), logs.Close(), ln.Close())
@@ -191,10 +217,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		}
 		meta = local.New(img, logHost{logs: logs, node: cfg.NodeID}.commit)
 	}
-	var fwd *forwarder
-	if cfg.Quorum != nil {
-		fwd = &forwarder{store: cfg.Quorum, node: cfg.NodeID, logger: logger, maxIdle: cfg.Limits.idle() / 2}
-	} else {
+	if fwd == nil {
 		pids.OnBlock(func(end int64) {
 			if _, err := meta.Propose(metadata.ProducerIdsRecord{BrokerID: cfg.NodeID, NextProducerID: end}); err != nil {
 				logger.Error("the metadata image cannot record a producer id block", zap.Int64("end", end), zap.Error(err))
@@ -225,7 +248,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		return nil, errors.Join(fmt.Errorf("transaction coordinator: %w", err), logs.Close(), ln.Close())
 	}
 	pub := &publisher{node: cfg.NodeID, logs: logs, replicas: replicas, groups: groups, txns: txns, logger: logger,
-		host: follower, seen: metadata.Empty}
+		host: follower, fetchers: fetchers, seen: metadata.Empty}
 	b := &Broker{
 		cfg:      cfg,
 		logger:   logger,
@@ -233,6 +256,8 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		logs:     logs,
 		meta:     meta,
 		replicas: replicas,
+		fetchers: fetchers,
+		isr:      isr,
 		pids:     pids,
 		groups:   groups,
 		txns:     txns,
@@ -261,6 +286,9 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	b.svc = newServices(b)
 	b.slotFreed = sync.NewCond(&b.mu)
 	if err := b.openMetrics(); err != nil {
+		if fetchers != nil {
+			fetchers.close()
+		}
 		return nil, errors.Join(err, logs.Close(), ln.Close())
 	}
 	if cfg.Quorum != nil {
@@ -268,6 +296,10 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		b.life = newLifecycle(cfg.Quorum, cfg.NodeID, cfg.Cluster, cfg.Cluster.ClusterID,
 			registerRecord(cfg.NodeID, listener, advHost, int32(advPort)).Endpoints, logger)
 		pids.AllocateFrom(func() (int64, int64, error) { return fwd.allocateProducerIDs(b.life.epoch.Load()) })
+	}
+	if isr != nil {
+		b.svc.isr = isr
+		isr.start()
 	}
 	return b, nil
 }
@@ -373,6 +405,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.controller != nil {
 		b.cfg.ControllerListener.Close()
 	}
+	if b.fetchers != nil {
+		b.fetchers.close()
+	}
 
 	done := make(chan struct{})
 	go func() { b.inflight.Wait(); close(done) }()
@@ -390,6 +425,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.controller != nil {
 		b.controller.close()
 		b.forward.close()
+	}
+	if b.isr != nil {
+		b.isr.close()
 	}
 	b.unpublish()
 	b.txns.Close()

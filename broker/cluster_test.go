@@ -14,44 +14,98 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
 	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/metadata/local"
+	"github.com/strata-io/strata/storage"
 )
 
 // testCluster is in-process brokers sharing one metadata store, as if a
 // controller quorum had committed each change at once: the tests of what
-// the image decides across brokers (hosting, leadership, routing), apart
-// from the quorum itself.
+// the image decides across brokers (hosting, leadership, routing,
+// replication), apart from the quorum itself. A broker can be stopped and
+// started again on its log dir, registering again with its new endpoint.
 type testCluster struct {
 	store   *local.Store
-	brokers []*Broker // brokers[i] is node i+1
+	brokers []*Broker // brokers[i] is node i+1; nil while stopped
+	dirs    []string
+	served  []chan error
+	mutate  func(*Config)
 }
 
 // startTestCluster starts n brokers, nodes 1..n, registered in the shared
-// store with their client endpoints.
+// store with their client endpoints; each runs Kafka's cluster defaults
+// changed by mutate.
 func startTestCluster(t *testing.T, n int, mutate func(*Config)) *testCluster {
 	t.Helper()
-	c := &testCluster{store: local.New(metadata.Empty, nil)}
+	c := &testCluster{store: local.New(metadata.Empty, nil), mutate: mutate,
+		brokers: make([]*Broker, n), dirs: make([]string, n), served: make([]chan error, n)}
 	for i := 1; i <= n; i++ {
-		b := startBroker(t, func(cfg *Config) {
-			cfg.NodeID = int32(i)
-			cfg.Metadata = c.store
-			cfg.Cluster = DefaultClusterConfig()
-			if mutate != nil {
-				mutate(cfg)
-			}
-		})
-		host, port, err := net.SplitHostPort(b.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, _ := strconv.Atoi(port)
-		if _, err := c.store.Propose(registerRecord(int32(i), "PLAINTEXT", host, int32(p))); err != nil {
-			t.Fatalf("register node %d: %v", i, err)
-		}
-		c.brokers = append(c.brokers, b)
+		c.dirs[i-1] = t.TempDir()
+		c.start(t, int32(i))
 	}
+	t.Cleanup(func() {
+		for i := n; i >= 1; i-- {
+			if c.brokers[i-1] != nil {
+				c.stop(t, int32(i))
+			}
+		}
+	})
 	return c
+}
+
+// start starts node on its log dir and registers it.
+func (c *testCluster) start(t *testing.T, node int32) *Broker {
+	t.Helper()
+	cfg := Config{
+		Listeners:             "PLAINTEXT://127.0.0.1:0",
+		LogDirs:               c.dirs[node-1],
+		NodeID:                node,
+		NumPartitions:         1,
+		AutoCreateTopics:      true,
+		SocketRequestMaxBytes: 100 << 20,
+		Log:                   storage.DefaultConfig(),
+		Groups:                testGroupConfig(),
+		Metadata:              c.store,
+		Cluster:               DefaultClusterConfig(),
+	}
+	cfg.Cluster.ReplicaFetch.Backoff = 50 * time.Millisecond
+	if c.mutate != nil {
+		c.mutate(&cfg)
+	}
+	b, err := New(cfg, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)).Named("node"+strconv.Itoa(int(node))))
+	if err != nil {
+		t.Fatalf("start node %d: %v", node, err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- b.Serve() }()
+	c.brokers[node-1], c.served[node-1] = b, served
+	host, port, err := net.SplitHostPort(b.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	if _, err := c.store.Propose(registerRecord(node, "PLAINTEXT", host, int32(p))); err != nil {
+		t.Fatalf("register node %d: %v", node, err)
+	}
+	return b
+}
+
+// stop shuts node down cleanly; its log dir stays for start.
+func (c *testCluster) stop(t *testing.T, node int32) {
+	t.Helper()
+	b := c.brokers[node-1]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown node %d: %v", node, err)
+	}
+	if err := <-c.served[node-1]; err != nil {
+		t.Errorf("serve node %d: %v", node, err)
+	}
+	c.brokers[node-1] = nil
 }
 
 // createTopic proposes a topic whose partition p has the replicas
@@ -88,10 +142,13 @@ func (c *testCluster) requestTo(t *testing.T, node int32, req kmsg.Request) kmsg
 	return resp
 }
 
+// seeds are the running brokers' addresses.
 func (c *testCluster) seeds() []string {
 	var out []string
 	for _, b := range c.brokers {
-		out = append(out, b.Addr().String())
+		if b != nil {
+			out = append(out, b.Addr().String())
+		}
 	}
 	return out
 }
@@ -367,38 +424,59 @@ func TestClusterElectLeaders(t *testing.T) {
 }
 
 // TestClusterReassignsPartitions checks a reassignment through the Kafka
-// API as kafka-reassign-partitions makes one: the target and the dropped
-// replicas together while it runs, listed by ListPartitionReassignments;
-// completed by the ISR change that brings the last target replica in
-// sync, with the dropped leader handing over at a new epoch; and a
-// cancelled one putting the replicas back.
+// API as kafka-reassign-partitions makes one: the added replica catches up
+// by fetching, the ISR change that brings it in sync completes the
+// reassignment, and the dropped leader hands over at a new epoch; one that
+// cannot complete (its new replica is down) is listed by
+// ListPartitionReassignments, with the target and the dropped replicas
+// together, until it is cancelled, which puts the replicas back.
 func TestClusterReassignsPartitions(t *testing.T) {
-	c := startTestCluster(t, 3, nil)
+	c := startTestCluster(t, 3, func(cfg *Config) { cfg.Cluster.ReplicaLagTimeMax = 2 * time.Second })
 	id := c.createTopic(t, "move", [][]int32{{1, 2}, {1, 2}})
-	adm := kadm.NewClient(rawClient(t, c.brokers[2]))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	adm := kadm.NewClient(rawClient(t, c.brokers[1]))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	partition := func(p int32) metadata.PartitionRegistration {
 		reg, _ := c.store.Image().Topics.ByID(id).Partition(p)
 		return reg
 	}
-
-	req := kadm.AlterPartitionAssignmentsReq{}
-	req.Assign("move", 0, []int32{2, 3})
-	req.Assign("move", 1, []int32{1, 3})
-	res, err := adm.AlterPartitionAssignments(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, r := range res["move"] {
-		if r.Err != nil {
-			t.Fatalf("reassign partition %d: %v %s", p, r.Err, r.ErrMessage)
+	reassign := func(p int32, replicas []int32) {
+		t.Helper()
+		req := kadm.AlterPartitionAssignmentsReq{}
+		if replicas == nil {
+			req.CancelAssign("move", p)
+		} else {
+			req.Assign("move", p, replicas)
+		}
+		res, err := adm.AlterPartitionAssignments(ctx, req)
+		if err != nil || res["move"][p].Err != nil {
+			t.Fatalf("reassign partition %d to %v: %v %+v", p, replicas, err, res)
 		}
 	}
-	p0 := partition(0)
-	if !slices.Equal(p0.Replicas, []int32{2, 3, 1}) || !slices.Equal(p0.AddingReplicas, []int32{3}) ||
-		!slices.Equal(p0.RemovingReplicas, []int32{1}) || p0.Leader != 1 || !slices.Equal(p0.ISR, []int32{1, 2}) {
-		t.Fatalf("partition 0 while reassigning: %+v", p0)
+
+	reassign(0, []int32{2, 3})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		p0 := partition(0)
+		if !p0.Reassigning() {
+			if !slices.Equal(p0.Replicas, []int32{2, 3}) || p0.Leader != 2 || p0.LeaderEpoch != 1 ||
+				!slices.Equal(slices.Sorted(slices.Values(p0.ISR)), []int32{2, 3}) {
+				t.Fatalf("partition 0 once reassigned: %+v", p0)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("partition 0's reassignment never completed: %+v", p0)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	c.stop(t, 3)
+	reassign(1, []int32{1, 3})
+	p1 := partition(1)
+	if !slices.Equal(p1.Replicas, []int32{1, 3, 2}) || !slices.Equal(p1.AddingReplicas, []int32{3}) ||
+		!slices.Equal(p1.RemovingReplicas, []int32{2}) || p1.Leader != 1 {
+		t.Fatalf("partition 1 while reassigning: %+v", p1)
 	}
 	named := kadm.TopicsSet{}
 	named.Add("move", 0, 1)
@@ -406,38 +484,21 @@ func TestClusterReassignsPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, ok := listed["move"][0]; !ok || !slices.Equal(r.Replicas, []int32{2, 3, 1}) || !slices.Equal(r.AddingReplicas, []int32{3}) {
+	if r, ok := listed["move"][1]; !ok || len(listed["move"]) != 1 || !slices.Equal(r.Replicas, []int32{1, 3, 2}) || !slices.Equal(r.AddingReplicas, []int32{3}) {
 		t.Fatalf("listed %+v", listed)
 	}
 	all := c.requestTo(t, 1, kmsg.NewPtrListPartitionReassignmentsRequest()).(*kmsg.ListPartitionReassignmentsResponse)
-	if len(all.Topics) != 1 || len(all.Topics[0].Partitions) != 2 {
+	if len(all.Topics) != 1 || len(all.Topics[0].Partitions) != 1 {
 		t.Fatalf("listing every reassignment: %+v", all.Topics)
 	}
 
-	// Replica 3 catches up: the ISR change completes the reassignment.
-	_, err = c.store.Update(func(img *metadata.Image) ([]metadata.Record, error) {
-		ch := newPartitionChange(img, id, 0, partition(0))
-		ch.isr = []int32{1, 2, 3}
-		rec, _ := ch.build()
-		return []metadata.Record{rec}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p0 := partition(0); !slices.Equal(p0.Replicas, []int32{2, 3}) || p0.Reassigning() || p0.Leader != 2 ||
-		p0.LeaderEpoch != 1 || !slices.Equal(p0.ISR, []int32{2, 3}) {
-		t.Fatalf("partition 0 once its ISR holds the target: %+v", p0)
-	}
-
-	cancelReq := kadm.AlterPartitionAssignmentsReq{}
-	cancelReq.CancelAssign("move", 1)
-	if res, err := adm.AlterPartitionAssignments(ctx, cancelReq); err != nil || res["move"][1].Err != nil {
-		t.Fatalf("cancel: %v %+v", err, res)
-	}
+	reassign(1, nil)
 	if p1 := partition(1); !slices.Equal(p1.Replicas, []int32{1, 2}) || p1.Reassigning() || p1.Leader != 1 {
 		t.Fatalf("partition 1 after its reassignment was cancelled: %+v", p1)
 	}
-	res, err = adm.AlterPartitionAssignments(ctx, cancelReq)
+	cancelReq := kadm.AlterPartitionAssignmentsReq{}
+	cancelReq.CancelAssign("move", 1)
+	res, err := adm.AlterPartitionAssignments(ctx, cancelReq)
 	if err != nil || !errors.Is(res["move"][1].Err, kerr.NoReassignmentInProgress) {
 		t.Fatalf("cancelling with none in progress: %v %+v", err, res)
 	}

@@ -31,6 +31,7 @@ package broker
 // shutdown is one step where Kafka's waits for the leaders to move.
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -275,6 +276,7 @@ func (c *controller) register(r *registry) {
 	r.add(kmsg.BrokerRegistration, 0, 3, c.handleRegistration)
 	r.add(kmsg.BrokerHeartbeat, 0, 1, c.handleHeartbeat)
 	r.add(kmsg.AllocateProducerIDs, 0, 0, c.handleAllocateProducerIDs)
+	r.add(kmsg.AlterPartition, 0, 3, c.handleAlterPartition)
 }
 
 func (c *controller) isActive() bool {
@@ -409,6 +411,25 @@ func (c *controller) handleAllocateProducerIDs(rc *reqCtx) (kmsg.Response, error
 	})
 	if resp.ErrorCode = c.errCode(kmsg.AllocateProducerIDs, err); resp.ErrorCode == 0 {
 		resp.ProducerIDStart, resp.ProducerIDLen = start, producerIDBlock
+	}
+	return resp, nil
+}
+
+// handleAlterPartition decides a partition leader's ISR change on the
+// latest image (alterPartition, isr.go); a controller that is not active
+// answers NOT_CONTROLLER, and the leader asks again.
+func (c *controller) handleAlterPartition(rc *reqCtx) (kmsg.Response, error) {
+	r := rc.req.Body.(*kmsg.AlterPartitionRequest)
+	if !c.isActive() {
+		resp := kmsg.NewPtrAlterPartitionResponse()
+		resp.ErrorCode = kerr.NotController.Code
+		return resp, nil
+	}
+	resp, err := storeAlterPartition(c.store)(context.Background(), r)
+	if err != nil {
+		fail := kmsg.NewPtrAlterPartitionResponse()
+		fail.ErrorCode = c.errCode(kmsg.AlterPartition, err)
+		return fail, nil
 	}
 	return resp, nil
 }

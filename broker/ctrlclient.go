@@ -72,24 +72,3 @@ func (c *ctrlClient) request(req kmsg.Request, timeout time.Duration) (kmsg.Resp
 	}
 	return resp, nil
 }
-
-// skipHeaderTags skips a flexible response header's tagged fields.
-func skipHeaderTags(b []byte) ([]byte, error) {
-	n, used := binary.Uvarint(b)
-	if used <= 0 {
-		return nil, fmt.Errorf("bad response header tags")
-	}
-	b = b[used:]
-	for range n {
-		_, u1 := binary.Uvarint(b)
-		if u1 <= 0 {
-			return nil, fmt.Errorf("bad response header tag")
-		}
-		size, u2 := binary.Uvarint(b[u1:])
-		if u2 <= 0 || uint64(len(b)-u1-u2) < size {
-			return nil, fmt.Errorf("bad response header tag")
-		}
-		b = b[u1+u2+int(size):]
-	}
-	return b, nil
-}

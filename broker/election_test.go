@@ -262,9 +262,12 @@ func TestTxnCoordinatorFollowsLeadership(t *testing.T) {
 }
 
 // TestLocalChanges checks the partitions a change hands this node or takes
-// from it: a new topic's led partitions (at their epoch) and not the ones
-// led elsewhere, a new leader epoch of a partition it keeps leading, a
-// partition moved away, and a deleted topic's led partitions.
+// from it: a new topic's led partitions (at their epoch) and the ones led
+// elsewhere it follows, a new leader epoch of a partition it keeps
+// leading, an ISR change of one it leads (not a new election), an ISR
+// change of one it follows (nothing), a partition moved away (followed
+// now), a deleted topic's led partitions, and a partition it no longer
+// is a replica of.
 func TestLocalChanges(t *testing.T) {
 	apply := func(base *metadata.Image, records ...metadata.Record) *metadata.Image {
 		t.Helper()
@@ -276,6 +279,18 @@ func TestLocalChanges(t *testing.T) {
 		}
 		return d.Apply()
 	}
+	type change struct {
+		topic                                   string
+		partition, epoch                        int32
+		led, elected, resigned, follow, deleted bool
+	}
+	changes := func(old, new *metadata.Image) []change {
+		var out []change
+		for _, c := range localChanges(1, old, new) {
+			out = append(out, change{c.topic, c.partition, c.epoch, c.led, c.elected, c.resigned, c.follow, c.deleted})
+		}
+		return out
+	}
 	a, b := [16]byte{1}, [16]byte{2}
 	both := []int32{1, 2}
 	first := apply(metadata.Empty,
@@ -283,10 +298,16 @@ func TestLocalChanges(t *testing.T) {
 		metadata.PartitionRecord{PartitionID: 0, TopicID: a, Replicas: both, ISR: both, Leader: 1, LeaderEpoch: 4},
 		metadata.PartitionRecord{PartitionID: 1, TopicID: a, Replicas: both, ISR: both, Leader: 2},
 		metadata.PartitionRecord{PartitionID: 2, TopicID: a, Replicas: both, ISR: both, Leader: 1},
+		metadata.PartitionRecord{PartitionID: 3, TopicID: a, Replicas: []int32{2}, ISR: []int32{2}, Leader: 2},
 		metadata.TopicRecord{Name: "b", TopicID: b},
 		metadata.PartitionRecord{PartitionID: 0, TopicID: b, Replicas: both, ISR: both, Leader: 1})
-	want := []localChange{{topic: "a", partition: 0, epoch: 4, led: true}, {topic: "a", partition: 2, led: true}, {topic: "b", partition: 0, led: true}}
-	if got := localChanges(1, metadata.Empty, first); !slices.Equal(got, want) {
+	want := []change{
+		{topic: "a", partition: 0, epoch: 4, led: true, elected: true},
+		{topic: "a", partition: 1, follow: true},
+		{topic: "a", partition: 2, led: true, elected: true},
+		{topic: "b", partition: 0, led: true, elected: true},
+	}
+	if got := changes(metadata.Empty, first); !slices.Equal(got, want) {
 		t.Fatalf("first image: %+v, want %+v", got, want)
 	}
 	next := apply(first,
@@ -294,12 +315,26 @@ func TestLocalChanges(t *testing.T) {
 		metadata.PartitionChangeRecord{PartitionID: 1, TopicID: a, Leader: metadata.NoLeaderChange, ISR: []int32{2}},
 		metadata.PartitionChangeRecord{PartitionID: 2, TopicID: a, Leader: 2},
 		metadata.RemoveTopicRecord{TopicID: b})
-	want = []localChange{{topic: "a", partition: 0, epoch: 5, led: true}, {topic: "a", partition: 2}, {topic: "b", partition: 0, deleted: true}}
-	if got := localChanges(1, first, next); !slices.Equal(got, want) {
+	want = []change{
+		{topic: "a", partition: 0, epoch: 5, led: true, elected: true},
+		{topic: "a", partition: 2, epoch: 1, resigned: true, follow: true},
+		{topic: "b", partition: 0, resigned: true, deleted: true},
+	}
+	if got := changes(first, next); !slices.Equal(got, want) {
 		t.Fatalf("next image: %+v, want %+v", got, want)
 	}
-	if got := localChanges(1, next, next); len(got) != 0 {
+	if got := changes(next, next); len(got) != 0 {
 		t.Fatalf("no change: %+v", got)
+	}
+	last := apply(next,
+		metadata.PartitionChangeRecord{PartitionID: 0, TopicID: a, Leader: metadata.NoLeaderChange, ISR: []int32{1}},
+		metadata.PartitionChangeRecord{PartitionID: 2, TopicID: a, Leader: metadata.NoLeaderChange, Replicas: []int32{2}, ISR: []int32{2}})
+	want = []change{
+		{topic: "a", partition: 0, epoch: 5, led: true},
+		{topic: "a", partition: 2, epoch: 1},
+	}
+	if got := changes(next, last); !slices.Equal(got, want) {
+		t.Fatalf("ISR and replicas changes: %+v, want %+v", got, want)
 	}
 }
 

@@ -14,8 +14,15 @@ package broker
 // MaxWaitMillis/MinBytes and wakes as soon as any requested partition's
 // high watermark moves. The first batch of the first non-empty partition is
 // sent even when it exceeds max_bytes or partition_max_bytes (the progress
-// guarantee). Follower fetches (replica id >= 0) need CLUSTER_ACTION, as in
-// Kafka, and are served as consumer fetches: there are no followers yet.
+// guarantee). Follower fetches (replica id >= 0, v15+ in the replica
+// state) need CLUSTER_ACTION, as in Kafka. On a single node they are served
+// as consumer fetches (it has no followers); in a cluster a consumer's
+// fetch is served by the partition's leader, and from v11 by its
+// followers, else NOT_LEADER_OR_FOLLOWER (servesConsumer), and a
+// follower's as Kafka's
+// ReplicaManager.readFromLog for a follower (fetch_replica.go): from the
+// partition's leader only, up to its log end offset, recording the
+// follower's fetch offset, which moves the high watermark.
 // Every partition reports its last stable offset (min of the open
 // transactions' first offsets and the high watermark); isolation level
 // read_committed (1) reads only below it and lists the aborted
@@ -49,8 +56,13 @@ const (
 // none.
 func handleFetch(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.FetchRequest)
-	access := fetchAccess{rc: rc, follower: r.ReplicaID >= 0 || r.ReplicaState.ID >= 0}
+	replicaID := r.ReplicaID
+	if rc.req.Version >= 15 {
+		replicaID = r.ReplicaState.ID
+	}
+	access := fetchAccess{rc: rc, follower: replicaID >= 0, replicaID: replicaID}
 	access.clusterAction = access.follower && rc.authorizeCluster(OpClusterAction)
+	access.replica = access.follower && rc.svc.cfg.Metadata != nil
 	return nil, rc.svc.serveFetch(rc.fetch, rc.req, access)
 }
 
@@ -61,6 +73,8 @@ func handleFetch(rc *reqCtx) (kmsg.Response, error) {
 type fetchAccess struct {
 	rc                      *reqCtx
 	follower, clusterAction bool
+	replica                 bool  // a follower's fetch in a cluster: served as a replica's
+	replicaID               int32 // the follower's id
 }
 
 // refused reports whether a requested topic (t, nil when unknown) may not
@@ -86,7 +100,7 @@ func (b *services) serveFetch(c fetchWriter, req *protocol.Request, access fetch
 	}
 	deadline := b.clock.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	for {
-		waits := b.fetchWaits(r, req.Version)
+		waits := b.fetchWaits(r, req.Version, access.replica)
 		topics, total, hasError := b.readFetch(r, req.Version, access)
 		if total >= int(r.MinBytes) || hasError || !b.clock.Now().Before(deadline) {
 			return c.writeFetch(req, 0, topics)
@@ -108,15 +122,23 @@ func (b *services) resolveFetchTopic(rt *kmsg.FetchRequestTopic, version int16) 
 }
 
 // fetchWaits collects, before reading, the channels that close when a
-// requested partition's high watermark next moves, so an append between the
+// requested partition's high watermark next moves, and for a replica's
+// fetch when its leader's log end offset does, so an append between the
 // read and the wait is not missed.
-func (b *services) fetchWaits(r *kmsg.FetchRequest, version int16) []<-chan struct{} {
+func (b *services) fetchWaits(r *kmsg.FetchRequest, version int16, replica bool) []<-chan struct{} {
 	var waits []<-chan struct{}
 	for i := range r.Topics {
 		t := b.resolveFetchTopic(&r.Topics[i], version)
 		for _, rp := range r.Topics[i].Partitions {
-			if p := lookupPartition(t, rp.Partition); p != nil {
-				waits = append(waits, p.Log.Wait())
+			p := lookupPartition(t, rp.Partition)
+			if p == nil {
+				continue
+			}
+			waits = append(waits, p.Log.Wait())
+			if replica {
+				if lp, ok := b.replicas.Leader(p); ok {
+					waits = append(waits, lp.AppendWait())
+				}
 			}
 		}
 	}
@@ -156,8 +178,13 @@ func (b *services) readFetch(r *kmsg.FetchRequest, version int16, access fetchAc
 			fp := fetchPartition{partition: rp.Partition, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1,
 				readCommitted: r.IsolationLevel == 1}
 			var err error = kerr.TopicAuthorizationFailed
-			if !refused {
-				err = b.readPartition(t, version, &rp, min(int(rp.PartitionMaxBytes), max(remaining, 0)), minOne, &fp)
+			limit := min(int(rp.PartitionMaxBytes), max(remaining, 0))
+			switch {
+			case refused:
+			case access.replica:
+				err = b.readReplicaPartition(t, version, &rp, access.replicaID, limit, minOne, &fp)
+			default:
+				err = b.readPartition(t, version, &rp, limit, minOne, &fp)
 			}
 			if err != nil {
 				fp.errorCode = b.errorCode(kmsg.Fetch, err)
@@ -183,6 +210,11 @@ func (b *services) readPartition(t *storage.Topic, version int16, rp *kmsg.Fetch
 	if p == nil {
 		return kerr.UnknownTopicOrPartition
 	}
+	if b.cfg.Metadata != nil {
+		if err := b.servesConsumer(p, version); err != nil {
+			return err
+		}
+	}
 	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
 		return err
 	}
@@ -199,6 +231,21 @@ func (b *services) readPartition(t *storage.Topic, version int16, rp *kmsg.Fetch
 		fp.aborted = p.Log.AbortedTransactions(rp.FetchOffset, res.NextOffset)
 	}
 	return nil
+}
+
+// servesConsumer reports whether a cluster node serves a consumer's fetch
+// of p, as Kafka's FetchParams.fetchOnlyLeader: its leader does, a
+// follower from v11 (KIP-392: the request carries the client's rack, and
+// a follower reads up to its high watermark), and else
+// NOT_LEADER_OR_FOLLOWER.
+func (b *services) servesConsumer(p *storage.Partition, version int16) error {
+	if _, ok := b.replicas.Leader(p); ok {
+		return nil
+	}
+	if _, ok := b.replicas.Follower(p); ok && version >= 11 {
+		return nil
+	}
+	return kerr.NotLeaderForPartition
 }
 
 func releaseFetch(topics []fetchTopic) {

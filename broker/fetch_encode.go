@@ -18,6 +18,12 @@ type fetchPartition struct {
 	readCommitted    bool // aborted transactions: a list (maybe empty) rather than null
 	aborted          []storage.Aborted
 	chunk            storage.Chunk
+	// diverging is a follower's last fetched epoch the leader's log does
+	// not end the same (v12+ DivergingEpoch): the leader's epoch and its
+	// end offset; diverged false leaves the tagged field out.
+	diverged       bool
+	divergingEpoch int32
+	divergingEnd   int64
 }
 
 type fetchTopic struct {
@@ -78,7 +84,15 @@ func encodeFetch(dst []byte, version int16, errorCode int16, topics []fetchTopic
 				e.chunks = append(e.chunks, p.chunk)
 				e.extra += n
 			}
-			if flex {
+			switch {
+			case flex && p.diverged:
+				// One tagged field, 0: DivergingEpoch {epoch int32,
+				// end_offset int64, no tags}, 13 bytes.
+				e.body = append(e.body, 1, 0, 13)
+				e.body = binary.BigEndian.AppendUint32(e.body, uint32(p.divergingEpoch))
+				e.body = binary.BigEndian.AppendUint64(e.body, uint64(p.divergingEnd))
+				e.body = append(e.body, 0)
+			case flex:
 				e.body = append(e.body, 0) // partition tags
 			}
 		}

@@ -12,7 +12,8 @@ import (
 )
 
 // TestEncodeFetchMatchesKmsg checks the streaming fetch encoder against
-// kmsg's own encoder at every served version, with records inlined.
+// kmsg's own encoder at every served version, with records inlined, and a
+// diverging epoch (v12+) for a follower.
 func TestEncodeFetchMatchesKmsg(t *testing.T) {
 	l, err := storage.OpenLog(vfs.Default, filepath.Join(t.TempDir(), "t-0"), storage.DefaultConfig(), storage.OpenOptions{RecoveryPoint: -1})
 	if err != nil {
@@ -37,6 +38,7 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 				{partition: 1, errorCode: 1, highWatermark: 7, lastStableOffset: 7, logStartOffset: 2, readCommitted: true},
 				{partition: 2, highWatermark: 9, lastStableOffset: 5, logStartOffset: 0, readCommitted: true,
 					aborted: []storage.Aborted{{ProducerID: 7, FirstOffset: 1}, {ProducerID: 1 << 40, FirstOffset: 4}}},
+				{partition: 3, highWatermark: 9, lastStableOffset: 9, logStartOffset: 0, diverged: true, divergingEpoch: 2, divergingEnd: 6},
 			}},
 			{name: "bb", id: [16]byte{2}, partitions: []fetchPartition{{partition: 4, highWatermark: 0, lastStableOffset: 0}}},
 		}
@@ -70,6 +72,9 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 						ka.ProducerID, ka.FirstOffset = a.ProducerID, a.FirstOffset
 						kp.AbortedTransactions = append(kp.AbortedTransactions, ka)
 					}
+				}
+				if fp.diverged {
+					kp.DivergingEpoch.Epoch, kp.DivergingEpoch.EndOffset = fp.divergingEpoch, fp.divergingEnd
 				}
 				kp.RecordBatches = []byte{}
 				if fp.chunk.Len() > 0 {

@@ -16,6 +16,7 @@ package broker
 // image before they are used.
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -276,4 +277,18 @@ func (f *forwarder) allocateProducerIDs(epoch int64) (start, end int64, err erro
 		return 0, 0, fmt.Errorf("allocate producer ids: the controller answered %v: %w", err, kerr.CoordinatorLoadInProgress)
 	}
 	return resp.ProducerIDStart, resp.ProducerIDStart + int64(resp.ProducerIDLen), nil
+}
+
+// alterPartition sends a leader's ISR change to the active controller: on
+// it, decided on its own store; elsewhere as an AlterPartition request
+// over the controller listener.
+func (f *forwarder) alterPartition(ctx context.Context, meta metadata.Store, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
+	if f.store.IsLeader() {
+		return storeAlterPartition(meta)(ctx, req)
+	}
+	resp, err := f.send(req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.AlterPartitionResponse), nil
 }

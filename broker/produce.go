@@ -7,10 +7,16 @@ package broker
 // is INVALID_RECORD and nothing is written. The batch is appended under
 // that partition's lock; storage validates it (magic, length, CRC32C,
 // record count, codec, size) and applies idempotent-producer sequence
-// checks. The partition's replica (package replica) appends it; there is
-// one replica, so acks=1 and acks=-1 both answer once the batch is in the log
-// (and fsynced, when log.flush.interval.messages asks for it); acks=0 gets
-// no response. A transactional batch (attributes bit 4) needs the
+// checks. The partition's replica (package replica) appends it: acks=1
+// answers once the batch is in the leader's log (and fsynced, when
+// log.flush.interval.messages asks for it), acks=-1 once every in-sync
+// replica holds it (on a single node, at once); acks=0 gets no response.
+// In a cluster acks=-1 with fewer in-sync replicas than the topic's
+// min.insync.replicas is NOT_ENOUGH_REPLICAS and nothing is written; as
+// Kafka 4 (KIP-966) the high watermark does not move while the ISR is
+// that small, so an acks=-1 write caught by the ISR shrinking times out
+// (NOT_ENOUGH_REPLICAS_AFTER_APPEND only when the ISR shrank between its
+// replication and its answer). A transactional batch (attributes bit 4) needs the
 // request's transactional id and is checked with the transaction
 // coordinator before it is appended, as Kafka's KIP-890 part 1 verification
 // does in-process: the producer's transaction must be Ongoing and hold the

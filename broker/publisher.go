@@ -2,16 +2,21 @@ package broker
 
 // The publisher applies each new metadata image to what this node runs,
 // as Kafka's BrokerMetadataPublisher.onMetadataUpdate: the partitions it
-// now leads, at their leader epoch, and the ones it stopped leading or
-// that were deleted (localChanges) go to the replica manager first
-// (applyDelta: makeLeaders, makeFollowers; a deleted topic's replicas
-// are stopped by DeleteTopics, which still holds its partitions), then,
+// now leads, at their leader epoch and with their replicas and ISR, the
+// ones another node leads with this node among their replicas, and the
+// ones it stopped leading, is no replica of any more, or that were deleted
+// (localChanges) go to the replica manager first (applyDelta: makeLeaders,
+// makeFollowers, stopReplicas; a deleted topic's replicas are stopped by
+// DeleteTopics, which still holds its partitions), then to the follower
+// fetchers (fetcher.go; also before anything else, so no fetch answer is
+// applied to a partition this node stops following), then,
 // for __consumer_offsets and __transaction_state, to the group and
 // transaction coordinators (onElection, onResignation). It runs as a
 // store subscriber, within the change and under the store's lock, so
 // neither it nor what it calls proposes (the coordinators' loads append
 // to logs only; producer id blocks are proposed by InitProducerId
-// requests alone); the first image is published once at start. Groups
+// requests alone; ISR changes by the leader's isrManager, isr.go, off the
+// publisher); the first image is published once at start. Groups
 // replay in the background; a __transaction_state partition is replayed
 // within the change, as OpenTxns replayed them before serving. In a
 // cluster, storage first follows the image (imageHost, hosting.go).
@@ -22,6 +27,7 @@ package broker
 // in order.
 
 import (
+	"slices"
 	"sync"
 
 	"go.uber.org/zap"
@@ -40,7 +46,8 @@ type publisher struct {
 	groups   *coordinator.Groups
 	txns     *coordinator.Txns
 	logger   *zap.Logger
-	host     *imageHost // a cluster node's storage; nil on a single node, whose store commits to storage itself
+	host     *imageHost       // a cluster node's storage; nil on a single node, whose store commits to storage itself
+	fetchers *replicaFetchers // a cluster node's followers' fetchers; nil on a single node
 
 	mu   sync.Mutex
 	seen *metadata.Image // the last image applied; metadata.Empty before the first
@@ -55,41 +62,67 @@ func (p *publisher) update(new *metadata.Image) {
 	}
 	old := p.seen
 	p.seen = new
+	if p.fetchers != nil {
+		// Stop fetching what new no longer has this node follow before
+		// its replicas and logs change.
+		p.fetchers.follow(new)
+	}
 	if p.host != nil {
 		p.host.follow(old, new)
 	}
 	p.publish(old, new)
 }
 
-// localChange is one partition whose leadership changed for this node.
+// localChange is one partition whose part for this node changed.
 type localChange struct {
 	topic     string
 	partition int32
-	epoch     int32 // the leader epoch it is now led at, when led
-	led       bool  // this node leads it now
-	deleted   bool  // its topic is gone
+	epoch     int32 // the leader epoch it is now led at, when led or followed
+	reg       metadata.PartitionRegistration
+	led       bool // this node leads it now
+	elected   bool // this node leads it now and did not in old, or at another epoch
+	resigned  bool // this node led it in old and does not now
+	follow    bool // another node leads it now, this node is one of its replicas
+	deleted   bool // its topic is gone
 }
 
-// localChanges are the partitions this node leads in new and did not in
-// old or led at another epoch, and the ones it led in old and does not in
-// new (led elsewhere, or deleted), as Kafka's TopicsDelta.localChanges.
+// localChanges are the partitions whose leadership or ISR changed for
+// this node from old to new, as Kafka's TopicsDelta.localChanges: the ones
+// it leads in new and did not in old or led at another epoch (elected),
+// the ones it leads at the same epoch with a new partition epoch (an ISR
+// or replicas change), the ones another node leads with this node among
+// their replicas, led by another node or at another epoch than in old
+// (follow), and the ones it led or was a replica of in old and does not
+// lead or follow in new (led elsewhere, unassigned, or deleted).
 func localChanges(node int32, old, new *metadata.Image) []localChange {
 	var out []localChange
 	for _, t := range new.Topics.All() {
 		before := old.Topics.ByID(t.ID)
 		for i, p := range t.Partitions {
 			var was metadata.PartitionRegistration
-			ledBefore := false
+			known := false
 			if before != nil {
-				was, ledBefore = before.Partition(int32(i))
-				ledBefore = ledBefore && was.LeaderIs(node)
+				was, known = before.Partition(int32(i))
 			}
+			ledBefore := known && was.LeaderIs(node)
+			replicaBefore := known && (ledBefore || slices.Contains(was.Replicas, node))
+			c := localChange{topic: t.Name, partition: int32(i), epoch: p.LeaderEpoch, reg: p, resigned: ledBefore}
 			switch {
-			case p.LeaderIs(node) && (!ledBefore || was.LeaderEpoch != p.LeaderEpoch):
-				out = append(out, localChange{topic: t.Name, partition: int32(i), epoch: p.LeaderEpoch, led: true})
-			case !p.LeaderIs(node) && ledBefore:
-				out = append(out, localChange{topic: t.Name, partition: int32(i)})
+			case p.LeaderIs(node):
+				c.led, c.resigned = true, false
+				c.elected = !ledBefore || was.LeaderEpoch != p.LeaderEpoch
+				if !c.elected && was.PartitionEpoch == p.PartitionEpoch {
+					continue
+				}
+			case slices.Contains(p.Replicas, node):
+				c.follow = true
+				if !ledBefore && replicaBefore && was.Leader == p.Leader && was.LeaderEpoch == p.LeaderEpoch {
+					continue
+				}
+			case !replicaBefore:
+				continue
 			}
+			out = append(out, c)
 		}
 	}
 	for _, t := range old.Topics.All() {
@@ -98,7 +131,7 @@ func localChanges(node int32, old, new *metadata.Image) []localChange {
 		}
 		for i, p := range t.Partitions {
 			if p.LeaderIs(node) {
-				out = append(out, localChange{topic: t.Name, partition: int32(i), deleted: true})
+				out = append(out, localChange{topic: t.Name, partition: int32(i), resigned: true, deleted: true})
 			}
 		}
 	}
@@ -106,9 +139,9 @@ func localChanges(node int32, old, new *metadata.Image) []localChange {
 }
 
 // publish applies the change from old to new: the replicas first, then
-// the coordinators, as Kafka's publisher. A partition whose replica
-// cannot lead is not elected for (its coordinator keeps answering
-// NOT_COORDINATOR).
+// the follower fetchers, then the coordinators, as Kafka's publisher. A
+// partition whose replica cannot lead is not elected for (its coordinator
+// keeps answering NOT_COORDINATOR).
 func (p *publisher) publish(old, new *metadata.Image) {
 	var elected, resigned []localChange
 	for _, c := range localChanges(p.node, old, new) {
@@ -118,18 +151,26 @@ func (p *publisher) publish(old, new *metadata.Image) {
 			p.logger.Error("the metadata image makes this node the leader of a partition storage does not host",
 				zap.String("topic", c.topic), zap.Int32("partition", c.partition))
 		case c.led:
-			if err := p.replicas.MakeLeader(sp, c.epoch); err != nil {
+			l := replica.Leadership{Replicas: c.reg.Replicas, ISR: c.reg.ISR, PartitionEpoch: c.reg.PartitionEpoch}
+			if err := p.replicas.MakeLeader(sp, c.epoch, l); err != nil {
 				p.logger.Error("cannot become the partition's leader", zap.String("topic", c.topic),
 					zap.Int32("partition", c.partition), zap.Int32("leader_epoch", c.epoch), zap.Error(err))
 				continue
 			}
-			elected = append(elected, c)
-		default:
-			if sp != nil && !c.deleted {
-				p.replicas.MakeFollower(sp)
+			if c.elected {
+				elected = append(elected, c)
 			}
+		case c.follow && sp != nil:
+			p.replicas.MakeFollower(sp, c.epoch)
+		case sp != nil && !c.deleted:
+			p.replicas.StopReplicas([]*storage.Partition{sp})
+		}
+		if c.resigned {
 			resigned = append(resigned, c)
 		}
+	}
+	if p.fetchers != nil {
+		p.fetchers.follow(new)
 	}
 	gone, led := map[string][]int32{}, map[string][]int32{}
 	for _, c := range resigned {

@@ -54,6 +54,7 @@ type services struct {
 	clock    clockwork.Clock // Config.Clock, or the real one
 	logs     logStore
 	replicas *replica.Manager
+	isr      *isrManager // a cluster node's leaders' ISR changes; nil on a single node
 	pids     producerIDs
 	groups   groupCoordinator
 	txns     txnCoordinator

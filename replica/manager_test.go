@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/storage"
@@ -74,11 +76,11 @@ func TestManagerFollowsLeadership(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp := top.Partitions()[0]
-	m.MakeFollower(sp)
+	m.MakeFollower(sp, 0)
 	if _, err := m.Partition(sp); !errors.Is(err, kerr.NotLeaderForPartition) {
 		t.Fatalf("a partition led elsewhere: %v, want NOT_LEADER_OR_FOLLOWER", err)
 	}
-	if err := m.MakeLeader(sp, 3); err != nil {
+	if err := m.MakeLeader(sp, 3, Leadership{}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := m.Partition(sp)
@@ -94,10 +96,124 @@ func TestManagerFollowsLeadership(t *testing.T) {
 	if e, end := sp.Log.EndOffsetForEpoch(3); e != 3 || end != 1 {
 		t.Fatalf("epoch 3 ends at %d (epoch %d), want the append's end 1", end, e)
 	}
-	if err := m.MakeLeader(sp, 3); err != nil {
+	if err := m.MakeLeader(sp, 3, Leadership{}); err != nil {
 		t.Fatal(err)
 	}
 	if again, _ := m.Partition(sp); again != p {
 		t.Fatal("leading again at the same epoch made a second replica")
+	}
+}
+
+// TestRetriedBatchWaitsForReplication checks a producer's retry of a batch
+// the leader already holds: acks=all answers it only once the ISR holds
+// the original (REQUEST_TIMED_OUT before), as Kafka's DelayedProduce
+// waits for a duplicate's original offsets.
+func TestRetriedBatchWaitsForReplication(t *testing.T) {
+	logs, err := storage.OpenManager(vfs.Default, filepath.Join(t.TempDir(), "data"), storage.DefaultConfig(), storage.ManagerOptions{Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	top, err := logs.CreateTopic("orders", 1, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := top.Partitions()[0]
+	p, err := NewLeaderOf(sp.Log, sp, 1, Leadership{Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := idempotentBatch(9, 0, 0, "a")
+	if _, err := p.AppendAsLeader(b, AcksLeader, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.AppendAsLeader(b, AcksAll, 50*time.Millisecond)
+	if !res.Duplicate || !errors.Is(err, kerr.RequestTimedOut) {
+		t.Fatalf("retry before the follower fetched: duplicate %v, %v; want a duplicate and REQUEST_TIMED_OUT", res.Duplicate, err)
+	}
+	if err := p.UpdateFollower(2, 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := p.AppendAsLeader(b, AcksAll, time.Second); err != nil || !res.Duplicate || res.BaseOffset != 0 {
+		t.Fatalf("retry once replicated: %+v, %v; want the duplicate at 0", res, err)
+	}
+}
+
+// idempotentBatch is recordBatch from producer id pid at epoch, first
+// sequence seq.
+func idempotentBatch(pid int64, epoch int16, seq int32, value string) []byte {
+	r := kmsg.Record{Value: []byte(value)}
+	body := r.AppendTo(nil)[1:]
+	r.Length = int32(len(body))
+	recs := r.AppendTo(nil)
+	b := kmsg.RecordBatch{Length: int32(batch.HeaderSize - batch.LogOverhead + len(recs)), PartitionLeaderEpoch: -1, Magic: 2,
+		FirstTimestamp: 1, MaxTimestamp: 1, ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: 1, Records: recs}
+	raw := b.AppendTo(nil)
+	batch.Seal(raw)
+	return raw
+}
+
+// TestLeaderChangesAnswerWaitingAppends checks the acks=all appends
+// waiting for the ISR when leadership changes: a new leader epoch on the
+// same leader keeps them waiting and the followers' fetches at the new
+// epoch answer them, and when this node stops leading they are answered
+// NOT_LEADER_OR_FOLLOWER at once, as Kafka completes its delayed produces.
+func TestLeaderChangesAnswerWaitingAppends(t *testing.T) {
+	logs, err := storage.OpenManager(vfs.Default, filepath.Join(t.TempDir(), "data"), storage.DefaultConfig(), storage.ManagerOptions{Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	top, err := logs.CreateTopic("orders", 1, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := top.Partitions()[0]
+	m := NewClusterManager(1, 30*time.Second, time.Now)
+	both := Leadership{Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
+	if err := m.MakeLeader(sp, 1, both); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Partition(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := func() chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := p.AppendAsLeader(recordBatch("a"), AcksAll, time.Minute)
+			done <- err
+		}()
+		return done
+	}
+	first := wait()
+	waitFor(t, func() bool { return sp.Log.LogEndOffset() == 1 })
+	if err := m.MakeLeader(sp, 2, both); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := m.Partition(sp); again != p {
+		t.Fatal("a new leader epoch made a second replica")
+	}
+	select {
+	case err := <-first:
+		t.Fatalf("a new leader epoch answered a waiting append: %v", err)
+	default:
+	}
+	if err := p.UpdateFollower(2, 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("append replicated at the new epoch: %v", err)
+	}
+	second := wait()
+	waitFor(t, func() bool { return sp.Log.LogEndOffset() == 2 })
+	m.MakeFollower(sp, 3)
+	select {
+	case err := <-second:
+		if !errors.Is(err, kerr.NotLeaderForPartition) {
+			t.Fatalf("a waiting append once this node follows: %v, want NOT_LEADER_OR_FOLLOWER", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiting append still waits after this node stopped leading")
 	}
 }

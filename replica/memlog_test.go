@@ -15,6 +15,7 @@ type memLog struct {
 	mu      sync.Mutex
 	batches []batch.Header
 	hw      int64
+	start   int64 // the log end offset while there is no batch
 }
 
 var _ Log = (*memLog)(nil)
@@ -30,7 +31,7 @@ func memBatch(base int64, n int32, epoch int32) []byte {
 
 func (l *memLog) leo() int64 {
 	if len(l.batches) == 0 {
-		return 0
+		return l.start
 	}
 	return l.batches[len(l.batches)-1].NextOffset()
 }
@@ -112,6 +113,13 @@ func (l *memLog) TruncateTo(offset int64) error {
 	}
 	l.batches = l.batches[:i]
 	l.hw = min(l.hw, offset)
+	return nil
+}
+
+func (l *memLog) TruncateFullyAndStartAt(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.batches, l.start, l.hw = nil, offset, offset
 	return nil
 }
 

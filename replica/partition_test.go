@@ -182,3 +182,146 @@ func recordBatch(value string) []byte {
 	batch.Seal(raw)
 	return raw
 }
+
+// TestISRChanges checks the leader's ISR decisions: a follower that
+// reached the high watermark is proposed for the ISR, and while that
+// change is in flight the high watermark waits for it too (Kafka's
+// maximal ISR) and no other change is proposed; a refused change is
+// forgotten; a follower that has not caught up within the lag is proposed
+// out; an image with the new ISR ends the change.
+func TestISRChanges(t *testing.T) {
+	l := &memLog{}
+	p, err := NewLeaderOf(l, fixedEpoch(4), 1, Leadership{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 3}, PartitionEpoch: 7}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := p.AppendAsLeader(memBatch(0, 2, 0), AcksLeader, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.UpdateFollower(3, 2, now); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 2 {
+		t.Fatalf("hw %d, want 2", hw)
+	}
+	if _, ok := p.ExpandISR(); ok {
+		t.Fatal("expansion proposed for a follower that has not fetched")
+	}
+	if err := p.UpdateFollower(2, 2, now); err != nil {
+		t.Fatal(err)
+	}
+	c, ok := p.ExpandISR()
+	if !ok || !slices.Equal(c.ISR, []int32{1, 3, 2}) || c.LeaderEpoch != 4 || c.PartitionEpoch != 7 {
+		t.Fatalf("expansion %+v (%v), want ISR [1 3 2] at leader epoch 4, partition epoch 7", c, ok)
+	}
+	if _, ok := p.ShrinkISR(now.Add(time.Hour), time.Second); ok {
+		t.Fatal("a second change proposed while one is in flight")
+	}
+	if _, err := p.AppendAsLeader(memBatch(0, 2, 0), AcksLeader, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.UpdateFollower(3, 4, now); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 2 {
+		t.Fatalf("hw %d while 2 is being added at 2, want 2", hw)
+	}
+	p.ISRChangeFailed()
+	if err := p.UpdateFollower(3, 4, now); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 4 {
+		t.Fatalf("hw %d once the expansion was refused, want 4", hw)
+	}
+	c, ok = p.ShrinkISR(now.Add(time.Minute), 30*time.Second)
+	if !ok || !slices.Equal(c.ISR, []int32{1}) {
+		t.Fatalf("shrink a minute on %+v (%v), want ISR [1]", c, ok)
+	}
+	if err := p.UpdateLeadership(Leadership{Replicas: []int32{1, 2, 3}, ISR: []int32{1}, PartitionEpoch: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.ISR(); !slices.Equal(got, []int32{1}) {
+		t.Fatalf("ISR %v after the image, want [1]", got)
+	}
+	if _, ok := p.ShrinkISR(now.Add(time.Hour), time.Second); ok {
+		t.Fatal("a shrink proposed with no follower in the ISR")
+	}
+}
+
+// TestMinISRIsCappedAtTheReplicas checks min.insync.replicas above the
+// replication factor: it counts as the replication factor, as Kafka's
+// effectiveMinIsr, so acks=all with every replica in sync is taken; and
+// with the ISR below it the high watermark stays.
+func TestMinISRIsCappedAtTheReplicas(t *testing.T) {
+	l := &memLog{}
+	p, err := NewLeaderOf(l, fixedEpoch(0), 1, Leadership{Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, func() int { return 3 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.AppendAsLeader(memBatch(0, 2, 0), AcksAll, 10*time.Second)
+		done <- err
+	}()
+	waitFor(t, func() bool { return l.LogEndOffset() == 2 })
+	if err := p.UpdateFollower(2, 2, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("acks=all with both replicas in sync and min.insync.replicas 3: %v", err)
+	}
+	if err := p.UpdateLeadership(Leadership{Replicas: []int32{1, 2}, ISR: []int32{1}, PartitionEpoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendAsLeader(memBatch(0, 1, 0), AcksAll, time.Second); !errors.Is(err, kerr.NotEnoughReplicas) {
+		t.Fatalf("acks=all with the ISR [1]: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+	if _, err := p.AppendAsLeader(memBatch(0, 1, 0), AcksLeader, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 2 {
+		t.Fatalf("hw %d with the ISR under min.insync.replicas, want it kept at 2", hw)
+	}
+}
+
+// TestHighWatermarkWaitsForAJoiningFollower checks a follower outside the
+// ISR that caught up within replica.lag.time.max.ms: the high watermark
+// waits for it, as Kafka's shouldWaitForReplicaToJoinIsr, so under steady
+// appends it reaches the high watermark and is proposed for the ISR; one
+// that has not caught up within the lag holds nothing back.
+func TestHighWatermarkWaitsForAJoiningFollower(t *testing.T) {
+	l := &memLog{}
+	now := time.Now()
+	p, err := NewLeaderOf(l, fixedEpoch(0), 1, Leadership{Replicas: []int32{1, 2}, ISR: []int32{1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.maxLag, p.now = 30*time.Second, func() time.Time { return now }
+	if _, err := p.AppendAsLeader(memBatch(0, 2, 0), AcksLeader, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 2 {
+		t.Fatalf("hw %d with a follower that never caught up, want the log end 2", hw)
+	}
+	if err := p.UpdateFollower(2, 2, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendAsLeader(memBatch(0, 2, 0), AcksLeader, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 2 {
+		t.Fatalf("hw %d with a follower caught up at 2 just now, want 2", hw)
+	}
+	if c, ok := p.ExpandISR(); !ok || !slices.Equal(c.ISR, []int32{1, 2}) {
+		t.Fatalf("expansion %+v (%v), want [1 2]", c, ok)
+	}
+	p.ISRChangeFailed()
+	now = now.Add(time.Minute)
+	if _, err := p.AppendAsLeader(memBatch(0, 1, 0), AcksLeader, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("hw %d a minute after the follower caught up, want the log end 5", hw)
+	}
+}

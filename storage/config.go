@@ -12,6 +12,7 @@ type Config struct {
 	MaxMessageBytes       int   // message.max.bytes / max.message.bytes, 1048588
 	FlushIntervalMessages int64 // log.flush.interval.messages / flush.messages, math.MaxInt64
 	FlushIntervalMs       int64 // log.flush.interval.ms / flush.ms, math.MaxInt64
+	MinInSyncReplicas     int   // min.insync.replicas: the in-sync replicas an acks=all write needs, 1 (package replica reads it)
 
 	// Compaction (cleaner.go).
 	Compact                bool    // log.cleanup.policy / cleanup.policy contains "compact", default false

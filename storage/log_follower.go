@@ -8,6 +8,7 @@ package storage
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -81,8 +82,9 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 // the log is loaded again from that segment, as recovery does (indexes,
 // producer state, aborted transactions and leader epochs at or above offset
 // go). The high watermark and recovery point come down to the new log end
-// offset if they were above. An offset at or above the log end offset
-// changes nothing; one below the log start offset is OFFSET_OUT_OF_RANGE. If
+// offset if they were above. An offset at or above the log end offset cuts
+// no record, only the leader epochs that start at the log end
+// (dropEpochsFrom); one below the log start offset is OFFSET_OUT_OF_RANGE. If
 // a file operation fails the log fails and goes offline (reads fail too)
 // until it is revived, as after a failed revival.
 func (l *Log) TruncateTo(offset int64) error {
@@ -100,7 +102,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	leo := l.active().next
 	if offset >= leo {
-		return nil
+		return l.dropEpochsFrom(leo)
 	}
 	if offset < l.logStart {
 		return fmt.Errorf("log %s: truncate to %d below the log start offset %d: %w", l.dir, offset, l.logStart, kerr.OffsetOutOfRange)
@@ -118,26 +120,11 @@ func (l *Log) TruncateTo(offset int64) error {
 		call(l.events.OnLogFailed, LogFailureInfo{LogInfo{Dir: l.dir}, fmt.Errorf("truncate to %d: %w", offset, err)})
 		return l.storageError()
 	}
-	fresh := &Log{fsys: l.fsys, dir: l.dir, cfg: l.cfg, logger: l.logger, clock: l.clock, now: l.now, doomed: l.doomed, events: l.events}
-	fresh.lastFlush = l.now()
 	opts := OpenOptions{RecoveryPoint: min(l.flushed.Load(), cut.segBase), LogStartOffset: l.logStart, FirstDirtyOffset: min(l.firstDirty, offset)}
-	if err := fresh.load(opts); err != nil {
-		for _, s := range fresh.segs {
-			s.closeAll()
-		}
-		l.failed = err
-		l.closed = true // offline, as a failed Revive
-		call(l.events.OnLogFailed, LogFailureInfo{LogInfo{Dir: l.dir}, fmt.Errorf("reload after truncating to %d: %w", offset, err)})
-		return fmt.Errorf("truncate log %s to %d: %w: %w", l.dir, offset, err, kerr.KafkaStorageError)
+	end, err := l.reloadLocked(opts, fmt.Sprintf("truncate to %d", offset))
+	if err != nil {
+		return err
 	}
-	for _, s := range fresh.segs {
-		s.cfg = &l.cfg
-	}
-	l.segs, l.logStart, l.firstDirty, l.tombstoneHorizon = fresh.segs, fresh.logStart, fresh.firstDirty, fresh.tombstoneHorizon
-	l.producers, l.aborted, l.epochs = fresh.producers, fresh.aborted, fresh.epochs
-	l.dirDirty, l.unflushedMsgs = false, 0
-	l.forgetEnds()
-	end := fresh.hw // the new log end offset's position
 	if l.hw.offset > end.offset {
 		l.hw = end
 	}
@@ -146,6 +133,124 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.flushed.Store(end.offset)
 	}
 	l.logger.Info("partition log truncated", zap.String("dir", l.dir), zap.Int64("from", leo), zap.Int64("to", end.offset))
+	return nil
+}
+
+// TruncateFullyAndStartAt removes every segment and starts the log again,
+// empty, at offset, as Kafka's UnifiedLog.truncateFullyAndStartAt when a
+// follower's log ends below its leader's log start offset (the leader's
+// retention removed what the follower lacks): producer state, aborted
+// transactions and leader epochs go with the records, and the log start
+// offset, high watermark and recovery point are offset. If a file
+// operation fails the log fails and goes offline, as TruncateTo.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	if l.closing.Load() {
+		return fmt.Errorf("log %s: %w: %w", l.dir, errLogClosed, kerr.KafkaStorageError)
+	}
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	leo := l.active().next
+	for _, s := range l.segs {
+		s.closeAll()
+	}
+	if err := l.removeAllFiles(offset); err != nil {
+		l.failed = err
+		l.closed = true // offline until revived: the segments behind l.segs are closed
+		call(l.events.OnLogFailed, LogFailureInfo{LogInfo{Dir: l.dir}, fmt.Errorf("truncate fully and start at %d: %w", offset, err)})
+		return l.storageError()
+	}
+	end, err := l.reloadLocked(OpenOptions{RecoveryPoint: offset, LogStartOffset: offset, FirstDirtyOffset: offset},
+		fmt.Sprintf("truncate fully and start at %d", offset))
+	if err != nil {
+		return err
+	}
+	l.hw, l.flushedPos = end, end
+	l.flushed.Store(end.offset)
+	l.logger.Info("partition log emptied and started again", zap.String("dir", l.dir), zap.Int64("log_end", leo), zap.Int64("start", offset))
+	return nil
+}
+
+// removeAllFiles removes every segment, producer snapshot and leader epoch
+// of the log and creates an empty segment at offset, durably. Caller holds
+// every lock and closed the segments.
+func (l *Log) removeAllFiles(offset int64) error {
+	for _, s := range l.segs {
+		if err := s.remove(); err != nil {
+			return err
+		}
+	}
+	snaps, err := listSnapshots(l.fsys, l.dir)
+	if err != nil {
+		return err
+	}
+	for _, off := range snaps {
+		if err := l.fsys.Remove(snapshotPath(l.dir, off)); err != nil {
+			return fmt.Errorf("remove producer snapshot: %w", err)
+		}
+	}
+	if err := writeEpochCheckpoint(l.fsys, filepath.Join(l.dir, leaderEpochCheckpointFile), nil); err != nil {
+		return err
+	}
+	s, err := createSegment(l.fsys, l.dir, offset, &l.cfg, l.now())
+	if err != nil {
+		return err
+	}
+	s.closeAll()
+	return l.fsys.SyncDir(l.dir)
+}
+
+// reloadLocked loads the log again from its files, as recovery does, and
+// takes the loaded segments, producer state, aborted transactions and
+// epochs; it returns the position of the new log end offset. On failure
+// the log is offline, as after a failed revival. Caller holds every lock.
+func (l *Log) reloadLocked(opts OpenOptions, what string) (logPos, error) {
+	fresh := &Log{fsys: l.fsys, dir: l.dir, cfg: l.cfg, logger: l.logger, clock: l.clock, now: l.now, doomed: l.doomed, events: l.events}
+	fresh.lastFlush = l.now()
+	if err := fresh.load(opts); err != nil {
+		for _, s := range fresh.segs {
+			s.closeAll()
+		}
+		l.failed = err
+		l.closed = true // offline, as a failed Revive
+		call(l.events.OnLogFailed, LogFailureInfo{LogInfo{Dir: l.dir}, fmt.Errorf("reload after %s: %w", what, err)})
+		return logPos{}, fmt.Errorf("%s, log %s: %w: %w", what, l.dir, err, kerr.KafkaStorageError)
+	}
+	for _, s := range fresh.segs {
+		s.cfg = &l.cfg
+	}
+	l.segs, l.logStart, l.firstDirty, l.tombstoneHorizon = fresh.segs, fresh.logStart, fresh.firstDirty, fresh.tombstoneHorizon
+	l.producers, l.aborted, l.epochs = fresh.producers, fresh.aborted, fresh.epochs
+	l.dirDirty, l.unflushedMsgs = false, 0
+	l.forgetEnds()
+	return fresh.hw, nil
+}
+
+// dropEpochsFrom removes the leader epochs that start at or after offset,
+// the log end offset, as Kafka's truncateTo does even when it cuts no
+// record: a replica that became leader and appended nothing before another
+// was elected has its epoch's entry at the log end, which conflicts with
+// the new leader's log (its fetches would diverge there forever). Caller
+// holds l.mu.
+func (l *Log) dropEpochsFrom(offset int64) error {
+	kept := l.epochs
+	for len(kept) > 0 && kept[len(kept)-1].StartOffset >= offset {
+		kept = kept[:len(kept)-1]
+	}
+	if len(kept) == len(l.epochs) {
+		return nil
+	}
+	kept = kept[:len(kept):len(kept)]
+	if err := writeEpochCheckpoint(l.fsys, filepath.Join(l.dir, leaderEpochCheckpointFile), kept); err != nil {
+		return storageFailure(fmt.Errorf("log %s: drop the leader epochs from %d: %w", l.dir, offset, err))
+	}
+	l.epochs = kept
 	return nil
 }
 

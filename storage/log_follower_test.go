@@ -202,3 +202,135 @@ func TestTruncateFailureGoesOffline(t *testing.T) {
 	}
 	r.Chunk.Release()
 }
+
+// TestTruncateFullyAndStartAt checks a follower's log emptied and started
+// again at a leader's log start offset: no record, producer (nor its
+// snapshot), aborted transaction or leader epoch of before stays, the log
+// start offset, log
+// end offset and high watermark are the new start, batches from the
+// leader follow on from there, and all of it lasts a reopen.
+func TestTruncateFullyAndStartAt(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 1 << 10
+	dir := t.TempDir()
+	l := openTestLog(t, vfs.Default, dir, cfg, OpenOptions{RecoveryPoint: -1})
+	for range 10 {
+		if _, err := leaderAppend(l, makeBatch(batchOpts{records: 2, valueSize: 50}), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := leaderAppend(l, makeBatch(batchOpts{records: 1, pid: 7, seq: 0}), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaderAppend(l, makeBatch(batchOpts{records: 1, pid: 8, seq: 0, attrs: batch.AttrTransactional}), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaderAppendControl(l, 8, 0, false, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil { // a producer snapshot at the log end
+		t.Fatal(err)
+	}
+	l = openTestLog(t, vfs.Default, dir, cfg, OpenOptions{RecoveryPoint: -1})
+	if err := l.TruncateFullyAndStartAt(100); err != nil {
+		t.Fatal(err)
+	}
+	state := func(l *Log) string {
+		return fmt.Sprintf("start %d leo %d hw %d epoch %d aborted %v", l.LogStartOffset(), l.LogEndOffset(), l.HighWatermark(),
+			l.LatestEpoch(), l.AbortedTransactions(0, 200))
+	}
+	if got, want := state(l), "start 100 leo 100 hw 100 epoch -1 aborted []"; got != want {
+		t.Fatalf("after starting again at 100: %s, want %s", got, want)
+	}
+	if snaps, err := listSnapshots(vfs.Default, dir); err != nil || len(snaps) != 0 {
+		t.Fatalf("producer snapshots %v (%v) of the removed records kept", snaps, err)
+	}
+	if res, err := leaderAppend(l, makeBatch(batchOpts{records: 1, pid: 7, seq: 0}), 3); err != nil || res.Duplicate || res.BaseOffset != 100 {
+		t.Fatalf("producer 7's first batch again: %+v %v; want it appended at 100 (no producer state kept)", res, err)
+	}
+	if _, err := l.AppendAsFollower(stamped(makeBatch(batchOpts{records: 2}), 101, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AdvanceHighWatermark(103); err != nil {
+		t.Fatal(err)
+	}
+	want := "start 100 leo 103 hw 103 epoch 3 aborted []"
+	if got := state(l); got != want {
+		t.Fatalf("after appending from 100: %s, want %s", got, want)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, vfs.Default, dir, cfg, OpenOptions{RecoveryPoint: -1})
+	defer l.Close()
+	if got := state(l); got != want {
+		t.Fatalf("after a reopen: %s, want %s", got, want)
+	}
+	if r, err := l.Read(99, 1<<20, true); !errors.Is(err, kerr.OffsetOutOfRange) {
+		r.Chunk.Release()
+		t.Fatalf("read below the new start: %v, want OFFSET_OUT_OF_RANGE", err)
+	}
+}
+
+// TestReadReplica checks a follower's read: past the high watermark up to
+// the log end offset, OFFSET_OUT_OF_RANGE beyond it, and the high
+// watermark reported as it is.
+func TestReadReplica(t *testing.T) {
+	l := openTestLog(t, vfs.Default, t.TempDir(), testConfig(), OpenOptions{RecoveryPoint: -1})
+	defer l.Close()
+	for range 3 {
+		if _, err := l.Append(makeBatch(batchOpts{records: 2}), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.AdvanceHighWatermark(2); err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.ReadReplica(2, 1<<20, true)
+	if err != nil || r.NextOffset != 6 || r.HighWatermark != 2 || r.Chunk.Len() == 0 {
+		t.Fatalf("read from 2: next %d hw %d, %d bytes, %v; want up to 6 with hw 2", r.NextOffset, r.HighWatermark, r.Chunk.Len(), err)
+	}
+	r.Chunk.Release()
+	if r, err := l.ReadReplica(6, 1<<20, true); err != nil || r.Chunk.Len() != 0 {
+		t.Fatalf("read at the log end: %d bytes, %v", r.Chunk.Len(), err)
+	}
+	if _, err := l.ReadReplica(7, 1<<20, true); !errors.Is(err, kerr.OffsetOutOfRange) {
+		t.Fatalf("read past the log end: %v, want OFFSET_OUT_OF_RANGE", err)
+	}
+	if r, err := l.Read(2, 1<<20, true); err != nil || r.Chunk.Len() != 0 {
+		t.Fatalf("a consumer's read at the high watermark: %d bytes, %v; want none", r.Chunk.Len(), err)
+	}
+}
+
+// TestTruncateToLogEndDropsAnEmptyEpoch checks a replica that became
+// leader (its epoch recorded at its log end offset) and appended nothing
+// before another was elected: truncating to its log end offset drops that
+// epoch, durably, as Kafka's truncateTo, so it no longer claims an epoch
+// the new leader's log does not have.
+func TestTruncateToLogEndDropsAnEmptyEpoch(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, vfs.Default, dir, testConfig(), OpenOptions{RecoveryPoint: -1})
+	if _, err := leaderAppend(l, makeBatch(batchOpts{records: 2}), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AssignLeaderEpoch(1); err != nil {
+		t.Fatal(err)
+	}
+	if e := l.LatestEpoch(); e != 1 {
+		t.Fatalf("latest epoch %d, want 1", e)
+	}
+	if err := l.TruncateTo(2); err != nil {
+		t.Fatal(err)
+	}
+	if e, end := l.EndOffsetForEpoch(0); l.LatestEpoch() != 0 || e != 0 || end != 2 {
+		t.Fatalf("after truncating to the log end: latest epoch %d, epoch 0 ends at %d (epoch %d); want 0, and 2", l.LatestEpoch(), end, e)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, vfs.Default, dir, testConfig(), OpenOptions{RecoveryPoint: -1})
+	defer l.Close()
+	if e := l.LatestEpoch(); e != 0 {
+		t.Fatalf("after a reopen: latest epoch %d, want 0", e)
+	}
+}

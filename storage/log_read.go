@@ -44,18 +44,36 @@ func (l *Log) Read(offset int64, maxBytes int, minOneBatch bool) (ReadResult, er
 func (l *Log) ReadIsolated(offset int64, maxBytes int, minOneBatch, readCommitted bool) (ReadResult, error) {
 	l.mu.Lock()
 	lso := l.lastStableLocked()
-	res := ReadResult{HighWatermark: l.hw.offset, LastStable: lso, LogStartOffset: l.logStart, NextOffset: offset}
 	upTo := l.hw.offset
 	if readCommitted {
 		upTo = lso
 	}
+	return l.readLocked(offset, maxBytes, minOneBatch, l.hw, upTo, lso)
+}
+
+// ReadReplica is Read for a follower of this log, as Kafka's reads with
+// FetchIsolation.LOG_END: whole batches up to the log end offset, past the
+// high watermark; an offset outside [LogStartOffset, log end offset] gives
+// kerr.OffsetOutOfRange.
+func (l *Log) ReadReplica(offset int64, maxBytes int, minOneBatch bool) (ReadResult, error) {
+	l.mu.Lock()
+	act := l.active()
+	end := logPos{offset: act.next, segBase: act.base, pos: act.size}
+	return l.readLocked(offset, maxBytes, minOneBatch, end, end.offset, l.lastStableLocked())
+}
+
+// readLocked reads from offset to bound (the high watermark or the log end
+// offset), batches starting at or after upTo left out. Caller holds l.mu,
+// which it releases.
+func (l *Log) readLocked(offset int64, maxBytes int, minOneBatch bool, bound logPos, upTo, lso int64) (ReadResult, error) {
+	res := ReadResult{HighWatermark: l.hw.offset, LastStable: lso, LogStartOffset: l.logStart, NextOffset: offset}
 	if l.closed {
 		l.mu.Unlock()
 		return res, fmt.Errorf("log %s: %w: %w", l.dir, errLogClosed, kerr.KafkaStorageError)
 	}
-	if offset < l.logStart || offset > l.hw.offset {
-		l.mu.Unlock() // the message uses res: l.logStart and l.hw change once unlocked
-		return res, fmt.Errorf("offset %d outside [%d, %d]: %w", offset, res.LogStartOffset, res.HighWatermark, kerr.OffsetOutOfRange)
+	if offset < l.logStart || offset > bound.offset {
+		l.mu.Unlock() // the message uses res and bound: l.logStart and l.hw change once unlocked
+		return res, fmt.Errorf("offset %d outside [%d, %d]: %w", offset, res.LogStartOffset, bound.offset, kerr.OffsetOutOfRange)
 	}
 	if offset >= upTo {
 		l.mu.Unlock()
@@ -69,8 +87,8 @@ func (l *Log) ReadIsolated(offset int64, maxBytes int, minOneBatch, readCommitte
 	)
 	for {
 		limit = s.size
-		if l.hw.segBase == s.base {
-			limit = l.hw.pos
+		if bound.segBase == s.base {
+			limit = bound.pos
 		}
 		var err error
 		f, pos, err = l.findBatch(s, offset, limit)
@@ -95,7 +113,7 @@ func (l *Log) ReadIsolated(offset int64, maxBytes int, minOneBatch, readCommitte
 	// batches before it are whole and wanted, and their headers need not
 	// be read (one pread each).
 	end := pos
-	if upTo == l.hw.offset {
+	if upTo == bound.offset {
 		if p := s.idx.lastBefore(min(limit, pos+int64(maxBytes))); p > pos {
 			end = p
 		}

@@ -294,6 +294,9 @@ func (l *Log) SetConfig(cfg Config) {
 	l.cfgView.Store(&cfg)
 }
 
+// MinInSyncReplicas is the log's min.insync.replicas, read without its lock.
+func (l *Log) MinInSyncReplicas() int { return l.cfgView.Load().MinInSyncReplicas }
+
 // Config returns the log's current config.
 func (l *Log) Config() Config {
 	l.mu.Lock()

@@ -79,7 +79,7 @@ func checkEnum(key, raw, v string, allowed []string) error {
 
 // WithTopicConfigs overlays Kafka topic-level configs on c. segment.bytes,
 // segment.ms, index.interval.bytes, segment.index.bytes, max.message.bytes,
-// flush.messages, flush.ms, cleanup.policy (Compact when it lists
+// flush.messages, flush.ms, min.insync.replicas, cleanup.policy (Compact when it lists
 // "compact"), delete.retention.ms, min.compaction.lag.ms and
 // min.cleanable.dirty.ratio, retention.ms, retention.bytes (NoDelete when
 // cleanup.policy lacks "delete") and file.delete.delay.ms change the
@@ -114,6 +114,8 @@ func (c Config) WithTopicConfigs(m map[string]string) (Config, error) {
 			c.FlushIntervalMessages = n
 		case "flush.ms":
 			c.FlushIntervalMs = n
+		case "min.insync.replicas":
+			c.MinInSyncReplicas = int(n)
 		case "cleanup.policy":
 			c.Compact, c.NoDelete = false, true
 			for _, item := range strings.Split(m[k], ",") {

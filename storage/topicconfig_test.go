@@ -33,7 +33,7 @@ func TestWithTopicConfigsApplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{SegmentBytes: 1048576, SegmentMs: 60000, IndexIntervalBytes: 0, MaxIndexSize: 4096,
-		MaxMessageBytes: 2000000, FlushIntervalMessages: 1, FlushIntervalMs: 0,
+		MaxMessageBytes: 2000000, FlushIntervalMessages: 1, FlushIntervalMs: 0, MinInSyncReplicas: 2,
 		Compact: true, DeleteRetentionMs: 1000, MinCompactionLagMs: 5, MinCleanableDirtyRatio: 0.25, CleanerBackoffMs: 15000,
 		RetentionMs: -1, RetentionBytes: -1, FileDeleteDelayMs: 60000, RetentionCheckIntervalMs: 300000,
 		// LogAppendTime: Kafka stamps the batch and checks no bounds.
