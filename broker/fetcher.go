@@ -16,7 +16,13 @@ package broker
 // a log that ends below the leader's log start offset (OFFSET_OUT_OF_RANGE)
 // is emptied and started again there, as Kafka's truncateFullyAndStartAt;
 // an epoch or leadership error sets the partition aside for
-// replica.fetch.backoff.ms until the next image, any other error too. The
+// replica.fetch.backoff.ms until the next image, any other error too,
+// except that a leader not yet at this follower's leader epoch
+// (UNKNOWN_LEADER_EPOCH, or NOT_LEADER_OR_FOLLOWER from the node the image
+// names leader) is asked again after leaderCatchUpBackoff: it is applying
+// the image that makes it leader, and a follower that waited a whole
+// backoff would hold acks=all produces back that long after a failover
+// (Kafka waits replica.fetch.backoff.ms). The
 // publisher tells the fetchers of each image (follow), before the replicas
 // change, so that no fetch answer is applied to a partition this node
 // stopped following, and after, so that the new followers fetch.
@@ -41,6 +47,10 @@ import (
 	"github.com/strata-io/strata/replica"
 	"github.com/strata-io/strata/storage"
 )
+
+// leaderCatchUpBackoff is how soon a follower asks again a leader that
+// has not yet applied the image making it leader.
+const leaderCatchUpBackoff = 20 * time.Millisecond
 
 // replicaFetchVersion is the Fetch version followers send: topic ids,
 // LastFetchedEpoch and DivergingEpoch, and the replica state.
@@ -457,7 +467,11 @@ func (t *fetcherThread) apply(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, 
 				continue // no longer followed here, or changed since it was asked
 			}
 			if err := t.applyPartition(tg, rp); err != nil {
-				tg.delayUntil = time.Now().Add(t.f.cfg.Backoff)
+				delay := t.f.cfg.Backoff
+				if errors.Is(err, kerr.UnknownLeaderEpoch) || errors.Is(err, kerr.NotLeaderForPartition) {
+					delay = min(delay, leaderCatchUpBackoff)
+				}
+				tg.delayUntil = time.Now().Add(delay)
 				log.Info("partition fetch failed; backing off", zap.String("topic", tg.sp.Topic),
 					zap.Int32("partition", tg.sp.Index), zap.Int32("leader_epoch", tg.leaderEpoch), zap.Error(err))
 			}

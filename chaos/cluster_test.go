@@ -89,7 +89,11 @@ func startCluster(t *testing.T, c *Cluster) {
 
 // runFailovers runs STRATA_FAILOVERS (default reps) failovers of each
 // fault on one cluster, each on its own topic, and checks each history.
-// Over the target pause is only reported for Kafka (mustMeetTarget false).
+// Over the target pause is only reported for Kafka (mustMeetTarget
+// false), and for SIGSTOP on both: a paused leader holds the producer's
+// request until the client's own timeout (DefaultTuning's produce timeout
+// and overhead, 3 s) whatever the broker does, and it is found paused only
+// once broker.session.timeout.ms passes.
 func runFailovers(t *testing.T, c *Cluster, mustMeetTarget bool) {
 	startCluster(t, c)
 	for _, f := range []struct {
@@ -109,7 +113,7 @@ func runFailovers(t *testing.T, c *Cluster, mustMeetTarget bool) {
 			}
 			t.Logf("%s failover %d/%d: %v", c.Name(), i+1, reps, rep)
 			checkFailover(t, rep)
-			if mustMeetTarget && rep.LongestPause > failoverTarget {
+			if mustMeetTarget && f.fault == FaultKill && rep.LongestPause > failoverTarget {
 				t.Errorf("%s failover %d: longest pause %v, over the %v target", f.fault, i+1, rep.LongestPause, failoverTarget)
 			}
 		}
