@@ -294,7 +294,8 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if cfg.Quorum != nil {
 		b.controller = newController(cfg.Quorum, cfg.Cluster, cfg.Cluster.ClusterID, logger)
 		b.life = newLifecycle(cfg.Quorum, cfg.NodeID, cfg.Cluster, cfg.Cluster.ClusterID,
-			registerRecord(cfg.NodeID, listener, advHost, int32(advPort)).Endpoints, logger)
+			registerRecord(cfg.NodeID, listener, advHost, int32(advPort)).Endpoints,
+			func() { follower.reportStrays(meta.Image()) }, logger)
 		pids.AllocateFrom(func() (int64, int64, error) { return fwd.allocateProducerIDs(b.life.epoch.Load()) })
 	}
 	if isr != nil {

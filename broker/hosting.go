@@ -10,8 +10,8 @@ package broker
 // written), grows the partitions it has fewer of, applies the topics' and
 // this node's dynamic configs, and deletes the logs of a topic the image
 // removed. A log whose topic the image never knew is left alone and
-// reported, as Kafka's stray logs are found: nothing this node cannot
-// account for is deleted.
+// reported once this node has caught up (reportStrays), as Kafka's stray
+// logs are found: nothing this node cannot account for is deleted.
 //
 // Storage's refusals are logged: the quorum has already committed the
 // change, so there is no client to answer; the log of the partition stays
@@ -20,6 +20,7 @@ package broker
 import (
 	"maps"
 	"strconv"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -35,12 +36,15 @@ type imageHost struct {
 	// stopReplicas drops the replicas of a deleted topic's partitions
 	// before storage deletes their logs.
 	stopReplicas func([]*storage.Partition)
+
+	mu     sync.Mutex
+	strays map[[16]byte]bool // the stray topics reported
 }
 
 // follow takes storage from old's topics and configs to new's; old is
 // metadata.Empty for the first image after start, when the logs storage
 // opened are matched to the image.
-func (h imageHost) follow(old, new *metadata.Image) {
+func (h *imageHost) follow(old, new *metadata.Image) {
 	for _, t := range new.Topics.All() {
 		h.host(t, new)
 	}
@@ -49,20 +53,31 @@ func (h imageHost) follow(old, new *metadata.Image) {
 			h.remove(t)
 		}
 	}
-	if old == metadata.Empty {
-		for _, st := range h.logs.Topics() {
-			if new.Topics.ByID(st.ID) == nil {
-				h.logger.Warn("a topic of the log dir is not in the cluster's metadata; its logs are kept and not served",
-					zap.String("topic", st.Name), zap.String("topic_id", metadata.TopicIDString(st.ID)))
+	h.followBrokerConfigs(new)
+}
+
+// reportStrays logs the topics of the log dir that img, a caught-up image,
+// does not have, once each: the metadata log replayed after a restart
+// goes through images older than the log dir, so only an image the
+// controller counts as caught up can tell.
+func (h *imageHost) reportStrays(img *metadata.Image) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, st := range h.logs.Topics() {
+		if img.Topics.ByID(st.ID) == nil && !h.strays[st.ID] {
+			if h.strays == nil {
+				h.strays = map[[16]byte]bool{}
 			}
+			h.strays[st.ID] = true
+			h.logger.Warn("a topic of the log dir is not in the cluster's metadata; its logs are kept and not served",
+				zap.String("topic", st.Name), zap.String("topic_id", metadata.TopicIDString(st.ID)))
 		}
 	}
-	h.followBrokerConfigs(new)
 }
 
 // host opens t's logs, adds the partitions storage lacks and sets its
 // configs to the image's.
-func (h imageHost) host(t *metadata.TopicImage, img *metadata.Image) {
+func (h *imageHost) host(t *metadata.TopicImage, img *metadata.Image) {
 	configs := img.Configs.Of(metadata.ConfigResource{Type: metadata.TopicResource, Name: t.Name})
 	st := h.logs.TopicByID(t.ID)
 	if st == nil {
@@ -91,7 +106,7 @@ func (h imageHost) host(t *metadata.TopicImage, img *metadata.Image) {
 }
 
 // remove deletes the logs of a topic the image removed.
-func (h imageHost) remove(t *metadata.TopicImage) {
+func (h *imageHost) remove(t *metadata.TopicImage) {
 	st := h.logs.TopicByID(t.ID)
 	if st == nil {
 		return
@@ -104,7 +119,7 @@ func (h imageHost) remove(t *metadata.TopicImage) {
 
 // followBrokerConfigs sets the cluster-wide and this node's dynamic broker
 // configs to the image's.
-func (h imageHost) followBrokerConfigs(img *metadata.Image) {
+func (h *imageHost) followBrokerConfigs(img *metadata.Image) {
 	clusterDefault, own := h.logs.BrokerConfigs()
 	for _, c := range []struct {
 		name string

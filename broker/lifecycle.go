@@ -37,6 +37,9 @@ type lifecycle struct {
 	endpoints   []metadata.Endpoint
 	incarnation [16]byte
 	logger      *zap.Logger
+	// caughtUp is called each time the controller unfences this broker:
+	// its metadata has caught up with the quorum's.
+	caughtUp func()
 
 	epoch    atomic.Int64 // the broker epoch; -1 while unregistered
 	client   *ctrlClient  // run's alone
@@ -45,8 +48,8 @@ type lifecycle struct {
 	done     chan struct{}
 }
 
-func newLifecycle(store *quorum.Store, node int32, cfg ClusterConfig, clusterID string, endpoints []metadata.Endpoint, logger *zap.Logger) *lifecycle {
-	l := &lifecycle{store: store, node: node, cfg: cfg, clusterID: clusterID, endpoints: endpoints,
+func newLifecycle(store *quorum.Store, node int32, cfg ClusterConfig, clusterID string, endpoints []metadata.Endpoint, caughtUp func(), logger *zap.Logger) *lifecycle {
+	l := &lifecycle{store: store, node: node, cfg: cfg, clusterID: clusterID, endpoints: endpoints, caughtUp: caughtUp,
 		logger: logger.With(zap.String("role", "broker lifecycle")), stop: make(chan struct{}), done: make(chan struct{})}
 	rand.Read(l.incarnation[:])
 	l.epoch.Store(-1)
@@ -118,6 +121,9 @@ func (l *lifecycle) step(fenced *bool) error {
 	case nil:
 		if resp.IsFenced != *fenced {
 			l.logger.Info("the controller changed this broker's state", zap.Bool("fenced", resp.IsFenced), zap.Int64("broker_epoch", l.epoch.Load()))
+			if !resp.IsFenced && l.caughtUp != nil {
+				l.caughtUp()
+			}
 		}
 		*fenced = resp.IsFenced
 		return nil

@@ -33,6 +33,7 @@ type settings struct {
 	MaxMessageBytes       int                  // message.max.bytes
 	SocketRequestMaxBytes int32                // socket.request.max.bytes
 	FlushIntervalMessages int64                // log.flush.interval.messages
+	MinInSyncReplicas     int                  // min.insync.replicas
 	FlushIntervalMs       int64                // log.flush.interval.ms
 	TimestampType         string               // log.message.timestamp.type
 	TimestampBeforeMaxMs  int64                // log.message.timestamp.before.max.ms
@@ -91,6 +92,7 @@ func defaultSettings() settings {
 		MaxMessageBytes:       int(defaultInt("message.max.bytes")),
 		SocketRequestMaxBytes: int32(defaultInt("socket.request.max.bytes")),
 		FlushIntervalMessages: defaultInt("log.flush.interval.messages"),
+		MinInSyncReplicas:     int(defaultInt("min.insync.replicas")),
 		FlushIntervalMs:       defaultInt("log.flush.interval.ms"),
 		TimestampType:         def("log.message.timestamp.type").Default,
 		TimestampBeforeMaxMs:  defaultInt("log.message.timestamp.before.max.ms"),
@@ -168,7 +170,6 @@ func (e *configError) Error() string {
 var ignoredKeys = []string{
 	"num.network.threads", "num.io.threads",
 	"num.replica.fetchers", "num.recovery.threads.per.data.dir", "queued.max.requests",
-	"min.insync.replicas",
 	"zookeeper.connect", "zookeeper.connection.timeout.ms", "metadata.log.dir",
 	"log.flush.scheduler.interval.ms", "log.flush.offset.checkpoint.interval.ms",
 	"log.flush.start.offset.checkpoint.interval.ms",
@@ -282,6 +283,7 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	p.setInt(&s.MaxMessageBytes, "message.max.bytes")
 	p.setInt32(&s.SocketRequestMaxBytes, "socket.request.max.bytes")
 	p.setInt64(&s.FlushIntervalMessages, "log.flush.interval.messages")
+	p.setInt(&s.MinInSyncReplicas, "min.insync.replicas")
 	p.setInt64(&s.FlushIntervalMs, "log.flush.interval.ms")
 	p.enum(&s.TimestampType, "log.message.timestamp.type")
 	p.setInt64(&s.TimestampBeforeMaxMs, "log.message.timestamp.before.max.ms")

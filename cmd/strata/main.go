@@ -47,7 +47,8 @@ type options struct {
 const usageHeader = `Usage: strata [--config FILE | FILE] [--override key=value]... [flags]
        strata --version | strata version
 
-strata runs a single-node broker that speaks Kafka's wire protocol. Without a
+strata runs a broker that speaks Kafka's wire protocol: one node, or with several
+controller.quorum.voters a node of a cluster. Without a
 configuration it serves PLAINTEXT on 127.0.0.1:9092 with its data in ./data.
 
 Configuration takes Kafka's server.properties keys (the README's Configuration
@@ -190,6 +191,7 @@ func brokerConfig(s settings, logRequests bool, build buildInfo) broker.Config {
 			MaxIndexSize:          s.MaxIndexSize,
 			MaxMessageBytes:       s.MaxMessageBytes,
 			FlushIntervalMessages: s.FlushIntervalMessages,
+			MinInSyncReplicas:     s.MinInSyncReplicas,
 			FlushIntervalMs:       s.FlushIntervalMs,
 
 			CheckTimestamps:      s.TimestampType == "CreateTime",

@@ -55,6 +55,8 @@ var brokerDefs = []Def{
 		Row: &Row{Default: "2^31-1", Notes: "a new connection over the limit for its client address is closed at once with one log line, as in Kafka; at least 1 (`max.connections.per.ip.overrides` is not implemented)"}},
 	{Name: "connections.max.idle.ms", Type: Long, Default: "600000", Check: Check{Min: math.MinInt64},
 		Row: &Row{Notes: "close a connection with no request for this long, and one whose response cannot be written for this long (a client that stopped reading); negative = never, 0 is refused"}},
+	{Name: "min.insync.replicas", Type: Int, Default: "1", Check: Check{Min: 1},
+		Row: &Row{Notes: "in a cluster, the in-sync replicas an `acks=all` write needs (`NOT_ENOUGH_REPLICAS` below it; the high watermark waits too, as Kafka 4's), capped at the replication factor; topic: `min.insync.replicas`; a single node, the only replica, meets any value"}},
 	{Name: "log.flush.interval.messages", Type: Long, Default: maxLong, Check: Check{Min: 1},
 		Row: &Row{Default: "2^63-1", Notes: "fsync after this many records (see Durability)"}},
 	{Name: "log.flush.interval.ms", Type: Long, Default: maxLong,
