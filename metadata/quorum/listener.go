@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -131,8 +132,28 @@ func (s streamLayer) Accept() (net.Conn, error) {
 func (s streamLayer) Close() error   { return s.l.Close() }
 func (s streamLayer) Addr() net.Addr { return s.l.self }
 
+// refusedRedial bounds how long Dial keeps dialing a voter whose listener
+// refuses connections (its process is down), every refusedRedialEvery.
+// Raft backs off exponentially, up to 10 s, after each failed send to a
+// follower; failing a send at most once a second while the follower is
+// down keeps that backoff short, so a follower that comes back gets the
+// log within milliseconds, not seconds.
+const (
+	refusedRedial      = time.Second
+	refusedRedialEvery = 25 * time.Millisecond
+)
+
 func (s streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	deadline := time.Now().Add(min(timeout, refusedRedial))
 	c, err := net.DialTimeout("tcp", string(address), timeout)
+	for err != nil && errors.Is(err, syscall.ECONNREFUSED) && time.Now().Before(deadline) {
+		select {
+		case <-s.l.done:
+			return nil, err
+		case <-time.After(refusedRedialEvery):
+		}
+		c, err = net.DialTimeout("tcp", string(address), timeout)
+	}
 	if err != nil {
 		return nil, err
 	}
