@@ -3,7 +3,7 @@ package broker
 // Forwarding. On a cluster node that is not the active controller, the
 // admin changes clients send (CreateTopics, DeleteTopics,
 // CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
-// AlterPartitionReassignments) go to the
+// AlterPartitionReassignments) and DescribeQuorum go to the
 // active controller over its controller listener, at the client's version,
 // and its answer is relayed, as Kafka brokers forward them
 // (ForwardingManager; Strata sends the request itself, not in an
@@ -32,7 +32,7 @@ import (
 // forwardedKeys are the requests a broker forwards to the active
 // controller.
 var forwardedKeys = []kmsg.Key{kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
-	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments}
+	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum}
 
 // errNoController is a forward with no active controller known.
 var errNoController = fmt.Errorf("no active controller is known: %w", kerr.NotController)
@@ -187,6 +187,10 @@ func notControllerResponse(req kmsg.Request) (kmsg.Response, error) {
 			}
 			resp.Topics = append(resp.Topics, st)
 		}
+		return resp, nil
+	case *kmsg.DescribeQuorumRequest:
+		resp := kmsg.NewPtrDescribeQuorumResponse()
+		resp.ErrorCode = code
 		return resp, nil
 	}
 	return nil, fmt.Errorf("%T is not a request a broker forwards", req)
