@@ -34,7 +34,7 @@ func (b *Broker) controllerRegistry() *registry {
 func (b *Broker) serveController(ln net.Listener) {
 	apis := b.controllerRegistry()
 	svc := *b.svc
-	svc.served = apis.ranges()
+	svc.served, svc.controllerListener = apis.ranges(), true
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
