@@ -10,9 +10,10 @@ package broker
 // Envelope: every listener is PLAINTEXT, so the controller authorizes the
 // same ANONYMOUS principal the broker would). With no active controller
 // known, or when it cannot be reached, each item is NOT_CONTROLLER and the
-// client retries. Topics this node creates on its own (auto-creation by
-// Metadata and FindCoordinator, the coordinators' internal topics) go the
-// same way, as a CreateTopics request, and are waited for in this node's
+// client retries. A BROKER config resource naming another node is refused
+// here first (forward_configs.go). Topics this node creates on its own
+// (auto-creation by Metadata and FindCoordinator, the coordinators'
+// internal topics) go the same way, as a CreateTopics request, and are waited for in this node's
 // image before they are used.
 
 import (
@@ -99,13 +100,20 @@ func (f *forwarder) forwarding(r *registry) {
 			if f.store.IsLeader() {
 				return local(rc)
 			}
-			resp, err := f.send(rc.req.Body)
+			body, merge := splitForwarded(rc.req.Body, f.node)
+			if body == nil {
+				return merge(rc.req.Body.ResponseKind()), nil
+			}
+			resp, err := f.send(body)
 			if err != nil {
 				f.logger.Info("cannot forward a request to the active controller; answering NOT_CONTROLLER",
 					zap.String("request", k.Name()), zap.Error(err))
-				return notControllerResponse(rc.req.Body)
+				resp, err = notControllerResponse(body)
+				if err != nil {
+					return nil, err
+				}
 			}
-			return resp, nil
+			return merge(resp), nil
 		}
 		r.apis[int16(k)] = a
 	}

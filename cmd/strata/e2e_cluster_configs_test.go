@@ -76,13 +76,31 @@ func TestClusterAltersANodesBrokerConfig(t *testing.T) {
 		t.Errorf("the controller, node %d: log.retention.ms %s from %v (%v), want it untouched", ctrl.id, v, src, err)
 	}
 
-	rr.ResourceName = "7"
-	req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{rr}
-	resp, err := request(ctrl.addr, req)
-	if err != nil {
-		t.Fatal(err)
+	// Another node's resource is refused by the node it is sent to, the
+	// active controller or not, as Kafka's brokers do; the rest of the
+	// request is still forwarded.
+	for _, to := range []*clusterNode{ctrl, n} {
+		other := rr
+		other.ResourceName = strconv.Itoa(int(ctrl.id%3 + 1))
+		if to != ctrl {
+			other.ResourceName = strconv.Itoa(int(ctrl.id))
+		}
+		own := rr
+		own.ResourceName = strconv.Itoa(int(to.id))
+		req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{other, own}
+		resp, err := request(to.addr, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes := map[string]int16{}
+		for _, r := range resp.(*kmsg.IncrementalAlterConfigsResponse).Resources {
+			codes[r.ResourceName] = r.ErrorCode
+		}
+		if len(codes) != 2 || codes[other.ResourceName] != kerr.InvalidRequest.Code || codes[own.ResourceName] != 0 {
+			t.Errorf("node %d asked to alter nodes %s and %s: error codes %v, want INVALID_REQUEST for the other node only", to.id, other.ResourceName, own.ResourceName, codes)
+		}
 	}
-	if r := resp.(*kmsg.IncrementalAlterConfigsResponse); len(r.Resources) != 1 || r.Resources[0].ErrorCode != kerr.InvalidRequest.Code {
-		t.Errorf("node 7's config sent to the client listener of node %d: %+v, want INVALID_REQUEST", ctrl.id, r.Resources)
+	if v, src, err := retentionOf(ctrl.addr, strconv.Itoa(int(ctrl.id))); err != nil || v != "7200000" || src != kmsg.ConfigSourceDynamicBrokerConfig {
+		t.Errorf("the controller, node %d, altered by itself: log.retention.ms %s from %v (%v)", ctrl.id, v, src, err)
 	}
 }
