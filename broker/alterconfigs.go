@@ -94,11 +94,11 @@ func (b *services) replaceConfigs(typ kmsg.ConfigResourceType, name string, conf
 			return err
 		}
 		res := metadata.ConfigResource{Type: metadata.BrokerResource}
-		if node {
-			res.Name = strconv.Itoa(int(b.cfg.NodeID))
+		if node >= 0 {
+			res.Name = strconv.Itoa(int(node))
 		}
 		return b.replaceConfigsOf(res, configs, validateOnly, func(*metadata.Image) error {
-			return b.logs.AlterBrokerConfigs(configs, node, true)
+			return b.logs.AlterBrokerConfigs(configs, node >= 0, true)
 		})
 	default:
 		return unsupportedResource(typ)

@@ -281,6 +281,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		go balanceLeaders(meta, cfg.Cluster.LeaderImbalanceCheckInterval, b.shutdown, logger)
 	}
 	if fwd != nil {
+		b.registerDescribeQuorum()
 		fwd.forwarding(b.apis)
 	}
 	b.svc = newServices(b)

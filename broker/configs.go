@@ -43,7 +43,7 @@ type brokerConfigSources struct {
 }
 
 func (b *services) brokerConfigSources() brokerConfigSources {
-	def, node := b.brokerConfigs()
+	def, node := b.brokerConfigs(b.cfg.NodeID)
 	return brokerConfigSources{node: node, clusterDefault: def, static: b.staticConfigs()}
 }
 

@@ -70,6 +70,9 @@ type controller struct {
 	// lastLeader is the last other node seen leading the quorum, -1 for
 	// none: when this node takes over, that one most likely died.
 	lastLeader int32
+	// progress is each voter's metadata log as its heartbeats report it,
+	// for DescribeQuorum (describequorum.go).
+	progress quorumProgress
 
 	stop chan struct{}
 	done chan struct{}
@@ -277,6 +280,7 @@ func (c *controller) register(r *registry) {
 	r.add(kmsg.BrokerHeartbeat, 0, 1, c.handleHeartbeat)
 	r.add(kmsg.AllocateProducerIDs, 0, 0, c.handleAllocateProducerIDs)
 	r.add(kmsg.AlterPartition, 0, 3, c.handleAlterPartition)
+	r.add(kmsg.DescribeQuorum, 0, 2, c.handleDescribeQuorum)
 }
 
 func (c *controller) isActive() bool {
@@ -359,6 +363,9 @@ func (c *controller) handleHeartbeat(rc *reqCtx) (kmsg.Response, error) {
 		return resp, nil
 	}
 	c.touch(r.BrokerID, reg.Epoch, rc.conn)
+	if st := c.store.Status(); st.Leader {
+		c.progress.heartbeat(r.BrokerID, r.CurrentMetadataOffset, st.Term, st.LastIndex+1, time.Now())
+	}
 	caughtUp := r.CurrentMetadataOffset >= reg.Epoch
 	var decide func(img *metadata.Image) ([]metadata.Record, error)
 	fenced := reg.Fenced

@@ -14,14 +14,17 @@ import (
 )
 
 // controllerRegistry is what the controller listener serves: ApiVersions,
-// the controller's APIs, and the admin changes brokers forward.
+// the controller's APIs (DescribeQuorum among them), and the admin
+// changes brokers forward.
 func (b *Broker) controllerRegistry() *registry {
 	r := &registry{apis: map[int16]api{}}
 	registerApiVersions(r)
 	b.controller.register(r)
 	local := newRegistry() // the admin handlers, not forwarding again
 	for _, k := range forwardedKeys {
-		r.apis[int16(k)] = local.apis[int16(k)]
+		if a, ok := local.apis[int16(k)]; ok {
+			r.apis[int16(k)] = a
+		}
 	}
 	return r
 }
@@ -31,7 +34,7 @@ func (b *Broker) controllerRegistry() *registry {
 func (b *Broker) serveController(ln net.Listener) {
 	apis := b.controllerRegistry()
 	svc := *b.svc
-	svc.served = apis.ranges()
+	svc.served, svc.controllerListener = apis.ranges(), true
 	for {
 		nc, err := ln.Accept()
 		if err != nil {

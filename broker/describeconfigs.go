@@ -77,7 +77,7 @@ func handleDescribeConfigs(rc *reqCtx) (kmsg.Response, error) {
 				res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.DescribeConfigs, err), errorMessage(err)
 				break
 			}
-			res.Configs = b.describeBrokerConfigs(node, names, synonyms, docs)
+			res.Configs = b.describeBrokerConfigs(node >= 0, names, synonyms, docs)
 		default:
 			err := unsupportedResource(rr.ResourceType)
 			res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.DescribeConfigs, err), errorMessage(err)
@@ -104,24 +104,27 @@ func (b *services) configTopic(name string) (map[string]string, error) {
 }
 
 // brokerConfigs are copies of the dynamic broker configs in the metadata
-// image: the cluster default ones and this node's own.
-func (b *services) brokerConfigs() (clusterDefault, node map[string]string) {
+// image: the cluster default ones and node id's own.
+func (b *services) brokerConfigs(id int32) (clusterDefault, node map[string]string) {
 	img := b.meta.Image()
 	return maps.Clone(img.Configs.Of(metadata.ConfigResource{Type: metadata.BrokerResource})),
-		maps.Clone(img.Configs.Of(metadata.ConfigResource{Type: metadata.BrokerResource, Name: strconv.Itoa(int(b.cfg.NodeID))}))
+		maps.Clone(img.Configs.Of(metadata.ConfigResource{Type: metadata.BrokerResource, Name: strconv.Itoa(int(id))}))
 }
 
-// configBroker resolves a BROKER resource: "" is the cluster default,
-// node.id this node.
-func (b *services) configBroker(name string) (node bool, err error) {
+// configBroker resolves a BROKER resource to a node id, -1 for "", the
+// cluster default. A broker takes only its own node.id, as Kafka's
+// ConfigAdminManager (clients send a node's resource to that node); the
+// controller listener, serving the changes brokers forward, takes any
+// node's, as Kafka's controller does.
+func (b *services) configBroker(name string) (node int32, err error) {
 	if name == "" {
-		return false, nil
+		return -1, nil
 	}
 	id, perr := strconv.ParseInt(name, 10, 32)
-	if perr != nil || int32(id) != b.cfg.NodeID {
-		return false, fmt.Errorf("unexpected broker id, expected %d or empty string, but received %s: %w", b.cfg.NodeID, name, kerr.InvalidRequest)
+	if perr == nil && (int32(id) == b.cfg.NodeID || b.controllerListener && id >= 0) {
+		return int32(id), nil
 	}
-	return true, nil
+	return -1, fmt.Errorf("unexpected broker id, expected %d or empty string, but received %s: %w", b.cfg.NodeID, name, kerr.InvalidRequest)
 }
 
 func unsupportedResource(t kmsg.ConfigResourceType) error {

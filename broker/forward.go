@@ -3,16 +3,17 @@ package broker
 // Forwarding. On a cluster node that is not the active controller, the
 // admin changes clients send (CreateTopics, DeleteTopics,
 // CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
-// AlterPartitionReassignments) go to the
+// AlterPartitionReassignments) and DescribeQuorum go to the
 // active controller over its controller listener, at the client's version,
 // and its answer is relayed, as Kafka brokers forward them
 // (ForwardingManager; Strata sends the request itself, not in an
 // Envelope: every listener is PLAINTEXT, so the controller authorizes the
 // same ANONYMOUS principal the broker would). With no active controller
 // known, or when it cannot be reached, each item is NOT_CONTROLLER and the
-// client retries. Topics this node creates on its own (auto-creation by
-// Metadata and FindCoordinator, the coordinators' internal topics) go the
-// same way, as a CreateTopics request, and are waited for in this node's
+// client retries. A BROKER config resource naming another node is refused
+// here first (forward_configs.go). Topics this node creates on its own
+// (auto-creation by Metadata and FindCoordinator, the coordinators'
+// internal topics) go the same way, as a CreateTopics request, and are waited for in this node's
 // image before they are used.
 
 import (
@@ -32,7 +33,7 @@ import (
 // forwardedKeys are the requests a broker forwards to the active
 // controller.
 var forwardedKeys = []kmsg.Key{kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
-	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments}
+	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum}
 
 // errNoController is a forward with no active controller known.
 var errNoController = fmt.Errorf("no active controller is known: %w", kerr.NotController)
@@ -99,13 +100,20 @@ func (f *forwarder) forwarding(r *registry) {
 			if f.store.IsLeader() {
 				return local(rc)
 			}
-			resp, err := f.send(rc.req.Body)
+			body, merge := splitForwarded(rc.req.Body, f.node)
+			if body == nil {
+				return merge(rc.req.Body.ResponseKind()), nil
+			}
+			resp, err := f.send(body)
 			if err != nil {
 				f.logger.Info("cannot forward a request to the active controller; answering NOT_CONTROLLER",
 					zap.String("request", k.Name()), zap.Error(err))
-				return notControllerResponse(rc.req.Body)
+				resp, err = notControllerResponse(body)
+				if err != nil {
+					return nil, err
+				}
 			}
-			return resp, nil
+			return merge(resp), nil
 		}
 		r.apis[int16(k)] = a
 	}
@@ -187,6 +195,10 @@ func notControllerResponse(req kmsg.Request) (kmsg.Response, error) {
 			}
 			resp.Topics = append(resp.Topics, st)
 		}
+		return resp, nil
+	case *kmsg.DescribeQuorumRequest:
+		resp := kmsg.NewPtrDescribeQuorumResponse()
+		resp.ErrorCode = code
 		return resp, nil
 	}
 	return nil, fmt.Errorf("%T is not a request a broker forwards", req)

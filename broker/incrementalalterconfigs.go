@@ -67,9 +67,9 @@ func (b *services) alterIncrementally(rr kmsg.IncrementalAlterConfigsRequestReso
 		if err != nil {
 			return err
 		}
-		def, own := b.brokerConfigs()
+		def, own := b.brokerConfigs(node)
 		current = def
-		if node {
+		if node >= 0 {
 			current = own
 		}
 	default:

@@ -64,6 +64,9 @@ type services struct {
 	served   []VersionRange  // what ApiVersions advertises
 	shutdown <-chan struct{} // closed when Shutdown starts: ends long polls
 	forward  *forwarder      // a cluster node's way to the active controller; nil on one node
+	// controllerListener: these serve the controller listener, the
+	// requests brokers forward, whose BROKER resources may name any node.
+	controllerListener bool
 }
 
 // logStore is the log manager as handlers use it.
