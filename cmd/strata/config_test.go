@@ -87,6 +87,7 @@ func TestDefaults(t *testing.T) {
 		MaxMessageBytes:       1048588,
 		SocketRequestMaxBytes: 104857600,
 		FlushIntervalMessages: math.MaxInt64,
+		MinInSyncReplicas:     1,
 		FlushIntervalMs:       math.MaxInt64,
 		TimestampType:         "CreateTime",
 		TimestampBeforeMaxMs:  math.MaxInt64,
