@@ -61,6 +61,17 @@ func TestAppendLeavesHighWatermark(t *testing.T) {
 	if r, err := l.Read(0, 1<<20, true); err != nil || r.Chunk.Len() != 0 {
 		t.Fatalf("read below an unmoved high watermark: %d bytes, %v", r.Chunk.Len(), err)
 	}
+	// Past the high watermark but not the log end, as on a new leader
+	// whose high watermark trails what consumers read from the old one:
+	// empty, not OFFSET_OUT_OF_RANGE; past the log end, out of range.
+	for _, off := range []int64{40, 80} {
+		if r, err := l.Read(off, 1<<20, true); err != nil || r.Chunk.Len() != 0 || r.NextOffset != off {
+			t.Fatalf("read at %d, past the high watermark 0 within the log end 80: %d bytes, next %d, %v", off, r.Chunk.Len(), r.NextOffset, err)
+		}
+	}
+	if _, err := l.Read(81, 1<<20, true); !errors.Is(err, kerr.OffsetOutOfRange) {
+		t.Fatalf("read past the log end: %v, want OFFSET_OUT_OF_RANGE", err)
+	}
 	if len(l.segs) < 3 {
 		t.Fatalf("%d segments; the test needs a boundary in an earlier segment", len(l.segs))
 	}

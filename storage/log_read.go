@@ -32,8 +32,10 @@ func (l *Log) segmentFor(offset int64) *segment {
 
 // Read returns whole batches starting at the batch containing offset, up to
 // maxBytes (the first batch regardless when minOneBatch), from one segment
-// and never past the high watermark. offset == HW gives an empty chunk;
-// offset outside [LogStartOffset, HW] gives kerr.OffsetOutOfRange.
+// and never past the high watermark. An offset from the HW to the log end
+// offset gives an empty chunk (on a new leader the HW may trail the offsets
+// consumers already read); one outside [LogStartOffset, log end offset]
+// gives kerr.OffsetOutOfRange, as Kafka's LocalLog.read.
 func (l *Log) Read(offset int64, maxBytes int, minOneBatch bool) (ReadResult, error) {
 	return l.ReadIsolated(offset, maxBytes, minOneBatch, false)
 }
@@ -63,7 +65,8 @@ func (l *Log) ReadReplica(offset int64, maxBytes int, minOneBatch bool) (ReadRes
 }
 
 // readLocked reads from offset to bound (the high watermark or the log end
-// offset), batches starting at or after upTo left out. Caller holds l.mu,
+// offset), batches starting at or after upTo left out; an offset past the
+// bound but not past the log end gives an empty chunk. Caller holds l.mu,
 // which it releases.
 func (l *Log) readLocked(offset int64, maxBytes int, minOneBatch bool, bound logPos, upTo, lso int64) (ReadResult, error) {
 	res := ReadResult{HighWatermark: l.hw.offset, LastStable: lso, LogStartOffset: l.logStart, NextOffset: offset}
@@ -71,11 +74,11 @@ func (l *Log) readLocked(offset int64, maxBytes int, minOneBatch bool, bound log
 		l.mu.Unlock()
 		return res, fmt.Errorf("log %s: %w: %w", l.dir, errLogClosed, kerr.KafkaStorageError)
 	}
-	if offset < l.logStart || offset > bound.offset {
-		l.mu.Unlock() // the message uses res and bound: l.logStart and l.hw change once unlocked
-		return res, fmt.Errorf("offset %d outside [%d, %d]: %w", offset, res.LogStartOffset, bound.offset, kerr.OffsetOutOfRange)
+	if end := l.active().next; offset < l.logStart || offset > end {
+		l.mu.Unlock() // the message uses res and end: l.logStart and the end change once unlocked
+		return res, fmt.Errorf("offset %d outside [%d, %d]: %w", offset, res.LogStartOffset, end, kerr.OffsetOutOfRange)
 	}
-	if offset >= upTo {
+	if offset >= upTo || offset > bound.offset {
 		l.mu.Unlock()
 		return res, nil
 	}
