@@ -11,6 +11,10 @@ import (
 // verifyTxnBatch checks a produce payload whose first batch is
 // transactional against the transaction coordinator (see produce.go).
 // Payloads too short for a batch header are left to storage's validation.
+// Difference from Kafka: on a cluster node that is not the id's
+// coordinator the batch is not verified (Kafka asks the coordinator with
+// AddPartitionsToTxn v4, which Strata does not send), as Kafka with
+// transaction.partition.verification.enable=false.
 func (b *services) verifyTxnBatch(txnID *string, topic string, partition int32, records []byte) error {
 	if !isTransactionalBatch(records) {
 		return nil
@@ -20,7 +24,11 @@ func (b *services) verifyTxnBatch(txnID *string, topic string, partition int32, 
 		return fmt.Errorf("transactional batch without a transactional id: %w", kerr.InvalidTxnState)
 	}
 	pid, epoch := h.ProducerID, h.ProducerEpoch
-	if err := b.txns.VerifyPartition(*txnID, pid, epoch, topic, partition); err != nil {
+	err := b.txns.VerifyPartition(*txnID, pid, epoch, topic, partition)
+	if err == kerr.NotCoordinator && b.cfg.Metadata != nil {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("transactional id %q, producer %d epoch %d, %s-%d: %w", *txnID, pid, epoch, topic, partition, err)
 	}
 	return nil

@@ -37,6 +37,9 @@ type TxnConfig struct {
 	IDExpiration        time.Duration   // transactional.id.expiration.ms
 	IDExpirationChecker time.Duration   // transaction.remove.expired.transaction.cleanup.interval.ms
 	Clock               clockwork.Clock // of timeouts, expiry and record timestamps; nil = the real clock
+	// Markers writes the markers of ending transactions; nil =
+	// LocalMarkers, a single node's.
+	Markers MarkerWriter
 }
 
 // DefaultTxnConfig is Kafka's defaults.
@@ -153,12 +156,15 @@ func newTxns(logs *storage.Manager, replicas *replica.Manager, create CreateTopi
 	if cfg.Clock == nil {
 		cfg.Clock = clockwork.NewRealClock()
 	}
+	if cfg.Markers == nil {
+		cfg.Markers = LocalMarkers(logs, replicas, groups)
+	}
 	c := &Txns{
 		cfg:          cfg,
 		logs:         logs,
 		pids:         pids,
 		groups:       groups,
-		markers:      localMarkers{logs: logs, replicas: replicas, groups: groups},
+		markers:      cfg.Markers,
 		clock:        cfg.Clock,
 		replicas:     replicas,
 		logger:       logger.Named("txns"),
