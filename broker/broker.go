@@ -209,6 +209,10 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		}
 		isr = &isrManager{node: cfg.NodeID, alter: alter, replicas: replicas, logs: logs, maxLag: repl.ReplicaLagTimeMax,
 			now: clock.Now, logger: logger.Named("isr"), done: make(chan struct{})}
+		replicas.SetISREligible(func(id int32) bool {
+			b, registered := meta.Image().Cluster.Broker(id)
+			return registered && !b.Fenced
+		})
 	} else {
 		if replicas, err = replica.NewManager(logs, cfg.NodeID); err != nil {
 			return nil, errors.Join(fmt.Errorf("replicas: %w", err), logs.Close(), ln.Close())

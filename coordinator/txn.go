@@ -240,7 +240,9 @@ func (c *Txns) OnElected(partition, epoch int32) error {
 	if _, err := c.state.partition(partition); err != nil {
 		return fmt.Errorf("elected for %s-%d: %w", TxnStateTopic, partition, err)
 	}
-	return c.load(partition, c.elect(partition, epoch))
+	sh := c.elect(partition, epoch)
+	c.state.adoptExisting()
+	return c.load(partition, sh)
 }
 
 // OnResigned drops partition of __transaction_state: its ids are
@@ -284,7 +286,7 @@ func (c *Txns) load(partition int32, sh *txnShard) error {
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
-	err = p.Log.ForEachBatch(p.Log.LogStartOffset(), func(raw []byte) error {
+	err = p.Log.ForEachBatchToEnd(p.Log.LogStartOffset(), func(raw []byte) error {
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
 		_, err := batchRecords(raw, sh.sm.replay)
