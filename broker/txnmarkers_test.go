@@ -231,6 +231,19 @@ func failoverCluster(t *testing.T) (*testCluster, context.Context) {
 	return c, ctx
 }
 
+// endWithin ends cl's transaction within failoverBound: a stopped broker
+// is out of every ISR, so nothing waits for it.
+func endWithin(ctx context.Context, cl *kgo.Client, commit kgo.TransactionEndTry) error {
+	ctx, cancel := context.WithTimeout(ctx, failoverBound)
+	defer cancel()
+	return cl.EndTransaction(ctx, commit)
+}
+
+// failoverBound is how long a transaction may take to end after its
+// coordinator's broker stopped: well under replica.lag.time.max.ms
+// (30 s), after which even a replica wrongly waited for leaves the ISR.
+const failoverBound = 10 * time.Second
+
 // TestClusterGroupCoordinatorFailover checks a group's committed offsets
 // when the broker leading its __consumer_offsets partition stops: the
 // next leader, which FindCoordinator then names, serves them.
@@ -276,7 +289,7 @@ func TestClusterTxnCoordinatorFailover(t *testing.T) {
 	produceInTxn(t, ctx, p1, "in", 3, committed...)
 	old := c.coordinatorOf(t, 1, "moves")
 	c.failover(t, old)
-	if err := p1.EndTransaction(ctx, kgo.TryCommit); err != nil {
+	if err := endWithin(ctx, p1, kgo.TryCommit); err != nil {
 		t.Fatalf("commit through the next coordinator: %v", err)
 	}
 	if now := c.coordinatorOf(t, 1, "moves"); now == old {
@@ -306,7 +319,7 @@ func TestClusterTxnCoordinatorFailoverFencesProducer(t *testing.T) {
 	}
 	after := values("after", 6)
 	produceInTxn(t, ctx, p2, "in", 3, after...)
-	if err := p2.EndTransaction(ctx, kgo.TryCommit); err != nil {
+	if err := endWithin(ctx, p2, kgo.TryCommit); err != nil {
 		t.Fatalf("the new producer's commit: %v", err)
 	}
 	if err := p1.EndTransaction(ctx, kgo.TryCommit); err == nil {
