@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -327,4 +328,60 @@ func TestClusterTxnCoordinatorFailoverFencesProducer(t *testing.T) {
 	}
 	checkStable(t, c, "in", 3, []int64{-1, -1, -1})
 	checkExactly(t, readCommitted(t, ctx, c, "in", 3), after)
+}
+
+// TestClusterWriteTxnMarkersAnswers checks WriteTxnMarkers sent to one
+// broker, as Kafka's handler answers per partition: written (and seen by
+// the follower) where it leads, NOT_LEADER_OR_FOLLOWER where it follows,
+// UNKNOWN_TOPIC_OR_PARTITION for a partition it does not hold; the
+// markers of one producer share its entry.
+func TestClusterWriteTxnMarkersAnswers(t *testing.T) {
+	c := startTestCluster(t, 2, nil)
+	c.createTopic(t, "m", [][]int32{{1, 2}, {2, 1}})
+	// The produce path would verify the batch with a coordinator, so the
+	// leader's replica takes it directly.
+	lp, err := c.brokers[0].replicas.Partition(c.hosted(t, 1, "m", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lp.AppendAsLeader(producerBatch(9000, 0, 0, true, "open"), -1, 10*time.Second); err != nil {
+		t.Fatalf("transactional batch: %v", err)
+	}
+	if lso := c.hosted(t, 1, "m", 0).Log.LastStableOffset(); lso != 0 {
+		t.Fatalf("last stable offset %d with the transaction open, want 0", lso)
+	}
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.Version = 1
+	for _, topics := range [][]kmsg.WriteTxnMarkersRequestMarkerTopic{
+		{{Topic: "m", Partitions: []int32{0, 1}}},
+		{{Topic: "m", Partitions: []int32{7}}, {Topic: "nope", Partitions: []int32{0}}},
+	} {
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.ProducerEpoch, m.Committed, m.Topics = 9000, 0, true, topics
+		req.Markers = append(req.Markers, m)
+	}
+	resp := c.requestTo(t, 1, req).(*kmsg.WriteTxnMarkersResponse)
+	if len(resp.Markers) != 1 || resp.Markers[0].ProducerID != 9000 {
+		t.Fatalf("answer %+v, want one entry for producer 9000", resp.Markers)
+	}
+	got := map[string]int16{}
+	for _, rt := range resp.Markers[0].Topics {
+		for _, rp := range rt.Partitions {
+			got[rt.Topic+"-"+strconv.Itoa(int(rp.Partition))] = rp.ErrorCode
+		}
+	}
+	want := map[string]int16{"m-0": 0, "m-1": kerr.NotLeaderForPartition.Code,
+		"m-7": kerr.UnknownTopicOrPartition.Code, "nope-0": kerr.UnknownTopicOrPartition.Code}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			t.Errorf("%s: %v, want %v", k, kerr.ErrorForCode(g), kerr.ErrorForCode(w))
+		}
+	}
+	c.waitInSync(t, "m", 0)
+	for _, node := range []int32{1, 2} {
+		l := c.hosted(t, node, "m", 0).Log
+		if lso, hw := l.LastStableOffset(), l.HighWatermark(); lso != hw || hw != 2 {
+			t.Errorf("node %d: last stable offset %d, high watermark %d after the commit marker; want both 2", node, lso, hw)
+		}
+	}
 }
