@@ -516,6 +516,20 @@ func denyAllCases(topicID [16]byte) []authzCase {
 		}, 4, func(t *testing.T, resp kmsg.Response) {
 			code(t, "top level", resp.(*kmsg.EndTxnResponse).ErrorCode, txnAuth)
 		}},
+		{"WriteTxnMarkers", func() kmsg.Request {
+			r := kmsg.NewPtrWriteTxnMarkersRequest()
+			m := kmsg.NewWriteTxnMarkersRequestMarker()
+			m.ProducerID, m.ProducerEpoch, m.Committed = 1, 0, true
+			m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "t", Partitions: []int32{0}}}
+			r.Markers = append(r.Markers, m)
+			return r
+		}, 1, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.WriteTxnMarkersResponse)
+			if len(r.Markers) != 1 || len(r.Markers[0].Topics) != 1 || len(r.Markers[0].Topics[0].Partitions) != 1 {
+				t.Fatalf("answer %+v, want the one partition", r.Markers)
+			}
+			code(t, "partition", r.Markers[0].Topics[0].Partitions[0].ErrorCode, clusterAuth)
+		}},
 		{"TxnOffsetCommit", func() kmsg.Request {
 			r := kmsg.NewPtrTxnOffsetCommitRequest()
 			r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch, r.Generation = "tx", "g", 1, 0, -1

@@ -95,10 +95,12 @@ type Broker struct {
 	groups *coordinator.Groups
 	txns   *coordinator.Txns
 
-	replicas  *replica.Manager // this node's replica of every partition
-	unpublish func()           // ends the publisher's subscription (publisher.go)
-	fetchers  *replicaFetchers // a cluster node's fetchers from its partitions' leaders (fetcher.go); nil on a single node
-	isr       *isrManager      // a cluster node's leaders' ISR changes (isr.go); nil on a single node
+	replicas  *replica.Manager         // this node's replica of every partition
+	unpublish func()                   // ends the publisher's subscription (publisher.go)
+	fetchers  *replicaFetchers         // a cluster node's fetchers from its partitions' leaders (fetcher.go); nil on a single node
+	markers   *clusterMarkers          // a cluster node's transaction markers to other leaders (txnmarkers.go); nil on a single node
+	local     coordinator.MarkerWriter // markers on the partitions this node leads (WriteTxnMarkers)
+	isr       *isrManager              // a cluster node's leaders' ISR changes (isr.go); nil on a single node
 
 	ln      net.Listener
 	advHost string
@@ -207,6 +209,10 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		}
 		isr = &isrManager{node: cfg.NodeID, alter: alter, replicas: replicas, logs: logs, maxLag: repl.ReplicaLagTimeMax,
 			now: clock.Now, logger: logger.Named("isr"), done: make(chan struct{})}
+		replicas.SetISREligible(func(id int32) bool {
+			b, registered := meta.Image().Cluster.Broker(id)
+			return registered && !b.Fenced
+		})
 	} else {
 		if replicas, err = replica.NewManager(logs, cfg.NodeID); err != nil {
 			return nil, errors.Join(fmt.Errorf("replicas: %w", err), logs.Close(), ln.Close())
@@ -242,6 +248,14 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("group coordinator: %w", err), logs.Close(), ln.Close())
 	}
+	shutdown := make(chan struct{})
+	local := coordinator.LocalMarkers(logs, replicas, groups)
+	var markers *clusterMarkers
+	if cfg.Metadata != nil {
+		markers = &clusterMarkers{node: cfg.NodeID, listener: withReplicationDefaults(cfg.Cluster).InterBrokerListener,
+			meta: meta, local: local, stop: shutdown, logger: logger.Named("txn-markers"), idle: map[string][]*ctrlClient{}}
+		txnCfg.Markers = markers
+	}
 	txns, err := coordinator.OpenTxns(logs, replicas, create, pids, groups, txnCfg, logger)
 	if err != nil {
 		groups.Close()
@@ -257,6 +271,8 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		meta:     meta,
 		replicas: replicas,
 		fetchers: fetchers,
+		markers:  markers,
+		local:    local,
 		isr:      isr,
 		pids:     pids,
 		groups:   groups,
@@ -265,7 +281,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		advHost:  advHost,
 		advPort:  int32(advPort),
 		conns:    make(map[*conn]struct{}),
-		shutdown: make(chan struct{}),
+		shutdown: shutdown,
 		metrics:  met,
 		listener: listener,
 		apis:     newRegistry(),
@@ -433,6 +449,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	b.unpublish()
 	b.txns.Close()
+	if b.markers != nil {
+		b.markers.close()
+	}
 	b.groups.Close()
 	if err := b.logs.Close(); err != nil {
 		return errors.Join(fmt.Errorf("close logs: %w", err), b.stopMetrics(ctx))

@@ -60,7 +60,7 @@ func newRegistry() *registry {
 		registerOffsetCommit, registerOffsetFetch, registerOffsetDelete,
 		registerConsumerGroupHeartbeat, registerConsumerGroupDescribe,
 		registerAddPartitionsToTxn, registerAddOffsetsToTxn, registerEndTxn, registerTxnOffsetCommit,
-		registerDescribeTransactions, registerListTransactions,
+		registerDescribeTransactions, registerListTransactions, registerWriteTxnMarkers,
 	} {
 		register(r)
 	}

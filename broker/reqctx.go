@@ -58,6 +58,7 @@ type services struct {
 	pids     producerIDs
 	groups   groupCoordinator
 	txns     txnCoordinator
+	markers  coordinator.MarkerWriter // writes markers on this node's own leaders (WriteTxnMarkers)
 	metrics  requestMetrics
 	meta     metadata.Store  // the cluster's metadata (image.go)
 	listener string          // the client listener's name: brokers' endpoints on it are what clients are told
@@ -138,6 +139,7 @@ func newServices(b *Broker) *services {
 		pids:     b.pids,
 		groups:   b.groups,
 		txns:     b.txns,
+		markers:  b.local,
 		metrics:  b.metrics,
 		meta:     b.meta,
 		listener: b.listener,

@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 
+	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -11,6 +12,10 @@ import (
 // verifyTxnBatch checks a produce payload whose first batch is
 // transactional against the transaction coordinator (see produce.go).
 // Payloads too short for a batch header are left to storage's validation.
+// Difference from Kafka: on a cluster node that is not the id's
+// coordinator the batch is not verified (Kafka asks the coordinator with
+// AddPartitionsToTxn v4, which Strata does not send), as Kafka with
+// transaction.partition.verification.enable=false.
 func (b *services) verifyTxnBatch(txnID *string, topic string, partition int32, records []byte) error {
 	if !isTransactionalBatch(records) {
 		return nil
@@ -20,10 +25,25 @@ func (b *services) verifyTxnBatch(txnID *string, topic string, partition int32, 
 		return fmt.Errorf("transactional batch without a transactional id: %w", kerr.InvalidTxnState)
 	}
 	pid, epoch := h.ProducerID, h.ProducerEpoch
+	if b.cfg.Metadata != nil && !b.coordinatesHere(*txnID) {
+		return nil
+	}
 	if err := b.txns.VerifyPartition(*txnID, pid, epoch, topic, partition); err != nil {
 		return fmt.Errorf("transactional id %q, producer %d epoch %d, %s-%d: %w", *txnID, pid, epoch, topic, partition, err)
 	}
 	return nil
+}
+
+// coordinatesHere reports whether the image has this node lead the
+// __transaction_state partition of txnID, or no such topic exist yet.
+func (b *services) coordinatesHere(txnID string) bool {
+	img := b.meta.Image()
+	ti := img.Topics.ByName(coordinator.TxnStateTopic)
+	if ti == nil {
+		return true
+	}
+	reg, ok := ti.Partition(b.txns.PartitionFor(txnID))
+	return ok && reg.LeaderIs(b.cfg.NodeID)
 }
 
 // isTransactionalBatch reports whether records starts with a whole batch

@@ -43,8 +43,9 @@
 // no goroutine, lock or clock. Txns (txn.go) is its driver: it holds the
 // locks, the clock (TxnConfig.Clock), the ticker, the one funnel appending
 // to __transaction_state (appendState) and the MarkerWriter the markers go
-// through (txn_markers.go: local control batches today, a WriteTxnMarkers
-// request to the partition's leader later). Kafka's order is kept: the
+// through (txn_markers.go: local control batches on a single node,
+// TxnConfig.Markers on a cluster node, which sends WriteTxnMarkers to each
+// partition's leader). Kafka's order is kept: the
 // PrepareCommit/PrepareAbort record is durable before any marker, the
 // CompleteCommit/CompleteAbort record is written after every marker. A
 // partition is loaded when the metadata image makes this node its leader

@@ -46,6 +46,19 @@ func (it *internalTopic) adopt(t *storage.Topic) {
 	it.parts.Store(&parts)
 }
 
+// adoptExisting adopts the topic storage holds, unless it is adopted or
+// being created here (ensure adopts it then): on a cluster node that did
+// not create it, the first partition the image elects it for.
+func (it *internalTopic) adoptExisting() {
+	if it.parts.Load() != nil || !it.mu.TryLock() {
+		return
+	}
+	defer it.mu.Unlock()
+	if t := it.logs.Topic(it.name); t != nil && it.parts.Load() == nil {
+		it.adopt(t)
+	}
+}
+
 // ensure makes sure the topic exists: once, even under concurrent callers.
 // A topic created meanwhile by other means (Metadata auto-creation,
 // CreateTopics) is adopted.

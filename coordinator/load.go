@@ -11,7 +11,7 @@ import (
 
 // load replays the slot's partition of __consumer_offsets into its shard
 // (the latest record per key wins, tombstones delete), from the log start
-// to the high watermark, batch by batch in place (Log.ForEachBatch), and
+// to the log end offset, as Kafka loads it on becoming the leader, batch by batch in place (Log.ForEachBatchToEnd), and
 // then lets requests in. It returns the number of groups loaded.
 func (c *Groups) load(sl *groupSlot) (int, error) {
 	p, err := c.offsets.partition(sl.partition)
@@ -22,7 +22,7 @@ func (c *Groups) load(sl *groupSlot) (int, error) {
 	// resigning look at sl.loading first), so the replay runs unlocked.
 	s := sl.shard
 	s.begin(c.clock.Now())
-	err = p.Log.ForEachBatch(p.Log.LogStartOffset(), func(raw []byte) error {
+	err = p.Log.ForEachBatchToEnd(p.Log.LogStartOffset(), func(raw []byte) error {
 		select {
 		case <-c.stop:
 			return errClosedWhileLoading

@@ -37,6 +37,9 @@ type TxnConfig struct {
 	IDExpiration        time.Duration   // transactional.id.expiration.ms
 	IDExpirationChecker time.Duration   // transaction.remove.expired.transaction.cleanup.interval.ms
 	Clock               clockwork.Clock // of timeouts, expiry and record timestamps; nil = the real clock
+	// Markers writes the markers of ending transactions; nil =
+	// LocalMarkers, a single node's.
+	Markers MarkerWriter
 }
 
 // DefaultTxnConfig is Kafka's defaults.
@@ -153,12 +156,15 @@ func newTxns(logs *storage.Manager, replicas *replica.Manager, create CreateTopi
 	if cfg.Clock == nil {
 		cfg.Clock = clockwork.NewRealClock()
 	}
+	if cfg.Markers == nil {
+		cfg.Markers = LocalMarkers(logs, replicas, groups)
+	}
 	c := &Txns{
 		cfg:          cfg,
 		logs:         logs,
 		pids:         pids,
 		groups:       groups,
-		markers:      localMarkers{logs: logs, replicas: replicas, groups: groups},
+		markers:      cfg.Markers,
 		clock:        cfg.Clock,
 		replicas:     replicas,
 		logger:       logger.Named("txns"),
@@ -234,7 +240,9 @@ func (c *Txns) OnElected(partition, epoch int32) error {
 	if _, err := c.state.partition(partition); err != nil {
 		return fmt.Errorf("elected for %s-%d: %w", TxnStateTopic, partition, err)
 	}
-	return c.load(partition, c.elect(partition, epoch))
+	sh := c.elect(partition, epoch)
+	c.state.adoptExisting()
+	return c.load(partition, sh)
 }
 
 // OnResigned drops partition of __transaction_state: its ids are
@@ -278,7 +286,7 @@ func (c *Txns) load(partition int32, sh *txnShard) error {
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
-	err = p.Log.ForEachBatch(p.Log.LogStartOffset(), func(raw []byte) error {
+	err = p.Log.ForEachBatchToEnd(p.Log.LogStartOffset(), func(raw []byte) error {
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
 		_, err := batchRecords(raw, sh.sm.replay)

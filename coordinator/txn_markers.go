@@ -28,6 +28,14 @@ type MarkerWriter interface {
 	WriteMarkers(ctx context.Context, markers []TxnMarker) []error
 }
 
+// LocalMarkers writes markers as control batches to the partitions this
+// node leads: a single node's MarkerWriter, and what a cluster node's
+// WriteTxnMarkers handler and MarkerWriter write with here. A partition
+// another node leads is kerr.NotLeaderForPartition.
+func LocalMarkers(logs *storage.Manager, replicas *replica.Manager, groups *Groups) MarkerWriter {
+	return localMarkers{logs: logs, replicas: replicas, groups: groups}
+}
+
 // localMarkers writes markers as control batches to this node's logs.
 type localMarkers struct {
 	logs     *storage.Manager

@@ -74,7 +74,7 @@ func (p *Partition) ExpandISR() (ISRChange, bool) {
 	var isr []int32 // allocated only when a follower caught up: this runs on every follower fetch
 	for _, id := range p.replicas {
 		f, ok := p.followers[id]
-		if ok && !slices.Contains(p.isr, id) && f.logEndOffset >= hw && f.logEndOffset >= p.epochStart {
+		if ok && !slices.Contains(p.isr, id) && f.logEndOffset >= hw && f.logEndOffset >= p.epochStart && p.isrEligible(id) {
 			if isr == nil {
 				isr = slices.Clone(p.isr)
 			}
@@ -86,6 +86,11 @@ func (p *Partition) ExpandISR() (ISRChange, bool) {
 	}
 	return p.proposeLocked(isr), true
 }
+
+// isrEligible is Kafka's isReplicaIsrEligible: a fenced broker's replica,
+// whose last fetch may still count as caught up after it stopped, neither
+// joins the ISR nor holds the high watermark back as one about to join.
+func (p *Partition) isrEligible(id int32) bool { return p.eligible == nil || p.eligible(id) }
 
 // proposeLocked marks a change in flight: the maximal ISR is the ISR and
 // the replicas isr adds. Caller holds mu.

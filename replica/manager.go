@@ -24,8 +24,9 @@ type Manager struct {
 	// leadUnnamed makes this node the leader of a partition on its first
 	// use: on one node, the only replica of every partition.
 	leadUnnamed bool
-	maxLag      time.Duration    // replica.lag.time.max.ms; 0 on one node
-	now         func() time.Time // nil on one node
+	maxLag      time.Duration       // replica.lag.time.max.ms; 0 on one node
+	now         func() time.Time    // nil on one node
+	eligible    func(id int32) bool // whether a broker's replica may be in an ISR; nil: every one
 
 	// mu serializes changes of parts and followed, so a first use never
 	// leads a partition another node was just given.
@@ -83,6 +84,15 @@ func (m *Manager) Partition(sp *storage.Partition) (*Partition, error) {
 	return p, nil
 }
 
+// SetISREligible sets whether a broker's replica may be in an ISR (Kafka's
+// isReplicaIsrEligible: a fenced broker's may not), for the partitions
+// this node leads from now on; it is called before any.
+func (m *Manager) SetISREligible(eligible func(id int32) bool) {
+	m.mu.Lock()
+	m.eligible = eligible
+	m.mu.Unlock()
+}
+
 // MakeLeader makes this node sp's leader at epoch with the image's
 // replicas and ISR (l; none, or a single node: this node alone), as Kafka's
 // Partition.makeLeader: a newer epoch is recorded in the log's
@@ -119,7 +129,7 @@ func (m *Manager) MakeLeader(sp *storage.Partition, epoch int32, l Leadership) e
 	if err != nil {
 		return fmt.Errorf("partition %s-%d: %w", sp.Topic, sp.Index, err)
 	}
-	p.maxLag, p.now = m.maxLag, m.now
+	p.maxLag, p.now, p.eligible = m.maxLag, m.now, m.eligible
 	delete(m.followed, sp)
 	m.parts.Store(sp, p)
 	return nil

@@ -87,6 +87,8 @@ type Partition struct {
 	// watermark back until it joins; 0 (one node, tests) for none.
 	maxLag time.Duration
 	now    func() time.Time
+	// eligible is whether a broker's replica may join the ISR; nil: all.
+	eligible func(id int32) bool
 
 	// leaderEnd is the end of the leader's last acknowledged-to-the-log
 	// append, which the leader counts as its log end offset for the high
@@ -393,7 +395,7 @@ func (p *Partition) maybeIncrementHW() error {
 		// shouldWaitForReplicaToJoinIsr: else, under steady appends, its
 		// log end offset might never reach the high watermark.
 		joining := p.maxLag > 0 && f.logEndOffset >= 0 &&
-			(f.logEndOffset == leaderEnd || now.Sub(f.lastCaughtUpTime) <= p.maxLag)
+			(f.logEndOffset == leaderEnd || now.Sub(f.lastCaughtUpTime) <= p.maxLag) && p.isrEligible(id)
 		if joining || slices.Contains(isr, id) {
 			hw = min(hw, f.logEndOffset)
 		}

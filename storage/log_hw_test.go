@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/vfs"
 	"github.com/strata-io/strata/storage/vfs/errorfs"
 	"github.com/strata-io/strata/storage/vfs/memfs"
@@ -147,5 +148,41 @@ func TestHighWatermarkAfterFailure(t *testing.T) {
 	}
 	if hw := l.HighWatermark(); hw != 3 {
 		t.Fatalf("hw %d, want 3: a failed log moves it no more", hw)
+	}
+}
+
+// TestForEachBatchToEndPassesHighWatermark checks the replay of a new
+// leader's coordinator partition: ForEachBatchToEnd visits every batch up
+// to the log end offset, across segments, where ForEachBatch stops at the
+// high watermark.
+func TestForEachBatchToEndPassesHighWatermark(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 1 << 10
+	l := openTestLog(t, vfs.Default, t.TempDir(), cfg, OpenOptions{RecoveryPoint: -1})
+	defer l.Close()
+	for range 20 {
+		if _, err := l.Append(makeBatch(batchOpts{records: 2, valueSize: 50}), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.AdvanceHighWatermark(10); err != nil {
+		t.Fatal(err)
+	}
+	count := func(walk func(int64, func([]byte) error) error) (n int, last int64) {
+		if err := walk(0, func(b []byte) error {
+			n++
+			h := batch.DecodeHeader(b)
+			last = h.NextOffset()
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n, last
+	}
+	if n, last := count(l.ForEachBatch); n != 5 || last != 10 {
+		t.Errorf("ForEachBatch: %d batches ending at %d, want 5 ending at the high watermark 10", n, last)
+	}
+	if n, last := count(l.ForEachBatchToEnd); n != 20 || last != 40 {
+		t.Errorf("ForEachBatchToEnd: %d batches ending at %d, want 20 ending at the log end offset 40", n, last)
 	}
 }

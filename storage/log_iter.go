@@ -20,12 +20,27 @@ import (
 // lock, so appends, rolls and cleaning proceed meanwhile; a batch that a
 // concurrent cleaning rewrote is seen in either its old or its new form.
 func (l *Log) ForEachBatch(from int64, fn func(batch []byte) error) error {
+	return l.forEachBatch(from, false, fn)
+}
+
+// ForEachBatchToEnd is ForEachBatch up to the log end offset as of the
+// call, as Kafka's coordinators load their partition on becoming its
+// leader: a new leader's high watermark may still lag what it holds, all
+// of which is its log now.
+func (l *Log) ForEachBatchToEnd(from int64, fn func(batch []byte) error) error {
+	return l.forEachBatch(from, true, fn)
+}
+
+func (l *Log) forEachBatch(from int64, toEnd bool, fn func(batch []byte) error) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return fmt.Errorf("log %s: %w: %w", l.dir, errLogClosed, kerr.KafkaStorageError)
 	}
 	hw := l.hw.offset
+	if toEnd {
+		hw = l.active().next
+	}
 	if from > hw {
 		l.mu.Unlock()
 		return fmt.Errorf("offset %d above high watermark %d: %w", from, hw, kerr.OffsetOutOfRange)
@@ -42,7 +57,7 @@ func (l *Log) ForEachBatch(from int64, fn func(batch []byte) error) error {
 		}
 		s := l.segmentFor(from)
 		limit := s.size
-		if l.hw.segBase == s.base {
+		if !toEnd && l.hw.segBase == s.base {
 			limit = l.hw.pos
 		}
 		f, pos, err := l.findBatch(s, from, limit)
