@@ -218,6 +218,17 @@ func TestClusterBrokersFollowTheImage(t *testing.T) {
 	if code := presp.Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("produce to a follower: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
 	}
+	// From v10 the answer names the leader and its endpoint (KIP-951).
+	latest, err := newClient(t, c.brokers[1]).Broker(2).Request(context.Background(), produce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lresp := latest.(*kmsg.ProduceResponse)
+	pp0 := lresp.Topics[0].Partitions[0]
+	if lresp.Version < 10 || pp0.ErrorCode != kerr.NotLeaderForPartition.Code || pp0.CurrentLeader.LeaderID != 1 || pp0.CurrentLeader.LeaderEpoch != 0 ||
+		len(lresp.Brokers) != 1 || lresp.Brokers[0].NodeID != 1 || lresp.Brokers[0].Host+":"+strconv.Itoa(int(lresp.Brokers[0].Port)) != c.seeds()[0] {
+		t.Fatalf("produce v%d to a follower: %+v, brokers %+v; want leader 1 at epoch 0 and its endpoint", lresp.Version, pp0, lresp.Brokers)
+	}
 
 	// ListOffsets is answered by the leader only.
 	lo := kmsg.NewPtrListOffsetsRequest()

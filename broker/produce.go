@@ -22,7 +22,9 @@ package broker
 // does in-process: the producer's transaction must be Ongoing and hold the
 // partition, else INVALID_TXN_STATE (INVALID_PRODUCER_EPOCH for a stale
 // epoch). Produce v12 (KIP-890 part 2: partitions added implicitly) is not
-// served. On a compacted topic (cleanup.policy contains compact) a batch
+// served. From v10 a partition answered NOT_LEADER_OR_FOLLOWER names its
+// current leader and epoch, and the response that leader's endpoint
+// (KIP-951, leaderhints.go). On a compacted topic (cleanup.policy contains compact) a batch
 // holding records without a key is refused whole with INVALID_RECORD, as
 // Kafka's LogValidator: Kafka's message, and from v8 each keyless record
 // in record_errors (its index in the batch and "Compacted topic cannot
@@ -61,6 +63,7 @@ func handleProduce(rc *reqCtx) (kmsg.Response, error) {
 		requestErr = kerr.TransactionalIDAuthorizationFailed
 	}
 	badAcks := r.Acks != 0 && r.Acks != 1 && r.Acks != -1
+	hints := leaderHints{b: b}
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -88,6 +91,9 @@ func handleProduce(rc *reqCtx) (kmsg.Response, error) {
 			}
 			sp.ErrorCode = b.errorCode(kmsg.Produce, err)
 			b.metrics.PartitionError(req.Key, sp.ErrorCode)
+			if sp.ErrorCode == kerr.NotLeaderForPartition.Code && req.Version >= 10 {
+				hints.add(&sp.CurrentLeader.LeaderID, &sp.CurrentLeader.LeaderEpoch, rt.Topic, rp.Partition)
+			}
 			if err != nil {
 				sp.BaseOffset = -1
 			}
@@ -101,6 +107,15 @@ func handleProduce(rc *reqCtx) (kmsg.Response, error) {
 	}
 	if r.Acks == 0 {
 		return nil, nil
+	}
+	for _, reg := range hints.brokers() {
+		pb := kmsg.NewProduceResponseBroker()
+		pb.NodeID = reg.ID
+		pb.Host, pb.Port, _ = b.endpoint(reg)
+		if reg.Rack != "" {
+			pb.Rack = kmsg.StringPtr(reg.Rack)
+		}
+		resp.Brokers = append(resp.Brokers, pb)
 	}
 	return resp, nil
 }
