@@ -342,6 +342,12 @@ func TestClusterPlacesReplicas(t *testing.T) {
 			t.Fatalf("rf3's partition %d, added, has replicas %v, want the topic's 3", p, reg.Replicas)
 		}
 	}
+	parts := len(c.store.Image().Topics.ByName("rf3").Partitions) // 3, and 5 added
+	for i, b := range c.brokers {
+		if st := b.logs.Topic("rf3"); st == nil || len(st.Partitions()) != parts || parts != 8 {
+			t.Fatalf("node %d does not host rf3's %d partitions after CreatePartitions", i+1, parts)
+		}
+	}
 
 	resp, _ = adm.CreateTopic(ctx, 1, 4, nil, "rf4")
 	want := "Unable to replicate the partition 4 time(s): The target replication factor of 4 cannot be reached because only 3 broker(s) are registered."
