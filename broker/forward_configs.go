@@ -22,59 +22,69 @@ func splitForwarded(req kmsg.Request, node int32) (forward kmsg.Request, merge f
 	same := func(resp kmsg.Response) kmsg.Response { return resp }
 	switch r := req.(type) {
 	case *kmsg.IncrementalAlterConfigsRequest:
-		var keep []kmsg.IncrementalAlterConfigsRequestResource
-		var refused []kmsg.IncrementalAlterConfigsResponseResource
-		for _, res := range r.Resources {
-			if msg := otherNode(res.ResourceType, res.ResourceName, node); msg != nil {
+		keep, refused := splitResources(r.Resources, node,
+			func(q kmsg.IncrementalAlterConfigsRequestResource) (kmsg.ConfigResourceType, string) {
+				return q.ResourceType, q.ResourceName
+			},
+			func(q kmsg.IncrementalAlterConfigsRequestResource, msg *string) kmsg.IncrementalAlterConfigsResponseResource {
 				rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-				rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, kerr.InvalidRequest.Code, msg
-				refused = append(refused, rr)
-				continue
-			}
-			keep = append(keep, res)
-		}
+				rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = q.ResourceType, q.ResourceName, kerr.InvalidRequest.Code, msg
+				return rr
+			})
 		if len(refused) == 0 {
 			return req, same
 		}
-		merge = func(resp kmsg.Response) kmsg.Response {
+		rest := *r
+		rest.Resources = keep
+		return forwardedRest(&rest, len(keep)), func(resp kmsg.Response) kmsg.Response {
 			ir := resp.(*kmsg.IncrementalAlterConfigsResponse)
 			ir.Resources = append(ir.Resources, refused...)
 			return ir
 		}
-		if len(keep) == 0 {
-			return nil, merge
-		}
-		rest := *r
-		rest.Resources = keep
-		return &rest, merge
 	case *kmsg.AlterConfigsRequest:
-		var keep []kmsg.AlterConfigsRequestResource
-		var refused []kmsg.AlterConfigsResponseResource
-		for _, res := range r.Resources {
-			if msg := otherNode(res.ResourceType, res.ResourceName, node); msg != nil {
+		keep, refused := splitResources(r.Resources, node,
+			func(q kmsg.AlterConfigsRequestResource) (kmsg.ConfigResourceType, string) {
+				return q.ResourceType, q.ResourceName
+			},
+			func(q kmsg.AlterConfigsRequestResource, msg *string) kmsg.AlterConfigsResponseResource {
 				rr := kmsg.NewAlterConfigsResponseResource()
-				rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, kerr.InvalidRequest.Code, msg
-				refused = append(refused, rr)
-				continue
-			}
-			keep = append(keep, res)
-		}
+				rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = q.ResourceType, q.ResourceName, kerr.InvalidRequest.Code, msg
+				return rr
+			})
 		if len(refused) == 0 {
 			return req, same
 		}
-		merge = func(resp kmsg.Response) kmsg.Response {
+		rest := *r
+		rest.Resources = keep
+		return forwardedRest(&rest, len(keep)), func(resp kmsg.Response) kmsg.Response {
 			ar := resp.(*kmsg.AlterConfigsResponse)
 			ar.Resources = append(ar.Resources, refused...)
 			return ar
 		}
-		if len(keep) == 0 {
-			return nil, merge
-		}
-		rest := *r
-		rest.Resources = keep
-		return &rest, merge
 	}
 	return req, same
+}
+
+// splitResources keeps the resources of all this node may forward and
+// answers the others, BROKER resources naming another node, with refuse.
+func splitResources[Q, A any](all []Q, node int32, resource func(Q) (kmsg.ConfigResourceType, string), refuse func(Q, *string) A) (keep []Q, refused []A) {
+	for _, q := range all {
+		typ, name := resource(q)
+		if msg := otherNode(typ, name, node); msg != nil {
+			refused = append(refused, refuse(q, msg))
+			continue
+		}
+		keep = append(keep, q)
+	}
+	return keep, refused
+}
+
+// forwardedRest is rest, or nil when it holds no resource to forward.
+func forwardedRest(rest kmsg.Request, resources int) kmsg.Request {
+	if resources == 0 {
+		return nil
+	}
+	return rest
 }
 
 // otherNode is the error message for a BROKER resource naming a node

@@ -46,6 +46,10 @@ type imageHost struct {
 // opened are matched to the image.
 func (h *imageHost) follow(old, new *metadata.Image) {
 	for _, t := range new.Topics.All() {
+		if was := old.Topics.ByID(t.ID); was != nil && len(was.Partitions) == len(t.Partitions) &&
+			maps.Equal(topicConfigsOf(old, t.Name), topicConfigsOf(new, t.Name)) {
+			continue // nothing storage keeps changed (a leader or an ISR did)
+		}
 		h.host(t, new)
 	}
 	for _, t := range old.Topics.All() {
@@ -78,7 +82,7 @@ func (h *imageHost) reportStrays(img *metadata.Image) {
 // host opens t's logs, adds the partitions storage lacks and sets its
 // configs to the image's.
 func (h *imageHost) host(t *metadata.TopicImage, img *metadata.Image) {
-	configs := img.Configs.Of(metadata.ConfigResource{Type: metadata.TopicResource, Name: t.Name})
+	configs := topicConfigsOf(img, t.Name)
 	st := h.logs.TopicByID(t.ID)
 	if st == nil {
 		if other := h.logs.Topic(t.Name); other != nil {
@@ -98,11 +102,16 @@ func (h *imageHost) host(t *metadata.TopicImage, img *metadata.Image) {
 				zap.Int("partitions", len(t.Partitions)), zap.Error(err))
 		}
 	}
-	if !maps.Equal(st.ConfigMap(), configs) && (len(configs) > 0 || len(st.ConfigMap()) > 0) {
+	if have := st.ConfigMap(); !maps.Equal(have, configs) {
 		if err := h.logs.AlterTopicConfigs(t.Name, maps.Clone(configs), false); err != nil {
 			h.logger.Error("cannot apply a topic's configs", zap.String("topic", t.Name), zap.Error(err))
 		}
 	}
+}
+
+// topicConfigsOf is the dynamic configs img sets on topic name.
+func topicConfigsOf(img *metadata.Image, name string) map[string]string {
+	return img.Configs.Of(metadata.ConfigResource{Type: metadata.TopicResource, Name: name})
 }
 
 // remove deletes the logs of a topic the image removed.

@@ -88,18 +88,11 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 // a file operation fails the log fails and goes offline (reads fail too)
 // until it is revived, as after a failed revival.
 func (l *Log) TruncateTo(offset int64) error {
-	if l.closing.Load() {
-		return fmt.Errorf("log %s: %w: %w", l.dir, errLogClosed, kerr.KafkaStorageError)
-	}
-	l.cleanMu.Lock()
-	defer l.cleanMu.Unlock()
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.writable(); err != nil {
+	unlock, err := l.lockForRewrite()
+	if err != nil {
 		return err
 	}
+	defer unlock()
 	leo := l.active().next
 	if offset >= leo {
 		return l.dropEpochsFrom(leo)
@@ -115,10 +108,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		s.closeAll()
 	}
 	if err := l.cutFiles(cut); err != nil {
-		l.failed = err
-		l.closed = true // offline until revived: the segments behind l.segs are closed
-		call(l.events.OnLogFailed, LogFailureInfo{LogInfo{Dir: l.dir}, fmt.Errorf("truncate to %d: %w", offset, err)})
-		return l.storageError()
+		return l.rewriteFailed(fmt.Errorf("truncate to %d: %w", offset, err))
 	}
 	opts := OpenOptions{RecoveryPoint: min(l.flushed.Load(), cut.segBase), LogStartOffset: l.logStart, FirstDirtyOffset: min(l.firstDirty, offset)}
 	end, err := l.reloadLocked(opts, fmt.Sprintf("truncate to %d", offset))
@@ -144,27 +134,17 @@ func (l *Log) TruncateTo(offset int64) error {
 // offset, high watermark and recovery point are offset. If a file
 // operation fails the log fails and goes offline, as TruncateTo.
 func (l *Log) TruncateFullyAndStartAt(offset int64) error {
-	if l.closing.Load() {
-		return fmt.Errorf("log %s: %w: %w", l.dir, errLogClosed, kerr.KafkaStorageError)
-	}
-	l.cleanMu.Lock()
-	defer l.cleanMu.Unlock()
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.writable(); err != nil {
+	unlock, err := l.lockForRewrite()
+	if err != nil {
 		return err
 	}
+	defer unlock()
 	leo := l.active().next
 	for _, s := range l.segs {
 		s.closeAll()
 	}
 	if err := l.removeAllFiles(offset); err != nil {
-		l.failed = err
-		l.closed = true // offline until revived: the segments behind l.segs are closed
-		call(l.events.OnLogFailed, LogFailureInfo{LogInfo{Dir: l.dir}, fmt.Errorf("truncate fully and start at %d: %w", offset, err)})
-		return l.storageError()
+		return l.rewriteFailed(fmt.Errorf("truncate fully and start at %d: %w", offset, err))
 	}
 	end, err := l.reloadLocked(OpenOptions{RecoveryPoint: offset, LogStartOffset: offset, FirstDirtyOffset: offset},
 		fmt.Sprintf("truncate fully and start at %d", offset))
@@ -175,6 +155,38 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	l.flushed.Store(end.offset)
 	l.logger.Info("partition log emptied and started again", zap.String("dir", l.dir), zap.Int64("log_end", leo), zap.Int64("start", offset))
 	return nil
+}
+
+// lockForRewrite takes the cleaner's, the flusher's and the log's locks,
+// in that order, for a follower's rewrite of the log's files, and checks
+// the log can be written; unlock releases them.
+func (l *Log) lockForRewrite() (unlock func(), err error) {
+	if l.closing.Load() {
+		return nil, fmt.Errorf("log %s: %w: %w", l.dir, errLogClosed, kerr.KafkaStorageError)
+	}
+	l.cleanMu.Lock()
+	l.flushMu.Lock()
+	l.mu.Lock()
+	unlock = func() {
+		l.mu.Unlock()
+		l.flushMu.Unlock()
+		l.cleanMu.Unlock()
+	}
+	if err := l.writable(); err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
+}
+
+// rewriteFailed takes the log offline after a rewrite of its files failed
+// with err: the segments behind l.segs are closed, so it stays offline
+// until revived. Caller holds every lock.
+func (l *Log) rewriteFailed(err error) error {
+	l.failed = err
+	l.closed = true
+	call(l.events.OnLogFailed, LogFailureInfo{LogInfo{Dir: l.dir}, err})
+	return l.storageError()
 }
 
 // removeAllFiles removes every segment, producer snapshot and leader epoch
