@@ -13,21 +13,11 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/broker"
 	"github.com/strata-io/strata/metadata/quorum"
-)
-
-// Raft's timing on the controller listener: a follower that hears nothing
-// from the leader for quorumHeartbeatTimeout (raft waits 1 to 2 times it)
-// starts an election, so a killed active controller is replaced within
-// about a second; the nodes of a cluster are expected on one network.
-const (
-	quorumHeartbeatTimeout = 500 * time.Millisecond
-	quorumElectionTimeout  = 500 * time.Millisecond
 )
 
 // startQuorum binds the controller listener, opens the quorum on it and
@@ -52,11 +42,12 @@ func startQuorum(s settings, cfg *broker.Config, log *zap.Logger) (stop func() e
 	}
 	store, err := quorum.Open(quorum.Config{NodeID: s.NodeID, Dir: filepath.Join(s.LogDir, quorum.DirName), Voters: s.Voters,
 		Transport: cl.Transport(logger), Logger: logger,
-		HeartbeatTimeout: quorumHeartbeatTimeout, ElectionTimeout: quorumElectionTimeout})
+		HeartbeatTimeout: s.Quorum.Fetch, ElectionTimeout: max(s.Quorum.Election, s.Quorum.Fetch)})
 	if err != nil {
 		cl.Close()
 		return nil, err
 	}
+	cl.NotifyRaftConnClosed(store.RaftConnClosed)
 	cfg.Metadata, cfg.Quorum, cfg.ControllerListener, cfg.Cluster = store, store, cl.Kafka(), s.Cluster
 	log.Info("node of a cluster: serving the controller listener", zap.String("controller.listener", s.ControllerListener),
 		zap.String("controller.quorum.voters", s.Cluster.Voters), zap.String("cluster.id", s.Cluster.ClusterID))

@@ -22,6 +22,7 @@ type settings struct {
 	ControllerListener    string               // a combined node's controller listener: served only in a cluster
 	Voters                []quorum.Voter       // controller.quorum.voters when they are more than one: this node is one of a cluster
 	Cluster               broker.ClusterConfig // a cluster node's keys (config_cluster.go); a single node ignores them
+	Quorum                quorumTimeouts       // a cluster node's controller.quorum.* timeouts (config_cluster.go)
 	LogDir                string               // log.dirs / log.dir
 	NodeID                int32                // node.id (broker.id accepted as its alias)
 	NumPartitions         int32                // num.partitions

@@ -29,6 +29,22 @@ var clusterKeys = []string{
 	"replica.fetch.max.bytes", "replica.fetch.response.max.bytes", "replica.fetch.min.bytes",
 	"replica.fetch.wait.max.ms", "replica.fetch.backoff.ms",
 	"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
+	"controller.quorum.fetch.timeout.ms", "controller.quorum.election.timeout.ms",
+}
+
+// quorumTimeouts are raft's timing on a cluster node, with Kafka's names
+// and defaults: a voter that hears nothing from the leader for Fetch
+// becomes a candidate (raft's heartbeat timeout), and a candidate that is
+// not elected within Election tries again (raft's election timeout, which
+// raft wants no shorter than the heartbeat timeout: the longer of the two
+// is used). A killed leader is noticed sooner (metadata/quorum/election.go).
+type quorumTimeouts struct {
+	Fetch    time.Duration // controller.quorum.fetch.timeout.ms
+	Election time.Duration // controller.quorum.election.timeout.ms
+}
+
+func defaultQuorumTimeouts() quorumTimeouts {
+	return quorumTimeouts{Fetch: 2 * time.Second, Election: time.Second}
 }
 
 // loadClusterSettings fills s.Cluster on a node of a cluster: the
@@ -58,6 +74,10 @@ func loadClusterSettings(p *propReader, s *settings, log *zap.Logger) {
 	}
 	c.Voters = strings.Join(voters, ",")
 	c.ClusterID = clusterID(s.Voters)
+	s.Quorum = defaultQuorumTimeouts()
+	// Raft refuses timeouts under 5 ms.
+	p.millis(&s.Quorum.Fetch, "controller.quorum.fetch.timeout.ms", 5, math.MaxInt32)
+	p.millis(&s.Quorum.Election, "controller.quorum.election.timeout.ms", 5, math.MaxInt32)
 	if name, ok := p.get("inter.broker.listener.name"); ok {
 		c.InterBrokerListener = strings.ToUpper(name)
 	}

@@ -34,6 +34,8 @@ func TestClusterNodeReadsTheClusterKeys(t *testing.T) {
 		"replica.fetch.backoff.ms":                 "50",
 		"auto.leader.rebalance.enable":             "false",
 		"leader.imbalance.check.interval.seconds":  "30",
+		"controller.quorum.fetch.timeout.ms":       "700",
+		"controller.quorum.election.timeout.ms":    "300",
 	}), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +53,9 @@ func TestClusterNodeReadsTheClusterKeys(t *testing.T) {
 	if s.Cluster != want {
 		t.Errorf("cluster settings\n%+v\nwant\n%+v", s.Cluster, want)
 	}
+	if q := (quorumTimeouts{Fetch: 700 * time.Millisecond, Election: 300 * time.Millisecond}); s.Quorum != q {
+		t.Errorf("quorum timeouts %+v, want %+v", s.Quorum, q)
+	}
 
 	def, err := loadSettings(combined(map[string]string{"controller.quorum.voters": threeVoters}), zap.NewNop())
 	if err != nil {
@@ -59,6 +64,9 @@ func TestClusterNodeReadsTheClusterKeys(t *testing.T) {
 	d := broker.DefaultClusterConfig()
 	if def.Cluster.SessionTimeout != d.SessionTimeout || def.Cluster.HeartbeatInterval != d.HeartbeatInterval || def.Cluster.ReplicaFetch != d.ReplicaFetch {
 		t.Errorf("defaults %+v, want Kafka's %+v", def.Cluster, d)
+	}
+	if def.Quorum != (quorumTimeouts{Fetch: 2 * time.Second, Election: time.Second}) {
+		t.Errorf("quorum timeouts %+v, want Kafka's 2000 and 1000 ms", def.Quorum)
 	}
 
 	single, err := loadSettings(combined(map[string]string{"broker.session.timeout.ms": "3000"}), zap.NewNop())
@@ -84,6 +92,7 @@ func TestClusterKeysRefusedOutOfRange(t *testing.T) {
 		{map[string]string{"replica.fetch.wait.max.ms": "40000"}, "replica.fetch.wait.max.ms", "less than or equal to replica.lag.time.max.ms"},
 		{map[string]string{"replica.fetch.backoff.ms": "-1"}, "replica.fetch.backoff.ms", "at least 0"},
 		{map[string]string{"unclean.leader.election.enable": "yes"}, "unclean.leader.election.enable", "true or false"},
+		{map[string]string{"controller.quorum.fetch.timeout.ms": "1"}, "controller.quorum.fetch.timeout.ms", "at least 5"},
 	} {
 		tt.changes["controller.quorum.voters"] = threeVoters
 		_, err := loadSettings(combined(tt.changes), zap.NewNop())

@@ -424,10 +424,14 @@ func threePartitions(m *kmsg.MetadataResponse) (map[int32]kmsg.MetadataResponseT
 // its predecessor's controller listener refusing connections.
 func TestClusterReplacesAKilledController(t *testing.T) {
 	e2e(t)
+	// With raft's heartbeat timeout as long as the session timeout, only
+	// noticing the kill (metadata/quorum/election.go) elects a new
+	// controller in time to fence the killed one before half of it.
 	const sessionTimeout = 6 * time.Second
-	nodes := startCluster(t, "broker.heartbeat.interval.ms=200", fmt.Sprintf("broker.session.timeout.ms=%d", sessionTimeout.Milliseconds()))
+	nodes := startCluster(t, "broker.heartbeat.interval.ms=200", fmt.Sprintf("broker.session.timeout.ms=%d", sessionTimeout.Milliseconds()),
+		fmt.Sprintf("controller.quorum.fetch.timeout.ms=%d", sessionTimeout.Milliseconds()))
 	for _, n := range nodes {
-		waitUntil(t, 15*time.Second, fmt.Sprintf("node %d lists 3 brokers", n.id), func() (bool, string) {
+		waitUntil(t, 3*sessionTimeout, fmt.Sprintf("node %d lists 3 brokers", n.id), func() (bool, string) {
 			m, err := metadataOf(n.addr)
 			if err != nil {
 				return false, err.Error()

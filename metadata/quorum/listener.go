@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,6 +40,8 @@ type ControllerListener struct {
 	done       chan struct{}
 	closeOnce  sync.Once
 	kafka      kafkaListener
+	// raftClosed is told when a raft connection from another voter closes.
+	raftClosed atomic.Pointer[func()]
 }
 
 // NewControllerListener serves ln; self is this node's voter address.
@@ -108,6 +111,34 @@ func (l *ControllerListener) Close() error {
 	return err
 }
 
+// NotifyRaftConnClosed has fn called (on the connection's goroutine)
+// each time a raft connection another voter opened to this one fails or
+// closes: a leader that dies closes them all (Store.RaftConnClosed).
+func (l *ControllerListener) NotifyRaftConnClosed(fn func()) { l.raftClosed.Store(&fn) }
+
+func (l *ControllerListener) notifyRaftClosed() {
+	if fn := l.raftClosed.Load(); fn != nil {
+		(*fn)()
+	}
+}
+
+// watchedConn is an accepted raft connection that reports, once, the
+// first read that fails other than by a deadline.
+type watchedConn struct {
+	net.Conn
+	closed func()
+	once   sync.Once
+}
+
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	var ne net.Error
+	if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+		c.once.Do(c.closed)
+	}
+	return n, err
+}
+
 // Kafka is the listener of the Kafka-protocol connections.
 func (l *ControllerListener) Kafka() net.Listener { return &l.kafka }
 
@@ -123,7 +154,7 @@ type streamLayer struct{ l *ControllerListener }
 func (s streamLayer) Accept() (net.Conn, error) {
 	select {
 	case c := <-s.l.raftConns:
-		return c, nil
+		return &watchedConn{Conn: c, closed: s.l.notifyRaftClosed}, nil
 	case <-s.l.done:
 		return nil, net.ErrClosed
 	}

@@ -94,6 +94,8 @@ type Store struct {
 	fsm     *fsm
 	timeout time.Duration
 	closers []func() error
+	logger  *zap.Logger
+	probing atomic.Bool // RaftConnClosed is asking whether the leader is gone
 
 	mu   sync.Mutex   // serializes Update, as Kafka's controller event queue
 	next atomic.Int64 // during decide: the index its change is to be written at
@@ -123,7 +125,7 @@ func Open(cfg Config) (*Store, error) {
 	}
 	hlog := raftLogger(logger.With(zap.Int32("node", cfg.NodeID)))
 
-	s := &Store{id: cfg.NodeID, fsm: newFSM(), timeout: cfg.ApplyTimeout}
+	s := &Store{id: cfg.NodeID, fsm: newFSM(), timeout: cfg.ApplyTimeout, logger: logger.With(zap.Int32("node", cfg.NodeID))}
 	if s.timeout == 0 {
 		s.timeout = 10 * time.Second
 	}
@@ -158,8 +160,10 @@ func Open(cfg Config) (*Store, error) {
 	rc.Logger = hlog
 	if cfg.HeartbeatTimeout > 0 {
 		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
-		rc.LeaderLeaseTimeout = min(rc.LeaderLeaseTimeout, cfg.HeartbeatTimeout)
 	}
+	// hurryElection lowers the heartbeat timeout to leaderGoneTimeout, and
+	// raft refuses a lease longer than the heartbeat timeout.
+	rc.LeaderLeaseTimeout = min(rc.LeaderLeaseTimeout, rc.HeartbeatTimeout, leaderGoneTimeout)
 	if cfg.ElectionTimeout > 0 {
 		rc.ElectionTimeout = cfg.ElectionTimeout
 	}
