@@ -32,19 +32,21 @@ var clusterKeys = []string{
 	"controller.quorum.fetch.timeout.ms", "controller.quorum.election.timeout.ms",
 }
 
-// quorumTimeouts are raft's timing on a cluster node, with Kafka's names
-// and defaults: a voter that hears nothing from the leader for Fetch
-// becomes a candidate (raft's heartbeat timeout), and a candidate that is
-// not elected within Election tries again (raft's election timeout, which
-// raft wants no shorter than the heartbeat timeout: the longer of the two
-// is used). A killed leader is noticed sooner (metadata/quorum/election.go).
+// quorumTimeouts are raft's timing on a cluster node, with Kafka's names:
+// a voter that hears nothing from the leader for Fetch becomes a candidate
+// (raft's heartbeat timeout), and a candidate that is not elected within
+// Election tries again (raft's election timeout, which raft wants no
+// shorter than the heartbeat timeout: the longer of the two is used).
+// Election has Kafka's default; Fetch defaults to hashicorp/raft's 1 s,
+// half of Kafka's 2 s, as a paused leader is replaced after it. A killed
+// leader is replaced sooner (metadata/quorum/election.go).
 type quorumTimeouts struct {
 	Fetch    time.Duration // controller.quorum.fetch.timeout.ms
 	Election time.Duration // controller.quorum.election.timeout.ms
 }
 
 func defaultQuorumTimeouts() quorumTimeouts {
-	return quorumTimeouts{Fetch: 2 * time.Second, Election: time.Second}
+	return quorumTimeouts{Fetch: time.Second, Election: time.Second}
 }
 
 // loadClusterSettings fills s.Cluster on a node of a cluster: the

@@ -65,8 +65,8 @@ func TestClusterNodeReadsTheClusterKeys(t *testing.T) {
 	if def.Cluster.SessionTimeout != d.SessionTimeout || def.Cluster.HeartbeatInterval != d.HeartbeatInterval || def.Cluster.ReplicaFetch != d.ReplicaFetch {
 		t.Errorf("defaults %+v, want Kafka's %+v", def.Cluster, d)
 	}
-	if def.Quorum != (quorumTimeouts{Fetch: 2 * time.Second, Election: time.Second}) {
-		t.Errorf("quorum timeouts %+v, want Kafka's 2000 and 1000 ms", def.Quorum)
+	if def.Quorum != (quorumTimeouts{Fetch: time.Second, Election: time.Second}) {
+		t.Errorf("quorum timeouts %+v, want raft's 1000 and Kafka's 1000 ms", def.Quorum)
 	}
 
 	single, err := loadSettings(combined(map[string]string{"broker.session.timeout.ms": "3000"}), zap.NewNop())

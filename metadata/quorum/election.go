@@ -3,17 +3,22 @@ package quorum
 // A killed process closes its sockets at once: when the leader's raft
 // connection to a follower closes and the leader's controller listener
 // then refuses a connection, its process is gone, and waiting out the
-// heartbeat timeout (the only way raft knows a leader is lost) would keep
-// the quorum without a controller for up to twice that timeout. The
-// follower instead lowers its heartbeat and election timeouts to
-// leaderGoneTimeout through raft's own ReloadConfig, which fires raft's
-// heartbeat check at once, so raft's own pre-vote and election run a few
-// hundred milliseconds after the kill; once a leader is known again, the
-// configured timeouts come back. A paused or partitioned leader refuses
-// nothing (its dial times out): raft's heartbeat timeout still decides.
+// heartbeat timeout (the only way raft knows a leader is lost; raft's
+// timer fires between one and two of them after the last check) keeps the
+// quorum without a controller for up to twice that timeout. The follower
+// instead waits until it has heard nothing from the leader for half the
+// heartbeat timeout (the leader lease, which raft requires to be no longer
+// than any heartbeat timeout it is given) and a random part of an eighth
+// more, then lowers its heartbeat and election timeouts to that half
+// through raft's own ReloadConfig, which runs raft's heartbeat check at
+// once: raft's own pre-vote and election start then. Once a leader is
+// known again, the configured timeouts come back. A paused or partitioned
+// leader refuses nothing (the dial times out): raft's heartbeat timeout
+// still decides.
 
 import (
 	"errors"
+	"math/rand/v2"
 	"net"
 	"syscall"
 	"time"
@@ -23,33 +28,32 @@ import (
 )
 
 const (
-	// leaderGoneTimeout is raft's heartbeat and election timeout while the
-	// leader's listener refuses connections; it also bounds the leader
-	// lease, which raft requires to be no longer than the heartbeat
-	// timeout.
-	leaderGoneTimeout = 200 * time.Millisecond
 	// leaderProbeTimeout bounds the dial that asks whether the leader's
 	// listener is still there.
 	leaderProbeTimeout = 250 * time.Millisecond
 	// leaderGoneRestore bounds the lowered timeouts when no new leader
 	// shows up (no quorum is left, say).
-	leaderGoneRestore = 5 * time.Second
+	leaderGoneRestore = 10 * time.Second
 )
+
+// leaderLease is the leader lease of heartbeat timeout hb, raft's default
+// ratio; a follower whose leader is gone elects after it.
+func leaderLease(hb time.Duration) time.Duration { return hb / 2 }
 
 // RaftConnClosed is told that a raft connection from another voter
 // closed (ControllerListener.NotifyRaftConnClosed): on a follower, it asks
 // whether the leader's listener still accepts connections, and hurries
-// the election when it refuses them.
+// the election when it does not.
 func (s *Store) RaftConnClosed() {
-	if s.raft.State() != raft.Follower || s.raft.ReloadableConfig().HeartbeatTimeout <= leaderGoneTimeout {
+	if s.raft.State() != raft.Follower {
 		return
 	}
 	leader := s.LeaderAddr()
-	if leader == "" || !s.probing.CompareAndSwap(false, true) {
+	if leader == "" || !s.hurrying.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {
-		defer s.probing.Store(false)
+		defer s.hurrying.Store(false)
 		if leaderGone(leader) && s.LeaderAddr() == leader {
 			s.hurryElection(leader)
 		}
@@ -74,12 +78,14 @@ func leaderGone(addr string) bool {
 	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
 }
 
-// hurryElection lowers raft's timeouts until a leader other than gone is
+// hurryElection elects once the leader has been silent for a lease, and
+// keeps raft's timeouts at a lease until a leader other than gone is
 // known, or leaderGoneRestore passed.
 func (s *Store) hurryElection(gone string) {
 	configured := s.raft.ReloadableConfig()
+	lease := leaderLease(configured.HeartbeatTimeout)
 	fast := configured
-	fast.HeartbeatTimeout, fast.ElectionTimeout = leaderGoneTimeout, leaderGoneTimeout
+	fast.HeartbeatTimeout, fast.ElectionTimeout = lease, lease
 	leaders := make(chan raft.Observation, 4)
 	obs := raft.NewObserver(leaders, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
@@ -87,11 +93,28 @@ func (s *Store) hurryElection(gone string) {
 	})
 	s.raft.RegisterObserver(obs)
 	defer s.raft.DeregisterObserver(obs)
+	newLeader := func(o raft.Observation) bool {
+		l := o.Data.(raft.LeaderObservation)
+		return l.LeaderAddr != "" && string(l.LeaderAddr) != gone
+	}
+	// Raft's check after the reload elects only if the leader has been
+	// silent for the lowered timeout by then. The jitter keeps the
+	// followers, which heard the leader last at the same moment when its
+	// last append reached both, from standing at once and splitting the
+	// vote, as raft's random timeouts do.
+	jitter := rand.N(lease / 4)
+	select {
+	case <-time.After(time.Until(s.raft.LastContact().Add(lease + jitter))):
+	case o := <-leaders:
+		if newLeader(o) {
+			return
+		}
+	}
 	if err := s.raft.ReloadConfig(fast); err != nil {
 		s.logger.Warn("cannot hurry the election after the leader's listener refused", zap.Error(err))
 		return
 	}
-	s.logger.Info("the quorum leader's listener refuses connections: hurrying the election", zap.String("leader", gone))
+	s.logger.Info("the quorum leader's listener refuses connections: electing", zap.String("leader", gone))
 	defer func() {
 		if err := s.raft.ReloadConfig(configured); err != nil {
 			s.logger.Warn("cannot restore raft's timeouts", zap.Error(err))
@@ -101,7 +124,7 @@ func (s *Store) hurryElection(gone string) {
 	for {
 		select {
 		case o := <-leaders:
-			if l := o.Data.(raft.LeaderObservation); l.LeaderAddr != "" && string(l.LeaderAddr) != gone {
+			if newLeader(o) {
 				return
 			}
 		case <-restore:

@@ -89,13 +89,13 @@ type Config struct {
 
 // Store is a metadata.Store whose changes are committed by the quorum.
 type Store struct {
-	id      int32
-	raft    *raft.Raft
-	fsm     *fsm
-	timeout time.Duration
-	closers []func() error
-	logger  *zap.Logger
-	probing atomic.Bool // RaftConnClosed is asking whether the leader is gone
+	id       int32
+	raft     *raft.Raft
+	fsm      *fsm
+	timeout  time.Duration
+	closers  []func() error
+	logger   *zap.Logger
+	hurrying atomic.Bool // RaftConnClosed is asking whether the leader is gone, or electing
 
 	mu   sync.Mutex   // serializes Update, as Kafka's controller event queue
 	next atomic.Int64 // during decide: the index its change is to be written at
@@ -161,9 +161,9 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.HeartbeatTimeout > 0 {
 		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	}
-	// hurryElection lowers the heartbeat timeout to leaderGoneTimeout, and
-	// raft refuses a lease longer than the heartbeat timeout.
-	rc.LeaderLeaseTimeout = min(rc.LeaderLeaseTimeout, rc.HeartbeatTimeout, leaderGoneTimeout)
+	// hurryElection lowers the heartbeat timeout to the lease, and raft
+	// refuses a lease longer than the heartbeat timeout.
+	rc.LeaderLeaseTimeout = leaderLease(rc.HeartbeatTimeout)
 	if cfg.ElectionTimeout > 0 {
 		rc.ElectionTimeout = cfg.ElectionTimeout
 	}
