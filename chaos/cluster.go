@@ -17,6 +17,8 @@ package chaos
 //     after a short delay, for minutes, under the writer and a group
 //     consumer; then the history is checked and every partition's ISR
 //     (including __consumer_offsets) must be full again.
+//   - NetworkPartition (cluster_partition.go): the leader cut off from the
+//     other nodes in its namespace, then healed.
 //
 // Run them with `make cluster-chaos` (Kafka 4.4.0 as the control needs
 // KAFKA_VERSION=4.4.0 compat-tests/scripts/install-kafka.sh; the Strata runs
