@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -95,11 +96,14 @@ type PartitionReport struct {
 	VictimLogEnd int64
 	// Tail is the victim's divergent tail just before the heal: the batches
 	// of its log from DivergedAt (where it departs from the new leader's
-	// log) to its end, none of them on the majority.
-	DivergedAt  int64
-	Tail        []BatchHeader
-	TailRecords int64
-	HealedAfter time.Duration // from the heal to every ISR full
+	// log) to its end, none of them on the majority. MajorityEpochEnd is
+	// where the new leader says the tail's leader epoch ends
+	// (OffsetForLeaderEpoch): DivergedAt, when the two views agree.
+	DivergedAt       int64
+	Tail             []BatchHeader
+	TailRecords      int64
+	MajorityEpochEnd int64
+	HealedAfter      time.Duration // from the heal to every ISR full
 	// LogEnd is the end offset of the three replicas' logs once they are
 	// the same; TailReplaced says none of Tail's batches is left in any.
 	LogEnd       int64
@@ -110,9 +114,9 @@ type PartitionReport struct {
 
 func (r PartitionReport) String() string {
 	return fmt.Sprintf("leader %d (active controller %d) cut off: its last ack %d ms after the cut (%d batches acked after it); new leader %d seen after %d ms, its first ack at %d ms; longest pause %d ms; "+
-		"victim while cut off: %v, log end %d, divergent tail from offset %d: %d records in %d batches; healed: ISR full %d ms after the heal, logs identical to offset %d, tail replaced %v; acked %d, lost %d, duplicates %d, indeterminate %d",
+		"victim while cut off: %v, log end %d, divergent tail from offset %d (the new leader ends that epoch at %d): %d records in %d batches; healed: ISR full %d ms after the heal, logs identical to offset %d, tail replaced %v; acked %d, lost %d, duplicates %d, indeterminate %d",
 		r.Victim, r.QuorumLeader, r.VictimLastAck.Milliseconds(), r.VictimAcksAfter, r.NewLeader, r.LeaderSeen.Milliseconds(), r.NewLeaderFirstAck.Milliseconds(), r.LongestPause.Milliseconds(),
-		r.VictimView, r.VictimLogEnd, r.DivergedAt, r.TailRecords, len(r.Tail), r.HealedAfter.Milliseconds(), r.LogEnd, r.TailReplaced,
+		r.VictimView, r.VictimLogEnd, r.DivergedAt, r.MajorityEpochEnd, r.TailRecords, len(r.Tail), r.HealedAfter.Milliseconds(), r.LogEnd, r.TailReplaced,
 		r.Check.Acked, len(r.Check.Lost), len(r.Check.Duplicates), r.Check.Indeterminate)
 }
 
@@ -165,7 +169,7 @@ func (b *brokerAcks) since(t time.Time, victim int32) (victimLast time.Time, vic
 func NetworkPartition(ctx context.Context, opts PartitionOptions) (PartitionReport, error) {
 	opts.defaults()
 	c, log := opts.Cluster, opts.Logger
-	rep := PartitionReport{DivergedAt: -1}
+	rep := PartitionReport{DivergedAt: -1, MajorityEpochEnd: -1}
 	if err := createReplicatedTopic(ctx, c, opts.Topic, 1); err != nil {
 		return rep, err
 	}
@@ -246,6 +250,9 @@ func NetworkPartition(ctx context.Context, opts PartitionOptions) (PartitionRepo
 	if len(rep.Tail) > 0 {
 		rep.DivergedAt = rep.Tail[0].BaseOffset
 		rep.TailRecords = rep.Tail[len(rep.Tail)-1].NextOffset() - rep.DivergedAt
+		if rep.MajorityEpochEnd, err = epochEndOf(ctx, c.Addr(rep.NewLeader), opts.Topic, rep.Tail[0].LeaderEpoch); err != nil {
+			return rep, fmt.Errorf("new leader's end of epoch %d: %w", rep.Tail[0].LeaderEpoch, err)
+		}
 	}
 
 	healAt := time.Now()
@@ -349,10 +356,44 @@ func logEndOf(ctx context.Context, addr, topic string) (int64, error) {
 		return -1, fmt.Errorf("ListOffsets answered %d topics", len(resp.Topics))
 	}
 	p := resp.Topics[0].Partitions[0]
-	if p.ErrorCode != 0 {
-		return -1, fmt.Errorf("ListOffsets: error code %d", p.ErrorCode)
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return -1, fmt.Errorf("ListOffsets: %w", err)
 	}
 	return p.Offset, nil
+}
+
+// epochEndOf is where the leader at addr says leader epoch epoch of
+// topic's partition 0 ends, as it answers a consumer's
+// OffsetForLeaderEpoch.
+func epochEndOf(ctx context.Context, addr, topic string, epoch int32) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestTimeoutOverhead(2*time.Second), kgo.RequestRetries(0))
+	if err != nil {
+		return -1, err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	rp.CurrentLeaderEpoch = -1
+	rp.LeaderEpoch = epoch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(octx, cl.SeedBrokers()[0])
+	if err != nil {
+		return -1, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return -1, fmt.Errorf("OffsetForLeaderEpoch answered %d topics", len(resp.Topics))
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return -1, fmt.Errorf("OffsetForLeaderEpoch: %w", err)
+	}
+	return p.EndOffset, nil
 }
 
 // BatchHeader is what identifies a record batch in a log: where it is,

@@ -61,6 +61,9 @@ func checkPartition(t *testing.T, rep PartitionReport, lag time.Duration) {
 	}
 	if len(rep.Tail) == 0 {
 		t.Errorf("isolated leader %d appended nothing the majority lacks (log end %d): no divergent tail to truncate", rep.Victim, rep.VictimLogEnd)
+	} else if rep.VictimLogEnd <= rep.DivergedAt || rep.MajorityEpochEnd != rep.DivergedAt {
+		t.Errorf("isolated leader %d says its log ends at %d and new leader %d that epoch %d ends at %d; its segments diverge from the new leader's at %d",
+			rep.Victim, rep.VictimLogEnd, rep.NewLeader, rep.Tail[0].LeaderEpoch, rep.MajorityEpochEnd, rep.DivergedAt)
 	}
 	if !rep.TailReplaced {
 		t.Errorf("after the heal the logs (identical to offset %d) still hold the isolated leader's batches %v", rep.LogEnd, rep.Tail)
