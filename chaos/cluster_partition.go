@@ -202,18 +202,19 @@ func NetworkPartition(ctx context.Context, opts PartitionOptions) (PartitionRepo
 
 	err = waitFor(ctx, time.Minute, "a new leader on the majority", func(ctx context.Context) (bool, string) {
 		var seen []string
+		leader := int32(0)
 		for _, id := range majority {
 			l, err := partitionLeader(ctx, c, id, opts.Topic)
 			if err != nil {
 				return false, err.Error()
 			}
 			seen = append(seen, fmt.Sprintf("node %d says %d", id, l))
-			if l < 1 || l == rep.Victim || (rep.NewLeader != 0 && l != rep.NewLeader) {
-				rep.NewLeader = 0
+			if l < 1 || l == rep.Victim || (leader != 0 && l != leader) {
 				return false, strings.Join(seen, ", ")
 			}
-			rep.NewLeader = l
+			leader = l
 		}
+		rep.NewLeader = leader
 		return true, ""
 	})
 	if err != nil {

@@ -8,11 +8,13 @@ package chaos
 // ports cannot show.
 //
 // The cut is two policy-routing rules per peer inside the node's namespace
-// (`ip rule add from <peer> blackhole`, `ip rule add to <peer> blackhole`):
-// packets from the peer are dropped on input and packets to it have no
-// route, for every port (client and controller listeners alike), and the
-// bridge address stays reachable. iproute2 is all it needs; iptables and nft
-// are not installed on the machines this runs on.
+// (`ip rule add from <peer> blackhole`, `ip rule add to <peer> blackhole`),
+// ahead of the local table's rule (moved from 0 to netnsLocalPref when the
+// namespace is made): packets from the peer are dropped on input and
+// packets to it have no route, on connections made before the cut too, for
+// every port (client and controller listeners alike), and the bridge
+// address (clients) stays reachable. iproute2 is all it needs; iptables and
+// nft are not installed on the machines this runs on.
 
 import (
 	"errors"
@@ -28,8 +30,10 @@ const (
 	netnsSubnet = "10.77.0."
 	netnsBridge = netnsPrefix + "-br"
 	// netnsRulePref numbers the blackhole rules: netnsRulePref+peer for
-	// "from", netnsRulePref+100+peer for "to".
-	netnsRulePref = 100
+	// "from", netnsRulePref+100+peer for "to"; netnsLocalPref is the local
+	// table's rule, after them.
+	netnsRulePref  = 100
+	netnsLocalPref = 1000
 )
 
 // Netns is the namespaces, veth pairs and bridge of one cluster's nodes.
@@ -72,7 +76,7 @@ func NewNetns(nodes int) (*Netns, error) {
 		{"link", "set", netnsBridge, "up"},
 	}
 	for id := int32(1); id <= int32(nodes); id++ {
-		ns, host, peer := n.Name(id), n.hostEnd(id), fmt.Sprintf("%s-p%d", netnsPrefix, id)
+		ns, host, peer := n.Name(id), n.hostEnd(id), n.nodeEnd(id)
 		steps = append(steps,
 			[]string{"netns", "add", ns},
 			[]string{"link", "add", host, "type", "veth", "peer", "name", peer},
@@ -81,6 +85,11 @@ func NewNetns(nodes int) (*Netns, error) {
 			[]string{"-n", ns, "addr", "add", n.Addr(id) + "/24", "dev", peer},
 			[]string{"-n", ns, "link", "set", peer, "up"},
 			[]string{"-n", ns, "link", "set", "lo", "up"},
+			// The local table's rule goes after the cut's rules (it is
+			// first, at 0, by default), or packets to this node's own
+			// address would never meet a "from <peer>" rule.
+			[]string{"-n", ns, "rule", "add", "pref", fmt.Sprint(netnsLocalPref), "lookup", "local"},
+			[]string{"-n", ns, "rule", "del", "pref", "0"},
 		)
 	}
 	for _, s := range steps {
@@ -151,32 +160,34 @@ func (n *Netns) Addr(id int32) string { return fmt.Sprintf("%s%d", netnsSubnet, 
 
 func (n *Netns) hostEnd(id int32) string { return fmt.Sprintf("%s-v%d", netnsPrefix, id) }
 
+// nodeEnd is the veth end inside node id's namespace.
+func (n *Netns) nodeEnd(id int32) string { return fmt.Sprintf("%s-p%d", netnsPrefix, id) }
+
 // Exec is argv run inside node id's namespace.
 func (n *Netns) Exec(id int32, argv []string) []string {
 	return append([]string{"ip", "netns", "exec", n.Name(id)}, argv...)
 }
 
 // Isolate cuts node id off from peers: inside its namespace every packet
-// from or to a peer's address is dropped. The root namespace (clients)
-// still reaches it.
+// from or to a peer's address is dropped, on connections made before the
+// cut too. The root namespace (clients) still reaches it.
 func (n *Netns) Isolate(id int32, peers []int32) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if len(n.isolated[id]) > 0 {
 		return fmt.Errorf("netns: node %d is already isolated from %v", id, n.isolated[id])
 	}
+	n.isolated[id] = peers
 	for _, p := range peers {
 		for _, r := range [][]string{
 			{"-n", n.Name(id), "rule", "add", "from", n.Addr(p) + "/32", "blackhole", "pref", fmt.Sprint(netnsRulePref + p)},
 			{"-n", n.Name(id), "rule", "add", "to", n.Addr(p) + "/32", "blackhole", "pref", fmt.Sprint(netnsRulePref + 100 + p)},
 		} {
 			if err := ipCmd(r...); err != nil {
-				n.isolated[id] = peers
 				return errors.Join(err, n.healLocked(id))
 			}
 		}
 	}
-	n.isolated[id] = peers
 	return nil
 }
 
@@ -188,8 +199,13 @@ func (n *Netns) Heal(id int32) error {
 }
 
 func (n *Netns) healLocked(id int32) error {
+	peers, ok := n.isolated[id]
+	if !ok {
+		return nil
+	}
+	delete(n.isolated, id)
 	var errs []error
-	for _, p := range n.isolated[id] {
+	for _, p := range peers {
 		for _, pref := range []int32{netnsRulePref + p, netnsRulePref + 100 + p} {
 			out, err := exec.Command("ip", "-n", n.Name(id), "rule", "del", "pref", fmt.Sprint(pref)).CombinedOutput()
 			if err != nil && !strings.Contains(string(out), "No such file") {
@@ -197,7 +213,6 @@ func (n *Netns) healLocked(id int32) error {
 			}
 		}
 	}
-	delete(n.isolated, id)
 	return errors.Join(errs...)
 }
 

@@ -32,7 +32,9 @@ func netnsCluster(t *testing.T) *Netns {
 
 // TestNetnsIsolate: a node cut off by Isolate cannot be reached from a
 // peer's namespace while the root namespace still reaches it, and it
-// cannot reach the peer; Heal gives both their way back. It runs with the
+// cannot reach the peer; a connection made before the cut carries nothing
+// either way (as a follower's fetch connection must not); Heal gives both
+// their way back. It runs with the
 // cluster runs, not in `make test`: it makes the same namespaces (and so
 // removes a running cluster's).
 func TestNetnsIsolate(t *testing.T) {
@@ -40,8 +42,20 @@ func TestNetnsIsolate(t *testing.T) {
 		t.Skip("network namespaces of the cluster runs: set STRATA_CLUSTER=1 or STRATA_CHAOS_KAFKA=1")
 	}
 	net := netnsCluster(t)
-	ln1 := listenIn(t, net, 1)
-	ln2 := listenIn(t, net, 2)
+	ln1, _ := listenIn(t, net, 1)
+	ln2, _ := listenIn(t, net, 2)
+	lnHeld, held := listenIn(t, net, 1)
+	var client gonet.Conn
+	inNetns(t, net, 2, func() { client, _ = gonet.DialTimeout("tcp", lnHeld.Addr().String(), time.Second) })
+	if client == nil {
+		t.Fatal("node 2 cannot connect to node 1")
+	}
+	defer client.Close()
+	server := <-held
+	defer server.Close()
+	if !carries(t, client, server) || !carries(t, server, client) {
+		t.Fatal("before the cut: the connection from node 2 to node 1 carries nothing")
+	}
 	reach := func(from int32, ln gonet.Listener) bool {
 		t.Helper()
 		return dialFrom(t, net, from, ln.Addr().String())
@@ -58,6 +72,10 @@ func TestNetnsIsolate(t *testing.T) {
 	}
 	if !reach(0, ln1) {
 		t.Errorf("cut off: the root namespace no longer reaches node 1")
+	}
+	if carries(t, client, server) || carries(t, server, client) {
+		t.Errorf("cut off: the connection from node 2 to node 1 made before the cut carries node 2's bytes %v, node 1's %v; want neither",
+			carries(t, client, server), carries(t, server, client))
 	}
 	if err := net.Heal(1); err != nil {
 		t.Fatal(err)
@@ -96,8 +114,9 @@ func inNetns(t *testing.T, net *Netns, id int32, f func()) {
 	}
 }
 
-// listenIn is a listener on node id's address that accepts and closes.
-func listenIn(t *testing.T, net *Netns, id int32) gonet.Listener {
+// listenIn is a listener on node id's address; it hands the first
+// connection it accepts to held and closes the others.
+func listenIn(t *testing.T, net *Netns, id int32) (gonet.Listener, <-chan gonet.Conn) {
 	t.Helper()
 	var ln gonet.Listener
 	var err error
@@ -106,16 +125,34 @@ func listenIn(t *testing.T, net *Netns, id int32) gonet.Listener {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
+	held := make(chan gonet.Conn, 1)
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			c.Close()
+			select {
+			case held <- c:
+			default:
+				c.Close()
+			}
 		}
 	}()
-	return ln
+	return ln, held
+}
+
+// carries says whether a byte written on from arrives on to within 500 ms.
+func carries(t *testing.T, from, to gonet.Conn) bool {
+	t.Helper()
+	if _, err := from.Write([]byte{1}); err != nil {
+		return false
+	}
+	if err := to.SetReadDeadline(time.Now().Add(500 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := to.Read(make([]byte, 64))
+	return err == nil
 }
 
 // dialFrom says whether a connection from node id's namespace to addr is
