@@ -105,18 +105,18 @@ type PartitionReport struct {
 	MajorityEpochEnd int64
 	HealedAfter      time.Duration // from the heal to every ISR full
 	// LogEnd is the end offset of the three replicas' logs once they are
-	// the same; TailReplaced says none of Tail's batches is left in any.
-	LogEnd       int64
-	TailReplaced bool
-	ISR          []PartitionState
-	Check        Report
+	// the same; TailLeft counts Tail's batches still in them.
+	LogEnd   int64
+	TailLeft int
+	ISR      []PartitionState
+	Check    Report
 }
 
 func (r PartitionReport) String() string {
 	return fmt.Sprintf("leader %d (active controller %d) cut off: its last ack %d ms after the cut (%d batches acked after it); new leader %d seen after %d ms, its first ack at %d ms; longest pause %d ms; "+
-		"victim while cut off: %v, log end %d, divergent tail from offset %d (the new leader ends that epoch at %d): %d records in %d batches; healed: ISR full %d ms after the heal, logs identical to offset %d, tail replaced %v; acked %d, lost %d, duplicates %d, indeterminate %d",
+		"victim while cut off: %v, log end %d, divergent tail from offset %d (the new leader ends that epoch at %d): %d records in %d batches; healed: ISR full %d ms after the heal, logs identical to offset %d, %d tail batches left; acked %d, lost %d, duplicates %d, indeterminate %d",
 		r.Victim, r.QuorumLeader, r.VictimLastAck.Milliseconds(), r.VictimAcksAfter, r.NewLeader, r.LeaderSeen.Milliseconds(), r.NewLeaderFirstAck.Milliseconds(), r.LongestPause.Milliseconds(),
-		r.VictimView, r.VictimLogEnd, r.DivergedAt, r.MajorityEpochEnd, r.TailRecords, len(r.Tail), r.HealedAfter.Milliseconds(), r.LogEnd, r.TailReplaced,
+		r.VictimView, r.VictimLogEnd, r.DivergedAt, r.MajorityEpochEnd, r.TailRecords, len(r.Tail), r.HealedAfter.Milliseconds(), r.LogEnd, r.TailLeft,
 		r.Check.Acked, len(r.Check.Lost), len(r.Check.Duplicates), r.Check.Indeterminate)
 }
 
@@ -300,8 +300,11 @@ func NetworkPartition(ctx context.Context, opts PartitionOptions) (PartitionRepo
 		return rep, err
 	}
 	rep.LogEnd = logEnd(logs[0])
-	rep.TailReplaced = !slices.ContainsFunc(rep.Tail, func(b BatchHeader) bool { return slices.Contains(logs[0], b) }) &&
-		(len(rep.Tail) == 0 || rep.LogEnd >= rep.Tail[len(rep.Tail)-1].NextOffset())
+	for _, b := range rep.Tail {
+		if slices.Contains(logs[0], b) {
+			rep.TailLeft++
+		}
+	}
 
 	final, err := readAll(ctx, c.Bootstrap(), opts.Topic, 1)
 	if err != nil {

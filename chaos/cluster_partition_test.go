@@ -65,8 +65,12 @@ func checkPartition(t *testing.T, rep PartitionReport, lag time.Duration) {
 		t.Errorf("isolated leader %d says its log ends at %d and new leader %d that epoch %d ends at %d; its segments diverge from the new leader's at %d",
 			rep.Victim, rep.VictimLogEnd, rep.NewLeader, rep.Tail[0].LeaderEpoch, rep.MajorityEpochEnd, rep.DivergedAt)
 	}
-	if !rep.TailReplaced {
-		t.Errorf("after the heal the logs (identical to offset %d) still hold the isolated leader's batches %v", rep.LogEnd, rep.Tail)
+	if rep.TailLeft > 0 {
+		t.Errorf("after the heal the logs (identical to offset %d) still hold %d of the isolated leader's batches %v", rep.LogEnd, rep.TailLeft, rep.Tail)
+	}
+	if len(rep.Tail) > 0 && rep.LogEnd < rep.Tail[len(rep.Tail)-1].NextOffset() {
+		t.Errorf("after the heal the logs end at %d, short of where the isolated leader's tail ended (%d): the majority's records should have taken those offsets",
+			rep.LogEnd, rep.Tail[len(rep.Tail)-1].NextOffset())
 	}
 	for _, p := range rep.ISR {
 		if !p.Full() {
