@@ -125,8 +125,11 @@ func removeStaleNetns() error {
 			continue
 		}
 		name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
+		// Deleting one end of a veth pair deletes the other.
 		if strings.HasPrefix(name, netnsPrefix+"-") {
-			errs = append(errs, ipCmd("link", "del", name))
+			if err := ipCmd("link", "del", name); err != nil && linkExists(name) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
