@@ -6,7 +6,7 @@
 #   make gobench  the go test benchmarks
 #   make fuzz   every Fuzz* target in the repo for FUZZTIME each (default 30s)
 #   make chaos  longer process-kill runs (chaos/), 200 kills by default
-#   make cluster-chaos  three-node failover and random-kill runs (chaos/cluster.go), not in make test
+#   make cluster-chaos  three-node failover, random-kill and network-partition runs (chaos/cluster.go), not in make test
 
 GO ?= go
 TEST_TIMEOUT ?= 15m
@@ -86,7 +86,7 @@ chaos:
 # the Apache Kafka 4.4.0 control and STRATA_CLUSTER=1 for Strata (README, Testing).
 cluster-chaos:
 	KAFKA_VERSION=4.4.0 ./compat-tests/scripts/install-kafka.sh
-	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 300m -run 'Cluster(Failover|Kills)' ./chaos
+	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 300m -run 'Cluster(Failover|Kills|Partition)|NetnsIsolate' ./chaos
 
 # Compatibility matrix: real clients against Strata and Apache Kafka 4.1
 # (compat-tests/README.md). Writes compat-tests/report/matrix.{json,md}; fails only when a

@@ -1,6 +1,8 @@
 package chaos
 
-// The cluster harness (issue 14, item 6): N brokers on 127.0.0.1, each a
+// The cluster harness (issue 14, item 6): N brokers on 127.0.0.1 (or, with
+// ClusterConfig.Netns, each in its own network namespace on its own
+// address, netns.go), each a
 // KRaft combined broker+controller with its own data directory, client port
 // and controller port, started from one server.properties per node that the
 // same template (clusterProps) writes for Apache Kafka and for Strata. On it
@@ -15,6 +17,8 @@ package chaos
 //     after a short delay, for minutes, under the writer and a group
 //     consumer; then the history is checked and every partition's ISR
 //     (including __consumer_offsets) must be full again.
+//   - NetworkPartition (cluster_partition.go): the leader cut off from the
+//     other nodes in its namespace, then healed.
 //
 // Run them with `make cluster-chaos` (Kafka 4.4.0 as the control needs
 // KAFKA_VERSION=4.4.0 compat-tests/scripts/install-kafka.sh; the Strata runs
@@ -51,6 +55,8 @@ type Cluster struct {
 	// format prepares a node's storage before its first start; nil when the
 	// broker needs none (Strata).
 	format func(ctx context.Context, n *clusterNode) error
+	// netns, when set, runs each node in its own network namespace.
+	netns *Netns
 }
 
 type clusterNode struct {
@@ -70,21 +76,25 @@ type ClusterConfig struct {
 	Nodes int      // default 3
 	Dir   string   // each node gets Dir/node-<id>/
 	Extra []string // more server.properties lines, for every node
+	// Netns, when set, runs node id inside Netns's namespace id on its own
+	// address instead of on 127.0.0.1 (netns.go).
+	Netns *Netns
 }
 
 // clusterProps is the one server.properties template of both brokers: node
-// id of n nodes, whose client and controller ports are client and ctrl.
-func clusterProps(id int32, client, ctrl []int, dataDir string, extra []string) string {
+// id of n nodes, whose addresses are hosts and client and controller ports
+// are client and ctrl.
+func clusterProps(id int32, hosts []string, client, ctrl []int, dataDir string, extra []string) string {
 	var voters []string
 	for i, c := range ctrl {
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, c))
+		voters = append(voters, fmt.Sprintf("%d@%s:%d", i+1, hosts[i], c))
 	}
 	me := id - 1
 	props := fmt.Sprintf(`process.roles=broker,controller
 node.id=%[1]d
 controller.quorum.voters=%[2]s
-listeners=PLAINTEXT://127.0.0.1:%[3]d,CONTROLLER://127.0.0.1:%[4]d
-advertised.listeners=PLAINTEXT://127.0.0.1:%[3]d
+listeners=PLAINTEXT://%[7]s:%[3]d,CONTROLLER://%[7]s:%[4]d
+advertised.listeners=PLAINTEXT://%[7]s:%[3]d
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
@@ -101,7 +111,7 @@ broker.session.timeout.ms=2000
 broker.heartbeat.interval.ms=500
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
-`, id, strings.Join(voters, ","), client[me], ctrl[me], dataDir, len(ctrl))
+`, id, strings.Join(voters, ","), client[me], ctrl[me], dataDir, len(ctrl), hosts[me])
 	for _, l := range extra {
 		props += l + "\n"
 	}
@@ -113,8 +123,12 @@ func newCluster(name string, cfg ClusterConfig) (*Cluster, error) {
 	if n == 0 {
 		n = 3
 	}
-	client, ctrl := make([]int, n), make([]int, n)
+	client, ctrl, hosts := make([]int, n), make([]int, n), make([]string, n)
 	for i := range n {
+		hosts[i] = "127.0.0.1"
+		if cfg.Netns != nil {
+			hosts[i] = cfg.Netns.Addr(int32(i + 1))
+		}
 		var err error
 		if client[i], err = FreePort(); err != nil {
 			return nil, err
@@ -123,7 +137,7 @@ func newCluster(name string, cfg ClusterConfig) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	c := &Cluster{name: name}
+	c := &Cluster{name: name, netns: cfg.Netns}
 	for i := range n {
 		id := int32(i + 1)
 		dir := filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", id))
@@ -133,15 +147,15 @@ func newCluster(name string, cfg ClusterConfig) (*Cluster, error) {
 		node := &clusterNode{
 			process: process{
 				name:    fmt.Sprintf("%s-%d", name, id),
-				addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(client[i])),
+				addr:    net.JoinHostPort(hosts[i], strconv.Itoa(client[i])),
 				logPath: filepath.Join(dir, "stdout.log"),
 			},
 			id:       id,
-			ctrlAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ctrl[i])),
+			ctrlAddr: net.JoinHostPort(hosts[i], strconv.Itoa(ctrl[i])),
 			dir:      dir,
 			props:    filepath.Join(dir, "server.properties"),
 		}
-		if err := os.WriteFile(node.props, []byte(clusterProps(id, client, ctrl, filepath.Join(dir, "data"), cfg.Extra)), 0o644); err != nil {
+		if err := os.WriteFile(node.props, []byte(clusterProps(id, hosts, client, ctrl, filepath.Join(dir, "data"), cfg.Extra)), 0o644); err != nil {
 			return nil, err
 		}
 		c.nodes = append(c.nodes, node)
@@ -254,7 +268,11 @@ func (c *Cluster) spawn(ctx context.Context, n *clusterNode) error {
 		n.formatted = true
 	}
 	n.setPaused(false)
-	return n.launch(c.launch(n))
+	argv := c.launch(n)
+	if c.netns != nil {
+		argv = c.netns.Exec(n.id, argv)
+	}
+	return n.launch(argv)
 }
 
 func (c *Cluster) waitServing(ctx context.Context, n *clusterNode) error {

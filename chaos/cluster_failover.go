@@ -125,7 +125,9 @@ type writer struct {
 	pending  sync.WaitGroup
 }
 
-func startWriter(c *Cluster, topic string, partitions int32, rate int, acks kgo.Acks, tu ProducerTuning) (*writer, error) {
+// startWriter starts a writer at rate records per second; extra are more
+// client options (hooks).
+func startWriter(c *Cluster, topic string, partitions int32, rate int, acks kgo.Acks, tu ProducerTuning, extra ...kgo.Opt) (*writer, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.Bootstrap()...),
 		kgo.DefaultProduceTopic(topic),
@@ -147,7 +149,7 @@ func startWriter(c *Cluster, topic string, partitions int32, rate int, acks kgo.
 	if acks != kgo.AllISRAcks() {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, err
 	}

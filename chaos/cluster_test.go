@@ -22,6 +22,7 @@ import (
 //	STRATA_CLUSTER_SECONDS=180  length of the kills run (default 180)
 //	STRATA_CHAOS_SEED=7         seed of the kill schedule (default 1)
 //	STRATA_CLUSTER_CLIENT_LOG=d the producer's franz-go debug log of each run into directory d
+//	STRATA_PARTITIONS=3         network partitions of the leader per cluster (cluster_partition_test.go; needs root)
 
 // clientLog is the producer's debug log file for run, when
 // STRATA_CLUSTER_CLIENT_LOG names a directory.
@@ -44,6 +45,13 @@ const failoverTarget = time.Second
 
 func kafkaCluster(t *testing.T, extra ...string) *Cluster {
 	t.Helper()
+	return kafkaClusterWith(t, ClusterConfig{Dir: t.TempDir(), Extra: extra})
+}
+
+// kafkaClusterWith is the Kafka control made from cfg; it skips unless
+// STRATA_CHAOS_KAFKA is set and Kafka 4.4.0 is installed.
+func kafkaClusterWith(t *testing.T, cfg ClusterConfig) *Cluster {
+	t.Helper()
 	if os.Getenv("STRATA_CHAOS_KAFKA") == "" {
 		t.Skip("Apache Kafka cluster control: set STRATA_CHAOS_KAFKA=1 to run it")
 	}
@@ -57,7 +65,7 @@ func kafkaCluster(t *testing.T, extra ...string) *Cluster {
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Skip("Apache Kafka cluster control: java not installed")
 	}
-	c, err := NewKafkaCluster(home, ClusterConfig{Dir: t.TempDir(), Extra: extra})
+	c, err := NewKafkaCluster(home, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
