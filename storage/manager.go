@@ -120,7 +120,9 @@ type Topic struct {
 	Configs  map[string]string // topic-level overrides; replaced (never modified) under cfgMu
 	Internal bool              // Kafka's internal topics (IsInternalTopic), derived from the name
 
-	cfg   Config // defaults overlaid with Configs
+	cfg Config // defaults overlaid with Configs
+	// parts is every partition by number, nil where this log dir hosts
+	// no log of it.
 	parts atomic.Pointer[[]*Partition]
 	// cfgMu guards Configs and cfg, which AlterTopicConfigs replaces; read
 	// them through ConfigMap and LogConfig once the topic is published.
