@@ -19,7 +19,9 @@ package broker
 // publisher); the first image is published once at start. Groups
 // replay in the background; a __transaction_state partition is replayed
 // within the change, as OpenTxns replayed them before serving. In a
-// cluster, storage first follows the image (imageHost, hosting.go).
+// cluster, storage first follows the image (imageHost, hosting.go); the
+// logs of the partitions a replayed metadata log gave this node are
+// created, and their changes applied, once it has caught up (caughtUp).
 //
 // The publisher remembers the last image it applied (seen) and takes each
 // new one from there, so the first image, applied once the subscription
