@@ -81,7 +81,7 @@ func authorizeTxnPartitions(rc *reqCtx, id string, parts []coordinator.TxnPartit
 		switch t := rc.svc.logs.Topic(p.Topic); {
 		case !allowed[p.Topic]:
 			parts[i].Err = kerr.TopicAuthorizationFailed
-		case lookupPartition(t, p.Partition) == nil:
+		case t == nil || p.Partition < 0 || p.Partition >= t.PartitionCount():
 			parts[i].Err = kerr.UnknownTopicOrPartition
 		default:
 			parts[i].Err = kerr.OperationNotAttempted

@@ -340,6 +340,22 @@ func denyAllCases(topicID [16]byte) []authzCase {
 				t.Errorf("error %d, %d brokers", r.ErrorCode, len(r.Brokers))
 			}
 		}},
+		{"DescribeTopicPartitions named", func() kmsg.Request {
+			r := kmsg.NewPtrDescribeTopicPartitionsRequest()
+			r.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "t"}}
+			return r
+		}, 0, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.DescribeTopicPartitionsResponse)
+			if len(r.Topics) != 1 || r.Topics[0].TopicID != ([16]byte{}) || len(r.Topics[0].Partitions) != 0 {
+				t.Fatalf("topics %+v, want t refused without its id or partitions", r.Topics)
+			}
+			code(t, "topic", r.Topics[0].ErrorCode, topicAuth)
+		}},
+		{"DescribeTopicPartitions of every topic", func() kmsg.Request { return kmsg.NewPtrDescribeTopicPartitionsRequest() }, 0, func(t *testing.T, resp kmsg.Response) {
+			if r := resp.(*kmsg.DescribeTopicPartitionsResponse); len(r.Topics) != 0 || r.NextCursor != nil {
+				t.Errorf("topics %+v, cursor %+v disclosed", r.Topics, r.NextCursor)
+			}
+		}},
 		{"DescribeLogDirs", func() kmsg.Request { return kmsg.NewPtrDescribeLogDirsRequest() }, 4, func(t *testing.T, resp kmsg.Response) {
 			r := resp.(*kmsg.DescribeLogDirsResponse)
 			code(t, "top level", r.ErrorCode, clusterAuth)

@@ -196,6 +196,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		replicas = replica.NewClusterManager(cfg.NodeID, repl.ReplicaLagTimeMax, clock.Now)
 		meta = cfg.Metadata
 		follower = &imageHost{logs: logs, node: cfg.NodeID, logger: logger, stopReplicas: replicas.StopReplicas}
+		follower.caughtUp.Store(cfg.Quorum == nil) // a shared store's image is current, never replayed
 		fetchers = &replicaFetchers{node: cfg.NodeID, cfg: repl.ReplicaFetch, listener: repl.InterBrokerListener,
 			logs: logs, replicas: replicas, logger: logger.Named("replica-fetcher"), threads: map[fetcherKey]*fetcherThread{}}
 		alter := cfg.AlterPartition
@@ -312,7 +313,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		b.controller = newController(cfg.Quorum, cfg.Cluster, cfg.Cluster.ClusterID, logger)
 		b.life = newLifecycle(cfg.Quorum, cfg.NodeID, cfg.Cluster, cfg.Cluster.ClusterID,
 			registerRecord(cfg.NodeID, listener, advHost, int32(advPort)).Endpoints,
-			func() { follower.reportStrays(meta.Image()) }, logger)
+			pub.caughtUp, logger)
 		pids.AllocateFrom(func() (int64, int64, error) { return fwd.allocateProducerIDs(b.life.epoch.Load()) })
 	}
 	if isr != nil {

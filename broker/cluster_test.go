@@ -155,7 +155,8 @@ func (c *testCluster) seeds() []string {
 
 // TestClusterBrokersFollowTheImage checks that the brokers of a cluster
 // serve what the shared image says: every broker lists every broker and
-// each partition's leader, hosts every topic's logs, takes writes only
+// each partition's leader, hosts the logs of the partitions it is a
+// replica of and no others, takes writes only
 // for the partitions it leads (NOT_LEADER_OR_FOLLOWER for the others,
 // which a client follows to the leader), and deletes a removed topic's
 // logs.
@@ -184,8 +185,8 @@ func TestClusterBrokersFollowTheImage(t *testing.T) {
 				t.Fatalf("node %d: partition %d led by %d, want %d", i+1, p.Partition, p.Leader, p.Partition+1)
 			}
 		}
-		if st := b.logs.TopicByID(id); st == nil || len(st.Partitions()) != 3 {
-			t.Fatalf("node %d does not host the topic's 3 partitions", i+1)
+		if st := b.logs.TopicByID(id); st == nil || st.PartitionCount() != 3 || len(st.Partitions()) != 1 || st.Partition(int32(i)) == nil {
+			t.Fatalf("node %d does not host the one partition of the topic's 3 it is the replica of", i+1)
 		}
 	}
 
@@ -262,7 +263,7 @@ func TestClusterBrokersFollowTheImage(t *testing.T) {
 		if r.Offset != 0 {
 			t.Fatalf("partition %d: offset %d, want 0", p, r.Offset)
 		}
-		st := c.brokers[p].logs.TopicByID(id).Partitions()[p]
+		st := c.brokers[p].logs.TopicByID(id).Partition(p)
 		if end := st.Log.LogEndOffset(); end != 1 {
 			t.Fatalf("partition %d's leader, node %d, has log end offset %d, want 1", p, p+1, end)
 		}

@@ -208,7 +208,7 @@ func (b *services) readPartition(t *storage.Topic, version int16, rp *kmsg.Fetch
 	}
 	p := lookupPartition(t, rp.Partition)
 	if p == nil {
-		return kerr.UnknownTopicOrPartition
+		return missingPartition(t, rp.Partition)
 	}
 	if b.cfg.Metadata != nil {
 		if err := b.servesConsumer(p, version); err != nil {

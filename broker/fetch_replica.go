@@ -32,7 +32,7 @@ func (b *services) readReplicaPartition(t *storage.Topic, version int16, rp *kms
 	}
 	p := lookupPartition(t, rp.Partition)
 	if p == nil {
-		return kerr.UnknownTopicOrPartition
+		return missingPartition(t, rp.Partition)
 	}
 	fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = p.Log.HighWatermark(), p.Log.LastStableOffset(), p.Log.LogStartOffset()
 	leader, ok := b.replicas.Leader(p)

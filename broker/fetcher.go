@@ -101,12 +101,12 @@ func (f *replicaFetchers) follow(img *metadata.Image) {
 		if st == nil {
 			continue
 		}
-		parts := st.Partitions()
 		for i, p := range t.Partitions {
-			if p.Leader < 0 || p.Leader == f.node || !slices.Contains(p.Replicas, f.node) || i >= len(parts) {
+			sp := st.Partition(int32(i))
+			if p.Leader < 0 || p.Leader == f.node || !slices.Contains(p.Replicas, f.node) || sp == nil {
 				continue
 			}
-			rp, ok := f.replicas.Follower(parts[i])
+			rp, ok := f.replicas.Follower(sp)
 			if !ok {
 				continue
 			}
@@ -121,7 +121,7 @@ func (f *replicaFetchers) follow(img *metadata.Image) {
 			if want[key] == nil {
 				want[key] = map[*storage.Partition]*fetchTarget{}
 			}
-			want[key][parts[i]] = &fetchTarget{sp: parts[i], rp: rp, topicID: t.ID, leaderEpoch: p.LeaderEpoch}
+			want[key][sp] = &fetchTarget{sp: sp, rp: rp, topicID: t.ID, leaderEpoch: p.LeaderEpoch}
 		}
 	}
 	f.mu.Lock()

@@ -54,7 +54,7 @@ func newRegistry() *registry {
 		registerCreateTopics, registerDeleteTopics, registerInitProducerID, registerOffsetForLeaderEpoch,
 		registerCreatePartitions,
 		registerDescribeConfigs, registerAlterConfigs, registerIncrementalAlterConfigs, registerDeleteRecords,
-		registerDescribeCluster, registerDescribeLogDirs, registerElectLeaders, registerReassignments,
+		registerDescribeCluster, registerDescribeTopicPartitions, registerDescribeLogDirs, registerElectLeaders, registerReassignments,
 		registerFindCoordinator, registerJoinGroup, registerSyncGroup, registerHeartbeat, registerLeaveGroup,
 		registerDescribeGroups, registerListGroups, registerDeleteGroups,
 		registerOffsetCommit, registerOffsetFetch, registerOffsetDelete,

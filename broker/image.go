@@ -169,7 +169,7 @@ func (h logHost) commit(old, new *metadata.Image, records []metadata.Record) err
 
 func (h logHost) createTopic(img *metadata.Image, t *metadata.TopicImage) error {
 	configs := maps.Clone(img.Configs.Of(metadata.ConfigResource{Type: metadata.TopicResource, Name: t.Name}))
-	_, err := h.logs.CreateTopicWithID(t.Name, t.ID, int32(len(t.Partitions)), configs)
+	_, err := h.logs.CreateTopicWithID(t.Name, t.ID, int32(len(t.Partitions)), configs, nil)
 	return err
 }
 

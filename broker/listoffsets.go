@@ -81,13 +81,14 @@ func handleListOffsets(rc *reqCtx) (kmsg.Response, error) {
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			switch p := lookupPartition(b.logs.Topic(rt.Topic), rp.Partition); {
+			t := b.logs.Topic(rt.Topic)
+			switch p := lookupPartition(t, rp.Partition); {
 			case !allowed[rt.Topic]:
 				sp.ErrorCode, sp.Timestamp, sp.Offset = kerr.TopicAuthorizationFailed.Code, -1, -1
 			case named[topicPartition{rt.Topic, rp.Partition}] > 1:
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case p == nil:
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sp.ErrorCode = missingPartition(t, rp.Partition).Code
 			default:
 				b.listOffset(p, rp, r.ReplicaID, r.IsolationLevel == 1, &sp)
 			}

@@ -38,10 +38,12 @@ func handleOffsetForLeaderEpoch(rc *reqCtx) (kmsg.Response, error) {
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
+			t := b.logs.Topic(rt.Topic)
+			p := lookupPartition(t, rp.Partition)
 			if !allowed {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-			} else if p := lookupPartition(b.logs.Topic(rt.Topic), rp.Partition); p == nil {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else if p == nil {
+				sp.ErrorCode = missingPartition(t, rp.Partition).Code
 			} else if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
 				sp.ErrorCode = b.errorCode(kmsg.OffsetForLeaderEpoch, err)
 			} else {

@@ -123,7 +123,7 @@ func handleProduce(rc *reqCtx) (kmsg.Response, error) {
 func (b *services) appendPartition(topic *storage.Topic, partition int32, records []byte, acks int16, timeoutMs int32, sp *kmsg.ProduceResponseTopicPartition) error {
 	p := lookupPartition(topic, partition)
 	if p == nil {
-		return kerr.UnknownTopicOrPartition
+		return missingPartition(topic, partition)
 	}
 	if topic.Internal {
 		return kerr.InvalidTopicException // only the coordinators write internal topics

@@ -19,7 +19,9 @@ package broker
 // publisher); the first image is published once at start. Groups
 // replay in the background; a __transaction_state partition is replayed
 // within the change, as OpenTxns replayed them before serving. In a
-// cluster, storage first follows the image (imageHost, hosting.go).
+// cluster, storage first follows the image (imageHost, hosting.go); the
+// logs of the partitions a replayed metadata log gave this node are
+// created, and their changes applied, once it has caught up (caughtUp).
 //
 // The publisher remembers the last image it applied (seen) and takes each
 // new one from there, so the first image, applied once the subscription
@@ -143,10 +145,29 @@ func localChanges(node int32, old, new *metadata.Image) []localChange {
 // partition whose replica cannot lead is not elected for (its coordinator
 // keeps answering NOT_COORDINATOR).
 func (p *publisher) publish(old, new *metadata.Image) {
+	p.apply(localChanges(p.node, old, new), new)
+}
+
+// caughtUp has storage create the logs the images replayed before this
+// node caught up with the quorum left out, and applies them as new's
+// changes: the partitions this node leads become elected, the others
+// followed.
+func (p *publisher) caughtUp() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if changes := p.host.catchUp(p.seen); len(changes) > 0 {
+		p.apply(changes, p.seen)
+	}
+}
+
+// apply makes changes, to new, on this node.
+func (p *publisher) apply(changes []localChange, new *metadata.Image) {
 	var elected, resigned []localChange
-	for _, c := range localChanges(p.node, old, new) {
+	for _, c := range changes {
 		sp := p.hosted(c)
 		switch {
+		case c.led && sp == nil && p.host != nil && !p.host.caughtUp.Load():
+			// Its log is created once this node has caught up (caughtUp).
 		case c.led && sp == nil:
 			p.logger.Error("the metadata image makes this node the leader of a partition storage does not host",
 				zap.String("topic", c.topic), zap.Int32("partition", c.partition))
@@ -209,15 +230,7 @@ func (p *publisher) publish(old, new *metadata.Image) {
 }
 
 // hosted is the partition as storage hosts it, nil when it does not (a
-// deleted topic's).
+// deleted topic's, or one this node is no replica of).
 func (p *publisher) hosted(c localChange) *storage.Partition {
-	t := p.logs.Topic(c.topic)
-	if t == nil {
-		return nil
-	}
-	parts := t.Partitions()
-	if int(c.partition) >= len(parts) {
-		return nil
-	}
-	return parts[c.partition]
+	return lookupPartition(p.logs.Topic(c.topic), c.partition)
 }

@@ -28,11 +28,11 @@ import (
 // hosted is node's log of topic's partition p.
 func (c *testCluster) hosted(t *testing.T, node int32, topic string, p int32) *storage.Partition {
 	t.Helper()
-	st := c.brokers[node-1].logs.Topic(topic)
-	if st == nil || int(p) >= len(st.Partitions()) {
+	sp := lookupPartition(c.brokers[node-1].logs.Topic(topic), p)
+	if sp == nil {
 		t.Fatalf("node %d does not host %s-%d", node, topic, p)
 	}
-	return st.Partitions()[p]
+	return sp
 }
 
 // registration is the image's registration of topic's partition p.
@@ -444,7 +444,7 @@ func replicaFetch(t *testing.T, c *testCluster, node, from int32, topic string, 
 // the follower's last fetched epoch (DivergingEpoch) when its log goes on
 // past it, and records past the high watermark up to the log end offset,
 // the follower's next fetch offset moving the high watermark. A broker
-// that is not one of a partition's replicas does not fetch it, and answers
+// that is not one of a partition's replicas holds no log of it, and answers
 // a consumer's fetch NOT_LEADER_OR_FOLLOWER; a follower serves it (v11+).
 func TestReplicaFetchAnswers(t *testing.T) {
 	c := startTestCluster(t, 3, nil)
@@ -457,8 +457,8 @@ func TestReplicaFetchAnswers(t *testing.T) {
 		t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
 	}
 	c.waitInSync(t, "a", 0)
-	if got := c.hosted(t, 3, "a", 0).Log.LogEndOffset(); got != 0 {
-		t.Fatalf("node 3, not a replica, holds %d records", got)
+	if sp := lookupPartition(c.brokers[2].logs.Topic("a"), 0); sp != nil {
+		t.Fatalf("node 3, not a replica, holds a log of a-0 with %d records", sp.Log.LogEndOffset())
 	}
 	for _, tc := range []struct {
 		name          string

@@ -55,7 +55,7 @@ func handleWriteTxnMarkers(rc *reqCtx) (kmsg.Response, error) {
 				switch {
 				case refused:
 					rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-				case st == nil || p < 0 || int(p) >= len(st.Partitions()):
+				case st == nil || p < 0 || p >= st.PartitionCount():
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				default:
 					writes = append(writes, coordinator.TxnMarker{Topic: t.Topic, Partition: p, ProducerID: m.ProducerID,

@@ -497,7 +497,7 @@ func (c *Groups) sortedSlots() []*groupSlot {
 type storageTopics struct{ logs *storage.Manager }
 
 func metaOf(t *storage.Topic) topicMeta {
-	return topicMeta{name: t.Name, id: t.ID, partitions: int32(len(t.Partitions())), internal: t.Internal}
+	return topicMeta{name: t.Name, id: t.ID, partitions: t.PartitionCount(), internal: t.Internal}
 }
 
 func (t storageTopics) Topic(name string) (topicMeta, bool) {

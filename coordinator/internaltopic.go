@@ -32,29 +32,31 @@ type internalTopic struct {
 	create     CreateTopic
 	logger     *zap.Logger
 
-	parts atomic.Pointer[[]*storage.Partition] // set once the topic exists
-	mu    sync.Mutex                           // makes creation happen once; a failure is retried by the next caller
+	// topic is set once the topic exists; its partitions are looked up
+	// in it each time, as a cluster node hosts the ones it is a replica
+	// of, which change.
+	topic atomic.Pointer[storage.Topic]
+	mu    sync.Mutex // makes creation happen once; a failure is retried by the next caller
 }
 
-// adopt publishes t as the topic's partitions.
+// adopt publishes t as the topic.
 func (it *internalTopic) adopt(t *storage.Topic) {
-	parts := t.Partitions()
-	if int32(len(parts)) != it.partitions {
+	if n := t.PartitionCount(); n != it.partitions {
 		it.logger.Warn("existing "+it.name+" has a different partition count than configured; using the topic's",
-			zap.Int("partitions", len(parts)), zap.Int32("configured", it.partitions))
+			zap.Int32("partitions", n), zap.Int32("configured", it.partitions))
 	}
-	it.parts.Store(&parts)
+	it.topic.Store(t)
 }
 
 // adoptExisting adopts the topic storage holds, unless it is adopted or
 // being created here (ensure adopts it then): on a cluster node that did
 // not create it, the first partition the image elects it for.
 func (it *internalTopic) adoptExisting() {
-	if it.parts.Load() != nil || !it.mu.TryLock() {
+	if it.topic.Load() != nil || !it.mu.TryLock() {
 		return
 	}
 	defer it.mu.Unlock()
-	if t := it.logs.Topic(it.name); t != nil && it.parts.Load() == nil {
+	if t := it.logs.Topic(it.name); t != nil && it.topic.Load() == nil {
 		it.adopt(t)
 	}
 }
@@ -63,12 +65,12 @@ func (it *internalTopic) adoptExisting() {
 // A topic created meanwhile by other means (Metadata auto-creation,
 // CreateTopics) is adopted.
 func (it *internalTopic) ensure() error {
-	if it.parts.Load() != nil {
+	if it.topic.Load() != nil {
 		return nil
 	}
 	it.mu.Lock()
 	defer it.mu.Unlock()
-	if it.parts.Load() != nil {
+	if it.topic.Load() != nil {
 		return nil
 	}
 	t := it.logs.Topic(it.name)
@@ -88,35 +90,35 @@ func (it *internalTopic) ensure() error {
 	return nil
 }
 
-// current is the topic's partitions, nil before it exists.
-func (it *internalTopic) current() []*storage.Partition {
-	if p := it.parts.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
+// current is the topic, nil before it exists.
+func (it *internalTopic) current() *storage.Topic { return it.topic.Load() }
 
 // partition is partition i of the topic: of the adopted topic, or of the
 // one storage holds while it is being created (its partitions are elected
 // before ensure adopts it).
 func (it *internalTopic) partition(i int32) (*storage.Partition, error) {
-	parts := it.current()
-	if parts == nil {
-		if t := it.logs.Topic(it.name); t != nil {
-			parts = t.Partitions()
-		}
+	t := it.current()
+	if t == nil {
+		t = it.logs.Topic(it.name)
 	}
-	if i < 0 || int(i) >= len(parts) {
-		return nil, fmt.Errorf("%s-%d does not exist", it.name, i)
+	var p *storage.Partition
+	if t != nil {
+		p = t.Partition(i)
 	}
-	return parts[i], nil
+	if p == nil {
+		return nil, fmt.Errorf("%s-%d does not exist or is not hosted here", it.name, i)
+	}
+	return p, nil
 }
 
 // partitionOf is the partition holding key's records: by the topic's
 // partition count, or the configured one before the topic exists (the
 // count it will be created with).
 func (it *internalTopic) partitionOf(key string) int32 {
-	n := int32(len(it.current()))
+	var n int32
+	if t := it.current(); t != nil {
+		n = t.PartitionCount()
+	}
 	if n == 0 {
 		n = it.partitions
 	}

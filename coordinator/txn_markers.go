@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/strata-io/strata/replica"
 	"github.com/strata-io/strata/storage"
 )
@@ -47,10 +49,15 @@ func (w localMarkers) WriteMarkers(_ context.Context, markers []TxnMarker) []err
 	errs := make([]error, len(markers))
 	for i, mk := range markers {
 		t := w.logs.Topic(mk.Topic)
-		if t == nil || int(mk.Partition) >= len(t.Partitions()) {
+		if t == nil || mk.Partition < 0 || mk.Partition >= t.PartitionCount() {
 			continue // deleted: nothing left to mark
 		}
-		p, err := w.replicas.Partition(t.Partitions()[mk.Partition])
+		sp := t.Partition(mk.Partition)
+		if sp == nil {
+			errs[i] = fmt.Errorf("marker on %s-%d, which this node is no replica of: %w", mk.Topic, mk.Partition, kerr.NotLeaderForPartition)
+			continue
+		}
+		p, err := w.replicas.Partition(sp)
 		if err == nil {
 			_, err = p.AppendControl(mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch, appendTimeout)
 		}

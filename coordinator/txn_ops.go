@@ -60,7 +60,7 @@ func (c *Txns) AddPartitions(id string, pid int64, epoch int16, parts []TxnParti
 	tps := make([]topicPartition, len(parts))
 	for i, p := range parts {
 		tps[i] = topicPartition{p.Topic, p.Partition}
-		if t := c.logs.Topic(p.Topic); t == nil || p.Partition < 0 || int(p.Partition) >= len(t.Partitions()) {
+		if t := c.logs.Topic(p.Topic); t == nil || p.Partition < 0 || p.Partition >= t.PartitionCount() {
 			parts[i].Err, bad = kerr.UnknownTopicOrPartition, true
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -119,21 +120,47 @@ type Topic struct {
 	Configs  map[string]string // topic-level overrides; replaced (never modified) under cfgMu
 	Internal bool              // Kafka's internal topics (IsInternalTopic), derived from the name
 
-	cfg   Config // defaults overlaid with Configs
+	cfg Config // defaults overlaid with Configs
+	// parts is every partition by number, nil where this log dir hosts
+	// no log of it.
 	parts atomic.Pointer[[]*Partition]
 	// cfgMu guards Configs and cfg, which AlterTopicConfigs replaces; read
 	// them through ConfigMap and LogConfig once the topic is published.
 	cfgMu sync.RWMutex
 }
 
-// Partitions returns the topic's partitions, index = partition number. The
-// slice is an immutable snapshot (adding partitions publishes a new one), so
-// callers take no lock and must not modify it.
+// Partitions returns the partitions this log dir hosts, by partition
+// number: every one on a single node, the ones this node is a replica of
+// in a cluster. The slice is an immutable snapshot (adding or dropping a
+// partition publishes a new one), so callers take no lock and must not
+// modify it.
 func (t *Topic) Partitions() []*Partition {
-	if p := t.parts.Load(); p != nil {
+	p := t.parts.Load()
+	if p == nil {
+		return nil
+	}
+	if !slices.Contains(*p, nil) {
 		return *p
 	}
-	return nil
+	return slices.DeleteFunc(slices.Clone(*p), func(p *Partition) bool { return p == nil })
+}
+
+// Partition is partition i, nil when the topic has no such partition or
+// this log dir does not host it.
+func (t *Topic) Partition(i int32) *Partition {
+	p := t.parts.Load()
+	if p == nil || i < 0 || int(i) >= len(*p) {
+		return nil
+	}
+	return (*p)[i]
+}
+
+// PartitionCount is the topic's number of partitions, hosted here or not.
+func (t *Topic) PartitionCount() int32 {
+	if p := t.parts.Load(); p != nil {
+		return int32(len(*p))
+	}
+	return 0
 }
 
 // Partition is one partition of a topic and its log.
@@ -246,6 +273,7 @@ func openLockedManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOpt
 			zap.Int("topics", len(reg)), zap.Bool("clean_shutdown", clean))
 	}
 	var opens []partitionOpen
+	hosted := map[string]bool{} // the partition directories the registry hosts
 	for _, rt := range reg {
 		t, err := m.newTopic(rt.Name, rt.ID, rt.Configs)
 		if err != nil {
@@ -254,6 +282,10 @@ func openLockedManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOpt
 		parts := make([]*Partition, rt.Partitions)
 		t.parts.Store(&parts)
 		for i := range parts {
+			if slices.Contains(rt.NotHosted, int32(i)) {
+				continue
+			}
+			hosted[filepath.Base(partitionDir(m.dir, t.Name, int32(i)))] = true
 			tp := topicPartition{Topic: t.Name, Partition: int32(i)}
 			rp, ok := checkpoints[recoveryPointCheckpointFile][tp]
 			if !ok {
@@ -272,7 +304,7 @@ func openLockedManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOpt
 	if err := m.finishDeletions(deleted); err != nil {
 		return nil, err
 	}
-	if err := m.scanLogDir(); err != nil {
+	if err := m.scanLogDir(hosted); err != nil {
 		return nil, err
 	}
 	for name, cp := range checkpoints {

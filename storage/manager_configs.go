@@ -75,7 +75,7 @@ func (m *Manager) AlterTopicConfigs(name string, configs map[string]string, vali
 	oldConfigs, oldCfg := t.Configs, t.cfg
 	t.Configs, t.cfg = configs, cfg
 	t.cfgMu.Unlock()
-	if err := m.writeRegistry(m.registryWith(t, len(t.Partitions()))); err != nil {
+	if err := m.writeRegistry(m.registryWith(t, int(t.PartitionCount()))); err != nil {
 		t.cfgMu.Lock()
 		t.Configs, t.cfg = oldConfigs, oldCfg
 		t.cfgMu.Unlock()

@@ -106,9 +106,9 @@ func (m *Manager) removePartitionDir(topic string, partition int32) error {
 }
 
 // scanLogDir removes the -delete directories and records the foreign
-// partition directories (non-empty, not owned by a registered partition),
-// which it warns about once.
-func (m *Manager) scanLogDir() error {
+// partition directories (non-empty, not among hosted, the directories of
+// the registered partitions this log dir hosts), which it warns about once.
+func (m *Manager) scanLogDir(hosted map[string]bool) error {
 	ents, err := m.fsys.ReadDir(m.dir)
 	if err != nil {
 		return fmt.Errorf("list log dir %s: %w", m.dir, err)
@@ -129,11 +129,10 @@ func (m *Manager) scanLogDir() error {
 			}
 			continue
 		}
-		topic, p, ok := parsePartitionDirName(name)
-		if !ok {
+		if _, _, ok := parsePartitionDirName(name); !ok {
 			continue
 		}
-		if t := m.topics[topic]; t != nil && int(p) < len(t.Partitions()) {
+		if hosted[name] {
 			continue
 		}
 		if empty, err := m.emptyDir(filepath.Join(m.dir, name)); err != nil || empty {

@@ -63,10 +63,10 @@ func (m *Manager) reviveFailed() {
 	}
 	for _, o := range failed {
 		t := m.Topic(o.Topic)
-		if t == nil || int(o.Partition) >= len(t.Partitions()) {
+		if t == nil || t.Partition(o.Partition) == nil {
 			continue
 		}
-		if _, err := t.Partitions()[o.Partition].Log.Revive(); err != nil {
+		if _, err := t.Partition(o.Partition).Log.Revive(); err != nil {
 			m.logger.Error("cannot revive a failed partition log", zap.String("topic", o.Topic), zap.Int32("partition", o.Partition), zap.Error(err))
 		}
 	}

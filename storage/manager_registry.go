@@ -54,6 +54,9 @@ type registryTopic struct {
 	// it in the partition's leader-epoch-checkpoint (when newer), so it may
 	// go when the next admin change rewrites the registry.
 	LeaderEpochs []int32 `json:"leader_epochs,omitempty"`
+	// NotHosted lists the partitions this log dir holds no log of: in a
+	// cluster, the ones this node is not a replica of.
+	NotHosted []int32 `json:"not_hosted,omitempty"`
 
 	ID [16]byte `json:"-"`
 }
@@ -101,6 +104,11 @@ func (rt *registryTopic) parse() error {
 	if rt.Partitions < 1 || (rt.LeaderEpochs != nil && len(rt.LeaderEpochs) != int(rt.Partitions)) {
 		return fmt.Errorf("topic %q with %d partitions and %d leader epochs", rt.Name, rt.Partitions, len(rt.LeaderEpochs))
 	}
+	for _, p := range rt.NotHosted {
+		if p < 0 || p >= rt.Partitions {
+			return fmt.Errorf("topic %q with %d partitions does not host partition %d", rt.Name, rt.Partitions, p)
+		}
+	}
 	id, err := parseUUID(rt.IDString)
 	if err != nil || id == ([16]byte{}) {
 		return fmt.Errorf("topic %q: bad id %q", rt.Name, rt.IDString)
@@ -128,9 +136,16 @@ func writeRegistry(fsys vfs.FS, dir string, topics, deleted []registryTopic) err
 	return nil
 }
 
-// registryEntry describes t with the given partition count.
+// registryEntry describes t with the given partition count: the ones its
+// current snapshot holds no log of are not hosted.
 func registryEntry(t *Topic, partitions int) registryTopic {
-	return registryTopic{Name: t.Name, ID: t.ID, Partitions: int32(partitions), Configs: t.ConfigMap()}
+	rt := registryTopic{Name: t.Name, ID: t.ID, Partitions: int32(partitions), Configs: t.ConfigMap()}
+	for i := range int32(partitions) {
+		if t.Partition(i) == nil {
+			rt.NotHosted = append(rt.NotHosted, i)
+		}
+	}
+	return rt
 }
 
 // partitionMetadata is the content of partition.metadata in Kafka's format

@@ -136,12 +136,15 @@ func (m *Manager) DeleteRecords(topic string, partition int32, offset int64) (in
 	if t == nil {
 		return -1, fmt.Errorf("topic %s: %w", topic, kerr.UnknownTopicOrPartition)
 	}
-	parts := t.Partitions()
-	if partition < 0 || int(partition) >= len(parts) || parts[partition] == nil {
+	p := t.Partition(partition)
+	switch {
+	case partition < 0 || partition >= t.PartitionCount():
 		return -1, fmt.Errorf("partition %s-%d: %w", topic, partition, kerr.UnknownTopicOrPartition)
+	case p == nil:
+		return -1, fmt.Errorf("partition %s-%d is not hosted here: %w", topic, partition, kerr.NotLeaderForPartition)
 	}
-	before := parts[partition].Log.LogStartOffset()
-	res, err := parts[partition].Log.DeleteRecordsBefore(offset)
+	before := p.Log.LogStartOffset()
+	res, err := p.Log.DeleteRecordsBefore(offset)
 	if err != nil {
 		return -1, fmt.Errorf("delete records of %s-%d: %w", topic, partition, err)
 	}

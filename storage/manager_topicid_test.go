@@ -14,16 +14,16 @@ func TestCreateTopicWithIDKeepsTheID(t *testing.T) {
 	dir := t.TempDir()
 	m, _ := openTestManager(t, dir, 1)
 	id := [16]byte{0: 7, 15: 9}
-	if _, err := m.CreateTopicWithID("orders", id, 2, map[string]string{"retention.ms": "5"}); err != nil {
+	if _, err := m.CreateTopicWithID("orders", id, 2, map[string]string{"retention.ms": "5"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.CreateTopicWithID("other", id, 1, nil); !errors.Is(err, kerr.InvalidTopicException) {
+	if _, err := m.CreateTopicWithID("other", id, 1, nil, nil); !errors.Is(err, kerr.InvalidTopicException) {
 		t.Fatalf("a taken id: %v, want InvalidTopicException", err)
 	}
-	if _, err := m.CreateTopicWithID("other", [16]byte{}, 1, nil); !errors.Is(err, kerr.InvalidTopicException) {
+	if _, err := m.CreateTopicWithID("other", [16]byte{}, 1, nil, nil); !errors.Is(err, kerr.InvalidTopicException) {
 		t.Fatalf("the zero id: %v, want InvalidTopicException", err)
 	}
-	if _, err := m.CreateTopicWithID("orders", [16]byte{1}, 1, nil); !errors.Is(err, kerr.TopicAlreadyExists) {
+	if _, err := m.CreateTopicWithID("orders", [16]byte{1}, 1, nil, nil); !errors.Is(err, kerr.TopicAlreadyExists) {
 		t.Fatalf("a taken name: %v, want TopicAlreadyExists", err)
 	}
 	if err := m.Close(); err != nil {

@@ -49,21 +49,23 @@ func unifyTopicName(name string) string { return strings.ReplaceAll(name, ".", "
 // is created and the returned Topic (ID zero, no partitions) only describes
 // the request.
 func (m *Manager) CreateTopic(name string, partitions int32, configs map[string]string, validateOnly bool) (*Topic, error) {
-	return m.createTopic(name, [16]byte{}, partitions, configs, validateOnly)
+	return m.createTopic(name, [16]byte{}, partitions, configs, validateOnly, nil)
 }
 
 // CreateTopicWithID creates a topic under the id the metadata image gave
-// it, as CreateTopic does (the same checks and errors); the id must be
+// it, as CreateTopic does (the same checks and errors), with logs for the
+// partitions hosts accepts (every one when hosts is nil); the id must be
 // unused (kerr.InvalidTopicException otherwise) and not zero.
-func (m *Manager) CreateTopicWithID(name string, id [16]byte, partitions int32, configs map[string]string) (*Topic, error) {
+func (m *Manager) CreateTopicWithID(name string, id [16]byte, partitions int32, configs map[string]string, hosts func(int32) bool) (*Topic, error) {
 	if id == ([16]byte{}) {
 		return nil, fmt.Errorf("topic %s: the zero topic id: %w", name, kerr.InvalidTopicException)
 	}
-	return m.createTopic(name, id, partitions, configs, false)
+	return m.createTopic(name, id, partitions, configs, false, hosts)
 }
 
-// createTopic is CreateTopic under id, or a new one when id is zero.
-func (m *Manager) createTopic(name string, id [16]byte, partitions int32, configs map[string]string, validateOnly bool) (*Topic, error) {
+// createTopic is CreateTopic under id, or a new one when id is zero,
+// hosting the partitions hosts accepts (all when nil).
+func (m *Manager) createTopic(name string, id [16]byte, partitions int32, configs map[string]string, validateOnly bool, hosts func(int32) bool) (*Topic, error) {
 	if err := ValidateTopicName(name); err != nil {
 		return nil, err
 	}
@@ -109,7 +111,7 @@ func (m *Manager) createTopic(name string, id [16]byte, partitions int32, config
 	}
 	parts := make([]*Partition, partitions)
 	t.parts.Store(&parts)
-	if err := m.addPartitions(t, 0, int(partitions)); err != nil {
+	if err := m.addPartitions(t, 0, int(partitions), hosts); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
@@ -133,19 +135,26 @@ func (m *Manager) newTopicID() ([16]byte, error) {
 	}
 }
 
-// addPartitions opens empty logs for partitions [from, to) of t, whose
-// current snapshot must already have length to, then records the new
-// partition count in the registry. On failure the new logs are closed and
-// their directories removed. Call under adminMu.
-func (m *Manager) addPartitions(t *Topic, from, to int) error {
+// addPartitions opens empty logs for the partitions of [from, to) of t
+// that hosts accepts (all when nil), whose current snapshot must already
+// have length to, then records the new partition count in the registry.
+// On failure the new logs are closed and their directories removed. Call
+// under adminMu.
+func (m *Manager) addPartitions(t *Topic, from, to int, hosts func(int32) bool) error {
+	var added []int32
 	for i := from; i < to; i++ {
-		if err := m.claimPartitionDir(t, int32(i)); err != nil {
+		if hosts == nil || hosts(int32(i)) {
+			added = append(added, int32(i))
+		}
+	}
+	for _, i := range added {
+		if err := m.claimPartitionDir(t, i); err != nil {
 			return err
 		}
 	}
-	opens := make([]partitionOpen, 0, to-from)
-	for i := from; i < to; i++ {
-		opens = append(opens, partitionOpen{topic: t, index: int32(i), opts: OpenOptions{RecoveryPoint: 0, CleanShutdown: true}, create: true})
+	opens := make([]partitionOpen, 0, len(added))
+	for _, i := range added {
+		opens = append(opens, partitionOpen{topic: t, index: i, opts: OpenOptions{RecoveryPoint: 0, CleanShutdown: true}, create: true})
 	}
 	err := m.openPartitions(opens)
 	if err == nil {
@@ -155,9 +164,9 @@ func (m *Manager) addPartitions(t *Topic, from, to int) error {
 		}
 	}
 	if err != nil {
-		for i := from; i < to; i++ {
-			if rerr := m.fsys.RemoveAll(partitionDir(m.dir, t.Name, int32(i))); rerr != nil {
-				m.logger.Warn("cleanup after failed create", zap.String("topic", t.Name), zap.Int("partition", i), zap.Error(rerr))
+		for _, i := range added {
+			if rerr := m.fsys.RemoveAll(partitionDir(m.dir, t.Name, i)); rerr != nil {
+				m.logger.Warn("cleanup after failed create", zap.String("topic", t.Name), zap.Int32("partition", i), zap.Error(rerr))
 			}
 		}
 		return fmt.Errorf("topic %s: %w", t.Name, storageFailure(err))
@@ -173,7 +182,7 @@ func (m *Manager) registryWith(t *Topic, partitions int) []registryTopic {
 	reg := make([]registryTopic, 0, len(m.topics)+1)
 	for _, other := range m.topics {
 		if t == nil || other.Name != t.Name {
-			reg = append(reg, registryEntry(other, len(other.Partitions())))
+			reg = append(reg, registryEntry(other, int(other.PartitionCount())))
 		}
 	}
 	if t != nil && partitions > 0 {
@@ -198,6 +207,16 @@ func (m *Manager) discardPartitions(parts []*Partition) {
 // empty at offset 0. kerr.UnknownTopicOrPartition if the topic does not
 // exist, kerr.InvalidPartitions if total does not exceed the current count.
 func (m *Manager) CreatePartitions(name string, total int32, validateOnly bool) error {
+	return m.createPartitions(name, total, validateOnly, nil)
+}
+
+// CreatePartitionsHosting grows a topic to total partitions as
+// CreatePartitions does, with logs for the new partitions hosts accepts.
+func (m *Manager) CreatePartitionsHosting(name string, total int32, hosts func(int32) bool) error {
+	return m.createPartitions(name, total, false, hosts)
+}
+
+func (m *Manager) createPartitions(name string, total int32, validateOnly bool, hosts func(int32) bool) error {
 	m.adminMu.Lock()
 	defer m.adminMu.Unlock()
 	if err := m.ensureOpen(); err != nil {
@@ -207,7 +226,7 @@ func (m *Manager) CreatePartitions(name string, total int32, validateOnly bool) 
 	if t == nil {
 		return fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
 	}
-	old := t.Partitions()
+	old := *t.parts.Load()
 	if int(total) <= len(old) {
 		return fmt.Errorf("topic %s currently has %d partitions, %d would not be an increase: %w",
 			name, len(old), total, kerr.InvalidPartitions)
@@ -221,7 +240,7 @@ func (m *Manager) CreatePartitions(name string, total int32, validateOnly bool) 
 	// new entries are filled in by openPartitions through this pointer.
 	staging := &Topic{Name: t.Name, ID: t.ID, Configs: t.ConfigMap(), cfg: t.LogConfig()}
 	staging.parts.Store(&grown)
-	if err := m.addPartitions(staging, len(old), int(total)); err != nil {
+	if err := m.addPartitions(staging, len(old), int(total), hosts); err != nil {
 		return err
 	}
 	t.parts.Store(&grown)
@@ -245,7 +264,7 @@ func (m *Manager) DeleteTopic(name string) error {
 	if t == nil {
 		return fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
 	}
-	entry := registryEntry(t, len(t.Partitions()))
+	entry := registryEntry(t, int(t.PartitionCount()))
 	m.deleting = append(m.deleting, entry)
 	if err := m.writeRegistry(m.registryWith(t, 0)); err != nil {
 		m.deleting = m.deleting[:len(m.deleting)-1]
