@@ -22,7 +22,10 @@ package broker
 // follower's as Kafka's
 // ReplicaManager.readFromLog for a follower (fetch_replica.go): from the
 // partition's leader only, up to its log end offset, recording the
-// follower's fetch offset, which moves the high watermark.
+// follower's fetch offset, which moves the high watermark. With
+// replica.selector.class set, a leader sends a consumer to an in-sync
+// follower in its rack: a preferred read replica and no records, answered
+// at once (KIP-392, readreplica.go).
 // From v16 a partition answered NOT_LEADER_OR_FOLLOWER or
 // FENCED_LEADER_EPOCH names its current leader and leader epoch, and the
 // response those leaders' endpoints (KIP-951, leaderhints.go), as Kafka's
@@ -123,8 +126,8 @@ type fetchRead struct {
 	topics []fetchTopic
 	nodes  []fetchNode
 	total  int
-	// answerNow: a partition failed, which Kafka's fetchMessages answers
-	// without waiting.
+	// answerNow: a partition failed or names a preferred read replica,
+	// which Kafka's fetchMessages answers without waiting.
 	answerNow bool
 }
 
@@ -204,7 +207,7 @@ func (b *services) readFetch(r *kmsg.FetchRequest, version int16, access fetchAc
 			case access.replica:
 				err = b.readReplicaPartition(t, version, &rp, access.replicaID, limit, minOne, &fp)
 			default:
-				err = b.readPartition(t, version, &rp, limit, minOne, &fp)
+				err = b.readPartition(t, version, r.Rack, &rp, limit, minOne, &fp)
 			}
 			if err != nil {
 				fp.errorCode = b.errorCode(kmsg.Fetch, err)
@@ -213,6 +216,9 @@ func (b *services) readFetch(r *kmsg.FetchRequest, version int16, access fetchAc
 			if version >= 16 && t != nil && b.cfg.Metadata != nil &&
 				(fp.errorCode == kerr.NotLeaderForPartition.Code || fp.errorCode == kerr.FencedLeaderEpoch.Code) {
 				hints.add(&fp.leaderID, &fp.leaderEpoch, t.Name, rp.Partition)
+			}
+			if fp.preferredReadReplica >= 0 {
+				read.answerNow = true
 			}
 			if n := fp.chunk.Len(); n > 0 {
 				minOne = false
@@ -230,7 +236,10 @@ func (b *services) readFetch(r *kmsg.FetchRequest, version int16, access fetchAc
 	return read
 }
 
-func (b *services) readPartition(t *storage.Topic, version int16, rp *kmsg.FetchRequestTopicPartition, limit int, minOne bool, fp *fetchPartition) error {
+// readPartition reads a consumer's fetch of one partition; a leader with a
+// replica selector may send the consumer in rack (v11+; before, none) to
+// a follower instead (readreplica.go).
+func (b *services) readPartition(t *storage.Topic, version int16, rack string, rp *kmsg.FetchRequestTopicPartition, limit int, minOne bool, fp *fetchPartition) error {
 	if t == nil && version >= 13 {
 		return kerr.UnknownTopicID
 	}
@@ -245,6 +254,13 @@ func (b *services) readPartition(t *storage.Topic, version int16, rp *kmsg.Fetch
 	}
 	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
 		return err
+	}
+	if leader, ok := b.replicas.Leader(p); ok && b.cfg.Cluster.ReplicaSelector != "" {
+		if id, ok := b.preferredReadReplica(p, leader, rp.FetchOffset, rack); ok {
+			fp.preferredReadReplica = id
+			fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = p.Log.HighWatermark(), p.Log.LastStableOffset(), p.Log.LogStartOffset()
+			return nil
+		}
 	}
 	res, err := p.Log.ReadIsolated(rp.FetchOffset, limit, minOne, fp.readCommitted)
 	fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = res.HighWatermark, res.LastStable, res.LogStartOffset
