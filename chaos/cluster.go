@@ -69,7 +69,7 @@ type clusterNode struct {
 type ClusterConfig struct {
 	Nodes int      // default 3
 	Dir   string   // each node gets Dir/node-<id>/
-	Extra []string // more server.properties lines, for every node
+	Extra []string // more server.properties lines, for every node; {id} is its node.id
 }
 
 // clusterProps is the one server.properties template of both brokers: node
@@ -103,7 +103,7 @@ group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
 `, id, strings.Join(voters, ","), client[me], ctrl[me], dataDir, len(ctrl))
 	for _, l := range extra {
-		props += l + "\n"
+		props += strings.ReplaceAll(l, "{id}", strconv.Itoa(int(id))) + "\n"
 	}
 	return props
 }
