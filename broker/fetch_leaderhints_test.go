@@ -58,10 +58,10 @@ const fetchWait = 2 * time.Second
 
 // TestFetchNamesTheLeader checks KIP-951 in Fetch as Kafka's
 // handleFetchRequest: from v16 a partition answered NOT_LEADER_OR_FOLLOWER
-// (a consumer at a broker that is not a replica, a follower's fetch at a
-// follower) or FENCED_LEADER_EPOCH (an older leader epoch) carries its
-// current leader and epoch, and the response that leader's endpoint and
-// rack; v15 carries neither.
+// (a consumer at a broker that is not a replica) or FENCED_LEADER_EPOCH
+// (an older leader epoch) carries its current leader and epoch, and the
+// response that leader's endpoint and rack; at v15 neither a consumer's
+// fetch nor a follower's at a follower carries them.
 func TestFetchNamesTheLeader(t *testing.T) {
 	c := startTestCluster(t, 3, func(cfg *Config) { cfg.Cluster.Rack = "r" + strconv.Itoa(int(cfg.NodeID)) })
 	c.createTopic(t, "a", [][]int32{{1, 2}})
