@@ -12,6 +12,9 @@ type ClusterConfig struct {
 	Voters              string // controller.quorum.voters, {id}@{host}:{port},...
 	InterBrokerListener string // inter.broker.listener.name: the listener followers fetch from
 	Rack                string // broker.rack; "" = none
+	// ReplicaSelector is replica.selector.class: RackAwareReplicaSelector
+	// or "" (Kafka's default: consumers read from the leader).
+	ReplicaSelector string
 
 	HeartbeatInterval time.Duration // broker.heartbeat.interval.ms
 	SessionTimeout    time.Duration // broker.session.timeout.ms: a broker silent this long is fenced
@@ -38,6 +41,11 @@ type ReplicaFetchConfig struct {
 	MaxWait          time.Duration // replica.fetch.wait.max.ms
 	Backoff          time.Duration // replica.fetch.backoff.ms: after an error
 }
+
+// RackAwareReplicaSelector is the replica.selector.class of Kafka's
+// selector that sends a consumer to an in-sync replica in its rack
+// (KIP-392, readreplica.go).
+const RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 
 // DefaultClusterConfig is Kafka's defaults.
 func DefaultClusterConfig() ClusterConfig {

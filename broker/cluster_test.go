@@ -56,7 +56,7 @@ func startTestCluster(t *testing.T, n int, mutate func(*Config)) *testCluster {
 	return c
 }
 
-// start starts node on its log dir and registers it.
+// start starts node on its log dir and registers it, in its rack.
 func (c *testCluster) start(t *testing.T, node int32) *Broker {
 	t.Helper()
 	cfg := Config{
@@ -87,7 +87,9 @@ func (c *testCluster) start(t *testing.T, node int32) *Broker {
 		t.Fatal(err)
 	}
 	p, _ := strconv.Atoi(port)
-	if _, err := c.store.Propose(registerRecord(node, "PLAINTEXT", host, int32(p))); err != nil {
+	reg := registerRecord(node, "PLAINTEXT", host, int32(p))
+	reg.Rack = cfg.Cluster.Rack
+	if _, err := c.store.Propose(reg); err != nil {
 		t.Fatalf("register node %d: %v", node, err)
 	}
 	return b

@@ -22,7 +22,14 @@ package broker
 // follower's as Kafka's
 // ReplicaManager.readFromLog for a follower (fetch_replica.go): from the
 // partition's leader only, up to its log end offset, recording the
-// follower's fetch offset, which moves the high watermark.
+// follower's fetch offset, which moves the high watermark. With
+// replica.selector.class set, a leader sends a consumer to an in-sync
+// follower in its rack: a preferred read replica and no records, answered
+// at once (KIP-392, readreplica.go).
+// From v16 a partition answered NOT_LEADER_OR_FOLLOWER or
+// FENCED_LEADER_EPOCH names its current leader and leader epoch, and the
+// response those leaders' endpoints (KIP-951, leaderhints.go), as Kafka's
+// handleFetchRequest, so a client moves without a metadata refresh.
 // Every partition reports its last stable offset (min of the open
 // transactions' first offsets and the high watermark); isolation level
 // read_committed (1) reads only below it and lists the aborted
@@ -96,21 +103,32 @@ func (a fetchAccess) refused(t *storage.Topic, rt *kmsg.FetchRequestTopic, versi
 func (b *services) serveFetch(c fetchWriter, req *protocol.Request, access fetchAccess) error {
 	r := req.Body.(*kmsg.FetchRequest)
 	if r.SessionEpoch != finalFetchEpoch && r.SessionEpoch != initialFetchEpoch {
-		return c.writeFetch(req, kerr.FetchSessionIDNotFound.Code, nil)
+		return c.writeFetch(req, kerr.FetchSessionIDNotFound.Code, nil, nil)
 	}
 	deadline := b.clock.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	for {
 		waits := b.fetchWaits(r, req.Version, access.replica)
-		topics, total, hasError := b.readFetch(r, req.Version, access)
-		if total >= int(r.MinBytes) || hasError || !b.clock.Now().Before(deadline) {
-			return c.writeFetch(req, 0, topics)
+		read := b.readFetch(r, req.Version, access)
+		if read.total >= int(r.MinBytes) || read.answerNow || !b.clock.Now().Before(deadline) {
+			return c.writeFetch(req, 0, read.topics, read.nodes)
 		}
-		releaseFetch(topics)
+		releaseFetch(read.topics)
 		if !b.waitAny(waits, b.clock.Until(deadline)) {
-			topics, _, _ = b.readFetch(r, req.Version, access)
-			return c.writeFetch(req, 0, topics)
+			read = b.readFetch(r, req.Version, access)
+			return c.writeFetch(req, 0, read.topics, read.nodes)
 		}
 	}
+}
+
+// fetchRead is one read of a fetch's partitions: total record bytes, and
+// the endpoints of the leaders its partitions name (v16+).
+type fetchRead struct {
+	topics []fetchTopic
+	nodes  []fetchNode
+	total  int
+	// answerNow: a partition failed or names a preferred read replica,
+	// which Kafka's fetchMessages answers without waiting.
+	answerNow bool
 }
 
 // resolveFetchTopic finds a requested topic by name, or by id from v13.
@@ -162,8 +180,13 @@ func (b *services) waitAny(waits []<-chan struct{}, d time.Duration) bool {
 }
 
 // readFetch reads every requested partition once, applying max_bytes across
-// the response and partition_max_bytes per partition.
-func (b *services) readFetch(r *kmsg.FetchRequest, version int16, access fetchAccess) (topics []fetchTopic, total int, hasError bool) {
+// the response and partition_max_bytes per partition. From v16 a partition
+// answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its current
+// leader, and the response that leader's endpoint (KIP-951), as Kafka's
+// handleFetchRequest.
+func (b *services) readFetch(r *kmsg.FetchRequest, version int16, access fetchAccess) fetchRead {
+	var read fetchRead
+	hints := leaderHints{b: b}
 	remaining := int(r.MaxBytes)
 	minOne := true
 	for i := range r.Topics {
@@ -176,7 +199,7 @@ func (b *services) readFetch(r *kmsg.FetchRequest, version int16, access fetchAc
 		refused := access.refused(t, rt, version)
 		for _, rp := range rt.Partitions {
 			fp := fetchPartition{partition: rp.Partition, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1,
-				readCommitted: r.IsolationLevel == 1}
+				readCommitted: r.IsolationLevel == 1, preferredReadReplica: -1, leaderID: -1, leaderEpoch: -1}
 			var err error = kerr.TopicAuthorizationFailed
 			limit := min(int(rp.PartitionMaxBytes), max(remaining, 0))
 			switch {
@@ -184,25 +207,39 @@ func (b *services) readFetch(r *kmsg.FetchRequest, version int16, access fetchAc
 			case access.replica:
 				err = b.readReplicaPartition(t, version, &rp, access.replicaID, limit, minOne, &fp)
 			default:
-				err = b.readPartition(t, version, &rp, limit, minOne, &fp)
+				err = b.readPartition(t, version, r.Rack, &rp, limit, minOne, &fp)
 			}
 			if err != nil {
 				fp.errorCode = b.errorCode(kmsg.Fetch, err)
-				hasError = true
+				read.answerNow = true
+			}
+			if version >= 16 && t != nil && b.cfg.Metadata != nil &&
+				(fp.errorCode == kerr.NotLeaderForPartition.Code || fp.errorCode == kerr.FencedLeaderEpoch.Code) {
+				hints.add(&fp.leaderID, &fp.leaderEpoch, t.Name, rp.Partition)
+			}
+			if fp.preferredReadReplica >= 0 {
+				read.answerNow = true
 			}
 			if n := fp.chunk.Len(); n > 0 {
 				minOne = false
 				remaining -= n
-				total += n
+				read.total += n
 			}
 			ft.partitions = append(ft.partitions, fp)
 		}
-		topics = append(topics, ft)
+		read.topics = append(read.topics, ft)
 	}
-	return topics, total, hasError
+	for _, reg := range hints.brokers() {
+		host, port, _ := b.endpoint(reg)
+		read.nodes = append(read.nodes, fetchNode{id: reg.ID, host: host, port: port, rack: reg.Rack})
+	}
+	return read
 }
 
-func (b *services) readPartition(t *storage.Topic, version int16, rp *kmsg.FetchRequestTopicPartition, limit int, minOne bool, fp *fetchPartition) error {
+// readPartition reads a consumer's fetch of one partition; a leader with a
+// replica selector may send the consumer in rack (v11+; before, none) to
+// a follower instead (readreplica.go).
+func (b *services) readPartition(t *storage.Topic, version int16, rack string, rp *kmsg.FetchRequestTopicPartition, limit int, minOne bool, fp *fetchPartition) error {
 	if t == nil && version >= 13 {
 		return kerr.UnknownTopicID
 	}
@@ -217,6 +254,13 @@ func (b *services) readPartition(t *storage.Topic, version int16, rp *kmsg.Fetch
 	}
 	if err := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); err != nil {
 		return err
+	}
+	if leader, ok := b.replicas.Leader(p); ok && b.cfg.Cluster.ReplicaSelector != "" {
+		if id, ok := b.preferredReadReplica(p, leader, rp.FetchOffset, rack); ok {
+			fp.preferredReadReplica = id
+			fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = p.Log.HighWatermark(), p.Log.LastStableOffset(), p.Log.LogStartOffset()
+			return nil
+		}
 	}
 	res, err := p.Log.ReadIsolated(rp.FetchOffset, limit, minOne, fp.readCommitted)
 	fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = res.HighWatermark, res.LastStable, res.LogStartOffset
@@ -258,7 +302,7 @@ func releaseFetch(topics []fetchTopic) {
 
 // writeFetch sends the response: encoded fields from memory, records from
 // the segment files in place.
-func (c *conn) writeFetch(req *protocol.Request, errorCode int16, topics []fetchTopic) error {
+func (c *conn) writeFetch(req *protocol.Request, errorCode int16, topics []fetchTopic, nodes []fetchNode) error {
 	defer releaseFetch(topics)
 	c.observeFetch(req.Key, errorCode, topics)
 	if c.b.cfg.LogRequests {
@@ -266,7 +310,7 @@ func (c *conn) writeFetch(req *protocol.Request, errorCode int16, topics []fetch
 			zap.Int32("correlation_id", req.CorrelationID), zap.Int16("error_code", errorCode), zap.Any("topics", topics))
 	}
 	out := protocol.AppendResponseHeader(c.out[:0], req.Key, req.Version, req.CorrelationID)
-	e := encodeFetch(out, req.Version, errorCode, topics)
+	e := encodeFetch(out, req.Version, errorCode, topics, nodes)
 	protocol.FinishFrame(e.body, 0, e.extra)
 	c.out = e.body[:0]
 	from := 0

@@ -24,6 +24,20 @@ type fetchPartition struct {
 	diverged       bool
 	divergingEpoch int32
 	divergingEnd   int64
+	// preferredReadReplica is the replica the consumer should read from
+	// next (v11+, KIP-392); leaderID and leaderEpoch are the partition's
+	// current leader (tagged CurrentLeader, KIP-951). -1 for none: the
+	// zero value is a broker id, so every fetchPartition sets them.
+	preferredReadReplica  int32
+	leaderID, leaderEpoch int32
+}
+
+// fetchNode is the endpoint of a leader a response names (v16+
+// NodeEndpoints, KIP-951); rack "" is null.
+type fetchNode struct {
+	id         int32
+	host, rack string
+	port       int32
 }
 
 type fetchTopic struct {
@@ -36,8 +50,8 @@ type fetchTopic struct {
 // fetchBody is an encoded fetch response body with holes where file chunks
 // go: chunks[i] is sent after body[:holes[i]] and before the bytes up to the
 // next hole. It mirrors kmsg.FetchResponse.AppendTo for versions 4-17, minus
-// the tagged fields Strata never sets; fetch_encode_test.go checks the two
-// agree byte for byte.
+// the tagged field Strata never sets (SnapshotId); fetch_encode_test.go
+// checks the two agree byte for byte.
 type fetchBody struct {
 	body   []byte
 	holes  []int
@@ -45,7 +59,7 @@ type fetchBody struct {
 	extra  int // total chunk bytes
 }
 
-func encodeFetch(dst []byte, version int16, errorCode int16, topics []fetchTopic) fetchBody {
+func encodeFetch(dst []byte, version int16, errorCode int16, topics []fetchTopic, nodes []fetchNode) fetchBody {
 	flex := version >= 12
 	e := fetchBody{body: dst}
 	e.body = binary.BigEndian.AppendUint32(e.body, 0) // throttle_time_ms
@@ -71,7 +85,7 @@ func encodeFetch(dst []byte, version int16, errorCode int16, topics []fetchTopic
 			}
 			e.body = appendAborted(e.body, p.readCommitted, p.aborted, flex)
 			if version >= 11 {
-				e.body = binary.BigEndian.AppendUint32(e.body, ^uint32(0)) // preferred_read_replica -1
+				e.body = binary.BigEndian.AppendUint32(e.body, uint32(p.preferredReadReplica))
 			}
 			n := p.chunk.Len()
 			if flex {
@@ -84,26 +98,72 @@ func encodeFetch(dst []byte, version int16, errorCode int16, topics []fetchTopic
 				e.chunks = append(e.chunks, p.chunk)
 				e.extra += n
 			}
-			switch {
-			case flex && p.diverged:
-				// One tagged field, 0: DivergingEpoch {epoch int32,
-				// end_offset int64, no tags}, 13 bytes.
-				e.body = append(e.body, 1, 0, 13)
-				e.body = binary.BigEndian.AppendUint32(e.body, uint32(p.divergingEpoch))
-				e.body = binary.BigEndian.AppendUint64(e.body, uint64(p.divergingEnd))
-				e.body = append(e.body, 0)
-			case flex:
-				e.body = append(e.body, 0) // partition tags
+			if flex {
+				e.body = appendPartitionTags(e.body, &p)
 			}
 		}
 		if flex {
 			e.body = append(e.body, 0) // topic tags
 		}
 	}
-	if flex {
+	switch {
+	case version >= 16 && len(nodes) > 0:
+		e.body = appendNodeEndpoints(e.body, nodes)
+	case flex:
 		e.body = append(e.body, 0) // response tags
 	}
 	return e
+}
+
+// appendPartitionTags writes a partition's tagged fields, each only when
+// set, in tag order: 0 DivergingEpoch {epoch int32, end_offset int64, no
+// tags}, 13 bytes; 1 CurrentLeader {leader_id int32, leader_epoch int32,
+// no tags}, 9 bytes.
+func appendPartitionTags(dst []byte, p *fetchPartition) []byte {
+	hinted := p.leaderID != -1 || p.leaderEpoch != -1
+	n := 0
+	if p.diverged {
+		n++
+	}
+	if hinted {
+		n++
+	}
+	dst = append(dst, byte(n))
+	if p.diverged {
+		dst = append(dst, 0, 13)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(p.divergingEpoch))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(p.divergingEnd))
+		dst = append(dst, 0)
+	}
+	if hinted {
+		dst = append(dst, 1, 9)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(p.leaderID))
+		dst = binary.BigEndian.AppendUint32(dst, uint32(p.leaderEpoch))
+		dst = append(dst, 0)
+	}
+	return dst
+}
+
+// appendNodeEndpoints writes the response's tagged fields with tag 0,
+// NodeEndpoints: [{node_id int32, host string, port int32, rack nullable
+// string, no tags}].
+func appendNodeEndpoints(dst []byte, nodes []fetchNode) []byte {
+	var field []byte
+	field = appendArrayLen(field, len(nodes), true)
+	for _, n := range nodes {
+		field = binary.BigEndian.AppendUint32(field, uint32(n.id))
+		field = appendString(field, n.host, true)
+		field = binary.BigEndian.AppendUint32(field, uint32(n.port))
+		if n.rack == "" {
+			field = append(field, 0) // null
+		} else {
+			field = appendString(field, n.rack, true)
+		}
+		field = append(field, 0) // node tags
+	}
+	dst = append(dst, 1, 0) // one tagged field, tag 0
+	dst = binary.AppendUvarint(dst, uint64(len(field)))
+	return append(dst, field...)
 }
 
 func appendArrayLen(dst []byte, n int, flex bool) []byte {

@@ -12,8 +12,9 @@ import (
 )
 
 // TestEncodeFetchMatchesKmsg checks the streaming fetch encoder against
-// kmsg's own encoder at every served version, with records inlined, and a
-// diverging epoch (v12+) for a follower.
+// kmsg's own encoder at every served version, with records inlined, a
+// diverging epoch (v12+) for a follower, a preferred read replica (v11+),
+// and a current leader (v12+) with its endpoint (v16+).
 func TestEncodeFetchMatchesKmsg(t *testing.T) {
 	l, err := storage.OpenLog(vfs.Default, filepath.Join(t.TempDir(), "t-0"), storage.DefaultConfig(), storage.OpenOptions{RecoveryPoint: -1})
 	if err != nil {
@@ -39,10 +40,22 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 				{partition: 2, highWatermark: 9, lastStableOffset: 5, logStartOffset: 0, readCommitted: true,
 					aborted: []storage.Aborted{{ProducerID: 7, FirstOffset: 1}, {ProducerID: 1 << 40, FirstOffset: 4}}},
 				{partition: 3, highWatermark: 9, lastStableOffset: 9, logStartOffset: 0, diverged: true, divergingEpoch: 2, divergingEnd: 6},
+				{partition: 5, highWatermark: 9, lastStableOffset: 9, logStartOffset: 0},
+				{partition: 6, errorCode: 6, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1},
 			}},
 			{name: "bb", id: [16]byte{2}, partitions: []fetchPartition{{partition: 4, highWatermark: 0, lastStableOffset: 0}}},
 		}
-		e := encodeFetch(nil, version, 0, topics)
+		for i := range topics {
+			for j := range topics[i].partitions {
+				fp := &topics[i].partitions[j]
+				fp.preferredReadReplica, fp.leaderID, fp.leaderEpoch = -1, -1, -1
+			}
+		}
+		topics[0].partitions[4].preferredReadReplica = 2
+		topics[0].partitions[5].leaderID, topics[0].partitions[5].leaderEpoch = 3, 7
+		topics[0].partitions[3].leaderID, topics[0].partitions[3].leaderEpoch = 0, 2
+		nodes := []fetchNode{{id: 0, host: "h0", port: 9092}, {id: 3, host: "host-3", port: 19092, rack: "r3"}}
+		e := encodeFetch(nil, version, 0, topics, nodes)
 		var got []byte
 		from := 0
 		for i, hole := range e.holes {
@@ -76,6 +89,8 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 				if fp.diverged {
 					kp.DivergingEpoch.Epoch, kp.DivergingEpoch.EndOffset = fp.divergingEpoch, fp.divergingEnd
 				}
+				kp.PreferredReadReplica = fp.preferredReadReplica
+				kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = fp.leaderID, fp.leaderEpoch
 				kp.RecordBatches = []byte{}
 				if fp.chunk.Len() > 0 {
 					kp.RecordBatches = records.Bytes()
@@ -83,6 +98,17 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 				kt.Partitions = append(kt.Partitions, kp)
 			}
 			want.Topics = append(want.Topics, kt)
+		}
+		for _, n := range nodes {
+			if version < 16 {
+				break
+			}
+			kb := kmsg.NewFetchResponseBroker()
+			kb.NodeID, kb.Host, kb.Port = n.id, n.host, n.port
+			if n.rack != "" {
+				kb.Rack = kmsg.StringPtr(n.rack)
+			}
+			want.Brokers = append(want.Brokers, kb)
 		}
 		if w := want.AppendTo(nil); !bytes.Equal(got, w) {
 			t.Fatalf("v%d: encoder differs from kmsg\n got %x\nwant %x", version, got, w)

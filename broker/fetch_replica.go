@@ -68,7 +68,7 @@ func (b *services) readReplicaPartition(t *storage.Topic, version int16, rp *kms
 	if err != nil {
 		return err
 	}
-	if err := leader.UpdateFollower(replicaID, rp.FetchOffset, b.clock.Now()); err != nil {
+	if err := leader.UpdateFollower(replicaID, rp.FetchOffset, rp.LogStartOffset, b.clock.Now()); err != nil {
 		res.Chunk.Release()
 		return err
 	}

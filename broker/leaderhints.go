@@ -3,7 +3,8 @@ package broker
 // KIP-951 leader hints: a partition answered NOT_LEADER_OR_FOLLOWER names
 // its current leader and leader epoch, and the response lists those
 // leaders' endpoints, so a client moves to the new leader without first
-// refreshing its metadata, as Kafka's Produce (v10+) answers.
+// refreshing its metadata, as Kafka's Produce (v10+) and Fetch (v16+,
+// also for FENCED_LEADER_EPOCH) answer.
 
 import (
 	"slices"

@@ -43,7 +43,7 @@ type reqCtx struct {
 // fetchWriter sends a Fetch response; Fetch's handler returns no response
 // of its own.
 type fetchWriter interface {
-	writeFetch(req *protocol.Request, errorCode int16, topics []fetchTopic) error
+	writeFetch(req *protocol.Request, errorCode int16, topics []fetchTopic, nodes []fetchNode) error
 }
 
 // services is what handlers use of their broker, each part behind the

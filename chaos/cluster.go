@@ -75,7 +75,7 @@ type clusterNode struct {
 type ClusterConfig struct {
 	Nodes int      // default 3
 	Dir   string   // each node gets Dir/node-<id>/
-	Extra []string // more server.properties lines, for every node
+	Extra []string // more server.properties lines, for every node; {id} is its node.id
 	// Netns, when set, runs node id inside Netns's namespace id on its own
 	// address instead of on 127.0.0.1 (netns.go).
 	Netns *Netns
@@ -113,7 +113,7 @@ group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
 `, id, strings.Join(voters, ","), client[me], ctrl[me], dataDir, len(ctrl), hosts[me])
 	for _, l := range extra {
-		props += l + "\n"
+		props += strings.ReplaceAll(l, "{id}", strconv.Itoa(int(id))) + "\n"
 	}
 	return props
 }

@@ -72,12 +72,12 @@ func kafkaClusterWith(t *testing.T, cfg ClusterConfig) *Cluster {
 	return c
 }
 
-func strataCluster(t *testing.T) *Cluster {
+func strataCluster(t *testing.T, extra ...string) *Cluster {
 	t.Helper()
 	if os.Getenv("STRATA_CLUSTER") == "" {
 		t.Skip("Strata cluster: set STRATA_CLUSTER=1 to run it once Strata forms a multi-node cluster (issue 14)")
 	}
-	c, err := NewStrataCluster(buildStrata(t), ClusterConfig{Dir: t.TempDir()})
+	c, err := NewStrataCluster(buildStrata(t), ClusterConfig{Dir: t.TempDir(), Extra: extra})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestKafkaClusterLossCaught(t *testing.T) {
 // one template, has its own node.id, listeners and log dir, and the same
 // controller.quorum.voters naming every node's controller listener.
 func TestClusterPropsNameEveryNode(t *testing.T) {
-	c, err := NewStrataCluster("strata", ClusterConfig{Dir: t.TempDir(), Extra: []string{"log.segment.bytes=1048576"}})
+	c, err := NewStrataCluster("strata", ClusterConfig{Dir: t.TempDir(), Extra: []string{"log.segment.bytes=1048576", "broker.rack=r{id}"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,6 +263,7 @@ func TestClusterPropsNameEveryNode(t *testing.T) {
 			"min.insync.replicas":        "2",
 			"broker.session.timeout.ms":  "2000",
 			"log.segment.bytes":          "1048576",
+			"broker.rack":                fmt.Sprint("r", n.id),
 		}
 		for k, v := range want {
 			if props[k] != v {

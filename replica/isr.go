@@ -111,3 +111,28 @@ func (p *Partition) ISRChangeFailed() {
 	p.maximal = nil
 	p.mu.Unlock()
 }
+
+// FollowerView is what the leader knows of one in-sync follower, as the
+// ReplicaView Kafka's findPreferredReadReplica gives a ReplicaSelector.
+type FollowerView struct {
+	ID             int32
+	LogEndOffset   int64
+	LastCaughtUpAt time.Time
+}
+
+// ReadableFollowers are the in-sync followers whose last fetch holds
+// offset (log start offset <= offset <= log end offset), the ones Kafka's
+// findPreferredReadReplica lets a consumer read offset from: a follower
+// out of the ISR may lag behind without bound.
+func (p *Partition) ReadableFollowers(offset int64) []FollowerView {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []FollowerView
+	for _, id := range p.isr {
+		f, ok := p.followers[id]
+		if ok && f.logEndOffset >= offset && f.logStartOffset <= offset {
+			out = append(out, FollowerView{ID: id, LogEndOffset: f.logEndOffset, LastCaughtUpAt: f.lastCaughtUpTime})
+		}
+	}
+	return out
+}

@@ -131,7 +131,7 @@ func TestRetriedBatchWaitsForReplication(t *testing.T) {
 	if !res.Duplicate || !errors.Is(err, kerr.RequestTimedOut) {
 		t.Fatalf("retry before the follower fetched: duplicate %v, %v; want a duplicate and REQUEST_TIMED_OUT", res.Duplicate, err)
 	}
-	if err := p.UpdateFollower(2, 1, time.Now()); err != nil {
+	if err := p.UpdateFollower(2, 1, 0, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := p.AppendAsLeader(b, AcksAll, time.Second); err != nil || !res.Duplicate || res.BaseOffset != 0 {
@@ -199,7 +199,7 @@ func TestLeaderChangesAnswerWaitingAppends(t *testing.T) {
 		t.Fatalf("a new leader epoch answered a waiting append: %v", err)
 	default:
 	}
-	if err := p.UpdateFollower(2, 1, time.Now()); err != nil {
+	if err := p.UpdateFollower(2, 1, 0, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-first; err != nil {

@@ -62,12 +62,13 @@ type Leadership struct {
 }
 
 // followerState is what the leader knows of one follower, as Kafka's
-// Replica: the log end offset of its last fetch (-1 before its first under
-// this leader), when it last caught up to the leader's log end offset, and
+// Replica: the log start and end offsets of its last fetch (-1 before its
+// first under this leader), when it last caught up to the leader's log end offset, and
 // the leader's log end offset and the time at its previous fetch, which
 // count as caught up when the follower reaches that offset (Kafka's
 // lastFetchLeaderLogEndOffset).
 type followerState struct {
+	logStartOffset   int64
 	logEndOffset     int64
 	lastCaughtUpTime time.Time
 	lastFetchLeader  int64
@@ -184,7 +185,7 @@ func (p *Partition) setLeadership(l Leadership, now time.Time) {
 			continue
 		}
 		if _, ok := p.followers[id]; !ok {
-			f := &followerState{logEndOffset: -1, lastFetchLeader: -1}
+			f := &followerState{logStartOffset: -1, logEndOffset: -1, lastFetchLeader: -1}
 			if slices.Contains(p.isr, id) {
 				f.lastCaughtUpTime = now
 			}
@@ -408,13 +409,13 @@ func (p *Partition) maybeIncrementHW() error {
 }
 
 // UpdateFollower records a follower's fetch at fetchOffset (its log end
-// offset) and moves the high watermark, as Kafka's
+// offset) with its log start offset, and moves the high watermark, as Kafka's
 // Partition.updateFollowerFetchState: the follower caught up now if it
 // reached the leader's log end offset, or at its previous fetch if it
 // reached the leader's log end offset of then. A replica not among the
 // followers is refused NOT_LEADER_OR_FOLLOWER, as Kafka's
 // followerReplicaOrThrow.
-func (p *Partition) UpdateFollower(replicaID int32, fetchOffset int64, now time.Time) error {
+func (p *Partition) UpdateFollower(replicaID int32, fetchOffset, logStartOffset int64, now time.Time) error {
 	p.mu.Lock()
 	f, ok := p.followers[replicaID]
 	if !ok {
@@ -428,7 +429,7 @@ func (p *Partition) UpdateFollower(replicaID int32, fetchOffset int64, now time.
 	case f.lastFetchLeader >= 0 && fetchOffset >= f.lastFetchLeader:
 		f.lastCaughtUpTime = maxTime(f.lastCaughtUpTime, f.lastFetchTime)
 	}
-	f.logEndOffset = fetchOffset
+	f.logStartOffset, f.logEndOffset = logStartOffset, fetchOffset
 	f.lastFetchLeader, f.lastFetchTime = leaderEnd, now
 	p.mu.Unlock()
 	return p.maybeIncrementHW()

@@ -87,7 +87,7 @@ func TestHighWatermarkFollowsSlowestInSyncReplica(t *testing.T) {
 		{3, 5, 4},
 	}
 	for _, s := range steps {
-		if err := p.UpdateFollower(s.replica, s.offset, now); err != nil {
+		if err := p.UpdateFollower(s.replica, s.offset, 0, now); err != nil {
 			t.Fatal(err)
 		}
 		if hw := p.HighWatermark(); hw != s.hw {
@@ -99,7 +99,7 @@ func TestHighWatermarkFollowsSlowestInSyncReplica(t *testing.T) {
 		default:
 		}
 	}
-	if err := p.UpdateFollower(2, 5, now.Add(50*time.Second)); err != nil {
+	if err := p.UpdateFollower(2, 5, 0, now.Add(50*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if lagging := p.LaggingFollowers(now.Add(time.Minute), 30*time.Second); !slices.Equal(lagging, []int32{3}) {
@@ -116,7 +116,7 @@ func TestHighWatermarkFollowsSlowestInSyncReplica(t *testing.T) {
 	if _, err := p.AppendAsLeader(memBatch(0, 1, 0), AcksAll, 20*time.Millisecond); !errors.Is(err, kerr.RequestTimedOut) {
 		t.Fatalf("acks=all with followers not fetching: %v, want REQUEST_TIMED_OUT", err)
 	}
-	if err := p.UpdateFollower(9, 6, now); err == nil {
+	if err := p.UpdateFollower(9, 6, 0, now); err == nil {
 		t.Fatal("a fetch from a replica outside the partition was taken")
 	}
 }
@@ -199,7 +199,7 @@ func TestISRChanges(t *testing.T) {
 	if _, err := p.AppendAsLeader(memBatch(0, 2, 0), AcksLeader, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.UpdateFollower(3, 2, now); err != nil {
+	if err := p.UpdateFollower(3, 2, 0, now); err != nil {
 		t.Fatal(err)
 	}
 	if hw := p.HighWatermark(); hw != 2 {
@@ -208,7 +208,7 @@ func TestISRChanges(t *testing.T) {
 	if _, ok := p.ExpandISR(); ok {
 		t.Fatal("expansion proposed for a follower that has not fetched")
 	}
-	if err := p.UpdateFollower(2, 2, now); err != nil {
+	if err := p.UpdateFollower(2, 2, 0, now); err != nil {
 		t.Fatal(err)
 	}
 	c, ok := p.ExpandISR()
@@ -221,14 +221,14 @@ func TestISRChanges(t *testing.T) {
 	if _, err := p.AppendAsLeader(memBatch(0, 2, 0), AcksLeader, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.UpdateFollower(3, 4, now); err != nil {
+	if err := p.UpdateFollower(3, 4, 0, now); err != nil {
 		t.Fatal(err)
 	}
 	if hw := p.HighWatermark(); hw != 2 {
 		t.Fatalf("hw %d while 2 is being added at 2, want 2", hw)
 	}
 	p.ISRChangeFailed()
-	if err := p.UpdateFollower(3, 4, now); err != nil {
+	if err := p.UpdateFollower(3, 4, 0, now); err != nil {
 		t.Fatal(err)
 	}
 	if hw := p.HighWatermark(); hw != 4 {
@@ -265,7 +265,7 @@ func TestMinISRIsCappedAtTheReplicas(t *testing.T) {
 		done <- err
 	}()
 	waitFor(t, func() bool { return l.LogEndOffset() == 2 })
-	if err := p.UpdateFollower(2, 2, time.Now()); err != nil {
+	if err := p.UpdateFollower(2, 2, 0, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -304,7 +304,7 @@ func TestHighWatermarkWaitsForAJoiningFollower(t *testing.T) {
 	if hw := p.HighWatermark(); hw != 2 {
 		t.Fatalf("hw %d with a follower that never caught up, want the log end 2", hw)
 	}
-	if err := p.UpdateFollower(2, 2, now); err != nil {
+	if err := p.UpdateFollower(2, 2, 0, now); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.AppendAsLeader(memBatch(0, 2, 0), AcksLeader, time.Second); err != nil {

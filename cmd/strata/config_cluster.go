@@ -22,7 +22,7 @@ import (
 // is the only replica of every partition and has no controller to
 // heartbeat.
 var clusterKeys = []string{
-	"broker.rack", "broker.heartbeat.interval.ms", "broker.session.timeout.ms",
+	"broker.rack", "replica.selector.class", "broker.heartbeat.interval.ms", "broker.session.timeout.ms",
 	"default.replication.factor", "offsets.topic.replication.factor",
 	"transaction.state.log.replication.factor", "transaction.state.log.min.isr",
 	"replica.lag.time.max.ms", "unclean.leader.election.enable",
@@ -53,8 +53,10 @@ func defaultQuorumTimeouts() quorumTimeouts {
 // controller and inter-broker listeners, the voters, the cluster id and
 // clusterKeys. Kafka defines most of them without a range; Strata refuses
 // a non-positive heartbeat interval or session timeout, which would fence
-// every broker at once, and a heartbeat interval not below the session
-// timeout, which would fence a live one.
+// every broker at once, a heartbeat interval not below the session
+// timeout, which would fence a live one, and a replica.selector.class
+// other than Kafka's RackAwareReplicaSelector, as it cannot load a Java
+// class (empty, like absent, is Kafka's default: none).
 func loadClusterSettings(p *propReader, s *settings, log *zap.Logger) {
 	if p.err != nil {
 		return
@@ -85,6 +87,13 @@ func loadClusterSettings(p *propReader, s *settings, log *zap.Logger) {
 	}
 	if v, ok := p.get("broker.rack"); ok {
 		c.Rack = v
+	}
+	switch v, _ := p.get("replica.selector.class"); v {
+	case "", broker.RackAwareReplicaSelector:
+		c.ReplicaSelector = v
+	default:
+		p.fail("replica.selector.class", p.props["replica.selector.class"],
+			"strata has only "+broker.RackAwareReplicaSelector+", and no Java classes to load")
 	}
 	p.millis(&c.HeartbeatInterval, "broker.heartbeat.interval.ms", 1, math.MaxInt32)
 	p.millis(&c.SessionTimeout, "broker.session.timeout.ms", 1, math.MaxInt32)

@@ -19,6 +19,7 @@ func TestClusterNodeReadsTheClusterKeys(t *testing.T) {
 		"controller.quorum.voters":                 threeVoters,
 		"controller.quorum.bootstrap.servers":      "127.0.0.1:9093,127.0.0.1:19093,127.0.0.1:29093",
 		"broker.rack":                              "r1",
+		"replica.selector.class":                   " " + broker.RackAwareReplicaSelector,
 		"broker.heartbeat.interval.ms":             "500",
 		"broker.session.timeout.ms":                "3000",
 		"default.replication.factor":               "3",
@@ -45,7 +46,7 @@ func TestClusterNodeReadsTheClusterKeys(t *testing.T) {
 	}
 	want := broker.ClusterConfig{
 		ClusterID: clusterID(s.Voters), ControllerListener: "CONTROLLER://127.0.0.1:9093", Voters: threeVoters,
-		InterBrokerListener: "PLAINTEXT", Rack: "r1", HeartbeatInterval: 500 * time.Millisecond, SessionTimeout: 3 * time.Second,
+		InterBrokerListener: "PLAINTEXT", Rack: "r1", ReplicaSelector: broker.RackAwareReplicaSelector, HeartbeatInterval: 500 * time.Millisecond, SessionTimeout: 3 * time.Second,
 		DefaultReplicationFactor: 3, OffsetsTopicReplicationFactor: 2, TxnStateReplicationFactor: 2, TxnStateMinISR: 1,
 		ReplicaLagTimeMax: 10 * time.Second, UncleanLeaderElection: true, LeaderImbalanceCheckInterval: 30 * time.Second,
 		ReplicaFetch: broker.ReplicaFetchConfig{MaxBytes: 1000, ResponseMaxBytes: 2000, MinBytes: 10, MaxWait: 100 * time.Millisecond, Backoff: 50 * time.Millisecond},
@@ -62,7 +63,7 @@ func TestClusterNodeReadsTheClusterKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := broker.DefaultClusterConfig()
-	if def.Cluster.SessionTimeout != d.SessionTimeout || def.Cluster.HeartbeatInterval != d.HeartbeatInterval || def.Cluster.ReplicaFetch != d.ReplicaFetch {
+	if def.Cluster.ReplicaSelector != "" || def.Cluster.SessionTimeout != d.SessionTimeout || def.Cluster.HeartbeatInterval != d.HeartbeatInterval || def.Cluster.ReplicaFetch != d.ReplicaFetch {
 		t.Errorf("defaults %+v, want Kafka's %+v", def.Cluster, d)
 	}
 	if def.Quorum != (quorumTimeouts{Fetch: time.Second, Election: time.Second}) {
@@ -93,6 +94,7 @@ func TestClusterKeysRefusedOutOfRange(t *testing.T) {
 		{map[string]string{"replica.fetch.backoff.ms": "-1"}, "replica.fetch.backoff.ms", "at least 0"},
 		{map[string]string{"unclean.leader.election.enable": "yes"}, "unclean.leader.election.enable", "true or false"},
 		{map[string]string{"controller.quorum.fetch.timeout.ms": "1"}, "controller.quorum.fetch.timeout.ms", "at least 5"},
+		{map[string]string{"replica.selector.class": "com.example.NearestSelector"}, "replica.selector.class", "no Java classes"},
 	} {
 		tt.changes["controller.quorum.voters"] = threeVoters
 		_, err := loadSettings(combined(tt.changes), zap.NewNop())

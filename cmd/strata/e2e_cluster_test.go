@@ -33,7 +33,8 @@ type clusterNode struct {
 
 // startCluster writes three Kafka-style server.properties (the voters,
 // listeners with a CONTROLLER listener, no format step) and starts a
-// strata process on each; extra lines go in every file.
+// strata process on each; extra lines go in every file, {id} in them
+// replaced by the node's id.
 func startCluster(t *testing.T, extra ...string) []*clusterNode {
 	t.Helper()
 	base := t.TempDir()
@@ -65,7 +66,10 @@ func startCluster(t *testing.T, extra ...string) []*clusterNode {
 			"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
 			"log.dirs=" + n.dir,
 		}
-		if err := os.WriteFile(n.props, []byte(strings.Join(append(lines, extra...), "\n")+"\n"), 0o644); err != nil {
+		for _, l := range extra {
+			lines = append(lines, strings.ReplaceAll(l, "{id}", strconv.Itoa(int(n.id))))
+		}
+		if err := os.WriteFile(n.props, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		n.start(t)
