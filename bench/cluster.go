@@ -113,7 +113,8 @@ func failover(ctx context.Context, cl *chaos.Cluster, k Kind, n int) (*Result, e
 	}
 	r := &Result{Workload: Failover, Broker: k, Records: int64(rep.Check.Acked),
 		Millis: map[string]float64{"pause": msOf(rep.LongestPause), "leader": msOf(rep.LeaderSeen)},
-		Lost:   len(rep.Check.Lost), Duplicates: len(rep.Check.Duplicates), Note: rep.String()}
+		Lost:   len(rep.Check.Lost), Duplicates: len(rep.Check.Duplicates), ControllerKilled: rep.Victim == rep.QuorumLeader,
+		Note: rep.String()}
 	if !rep.Check.OK() {
 		return r, fmt.Errorf("the history check failed: %s", rep.Check.Summary())
 	}

@@ -71,6 +71,7 @@ func busyMachine(loadavg string, cpus int) (string, bool) {
 type failoverStats struct {
 	Runs                   int
 	Pauses                 []float64 // ms, in run order
+	Controller             []bool    // whether each run's killed leader was the active controller
 	MedianPause, MaxPause  float64   // ms
 	MedianLeader           float64   // ms from the kill to a new leader named
 	Acked, Lost, Duplicate int
@@ -86,6 +87,7 @@ func (run *Run) failovers(k Kind) failoverStats {
 		}
 		st.Runs++
 		st.Pauses = append(st.Pauses, r.Millis["pause"])
+		st.Controller = append(st.Controller, r.ControllerKilled)
 		leaders = append(leaders, r.Millis["leader"])
 		st.Acked += int(r.Records)
 		st.Lost += r.Lost
@@ -123,7 +125,8 @@ func (run *Run) failoverSection() string {
 		"The figure is the longest pause between two consecutive acknowledgements over the whole run. The producer gives "+
 		"up on a request after %v + %v and refreshes metadata at most every %v (`chaos.DefaultTuning`), which bounds "+
 		"how soon it notices a dead leader. Every run's history is read back and checked: acknowledged records lost or "+
-		"duplicated are counted below.\n\n",
+		"duplicated are counted below. A run marked (controller) killed a leader that was also the active controller, "+
+		"so a new metadata quorum leader had to be elected first.\n\n",
 		chaos.DefaultTuning.ProduceTimeout, chaos.DefaultTuning.TimeoutOverhead, chaos.DefaultTuning.MetadataMinAge)
 	b.WriteString("| broker | runs | longest pause, median ms | longest pause, max ms | each run ms | new leader named, median ms | acked | lost | duplicates |\n")
 	b.WriteString("| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n")
@@ -137,6 +140,9 @@ func (run *Run) failoverSection() string {
 		each := make([]string, len(row.st.Pauses))
 		for i, p := range row.st.Pauses {
 			each[i] = fmt.Sprintf("%.0f", p)
+			if row.st.Controller[i] {
+				each[i] += " (controller)"
+			}
 		}
 		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %s | %.0f | %d | %d | %d |\n", row.k, row.st.Runs, row.st.MedianPause,
 			row.st.MaxPause, strings.Join(each, ", "), row.st.MedianLeader, row.st.Acked, row.st.Lost, row.st.Duplicate)

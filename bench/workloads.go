@@ -34,8 +34,10 @@ type Result struct {
 	// Millis holds start-up and recovery times (W7) and failover pauses,
 	// keyed by what was timed.
 	Millis map[string]float64
-	// Lost and Duplicates are what a failover's history check found.
-	Lost, Duplicates int `json:",omitempty"`
+	// Lost and Duplicates are what a failover's history check found;
+	// ControllerKilled says its killed leader was the active controller too.
+	Lost, Duplicates int  `json:",omitempty"`
+	ControllerKilled bool `json:",omitempty"`
 	Note             string
 }
 
