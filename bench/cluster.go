@@ -75,20 +75,22 @@ func (c *Config) runCluster(ctx context.Context, run *Run, k Kind) error {
 	d := clusterDeployment{cl}
 	add := run.adder(Cluster)
 	label := func(w string) string { return fmt.Sprintf("%s %s %s", w, k, Cluster) }
-	if c.want("W1") {
-		if err := add(runProduceWire(ctx, d, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.ClusterW1Records, ValueSize: 100, BatchBytes: c.BatchBytes}, label("W1"))); err != nil {
-			return err
+	// A failed workload leaves the cluster serving: note it and go on.
+	note := func(err error) {
+		if err != nil {
+			msg := fmt.Sprintf("%s %s: %v", k, Cluster, err)
+			fmt.Println("ERROR", msg)
+			run.Errors = append(run.Errors, msg)
 		}
+	}
+	if c.want("W1") {
+		note(add(runProduceWire(ctx, d, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.ClusterW1Records, ValueSize: 100, BatchBytes: c.BatchBytes}, label("W1"))))
 	}
 	if c.want("W3") {
-		if err := add(runProduceWire(ctx, d, w3Spec(c.ClusterW3Records), label("W3"))); err != nil {
-			return err
-		}
+		note(add(runProduceWire(ctx, d, w3Spec(c.ClusterW3Records), label("W3"))))
 	}
 	if c.want("W5") {
-		if err := add(runLatency(ctx, d, "W5", "w5", c.W5Rate, c.W5Duration, 100, label("W5"))); err != nil {
-			return err
-		}
+		note(add(runLatency(ctx, d, "W5", "w5", c.W5Rate, c.W5Duration, 100, label("W5"))))
 	}
 	if c.want(Failover) {
 		for i := range c.Failovers {

@@ -49,6 +49,16 @@ func (run *Run) ClusterMarkdown(command string) string {
 	b.WriteString(run.table(Cluster, []string{"W1", "W3", "W5"}))
 	b.WriteString("\n")
 	b.WriteString(run.failoverSection())
+	var errs []string
+	for _, e := range run.Errors {
+		if strings.HasPrefix(e, string(Strata)+" "+string(Cluster)+":") || strings.HasPrefix(e, string(Kafka)+" "+string(Cluster)+":") {
+			e, _, _ = strings.Cut(e, "\n")
+			errs = append(errs, fmt.Sprintf("- `%s`\n", e[:min(len(e), 400)]))
+		}
+	}
+	if len(errs) > 0 {
+		b.WriteString("Errors during this pass:\n\n" + strings.Join(errs, "") + "\n")
+	}
 	return b.String()
 }
 

@@ -71,10 +71,19 @@ func TestClusterMarkdown(t *testing.T) {
 			t.Errorf("section lacks %q:\n%s", want, md)
 		}
 	}
+	if strings.Contains(md, "Errors during this pass") {
+		t.Errorf("a pass without errors lists some:\n%s", md)
+	}
+	run := clusterRun()
+	run.Errors = []string{"kafka cluster: W3: NOT_LEADER_FOR_PARTITION\nlog tail", "strata default: other"}
+	if md := run.ClusterMarkdown(""); !strings.Contains(md, "Errors during this pass:\n\n- `kafka cluster: W3: NOT_LEADER_FOR_PARTITION`\n\n") ||
+		strings.Contains(md, "log tail") || strings.Contains(md, "strata default") {
+		t.Errorf("the pass's errors, first lines only:\n%s", md)
+	}
 	if strings.Contains(md, "| W1 | strata | 1000 |") {
 		t.Errorf("the single-broker W1 row is in the cluster section:\n%s", md)
 	}
-	run := clusterRun()
+	run = clusterRun()
 	run.LoadBefore = "0.20 0.10 0.05"
 	if md := run.ClusterMarkdown(""); strings.Contains(md, "other work") || strings.Contains(md, "Measured") ||
 		!strings.Contains(md, "The load average was 0.20 / 0.10 / 0.05") {

@@ -46,26 +46,26 @@ func runProduceWire(ctx context.Context, d deployment, s ProduceSpec, label stri
 	if err := createTopic(ctx, d, s.Topic, s.Partitions, s.Configs); err != nil {
 		return nil, err
 	}
-	leaders, err := partitionLeaders(ctx, d.Bootstrap(), s.Topic)
+	s.Producers = max(s.Producers, 1)
+	var producers []*wireProducer
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; {
+		producers, err = connectWire(ctx, d, s)
+		if err == nil || !errors.Is(err, kerr.NotLeaderForPartition) || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		// A leader moved after Metadata named it (a broker fenced for a
+		// moment on a busy machine): ask again, as a client does.
+		time.Sleep(200 * time.Millisecond)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
-	s.Producers = max(s.Producers, 1)
-	var producers []*wireProducer
-	for i := range s.Producers {
-		n := s.Records / int64(s.Producers)
-		if i == 0 {
-			n += s.Records % int64(s.Producers)
+	defer func() {
+		for _, p := range producers {
+			p.w.Close()
 		}
-		ps, err := newWireProducer(ctx, leaders, s, i, n)
-		for _, p := range ps {
-			defer p.w.Close()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: producer %d: %w", s.Name, i, err)
-		}
-		producers = append(producers, ps...)
-	}
+	}()
 	pr := startProgress(label, s.Records)
 	u := startUsage(d)
 	t0 := time.Now()
@@ -91,9 +91,35 @@ func runProduceWire(ctx context.Context, d deployment, s ProduceSpec, label stri
 	return r, nil
 }
 
+// connectWire makes s.Producers producers, each with its share of
+// s.Records and a connection to every partition leader, warmed up. On an
+// error it closes what it opened.
+func connectWire(ctx context.Context, d deployment, s ProduceSpec) ([]*wireProducer, error) {
+	leaders, err := partitionLeaders(ctx, d.Bootstrap(), s.Topic)
+	if err != nil {
+		return nil, err
+	}
+	var producers []*wireProducer
+	for i := range s.Producers {
+		n := s.Records / int64(s.Producers)
+		if i == 0 {
+			n += s.Records % int64(s.Producers)
+		}
+		ps, err := newWireProducer(ctx, leaders, s, i, n)
+		producers = append(producers, ps...)
+		if err != nil {
+			for _, p := range producers {
+				p.w.Close()
+			}
+			return nil, fmt.Errorf("producer %d: %w", i, err)
+		}
+	}
+	return producers, nil
+}
+
 // partitionLeaders is the client address of each leader of topic's
-// partitions and the partitions it leads, in order, as the first of addrs
-// that answers Metadata says.
+// partitions and the partitions it leads, in order, as Metadata from any of
+// addrs says (createTopic has waited until each of them agrees).
 func partitionLeaders(ctx context.Context, addrs []string, topic string) (map[string][]int32, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
 	if err != nil {
@@ -275,10 +301,11 @@ func (p *wireProducer) run(ctx context.Context, done *atomic.Int64) error {
 	return errors.Join(sendErr, <-readerDone)
 }
 
-// warmWire produces one record to each partition of parts (sequence 0), retrying
-// retriable errors for up to a minute: Kafka may answer NOT_LEADER for a
-// moment after its metadata lists a new partition. It also warms the
-// connection, so the timer measures producing.
+// warmWire produces one record to each partition of parts (sequence 0),
+// retrying retriable errors for up to a minute, except NOT_LEADER: Kafka
+// may answer it for a moment after its metadata lists a new partition, or
+// once a leader has moved, and the caller then asks Metadata again. It also
+// warms the connection, so the timer measures producing.
 func warmWire(ctx context.Context, w *wireConn, topic string, parts []int32, templates [][]batchTemplate, pid int64, epoch int16) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -310,7 +337,7 @@ func warmWire(ctx context.Context, w *wireConn, topic string, parts []int32, tem
 		if err == nil {
 			return nil
 		}
-		if !kerr.IsRetriable(errors.Unwrap(err)) || time.Now().After(deadline) || ctx.Err() != nil {
+		if errors.Is(err, kerr.NotLeaderForPartition) || !kerr.IsRetriable(errors.Unwrap(err)) || time.Now().After(deadline) || ctx.Err() != nil {
 			return err
 		}
 		time.Sleep(50 * time.Millisecond)
