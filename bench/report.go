@@ -273,7 +273,7 @@ func (run *Run) WriteJSON(path string, modes ...Mode) error {
 		perf = nil
 	}
 	data, err := json.MarshalIndent(map[string]any{"started": run.Started.UTC().Format(time.RFC3339), "load_before": run.LoadBefore,
-		"results": rows, "perf": perf, "errors": run.Errors}, "", "  ")
+		"results": rows, "perf": perf, "errors": run.Errors, "notes": run.Notes}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -59,6 +59,13 @@ func (run *Run) ClusterMarkdown(command string) string {
 	if len(errs) > 0 {
 		b.WriteString("Errors during this pass:\n\n" + strings.Join(errs, "") + "\n")
 	}
+	if len(run.Notes) > 0 {
+		b.WriteString("Notes on this pass:\n\n")
+		for _, n := range run.Notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+		b.WriteString("\n")
+	}
 	return b.String()
 }
 

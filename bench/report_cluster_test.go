@@ -76,8 +76,10 @@ func TestClusterMarkdown(t *testing.T) {
 	}
 	run := clusterRun()
 	run.Errors = []string{"kafka cluster: W3: NOT_LEADER_FOR_PARTITION\nlog tail", "strata default: other"}
+	run.Notes = []string{"W1 kafka cluster: measured again"}
 	if md := run.ClusterMarkdown(""); !strings.Contains(md, "Errors during this pass:\n\n- `kafka cluster: W3: NOT_LEADER_FOR_PARTITION`\n\n") ||
-		strings.Contains(md, "log tail") || strings.Contains(md, "strata default") {
+		strings.Contains(md, "log tail") || strings.Contains(md, "strata default") ||
+		!strings.Contains(md, "Notes on this pass:\n\n- W1 kafka cluster: measured again\n") {
 		t.Errorf("the pass's errors, first lines only:\n%s", md)
 	}
 	if strings.Contains(md, "| W1 | strata | 1000 |") {

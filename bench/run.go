@@ -63,6 +63,9 @@ type Run struct {
 	Results    []*Result
 	Perf       []PerfResult
 	Errors     []string
+	// Notes are things that went differently than planned but did not
+	// fail a workload (a cluster workload measured a second time).
+	Notes []string
 }
 
 // PerfResult is one kafka-producer-perf-test run.
