@@ -46,10 +46,12 @@ tools:
 	./compat-tests/scripts/install-kafka.sh
 
 # Strata and the reference Kafka (compat-tests/scripts/install-kafka.sh) one after the
-# other under the same franz-go workloads; BENCH_ARGS passes flags (-quick, -workloads W1,W4).
+# other under the same franz-go workloads, then three of each (RF=3, Kafka 4.4.0); BENCH_ARGS
+# passes flags (-quick, -workloads W1,W4, -no-cluster, -cluster-only).
 BENCH_ARGS ?=
 bench:
 	./compat-tests/scripts/install-kafka.sh
+	KAFKA_VERSION=4.4.0 ./compat-tests/scripts/install-kafka.sh
 	$(GO) run ./bench/cmd/strata-bench $(BENCH_ARGS)
 
 gobench:

@@ -3,7 +3,9 @@
 // writes BENCHMARKS.md and PNG charts from the measurements.
 //
 // The brokers are launched with the chaos package's targets (the real strata
-// binary; Kafka 4.1 in KRaft combined mode from compat-tests/.cache/kafka).
+// binary; Kafka 4.1 in KRaft combined mode from compat-tests/.cache/kafka),
+// and the three-broker clusters with its cluster launcher (Kafka 4.4.0 from
+// compat-tests/.cache/kafka-4.4.0).
 package bench
 
 import (
@@ -32,6 +34,21 @@ type Broker interface {
 	Pid() int
 }
 
+// deployment is what a workload runs against: one broker, or a cluster.
+type deployment interface {
+	Name() string        // the Kind
+	Bootstrap() []string // every broker's client address
+	Pids() []int         // every broker's process
+	Replication() int16  // replication factor of the topics the workloads create
+}
+
+// single is one broker as a deployment: topics have one replica.
+type single struct{ Broker }
+
+func (s single) Bootstrap() []string { return []string{s.Addr()} }
+func (s single) Pids() []int         { return []int{s.Pid()} }
+func (s single) Replication() int16  { return 1 }
+
 // Kind names a broker implementation.
 type Kind string
 
@@ -47,6 +64,7 @@ const (
 	Default Mode = "default" // no fsync on the produce path (both brokers' default)
 	Fsync   Mode = "fsync"   // log.flush.interval.messages=1
 	Pinned  Mode = "pinned"  // default flush, broker on CPU 1 and load generator on CPU 0
+	Cluster Mode = "cluster" // three brokers, RF=3, min.insync.replicas=2, default flush
 )
 
 // newBroker prepares (does not start) a broker of kind k with its data
@@ -157,23 +175,32 @@ func resetPeakRSS(pid int) {
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
 }
 
-// usage brackets one workload: CPU seconds and peak RSS of the broker.
+// usage brackets one workload: CPU seconds and peak RSS of the brokers,
+// summed over a cluster's nodes.
 type usage struct {
-	pid  int
+	pids []int
 	cpu0 float64
 }
 
-func startUsage(b Broker) usage {
-	pid := b.Pid()
-	resetPeakRSS(pid)
-	c, _ := cpuSeconds(pid)
-	return usage{pid: pid, cpu0: c}
+func startUsage(d deployment) usage {
+	u := usage{pids: d.Pids()}
+	for _, pid := range u.pids {
+		resetPeakRSS(pid)
+		c, _ := cpuSeconds(pid)
+		u.cpu0 += c
+	}
+	return u
 }
 
 func (u usage) finish(r *Result) {
-	c, _ := cpuSeconds(u.pid)
-	r.CPUSeconds = c - u.cpu0
-	r.PeakRSS = peakRSS(u.pid)
+	cpu := 0.0
+	r.PeakRSS = 0
+	for _, pid := range u.pids {
+		c, _ := cpuSeconds(pid)
+		cpu += c
+		r.PeakRSS += peakRSS(pid)
+	}
+	r.CPUSeconds = cpu - u.cpu0
 }
 
 func startBroker(ctx context.Context, b Broker) error {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,7 +57,7 @@ func Machine() string {
 	fmt.Fprintf(&b, "- Memory: %s\n", mem)
 	fmt.Fprintf(&b, "- Linux %s\n", strings.TrimSpace(string(kernel)))
 	fmt.Fprintf(&b, "- Go: %s (Strata built with CGO_ENABLED=0 -trimpath)\n", runtime.Version())
-	fmt.Fprintf(&b, "- Java: %s; Kafka 4.1.1 (KRaft combined mode), JVM options as kafka-server-start.sh: `%s`\n", strings.TrimSpace(jl), strings.Join(KafkaJVM, " "))
+	fmt.Fprintf(&b, "- Java: %s; Kafka 4.1.1 (KRaft combined mode) for the single-broker passes, JVM options as kafka-server-start.sh: `%s`; Kafka 4.4.0 for the three-broker pass\n", strings.TrimSpace(jl), strings.Join(KafkaJVM, " "))
 	return b.String()
 }
 
@@ -132,23 +133,7 @@ func (run *Run) Markdown(command, preface string) string {
 			title = "one core each: broker pinned to CPU 1, load generator to CPU 0 (default flush)"
 		}
 		fmt.Fprintf(&b, "## Throughput and latency, %s\n\n", title)
-		b.WriteString("| workload | broker | records | records/s | MB/s | p50 ms | p99 ms | p99.9 ms | CPU s | peak RSS MiB |\n")
-		b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-		for _, w := range []string{"W1", "W1/kgo", "W4", "W4/kgo", "W2", "W2/kgo", "W3", "W3/kgo", "W5", "W6"} {
-			s, k := run.find(w, Strata, m), run.find(w, Kafka, m)
-			for _, r := range []*Result{s, k} {
-				if r == nil {
-					continue
-				}
-				fmt.Fprintf(&b, "| %s | %s | %d | %.0f | %.1f | %s | %s | %s | %.2f | %.0f |\n", w, r.Broker, r.Records,
-					r.RecordsPerSec(), r.MBPerSec(), q(r, 0.5), q(r, 0.99), q(r, 0.999), r.CPUSeconds, mib(r.PeakRSS))
-			}
-			if s != nil && k != nil {
-				fmt.Fprintf(&b, "| %s | **ratio** | | **%s** | | %s | %s | %s | %s | %s |\n", w,
-					ratio(s.RecordsPerSec(), k.RecordsPerSec()), ratioQ(s, k, 0.5), ratioQ(s, k, 0.99), ratioQ(s, k, 0.999),
-					ratio(s.CPUSeconds, k.CPUSeconds), ratio(float64(s.PeakRSS), float64(k.PeakRSS)))
-			}
-		}
+		b.WriteString(run.table(m, []string{"W1", "W1/kgo", "W4", "W4/kgo", "W2", "W2/kgo", "W3", "W3/kgo", "W5", "W6"}))
 		b.WriteString("\n")
 		if m == Default {
 			b.WriteString(run.perfSection())
@@ -170,6 +155,9 @@ func (run *Run) Markdown(command, preface string) string {
 		}
 		b.WriteString("\n")
 	}
+	if run.hasMode(Cluster) {
+		b.WriteString(run.ClusterMarkdown(""))
+	}
 	b.WriteString(run.targets())
 	if len(run.Errors) > 0 {
 		b.WriteString("## Errors during the run\n\n")
@@ -180,6 +168,34 @@ func (run *Run) Markdown(command, preface string) string {
 	}
 	b.WriteString("## Charts\n\n![throughput](bench/report/throughput.png)\n\n![W5 latency CDF](bench/report/latency-cdf.png)\n\n")
 	return b.String()
+}
+
+// table is the throughput and latency table of workloads in mode m: Strata,
+// Kafka and their ratio for each workload either ran.
+func (run *Run) table(m Mode, workloads []string) string {
+	var b strings.Builder
+	b.WriteString("| workload | broker | records | records/s | MB/s | p50 ms | p99 ms | p99.9 ms | CPU s | peak RSS MiB |\n")
+	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, w := range workloads {
+		s, k := run.find(w, Strata, m), run.find(w, Kafka, m)
+		for _, r := range []*Result{s, k} {
+			if r == nil {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %.0f | %.1f | %s | %s | %s | %.2f | %.0f |\n", w, r.Broker, r.Records,
+				r.RecordsPerSec(), r.MBPerSec(), q(r, 0.5), q(r, 0.99), q(r, 0.999), r.CPUSeconds, mib(r.PeakRSS))
+		}
+		if s != nil && k != nil {
+			fmt.Fprintf(&b, "| %s | **ratio** | | **%s** | | %s | %s | %s | %s | %s |\n", w,
+				ratio(s.RecordsPerSec(), k.RecordsPerSec()), ratioQ(s, k, 0.5), ratioQ(s, k, 0.99), ratioQ(s, k, 0.999),
+				ratio(s.CPUSeconds, k.CPUSeconds), ratio(float64(s.PeakRSS), float64(k.PeakRSS)))
+		}
+	}
+	return b.String()
+}
+
+func (run *Run) hasMode(m Mode) bool {
+	return slices.ContainsFunc(run.Results, func(r *Result) bool { return r.Mode == m })
 }
 
 // perfSection is the stock-tool cross-check, shown under the default-flush
@@ -232,8 +248,10 @@ func ratioQ(s, k *Result, p float64) string {
 	return ratio(s.Quantile(p), k.Quantile(p))
 }
 
-// WriteJSON saves the results without the raw latencies, with percentiles.
-func (run *Run) WriteJSON(path string) error {
+// WriteJSON saves the results of modes (every mode when none is named)
+// without the raw latencies, with percentiles; the perf-test rows go with
+// the default mode's.
+func (run *Run) WriteJSON(path string, modes ...Mode) error {
 	type row struct {
 		Result
 		RecordsPerSec float64
@@ -241,13 +259,21 @@ func (run *Run) WriteJSON(path string) error {
 		P50, P99      float64
 		P999          float64 `json:"P99_9"`
 	}
-	var rows []row
+	rows := []row{}
 	for _, r := range run.Results {
+		if len(modes) > 0 && !slices.Contains(modes, r.Mode) {
+			continue
+		}
 		c := *r
 		c.Latencies = nil // the percentiles below summarise them
 		rows = append(rows, row{Result: c, RecordsPerSec: r.RecordsPerSec(), MBPerSec: r.MBPerSec(), P50: r.Quantile(0.5), P99: r.Quantile(0.99), P999: r.Quantile(0.999)})
 	}
-	data, err := json.MarshalIndent(map[string]any{"started": run.Started.UTC().Format(time.RFC3339), "results": rows, "perf": run.Perf, "errors": run.Errors}, "", "  ")
+	perf := run.Perf
+	if len(modes) > 0 && !slices.Contains(modes, Default) {
+		perf = nil
+	}
+	data, err := json.MarshalIndent(map[string]any{"started": run.Started.UTC().Format(time.RFC3339), "load_before": run.LoadBefore,
+		"results": rows, "perf": perf, "errors": run.Errors, "notes": run.Notes}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -20,10 +20,12 @@ import (
 // Config sizes a run.
 type Config struct {
 	StrataBin string
-	KafkaHome string // compat-tests/.cache/kafka
-	WorkDir   string // data dirs go under it; removed after each broker
-	Brokers   []Kind
-	Workloads map[string]bool // W1..W7, PERF; empty means all
+	KafkaHome string // compat-tests/.cache/kafka (4.1.1): the single-broker passes
+	// ClusterKafkaHome is compat-tests/.cache/kafka-4.4.0: the cluster pass.
+	ClusterKafkaHome string
+	WorkDir          string // data dirs go under it; removed after each broker
+	Brokers          []Kind
+	Workloads        map[string]bool // W1..W7, PERF, FAILOVER; empty means all
 
 	W1Records     int64 // 100 B values
 	W2Records     int64 // 1 KB values
@@ -36,7 +38,14 @@ type Config struct {
 	FsyncDisabled bool
 	PinDisabled   bool // skip the pinned pass (W1, W4, W2 with one core each)
 	PerfRecords   int64
-	BatchBytes    int // wire generator batch size (default flag: 16 KiB, the Java producer's batch.size)
+	// The cluster pass (three brokers, RF=3): ClusterDisabled skips it,
+	// SingleDisabled runs it alone (no default, fsync or pinned pass).
+	ClusterDisabled  bool
+	SingleDisabled   bool
+	ClusterW1Records int64
+	ClusterW3Records int64
+	Failovers        int // SIGKILL failovers per cluster
+	BatchBytes       int // wire generator batch size (default flag: 16 KiB, the Java producer's batch.size)
 	// PprofOut, when set, starts Strata with --pprof and saves a CPU profile
 	// of PprofSeconds taken while PprofWorkload (default W1) runs; the
 	// workload should last longer.
@@ -49,9 +58,14 @@ type Config struct {
 // Run is the full set of results.
 type Run struct {
 	Started time.Time
-	Results []*Result
-	Perf    []PerfResult
-	Errors  []string
+	// LoadBefore is /proc/loadavg before the run: other work on the machine.
+	LoadBefore string
+	Results    []*Result
+	Perf       []PerfResult
+	Errors     []string
+	// Notes are things that went differently than planned but did not
+	// fail a workload (a cluster workload measured a second time).
+	Notes []string
 }
 
 // PerfResult is one kafka-producer-perf-test run.
@@ -66,31 +80,72 @@ type PerfResult struct {
 
 func (c *Config) want(w string) bool { return len(c.Workloads) == 0 || c.Workloads[w] }
 
-// Execute runs every selected workload on every broker, default mode then
-// fsync mode.
+// Execute runs every selected workload on every broker, one pass (mode)
+// after the other: default, fsync, pinned, then the cluster.
 func Execute(ctx context.Context, c Config) *Run {
-	run := &Run{Started: time.Now()}
-	modes := []Mode{Default}
-	if !c.FsyncDisabled {
-		modes = append(modes, Fsync)
-	}
-	if !c.PinDisabled {
-		if canPin() {
-			modes = append(modes, Pinned)
-		} else {
-			run.Errors = append(run.Errors, "pinned pass skipped: it needs 2 CPUs")
+	run := &Run{Started: time.Now(), LoadBefore: loadAverage()}
+	var modes []Mode
+	if !c.SingleDisabled {
+		modes = append(modes, Default)
+		if !c.FsyncDisabled {
+			modes = append(modes, Fsync)
 		}
+		if !c.PinDisabled {
+			if canPin() {
+				modes = append(modes, Pinned)
+			} else {
+				run.Errors = append(run.Errors, "pinned pass skipped: it needs 2 CPUs")
+			}
+		}
+	}
+	if !c.ClusterDisabled {
+		modes = append(modes, Cluster)
 	}
 	for _, mode := range modes {
 		for _, k := range c.Brokers {
-			if err := c.runBroker(ctx, run, k, mode); err != nil {
+			t0 := time.Now()
+			var err error
+			if mode == Cluster {
+				err = c.runCluster(ctx, run, k)
+			} else {
+				err = c.runBroker(ctx, run, k, mode)
+			}
+			fmt.Printf("== %s (%s): %s\n", k, mode, time.Since(t0).Round(time.Second))
+			if err != nil {
 				msg := fmt.Sprintf("%s %s: %v", k, mode, err)
 				fmt.Println("ERROR", msg)
 				run.Errors = append(run.Errors, msg)
 			}
 		}
 	}
+	fmt.Printf("== all passes: %s\n", time.Since(run.Started).Round(time.Second))
 	return run
+}
+
+// loadAverage is the first three fields of /proc/loadavg.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// adder records a workload's result in mode and prints it, and passes its
+// error on; a result that comes with an error (a failover whose history
+// check failed) is recorded too.
+func (run *Run) adder(mode Mode) func(*Result, error) error {
+	return func(r *Result, err error) error {
+		if r == nil {
+			return err
+		}
+		r.Mode = mode
+		run.Results = append(run.Results, r)
+		fmt.Printf("   %s %s %s: %.0f records/s, %.1f MB/s, %.2f CPU s, peak RSS %.0f MiB%s\n",
+			r.Workload, r.Broker, mode, r.RecordsPerSec(), r.MBPerSec(), r.CPUSeconds, float64(r.PeakRSS)/(1<<20), latSummary(r))
+		return err
+	}
 }
 
 func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) error {
@@ -112,20 +167,12 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 		return err
 	}
 	defer b.Kill()
+	d := single{b}
 	fmt.Printf("== %s (%s): starting at %s\n", k, mode, b.Addr())
 	if err := startBroker(ctx, b); err != nil {
 		return err
 	}
-	add := func(r *Result, err error) error {
-		if err != nil {
-			return err
-		}
-		r.Mode = mode
-		run.Results = append(run.Results, r)
-		fmt.Printf("   %s %s %s: %.0f records/s, %.1f MB/s, %.2f CPU s, peak RSS %.0f MiB%s\n",
-			r.Workload, k, mode, r.RecordsPerSec(), r.MBPerSec(), r.CPUSeconds, float64(r.PeakRSS)/(1<<20), latSummary(r))
-		return nil
-	}
+	add := run.adder(mode)
 	label := func(w string) string {
 		if pprofAddr != "" && w == c.PprofWorkload {
 			go func() {
@@ -146,47 +193,47 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 			return err
 		}
 		defer pinProcess(os.Getpid())
-		if err := c.runWire(ctx, b, add, label, false); err != nil {
+		if err := c.runWire(ctx, d, add, label, false); err != nil {
 			return err
 		}
 		return stop(b)
 	}
 	if mode == Fsync {
 		if c.want("W1") {
-			if err := add(runProduceWire(ctx, b, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.FsyncRecords, ValueSize: 100, BatchBytes: c.BatchBytes}, label("W1"))); err != nil {
+			if err := add(runProduceWire(ctx, d, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.FsyncRecords, ValueSize: 100, BatchBytes: c.BatchBytes}, label("W1"))); err != nil {
 				return err
 			}
 		}
 		if c.want("W3") {
-			if err := add(runProduceWire(ctx, b, w3Spec(c.FsyncRecords), label("W3"))); err != nil {
+			if err := add(runProduceWire(ctx, d, w3Spec(c.FsyncRecords), label("W3"))); err != nil {
 				return err
 			}
 		}
 		if c.want("W5") {
-			if err := add(runLatency(ctx, b, "W5", "w5", c.W5Rate, c.W5Duration, 100, label("W5"))); err != nil {
+			if err := add(runLatency(ctx, d, "W5", "w5", c.W5Rate, c.W5Duration, 100, label("W5"))); err != nil {
 				return err
 			}
 		}
 		return stop(b)
 	}
-	if err := c.runWire(ctx, b, add, label, true); err != nil {
+	if err := c.runWire(ctx, d, add, label, true); err != nil {
 		return err
 	}
 	if c.want("W3") {
-		if err := add(runProduceWire(ctx, b, w3Spec(c.W3Records), label("W3"))); err != nil {
+		if err := add(runProduceWire(ctx, d, w3Spec(c.W3Records), label("W3"))); err != nil {
 			return err
 		}
-		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W3/kgo", Topic: "w3kgo", Partitions: 6, Records: c.W3Records, ValueSize: 100, Producers: 50, Keys: true, MaxBuf: 64}, label("W3/kgo"))); err != nil {
+		if err := add(runProduce(ctx, d, ProduceSpec{Name: "W3/kgo", Topic: "w3kgo", Partitions: 6, Records: c.W3Records, ValueSize: 100, Producers: 50, Keys: true, MaxBuf: 64}, label("W3/kgo"))); err != nil {
 			return err
 		}
 	}
 	if c.want("W5") {
-		if err := add(runLatency(ctx, b, "W5", "w5", c.W5Rate, c.W5Duration, 100, label("W5"))); err != nil {
+		if err := add(runLatency(ctx, d, "W5", "w5", c.W5Rate, c.W5Duration, 100, label("W5"))); err != nil {
 			return err
 		}
 	}
 	if c.want("W6") {
-		if err := add(runProduce(ctx, b, ProduceSpec{Name: "W6", Topic: "w6", Partitions: 1000, Records: c.W6Records, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W6"))); err != nil {
+		if err := add(runProduce(ctx, d, ProduceSpec{Name: "W6", Topic: "w6", Partitions: 1000, Records: c.W6Records, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W6"))); err != nil {
 			return err
 		}
 	}
@@ -227,33 +274,33 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 
 // runWire runs W1, W4 on W1's data, and W2 on the wire generator, and with
 // withKgo also their /kgo reference runs, in the order the report lists them.
-func (c *Config) runWire(ctx context.Context, b Broker, add func(*Result, error) error, label func(string) string, withKgo bool) error {
+func (c *Config) runWire(ctx context.Context, d deployment, add func(*Result, error) error, label func(string) string, withKgo bool) error {
 	if c.want("W1") {
-		if err := add(runProduceWire(ctx, b, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.W1Records, ValueSize: 100, BatchBytes: c.BatchBytes}, label("W1"))); err != nil {
+		if err := add(runProduceWire(ctx, d, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.W1Records, ValueSize: 100, BatchBytes: c.BatchBytes}, label("W1"))); err != nil {
 			return err
 		}
 		if c.want("W4") {
-			if err := add(runConsumeWire(ctx, b, "W4", "w1", 6, c.W1Records, 100, label("W4"))); err != nil {
+			if err := add(runConsumeWire(ctx, d, "W4", "w1", 6, c.W1Records, 100, label("W4"))); err != nil {
 				return err
 			}
 			if withKgo {
-				if err := add(runConsume(ctx, b, "W4/kgo", "w1", c.W1Records, label("W4/kgo"))); err != nil {
+				if err := add(runConsume(ctx, d, "W4/kgo", "w1", c.W1Records, label("W4/kgo"))); err != nil {
 					return err
 				}
 			}
 		}
 		if withKgo {
-			if err := add(runProduce(ctx, b, ProduceSpec{Name: "W1/kgo", Topic: "w1kgo", Partitions: 6, Records: c.W1Records, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W1/kgo"))); err != nil {
+			if err := add(runProduce(ctx, d, ProduceSpec{Name: "W1/kgo", Topic: "w1kgo", Partitions: 6, Records: c.W1Records, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W1/kgo"))); err != nil {
 				return err
 			}
 		}
 	}
 	if c.want("W2") {
-		if err := add(runProduceWire(ctx, b, ProduceSpec{Name: "W2", Topic: "w2", Partitions: 6, Records: c.W2Records, ValueSize: 1000, BatchBytes: c.BatchBytes}, label("W2"))); err != nil {
+		if err := add(runProduceWire(ctx, d, ProduceSpec{Name: "W2", Topic: "w2", Partitions: 6, Records: c.W2Records, ValueSize: 1000, BatchBytes: c.BatchBytes}, label("W2"))); err != nil {
 			return err
 		}
 		if withKgo {
-			if err := add(runProduce(ctx, b, ProduceSpec{Name: "W2/kgo", Topic: "w2kgo", Partitions: 6, Records: c.W2Records, ValueSize: 1000, Linger: 5 * time.Millisecond}, label("W2/kgo"))); err != nil {
+			if err := add(runProduce(ctx, d, ProduceSpec{Name: "W2/kgo", Topic: "w2kgo", Partitions: 6, Records: c.W2Records, ValueSize: 1000, Linger: 5 * time.Millisecond}, label("W2/kgo"))); err != nil {
 				return err
 			}
 		}
@@ -283,7 +330,7 @@ func latSummary(r *Result) string {
 // the same way (log recovery included).
 func (c *Config) startupRecovery(ctx context.Context, b Broker, k Kind) (*Result, error) {
 	r := &Result{Workload: "W7", Broker: k, Millis: map[string]float64{}}
-	if err := createTopic(ctx, b.Addr(), "w7start", 1, nil); err != nil {
+	if err := createTopic(ctx, single{b}, "w7start", 1, nil); err != nil {
 		return nil, err
 	}
 	if err := stop(b); err != nil {
@@ -297,7 +344,7 @@ func (c *Config) startupRecovery(ctx context.Context, b Broker, k Kind) (*Result
 	r.Millis["start"] = float64(d.Microseconds()) / 1000
 	seg := "10485760"
 	n := c.W7Bytes / 1000
-	pr, err := runProduce(ctx, b, ProduceSpec{Name: "W7 fill", Topic: "w7", Partitions: 1, Records: n, ValueSize: 1000,
+	pr, err := runProduce(ctx, single{b}, ProduceSpec{Name: "W7 fill", Topic: "w7", Partitions: 1, Records: n, ValueSize: 1000,
 		Linger: 5 * time.Millisecond, Configs: map[string]*string{"segment.bytes": &seg}}, fmt.Sprintf("W7 fill %s", k))
 	if err != nil {
 		return nil, err
@@ -328,7 +375,7 @@ var perfLine = regexp.MustCompile(`(\d+) records sent, ([\d.]+) records/sec \(([
 // perfTest runs org.apache.kafka.tools.ProducerPerformance (the class
 // behind kafka-producer-perf-test.sh) with W1's shape against b.
 func (c *Config) perfTest(ctx context.Context, b Broker, k Kind) (PerfResult, error) {
-	if err := createTopic(ctx, b.Addr(), "perf", 6, nil); err != nil {
+	if err := createTopic(ctx, single{b}, "perf", 6, nil); err != nil {
 		return PerfResult{}, err
 	}
 	args := []string{"-Xmx512m", "-Dlog4j2.configurationFile=" + filepath.Join(c.KafkaHome, "tools-log4j2.properties"),

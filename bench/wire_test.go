@@ -3,11 +3,14 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/strata-io/strata/chaos"
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -17,10 +20,7 @@ import (
 // kgo.Client: every record the generator counted must be there, in order
 // per partition, with the template's value size.
 func TestWireGeneratorAgainstStrata(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "strata")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/strata").CombinedOutput(); err != nil {
-		t.Fatalf("build strata: %v\n%s", err, out)
-	}
+	bin := buildStrata(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b, err := newBroker(Strata, Default, bin, "", t.TempDir(), "")
@@ -32,7 +32,7 @@ func TestWireGeneratorAgainstStrata(t *testing.T) {
 		t.Fatal(err)
 	}
 	const records, partitions = 30_001, 6
-	pr, err := runProduceWire(ctx, b, ProduceSpec{Name: "W1", Topic: "wire", Partitions: partitions, Records: records, ValueSize: 100, BatchBytes: 4096}, "produce")
+	pr, err := runProduceWire(ctx, single{b}, ProduceSpec{Name: "W1", Topic: "wire", Partitions: partitions, Records: records, ValueSize: 100, BatchBytes: 4096}, "produce")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestWireGeneratorAgainstStrata(t *testing.T) {
 	}
 	// The warm-up adds one record per partition.
 	const want = records + partitions
-	cr, err := runConsumeWire(ctx, b, "W4", "wire", partitions, records, 100, "consume")
+	cr, err := runConsumeWire(ctx, single{b}, "W4", "wire", partitions, records, 100, "consume")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +75,100 @@ func TestWireGeneratorAgainstStrata(t *testing.T) {
 		}
 		if next[p] != share {
 			t.Errorf("partition %d holds %d records, want %d", p, next[p], share)
+		}
+	}
+}
+
+func buildStrata(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "strata")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/strata").CombinedOutput(); err != nil {
+		t.Fatalf("build strata: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestWireGeneratorAgainstStrataCluster runs the keyed wire producers of the
+// cluster pass against three Strata nodes: the topic must have three
+// replicas in sync on every partition, and reading it back from all three
+// brokers must find each producer's share in the partition its keys hash
+// to, every key where the Java and franz-go partitioners put it.
+func TestWireGeneratorAgainstStrataCluster(t *testing.T) {
+	bin := buildStrata(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := chaos.NewStrataCluster(bin, chaos.ClusterConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.KillAll()
+	if err := cl.StartAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const records, partitions, producers = 6_001, 6, 2
+	spec := ProduceSpec{Name: "W3", Topic: "wire", Partitions: partitions, Records: records, ValueSize: 100, Producers: producers, Keys: true, BatchBytes: 1024}
+	pr, err := runProduceWire(ctx, clusterDeployment{cl}, spec, "produce")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, cl.LogTails(2000))
+	}
+	if pr.Records != records || len(pr.Latencies) == 0 {
+		t.Fatalf("produce result: %d records, %d latencies", pr.Records, len(pr.Latencies))
+	}
+	ps, err := cl.Describe(ctx, 1, "wire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != partitions {
+		t.Fatalf("%d partitions: %v", len(ps), ps)
+	}
+	leaders := map[int32]bool{}
+	for _, p := range ps {
+		if len(p.Replicas) != 3 || !p.Full() {
+			t.Errorf("not replicated to all three: %v", p)
+		}
+		leaders[p.Leader] = true
+	}
+	// One connection per producer to each leader.
+	if want := fmt.Sprintf("%d producer(s) on %d connection(s)", producers, producers*len(leaders)); !strings.Contains(pr.Note, want) {
+		t.Errorf("produce result %q, want %q", pr.Note, want)
+	}
+
+	rd, err := kgo.NewClient(kgo.SeedBrokers(cl.Bootstrap()...), kgo.ConsumeTopics("wire"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	// Each producer's warm-up adds one record per partition.
+	const want = records + producers*partitions
+	partitioner := kgo.StickyKeyPartitioner(nil).ForTopic("wire")
+	counts := map[int32]int64{}
+	for n := 0; n < want; {
+		fs := rd.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("after %d records: %v", n, err)
+		}
+		for it := fs.RecordIter(); !it.Done(); n++ {
+			r := it.Next()
+			if got := partitioner.Partition(r, partitions); got != int(r.Partition) || len(r.Value) != 100 {
+				t.Fatalf("partition %d offset %d: key hashes to %d, %d-byte value", r.Partition, r.Offset, got, len(r.Value))
+			}
+			counts[r.Partition]++
+		}
+	}
+	for p := range int32(partitions) {
+		var share int64 = producers // the warm-ups
+		for i := range int64(producers) {
+			n := int64(records / producers)
+			if i == 0 {
+				n += records % producers
+			}
+			share += n / partitions
+			if int64(p) < n%partitions {
+				share++
+			}
+		}
+		if counts[p] != share {
+			t.Errorf("partition %d holds %d records, want %d", p, counts[p], share)
 		}
 	}
 }

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	mrand "math/rand/v2"
+	"net"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,45 +34,51 @@ type wirePending struct {
 }
 
 // runProduceWire is a throughput workload for s.Producers idempotent
-// acks=all producers on the wire generator, each on its own connection
-// with its share of s.Records: each Produce request carries one batch of
-// up to s.BatchBytes for every partition, with up to five requests in
-// flight per producer. With s.Keys, each record has a 16-byte random key
-// that hashes (murmur2, as the Java and franz-go partitioners) to its
+// acks=all producers on the wire generator, each with its share of
+// s.Records and one connection to each partition leader, as a client has:
+// each Produce request carries one batch of up to s.BatchBytes for every
+// partition the broker leads, with up to five requests in flight per
+// connection. With s.Keys, each record has a 16-byte random key that
+// hashes (murmur2, as the Java and franz-go partitioners) to its
 // partition. Latency is per request, from its write to its
 // acknowledgement.
-func runProduceWire(ctx context.Context, b Broker, s ProduceSpec, label string) (*Result, error) {
-	if err := createTopic(ctx, b.Addr(), s.Topic, s.Partitions, s.Configs); err != nil {
+func runProduceWire(ctx context.Context, d deployment, s ProduceSpec, label string) (*Result, error) {
+	if err := createTopic(ctx, d, s.Topic, s.Partitions, s.Configs); err != nil {
 		return nil, err
 	}
 	s.Producers = max(s.Producers, 1)
-	producers := make([]*wireProducer, s.Producers)
-	for i := range producers {
-		n := s.Records / int64(s.Producers)
-		if i == 0 {
-			n += s.Records % int64(s.Producers)
+	var producers []*wireProducer
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; {
+		producers, err = connectWire(ctx, d, s)
+		if err == nil || !errors.Is(err, kerr.NotLeaderForPartition) || time.Now().After(deadline) || ctx.Err() != nil {
+			break
 		}
-		p, err := newWireProducer(ctx, b.Addr(), s, i, n)
-		if err != nil {
-			return nil, fmt.Errorf("%s: producer %d: %w", s.Name, i, err)
-		}
-		defer p.w.Close()
-		producers[i] = p
+		// A leader moved after Metadata named it (a broker fenced for a
+		// moment on a busy machine): ask again, as a client does.
+		time.Sleep(200 * time.Millisecond)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	defer func() {
+		for _, p := range producers {
+			p.w.Close()
+		}
+	}()
 	pr := startProgress(label, s.Records)
-	u := startUsage(b)
+	u := startUsage(d)
 	t0 := time.Now()
 	errs := make(chan error, len(producers))
 	for _, p := range producers {
 		go func() { errs <- p.run(ctx, &pr.done) }()
 	}
-	var err error
 	for range producers {
 		err = errors.Join(err, <-errs)
 	}
 	elapsed := time.Since(t0)
 	pr.stop()
-	r := &Result{Workload: s.Name, Broker: kindOf(b), Records: s.Records, Bytes: s.Records * int64(s.ValueSize), Seconds: elapsed.Seconds()}
+	r := &Result{Workload: s.Name, Broker: kindOf(d), Records: s.Records, Bytes: s.Records * int64(s.ValueSize), Seconds: elapsed.Seconds()}
 	u.finish(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
@@ -77,69 +87,133 @@ func runProduceWire(ctx context.Context, b Broker, s ProduceSpec, label string) 
 		r.Latencies = append(r.Latencies, p.lat...)
 	}
 	slices.Sort(r.Latencies)
-	r.Note = fmt.Sprintf("wire generator, %d producer(s), %d records per batch", s.Producers, producers[0].perBatch)
+	r.Note = fmt.Sprintf("wire generator, %d producer(s) on %d connection(s), %d records per batch", s.Producers, len(producers), producers[0].perBatch)
 	return r, nil
 }
 
-// wireProducer is one idempotent producer of the wire generator.
+// connectWire makes s.Producers producers, each with its share of
+// s.Records and a connection to every partition leader, warmed up. On an
+// error it closes what it opened.
+func connectWire(ctx context.Context, d deployment, s ProduceSpec) ([]*wireProducer, error) {
+	leaders, err := partitionLeaders(ctx, d.Bootstrap(), s.Topic)
+	if err != nil {
+		return nil, err
+	}
+	var producers []*wireProducer
+	for i := range s.Producers {
+		n := s.Records / int64(s.Producers)
+		if i == 0 {
+			n += s.Records % int64(s.Producers)
+		}
+		ps, err := newWireProducer(ctx, leaders, s, i, n)
+		producers = append(producers, ps...)
+		if err != nil {
+			for _, p := range producers {
+				p.w.Close()
+			}
+			return nil, fmt.Errorf("producer %d: %w", i, err)
+		}
+	}
+	return producers, nil
+}
+
+// partitionLeaders is the client address of each leader of topic's
+// partitions and the partitions it leads, in order, as Metadata from any of
+// addrs says (createTopic has waited until each of them agrees).
+func partitionLeaders(ctx context.Context, addrs []string, topic string) (map[string][]int32, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	t, ok := md.Topics[topic]
+	if !ok || t.Err != nil {
+		return nil, fmt.Errorf("metadata of %s: topic missing (%v)", topic, t.Err)
+	}
+	leaders := map[string][]int32{}
+	for _, p := range t.Partitions.Sorted() {
+		i := slices.IndexFunc(md.Brokers, func(b kadm.BrokerDetail) bool { return b.NodeID == p.Leader })
+		if i < 0 {
+			return nil, fmt.Errorf("%s[%d]: leader %d not among the brokers", topic, p.Partition, p.Leader)
+		}
+		addr := net.JoinHostPort(md.Brokers[i].Host, strconv.Itoa(int(md.Brokers[i].Port)))
+		leaders[addr] = append(leaders[addr], p.Partition)
+	}
+	return leaders, nil
+}
+
+// wireProducer is one connection of an idempotent producer of the wire
+// generator, to the leader of the partitions parts.
 type wireProducer struct {
 	w         *wireConn
 	topic     string
 	pid       int64
 	epoch     int16
-	templates [][]batchTemplate // per partition
+	parts     []int32           // partitions this connection produces to
+	templates [][]batchTemplate // per entry of parts
 	perBatch  int64
-	remaining []int64 // records still to send, per partition
-	seq       []int32
+	remaining []int64 // records still to send, per entry of parts
+	seq       []int32 // next sequence, per entry of parts
 	lat       []int64
 }
 
-// newWireProducer connects, gets a producer ID, builds the batch templates
-// and produces the warm-up records: everything before the timer starts.
-func newWireProducer(ctx context.Context, addr string, s ProduceSpec, id int, records int64) (*wireProducer, error) {
-	w, err := dialWire(addr)
-	if err != nil {
-		return nil, err
-	}
-	p := &wireProducer{w: w, topic: s.Topic, remaining: make([]int64, s.Partitions), seq: make([]int32, s.Partitions)}
-	if p.pid, p.epoch, err = initProducerID(ctx, w); err != nil {
-		w.Close()
-		return nil, err
-	}
-	rng := mrand.New(mrand.NewPCG(uint64(id), 11))
-	partitioner := kgo.StickyKeyPartitioner(nil).ForTopic(s.Topic)
-	p.templates = make([][]batchTemplate, s.Partitions)
-	for part := range p.templates {
-		var key func() []byte
-		if s.Keys {
-			key = func() []byte {
-				for {
-					k := randomValue(rng, 16)
-					if partitioner.Partition(&kgo.Record{Key: k}, int(s.Partitions)) == part {
-						return k
+// newWireProducer is producer id: a connection to each leader, sharing one
+// producer ID, each with its batch templates and warm-up records sent;
+// everything before the timer starts. The connections it returns are open
+// even when it fails.
+func newWireProducer(ctx context.Context, leaders map[string][]int32, s ProduceSpec, id int, records int64) ([]*wireProducer, error) {
+	var ps []*wireProducer
+	for _, addr := range slices.Sorted(maps.Keys(leaders)) {
+		w, err := dialWire(addr)
+		if err != nil {
+			return ps, err
+		}
+		parts := leaders[addr]
+		p := &wireProducer{w: w, topic: s.Topic, parts: parts, remaining: make([]int64, len(parts)), seq: make([]int32, len(parts))}
+		ps = append(ps, p)
+		if len(ps) == 1 {
+			if p.pid, p.epoch, err = initProducerID(ctx, w); err != nil {
+				return ps, err
+			}
+		} else {
+			p.pid, p.epoch = ps[0].pid, ps[0].epoch
+		}
+		rng := mrand.New(mrand.NewPCG(uint64(id), 11+uint64(len(ps)-1)))
+		partitioner := kgo.StickyKeyPartitioner(nil).ForTopic(s.Topic)
+		p.templates = make([][]batchTemplate, len(parts))
+		for i, part := range parts {
+			var key func() []byte
+			if s.Keys {
+				key = func() []byte {
+					for {
+						k := randomValue(rng, 16)
+						if partitioner.Partition(&kgo.Record{Key: k}, int(s.Partitions)) == int(part) {
+							return k
+						}
 					}
 				}
 			}
+			for range wireTemplates {
+				p.templates[i] = append(p.templates[i], newBatchTemplate(rng, s.ValueSize, s.BatchBytes, key))
+			}
+			p.remaining[i] = records / int64(s.Partitions)
+			if int64(part) < records%int64(s.Partitions) {
+				p.remaining[i]++
+			}
 		}
-		for range wireTemplates {
-			p.templates[part] = append(p.templates[part], newBatchTemplate(rng, s.ValueSize, s.BatchBytes, key))
+		p.perBatch = int64(len(p.templates[0][0].ends))
+		if err := warmWire(ctx, w, s.Topic, parts, p.templates, p.pid, p.epoch); err != nil {
+			return ps, fmt.Errorf("warm-up produce to %s: %w", addr, err)
+		}
+		for i := range p.seq {
+			p.seq[i] = 1
 		}
 	}
-	p.perBatch = int64(len(p.templates[0][0].ends))
-	for part := range p.remaining {
-		p.remaining[part] = records / int64(s.Partitions)
-		if int64(part) < records%int64(s.Partitions) {
-			p.remaining[part]++
-		}
-	}
-	if err := warmWire(ctx, w, s.Topic, p.templates, p.pid, p.epoch); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("warm-up produce: %w", err)
-	}
-	for part := range p.seq {
-		p.seq[part] = 1
-	}
-	return p, nil
+	return ps, nil
 }
 
 // run sends every remaining record, adding acknowledged ones to done.
@@ -182,20 +256,20 @@ func (p *wireProducer) run(ctx context.Context, done *atomic.Int64) error {
 		now := time.Now().UnixMilli()
 		buf, bounds = buf[:0], bounds[:0]
 		var records int64
-		for part := range int32(len(p.templates)) {
-			m := min(p.perBatch, p.remaining[part])
+		for i, part := range p.parts {
+			m := min(p.perBatch, p.remaining[i])
 			if m == 0 {
 				continue
 			}
-			t := &p.templates[part][round%wireTemplates]
+			t := &p.templates[i][round%wireTemplates]
 			start := len(buf)
-			buf = t.appendBatch(buf, int(m), p.pid, p.epoch, p.seq[part], now)
+			buf = t.appendBatch(buf, int(m), p.pid, p.epoch, p.seq[i], now)
 			bounds = append(bounds, start, len(buf))
 			rp := kmsg.NewProduceRequestTopicPartition()
 			rp.Partition = part
 			topic.Partitions = append(topic.Partitions, rp)
-			p.seq[part] += int32(m)
-			p.remaining[part] -= m
+			p.seq[i] += int32(m)
+			p.remaining[i] -= m
 			records += m
 		}
 		if records == 0 {
@@ -227,11 +301,12 @@ func (p *wireProducer) run(ctx context.Context, done *atomic.Int64) error {
 	return errors.Join(sendErr, <-readerDone)
 }
 
-// warmWire produces one record to every partition (sequence 0), retrying
-// retriable errors for up to a minute: Kafka may answer NOT_LEADER for a
-// moment after its metadata lists a new partition. It also warms the
-// connection, so the timer measures producing.
-func warmWire(ctx context.Context, w *wireConn, topic string, templates [][]batchTemplate, pid int64, epoch int16) error {
+// warmWire produces one record to each partition of parts (sequence 0),
+// retrying retriable errors for up to a minute, except NOT_LEADER: Kafka
+// may answer it for a moment after its metadata lists a new partition, or
+// once a leader has moved, and the caller then asks Metadata again. It also
+// warms the connection, so the timer measures producing.
+func warmWire(ctx context.Context, w *wireConn, topic string, parts []int32, templates [][]batchTemplate, pid int64, epoch int16) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		req := kmsg.NewPtrProduceRequest()
@@ -240,10 +315,10 @@ func warmWire(ctx context.Context, w *wireConn, topic string, templates [][]batc
 		req.TimeoutMillis = 30_000
 		t := kmsg.NewProduceRequestTopic()
 		t.Topic = topic
-		for p := range templates {
+		for i, p := range parts {
 			part := kmsg.NewProduceRequestTopicPartition()
-			part.Partition = int32(p)
-			part.Records = templates[p][0].appendBatch(nil, 1, pid, epoch, 0, time.Now().UnixMilli())
+			part.Partition = p
+			part.Records = templates[i][0].appendBatch(nil, 1, pid, epoch, 0, time.Now().UnixMilli())
 			t.Partitions = append(t.Partitions, part)
 		}
 		req.Topics = append(req.Topics, t)
@@ -262,7 +337,7 @@ func warmWire(ctx context.Context, w *wireConn, topic string, templates [][]batc
 		if err == nil {
 			return nil
 		}
-		if !kerr.IsRetriable(errors.Unwrap(err)) || time.Now().After(deadline) || ctx.Err() != nil {
+		if errors.Is(err, kerr.NotLeaderForPartition) || !kerr.IsRetriable(errors.Unwrap(err)) || time.Now().After(deadline) || ctx.Err() != nil {
 			return err
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -295,16 +370,17 @@ func initProducerID(ctx context.Context, w *wireConn) (int64, int16, error) {
 }
 
 // runConsumeWire reads all of topic's partitions from offset 0 to the high
-// watermark with one consumer and checks that at least records records
+// watermark with one consumer, from the first broker d lists (the
+// single-broker passes only), and checks that at least records records
 // came back.
-func runConsumeWire(ctx context.Context, b Broker, name, topic string, partitions int32, records int64, valueSize int, label string) (*Result, error) {
+func runConsumeWire(ctx context.Context, d deployment, name, topic string, partitions int32, records int64, valueSize int, label string) (*Result, error) {
 	pr := startProgress(label, records)
 	defer pr.stop()
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	u := startUsage(b)
+	u := startUsage(d)
 	t0 := time.Now()
-	if err := consumeWire(cctx, b.Addr(), topic, partitions, &pr.done); err != nil {
+	if err := consumeWire(cctx, d.Bootstrap()[0], topic, partitions, &pr.done); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	elapsed := time.Since(t0)
@@ -312,7 +388,7 @@ func runConsumeWire(ctx context.Context, b Broker, name, topic string, partition
 	if n < records {
 		return nil, fmt.Errorf("%s: read %d records to the high watermark, want at least %d", name, n, records)
 	}
-	r := &Result{Workload: name, Broker: kindOf(b), Records: n, Bytes: n * int64(valueSize), Seconds: elapsed.Seconds(),
+	r := &Result{Workload: name, Broker: kindOf(d), Records: n, Bytes: n * int64(valueSize), Seconds: elapsed.Seconds(),
 		Note: "wire generator: batch headers read, CRCs checked, records counted"}
 	u.finish(r)
 	return r, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	mrand "math/rand/v2"
 	"slices"
 	"sync"
@@ -13,7 +14,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Result is one workload on one broker in one mode.
@@ -28,9 +31,14 @@ type Result struct {
 	PeakRSS    int64
 	// Latencies in nanoseconds, sorted (produce-to-ack, or produce-to-consume for W5).
 	Latencies []int64 `json:",omitempty"`
-	// Millis holds start-up and recovery times (W7), keyed by what was timed.
+	// Millis holds start-up and recovery times (W7) and failover pauses,
+	// keyed by what was timed.
 	Millis map[string]float64
-	Note   string
+	// Lost and Duplicates are what a failover's history check found;
+	// ControllerKilled says its killed leader was the active controller too.
+	Lost, Duplicates int  `json:",omitempty"`
+	ControllerKilled bool `json:",omitempty"`
+	Note             string
 }
 
 // RecordsPerSec is the measured rate.
@@ -106,47 +114,93 @@ func startProgress(label string, total int64) *progress {
 
 func (p *progress) stop() { close(p.stopC); p.wg.Wait() }
 
-func createTopic(ctx context.Context, addr, topic string, partitions int32, configs map[string]*string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+// createTopic makes topic with d's replication factor (min.insync.replicas=2
+// when replicated, unless configs say otherwise) and waits until every
+// partition has a leader and its full ISR.
+func createTopic(ctx context.Context, d deployment, topic string, partitions int32, configs map[string]*string) error {
+	rf := d.Replication()
+	if rf > 1 {
+		configs = maps.Clone(configs)
+		if configs == nil {
+			configs = map[string]*string{}
+		}
+		if _, ok := configs["min.insync.replicas"]; !ok {
+			two := "2"
+			configs["min.insync.replicas"] = &two
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(d.Bootstrap()...))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, topic)
+	resp, err := adm.CreateTopic(ctx, partitions, rf, configs, topic)
 	if err != nil {
 		return err
 	}
 	if resp.Err != nil {
 		return fmt.Errorf("create topic %s: %w", topic, resp.Err)
 	}
-	// Wait until metadata lists every partition with a leader (Kafka
-	// propagates new topics asynchronously).
+	// Wait until every broker's metadata lists every partition with a
+	// leader and all its replicas in sync: brokers learn of a new topic
+	// asynchronously, and the wire producers go straight to the leaders.
+	for _, addr := range d.Bootstrap() {
+		if err := waitTopicReady(ctx, addr, topic, partitions, rf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitTopicReady waits up to a minute until the broker at addr itself (not
+// one it leads the client to) answers Metadata with every partition of
+// topic led and rf replicas in sync.
+func waitTopicReady(ctx context.Context, addr, topic string, partitions int32, rf int16) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	last := "no answer"
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		md, err := adm.Metadata(ctx, topic)
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl.SeedBrokers()[0])
 		if err != nil {
+			last = err.Error()
 			continue
 		}
-		t, ok := md.Topics[topic]
-		if !ok || t.Err != nil || len(t.Partitions) != int(partitions) {
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != int(partitions) {
+			last = fmt.Sprintf("%d topics, error %v", len(resp.Topics), topicErr(resp))
 			continue
 		}
 		ready := true
-		for _, p := range t.Partitions {
-			if p.Leader < 0 || p.Err != nil {
+		for _, p := range resp.Topics[0].Partitions {
+			if p.Leader < 0 || p.ErrorCode != 0 || len(p.ISR) < int(rf) {
 				ready = false
+				last = fmt.Sprintf("partition %d: leader %d, ISR %v, error %v", p.Partition, p.Leader, p.ISR, kerr.ErrorForCode(p.ErrorCode))
 			}
 		}
 		if ready {
 			return nil
 		}
 	}
-	return fmt.Errorf("topic %s not ready", topic)
+	return fmt.Errorf("topic %s not ready on %s: %s", topic, addr, last)
 }
 
-func producerOpts(addr, topic string, linger time.Duration, extra ...kgo.Opt) []kgo.Opt {
+func topicErr(resp *kmsg.MetadataResponse) error {
+	if len(resp.Topics) == 0 {
+		return nil
+	}
+	return kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+}
+
+func producerOpts(addrs []string, topic string, linger time.Duration, extra ...kgo.Opt) []kgo.Opt {
 	return append([]kgo.Opt{
-		kgo.SeedBrokers(addr),
+		kgo.SeedBrokers(addrs...),
 		kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // acks=all, idempotent (franz-go's default)
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
@@ -176,8 +230,8 @@ type ProduceSpec struct {
 
 // runProduce creates the topic and produces as fast as the broker takes it,
 // timing from the first Produce call to the last acknowledgement.
-func runProduce(ctx context.Context, b Broker, s ProduceSpec, label string) (*Result, error) {
-	if err := createTopic(ctx, b.Addr(), s.Topic, s.Partitions, s.Configs); err != nil {
+func runProduce(ctx context.Context, d deployment, s ProduceSpec, label string) (*Result, error) {
+	if err := createTopic(ctx, d, s.Topic, s.Partitions, s.Configs); err != nil {
 		return nil, err
 	}
 	if s.Producers == 0 {
@@ -188,7 +242,7 @@ func runProduce(ctx context.Context, b Broker, s ProduceSpec, label string) (*Re
 	}
 	clients := make([]*kgo.Client, s.Producers)
 	for i := range clients {
-		cl, err := kgo.NewClient(producerOpts(b.Addr(), s.Topic, s.Linger, kgo.MaxBufferedRecords(s.MaxBuf))...)
+		cl, err := kgo.NewClient(producerOpts(d.Bootstrap(), s.Topic, s.Linger, kgo.MaxBufferedRecords(s.MaxBuf))...)
 		if err != nil {
 			return nil, err
 		}
@@ -203,7 +257,7 @@ func runProduce(ctx context.Context, b Broker, s ProduceSpec, label string) (*Re
 	var nlat atomic.Int64
 	var firstErr atomic.Value
 	pr := startProgress(label, s.Records)
-	u := startUsage(b)
+	u := startUsage(d)
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	for i, cl := range clients {
@@ -246,7 +300,7 @@ func runProduce(ctx context.Context, b Broker, s ProduceSpec, label string) (*Re
 	wg.Wait()
 	elapsed := time.Since(t0)
 	pr.stop()
-	r := &Result{Workload: s.Name, Broker: kindOf(b), Records: s.Records, Bytes: s.Records * int64(s.ValueSize), Seconds: elapsed.Seconds()}
+	r := &Result{Workload: s.Name, Broker: kindOf(d), Records: s.Records, Bytes: s.Records * int64(s.ValueSize), Seconds: elapsed.Seconds()}
 	u.finish(r)
 	if err, _ := firstErr.Load().(error); err != nil {
 		return nil, fmt.Errorf("%s: produce: %w", s.Name, err)
@@ -258,15 +312,15 @@ func runProduce(ctx context.Context, b Broker, s ProduceSpec, label string) (*Re
 
 // runConsume reads records records of topic from the start with one
 // direct consumer.
-func runConsume(ctx context.Context, b Broker, name, topic string, records int64, label string) (*Result, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumeTopics(topic),
+func runConsume(ctx context.Context, d deployment, name, topic string, records int64, label string) (*Result, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(d.Bootstrap()...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
 	pr := startProgress(label, records)
-	u := startUsage(b)
+	u := startUsage(d)
 	t0 := time.Now()
 	var n, bytes int64
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
@@ -292,7 +346,7 @@ func runConsume(ctx context.Context, b Broker, name, topic string, records int64
 	}
 	elapsed := time.Since(t0)
 	pr.stop()
-	r := &Result{Workload: name, Broker: kindOf(b), Records: n, Bytes: bytes, Seconds: elapsed.Seconds()}
+	r := &Result{Workload: name, Broker: kindOf(d), Records: n, Bytes: bytes, Seconds: elapsed.Seconds()}
 	u.finish(r)
 	return r, nil
 }
@@ -300,16 +354,16 @@ func runConsume(ctx context.Context, b Broker, name, topic string, records int64
 // runLatency produces at a fixed rate for dur while a consumer reads the
 // same topic; each value starts with its produce time, and the latency of
 // a record is its consume time minus that. The first second is warm-up.
-func runLatency(ctx context.Context, b Broker, name, topic string, rate int, dur time.Duration, valueSize int, label string) (*Result, error) {
-	if err := createTopic(ctx, b.Addr(), topic, 6, nil); err != nil {
+func runLatency(ctx context.Context, d deployment, name, topic string, rate int, dur time.Duration, valueSize int, label string) (*Result, error) {
+	if err := createTopic(ctx, d, topic, 6, nil); err != nil {
 		return nil, err
 	}
-	prod, err := kgo.NewClient(producerOpts(b.Addr(), topic, 0, kgo.MaxBufferedRecords(1_000_000))...)
+	prod, err := kgo.NewClient(producerOpts(d.Bootstrap(), topic, 0, kgo.MaxBufferedRecords(1_000_000))...)
 	if err != nil {
 		return nil, err
 	}
 	defer prod.Close()
-	cons, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumeTopics(topic),
+	cons, err := kgo.NewClient(kgo.SeedBrokers(d.Bootstrap()...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
 		return nil, err
@@ -343,7 +397,7 @@ func runLatency(ctx context.Context, b Broker, name, topic string, rate int, dur
 		consumed <- nil
 	}()
 	var firstErr atomic.Value
-	u := startUsage(b)
+	u := startUsage(d)
 	rng := mrand.New(mrand.NewPCG(1, 2))
 	t0 := time.Now()
 	for i := int64(0); i < total; {
@@ -373,7 +427,7 @@ func runLatency(ctx context.Context, b Broker, name, topic string, rate int, dur
 	if err, _ := firstErr.Load().(error); err != nil {
 		return nil, fmt.Errorf("%s: produce: %w", name, err)
 	}
-	r := &Result{Workload: name, Broker: kindOf(b), Records: total, Bytes: total * int64(valueSize), Seconds: elapsed.Seconds(), Latencies: lat}
+	r := &Result{Workload: name, Broker: kindOf(d), Records: total, Bytes: total * int64(valueSize), Seconds: elapsed.Seconds(), Latencies: lat}
 	u.finish(r)
 	slices.Sort(r.Latencies)
 	return r, nil
@@ -423,4 +477,4 @@ func timedStart(ctx context.Context, b Broker, topic string) (time.Duration, err
 	return t1.Sub(t0), nil
 }
 
-func kindOf(b Broker) Kind { return Kind(b.Name()) }
+func kindOf(d deployment) Kind { return Kind(d.Name()) }

@@ -79,6 +79,9 @@ type ClusterConfig struct {
 	// Netns, when set, runs node id inside Netns's namespace id on its own
 	// address instead of on 127.0.0.1 (netns.go).
 	Netns *Netns
+	// KafkaJVM holds the java options of each Kafka node, placed before -cp;
+	// nil means -Xmx512m -XX:+UseSerialGC. bench sets kafka-server-start's.
+	KafkaJVM []string
 }
 
 // clusterProps is the one server.properties template of both brokers: node
@@ -174,11 +177,15 @@ func NewKafkaCluster(home string, cfg ClusterConfig) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	jvm := cfg.KafkaJVM
+	if jvm == nil {
+		jvm = []string{"-Xmx512m", "-XX:+UseSerialGC"}
+	}
 	java := func(n *clusterNode, log4j, main string, args ...string) []string {
-		return append([]string{"java", "-Xmx512m", "-XX:+UseSerialGC",
-			"-Dlog4j2.configurationFile=" + filepath.Join(home, log4j),
-			"-Dkafka.logs.file=" + filepath.Join(n.dir, "kafka.log"),
-			"-cp", filepath.Join(home, "libs", "*"), main}, args...)
+		return append(append(append([]string{"java"}, jvm...),
+			"-Dlog4j2.configurationFile="+filepath.Join(home, log4j),
+			"-Dkafka.logs.file="+filepath.Join(n.dir, "kafka.log"),
+			"-cp", filepath.Join(home, "libs", "*"), main), args...)
 	}
 	clusterID := kafkaClusterID()
 	c.format = func(ctx context.Context, n *clusterNode) error {
@@ -233,6 +240,9 @@ func (c *Cluster) Bootstrap() []string {
 
 // Addr is node id's client address.
 func (c *Cluster) Addr(id int32) string { return c.node(id).addr }
+
+// Pid is node id's process id, 0 when it is not running.
+func (c *Cluster) Pid(id int32) int { return c.node(id).Pid() }
 
 // StartAll launches every node at once (a KRaft quorum needs a majority to
 // elect a leader before any broker serves) and waits until each serves.

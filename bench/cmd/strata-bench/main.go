@@ -1,10 +1,13 @@
 // Command strata-bench builds strata from the tree, runs the bench
 // workloads against it and against the reference Apache Kafka (installed by
-// compat-tests/scripts/install-kafka.sh), one after the other, and writes
-// BENCHMARKS.md and bench/report/*.png.
+// compat-tests/scripts/install-kafka.sh: 4.1.1 for the single-broker passes,
+// KAFKA_VERSION=4.4.0 for the three-broker cluster pass), one after the
+// other, and writes BENCHMARKS.md, bench/report/*.png, results.json and
+// cluster.json.
 //
 //	go run ./bench/cmd/strata-bench            # full run (make bench)
 //	go run ./bench/cmd/strata-bench -quick     # tiny counts, a smoke test
+//	go run ./bench/cmd/strata-bench -cluster-only   # the three-broker pass alone; rewrites its section of BENCHMARKS.md
 //	go run ./bench/cmd/strata-bench -redraw bench/report/results.json   # throughput.png from saved results
 package main
 
@@ -27,10 +30,15 @@ func main() {
 	var (
 		repo      = flag.String("repo", ".", "repository root (holds go.mod)")
 		brokers   = flag.String("brokers", "strata,kafka", "brokers to run, in order")
-		workloads = flag.String("workloads", "", "comma-separated subset of W1..W7,PERF (default all)")
+		workloads = flag.String("workloads", "", "comma-separated subset of W1..W7,PERF,FAILOVER (default all; the cluster pass runs W1, W3, W5, FAILOVER)")
 		quick     = flag.Bool("quick", false, "tiny record counts: a smoke test, not a measurement")
 		noFsync   = flag.Bool("no-fsync", false, "skip the fsync-on-every-produce pass")
 		noPin     = flag.Bool("no-pinned", false, "skip the pinned pass (broker on CPU 1, load generator on CPU 0: W1, W4, W2)")
+		noCluster = flag.Bool("no-cluster", false, "skip the cluster pass (three brokers of each kind, RF=3, acks=all: W1, W3, W5 and the failover)")
+		onlyClust = flag.Bool("cluster-only", false, "run the cluster pass alone; with -out, rewrite only its section of the report")
+		cw1       = flag.Int64("cluster-w1", 2_000_000, "W1 records in the cluster pass")
+		cw3       = flag.Int64("cluster-w3", 500_000, "W3 records in the cluster pass")
+		failovers = flag.Int("failovers", 3, "SIGKILL failovers per cluster in the cluster pass")
 		out       = flag.String("out", "BENCHMARKS.md", "report file (relative to -repo); empty prints it (the default with -quick)")
 		reportDir = flag.String("report-dir", "", "charts and results.json (relative to -repo); default bench/report with -out BENCHMARKS.md, else .cache/bench/report")
 		w1        = flag.Int64("w1", 10_000_000, "W1 (and W4) records")
@@ -67,7 +75,9 @@ func main() {
 		return
 	}
 	cfg := bench.Config{
-		KafkaHome: filepath.Join(root, "compat-tests", ".cache", "kafka"),
+		KafkaHome:        filepath.Join(root, "compat-tests", ".cache", "kafka"),
+		ClusterKafkaHome: filepath.Join(root, "compat-tests", ".cache", "kafka-4.4.0"),
+		ClusterDisabled:  *noCluster, SingleDisabled: *onlyClust, ClusterW1Records: *cw1, ClusterW3Records: *cw3, Failovers: *failovers,
 		WorkDir:   filepath.Join(root, ".cache", "bench"),
 		W1Records: *w1, W2Records: *w2, W3Records: *w3, W5Rate: *w5rate, W5Duration: *w5dur,
 		W6Records: *w6, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, PinDisabled: *noPin, PerfRecords: *perfN, BatchBytes: *batch,
@@ -82,6 +92,7 @@ func main() {
 	if *quick {
 		cfg.W1Records, cfg.W2Records, cfg.W3Records, cfg.W6Records = 20_000, 5_000, 5_000, 5_000
 		cfg.W5Rate, cfg.W5Duration, cfg.W7Bytes, cfg.FsyncRecords, cfg.PerfRecords = 5_000, 3*time.Second, 30_000_000, 2_000, 20_000
+		cfg.ClusterW1Records, cfg.ClusterW3Records, cfg.Failovers = 20_000, 5_000, 1
 	}
 	for _, b := range strings.Split(*brokers, ",") {
 		cfg.Brokers = append(cfg.Brokers, bench.Kind(strings.TrimSpace(b)))
@@ -122,17 +133,35 @@ func main() {
 		rdir = filepath.Join(root, rdir)
 	}
 	check(os.MkdirAll(rdir, 0o755))
-	check(run.Charts(rdir))
-	check(run.WriteJSON(filepath.Join(rdir, "results.json")))
-	command := "make bench   # = go run ./bench/cmd/strata-bench " + strings.Join(os.Args[1:], " ")
-	md := run.Markdown(command, "")
-	if extra, err := os.ReadFile(filepath.Join(root, *notes)); err == nil {
-		md += string(extra)
+	if !cfg.SingleDisabled {
+		check(run.Charts(rdir))
+		check(run.WriteJSON(filepath.Join(rdir, "results.json"), bench.Default, bench.Fsync, bench.Pinned))
+	}
+	if !cfg.ClusterDisabled {
+		check(run.WriteJSON(filepath.Join(rdir, "cluster.json"), bench.Cluster))
+	}
+	args := "go run ./bench/cmd/strata-bench " + strings.Join(os.Args[1:], " ")
+	var md string
+	if cfg.SingleDisabled {
+		md = run.ClusterMarkdown(args)
+	} else {
+		md = run.Markdown("make bench   # = "+args, "")
+		if extra, err := os.ReadFile(filepath.Join(root, *notes)); err == nil {
+			md += string(extra)
+		}
 	}
 	if *out != "" {
 		path := *out
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(root, path)
+		}
+		if cfg.SingleDisabled {
+			// Keep the single-broker passes' report; replace the cluster's section.
+			doc, err := os.ReadFile(path)
+			if err != nil && !os.IsNotExist(err) {
+				check(err)
+			}
+			md = bench.SpliceSection(string(doc), md)
 		}
 		check(os.WriteFile(path, []byte(md), 0o644))
 		fmt.Printf("wrote %s and %s\n", path, rdir)
