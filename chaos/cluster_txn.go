@@ -6,7 +6,7 @@ package chaos
 // poll, writes one output record per input record and commits its offsets
 // (TxnOffsetCommit), while the harness SIGKILLs the leader of an input or
 // output partition, the transaction coordinator's broker or the group
-// coordinator's, every few seconds, and restarts it. At the end a
+// coordinator's, in turn, every few seconds, and restarts it. At the end a
 // read_committed read of the output must hold every input exactly once and
 // nothing of an aborted transaction (CheckTxn).
 
@@ -154,6 +154,7 @@ func TxnExactlyOnce(ctx context.Context, opts TxnOptions) (TxnRunReport, error) 
 	kinds := []string{victimInputLeader, victimOutputLeader, victimTxnCoord, victimGroupCoord}
 	lastRestart := time.Now()
 	var trErr error
+	skipped := 0 // kills not made for want of a victim, so the next kind comes next
 kills:
 	for {
 		up := opts.MinUp + time.Duration(rng.Int64N(int64(opts.MaxUp-opts.MinUp)+1))
@@ -164,10 +165,11 @@ kills:
 			break kills
 		case <-time.After(up):
 		}
-		kind := kinds[rng.IntN(len(kinds))]
+		kind := kinds[(rep.Kills+skipped)%len(kinds)]
 		victim, err := txnVictim(ctx, c, opts, kind, rng.Int32N(opts.Partitions))
 		if err != nil {
 			log.Warn("no victim found", zap.String("kind", kind), zap.Error(err))
+			skipped++
 			continue
 		}
 		if err := c.Kill(victim); err != nil {
