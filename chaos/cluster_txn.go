@@ -4,7 +4,7 @@ package chaos
 // run survives leader kills exactly once"): a franz-go GroupTransactSession
 // reads a filled input topic read_committed and, in one transaction per
 // poll, writes one output record per input record and commits its offsets
-// (TxnOffsetCommit), while the harness SIGKILLs the leader of an input or
+// (TxnOffsetCommit), aborting every tenth transaction on purpose, while the harness SIGKILLs the leader of an input or
 // output partition, the transaction coordinator's broker or the group
 // coordinator's, in turn, every few seconds, and restarts it. At the end a
 // read_committed read of the output must hold every input exactly once and
@@ -33,6 +33,7 @@ type TxnOptions struct {
 	Records    int    // input records (default 10000)
 	Rate       int    // input records transformed per second at most (default 200), so the run spans kills
 	PerTxn     int    // input records per transaction at most (default 50)
+	AbortEvery int    // abort every AbortEvery-th transaction on purpose (default 10), so aborted records are always in the output's log
 	Group      string // default "eos"
 	TxnID      string // default "eos-transform"
 	MinUp      time.Duration
@@ -61,6 +62,9 @@ func (o *TxnOptions) defaults() {
 	}
 	if o.PerTxn == 0 {
 		o.PerTxn = 50
+	}
+	if o.AbortEvery == 0 {
+		o.AbortEvery = 10
 	}
 	if o.Group == "" {
 		o.Group = "eos"
@@ -202,7 +206,7 @@ kills:
 	if err != nil {
 		return rep, fmt.Errorf("read_committed read of the output (a transaction left open holds it back): %w", err)
 	}
-	uncommitted, err := readTxnOutput(ctx, c, opts.Output, opts.Partitions, kgo.ReadUncommitted())
+	uncommitted, err := readTxnOutput(ctx, c, opts.Output, opts.Partitions, kgo.ReadCommitted())
 	if err != nil {
 		return rep, fmt.Errorf("read_uncommitted read of the output: %w", err)
 	}
@@ -319,7 +323,7 @@ func (tr *transformer) session(ctx context.Context) (bool, error) {
 			out[i] = &kgo.Record{Value: r.Value, Partition: r.Partition,
 				Headers: []kgo.RecordHeader{{Key: "attempt", Value: []byte(strconv.FormatInt(attempt, 10))}}}
 		}
-		try := kgo.TryCommit
+		try := kgo.TransactionEndTry(attempt%int64(o.AbortEvery) != 0)
 		pctx, cancel = context.WithTimeout(ctx, time.Minute)
 		if err := s.ProduceSync(pctx, out...).FirstErr(); err != nil {
 			tr.noteErr(fmt.Errorf("produce: %w", err))

@@ -52,8 +52,9 @@ func runExactlyOnce(t *testing.T, c *Cluster) {
 		t.Fatalf("%v\n%s", err, c.LogTails(3000))
 	}
 	t.Logf("%s exactly once: %v", c.Name(), rep)
-	if rep.Kills == 0 || rep.Check.Commits == 0 {
-		t.Errorf("%d kills, %d committed transactions: the workload did not run under kills", rep.Kills, rep.Check.Commits)
+	if rep.Kills == 0 || rep.Check.Commits == 0 || rep.Check.Aborts == 0 || rep.Check.InLog <= rep.Check.Visible {
+		t.Errorf("%d kills, %d committed and %d aborted transactions, %d records in the output's log and %d visible: the workload did not run under kills with aborts",
+			rep.Kills, rep.Check.Commits, rep.Check.Aborts, rep.Check.InLog, rep.Check.Visible)
 	}
 	if !rep.Check.OK() {
 		t.Errorf("exactly once broken: %s", rep.Check.Summary())
