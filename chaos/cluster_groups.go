@@ -226,7 +226,8 @@ func GroupOffsetsFailover(ctx context.Context, opts GroupOffsetsOptions) (GroupO
 		})
 		if err != nil {
 			m.cl.Close()
-			return rep, fmt.Errorf("round %d: %w", round, err)
+			return rep, fmt.Errorf("round %d: coordinator %d killed, the group committed %v; node %d last served %v, %d older answers: %w",
+				round, gr.Victim, committed, gr.NewCoordinator, gr.Served, gr.Stale, err)
 		}
 		gr.FailoverTook = time.Since(killAt)
 		if len(wrong) > 0 {
