@@ -206,7 +206,7 @@ kills:
 	if err != nil {
 		return rep, fmt.Errorf("read_committed read of the output (a transaction left open holds it back): %w", err)
 	}
-	uncommitted, err := readTxnOutput(ctx, c, opts.Output, opts.Partitions, kgo.ReadCommitted())
+	uncommitted, err := readTxnOutput(ctx, c, opts.Output, opts.Partitions, kgo.ReadUncommitted())
 	if err != nil {
 		return rep, fmt.Errorf("read_uncommitted read of the output: %w", err)
 	}
