@@ -64,6 +64,7 @@ func (o *GroupOffsetsOptions) defaults() {
 // GroupRound is one coordinator kill.
 type GroupRound struct {
 	Victim         int32           // the group's coordinator, killed
+	Controller     int32           // the active controller then (-1 if unknown): killing it costs a Raft election first
 	NewCoordinator int32           // the coordinator FindCoordinator named afterwards
 	Committed      map[int32]int64 // what the member committed before the kill
 	Served         map[int32]int64 // what the new coordinator's OffsetFetch answered
@@ -78,8 +79,8 @@ type GroupRound struct {
 }
 
 func (r GroupRound) String() string {
-	return fmt.Sprintf("coordinator %d killed, %d served the commit %v %d ms later (%d older answers before), %d polled past the commit, ISR full %d ms after the restart",
-		r.Victim, r.NewCoordinator, r.Served, r.FailoverTook.Milliseconds(), r.Stale, r.Uncommitted, r.ISRFullAfter.Milliseconds())
+	return fmt.Sprintf("coordinator %d killed (active controller %d), %d served the commit %v %d ms later (%d older answers before), %d polled past the commit, ISR full %d ms after the restart",
+		r.Victim, r.Controller, r.NewCoordinator, r.Served, r.FailoverTook.Milliseconds(), r.Stale, r.Uncommitted, r.ISRFullAfter.Milliseconds())
 }
 
 // GroupOffsetsReport is what a group-offsets run showed.
@@ -194,6 +195,7 @@ func GroupOffsetsFailover(ctx context.Context, opts GroupOffsetsOptions) (GroupO
 			m.cl.Close()
 			return rep, fmt.Errorf("round %d: %w", round, err)
 		}
+		gr.Controller = c.QuorumLeader(ctx)
 		killAt := time.Now()
 		if err := c.Kill(gr.Victim); err != nil {
 			m.cl.Close()
