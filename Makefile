@@ -6,7 +6,7 @@
 #   make gobench  the go test benchmarks
 #   make fuzz   every Fuzz* target in the repo for FUZZTIME each (default 30s)
 #   make chaos  longer process-kill runs (chaos/), 200 kills by default
-#   make cluster-chaos  three-node failover, random-kill and network-partition runs (chaos/cluster.go), not in make test
+#   make cluster-chaos  three-node failover, random-kill, network-partition, group-offsets and exactly-once runs (chaos/cluster.go), not in make test
 
 GO ?= go
 TEST_TIMEOUT ?= 15m
@@ -83,12 +83,13 @@ CHAOS_ENV ?= STRATA_KILLS=200
 chaos:
 	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 180m -run '^Test(Strata|Kafka)Kills$$|PowerLoss' ./chaos
 
-# Three-node runs (chaos/cluster.go): leader failover by SIGKILL and SIGSTOP, then random
-# kills (STRATA_KILLS of them, 200 by default). CHAOS_ENV adds STRATA_CHAOS_KAFKA=1 for
+# Three-node runs (chaos/cluster.go): leader failover by SIGKILL and SIGSTOP, random
+# kills (STRATA_KILLS of them, 200 by default), group coordinator kills and an
+# exactly-once consume-transform-produce run under leader and coordinator kills. CHAOS_ENV adds STRATA_CHAOS_KAFKA=1 for
 # the Apache Kafka 4.4.0 control and STRATA_CLUSTER=1 for Strata (README, Testing).
 cluster-chaos:
 	KAFKA_VERSION=4.4.0 ./compat-tests/scripts/install-kafka.sh
-	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 300m -run 'Cluster(Failover|Kills|Partition)|NetnsIsolate' ./chaos
+	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 300m -run 'Cluster(Failover|Kills|Partition|GroupOffsets|ExactlyOnce)|NetnsIsolate' ./chaos
 
 # Compatibility matrix: real clients against Strata and Apache Kafka 4.1
 # (compat-tests/README.md). Writes compat-tests/report/matrix.{json,md}; fails only when a

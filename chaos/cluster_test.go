@@ -22,6 +22,10 @@ import (
 //	STRATA_CLUSTER_SECONDS=180  length of the kills run (default 180)
 //	STRATA_CHAOS_SEED=7         seed of the kill schedule (default 1)
 //	STRATA_CLUSTER_CLIENT_LOG=d the producer's franz-go debug log of each run into directory d
+//	                            (the exactly-once run's: the transformer's)
+//	STRATA_GROUP_ROUNDS=3       group coordinator kills in the group-offsets run (cluster_txn_test.go)
+//	STRATA_EOS_RECORDS=10000    input records of the exactly-once run
+//	STRATA_EOS_RATE=200         input records the exactly-once run transforms per second at most
 //	STRATA_PARTITIONS=3         network partitions of the leader per cluster (cluster_partition_test.go; needs root)
 
 // clientLog is the producer's debug log file for run, when
