@@ -5,7 +5,7 @@
 #   make bench  Strata vs Apache Kafka side by side (bench/, writes BENCHMARKS.md)
 #   make gobench  the go test benchmarks
 #   make fuzz   every Fuzz* target in the repo for FUZZTIME each (default 30s)
-#   make chaos  longer process-kill runs (chaos/), 200 kills by default
+#   make chaos  longer process-kill runs (chaos/), one node and three, 200 kills by default
 #   make cluster-chaos  three-node failover, random-kill, network-partition, group-offsets and exactly-once runs (chaos/cluster.go), not in make test
 
 GO ?= go
@@ -80,8 +80,12 @@ clean:
 # Longer process-kill runs (chaos/): CHAOS_ENV sets STRATA_KILLS, STRATA_CHAOS_KAFKA=1,
 # STRATA_CHAOS_POWERLOSS=1, STRATA_CHAOS_SEED (README, Testing).
 CHAOS_ENV ?= STRATA_KILLS=200
+# The three-node random kills (Strata's cluster always; Kafka's with STRATA_CHAOS_KAFKA=1)
+# follow the single node's.
 chaos:
+	KAFKA_VERSION=4.4.0 ./compat-tests/scripts/install-kafka.sh
 	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 180m -run '^Test(Strata|Kafka)Kills$$|PowerLoss' ./chaos
+	env STRATA_CLUSTER=1 $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 180m -run '^Test(Strata|Kafka)ClusterKills$$' ./chaos
 
 # Three-node runs (chaos/cluster.go): leader failover by SIGKILL and SIGSTOP, random
 # kills (STRATA_KILLS of them, 200 by default), group coordinator kills and an
