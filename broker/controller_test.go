@@ -118,7 +118,7 @@ func startQuorumNode(t *testing.T, cluster ClusterConfig) (*Broker, string) {
 		t.Fatal(err)
 	}
 	store, err := quorum.Open(quorum.Config{NodeID: testNodeID, Dir: filepath.Join(t.TempDir(), quorum.DirName),
-		Voters: []quorum.Voter{{ID: testNodeID, Addr: addr}}, Transport: cl.Transport(logger), Logger: logger,
+		Voters: []quorum.Voter{{ID: testNodeID, Addr: addr}}, Transport: cl.Transport(10*time.Second, logger), Logger: logger,
 		HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func startQuorum(s settings, cfg *broker.Config, log *zap.Logger) (stop func() e
 		return nil, fmt.Errorf("controller listener %s: %w", s.ControllerListener, err)
 	}
 	store, err := quorum.Open(quorum.Config{NodeID: s.NodeID, Dir: filepath.Join(s.LogDir, quorum.DirName), Voters: s.Voters,
-		Transport: cl.Transport(logger), Logger: logger,
+		Transport: cl.Transport(s.Quorum.Request, logger), Logger: logger,
 		HeartbeatTimeout: s.Quorum.Fetch, ElectionTimeout: max(s.Quorum.Election, s.Quorum.Fetch)})
 	if err != nil {
 		cl.Close()

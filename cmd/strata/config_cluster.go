@@ -29,7 +29,7 @@ var clusterKeys = []string{
 	"replica.fetch.max.bytes", "replica.fetch.response.max.bytes", "replica.fetch.min.bytes",
 	"replica.fetch.wait.max.ms", "replica.fetch.backoff.ms",
 	"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
-	"controller.quorum.fetch.timeout.ms", "controller.quorum.election.timeout.ms",
+	"controller.quorum.fetch.timeout.ms", "controller.quorum.election.timeout.ms", "controller.quorum.request.timeout.ms",
 }
 
 // quorumTimeouts are raft's timing on a cluster node, with Kafka's names:
@@ -39,14 +39,16 @@ var clusterKeys = []string{
 // shorter than the heartbeat timeout: the longer of the two is used).
 // Election has Kafka's default; Fetch defaults to hashicorp/raft's 1 s,
 // half of Kafka's 2 s, as a paused leader is replaced after it. A killed
-// leader is replaced sooner (metadata/quorum/election.go).
+// leader is replaced sooner (metadata/quorum/election.go). A request to
+// another voter is given up after Request, with Kafka's default.
 type quorumTimeouts struct {
 	Fetch    time.Duration // controller.quorum.fetch.timeout.ms
 	Election time.Duration // controller.quorum.election.timeout.ms
+	Request  time.Duration // controller.quorum.request.timeout.ms
 }
 
 func defaultQuorumTimeouts() quorumTimeouts {
-	return quorumTimeouts{Fetch: time.Second, Election: time.Second}
+	return quorumTimeouts{Fetch: time.Second, Election: time.Second, Request: 2 * time.Second}
 }
 
 // loadClusterSettings fills s.Cluster on a node of a cluster: the
@@ -82,6 +84,7 @@ func loadClusterSettings(p *propReader, s *settings, log *zap.Logger) {
 	// Raft refuses timeouts under 5 ms.
 	p.millis(&s.Quorum.Fetch, "controller.quorum.fetch.timeout.ms", 5, math.MaxInt32)
 	p.millis(&s.Quorum.Election, "controller.quorum.election.timeout.ms", 5, math.MaxInt32)
+	p.millis(&s.Quorum.Request, "controller.quorum.request.timeout.ms", 1, math.MaxInt32)
 	if name, ok := p.get("inter.broker.listener.name"); ok {
 		c.InterBrokerListener = strings.ToUpper(name)
 	}

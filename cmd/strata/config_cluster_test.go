@@ -37,6 +37,7 @@ func TestClusterNodeReadsTheClusterKeys(t *testing.T) {
 		"leader.imbalance.check.interval.seconds":  "30",
 		"controller.quorum.fetch.timeout.ms":       "700",
 		"controller.quorum.election.timeout.ms":    "300",
+		"controller.quorum.request.timeout.ms":     "900",
 	}), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +55,7 @@ func TestClusterNodeReadsTheClusterKeys(t *testing.T) {
 	if s.Cluster != want {
 		t.Errorf("cluster settings\n%+v\nwant\n%+v", s.Cluster, want)
 	}
-	if q := (quorumTimeouts{Fetch: 700 * time.Millisecond, Election: 300 * time.Millisecond}); s.Quorum != q {
+	if q := (quorumTimeouts{Fetch: 700 * time.Millisecond, Election: 300 * time.Millisecond, Request: 900 * time.Millisecond}); s.Quorum != q {
 		t.Errorf("quorum timeouts %+v, want %+v", s.Quorum, q)
 	}
 
@@ -66,8 +67,8 @@ func TestClusterNodeReadsTheClusterKeys(t *testing.T) {
 	if def.Cluster.ReplicaSelector != "" || def.Cluster.SessionTimeout != d.SessionTimeout || def.Cluster.HeartbeatInterval != d.HeartbeatInterval || def.Cluster.ReplicaFetch != d.ReplicaFetch {
 		t.Errorf("defaults %+v, want Kafka's %+v", def.Cluster, d)
 	}
-	if def.Quorum != (quorumTimeouts{Fetch: time.Second, Election: time.Second}) {
-		t.Errorf("quorum timeouts %+v, want raft's 1000 and Kafka's 1000 ms", def.Quorum)
+	if def.Quorum != (quorumTimeouts{Fetch: time.Second, Election: time.Second, Request: 2 * time.Second}) {
+		t.Errorf("quorum timeouts %+v, want raft's 1000 and Kafka's 1000 and 2000 ms", def.Quorum)
 	}
 
 	single, err := loadSettings(combined(map[string]string{"broker.session.timeout.ms": "3000"}), zap.NewNop())

@@ -143,9 +143,12 @@ func (c *watchedConn) Read(p []byte) (int, error) {
 func (l *ControllerListener) Kafka() net.Listener { return &l.kafka }
 
 // Transport is raft's transport over the listener: it accepts the raft
-// connections and dials the other voters' listeners with raftMagic.
-func (l *ControllerListener) Transport(logger *zap.Logger) raft.Transport {
-	return raft.NewNetworkTransportWithLogger(streamLayer{l}, 3, 10*time.Second, raftLogger(logger))
+// connections and dials the other voters' listeners with raftMagic. A
+// request to another voter fails after timeout (a snapshot gets more, by
+// its size): a connection to a voter cut off without a reset is given up
+// then, and the next request dials again.
+func (l *ControllerListener) Transport(timeout time.Duration, logger *zap.Logger) raft.Transport {
+	return raft.NewNetworkTransportWithLogger(streamLayer{l}, 3, timeout, raftLogger(logger))
 }
 
 // streamLayer is raft.StreamLayer on the controller listener.

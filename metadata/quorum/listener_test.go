@@ -40,7 +40,7 @@ func TestControllerListenerCarriesRaftAndKafka(t *testing.T) {
 		}
 		cls = append(cls, cl)
 		s, err := Open(Config{NodeID: v.ID, Dir: filepath.Join(base, strconv.Itoa(int(v.ID))), Voters: voters,
-			Transport: cl.Transport(logger), Logger: logger, HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond})
+			Transport: cl.Transport(10*time.Second, logger), Logger: logger, HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
