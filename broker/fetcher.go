@@ -356,7 +356,7 @@ func (t *fetcherThread) dial() (net.Conn, error) {
 	if c != nil {
 		return c, nil
 	}
-	c, err := net.DialTimeout("tcp", t.key.addr, 10*time.Second)
+	c, err := dialPeer(t.key.addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial leader %d at %s: %w", t.key.leader, t.key.addr, err)
 	}
