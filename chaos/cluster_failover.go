@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 )
 
@@ -64,8 +66,11 @@ type FailoverOptions struct {
 	After   int           // acknowledgements after the new leader is seen, and again after the ISR is full (default 2 s worth)
 	StopFor time.Duration // FaultStop: how long the leader stays stopped (default 10 s)
 	Acks    kgo.Acks      // the zero value means all; kgo.LeaderAck() only to show what the checker catches
-	Tuning  ProducerTuning
-	Logger  *zap.Logger
+	// OnController places the partition's preferred leader on the active
+	// controller, so the fault hits both.
+	OnController bool
+	Tuning       ProducerTuning
+	Logger       *zap.Logger
 }
 
 func (o *FailoverOptions) defaults() {
@@ -257,6 +262,49 @@ func createReplicatedTopic(ctx context.Context, c *Cluster, topic string, partit
 	return nil
 }
 
+// createLedBy makes topic with one partition replicated to every node,
+// lead first (its preferred leader), min.insync.replicas=2.
+func createLedBy(ctx context.Context, c *Cluster, topic string, lead int32) error {
+	if lead < 1 {
+		return fmt.Errorf("create topic %s: no active controller to lead it", topic)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	replicas := []int32{lead}
+	for _, id := range c.IDs() {
+		if id != lead {
+			replicas = append(replicas, id)
+		}
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Replicas = replicas
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+	cfg.Name, cfg.Value = "min.insync.replicas", kmsg.StringPtr("2")
+	rt.Configs = append(rt.Configs, cfg)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(cctx, cl)
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	if len(resp.Topics) != 1 {
+		return fmt.Errorf("create topic %s: %d topics answered", topic, len(resp.Topics))
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		return fmt.Errorf("create topic %s led by %d: %w", topic, lead, err)
+	}
+	return nil
+}
+
 // Failover measures one leader failure under a steady producer: it creates
 // the topic, waits for its ISR to be full, produces opts.Before
 // acknowledgements, applies the fault to the partition's leader, waits for
@@ -269,7 +317,13 @@ func Failover(ctx context.Context, opts FailoverOptions) (FailoverReport, error)
 	opts.defaults()
 	c, log := opts.Cluster, opts.Logger
 	rep := FailoverReport{Fault: opts.Fault}
-	if err := createReplicatedTopic(ctx, c, opts.Topic, 1); err != nil {
+	create := createReplicatedTopic
+	if opts.OnController {
+		create = func(ctx context.Context, c *Cluster, topic string, _ int32) error {
+			return createLedBy(ctx, c, topic, c.QuorumLeader(ctx))
+		}
+	}
+	if err := create(ctx, c, opts.Topic, 1); err != nil {
 		return rep, err
 	}
 	if _, err := c.ISRFull(ctx, time.Minute, opts.Topic); err != nil {
