@@ -29,8 +29,8 @@ type broker struct {
 	addr  string // every node's client address, comma-separated: the clients' bootstrap list
 	rf    int16  // replication factor of every topic the harness and the runners create on it
 	nodes []*node
-	// clusterClients and clusterScen restrict the cells a cluster target runs (nil: all).
-	clusterClients, clusterScen map[string]bool
+	// skip names the clients and scenarios the target leaves out (a cluster's -cluster-skip).
+	skip map[string]bool
 }
 
 // node is one broker process of a target.

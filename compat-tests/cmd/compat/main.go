@@ -72,8 +72,7 @@ func main() {
 	flag.StringVar(&h.strataSrc, "strata-src", "..", "Strata's source tree (the main module) to build")
 	rf := flag.Int("replication-factor", 1, "replication factor of every topic the harness and the runners create on the single-node targets")
 	targets := flag.String("targets", targetNames(), "comma-separated targets (matrix columns) to run")
-	clusterClients := flag.String("cluster-clients", "", "comma-separated clients the cluster targets run (default all that run)")
-	clusterScen := flag.String("cluster-scenarios", "", "comma-separated scenarios the cluster targets run (default all that run)")
+	clusterSkip := flag.String("cluster-skip", defaultClusterSkip, "comma-separated clients and scenarios the cluster targets leave out ('' runs every cell there too)")
 	expected := flag.String("expected", "expected-pass.txt", "expected-pass list")
 	outDir := flag.String("out", "report", "report directory")
 	flag.Parse()
@@ -81,7 +80,7 @@ func main() {
 		fatal(fmt.Errorf("-replication-factor %d: want 1..32767", *rf))
 	}
 	h.rf = int16(*rf)
-	sel := targetSel{clusterClients: filter(*clusterClients), clusterScen: filter(*clusterScen)}
+	sel := targetSel{clusterSkip: filter(*clusterSkip)}
 	var err error
 	if sel.names, err = parseTargets(*targets); err != nil {
 		fatal(err)
