@@ -40,7 +40,8 @@ type node struct {
 	dir     string // the node's directory (server.properties, logs, data)
 	dataDir string // where the partition directories live
 	log     string
-	cmd     *exec.Cmd
+	cmd     *exec.Cmd     // nil until launched
+	exited  chan struct{} // closed once cmd exited
 }
 
 // up says the target started (one that could not has no addresses).
@@ -58,8 +59,8 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// launch starts argv in its own process group with output to n.log and registers the stop.
-func (h *harness) launch(b *broker, n *node, argv ...string) error {
+// launch starts argv in its own process group with output to n.log.
+func (h *harness) launch(n *node, argv ...string) error {
 	f, err := os.Create(n.log)
 	if err != nil {
 		return err
@@ -73,17 +74,31 @@ func (h *harness) launch(b *broker, n *node, argv ...string) error {
 		return err
 	}
 	n.cmd = cmd
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); f.Close(); close(exited) }()
-	h.atExit(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
+	n.exited = make(chan struct{})
+	go func() { cmd.Wait(); f.Close(); close(n.exited) }()
+	return nil
+}
+
+// stop stops every node of b that runs, all at once (a cluster's nodes one
+// after the other would each wait out the others' shutdown), and keeps
+// their logs next to the run's logs.
+func (h *harness) stop(b *broker) {
+	for _, n := range b.nodes {
+		if n.cmd != nil {
+			syscall.Kill(-n.cmd.Process.Pid, syscall.SIGTERM)
 		}
-		// Keep the broker's logs next to the run's logs.
+	}
+	deadline := time.After(15 * time.Second)
+	for _, n := range b.nodes {
+		if n.cmd == nil {
+			continue
+		}
+		select {
+		case <-n.exited:
+		case <-deadline:
+			syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
+			<-n.exited
+		}
 		name := b.name
 		if len(b.nodes) > 1 {
 			name = fmt.Sprintf("%s-%d", b.name, n.id)
@@ -94,8 +109,7 @@ func (h *harness) launch(b *broker, n *node, argv ...string) error {
 		if data, err := os.ReadFile(filepath.Join(n.dir, "kafka.log")); err == nil {
 			os.WriteFile(filepath.Join(h.logDir, name+"-server.log"), data, 0o644)
 		}
-	})
-	return nil
+	}
 }
 
 func (h *harness) tempDir(name string) (string, error) {
@@ -165,6 +179,7 @@ func (h *harness) newTarget(name, tag string, n int, rf int16) (*broker, error) 
 		return nil, err
 	}
 	b := &broker{name: name, tag: tag, rf: rf}
+	h.atExit(func() { h.stop(b) })
 	var addrs []string
 	for i := range n {
 		nd := &node{id: i + 1, addr: fmt.Sprintf("127.0.0.1:%d", client[i]), dir: dir}
@@ -194,7 +209,7 @@ func (h *harness) startStrata(name, tag string, n int, rf int16) (*broker, error
 		return nil, err
 	}
 	for _, nd := range b.nodes {
-		if err := h.launch(b, nd, filepath.Join(h.root, ".cache/bin/strata"), "--config", nd.props()); err != nil {
+		if err := h.launch(nd, filepath.Join(h.root, ".cache/bin/strata"), "--config", nd.props()); err != nil {
 			return nil, err
 		}
 	}
@@ -228,7 +243,7 @@ func (h *harness) startKafka(name, tag, home string, n int, rf int16) (*broker, 
 		}
 	}
 	for _, nd := range b.nodes {
-		if err := h.launch(b, nd, java(nd, "kafka.Kafka", nd.props())...); err != nil {
+		if err := h.launch(nd, java(nd, "kafka.Kafka", nd.props())...); err != nil {
 			return nil, err
 		}
 	}
@@ -240,17 +255,18 @@ func (h *harness) startKafka(name, tag, home string, n int, rf int16) (*broker, 
 func (h *harness) waitReady(b *broker, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for _, nd := range b.nodes {
-		var last error
 		for {
-			if nd.cmd.ProcessState != nil {
-				last = fmt.Errorf("exited: %v", nd.cmd.ProcessState)
-			} else {
-				last = metadataLists(nd.addr, len(b.nodes))
-			}
+			last := metadataLists(nd.addr, len(b.nodes))
 			if last == nil {
 				break
 			}
-			if nd.cmd.ProcessState != nil || time.Now().After(deadline) {
+			exited := false
+			select {
+			case <-nd.exited:
+				exited, last = true, fmt.Errorf("exited: %v", nd.cmd.ProcessState)
+			default:
+			}
+			if exited || time.Now().After(deadline) {
 				data, _ := os.ReadFile(nd.log)
 				return fmt.Errorf("%s node %d at %s not ready after %s (%v); log: %s", b.name, nd.id, nd.addr, d, last, tailStr(string(data), 800))
 			}
