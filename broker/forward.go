@@ -19,6 +19,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -112,6 +113,9 @@ func (f *forwarder) forwarding(r *registry) {
 				if err != nil {
 					return nil, err
 				}
+			}
+			if req, ok := body.(*kmsg.CreateTopicsRequest); ok && !req.ValidateOnly {
+				f.awaitCreated(resp.(*kmsg.CreateTopicsResponse))
 			}
 			return merge(resp), nil
 		}
@@ -246,6 +250,29 @@ func (f *forwarder) createTopic(meta metadata.Store, name string, layout replica
 		return st.TopicID, fmt.Errorf("topic %s was created but is not in this node's metadata after %v: %w", name, imageWait, kerr.RequestTimedOut)
 	}
 	return st.TopicID, nil
+}
+
+// awaitCreated waits, at most imageWait, until the topics the controller
+// created for a forwarded CreateTopics are in this node's image, so the
+// client that asked here finds them here when it asks next: the
+// controller answers once they are committed, which can be before this
+// node applied them.
+func (f *forwarder) awaitCreated(resp *kmsg.CreateTopicsResponse) {
+	var ids [][16]byte
+	for _, t := range resp.Topics {
+		if t.ErrorCode == 0 && t.TopicID != ([16]byte{}) {
+			ids = append(ids, t.TopicID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	if !waitForImage(f.store, imageWait, func(img *metadata.Image) bool {
+		return !slices.ContainsFunc(ids, func(id [16]byte) bool { return img.Topics.ByID(id) == nil })
+	}) {
+		f.logger.Warn("topics the controller created are not in this node's metadata; answering CreateTopics anyway",
+			zap.Duration("waited", imageWait), zap.Int("topics", len(ids)))
+	}
 }
 
 // waitForImage waits until store's image satisfies ok, at most timeout.

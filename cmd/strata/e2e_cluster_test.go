@@ -591,3 +591,44 @@ func TestClusterForwardsAfterAnIdlePause(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterCreateTopicsAnswersOnceTheNodeKnowsTheTopic checks that a
+// CreateTopics sent to a node that is not the active controller is
+// answered only once that node has the topic: the client's next Metadata
+// to the same node lists it, with no retry.
+func TestClusterCreateTopicsAnswersOnceTheNodeKnowsTheTopic(t *testing.T) {
+	e2e(t)
+	nodes := startCluster(t)
+	for _, n := range nodes {
+		waitUntil(t, 15*time.Second, fmt.Sprintf("node %d lists 3 brokers", n.id), func() (bool, string) {
+			m, err := metadataOf(n.addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			return slices.Equal(brokerIDs(m), []int32{1, 2, 3}), fmt.Sprint(brokerIDs(m))
+		})
+	}
+	ctrl := activeController(t, nodes)
+	for _, other := range nodes {
+		if other == ctrl {
+			continue
+		}
+		for i := range 5 {
+			topic := fmt.Sprintf("known-%d-%d", other.id, i)
+			resp, err := createAssigned(other.addr, topic, [][]int32{{1, 2, 3}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code := resp.Topics[0].ErrorCode; code != 0 {
+				t.Fatalf("CreateTopics %s on node %d: %v", topic, other.id, kerr.ErrorForCode(code))
+			}
+			m, err := metadataOf(other.addr, topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code := m.Topics[0].ErrorCode; code != 0 || len(m.Topics[0].Partitions) != 1 {
+				t.Fatalf("node %d, right after answering CreateTopics %s: Metadata says %v with %d partitions", other.id, topic, kerr.ErrorForCode(code), len(m.Topics[0].Partitions))
+			}
+		}
+	}
+}

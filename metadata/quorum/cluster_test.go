@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/strata-io/strata/metadata"
@@ -217,7 +218,9 @@ func (c *cluster) create(name string) (int, *metadata.Image) {
 // IsLeader, LeaderAddr and AppliedIndex say where the quorum is.
 func TestNextIndexIsTheChangesIndex(t *testing.T) {
 	c := newCluster(t, 3, testTiming)
-	l := c.nodes[c.leader()].store
+	li := c.leader()
+	l := c.nodes[li].store
+	var wants []int64
 	for i := range 3 {
 		var want int64
 		if _, err := l.Update(func(*metadata.Image) ([]metadata.Record, error) {
@@ -226,9 +229,10 @@ func TestNextIndexIsTheChangesIndex(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if got := l.AppliedIndex(); got != want {
-			t.Fatalf("change %d: NextIndex %d in decide, committed at %d", i, want, got)
+		if got := l.AppliedIndex(); got < want {
+			t.Fatalf("change %d: NextIndex %d in decide, applied only up to %d once committed", i, want, got)
 		}
+		wants = append(wants, want)
 	}
 	if !l.IsLeader() {
 		t.Fatal("the leader does not say it leads")
@@ -242,5 +246,51 @@ func TestNextIndexIsTheChangesIndex(t *testing.T) {
 			t.Errorf("follower %d says it leads", n.id)
 		}
 		waitFor(t, fmt.Sprintf("node %d to know the leader", n.id), func() bool { return n.store.LeaderAddr() == addr })
+	}
+	// In the leader's log, each change is the entry at its NextIndex.
+	dir := c.nodes[li].dir
+	c.stop(li)
+	bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bolt.Close()
+	for i, want := range wants {
+		var e raft.Log
+		if err := bolt.GetLog(uint64(want), &e); err != nil {
+			t.Fatalf("change %d: log entry %d: %v", i, want, err)
+		}
+		recs, err := decodeBatch(e.Data)
+		if e.Type != raft.LogCommand || err != nil || len(recs) != 1 {
+			t.Fatalf("change %d: log entry %d is type %v, records %v (%v)", i, want, e.Type, recs, err)
+		}
+		if r, ok := recs[0].(metadata.RegisterBrokerRecord); !ok || r.BrokerID != int32(i) {
+			t.Fatalf("change %d: log entry %d holds %#v", i, want, recs[0])
+		}
+	}
+}
+
+// TestFollowersApplyACommitAtOnce checks that every follower applies a
+// change once the leader committed it without waiting for raft's commit
+// timeout (50-100 ms by default, a minute here, so that only the change
+// itself can carry the commit): a client that created a topic through one
+// node and asks another at once must find it there, as on Kafka, whose
+// followers learn a new high watermark from the fetch they have pending.
+func TestFollowersApplyACommitAtOnce(t *testing.T) {
+	cfg := testTiming
+	cfg.CommitTimeout = time.Minute
+	c := newCluster(t, 3, cfg)
+	for i := range 3 {
+		name := fmt.Sprintf("t%d", i)
+		l, _ := c.create(name)
+		committed := time.Now()
+		for j, n := range c.nodes {
+			for j != l && n.store.Image().Topics.ByName(name) == nil {
+				if time.Since(committed) > 10*time.Second {
+					t.Fatalf("node %d had not applied topic %s %v after the leader committed it", n.id, name, time.Since(committed).Round(time.Millisecond))
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
 	}
 }

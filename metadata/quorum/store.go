@@ -79,6 +79,7 @@ type Config struct {
 	// Raft's timing and compaction; zero keeps raft's defaults.
 	HeartbeatTimeout  time.Duration
 	ElectionTimeout   time.Duration
+	CommitTimeout     time.Duration // idle time after which the leader tells followers its commit index
 	SnapshotInterval  time.Duration
 	SnapshotThreshold uint64 // log entries between snapshots
 	TrailingLogs      uint64 // log entries kept after a snapshot
@@ -166,6 +167,9 @@ func Open(cfg Config) (*Store, error) {
 	rc.LeaderLeaseTimeout = leaderLease(rc.HeartbeatTimeout)
 	if cfg.ElectionTimeout > 0 {
 		rc.ElectionTimeout = cfg.ElectionTimeout
+	}
+	if cfg.CommitTimeout > 0 {
+		rc.CommitTimeout = cfg.CommitTimeout
 	}
 	if cfg.SnapshotInterval > 0 {
 		rc.SnapshotInterval = cfg.SnapshotInterval
@@ -290,6 +294,14 @@ func (s *Store) Update(decide func(img *metadata.Image) ([]metadata.Record, erro
 	if err := f.Error(); err != nil {
 		return old, s.raftError(err)
 	}
+	// A follower learns that an entry is committed from the leader's next
+	// AppendEntries, which raft sends at once for a new entry but otherwise
+	// only after its commit timeout, 50 to 100 ms: time enough for a client
+	// that just created a topic here to ask another node and be told it
+	// does not exist. An empty barrier entry, not waited for, carries the
+	// commit to them now, as a Kafka follower learns a new high watermark
+	// from the fetch it has pending.
+	s.raft.Barrier(s.timeout)
 	res := f.Response().(applied)
 	return res.img, res.err
 }

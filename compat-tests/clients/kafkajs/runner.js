@@ -164,7 +164,7 @@ class Runner {
     this.deadline = Date.now() + BUDGET_MS
     this.kafka = new Kafka({
       clientId: 'compat-kafkajs',
-      brokers: [o.bootstrap],
+      brokers: o.bootstrap.split(','),
       logLevel: logLevel.WARN,
       logCreator,
       connectionTimeout: 5000,

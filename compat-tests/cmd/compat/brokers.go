@@ -18,16 +18,37 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// broker is one column of the matrix: a single Strata or Kafka node, or a
+// three-node cluster of either.
 type broker struct {
-	name    string // "strata" or "kafka"
-	addr    string
-	dir     string // temp dir (removed on exit)
-	dataDir string // where the partition directories live
-	cmd     *exec.Cmd
-	log     string
+	name  string // "strata", "kafka", "strata-cluster" or "kafka-cluster"
+	tag   string // short suffix of the topic names created on it
+	addr  string // every node's client address, comma-separated: the clients' bootstrap list
+	rf    int16  // replication factor of every topic the harness and the runners create on it
+	nodes []*node
+	// skip names the clients and scenarios the target leaves out (a cluster's -cluster-skip).
+	skip map[string]bool
 }
+
+// node is one broker process of a target.
+type node struct {
+	id      int
+	addr    string
+	dir     string // the node's directory (server.properties, logs, data)
+	dataDir string // where the partition directories live
+	log     string
+	cmd     *exec.Cmd     // nil until launched
+	exited  chan struct{} // closed once cmd exited
+}
+
+// up says the target started (one that could not has no addresses).
+func (b *broker) up() bool { return b.addr != "" }
+
+// seeds is the bootstrap list.
+func (b *broker) seeds() []string { return strings.Split(b.addr, ",") }
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -38,43 +59,57 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// launch starts argv in its own process group with output to b.log and registers the stop.
-func (h *harness) launch(b *broker, env []string, argv ...string) error {
-	f, err := os.Create(b.log)
+// launch starts argv in its own process group with output to n.log.
+func (h *harness) launch(n *node, argv ...string) error {
+	f, err := os.Create(n.log)
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = b.dir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = n.dir
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return err
 	}
-	b.cmd = cmd
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); f.Close(); close(exited) }()
-	h.atExit(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		// Keep the broker's log next to the run's logs.
-		if data, err := os.ReadFile(b.log); err == nil {
-			os.WriteFile(filepath.Join(h.logDir, b.name+"-broker.log"), data, 0o644)
-		}
-		if b.name == "kafka" {
-			if data, err := os.ReadFile(filepath.Join(b.dir, "kafka.log")); err == nil {
-				os.WriteFile(filepath.Join(h.logDir, "kafka-server.log"), data, 0o644)
-			}
-		}
-	})
+	n.cmd = cmd
+	n.exited = make(chan struct{})
+	go func() { cmd.Wait(); f.Close(); close(n.exited) }()
 	return nil
+}
+
+// stop stops every node of b that runs, all at once (a cluster's nodes one
+// after the other would each wait out the others' shutdown), and keeps
+// their logs next to the run's logs.
+func (h *harness) stop(b *broker) {
+	for _, n := range b.nodes {
+		if n.cmd != nil {
+			syscall.Kill(-n.cmd.Process.Pid, syscall.SIGTERM)
+		}
+	}
+	deadline := time.After(15 * time.Second)
+	for _, n := range b.nodes {
+		if n.cmd == nil {
+			continue
+		}
+		select {
+		case <-n.exited:
+		case <-deadline:
+			syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
+			<-n.exited
+		}
+		name := b.name
+		if len(b.nodes) > 1 {
+			name = fmt.Sprintf("%s-%d", b.name, n.id)
+		}
+		if data, err := os.ReadFile(n.log); err == nil {
+			os.WriteFile(filepath.Join(h.logDir, name+"-broker.log"), data, 0o644)
+		}
+		if data, err := os.ReadFile(filepath.Join(n.dir, "kafka.log")); err == nil {
+			os.WriteFile(filepath.Join(h.logDir, name+"-server.log"), data, 0o644)
+		}
+	}
 }
 
 func (h *harness) tempDir(name string) (string, error) {
@@ -92,70 +127,103 @@ func (h *harness) tempDir(name string) (string, error) {
 	return dir, nil
 }
 
-// serverProperties is the one configuration both brokers run with: a KRaft
-// combined node on 127.0.0.1, as a stock Kafka setup has it, with the suite's
-// group and internal-topic settings.
-func serverProperties(port, controllerPort int, dataDir string) string {
+// serverProperties is the one configuration every target runs with, Strata and
+// Kafka alike: node id of a KRaft combined cluster on 127.0.0.1 whose nodes
+// have the client and controller ports client and ctrl (one node, or three),
+// as a stock Kafka setup has it, with the suite's group and internal-topic
+// settings. On three nodes every topic and internal topic defaults to RF=3
+// with min.insync.replicas=2.
+func serverProperties(id int, client, ctrl []int, dataDir string) string {
+	var voters []string
+	for i, c := range ctrl {
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, c))
+	}
+	rf := len(ctrl)
 	return fmt.Sprintf(`process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:%[2]d
-listeners=PLAINTEXT://127.0.0.1:%[1]d,CONTROLLER://127.0.0.1:%[2]d
-advertised.listeners=PLAINTEXT://127.0.0.1:%[1]d
+node.id=%[1]d
+controller.quorum.voters=%[2]s
+listeners=PLAINTEXT://127.0.0.1:%[3]d,CONTROLLER://127.0.0.1:%[4]d
+advertised.listeners=PLAINTEXT://127.0.0.1:%[3]d
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-log.dirs=%[3]s
+log.dirs=%[5]s
 num.partitions=1
-offsets.topic.replication.factor=1
+default.replication.factor=%[6]d
+min.insync.replicas=%[7]d
+offsets.topic.replication.factor=%[6]d
 offsets.topic.num.partitions=5
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
+transaction.state.log.replication.factor=%[6]d
+transaction.state.log.min.isr=%[7]d
 transaction.state.log.num.partitions=5
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
-`, port, controllerPort, dataDir)
+`, id, strings.Join(voters, ","), client[id-1], ctrl[id-1], dataDir, rf, min(rf, 2))
 }
 
-// newBroker picks the ports of a broker and writes its server.properties (see
-// serverProperties) into a fresh temporary directory.
-func (h *harness) newBroker(name, log string) (b *broker, propsPath string, err error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, "", err
-	}
-	controllerPort, err := freePort()
-	if err != nil {
-		return nil, "", err
+// newTarget picks the ports of a target's n nodes and writes each node's
+// server.properties (see serverProperties) into a fresh temporary directory.
+func (h *harness) newTarget(name, tag string, n int, rf int16) (*broker, error) {
+	client, ctrl := make([]int, n), make([]int, n)
+	for i := range n {
+		var err error
+		if client[i], err = freePort(); err != nil {
+			return nil, err
+		}
+		if ctrl[i], err = freePort(); err != nil {
+			return nil, err
+		}
 	}
 	dir, err := h.tempDir(name)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	b = &broker{name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, dataDir: filepath.Join(dir, "data"), log: filepath.Join(dir, log)}
-	propsPath = filepath.Join(dir, "server.properties")
-	if err := os.WriteFile(propsPath, []byte(serverProperties(port, controllerPort, b.dataDir)), 0o644); err != nil {
-		return nil, "", err
+	b := &broker{name: name, tag: tag, rf: rf}
+	h.atExit(func() { h.stop(b) })
+	var addrs []string
+	for i := range n {
+		nd := &node{id: i + 1, addr: fmt.Sprintf("127.0.0.1:%d", client[i]), dir: dir}
+		if n > 1 {
+			nd.dir = filepath.Join(dir, fmt.Sprintf("node-%d", nd.id))
+			if err := os.MkdirAll(nd.dir, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		nd.dataDir, nd.log = filepath.Join(nd.dir, "data"), filepath.Join(nd.dir, "stdout.log")
+		if err := os.WriteFile(nd.props(), []byte(serverProperties(nd.id, client, ctrl, nd.dataDir)), 0o644); err != nil {
+			return nil, err
+		}
+		b.nodes = append(b.nodes, nd)
+		addrs = append(addrs, nd.addr)
 	}
-	return b, propsPath, nil
+	b.addr = strings.Join(addrs, ",")
+	return b, nil
 }
 
-func (h *harness) startStrata() (*broker, error) {
-	b, propsPath, err := h.newBroker("strata", "strata.log")
+func (n *node) props() string { return filepath.Join(n.dir, "server.properties") }
+
+// startStrata starts a Strata target of n nodes, each from its server.properties.
+func (h *harness) startStrata(name, tag string, n int, rf int16) (*broker, error) {
+	b, err := h.newTarget(name, tag, n, rf)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.launch(b, nil, filepath.Join(h.root, ".cache/bin/strata"), "--config", propsPath); err != nil {
-		return nil, err
+	for _, nd := range b.nodes {
+		if err := h.launch(nd, filepath.Join(h.root, ".cache/bin/strata"), "--config", nd.props()); err != nil {
+			return nil, err
+		}
 	}
-	return b, h.waitReady(b, 30*time.Second)
+	return b, h.waitReady(b, 60*time.Second)
 }
 
-func (h *harness) startKafka() (*broker, error) {
-	b, propsPath, err := h.newBroker("kafka", "stdout.log")
+// startKafka starts an Apache Kafka target of n nodes from the jars in home
+// (relative to compat-tests/): every node formatted with one cluster id by
+// StorageTool, then run as kafka.Kafka at -Xmx512m.
+func (h *harness) startKafka(name, tag, home string, n int, rf int16) (*broker, error) {
+	b, err := h.newTarget(name, tag, n, rf)
 	if err != nil {
 		return nil, err
 	}
-	dir := b.dir
 	// Kafka's Uuid.randomUuid draws again when the text starts with '-',
 	// which kafka-storage's argument parser would take for an option.
 	var cid string
@@ -164,52 +232,72 @@ func (h *harness) startKafka() (*broker, error) {
 		rand.Read(id[:])
 		cid = base64.RawURLEncoding.EncodeToString(id[:])
 	}
-	libs := filepath.Join(h.root, ".cache/kafka/libs/*")
-	jopts := []string{"-Xmx512m", "-XX:+UseSerialGC", "-Dlog4j2.configurationFile=" + filepath.Join(h.root, ".cache/kafka/log4j2.properties"),
-		"-Dkafka.logs.file=" + filepath.Join(dir, "kafka.log")}
-	format := append(append([]string{"java"}, jopts...), "-cp", libs, "kafka.tools.StorageTool", "format", "-t", cid, "-c", propsPath)
-	if err := h.command("kafka-format", dir, nil, format...); err != nil {
-		return nil, err
+	home = filepath.Join(h.root, home)
+	java := func(nd *node, main string, args ...string) []string {
+		return append([]string{"java", "-Xmx512m", "-XX:+UseSerialGC", "-Dlog4j2.configurationFile=" + filepath.Join(home, "log4j2.properties"),
+			"-Dkafka.logs.file=" + filepath.Join(nd.dir, "kafka.log"), "-cp", filepath.Join(home, "libs/*"), main}, args...)
 	}
-	if err := h.launch(b, nil, append(append([]string{"java"}, jopts...), "-cp", libs, "kafka.Kafka", propsPath)...); err != nil {
-		return nil, err
+	for _, nd := range b.nodes {
+		if err := h.command(fmt.Sprintf("%s-format-%d", name, nd.id), nd.dir, nil, java(nd, "kafka.tools.StorageTool", "format", "-t", cid, "-c", nd.props())...); err != nil {
+			return nil, err
+		}
 	}
-	return b, h.waitReady(b, 90*time.Second)
+	for _, nd := range b.nodes {
+		if err := h.launch(nd, java(nd, "kafka.Kafka", nd.props())...); err != nil {
+			return nil, err
+		}
+	}
+	return b, h.waitReady(b, 120*time.Second)
 }
 
-// waitReady polls Metadata until the broker lists itself, or the deadline.
+// waitReady polls every node's Metadata until it lists all the target's
+// nodes (so each is registered and unfenced), or the deadline.
 func (h *harness) waitReady(b *broker, d time.Duration) error {
 	deadline := time.Now().Add(d)
-	var last error
-	for time.Now().Before(deadline) {
-		if b.cmd.ProcessState != nil {
-			break
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr))
-		if err == nil {
-			var m kadm.Metadata
-			m, err = kadm.NewClient(cl).Metadata(ctx)
-			cl.Close()
-			if err == nil && len(m.Brokers) > 0 {
-				cancel()
-				return nil
+	for _, nd := range b.nodes {
+		for {
+			last := metadataLists(nd.addr, len(b.nodes))
+			if last == nil {
+				break
 			}
-			if err == nil {
-				err = errors.New("no brokers in metadata")
+			exited := false
+			select {
+			case <-nd.exited:
+				exited, last = true, fmt.Errorf("exited: %v", nd.cmd.ProcessState)
+			default:
 			}
+			if exited || time.Now().After(deadline) {
+				data, _ := os.ReadFile(nd.log)
+				return fmt.Errorf("%s node %d at %s not ready after %s (%v); log: %s", b.name, nd.id, nd.addr, d, last, tailStr(string(data), 800))
+			}
+			time.Sleep(300 * time.Millisecond)
 		}
-		cancel()
-		last = err
-		time.Sleep(300 * time.Millisecond)
 	}
-	data, _ := os.ReadFile(b.log)
-	return fmt.Errorf("%s at %s not ready after %s (%v); log: %s", b.name, b.addr, d, last, tailStr(string(data), 800))
+	return nil
+}
+
+// metadataLists asks the broker at addr itself for Metadata and checks it lists n brokers.
+func metadataLists(addr string, n int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	m, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl.SeedBrokers()[0])
+	if err != nil {
+		return err
+	}
+	if len(m.Brokers) < n {
+		return fmt.Errorf("metadata lists %d of %d brokers", len(m.Brokers), n)
+	}
+	return nil
 }
 
 // createTopic creates topic with franz-go (an existing one is fine) and waits until it is ready.
-func createTopic(addr, topic string, parts int32, rf int16) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+func createTopic(seeds []string, topic string, parts int32, rf int16) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		return err
 	}
@@ -228,8 +316,8 @@ func createTopic(addr, topic string, parts int32, rf int16) error {
 }
 
 // readAll reads n records of a 1-partition topic from the start with franz-go.
-func readAll(addr, topic string, n int) ([]rt.Rec, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+func readAll(seeds []string, topic string, n int) ([]rt.Rec, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return nil, err
 	}
@@ -252,5 +340,3 @@ func readAll(addr, topic string, n int) ([]rt.Rec, error) {
 	}
 	return out, nil
 }
-
-var _ = strings.TrimSpace

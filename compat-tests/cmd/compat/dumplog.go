@@ -34,12 +34,12 @@ const dumpParts = 3
 // produceDump writes the same deterministic data to topic on a broker: per partition, one
 // uncompressed batch of 10 and one gzip batch of 10, fixed timestamps, no idempotence (so
 // the producer id/epoch/sequence, and therefore the CRCs, are the same on both brokers).
-func produceDump(addr, topic string, rf int16) error {
-	if err := createTopic(addr, topic, dumpParts, rf); err != nil {
+func produceDump(seeds []string, topic string, rf int16) error {
+	if err := createTopic(seeds, topic, dumpParts, rf); err != nil {
 		return err
 	}
 	for round, codec := range []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression()} {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ManualFlushing(), kgo.DisableIdempotentWrite(),
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ManualFlushing(), kgo.DisableIdempotentWrite(),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(codec), kgo.RequiredAcks(kgo.AllISRAcks()))
 		if err != nil {
 			return err
@@ -81,12 +81,15 @@ func produceDump(addr, topic string, rf int16) error {
 var batchRE = regexp.MustCompile(`baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .*compresscodec: (\w+) crc: (\d+) isvalid: (\w+)`)
 
 // dumpSegments runs Kafka's DumpLogSegments on every partition's .log files and returns
-// batches per partition, plus any error text the tool printed.
+// batches per partition, plus any error text the tool printed. On a cluster it reads node
+// 1's replicas: with RF=3 on three nodes every node holds every partition, and an acks=all
+// produce returned only once every in-sync replica had the batches.
 func (h *harness) dumpSegments(b *broker, topic string) (map[int][]batch, string, error) {
+	dataDir := b.nodes[0].dataDir
 	var files []string
 	fileP := map[string]int{}
 	for p := 0; p < dumpParts; p++ {
-		m, _ := filepath.Glob(filepath.Join(b.dataDir, fmt.Sprintf("%s-%d", topic, p), "*.log"))
+		m, _ := filepath.Glob(filepath.Join(dataDir, fmt.Sprintf("%s-%d", topic, p), "*.log"))
 		sort.Strings(m)
 		for _, f := range m {
 			fileP[f] = p
@@ -94,7 +97,7 @@ func (h *harness) dumpSegments(b *broker, topic string) (map[int][]batch, string
 		files = append(files, m...)
 	}
 	if len(files) == 0 {
-		return nil, "", fmt.Errorf("no segment files under %s/%s-*", b.dataDir, topic)
+		return nil, "", fmt.Errorf("no segment files under %s/%s-*", dataDir, topic)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -158,19 +161,23 @@ func checkShape(got map[int][]batch) string {
 	return strings.Join(bad, "; ")
 }
 
-// dumpLog is the on-disk check: the same produce on both brokers, Kafka's DumpLogSegments on
-// each broker's segments, batches compared (baseOffset, lastOffset, count, CRC).
-func (h *harness) dumpLog(strata, kafka *broker) {
+// dumpLog is the on-disk check of a pair of targets: the same produce on both, Kafka's
+// DumpLogSegments on each one's segments, batches compared (baseOffset, lastOffset, count, CRC).
+func (h *harness) dumpLog(p brokerPair) {
 	t := time.Now()
 	res := map[string]map[int][]batch{}
-	for _, b := range []*broker{strata, kafka} {
-		if b == nil {
-			h.add(cell{Client: dumpLogClient, Scenario: "dump_log", Broker: "kafka", Result: "skip", Detail: "reference Kafka unavailable"})
+	for _, name := range []string{p.strata, p.kafka} {
+		b := h.targets[name]
+		if !b.covers(dumpLogClient, "dump_log") {
+			continue
+		}
+		if !b.up() {
+			h.add(cell{Client: dumpLogClient, Scenario: "dump_log", Broker: name, Result: "skip", Detail: "reference Kafka unavailable"})
 			continue
 		}
 		c := cell{Client: dumpLogClient, Scenario: "dump_log", Broker: b.name}
-		topic := fmt.Sprintf("c%s-dumplog-%s", h.runID, b.name[:1])
-		if err := produceDump(b.addr, topic, h.rf); err != nil {
+		topic := fmt.Sprintf("c%s-dumplog-%s", h.runID, b.tag)
+		if err := produceDump(b.seeds(), topic, b.rf); err != nil {
 			c.Result, c.Detail = "fail", "franz-go produce failed: "+err.Error()
 			h.add(c)
 			continue
@@ -199,7 +206,7 @@ func (h *harness) dumpLog(strata, kafka *broker) {
 		h.add(c)
 	}
 	// Strata's batches must equal Kafka's for the same produce.
-	if s, k := res["strata"], res["kafka"]; s != nil && k != nil {
+	if s, k := res[p.strata], res[p.kafka]; s != nil && k != nil {
 		var diff []string
 		for p := 0; p < dumpParts; p++ {
 			for i := range k[p] {
@@ -212,7 +219,7 @@ func (h *harness) dumpLog(strata, kafka *broker) {
 				}
 			}
 		}
-		if sc := h.find(dumpLogClient, "dump_log", "strata"); sc != nil {
+		if sc := h.find(dumpLogClient, "dump_log", p.strata); sc != nil {
 			if len(diff) > 0 {
 				sc.Result, sc.Detail = "fail", "batches differ from Kafka's: "+strings.Join(diff, "; ")
 			} else {
@@ -220,5 +227,5 @@ func (h *harness) dumpLog(strata, kafka *broker) {
 			}
 		}
 	}
-	fmt.Printf("compat: dump_log done (%s)\n", time.Since(t).Round(100*time.Millisecond))
+	fmt.Printf("compat: dump_log on %s and %s done (%s)\n", p.strata, p.kafka, time.Since(t).Round(100*time.Millisecond))
 }

@@ -53,19 +53,26 @@ type harness struct {
 	clientEr  map[string]error
 	broken    []string
 	strataSrc string
-	// rf is the replication factor of every topic the harness and the runners create.
+	// rf is the replication factor of every topic the harness and the runners create on a
+	// single-node target (a cluster target's is its node count).
 	rf int16
+	// targets are the selected targets by name, down those that could not start (downErr why).
+	targets map[string]*broker
+	down    []*broker
+	downErr []error
 }
 
 func main() {
-	h := &harness{clients: map[string]*sync.Once{}, clientEr: map[string]error{}}
+	h := &harness{clients: map[string]*sync.Once{}, clientEr: map[string]error{}, targets: map[string]*broker{}}
 	onlyClients := flag.String("clients", "", "comma-separated client names to run (default all)")
 	onlyScen := flag.String("scenarios", "", "comma-separated scenarios to run (default all)")
 	flag.DurationVar(&h.timeout, "timeout", 60*time.Second, "timeout of one runner invocation")
 	flag.IntVar(&h.jobs, "j", 3, "runner invocations in parallel")
 	flag.BoolVar(&h.keep, "keep", false, "keep broker temp dirs")
 	flag.StringVar(&h.strataSrc, "strata-src", "..", "Strata's source tree (the main module) to build")
-	rf := flag.Int("replication-factor", 1, "replication factor of every topic the harness and the runners create")
+	rf := flag.Int("replication-factor", 1, "replication factor of every topic the harness and the runners create on the single-node targets")
+	targets := flag.String("targets", targetNames(), "comma-separated targets (matrix columns) to run")
+	clusterSkip := flag.String("cluster-skip", defaultClusterSkip, "comma-separated clients and scenarios the cluster targets leave out ('' runs every cell there too)")
 	expected := flag.String("expected", "expected-pass.txt", "expected-pass list")
 	outDir := flag.String("out", "report", "report directory")
 	flag.Parse()
@@ -73,6 +80,11 @@ func main() {
 		fatal(fmt.Errorf("-replication-factor %d: want 1..32767", *rf))
 	}
 	h.rf = int16(*rf)
+	sel := targetSel{clusterSkip: filter(*clusterSkip)}
+	var err error
+	if sel.names, err = parseTargets(*targets); err != nil {
+		fatal(err)
+	}
 	root, err := os.Getwd()
 	if err != nil {
 		fatal(err)
@@ -94,7 +106,7 @@ func main() {
 		h.cleanup()
 		os.Exit(2)
 	}()
-	code := h.run(filter(*onlyClients), filter(*onlyScen), *expected, *outDir)
+	code := h.run(sel, filter(*onlyClients), filter(*onlyScen), *expected, *outDir)
 	h.cleanup()
 	fmt.Printf("compat: done in %s (logs in %s)\n", time.Since(start).Round(time.Second), rel(root, h.logDir))
 	os.Exit(code)
@@ -216,7 +228,7 @@ func (h *harness) add(c cell) {
 	h.mu.Unlock()
 }
 
-func (h *harness) run(onlyClients, onlyScen map[string]bool, expectedPath, outDir string) int {
+func (h *harness) run(targets targetSel, onlyClients, onlyScen map[string]bool, expectedPath, outDir string) int {
 	t0 := time.Now()
 	// 1. Strata and the Kafka reference.
 	if err := h.command("build-strata", h.strataSrc, []string{"CGO_ENABLED=0"}, "go", "build", "-o", filepath.Join(h.root, ".cache/bin/strata"), "./cmd/strata"); err != nil {
@@ -260,39 +272,25 @@ func (h *harness) run(onlyClients, onlyScen map[string]bool, expectedPath, outDi
 		}
 	}
 
-	// 3. Brokers, started in parallel.
-	var strata, kafka *broker
-	var serr, kerr error
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); strata, serr = h.startStrata() }()
-	go func() {
-		defer wg.Done()
-		if err := h.kafkaInstalled(); err != nil {
-			kerr = err
-			return
-		}
-		kafka, kerr = h.startKafka()
-	}()
-	wg.Wait()
-	if serr != nil {
-		h.breakf("start strata: %v", serr)
+	// 3. The targets, started in parallel.
+	brokers, pairs := h.startTargets(targets)
+	if brokers == nil {
 		return 2
 	}
-	if kerr != nil {
-		h.breakf("start kafka: %v", kerr)
+	var up []string
+	for _, b := range brokers {
+		up = append(up, b.name+" "+b.addr)
 	}
-	brokers := []*broker{strata}
-	if kafka != nil {
-		brokers = append(brokers, kafka)
-	}
-	fmt.Printf("compat: brokers up: strata %s, kafka %s (%s)\n", strata.addr, addrOf(kafka), time.Since(t0).Round(time.Second))
+	fmt.Printf("compat: brokers up: %s (%s)\n", strings.Join(up, ", "), time.Since(t0).Round(time.Second))
 
 	// 4. Every client × scenario × broker (cross_consume afterwards).
 	var jobs []job
 	for _, c := range clients {
 		for _, s := range scen {
 			for _, b := range brokers {
+				if !b.covers(c.Name, s) {
+					continue
+				}
 				if r := skipReason[c.Name]; r != "" {
 					h.add(cell{Client: c.Name, Scenario: s, Broker: b.name, Result: "skip", Detail: r})
 					continue
@@ -300,17 +298,11 @@ func (h *harness) run(onlyClients, onlyScen map[string]bool, expectedPath, outDi
 				if s == "cross_consume" {
 					continue
 				}
-				jobs = append(jobs, job{client: c, scenario: s, broker: b, topic: h.topic(c.Name, s, b.name)})
+				jobs = append(jobs, job{client: c, scenario: s, broker: b, topic: h.topic(c.Name, s, b)})
 			}
 		}
 	}
-	if kafka == nil {
-		for _, c := range clients {
-			for _, s := range scen {
-				h.add(cell{Client: c.Name, Scenario: s, Broker: "kafka", Result: "skip", Detail: "reference Kafka unavailable: " + kerr.Error()})
-			}
-		}
-	}
+	h.skipUnavailable(clients, scen)
 	h.runJobs(jobs)
 
 	// 5. Cross-client: every producer's topic read by every other client.
@@ -320,28 +312,23 @@ func (h *harness) run(onlyClients, onlyScen map[string]bool, expectedPath, outDi
 
 	// 6. On-disk compatibility.
 	if onlyScen == nil || onlyScen["dump_log"] {
-		h.dumpLog(strata, kafka)
+		for _, p := range pairs {
+			h.dumpLog(p)
+		}
 	}
 
 	// 7. Cross-broker comparisons, report, verdict.
-	h.compareErrors()
-	if err := h.writeReports(outDir); err != nil {
+	h.compareErrors(pairs)
+	if err := h.writeReports(outDir, pairs); err != nil {
 		h.breakf("write report: %v", err)
 	}
 	return h.verdict(expectedPath, onlyClients, onlyScen)
 }
 
-func addrOf(b *broker) string {
-	if b == nil {
-		return "(none)"
-	}
-	return b.addr
-}
-
-func (h *harness) topic(client, scenario, broker string) string {
+func (h *harness) topic(client, scenario string, b *broker) string {
 	short := strings.NewReplacer("confluent-kafka-python", "ckpy", "confluent-kafka-go", "ckgo", "kafka-python", "kpy",
 		"kafka-java", "java", "kafka-cli", "cli", "franz-go", "franz").Replace(client)
-	return fmt.Sprintf("c%s-%s-%s-%s", h.runID, short, strings.ReplaceAll(scenario, "_", "-"), broker[:1])
+	return fmt.Sprintf("c%s-%s-%s-%s", h.runID, short, strings.ReplaceAll(scenario, "_", "-"), b.tag)
 }
 
 type job struct {
@@ -369,7 +356,7 @@ func (h *harness) runJobs(jobs []job) {
 				done++
 				n := done
 				dmu.Unlock()
-				fmt.Printf("[%3d/%3d] %-6s %-22s %-24s %-4s %5.1fs %s\n", n, len(jobs), j.broker.name, j.client.Name, j.scenario, c.Result, c.Secs, oneLine(c.Detail, 90))
+				fmt.Printf("[%3d/%3d] %-14s %-22s %-24s %-4s %5.1fs %s\n", n, len(jobs), j.broker.name, j.client.Name, j.scenario, c.Result, c.Secs, oneLine(c.Detail, 90))
 				if j.sink != nil {
 					j.sink(c)
 				} else {
@@ -399,7 +386,7 @@ func (h *harness) runOne(j job) (c cell) {
 	t := time.Now()
 	defer func() { c.Secs = time.Since(t).Seconds() }()
 	if j.client.PreCreate && j.scenario != "create_topic" && j.scenario != "create_partitions" && j.scenario != "delete_topic" && j.scenario != "cross_consume" && !slices.Contains(j.client.SelfCreate, j.scenario) {
-		if err := createTopic(j.broker.addr, j.topic, rt.Partitions(j.scenario), h.rf); err != nil {
+		if err := createTopic(j.broker.seeds(), j.topic, rt.Partitions(j.scenario), j.broker.rf); err != nil {
 			c.Result, c.Detail = "fail", "orchestrator pre-create of the topic (franz-go) failed: "+err.Error()
 			c.Secs = time.Since(t).Seconds()
 			return c
@@ -407,7 +394,7 @@ func (h *harness) runOne(j job) (c cell) {
 	}
 	argv := append([]string{}, j.client.Argv...)
 	argv = append(argv, "--bootstrap", j.broker.addr, "--scenario", j.scenario, "--topic", j.topic,
-		"--replication-factor", strconv.Itoa(int(h.rf)))
+		"--replication-factor", strconv.Itoa(int(j.broker.rf)))
 	for _, e := range j.extra {
 		argv = append(argv, "--arg", e)
 	}
@@ -473,8 +460,8 @@ func (h *harness) crossPhase(clients []clientDef, skipReason map[string]string, 
 			if pc == nil || pc.Result != "pass" {
 				continue
 			}
-			topic := h.topic(c.Name, "cross_produce", b.name)
-			recs, err := readAll(b.addr, topic, 20)
+			topic := h.topic(c.Name, "cross_produce", b)
+			recs, err := readAll(b.seeds(), topic, 20)
 			if err == nil {
 				if d := rt.CrossResult(recs, c.Name); d.Result != "pass" {
 					err = errors.New(d.Detail)
@@ -494,7 +481,7 @@ func (h *harness) crossPhase(clients []clientDef, skipReason map[string]string, 
 		var rmu sync.Mutex
 		var jobs []job
 		for _, c := range clients {
-			if skipReason[c.Name] != "" {
+			if skipReason[c.Name] != "" || !b.covers(c.Name, "cross_consume") {
 				continue
 			}
 			for _, p := range clients {
@@ -509,7 +496,7 @@ func (h *harness) crossPhase(clients []clientDef, skipReason map[string]string, 
 		}
 		h.runJobs(jobs)
 		for _, c := range clients {
-			if skipReason[c.Name] != "" {
+			if skipReason[c.Name] != "" || !b.covers(c.Name, "cross_consume") {
 				continue
 			}
 			var ok, bad []string
@@ -572,22 +559,24 @@ func (h *harness) find(client, scenario, broker string) *cell {
 }
 
 // compareErrors downgrades a Strata max_message_size pass whose error differs from Kafka's.
-func (h *harness) compareErrors() {
-	for i := range h.cells {
-		s := &h.cells[i]
-		if s.Broker != "strata" || s.Scenario != "max_message_size" || s.Result != "pass" {
-			continue
-		}
-		k := h.find(s.Client, s.Scenario, "kafka")
-		if k == nil || k.Result != "pass" {
-			continue
-		}
-		se, ke := fmt.Sprint(s.Data["error"]), fmt.Sprint(k.Data["error"])
-		if se != ke {
-			s.Result = "fail"
-			s.Detail = fmt.Sprintf("error differs from Kafka's: strata reports %q, kafka %q (%s)", se, ke, s.Detail)
-		} else {
-			s.Detail = fmt.Sprintf("same error as Kafka (%s); %s", se, s.Detail)
+func (h *harness) compareErrors(pairs []brokerPair) {
+	for _, p := range pairs {
+		for i := range h.cells {
+			s := &h.cells[i]
+			if s.Broker != p.strata || s.Scenario != "max_message_size" || s.Result != "pass" {
+				continue
+			}
+			k := h.find(s.Client, s.Scenario, p.kafka)
+			if k == nil || k.Result != "pass" {
+				continue
+			}
+			se, ke := fmt.Sprint(s.Data["error"]), fmt.Sprint(k.Data["error"])
+			if se != ke {
+				s.Result = "fail"
+				s.Detail = fmt.Sprintf("error differs from Kafka's: strata reports %q, kafka %q (%s)", se, ke, s.Detail)
+			} else {
+				s.Detail = fmt.Sprintf("same error as Kafka (%s); %s", se, s.Detail)
+			}
 		}
 	}
 }
@@ -613,20 +602,24 @@ func (h *harness) verdict(path string, onlyClients, onlyScen map[string]bool) in
 			continue
 		}
 		fs := strings.Fields(line)
-		if len(fs) != 2 {
+		if len(fs) == 2 {
+			fs = append(fs, "strata")
+		}
+		if len(fs) != 3 || (fs[2] != "strata" && fs[2] != "strata-cluster") {
 			fmt.Printf("compat: %s: bad line %q\n", path, line)
 			code = 2
 			continue
 		}
-		if (onlyClients != nil && !onlyClients[fs[0]] && fs[0] != dumpLogClient) || (onlyScen != nil && !onlyScen[fs[1]]) {
+		b := h.targets[fs[2]]
+		if (onlyClients != nil && !onlyClients[fs[0]] && fs[0] != dumpLogClient) || (onlyScen != nil && !onlyScen[fs[1]]) || b == nil || !b.covers(fs[0], fs[1]) {
 			continue
 		}
 		n++
-		c := h.find(fs[0], fs[1], "strata")
+		c := h.find(fs[0], fs[1], fs[2])
 		if c == nil {
-			missing = append(missing, fmt.Sprintf("%s %s: not run", fs[0], fs[1]))
+			missing = append(missing, fmt.Sprintf("%s %s %s: not run", fs[0], fs[1], fs[2]))
 		} else if c.Result != "pass" {
-			missing = append(missing, fmt.Sprintf("%s %s: %s: %s", fs[0], fs[1], c.Result, oneLine(c.Detail, 300)))
+			missing = append(missing, fmt.Sprintf("%s %s %s: %s: %s", fs[0], fs[1], fs[2], c.Result, oneLine(c.Detail, 300)))
 		}
 	}
 	if len(missing) > 0 {
@@ -663,6 +656,6 @@ func sortCells(cells []cell) {
 		if si[x.Scenario] != si[y.Scenario] {
 			return si[x.Scenario] < si[y.Scenario]
 		}
-		return x.Broker > y.Broker // strata first
+		return targetIndex(x.Broker) < targetIndex(y.Broker)
 	})
 }

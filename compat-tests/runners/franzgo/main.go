@@ -32,7 +32,7 @@ type env struct {
 }
 
 func (e *env) client(opts ...kgo.Opt) *kgo.Client {
-	base := []kgo.Opt{kgo.SeedBrokers(e.a.Bootstrap), kgo.WithLogger(logger{e.ring}), kgo.RetryTimeout(15 * time.Second)}
+	base := []kgo.Opt{kgo.SeedBrokers(e.a.Brokers()...), kgo.WithLogger(logger{e.ring}), kgo.RetryTimeout(15 * time.Second)}
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		panic(err)

@@ -333,7 +333,7 @@ func (e env) produceConsume(c string) rt.Result {
 // listOffsets: the console producer cannot set timestamps, so franz-go writes the 10
 // timestamped records; kafka-get-offsets (GetOffsetShell) does the ListOffsets queries.
 func (e env) listOffsets() rt.Result {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.a.Bootstrap))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.a.Brokers()...))
 	if err != nil {
 		return rt.Failf("franz-go: %v", err)
 	}

@@ -26,7 +26,7 @@ type env struct {
 func run(a rt.Args) rt.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	e := env{a: a, ctx: ctx, cl: &kafka.Client{Addr: kafka.TCP(a.Bootstrap), Timeout: 15 * time.Second}}
+	e := env{a: a, ctx: ctx, cl: &kafka.Client{Addr: kafka.TCP(a.Brokers()...), Timeout: 15 * time.Second}}
 	return rt.Dispatch(a.Scenario, rt.Handlers{
 		Metadata:              e.metadata,
 		CreateTopic:           e.createTopic,
@@ -153,7 +153,7 @@ func codec(name string) kafka.Compression {
 }
 
 func (e env) writer(c kafka.Compression) *kafka.Writer {
-	return &kafka.Writer{Addr: kafka.TCP(e.a.Bootstrap), Topic: e.a.Topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
+	return &kafka.Writer{Addr: kafka.TCP(e.a.Brokers()...), Topic: e.a.Topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
 		Compression: c, BatchTimeout: 5 * time.Millisecond, BatchSize: 1000, WriteTimeout: 15 * time.Second, ReadTimeout: 15 * time.Second}
 }
 
@@ -192,7 +192,7 @@ func (e env) consume(parts, n int, extra time.Duration) ([]rt.Rec, error) {
 	var out []rt.Rec
 	deadline := time.Now().Add(20 * time.Second)
 	for p := 0; p < parts; p++ {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{e.a.Bootstrap}, Topic: e.a.Topic, Partition: p, MaxWait: 200 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20})
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.a.Brokers(), Topic: e.a.Topic, Partition: p, MaxWait: 200 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20})
 		r.SetOffset(kafka.FirstOffset)
 		for {
 			// Stop a partition when its lag reaches 0 (after at least one read attempt).
@@ -318,7 +318,7 @@ func (e env) produceN(n int) error {
 }
 
 func (e env) groupReader() *kafka.Reader {
-	return kafka.NewReader(kafka.ReaderConfig{Brokers: []string{e.a.Bootstrap}, GroupID: e.a.Group(), Topic: e.a.Topic,
+	return kafka.NewReader(kafka.ReaderConfig{Brokers: e.a.Brokers(), GroupID: e.a.Group(), Topic: e.a.Topic,
 		StartOffset: kafka.FirstOffset, MaxWait: 200 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20, HeartbeatInterval: time.Second,
 		SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second, JoinGroupBackoff: 300 * time.Millisecond})
 }

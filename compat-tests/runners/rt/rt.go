@@ -27,6 +27,9 @@ type Args struct {
 	Extra             map[string]string
 }
 
+// Brokers is the bootstrap list: --bootstrap is HOST:PORT or a comma-separated list of them.
+func (a Args) Brokers() []string { return strings.Split(a.Bootstrap, ",") }
+
 // Arg returns --arg K=V's value, or def.
 func (a Args) Arg(k, def string) string {
 	if v, ok := a.Extra[k]; ok {
@@ -68,7 +71,7 @@ func Failf(format string, a ...any) Result           { return Result{"fail", fmt
 func Main(client string, fn func(Args) Result) {
 	a := Args{Client: client, Extra: map[string]string{}}
 	fs := flag.NewFlagSet(client, flag.ExitOnError)
-	fs.StringVar(&a.Bootstrap, "bootstrap", "127.0.0.1:9092", "broker HOST:PORT")
+	fs.StringVar(&a.Bootstrap, "bootstrap", "127.0.0.1:9092", "broker HOST:PORT, or a comma-separated list of them")
 	fs.StringVar(&a.Scenario, "scenario", "", "scenario name")
 	fs.StringVar(&a.Topic, "topic", "", "topic name")
 	rf := fs.Int("replication-factor", 1, "replication factor of the topics the runner creates")

@@ -61,7 +61,7 @@ func run(a rt.Args) rt.Result {
 }
 
 func (e env) admin() (sarama.ClusterAdmin, error) {
-	return sarama.NewClusterAdmin([]string{e.a.Bootstrap}, config())
+	return sarama.NewClusterAdmin(e.a.Brokers(), config())
 }
 
 func (e env) ensureTopic(parts int32) error {
@@ -127,7 +127,7 @@ func (e env) metadata() rt.Result {
 	if err := e.ensureTopic(1); err != nil {
 		return rt.Failf("%v", err)
 	}
-	cl, err := sarama.NewClient([]string{e.a.Bootstrap}, config())
+	cl, err := sarama.NewClient(e.a.Brokers(), config())
 	if err != nil {
 		return rt.Failf("client: %v", err)
 	}
@@ -199,7 +199,7 @@ func (e env) toMsgs(rs []rt.Rec) []*sarama.ProducerMessage {
 }
 
 func (e env) produce(c *sarama.Config, rs []rt.Rec) error {
-	p, err := sarama.NewSyncProducer([]string{e.a.Bootstrap}, c)
+	p, err := sarama.NewSyncProducer(e.a.Brokers(), c)
 	if err != nil {
 		return fmt.Errorf("producer: %w", err)
 	}
@@ -217,7 +217,7 @@ func fromMsg(m *sarama.ConsumerMessage) rt.Rec {
 
 // consume reads every partition from the oldest offset until n records, then waits extra.
 func (e env) consume(c *sarama.Config, n int, extra time.Duration) ([]rt.Rec, error) {
-	cons, err := sarama.NewConsumer([]string{e.a.Bootstrap}, c)
+	cons, err := sarama.NewConsumer(e.a.Brokers(), c)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
@@ -324,7 +324,7 @@ func (e env) listOffsets() rt.Result {
 	if err := e.produce(config(), rs); err != nil {
 		return rt.Failf("produce: %v", err)
 	}
-	cl, err := sarama.NewClient([]string{e.a.Bootstrap}, config())
+	cl, err := sarama.NewClient(e.a.Brokers(), config())
 	if err != nil {
 		return rt.Failf("client: %v", err)
 	}
@@ -421,7 +421,7 @@ func (e env) groupRun(want int, commit int64) ([]rt.Rec, func(), error) {
 	cfg := config()
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	cfg.Consumer.Offsets.AutoCommit.Enable = false
-	cg, err := sarama.NewConsumerGroup([]string{e.a.Bootstrap}, e.a.Group(), cfg)
+	cg, err := sarama.NewConsumerGroup(e.a.Brokers(), e.a.Group(), cfg)
 	if err != nil {
 		return nil, func() {}, fmt.Errorf("NewConsumerGroup: %w", err)
 	}
@@ -490,7 +490,7 @@ func (e env) transactions() rt.Result {
 	cfg.Producer.Idempotent = true
 	cfg.Producer.Transaction.ID = "tx-" + e.a.Topic
 	cfg.Net.MaxOpenRequests = 1
-	p, err := sarama.NewSyncProducer([]string{e.a.Bootstrap}, cfg)
+	p, err := sarama.NewSyncProducer(e.a.Brokers(), cfg)
 	if err != nil {
 		return rt.Failf("transactional producer: %v", err)
 	}
@@ -621,7 +621,7 @@ func (e env) deleteTopic() rt.Result {
 		return rt.Failf("DeleteTopic: %v", err)
 	}
 	// Not adm.ListTopics: it also sends DescribeConfigs for every topic.
-	cl, err := sarama.NewClient([]string{e.a.Bootstrap}, config())
+	cl, err := sarama.NewClient(e.a.Brokers(), config())
 	if err != nil {
 		return rt.Failf("client: %v", err)
 	}
@@ -837,7 +837,7 @@ func (e env) deleteRecords() rt.Result {
 	if err := adm.DeleteRecords(e.a.Topic, map[int32]int64{0: rt.DeleteRecordsBefore}); err != nil {
 		return rt.Failf("DeleteRecords: %v", err)
 	}
-	cl, err := sarama.NewClient([]string{e.a.Bootstrap}, config())
+	cl, err := sarama.NewClient(e.a.Brokers(), config())
 	if err != nil {
 		return rt.Failf("client: %v", err)
 	}
