@@ -81,8 +81,8 @@ func (b *Broker) waitForSlot() bool {
 
 // admit checks a new connection against max.connections.per.ip and counts
 // it against its address; over the limit it closes the connection with one
-// log line and returns false. Only the accept loop adds connections, so a
-// count checked here cannot grow before track.
+// log line and returns false. Only the accept loops add connections, one
+// at a time (Broker.add), so a count checked here cannot grow before track.
 func (b *Broker) admit(c *conn) bool {
 	ip := remoteIP(c.nc)
 	l := b.cfg.Limits
