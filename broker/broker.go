@@ -107,7 +107,7 @@ type Broker struct {
 	conns    map[*conn]struct{}
 	perIP    map[string]int // open connections by remote IP (limits.go)
 	// slotFreed is signalled (with mu) when a connection closes or shutdown
-	// starts: the accept loop waits on it at max.connections (limits.go).
+	// starts: the accept loops wait on it at max.connections (limits.go).
 	slotFreed  *sync.Cond
 	fullLogged time.Time // when waitForSlot last logged (limits.go)
 	closing    bool

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -301,4 +304,44 @@ func TestClusterClientsOnExternalListener(t *testing.T) {
 			t.Fatalf("external-%d: log sizes %v on nodes 1-3, want one non-zero size", p, sizes)
 		}
 	}
+}
+
+// TestMaxConnectionsSpansListeners: max.connections counts the connections
+// of every listener, as Kafka's does; at the limit a connection on the
+// other listener waits unanswered until one closes.
+func TestMaxConnectionsSpansListeners(t *testing.T) {
+	e2e(t)
+	dir := t.TempDir()
+	first := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	second := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	p := launchArgs(t, dir, first,
+		"--override", "listeners=PLAINTEXT://"+first+",SECOND://"+second,
+		"--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SECOND:PLAINTEXT",
+		"--override", "max.connections=2",
+		"--override", "log.dirs="+dir)
+	p.waitReady(30 * time.Second)
+	// The readiness probe may still hold a slot until the broker sees it
+	// close, so the admitted connections retry.
+	held := servedWithin(t, first, 10*time.Second)
+	servedWithin(t, first, 10*time.Second)
+	over := dial(t, second)
+	if _, err := over.Write(apiVersionsFrame()); err != nil {
+		t.Fatal(err)
+	}
+	_ = over.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	var b [1]byte
+	var ne net.Error
+	if n, err := over.Read(b[:]); n != 0 || !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("a connection on the second listener over max.connections was answered or closed: %d bytes, %v", n, err)
+	}
+	held.Close()
+	_ = over.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(over, size[:]); err != nil {
+		t.Fatalf("the waiting connection was not served after a slot freed: %v", err)
+	}
+	if _, err := io.ReadFull(over, make([]byte, binary.BigEndian.Uint32(size[:]))); err != nil {
+		t.Fatal(err)
+	}
+	apiVersions(t, over)
 }
