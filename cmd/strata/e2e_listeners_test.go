@@ -202,7 +202,8 @@ func TestTwoListenersAnswerWithTheirOwnEndpoints(t *testing.T) {
 // TestClusterClientsOnExternalListener runs three nodes with an INTERNAL
 // listener, which replicates, and an EXTERNAL one advertised under host
 // names only the test's clients resolve: a client on EXTERNAL is told of
-// EXTERNAL endpoints only and dials nothing else, acks=all produces with
+// EXTERNAL endpoints only (Metadata, DescribeCluster, FindCoordinator, a
+// Fetch's KIP-951 leader hint) and dials nothing else, acks=all produces with
 // RF=3 succeed, and every replica's log has the records, so followers
 // fetched over INTERNAL.
 func TestClusterClientsOnExternalListener(t *testing.T) {
@@ -284,6 +285,40 @@ func TestClusterClientsOnExternalListener(t *testing.T) {
 		checkListenerAnswers(t, external[n.id], "external", advertised)
 		checkListenerAnswers(t, n.addr, "external", internals)
 	}
+
+	// A consumer's Fetch at a broker that is not a replica is told the
+	// leader's endpoint on EXTERNAL (KIP-951).
+	if resp, err := createAssigned(external[1], "hint", [][]int32{{1}}); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics hint: %v %+v", err, resp)
+	}
+	waitUntil(t, 30*time.Second, "node 2's EXTERNAL listener names hint-0's leader", func() (bool, string) {
+		m, err := metadataOf(external[2], "hint")
+		if err != nil || len(m.Topics) != 1 || len(m.Topics[0].Partitions) != 1 || m.Topics[0].Partitions[0].Leader != 1 {
+			return false, fmt.Sprintf("%v %+v", err, m)
+		}
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(16)
+		req.ReplicaID, req.ReplicaState.ID, req.SessionEpoch, req.MaxBytes = -1, -1, -1, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.TopicID = m.Topics[0].TopicID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = -1, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := request(external[2], req)
+		if err != nil {
+			return false, err.Error()
+		}
+		f := resp.(*kmsg.FetchResponse)
+		if len(f.Topics) != 1 || len(f.Topics[0].Partitions) != 1 || f.Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code {
+			return false, fmt.Sprintf("%+v", f.Topics)
+		}
+		if len(f.Brokers) != 1 || f.Brokers[0].NodeID != 1 ||
+			net.JoinHostPort(f.Brokers[0].Host, strconv.Itoa(int(f.Brokers[0].Port))) != advertised[0] {
+			t.Fatalf("Fetch at node 2 on EXTERNAL names leaders %+v, want node 1 at %s", f.Brokers, advertised[0])
+		}
+		return true, ""
+	})
 
 	d := &dialLog{alias: alias}
 	produceConsume(t, external[1], d, "external", 300)
