@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -26,8 +24,8 @@ import (
 
 // Config is the broker's part of server.properties, already validated.
 type Config struct {
-	Listeners             string // the client listener, NAME://host:port, served as PLAINTEXT
-	AdvertisedListeners   string // advertised.listeners; empty means Listeners
+	Listeners             string // the client listeners, NAME://host:port,..., each served as PLAINTEXT (listeners.go)
+	AdvertisedListeners   string // advertised.listeners: the endpoints registered; empty means Listeners
 	LogDirs               string // log.dirs: one directory
 	NodeID                int32  // node.id
 	NumPartitions         int32  // num.partitions: default for auto-created topics
@@ -102,15 +100,14 @@ type Broker struct {
 	local     coordinator.MarkerWriter // markers on the partitions this node leads (WriteTxnMarkers)
 	isr       *isrManager              // a cluster node's leaders' ISR changes (isr.go); nil on a single node
 
-	ln      net.Listener
-	advHost string
-	advPort int32
+	listeners []*clientListener // the client listeners, as listeners names them (listeners.go)
 
-	mu    sync.Mutex
-	conns map[*conn]struct{}
-	perIP map[string]int // open connections by remote IP (limits.go)
+	acceptMu sync.Mutex // held by an accept loop adding a connection (add)
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	perIP    map[string]int // open connections by remote IP (limits.go)
 	// slotFreed is signalled (with mu) when a connection closes or shutdown
-	// starts: the accept loop waits on it at max.connections (limits.go).
+	// starts: the accept loops wait on it at max.connections (limits.go).
 	slotFreed  *sync.Cond
 	fullLogged time.Time // when waitForSlot last logged (limits.go)
 	closing    bool
@@ -120,10 +117,9 @@ type Broker struct {
 	metrics    *metrics.Metrics // nil when metrics.listener is off; see metrics.go
 	metricsSrv *metrics.Server
 
-	listener string     // the client listener's name, from listeners
-	apis     *registry  // the keys and versions served, and their handlers
-	svc      *services  // what handlers see of the broker
-	authz    Authorizer // cfg.Authorizer, or allowAll
+	apis  *registry  // the keys and versions served, and their handlers
+	svc   *services  // what handlers see of the broker
+	authz Authorizer // cfg.Authorizer, or allowAll
 
 	// A cluster node's controller, lifecycle and forwarder; nil on one node.
 	controller *controller
@@ -131,9 +127,9 @@ type Broker struct {
 	forward    *forwarder
 }
 
-// New opens the log directory (running recovery) and binds the listener.
+// New opens the log directory (running recovery) and binds the listeners.
 func New(cfg Config, logger *zap.Logger) (*Broker, error) {
-	host, port, err := parseListener(cfg.Listeners)
+	addrs, err := parseListeners(cfg.Listeners)
 	if err != nil {
 		return nil, fmt.Errorf("listeners: %w", err)
 	}
@@ -141,14 +137,14 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if adv == "" {
 		adv = cfg.Listeners
 	}
-	advHost, advPort, err := parseListener(adv)
+	advAddrs, err := parseListeners(adv)
 	if err != nil {
 		return nil, fmt.Errorf("advertised.listeners: %w", err)
 	}
 	// Bind first: a taken port fails start-up before the log dir is touched.
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	listeners, err := bindListeners(addrs)
 	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
+		return nil, err
 	}
 	var met *metrics.Metrics // created before the logs so fsyncs and recoveries are counted from the start
 	if cfg.MetricsListener != "" {
@@ -164,23 +160,14 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	}
 	pids, err := coordinator.OpenProducerIDs(fsys, cfg.LogDirs)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("producer ids: %w", err), ln.Close())
+		return nil, errors.Join(fmt.Errorf("producer ids: %w", err), closeListeners(listeners))
 	}
-	if advPort == 0 {
-		advPort = ln.Addr().(*net.TCPAddr).Port
-	}
-	if advHost == "" || advHost == "0.0.0.0" || advHost == "::" {
-		advHost = "127.0.0.1"
-		if h := ln.Addr().(*net.TCPAddr).IP; !h.IsUnspecified() {
-			advHost = h.String()
-		}
-	}
-	listener := listenerName(cfg.Listeners)
+	endpoints := advertisedEndpoints(advAddrs, listeners)
 	events := storage.TeeEventListener(storage.LoggingListener(logger), met.StorageEvents())
 	logs, err := storage.OpenManager(fsys, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID,
 		Events: &events, Clock: clock, ReserveProducerIDs: pids.Reserve})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), ln.Close())
+		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), closeListeners(listeners))
 	}
 	var fwd *forwarder
 	if cfg.Quorum != nil {
@@ -216,11 +203,11 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		})
 	} else {
 		if replicas, err = replica.NewManager(logs, cfg.NodeID); err != nil {
-			return nil, errors.Join(fmt.Errorf("replicas: %w", err), logs.Close(), ln.Close())
+			return nil, errors.Join(fmt.Errorf("replicas: %w", err), logs.Close(), closeListeners(listeners))
 		}
-		img, err := imageOf(logs, registerRecord(cfg.NodeID, listener, advHost, int32(advPort)))
+		img, err := imageOf(logs, registerRecord(cfg.NodeID, endpoints))
 		if err != nil {
-			return nil, errors.Join(err, logs.Close(), ln.Close())
+			return nil, errors.Join(err, logs.Close(), closeListeners(listeners))
 		}
 		meta = local.New(img, logHost{logs: logs, node: cfg.NodeID}.commit)
 	}
@@ -247,7 +234,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	groupCfg, txnCfg := coordinatorConfigs(&cfg, clock)
 	groups, err := coordinator.OpenGroups(logs, replicas, create, groupCfg, logger)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("group coordinator: %w", err), logs.Close(), ln.Close())
+		return nil, errors.Join(fmt.Errorf("group coordinator: %w", err), logs.Close(), closeListeners(listeners))
 	}
 	shutdown := make(chan struct{})
 	local := coordinator.LocalMarkers(logs, replicas, groups)
@@ -260,34 +247,31 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	txns, err := coordinator.OpenTxns(logs, replicas, create, pids, groups, txnCfg, logger)
 	if err != nil {
 		groups.Close()
-		return nil, errors.Join(fmt.Errorf("transaction coordinator: %w", err), logs.Close(), ln.Close())
+		return nil, errors.Join(fmt.Errorf("transaction coordinator: %w", err), logs.Close(), closeListeners(listeners))
 	}
 	pub := &publisher{node: cfg.NodeID, logs: logs, replicas: replicas, groups: groups, txns: txns, logger: logger,
 		host: follower, fetchers: fetchers, seen: metadata.Empty}
 	b := &Broker{
-		cfg:      cfg,
-		logger:   logger,
-		clock:    clock,
-		logs:     logs,
-		meta:     meta,
-		replicas: replicas,
-		fetchers: fetchers,
-		markers:  markers,
-		local:    local,
-		isr:      isr,
-		pids:     pids,
-		groups:   groups,
-		txns:     txns,
-		ln:       ln,
-		advHost:  advHost,
-		advPort:  int32(advPort),
-		conns:    make(map[*conn]struct{}),
-		shutdown: shutdown,
-		metrics:  met,
-		listener: listener,
-		apis:     newRegistry(),
-		authz:    cfg.Authorizer,
-		forward:  fwd,
+		cfg:       cfg,
+		logger:    logger,
+		clock:     clock,
+		logs:      logs,
+		meta:      meta,
+		replicas:  replicas,
+		fetchers:  fetchers,
+		markers:   markers,
+		local:     local,
+		isr:       isr,
+		pids:      pids,
+		groups:    groups,
+		txns:      txns,
+		listeners: listeners,
+		conns:     make(map[*conn]struct{}),
+		shutdown:  shutdown,
+		metrics:   met,
+		apis:      newRegistry(),
+		authz:     cfg.Authorizer,
+		forward:   fwd,
 	}
 	if b.authz == nil {
 		b.authz = allowAll{}
@@ -301,24 +285,29 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		b.registerDescribeQuorum()
 		fwd.forwarding(b.apis)
 	}
-	b.svc = newServices(b)
+	b.svc = newServices(b, listeners[0].name)
 	b.slotFreed = sync.NewCond(&b.mu)
 	if err := b.openMetrics(); err != nil {
 		if fetchers != nil {
 			fetchers.close()
 		}
-		return nil, errors.Join(err, logs.Close(), ln.Close())
+		return nil, errors.Join(err, logs.Close(), closeListeners(listeners))
 	}
 	if cfg.Quorum != nil {
 		b.controller = newController(cfg.Quorum, cfg.Cluster, cfg.Cluster.ClusterID, logger)
 		b.life = newLifecycle(cfg.Quorum, cfg.NodeID, cfg.Cluster, cfg.Cluster.ClusterID,
-			registerRecord(cfg.NodeID, listener, advHost, int32(advPort)).Endpoints,
+			registerRecord(cfg.NodeID, endpoints).Endpoints,
 			pub.caughtUp, logger)
 		pids.AllocateFrom(func() (int64, int64, error) { return fwd.allocateProducerIDs(b.life.epoch.Load()) })
 	}
 	if isr != nil {
 		b.svc.isr = isr
 		isr.start()
+	}
+	for _, l := range listeners {
+		svc := *b.svc
+		svc.listener = l.name
+		l.svc = &svc
 	}
 	return b, nil
 }
@@ -331,21 +320,36 @@ func coordinatorConfigs(cfg *Config, clock clockwork.Clock) (coordinator.GroupCo
 	return groups, txns
 }
 
-// Addr is the address the listener is bound to.
-func (b *Broker) Addr() net.Addr { return b.ln.Addr() }
+// Addr is the address the first client listener is bound to.
+func (b *Broker) Addr() net.Addr { return b.listeners[0].ln.Addr() }
 
-// Serve accepts connections until Shutdown; it returns nil after a shutdown.
+// Serve accepts connections on every client listener until Shutdown; it
+// returns nil after a shutdown, or the first listener's accept error.
 func (b *Broker) Serve() error {
 	b.startMetrics()
 	if b.controller != nil {
 		go b.serveController(b.cfg.ControllerListener)
 	}
+	errs := make(chan error, len(b.listeners))
+	for _, l := range b.listeners {
+		go func() { errs <- b.accept(l) }()
+	}
+	for range b.listeners {
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// accept serves l's connections until Shutdown.
+func (b *Broker) accept(l *clientListener) error {
 	var delay time.Duration
 	for {
 		if !b.waitForSlot() {
 			return nil
 		}
-		nc, err := b.ln.Accept()
+		nc, err := l.ln.Accept()
 		if err != nil {
 			if b.isClosing() {
 				return nil
@@ -353,23 +357,41 @@ func (b *Broker) Serve() error {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				b.logger.Warn("accept failed, retrying", zap.Error(err), zap.Duration("delay", delay))
+				b.logger.Warn("accept failed, retrying", zap.String("listener", l.name), zap.Error(err), zap.Duration("delay", delay))
 				time.Sleep(delay)
 				continue
 			}
-			return fmt.Errorf("accept: %w", err)
+			return fmt.Errorf("accept on %s: %w", l.name, err)
 		}
 		delay = 0
-		c := newConn(b, nc)
-		if !b.admit(c) {
-			continue
-		}
-		if !b.track(c) {
-			nc.Close()
+		if !b.add(nc, l.svc) {
 			return nil
 		}
-		go c.serve()
 	}
+}
+
+// add serves nc, accepted on a listener with svc, unless the broker is
+// closing. The accept loops add one connection at a time, so each sees the
+// counts max.connections and max.connections.per.ip are held to as the
+// others left them (limits.go).
+func (b *Broker) add(nc net.Conn, svc *services) bool {
+	b.acceptMu.Lock()
+	defer b.acceptMu.Unlock()
+	if !b.waitForSlot() {
+		nc.Close()
+		return false
+	}
+	c := newConn(b, nc)
+	c.svc = svc
+	if !b.admit(c) {
+		return true
+	}
+	if !b.track(c) {
+		nc.Close()
+		return false
+	}
+	go c.serve()
+	return true
 }
 
 func (b *Broker) isClosing() bool {
@@ -420,7 +442,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		c.stopReading()
 	}
 	b.mu.Unlock()
-	b.ln.Close()
+	closeListeners(b.listeners)
 	if b.controller != nil {
 		b.cfg.ControllerListener.Close()
 	}
@@ -458,31 +480,4 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		return errors.Join(fmt.Errorf("close logs: %w", err), b.stopMetrics(ctx))
 	}
 	return b.stopMetrics(ctx)
-}
-
-// parseListener reads one listener, Kafka's NAME://host:port. It is served as
-// PLAINTEXT whatever its name: the caller maps names to security protocols.
-// listenerName is the NAME of a validated NAME://host:port listener.
-func listenerName(s string) string {
-	name, _, _ := strings.Cut(strings.TrimSpace(s), "://")
-	return name
-}
-
-func parseListener(s string) (string, int, error) {
-	if strings.Contains(s, ",") {
-		return "", 0, fmt.Errorf("%q: only one listener is supported", s)
-	}
-	_, addr, ok := strings.Cut(strings.TrimSpace(s), "://")
-	if !ok {
-		return "", 0, fmt.Errorf("%q: want NAME://host:port", s)
-	}
-	host, portStr, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, fmt.Errorf("%q: %w", s, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 0 || port > 65535 {
-		return "", 0, fmt.Errorf("%q: bad port", s)
-	}
-	return host, port, nil
 }

@@ -87,7 +87,7 @@ func (c *testCluster) start(t *testing.T, node int32) *Broker {
 		t.Fatal(err)
 	}
 	p, _ := strconv.Atoi(port)
-	reg := registerRecord(node, "PLAINTEXT", host, int32(p))
+	reg := registerRecord(node, []metadata.Endpoint{{Listener: "PLAINTEXT", Host: host, Port: int32(p)}})
 	reg.Rack = cfg.Cluster.Rack
 	if _, err := c.store.Propose(reg); err != nil {
 		t.Fatalf("register node %d: %v", node, err)

@@ -266,7 +266,7 @@ func (c *conn) serveOne() error {
 	c.rc = reqCtx{
 		principal:  anonymousPrincipal,
 		clientAddr: c.remote,
-		listener:   c.b.listener,
+		listener:   c.svc.listener,
 		req:        req,
 		svc:        c.svc,
 		authz:      c.b.authz,

@@ -37,7 +37,7 @@ func handleDescribeCluster(rc *reqCtx) (kmsg.Response, error) {
 	}
 	resp.ClusterID = b.clusterID()
 	img := b.meta.Image()
-	resp.ControllerID = b.controllerID(img)
+	resp.ControllerID = b.controllerID(img, true)
 	for _, reg := range b.liveBrokers(img) {
 		br := kmsg.NewDescribeClusterResponseBroker()
 		br.NodeID = reg.ID

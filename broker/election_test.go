@@ -47,7 +47,7 @@ func rawClient(t *testing.T, b *Broker) *kgo.Client {
 // registerOtherBroker registers otherBroker at a port nothing listens on.
 func registerOtherBroker(t *testing.T, b *Broker) {
 	t.Helper()
-	if _, err := b.meta.Propose(registerRecord(otherBroker, b.listener, "127.0.0.1", 1)); err != nil {
+	if _, err := b.meta.Propose(registerRecord(otherBroker, []metadata.Endpoint{{Listener: b.listeners[0].name, Host: "127.0.0.1", Port: 1}})); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"net"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func TestFindCoordinator(t *testing.T) {
 		t.Fatalf("v3 creating %s: %+v", coordinator.OffsetsTopic, r3)
 	}
 	r3 = adminRoundTrip[*kmsg.FindCoordinatorResponse](t, b, req, 3)
-	if r3.ErrorCode != 0 || r3.NodeID != testNodeID || r3.Port != b.advPort || r3.ErrorMessage == nil || *r3.ErrorMessage != "NONE" {
+	if r3.ErrorCode != 0 || r3.NodeID != testNodeID || r3.Port != int32(b.Addr().(*net.TCPAddr).Port) || r3.ErrorMessage == nil || *r3.ErrorMessage != "NONE" {
 		t.Fatalf("v3: %+v", r3)
 	}
 	req = kmsg.NewPtrFindCoordinatorRequest()
@@ -46,7 +47,7 @@ func TestFindCoordinator(t *testing.T) {
 		t.Fatalf("transaction key creating %s: %+v", coordinator.TxnStateTopic, c)
 	}
 	r6 = adminRoundTrip[*kmsg.FindCoordinatorResponse](t, b, req, 6)
-	if c := r6.Coordinators[0]; c.ErrorCode != 0 || c.NodeID != testNodeID || c.Port != b.advPort {
+	if c := r6.Coordinators[0]; c.ErrorCode != 0 || c.NodeID != testNodeID || c.Port != int32(b.Addr().(*net.TCPAddr).Port) {
 		t.Fatalf("transaction key: %+v", c)
 	}
 }

@@ -49,11 +49,10 @@ func imageOf(logs *storage.Manager, reg metadata.RegisterBrokerRecord) (*metadat
 	return d.Apply(), nil
 }
 
-// registerRecord registers this node with its advertised endpoint on the
-// client listener.
-func registerRecord(node int32, listener, host string, port int32) metadata.RegisterBrokerRecord {
-	return metadata.RegisterBrokerRecord{BrokerID: node,
-		Endpoints: []metadata.Endpoint{{Listener: listener, Host: host, Port: port, SecurityProtocol: 0}}}
+// registerRecord registers this node with its advertised endpoints, one
+// per client listener.
+func registerRecord(node int32, endpoints []metadata.Endpoint) metadata.RegisterBrokerRecord {
+	return metadata.RegisterBrokerRecord{BrokerID: node, Endpoints: endpoints}
 }
 
 // configRecords are the ConfigRecords taking res's configs from had to want.
@@ -218,10 +217,14 @@ func (b *services) liveBrokers(img *metadata.Image) []metadata.BrokerRegistratio
 
 // controllerID is what Metadata and DescribeCluster report as the
 // controller: Kafka's brokers name a random live broker, Strata the lowest
-// (on one node, itself); -1 when none is live.
-func (b *services) controllerID(img *metadata.Image) int32 {
-	if live := b.liveBrokers(img); len(live) > 0 {
-		return live[0].ID
+// (on one node, itself); -1 when none is live. DescribeCluster picks among
+// the brokers on this listener, Metadata among all of them (onListener
+// false), as Kafka 4.4 answers on a listener no broker advertises.
+func (b *services) controllerID(img *metadata.Image, onListener bool) int32 {
+	for _, reg := range img.Cluster.Brokers() {
+		if _, _, listens := b.endpoint(reg); !reg.Fenced && (listens || !onListener) {
+			return reg.ID
+		}
 	}
 	return -1
 }

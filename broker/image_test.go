@@ -30,7 +30,7 @@ func TestImageChangesAreDurableFirst(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		img, err := imageOf(m, registerRecord(7, "PLAINTEXT", "127.0.0.1", 9092))
+		img, err := imageOf(m, registerRecord(7, []metadata.Endpoint{{Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}}))
 		if err != nil {
 			t.Fatal(err)
 		}

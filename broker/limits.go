@@ -17,11 +17,12 @@ package broker
 // after that long (Kafka drops it through the same idle expiry: a channel
 // with no reads or writes for connections.max.idle.ms is closed).
 //
-// At max.connections the accept loop stops accepting until a connection
-// closes, as Kafka's acceptor does (ConnectionQuotas.waitForConnectionSlot):
-// new connections wait in the kernel's backlog and are served, in turn, once
-// a slot frees. Over max.connections.per.ip the new connection is closed at
-// once, as Kafka does. Differences from Kafka:
+// At max.connections, which counts the connections of every listener, the
+// accept loops stop accepting until a connection closes, as Kafka's acceptor
+// does (ConnectionQuotas.waitForConnectionSlot): new connections wait in the
+// kernel's backlog and are served, in turn, once a slot frees. Over
+// max.connections.per.ip the new connection is closed at once, as Kafka does.
+// Differences from Kafka:
 // max.connections.per.ip.overrides and the per-listener and rate limits
 // (max.connection.creation.rate) are not implemented.
 
@@ -58,7 +59,7 @@ func (l ConnLimits) idle() time.Duration {
 // connections.max.idle.ms.
 var errIdle = errors.New("idle for connections.max.idle.ms")
 
-// waitForSlot blocks the accept loop while the broker holds
+// waitForSlot blocks an accept loop while the broker holds
 // max.connections connections, logging when it starts to wait (at most once
 // a minute: at the limit, every close lets one waiting connection in and the
 // loop waits again). It returns false when the broker is shutting down.
@@ -81,8 +82,8 @@ func (b *Broker) waitForSlot() bool {
 
 // admit checks a new connection against max.connections.per.ip and counts
 // it against its address; over the limit it closes the connection with one
-// log line and returns false. Only the accept loop adds connections, so a
-// count checked here cannot grow before track.
+// log line and returns false. Only the accept loops add connections, one
+// at a time (Broker.add), so a count checked here cannot grow before track.
 func (b *Broker) admit(c *conn) bool {
 	ip := remoteIP(c.nc)
 	l := b.cfg.Limits

@@ -55,7 +55,7 @@ func handleMetadata(rc *reqCtx) (kmsg.Response, error) {
 	}
 	clusterID := b.clusterID()
 	resp.ClusterID = &clusterID
-	resp.ControllerID = b.controllerID(img)
+	resp.ControllerID = b.controllerID(img, false)
 	resp.AuthorizedOperations = math.MinInt32
 
 	if r.Topics == nil || req.Version == 0 && len(r.Topics) == 0 {

@@ -129,7 +129,7 @@ type requestMetrics interface {
 }
 
 // newServices is the part of b its handlers see.
-func newServices(b *Broker) *services {
+func newServices(b *Broker, listener string) *services {
 	return &services{
 		cfg:      &b.cfg,
 		logger:   b.logger,
@@ -142,7 +142,7 @@ func newServices(b *Broker) *services {
 		markers:  b.local,
 		metrics:  b.metrics,
 		meta:     b.meta,
-		listener: b.listener,
+		listener: listener,
 		served:   b.apis.ranges(),
 		shutdown: b.shutdown,
 		forward:  b.forward,

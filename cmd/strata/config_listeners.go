@@ -15,10 +15,11 @@ import (
 // (process.roles=broker,controller), so a stock KRaft file starts Strata as that
 // node. With this node the only voter, it is today's single node: the
 // controller listener is checked but not bound. With several voters it is a
-// node of a cluster, serving its controller listener (main.go). What Strata
-// cannot do (a broker-only or controller-only node, which needs an external
-// quorum or brokers of its own, several client listeners, SSL or SASL) is
-// refused rather than ignored.
+// node of a cluster, serving its controller listener (main.go). Every client
+// listener is served, each answering with its own endpoints (broker/listeners.go).
+// What Strata cannot do (a broker-only or controller-only node, which needs an
+// external quorum or brokers of its own, SSL or SASL) is refused rather than
+// ignored.
 
 // listenerEndpoint is one entry of listeners or advertised.listeners.
 type listenerEndpoint struct {
@@ -131,21 +132,23 @@ func loadListenerSettings(p *propReader, s *settings) {
 	if !checkBrokerListeners(p, protocols, listeners, advertisedClients) {
 		return
 	}
-	if len(clients) > 1 {
-		names := make([]string, len(clients))
-		for i, e := range clients {
-			names[i] = e.name
-		}
-		p.fail("listeners", p.props["listeners"], fmt.Sprintf("strata serves one client listener, found %d (%s)", len(clients), strings.Join(names, ", ")))
-		return
-	}
-	// checkBrokerListeners made sure advertisedClients is non-empty and a subset of
-	// the listener names, so with one client listener it is that listener.
-	s.Listeners = clients[0].String()
-	s.AdvertisedListeners = advertisedClients[0].String()
+	// checkBrokerListeners made sure advertisedClients is non-empty and a
+	// subset of the client listeners: a listener left out of it is served
+	// but registers no endpoint, as in Kafka.
+	s.Listeners = joinEndpoints(clients)
+	s.AdvertisedListeners = joinEndpoints(advertisedClients)
 	if kraft {
 		s.ControllerListener = controllers[0].String()
 	}
+}
+
+// joinEndpoints is es in Kafka's NAME://host:port,... form.
+func joinEndpoints(es []listenerEndpoint) string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.String()
+	}
+	return strings.Join(out, ",")
 }
 
 // loadProcessRoles reads process.roles: absent or empty is Strata's own
@@ -223,8 +226,8 @@ func protocolMap(p *propReader, kraft bool, controllerNames []string) (map[strin
 }
 
 // parseEndpoints reads Kafka's NAME://host:port[,...] with each name's security
-// protocol. Names are unique; so are the ports of listeners (0 aside), while
-// advertised listeners may share a port and must not name a non-routable host.
+// protocol. Names are unique; so are the ports of listeners (checkDistinctPorts),
+// while advertised listeners may share a port and must not name a non-routable host.
 func parseEndpoints(v string, protocols map[string]string, advertised bool) ([]listenerEndpoint, error) {
 	var out []listenerEndpoint
 	for _, l := range csvList(v) {
@@ -252,16 +255,49 @@ func parseEndpoints(v string, protocols map[string]string, advertised bool) ([]l
 			if e.name == name {
 				return nil, fmt.Errorf("listener name %s appears more than once", name)
 			}
-			if !advertised && port != 0 && e.port == int(port) {
-				return nil, fmt.Errorf("listeners %s and %s have the same port %d; each listener must have a different port", e.name, name, port)
-			}
 		}
 		out = append(out, listenerEndpoint{name: name, host: host, port: int(port), protocol: protocol})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no listener given")
 	}
+	if !advertised {
+		if err := checkDistinctPorts(out); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// checkDistinctPorts holds listeners to Kafka's CoreUtils.listenerListToEndPoints:
+// each has a port of its own (0 aside), except that two may share one when
+// one host is an IPv4 address and the other an IPv6 address.
+func checkDistinctPorts(listeners []listenerEndpoint) error {
+	byPort := map[int][]listenerEndpoint{}
+	for _, e := range listeners {
+		if e.port != 0 {
+			byPort[e.port] = append(byPort[e.port], e)
+		}
+	}
+	for _, e := range listeners {
+		same := byPort[e.port]
+		if len(same) < 2 {
+			continue
+		}
+		if len(same) == 2 && isIPv4(same[0].host) != isIPv4(same[1].host) && isIP(same[0].host) && isIP(same[1].host) {
+			continue
+		}
+		return fmt.Errorf("listeners %s and %s have the same port %d; each listener must have a different port "+
+			"unless exactly one has an IPv4 address and the other an IPv6 address", same[0].name, same[1].name, e.port)
+	}
+	return nil
+}
+
+func isIP(host string) bool { return net.ParseIP(host) != nil }
+
+func isIPv4(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && ip.To4() != nil && !strings.Contains(host, ":")
 }
 
 // checkQuorum holds a combined node's controller keys to Kafka's rules, and to
