@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -43,15 +42,7 @@ func (h *batchesByNode) counts() map[int32]int {
 func rackedCluster(t *testing.T, extra ...string) []*clusterNode {
 	t.Helper()
 	nodes := startCluster(t, append([]string{"broker.rack=r{id}"}, extra...)...)
-	for _, n := range nodes {
-		waitUntil(t, 15*time.Second, fmt.Sprintf("node %d lists 3 brokers", n.id), func() (bool, string) {
-			m, err := metadataOf(n.addr)
-			if err != nil {
-				return false, err.Error()
-			}
-			return slices.Equal(brokerIDs(m), []int32{1, 2, 3}), fmt.Sprint(brokerIDs(m))
-		})
-	}
+	waitFormed(t, nodes, 15*time.Second)
 	resp, err := createAssigned(nodes[0].addr, "racked", [][]int32{{1, 2, 3}})
 	if err != nil {
 		t.Fatal(err)

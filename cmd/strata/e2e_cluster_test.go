@@ -157,6 +157,20 @@ var activeControllerLine = regexp.MustCompile(`this node is the active controlle
 
 // activeController is the node that last logged becoming the active
 // controller and is still running.
+// waitFormed waits until every node's Metadata lists the three brokers.
+func waitFormed(t *testing.T, nodes []*clusterNode, timeout time.Duration) {
+	t.Helper()
+	for _, n := range nodes {
+		waitUntil(t, timeout, fmt.Sprintf("node %d lists 3 brokers", n.id), func() (bool, string) {
+			m, err := metadataOf(n.addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			return slices.Equal(brokerIDs(m), []int32{1, 2, 3}), fmt.Sprint(brokerIDs(m))
+		})
+	}
+}
+
 func activeController(t *testing.T, nodes []*clusterNode) *clusterNode {
 	t.Helper()
 	var found *clusterNode
@@ -436,15 +450,7 @@ func TestClusterReplacesAKilledController(t *testing.T) {
 	const sessionTimeout, fetchTimeout = 10 * time.Second, 4 * time.Second
 	nodes := startCluster(t, "broker.heartbeat.interval.ms=200", fmt.Sprintf("broker.session.timeout.ms=%d", sessionTimeout.Milliseconds()),
 		fmt.Sprintf("controller.quorum.fetch.timeout.ms=%d", fetchTimeout.Milliseconds()))
-	for _, n := range nodes {
-		waitUntil(t, 4*fetchTimeout, fmt.Sprintf("node %d lists 3 brokers", n.id), func() (bool, string) {
-			m, err := metadataOf(n.addr)
-			if err != nil {
-				return false, err.Error()
-			}
-			return slices.Equal(brokerIDs(m), []int32{1, 2, 3}), fmt.Sprint(brokerIDs(m))
-		})
-	}
+	waitFormed(t, nodes, 4*fetchTimeout)
 	ctrl := activeController(t, nodes)
 	var others []*clusterNode
 	for _, n := range nodes {
@@ -497,15 +503,7 @@ func TestClusterReplacesAKilledController(t *testing.T) {
 func TestClusterStopsAControllerCleanly(t *testing.T) {
 	e2e(t)
 	nodes := startCluster(t)
-	for _, n := range nodes {
-		waitUntil(t, 15*time.Second, fmt.Sprintf("node %d lists 3 brokers", n.id), func() (bool, string) {
-			m, err := metadataOf(n.addr)
-			if err != nil {
-				return false, err.Error()
-			}
-			return slices.Equal(brokerIDs(m), []int32{1, 2, 3}), fmt.Sprint(brokerIDs(m))
-		})
-	}
+	waitFormed(t, nodes, 15*time.Second)
 	ctrl := activeController(t, nodes)
 	var others []*clusterNode
 	for _, n := range nodes {
@@ -562,15 +560,7 @@ func TestClusterStopsAControllerCleanly(t *testing.T) {
 func TestClusterForwardsAfterAnIdlePause(t *testing.T) {
 	e2e(t)
 	nodes := startCluster(t, "connections.max.idle.ms=600", "broker.heartbeat.interval.ms=100")
-	for _, n := range nodes {
-		waitUntil(t, 15*time.Second, fmt.Sprintf("node %d lists 3 brokers", n.id), func() (bool, string) {
-			m, err := metadataOf(n.addr)
-			if err != nil {
-				return false, err.Error()
-			}
-			return slices.Equal(brokerIDs(m), []int32{1, 2, 3}), fmt.Sprint(brokerIDs(m))
-		})
-	}
+	waitFormed(t, nodes, 15*time.Second)
 	ctrl := activeController(t, nodes)
 	var other *clusterNode
 	for _, n := range nodes {
@@ -599,15 +589,7 @@ func TestClusterForwardsAfterAnIdlePause(t *testing.T) {
 func TestClusterCreateTopicsAnswersOnceTheNodeKnowsTheTopic(t *testing.T) {
 	e2e(t)
 	nodes := startCluster(t)
-	for _, n := range nodes {
-		waitUntil(t, 15*time.Second, fmt.Sprintf("node %d lists 3 brokers", n.id), func() (bool, string) {
-			m, err := metadataOf(n.addr)
-			if err != nil {
-				return false, err.Error()
-			}
-			return slices.Equal(brokerIDs(m), []int32{1, 2, 3}), fmt.Sprint(brokerIDs(m))
-		})
-	}
+	waitFormed(t, nodes, 15*time.Second)
 	ctrl := activeController(t, nodes)
 	for _, other := range nodes {
 		if other == ctrl {

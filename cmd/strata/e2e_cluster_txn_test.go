@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -20,15 +18,7 @@ import (
 func TestClusterTransactionsSpanBrokers(t *testing.T) {
 	e2e(t)
 	nodes := startCluster(t)
-	for _, n := range nodes {
-		waitUntil(t, 15*time.Second, fmt.Sprintf("node %d lists 3 brokers", n.id), func() (bool, string) {
-			m, err := metadataOf(n.addr)
-			if err != nil {
-				return false, err.Error()
-			}
-			return slices.Equal(brokerIDs(m), []int32{1, 2, 3}), fmt.Sprint(brokerIDs(m))
-		})
-	}
+	waitFormed(t, nodes, 15*time.Second)
 	resp, err := createAssigned(nodes[0].addr, "tx", [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}})
 	if err != nil {
 		t.Fatal(err)
