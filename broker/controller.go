@@ -33,10 +33,8 @@ package broker
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -50,6 +48,10 @@ import (
 // producerIDBlock is how many producer ids AllocateProducerIds hands out,
 // Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE.
 const producerIDBlock = 1000
+
+// predecessorProbeTimeout bounds probePredecessor's dial and its wait on
+// a listener that accepted it.
+const predecessorProbeTimeout = 250 * time.Millisecond
 
 // controllerTick is how often the controller checks its leadership and
 // the brokers' sessions.
@@ -176,9 +178,8 @@ func (c *controller) tick(now time.Time) (out []expired, predecessor *expired) {
 }
 
 // probePredecessor fences the previous active controller's broker at once
-// if its controller listener refuses connections: its process is gone
-// (the kernel answers for a live one, even a paused one), so its session
-// need not run out. Its heartbeats went to itself, so no connection of
+// if its controller listener is gone (quorum.ListenerGone: its process
+// is), so its session need not run out. Its heartbeats went to itself, so no connection of
 // this controller's closed to say so. Any other answer leaves it to its
 // session.
 func (c *controller) probePredecessor(p expired) {
@@ -186,12 +187,7 @@ func (c *controller) probePredecessor(p expired) {
 	if addr == "" {
 		return
 	}
-	nc, err := net.DialTimeout("tcp", addr, c.cfg.SessionTimeout)
-	if err == nil {
-		nc.Close()
-		return
-	}
-	if errors.Is(err, syscall.ECONNREFUSED) {
+	if quorum.ListenerGone(addr, predecessorProbeTimeout) {
 		c.mu.Lock()
 		s := c.sessions[p.id]
 		live := s != nil && s.epoch == p.epoch && s.conn != nil

@@ -73,19 +73,26 @@ type FailoverOptions struct {
 	Logger       *zap.Logger
 }
 
+// steadyDefaults fills the steady producer's defaults of a leader-fault
+// run: 200 records a second, and 2 s worth of acknowledgements before the
+// fault and after each step.
+func steadyDefaults(rate, before, after *int) {
+	if *rate == 0 {
+		*rate = 200
+	}
+	if *before == 0 {
+		*before = 2 * *rate
+	}
+	if *after == 0 {
+		*after = 2 * *rate
+	}
+}
+
 func (o *FailoverOptions) defaults() {
 	if o.Topic == "" {
 		o.Topic = "failover"
 	}
-	if o.Rate == 0 {
-		o.Rate = 200
-	}
-	if o.Before == 0 {
-		o.Before = 2 * o.Rate
-	}
-	if o.After == 0 {
-		o.After = 2 * o.Rate
-	}
+	steadyDefaults(&o.Rate, &o.Before, &o.After)
 	if o.StopFor == 0 {
 		o.StopFor = 10 * time.Second
 	}

@@ -56,15 +56,7 @@ func (o *PartitionOptions) defaults() {
 	if o.Topic == "" {
 		o.Topic = "partition"
 	}
-	if o.Rate == 0 {
-		o.Rate = 200
-	}
-	if o.Before == 0 {
-		o.Before = 2 * o.Rate
-	}
-	if o.After == 0 {
-		o.After = 2 * o.Rate
-	}
+	steadyDefaults(&o.Rate, &o.Before, &o.After)
 	if o.Isolation == 0 {
 		o.Isolation = o.LagTime + 5*time.Second
 	}

@@ -54,24 +54,25 @@ func (s *Store) RaftConnClosed() {
 	}
 	go func() {
 		defer s.hurrying.Store(false)
-		if leaderGone(leader) && s.LeaderAddr() == leader {
+		if ListenerGone(leader, leaderProbeTimeout) && s.LeaderAddr() == leader {
 			s.hurryElection(leader)
 		}
 	}()
 }
 
-// leaderGone reports whether the listener at addr belongs to a process
-// that is gone: it refuses the connection, or, dying, it took it into its
-// backlog and resets it, during the dial or after (a process's sockets
-// close one by one as it exits). A live controller listener waits for the
-// first bytes.
-func leaderGone(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, leaderProbeTimeout)
+// ListenerGone reports whether the controller listener at addr belongs to
+// a process that is gone: it refuses the connection, or, dying, it took it
+// into its backlog and resets it, during the dial or after (a process's
+// sockets close one by one as it exits). A live controller listener, even
+// a paused one's, leaves the connection open waiting for its first bytes;
+// timeout bounds the dial and that wait.
+func ListenerGone(addr string, timeout time.Duration) bool {
+	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 	}
 	defer c.Close()
-	c.SetReadDeadline(time.Now().Add(leaderProbeTimeout))
+	c.SetReadDeadline(time.Now().Add(timeout))
 	var b [1]byte
 	_, err = c.Read(b[:])
 	var ne net.Error
