@@ -3,14 +3,19 @@ package quorum
 // One controller listener carries both the quorum's raft traffic and the
 // Kafka protocol of the controller (broker registrations and heartbeats,
 // forwarded admin requests), as a Kafka controller serves KRaft's and the
-// controller APIs on its CONTROLLER listener. A raft connection opens with
-// raftMagic, four bytes that as a Kafka frame size are negative, which no
-// Kafka client sends; every other connection is Kafka's, its first four
-// bytes given back to it.
+// controller APIs on its CONTROLLER listener. A broker-only node
+// (process.roles=broker) is a raft non-voter that the leader sends the log
+// to, and has no controller listener: its client listeners carry raft's
+// connections the same way (NewBrokerListeners). A raft connection opens
+// with raftMagic, four bytes that as a Kafka frame size are negative,
+// which no Kafka client sends. The first four bytes of every connection
+// are peeked, not read, so a Kafka connection reaches the Kafka side
+// untouched: still a *net.TCPConn, which Fetch sends segments to with
+// sendfile.
 
 import (
-	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -28,38 +33,52 @@ var raftMagic = [4]byte{0xff, 'S', 'R', 'F'}
 // sniffTimeout bounds the wait for a new connection's first four bytes.
 const sniffTimeout = 10 * time.Second
 
-// ControllerListener splits the connections of a controller listener:
-// raft's go to Transport, the others to Kafka.
+// ControllerListener splits the connections of one or more listeners:
+// raft's go to Transport, the others to the Kafka side of the listener
+// they came on.
 type ControllerListener struct {
-	ln     net.Listener
+	lns    []net.Listener
 	self   net.Addr // the address the other voters reach this one at
 	logger *zap.Logger
 
-	raftConns  chan net.Conn
-	kafkaConns chan net.Conn
-	done       chan struct{}
-	closeOnce  sync.Once
-	kafka      kafkaListener
+	raftConns chan net.Conn
+	done      chan struct{}
+	closeOnce sync.Once
+	kafka     []*kafkaListener // one per lns entry
 	// raftClosed is told when a raft connection from another voter closes.
 	raftClosed atomic.Pointer[func()]
 }
 
 // NewControllerListener serves ln; self is this node's voter address.
 func NewControllerListener(ln net.Listener, self string, logger *zap.Logger) (*ControllerListener, error) {
+	return newSplitListener([]net.Listener{ln}, self, logger)
+}
+
+// NewBrokerListeners serves a broker-only node's client listeners; self
+// is the address the leader reaches it at, one of their advertised
+// endpoints. Their Kafka sides are KafkaListeners, in the order of lns.
+func NewBrokerListeners(lns []net.Listener, self string, logger *zap.Logger) (*ControllerListener, error) {
+	return newSplitListener(lns, self, logger)
+}
+
+func newSplitListener(lns []net.Listener, self string, logger *zap.Logger) (*ControllerListener, error) {
 	addr, err := net.ResolveTCPAddr("tcp", self)
 	if err != nil {
 		return nil, err
 	}
-	l := &ControllerListener{ln: ln, self: addr, logger: logger,
-		raftConns: make(chan net.Conn), kafkaConns: make(chan net.Conn), done: make(chan struct{})}
-	l.kafka = kafkaListener{l: l, closed: make(chan struct{})}
-	go l.accept()
+	l := &ControllerListener{lns: lns, self: addr, logger: logger, raftConns: make(chan net.Conn), done: make(chan struct{})}
+	for _, ln := range lns {
+		l.kafka = append(l.kafka, &kafkaListener{l: l, ln: ln, conns: make(chan net.Conn), closed: make(chan struct{})})
+	}
+	for _, k := range l.kafka {
+		go l.accept(k)
+	}
 	return l, nil
 }
 
-func (l *ControllerListener) accept() {
+func (l *ControllerListener) accept(k *kafkaListener) {
 	for {
-		c, err := l.ln.Accept()
+		c, err := k.ln.Accept()
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -69,28 +88,26 @@ func (l *ControllerListener) accept() {
 			l.Close()
 			return
 		}
-		go l.sniff(c)
+		go l.sniff(c, k)
 	}
 }
 
-// sniff reads a connection's first four bytes and hands it on.
-func (l *ControllerListener) sniff(c net.Conn) {
-	var hdr [4]byte
+// sniff looks at a connection's first four bytes and hands it on: a raft
+// connection without them, any other with them still unread.
+func (l *ControllerListener) sniff(c net.Conn, k *kafkaListener) {
 	c.SetReadDeadline(time.Now().Add(sniffTimeout))
-	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+	hdr, err := peekHeader(c)
+	if err == nil && hdr == raftMagic {
+		_, err = io.ReadFull(c, hdr[:])
+	}
+	if err != nil {
 		c.Close()
 		return
 	}
 	c.SetReadDeadline(time.Time{})
-	to := l.kafkaConns
+	to, kafkaClosed := k.conns, k.closed
 	if hdr == raftMagic {
-		to = l.raftConns
-	} else {
-		c = &prefixedConn{Conn: c, r: io.MultiReader(bytes.NewReader(hdr[:]), c)}
-	}
-	var kafkaClosed chan struct{} // nil, never ready, for raft's
-	if to == l.kafkaConns {
-		kafkaClosed = l.kafka.closed
+		to, kafkaClosed = l.raftConns, nil // nil, never ready, for raft's
 	}
 	select {
 	case to <- c:
@@ -101,12 +118,48 @@ func (l *ControllerListener) sniff(c net.Conn) {
 	}
 }
 
+// peekHeader waits, within c's read deadline, for c's first four bytes
+// and returns them, leaving them to be read.
+func peekHeader(c net.Conn) (hdr [4]byte, err error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return hdr, fmt.Errorf("a %T cannot be peeked at", c)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return hdr, err
+	}
+	for {
+		var n int
+		var perr error
+		if err := rc.Read(func(fd uintptr) bool {
+			n, _, perr = syscall.Recvfrom(int(fd), hdr[:], syscall.MSG_PEEK)
+			return perr != syscall.EAGAIN
+		}); err != nil {
+			return hdr, err
+		}
+		switch {
+		case perr != nil:
+			return hdr, perr
+		case n == 0:
+			return hdr, io.EOF
+		case n == len(hdr):
+			return hdr, nil
+		}
+		// Fewer bytes than a header came in one segment: the socket stays
+		// readable, so wait for the rest rather than spin.
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // Close stops the listener; connections already handed on stay open.
 func (l *ControllerListener) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
 		close(l.done)
-		err = l.ln.Close()
+		for _, ln := range l.lns {
+			err = errors.Join(err, ln.Close())
+		}
 	})
 	return err
 }
@@ -139,8 +192,18 @@ func (c *watchedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Kafka is the listener of the Kafka-protocol connections.
-func (l *ControllerListener) Kafka() net.Listener { return &l.kafka }
+// Kafka is the listener of the Kafka-protocol connections of the first
+// (a controller listener's only) listener.
+func (l *ControllerListener) Kafka() net.Listener { return l.kafka[0] }
+
+// KafkaListeners are the Kafka sides of every listener, in their order.
+func (l *ControllerListener) KafkaListeners() []net.Listener {
+	out := make([]net.Listener, len(l.kafka))
+	for i, k := range l.kafka {
+		out[i] = k
+	}
+	return out
+}
 
 // Transport is raft's transport over the listener: it accepts the raft
 // connections and dials the other voters' listeners with raftMagic. A
@@ -200,17 +263,19 @@ func (s streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (ne
 	return c, nil
 }
 
-// kafkaListener is the net.Listener of the Kafka-protocol connections;
-// closing it refuses later ones, and leaves raft's.
+// kafkaListener is the net.Listener of one listener's Kafka-protocol
+// connections; closing it refuses later ones, and leaves raft's.
 type kafkaListener struct {
 	l         *ControllerListener
+	ln        net.Listener
+	conns     chan net.Conn
 	closed    chan struct{}
 	closeOnce sync.Once
 }
 
 func (k *kafkaListener) Accept() (net.Conn, error) {
 	select {
-	case c := <-k.l.kafkaConns:
+	case c := <-k.conns:
 		return c, nil
 	case <-k.closed:
 		return nil, net.ErrClosed
@@ -224,12 +289,4 @@ func (k *kafkaListener) Close() error {
 	return nil
 }
 
-func (k *kafkaListener) Addr() net.Addr { return k.l.ln.Addr() }
-
-// prefixedConn reads the bytes sniffed off it first.
-type prefixedConn struct {
-	net.Conn
-	r io.Reader
-}
-
-func (c *prefixedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+func (k *kafkaListener) Addr() net.Addr { return k.ln.Addr() }

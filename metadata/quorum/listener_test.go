@@ -17,7 +17,8 @@ import (
 // TestControllerListenerCarriesRaftAndKafka runs three voters over real
 // TCP, each on one controller listener, and checks that they elect a
 // leader and commit a change through it, while a connection that is not
-// raft's reaches the Kafka side of the same port with its bytes intact.
+// raft's reaches the Kafka side of the same port with its bytes intact,
+// as the TCP connection itself.
 func TestControllerListenerCarriesRaftAndKafka(t *testing.T) {
 	var lns []net.Listener
 	var voters []Voter
@@ -101,6 +102,10 @@ committed:
 	select {
 	case kc := <-accepted:
 		defer kc.Close()
+		// Peeked, not wrapped: Fetch's sendfile needs the TCP connection.
+		if _, ok := kc.(*net.TCPConn); !ok {
+			t.Fatalf("the Kafka side got a %T, want the *net.TCPConn itself", kc)
+		}
 		got := make([]byte, len(frame))
 		if _, err := io.ReadFull(kc, got); err != nil || !bytes.Equal(got, frame) {
 			t.Fatalf("the Kafka side read %q, %v; want %q", got, err, frame)

@@ -46,3 +46,30 @@ func (s *Store) CurrentVoters() ([]Voter, error) {
 	}
 	return out, nil
 }
+
+// OnLeaderChange has fn called, on a goroutine of its own, each time this
+// node learns that the quorum's leader changed or is lost, until cancel.
+// Calls may be merged, never lost after the last change.
+func (s *Store) OnLeaderChange(fn func()) (cancel func()) {
+	ch := make(chan raft.Observation, 1)
+	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	s.raft.RegisterObserver(obs)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ch:
+				fn()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		s.raft.DeregisterObserver(obs)
+		close(done)
+	}
+}

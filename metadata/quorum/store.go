@@ -70,7 +70,13 @@ func (e *NotControllerError) Is(target error) bool { return target == ErrNotCont
 type Config struct {
 	NodeID int32
 	Dir    string  // the metadata dir: <log dir>/DirName
-	Voters []Voter // controller.quorum.voters; NodeID must be one of them
+	Voters []Voter // controller.quorum.voters; NodeID must be one of them, unless Observer
+	// Observer opens a node that is not a voter: a broker-only node, a raft
+	// non-voter that the active controller adds (AddObserver) when it
+	// registers, as a Kafka broker fetches the metadata log without
+	// voting. It never bootstraps: raft's configuration reaches it from the
+	// leader. Transport must be given.
+	Observer bool
 	// Transport carries raft's messages; nil is TCP on this node's voter
 	// address.
 	Transport raft.Transport
@@ -117,7 +123,12 @@ func Open(cfg Config) (*Store, error) {
 		}
 		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: serverID(v.ID), Address: raft.ServerAddress(v.Addr)})
 	}
-	if self == nil {
+	switch {
+	case cfg.Observer && self != nil:
+		return nil, fmt.Errorf("metadata quorum: node %d is one of the voters %v, so it cannot be an observer", cfg.NodeID, cfg.Voters)
+	case cfg.Observer && cfg.Transport == nil:
+		return nil, fmt.Errorf("metadata quorum: observer %d has no transport", cfg.NodeID)
+	case !cfg.Observer && self == nil:
 		return nil, fmt.Errorf("metadata quorum: node %d is not one of the voters %v", cfg.NodeID, cfg.Voters)
 	}
 	logger := cfg.Logger
@@ -185,7 +196,7 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if !exists {
+	if !exists && !cfg.Observer {
 		if err := raft.BootstrapCluster(rc, bolt, bolt, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
 			return fail(fmt.Errorf("bootstrap: %w", err))
 		}
@@ -199,6 +210,31 @@ func Open(cfg Config) (*Store, error) {
 }
 
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
+
+// AddObserver makes node id, reached at addr, a non-voter of the quorum,
+// or gives it its new address: the leader sends it the log from then on.
+// A voter stays a voter. Only the leader can.
+func (s *Store) AddObserver(id int32, addr string) error {
+	if err := s.raft.AddNonvoter(serverID(id), raft.ServerAddress(addr), 0, s.timeout).Error(); err != nil {
+		return fmt.Errorf("add observer %d at %s: %w", id, addr, s.raftError(err))
+	}
+	return nil
+}
+
+// IsObserver reports whether node id is a non-voter of raft's latest
+// configuration.
+func (s *Store) IsObserver(id int32) bool {
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, srv := range f.Configuration().Servers {
+		if srv.ID == serverID(id) {
+			return srv.Suffrage == raft.Nonvoter
+		}
+	}
+	return false
+}
 
 // Close stops the node; its dir keeps everything committed. A leader hands
 // its leadership to a follower first.
