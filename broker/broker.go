@@ -67,9 +67,22 @@ type Config struct {
 	// admin changes to the active controller (forward.go). nil on a single
 	// node.
 	Quorum *quorum.Store
+	// Quorum is an observer (a non-voter) on a broker-only node
+	// (process.roles=broker): it runs the broker lifecycle and forwards,
+	// and no controller.
+	//
 	// ControllerListener is the Kafka side of the controller listener
-	// (quorum.ControllerListener.Kafka), served with Quorum.
+	// (quorum.ControllerListener.Kafka), served with Quorum by a node with
+	// the controller role; nil on a broker-only node.
 	ControllerListener net.Listener
+	// ControllerOnly is a node of process.roles=controller: it serves only
+	// its controller listener, has no client listener (Listeners is
+	// ignored), and does not register as a broker.
+	ControllerOnly bool
+	// BoundListeners, when set, are the client listeners already bound,
+	// in the order of Listeners: a broker-only node's carry raft's
+	// connections too (quorum.NewBrokerListeners).
+	BoundListeners []net.Listener
 	// AlterPartition sends this node's leaders' ISR changes to the active
 	// controller (isr.go); nil decides them on Metadata itself.
 	AlterPartition AlterPartitionFunc
@@ -129,20 +142,7 @@ type Broker struct {
 
 // New opens the log directory (running recovery) and binds the listeners.
 func New(cfg Config, logger *zap.Logger) (*Broker, error) {
-	addrs, err := parseListeners(cfg.Listeners)
-	if err != nil {
-		return nil, fmt.Errorf("listeners: %w", err)
-	}
-	adv := cfg.AdvertisedListeners
-	if adv == "" {
-		adv = cfg.Listeners
-	}
-	advAddrs, err := parseListeners(adv)
-	if err != nil {
-		return nil, fmt.Errorf("advertised.listeners: %w", err)
-	}
-	// Bind first: a taken port fails start-up before the log dir is touched.
-	listeners, err := bindListeners(addrs)
+	listeners, advAddrs, err := clientListeners(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +285,10 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		b.registerDescribeQuorum()
 		fwd.forwarding(b.apis)
 	}
-	b.svc = newServices(b, listeners[0].name)
+	b.svc = newServices(b, "")
+	if len(listeners) > 0 {
+		b.svc.listener = listeners[0].name
+	}
 	b.slotFreed = sync.NewCond(&b.mu)
 	if err := b.openMetrics(); err != nil {
 		if fetchers != nil {
@@ -293,8 +296,10 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		}
 		return nil, errors.Join(err, logs.Close(), closeListeners(listeners))
 	}
-	if cfg.Quorum != nil {
+	if cfg.ControllerListener != nil {
 		b.controller = newController(cfg.Quorum, cfg.Cluster, cfg.Cluster.ClusterID, logger)
+	}
+	if cfg.Quorum != nil && !cfg.ControllerOnly {
 		b.life = newLifecycle(cfg.Quorum, cfg.NodeID, cfg.Cluster, cfg.Cluster.ClusterID,
 			registerRecord(cfg.NodeID, endpoints).Endpoints,
 			pub.caughtUp, logger)
@@ -320,8 +325,14 @@ func coordinatorConfigs(cfg *Config, clock clockwork.Clock) (coordinator.GroupCo
 	return groups, txns
 }
 
-// Addr is the address the first client listener is bound to.
-func (b *Broker) Addr() net.Addr { return b.listeners[0].ln.Addr() }
+// Addr is the address the first client listener is bound to, a
+// controller-only node's controller listener's.
+func (b *Broker) Addr() net.Addr {
+	if len(b.listeners) == 0 {
+		return b.cfg.ControllerListener.Addr()
+	}
+	return b.listeners[0].ln.Addr()
+}
 
 // Serve accepts connections on every client listener until Shutdown; it
 // returns nil after a shutdown, or the first listener's accept error.
@@ -339,6 +350,7 @@ func (b *Broker) Serve() error {
 			return err
 		}
 	}
+	<-b.shutdown // a controller-only node has no client listener to wait on
 	return nil
 }
 
@@ -465,6 +477,8 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	// Blocked JoinGroup and SyncGroup requests were woken by b.shutdown.
 	if b.controller != nil {
 		b.controller.close()
+	}
+	if b.forward != nil {
 		b.forward.close()
 	}
 	if b.isr != nil {

@@ -15,7 +15,13 @@ package broker
 // closed by its kernel, so the cluster learns of it within milliseconds.
 // A read timeout or this node's own shutdown is not such a close. A node
 // that becomes the active controller starts every broker's session afresh,
-// as Kafka's new controller does.
+// as Kafka's new controller does; until a broker's first heartbeat reaches
+// it there is no connection to watch, so, where Strata differs again, it
+// asks every sessionProbeEvery whether that broker's listener is still
+// there (quorum.ListenerGone) and fences it at once when it refuses: a
+// broker that died with the previous controller, or just after, or the
+// previous controller's own broker on a combined node, need not wait out
+// its session.
 //
 // Fencing a broker is one change (fenceRecords): FenceBrokerRecord, and
 // for each partition whose ISR holds it, a PartitionChangeRecord (the
@@ -33,7 +39,9 @@ package broker
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -49,9 +57,13 @@ import (
 // Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE.
 const producerIDBlock = 1000
 
-// predecessorProbeTimeout bounds probePredecessor's dial and its wait on
-// a listener that accepted it.
-const predecessorProbeTimeout = 250 * time.Millisecond
+// sessionProbeTimeout bounds probeSession's dial and its wait on a
+// listener that accepted it; sessionProbeEvery is how often a session
+// without a connection is probed.
+const (
+	sessionProbeTimeout = 250 * time.Millisecond
+	sessionProbeEvery   = 200 * time.Millisecond
+)
 
 // controllerTick is how often the controller checks its leadership and
 // the brokers' sessions.
@@ -69,9 +81,6 @@ type controller struct {
 	mu       sync.Mutex
 	active   bool
 	sessions map[int32]*brokerSession
-	// lastLeader is the last other node seen leading the quorum, -1 for
-	// none: when this node takes over, that one most likely died.
-	lastLeader int32
 	// progress is each voter's metadata log as its heartbeats report it,
 	// for DescribeQuorum (describequorum.go).
 	progress quorumProgress
@@ -86,11 +95,15 @@ type brokerSession struct {
 	epoch    int64
 	deadline time.Time
 	conn     *conn // the connection its last request came on; nil before
+	// probed is when probeSession last asked after it while conn was
+	// nil; probing while it does.
+	probed  time.Time
+	probing bool
 }
 
 func newController(store *quorum.Store, cfg ClusterConfig, clusterID string, logger *zap.Logger) *controller {
 	c := &controller{store: store, cfg: cfg, clusterID: clusterID, logger: logger.With(zap.String("role", "controller")),
-		voters: map[int32]string{}, sessions: map[int32]*brokerSession{}, lastLeader: -1,
+		voters: map[int32]string{}, sessions: map[int32]*brokerSession{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if voters, err := quorum.ParseVoters(cfg.Voters); err == nil {
 		for _, v := range voters {
@@ -116,12 +129,12 @@ func (c *controller) run() {
 			return
 		case <-t.C:
 		}
-		expired, predecessor := c.tick(time.Now())
+		expired, probes := c.tick(time.Now())
 		for _, s := range expired {
 			c.fence(s.id, s.epoch, "broker.session.timeout.ms passed without a heartbeat")
 		}
-		if predecessor != nil {
-			go c.probePredecessor(*predecessor)
+		for _, p := range probes {
+			go c.probeSession(p)
 		}
 	}
 }
@@ -131,16 +144,19 @@ type expired struct {
 	epoch int64
 }
 
+// sessionProbe is a session without a connection to probe: the broker's
+// registration and the address of its listener.
+type sessionProbe struct {
+	expired
+	addr string
+}
+
 // tick follows the quorum's leadership and returns the sessions that
-// expired and, when this node just took over, the previous active
-// controller's broker session to probe.
-func (c *controller) tick(now time.Time) (out []expired, predecessor *expired) {
+// expired and those without a connection that are due a probe.
+func (c *controller) tick(now time.Time) (out []expired, probes []sessionProbe) {
 	leader := c.store.IsLeader()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if id, ok := c.store.Leader(); ok && !leader && id != c.store.NodeID() {
-		c.lastLeader = id
-	}
 	switch {
 	case leader && !c.active:
 		c.active = true
@@ -151,9 +167,6 @@ func (c *controller) tick(now time.Time) (out []expired, predecessor *expired) {
 			}
 		}
 		c.logger.Info("this node is the active controller", zap.Int("sessions", len(c.sessions)))
-		if s := c.sessions[c.lastLeader]; s != nil {
-			predecessor = &expired{c.lastLeader, s.epoch}
-		}
 	case !leader && c.active:
 		c.active = false
 		c.sessions = map[int32]*brokerSession{}
@@ -168,33 +181,48 @@ func (c *controller) tick(now time.Time) (out []expired, predecessor *expired) {
 			}
 		}
 	}
+	img := c.store.Image()
 	for id, s := range c.sessions {
-		if now.After(s.deadline) {
+		switch {
+		case now.After(s.deadline):
 			out = append(out, expired{id, s.epoch})
 			delete(c.sessions, id)
+		case s.conn == nil && !s.probing && now.Sub(s.probed) >= sessionProbeEvery:
+			if b, ok := img.Cluster.Broker(id); ok && len(b.Endpoints) > 0 {
+				s.probing = true
+				probes = append(probes, sessionProbe{expired{id, s.epoch}, c.brokerAddr(b.Endpoints)})
+			}
 		}
 	}
-	return out, predecessor
+	return out, probes
 }
 
-// probePredecessor fences the previous active controller's broker at once
-// if its controller listener is gone (quorum.ListenerGone: its process
-// is), so its session need not run out. Its heartbeats went to itself, so no connection of
-// this controller's closed to say so. Any other answer leaves it to its
-// session.
-func (c *controller) probePredecessor(p expired) {
-	addr := c.voters[p.id]
-	if addr == "" {
-		return
-	}
-	if quorum.ListenerGone(addr, predecessorProbeTimeout) {
-		c.mu.Lock()
-		s := c.sessions[p.id]
-		live := s != nil && s.epoch == p.epoch && s.conn != nil
-		c.mu.Unlock()
-		if !live {
-			c.fence(p.id, p.epoch, "it led the quorum before this node and its controller listener refuses connections")
+// brokerAddr is the address of a broker's inter-broker listener among
+// endpoints, or of its first.
+func (c *controller) brokerAddr(endpoints []metadata.Endpoint) string {
+	e := endpoints[0]
+	for _, ep := range endpoints {
+		if ep.Listener == c.cfg.InterBrokerListener {
+			e = ep
 		}
+	}
+	return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))
+}
+
+// probeSession fences a broker whose session has no connection yet if
+// its listener is gone (quorum.ListenerGone: its process is). Any other
+// answer leaves it to its heartbeats or its session.
+func (c *controller) probeSession(p sessionProbe) {
+	gone := quorum.ListenerGone(p.addr, sessionProbeTimeout)
+	c.mu.Lock()
+	s := c.sessions[p.id]
+	still := s != nil && s.epoch == p.epoch && s.conn == nil
+	if s != nil {
+		s.probing, s.probed = false, time.Now()
+	}
+	c.mu.Unlock()
+	if gone && still {
+		c.fence(p.id, p.epoch, "no heartbeat reached this controller since it took over, and the broker's listener refuses connections")
 	}
 }
 
@@ -332,12 +360,31 @@ func (c *controller) handleRegistration(rc *reqCtx) (kmsg.Response, error) {
 		reg.BrokerEpoch = c.store.NextIndex()
 		return append(records, reg), nil
 	})
+	if _, voter := c.voters[r.BrokerID]; err == nil && !voter {
+		err = c.addObserver(r.BrokerID, reg.Endpoints)
+	}
 	if resp.ErrorCode = c.errCode(kmsg.BrokerRegistration, err); resp.ErrorCode == 0 {
 		resp.BrokerEpoch = reg.BrokerEpoch
 		c.touch(r.BrokerID, reg.BrokerEpoch, rc.conn)
 		c.logger.Info("registered a broker", zap.Int32("broker", r.BrokerID), zap.Int64("broker_epoch", reg.BrokerEpoch))
 	}
 	return resp, nil
+}
+
+// addObserver makes a broker-only node a non-voter of the quorum at the
+// endpoint of its inter-broker listener (its first one when it has none
+// by that name), so that the metadata log reaches it: every listener of
+// such a node carries raft's connections (quorum.NewBrokerListeners).
+func (c *controller) addObserver(id int32, endpoints []metadata.Endpoint) error {
+	if len(endpoints) == 0 {
+		return kerr.InvalidRequest
+	}
+	addr := c.brokerAddr(endpoints)
+	if err := c.store.AddObserver(id, addr); err != nil {
+		return err
+	}
+	c.logger.Info("the broker-only node is an observer of the metadata quorum", zap.Int32("broker", id), zap.String("addr", addr))
+	return nil
 }
 
 func (c *controller) handleHeartbeat(rc *reqCtx) (kmsg.Response, error) {

@@ -2,8 +2,11 @@ package broker
 
 // A cluster node's broker lifecycle (Kafka's BrokerLifecycleManager): at
 // start it registers with the active controller, found as the metadata
-// quorum's leader (every node of a Strata cluster is a voter, so it knows
-// the leader's controller listener), with a new incarnation id; then it
+// quorum's leader, with a new incarnation id. A broker-only node knows no
+// leader before it registers (the leader makes it an observer of the
+// quorum then), so while none is known it asks the voters of
+// controller.quorum.voters in turn, as Kafka's broker asks its bootstrap
+// controllers; a voter that does not lead answers NOT_CONTROLLER. Then it
 // heartbeats every broker.heartbeat.interval.ms over one persistent
 // connection, reporting how far its metadata has caught up, which unfences
 // it. On NOT_CONTROLLER or a lost connection it goes to the new leader and
@@ -35,11 +38,19 @@ type lifecycle struct {
 	cfg         ClusterConfig
 	clusterID   string
 	endpoints   []metadata.Endpoint
+	voters      []string // the voters' controller listeners, asked in turn while no leader is known
+	nextVoter   int
 	incarnation [16]byte
 	logger      *zap.Logger
 	// caughtUp is called each time the controller unfences this broker:
 	// its metadata has caught up with the quorum's.
 	caughtUp func()
+
+	// leaderChanged is signalled when the quorum's leader changes: the
+	// next heartbeat goes to the new one at once, so that the new
+	// controller learns this broker's connection (and fences it the
+	// moment it closes) without waiting out a heartbeat interval.
+	leaderChanged chan struct{}
 
 	epoch    atomic.Int64 // the broker epoch; -1 while unregistered
 	client   *ctrlClient  // run's alone
@@ -50,7 +61,13 @@ type lifecycle struct {
 
 func newLifecycle(store *quorum.Store, node int32, cfg ClusterConfig, clusterID string, endpoints []metadata.Endpoint, caughtUp func(), logger *zap.Logger) *lifecycle {
 	l := &lifecycle{store: store, node: node, cfg: cfg, clusterID: clusterID, endpoints: endpoints, caughtUp: caughtUp,
-		logger: logger.With(zap.String("role", "broker lifecycle")), stop: make(chan struct{}), done: make(chan struct{})}
+		logger: logger.With(zap.String("role", "broker lifecycle")), leaderChanged: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if voters, err := quorum.ParseVoters(cfg.Voters); err == nil {
+		for _, v := range voters {
+			l.voters = append(l.voters, v.Addr)
+		}
+	}
 	rand.Read(l.incarnation[:])
 	l.epoch.Store(-1)
 	go l.run()
@@ -65,6 +82,13 @@ func (l *lifecycle) close() {
 
 func (l *lifecycle) run() {
 	defer close(l.done)
+	cancel := l.store.OnLeaderChange(func() {
+		select {
+		case l.leaderChanged <- struct{}{}:
+		default:
+		}
+	})
+	defer cancel()
 	fenced := true
 	var failingSince time.Time // zero while the controller answers
 	warned := false
@@ -93,6 +117,10 @@ func (l *lifecycle) run() {
 			l.drop()
 			return
 		case <-time.After(wait):
+		case <-l.leaderChanged:
+			if l.client != nil && l.client.addr != l.store.LeaderAddr() {
+				l.drop()
+			}
 		}
 	}
 }
@@ -101,6 +129,10 @@ func (l *lifecycle) run() {
 func (l *lifecycle) step(fenced *bool) error {
 	if l.client == nil {
 		addr := l.store.LeaderAddr()
+		if addr == "" && len(l.voters) > 0 {
+			addr = l.voters[l.nextVoter%len(l.voters)]
+			l.nextVoter++
+		}
 		if addr == "" {
 			return errNoController
 		}

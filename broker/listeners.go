@@ -63,6 +63,40 @@ func parseListeners(s string) ([]listenerAddr, error) {
 
 // bindListeners binds every listener, or none: on an error those already
 // bound are closed.
+// clientListeners are cfg's client listeners, bound (BoundListeners, or
+// bound here), and its advertised listeners; none on a controller-only
+// node.
+func clientListeners(cfg *Config) ([]*clientListener, []listenerAddr, error) {
+	if cfg.ControllerOnly {
+		return nil, nil, nil
+	}
+	addrs, err := parseListeners(cfg.Listeners)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listeners: %w", err)
+	}
+	adv := cfg.AdvertisedListeners
+	if adv == "" {
+		adv = cfg.Listeners
+	}
+	advAddrs, err := parseListeners(adv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("advertised.listeners: %w", err)
+	}
+	if cfg.BoundListeners != nil {
+		if len(cfg.BoundListeners) != len(addrs) {
+			return nil, nil, fmt.Errorf("listeners: %d bound for %d listeners", len(cfg.BoundListeners), len(addrs))
+		}
+		out := make([]*clientListener, len(addrs))
+		for i, a := range addrs {
+			out[i] = &clientListener{name: a.name, ln: cfg.BoundListeners[i]}
+		}
+		return out, advAddrs, nil
+	}
+	// Bind first: a taken port fails start-up before the log dir is touched.
+	listeners, err := bindListeners(addrs)
+	return listeners, advAddrs, err
+}
+
 func bindListeners(addrs []listenerAddr) ([]*clientListener, error) {
 	var out []*clientListener
 	for _, a := range addrs {
