@@ -4,7 +4,8 @@
 # compat-tests/.cache/kafka/libs (installed on first use; needs java 17+, and mvn then).
 # Usage: scripts/kafka-cli.sh TOOL [ARGS...]
 #   TOOL: topics console-producer console-consumer consumer-groups configs acls
-#         delete-records dump-log   (Kafka's bin/kafka-TOOL.sh)
+#         delete-records metadata-quorum leader-election reassign-partitions
+#         dump-log   (Kafka's bin/kafka-TOOL.sh)
 # --bootstrap-server 127.0.0.1:9092 (`make run`'s broker) is added unless ARGS name a
 # server; dump-log reads segment files and takes none. Tool logging: warnings and errors
 # on stderr (compat-tests/.cache/kafka/tools-log4j2.properties).
@@ -14,7 +15,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 kdir="$root/compat-tests/.cache/kafka"
 
 usage() {
-	sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
@@ -30,6 +31,9 @@ consumer-groups) class=org.apache.kafka.tools.consumer.group.ConsumerGroupComman
 configs) class=kafka.admin.ConfigCommand ;;
 acls) class=org.apache.kafka.tools.AclCommand ;;
 delete-records) class=org.apache.kafka.tools.DeleteRecordsCommand ;;
+metadata-quorum) class=org.apache.kafka.tools.MetadataQuorumCommand ;;
+leader-election) class=org.apache.kafka.tools.LeaderElectionCommand ;;
+reassign-partitions) class=org.apache.kafka.tools.reassign.ReassignPartitionsCommand ;;
 dump-log) class=kafka.tools.DumpLogSegments bootstrap=no ;;
 *) echo "kafka-cli: unknown tool $tool" >&2; usage ;;
 esac

@@ -1,17 +1,22 @@
 package main
 
-// A node of a cluster (controller.quorum.voters lists several voters):
-// before the broker starts, the controller listener is bound and the
-// metadata quorum opened on it, in <log dir>/__strata_metadata. There is
-// no format step: a node whose metadata dir is empty bootstraps the quorum
-// with the voters of its server.properties, as every node of a Kafka
-// cluster is formatted with the same voters.
+// A node of a cluster (settings.clustered): before the broker starts, the
+// metadata quorum is opened in <log dir>/__strata_metadata. A node with
+// the controller role binds its controller listener and is a voter on it;
+// a controller-only node serves nothing else. A broker-only node binds its
+// client listeners here, so that they carry raft's connections too, and is
+// an observer of the quorum: the active controller makes it one when it
+// registers. There is no format step: a voter whose metadata dir is empty
+// bootstraps the quorum with the voters of its server.properties, as every
+// node of a Kafka cluster is formatted with the same voters; an observer's
+// stays empty until the leader sends it the log.
 
 import (
 	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
@@ -20,9 +25,47 @@ import (
 	"github.com/strata-io/strata/metadata/quorum"
 )
 
-// startQuorum binds the controller listener, opens the quorum on it and
-// points cfg at them; stop closes them after the broker stopped.
+// startQuorum opens the quorum on this node's listeners and points cfg
+// at them; stop closes them after the broker stopped.
 func startQuorum(s settings, cfg *broker.Config, log *zap.Logger) (stop func() error, err error) {
+	logger := log.With(zap.String("component", "metadata quorum"))
+	qcfg := quorum.Config{NodeID: s.NodeID, Dir: filepath.Join(s.LogDir, quorum.DirName), Voters: s.Voters, Logger: logger,
+		HeartbeatTimeout: s.Quorum.Fetch, ElectionTimeout: max(s.Quorum.Election, s.Quorum.Fetch)}
+	var cl *quorum.ControllerListener
+	if s.BrokerOnly {
+		cl, err = brokerListeners(s, logger)
+		qcfg.Observer = true
+	} else {
+		cl, err = controllerListener(s, logger)
+	}
+	if err != nil {
+		return nil, err
+	}
+	qcfg.Transport = cl.Transport(s.Quorum.Request, logger)
+	store, err := quorum.Open(qcfg)
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	cfg.Metadata, cfg.Quorum, cfg.Cluster = store, store, s.Cluster
+	switch {
+	case s.BrokerOnly:
+		cfg.BoundListeners = cl.KafkaListeners()
+		log.Info("broker-only node of a cluster: an observer of the metadata quorum on the client listeners",
+			zap.String("controller.quorum.voters", s.Cluster.Voters), zap.String("cluster.id", s.Cluster.ClusterID))
+	default:
+		cl.NotifyRaftConnClosed(store.RaftConnClosed)
+		cfg.ControllerListener, cfg.ControllerOnly = cl.Kafka(), s.ControllerOnly
+		log.Info("node of a cluster: serving the controller listener", zap.String("controller.listener", s.ControllerListener),
+			zap.Bool("controller_only", s.ControllerOnly),
+			zap.String("controller.quorum.voters", s.Cluster.Voters), zap.String("cluster.id", s.Cluster.ClusterID))
+	}
+	return func() error { return errors.Join(store.Close(), cl.Close()) }, nil
+}
+
+// controllerListener binds the controller listener of a node with the
+// controller role.
+func controllerListener(s settings, logger *zap.Logger) (*quorum.ControllerListener, error) {
 	var self string
 	for _, v := range s.Voters {
 		if v.ID == s.NodeID {
@@ -34,22 +77,54 @@ func startQuorum(s settings, cfg *broker.Config, log *zap.Logger) (stop func() e
 	if err != nil {
 		return nil, fmt.Errorf("controller listener %s: %w", s.ControllerListener, err)
 	}
-	logger := log.With(zap.String("component", "metadata quorum"))
 	cl, err := quorum.NewControllerListener(ln, self, logger)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("controller listener %s: %w", s.ControllerListener, err)
 	}
-	store, err := quorum.Open(quorum.Config{NodeID: s.NodeID, Dir: filepath.Join(s.LogDir, quorum.DirName), Voters: s.Voters,
-		Transport: cl.Transport(s.Quorum.Request, logger), Logger: logger,
-		HeartbeatTimeout: s.Quorum.Fetch, ElectionTimeout: max(s.Quorum.Election, s.Quorum.Fetch)})
-	if err != nil {
-		cl.Close()
+	return cl, nil
+}
+
+// brokerListeners binds a broker-only node's client listeners, in the
+// order of s.Listeners. The address raft knows it by is its inter-broker
+// listener's advertised endpoint, the one the active controller adds it
+// at.
+func brokerListeners(s settings, logger *zap.Logger) (*quorum.ControllerListener, error) {
+	var lns []net.Listener
+	fail := func(err error) (*quorum.ControllerListener, error) {
+		for _, ln := range lns {
+			ln.Close()
+		}
 		return nil, err
 	}
-	cl.NotifyRaftConnClosed(store.RaftConnClosed)
-	cfg.Metadata, cfg.Quorum, cfg.ControllerListener, cfg.Cluster = store, store, cl.Kafka(), s.Cluster
-	log.Info("node of a cluster: serving the controller listener", zap.String("controller.listener", s.ControllerListener),
-		zap.String("controller.quorum.voters", s.Cluster.Voters), zap.String("cluster.id", s.Cluster.ClusterID))
-	return func() error { return errors.Join(store.Close(), cl.Close()) }, nil
+	bound := map[string]net.Addr{}
+	for _, l := range csvList(s.Listeners) {
+		name, addr, _ := strings.Cut(l, "://")
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fail(fmt.Errorf("listen on %s: %w", name, err))
+		}
+		lns = append(lns, ln)
+		bound[name] = ln.Addr()
+	}
+	self := ""
+	for _, l := range csvList(s.AdvertisedListeners) {
+		name, addr, _ := strings.Cut(l, "://")
+		if self != "" && name != s.Cluster.InterBrokerListener {
+			continue
+		}
+		host, port, _ := net.SplitHostPort(addr)
+		if a, ok := bound[name].(*net.TCPAddr); ok && port == "0" {
+			port = strconv.Itoa(a.Port)
+		}
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		self = net.JoinHostPort(host, port)
+	}
+	cl, err := quorum.NewBrokerListeners(lns, self, logger)
+	if err != nil {
+		return fail(fmt.Errorf("listeners %s: %w", s.Listeners, err))
+	}
+	return cl, nil
 }

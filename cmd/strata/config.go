@@ -14,13 +14,20 @@ import (
 	"github.com/strata-io/strata/metrics"
 )
 
+// clustered reports whether this node is one of a cluster: a broker-only
+// or controller-only node, or a combined node of several voters. A
+// combined node that is the only voter is the single node.
+func (s *settings) clustered() bool { return len(s.Voters) > 1 || s.BrokerOnly || s.ControllerOnly }
+
 // settings is the validated server configuration, with Kafka's key names and meanings.
 type settings struct {
 	Static                map[string]string    // the implemented keys as given: DescribeConfigs' STATIC_BROKER_CONFIG
 	Listeners             string               // the client listener of listeners, normalised (config_listeners.go)
 	AdvertisedListeners   string               // its advertised.listeners entry, defaults to it
-	ControllerListener    string               // a combined node's controller listener: served only in a cluster
-	Voters                []quorum.Voter       // controller.quorum.voters when they are more than one: this node is one of a cluster
+	ControllerListener    string               // a controller's listener: a combined node's is served only in a cluster
+	Voters                []quorum.Voter       // controller.quorum.voters
+	BrokerOnly            bool                 // process.roles=broker: a node of a cluster, an observer of its quorum
+	ControllerOnly        bool                 // process.roles=controller: a node of a cluster with no client listener
 	Cluster               broker.ClusterConfig // a cluster node's keys (config_cluster.go); a single node ignores them
 	Quorum                quorumTimeouts       // a cluster node's controller.quorum.* timeouts (config_cluster.go)
 	LogDir                string               // log.dirs / log.dir
@@ -312,7 +319,7 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 		s.MetricsListener = v
 	}
 	loadClusterSettings(&p, &s, log)
-	if p.err == nil && s.ControllerListener != "" && len(s.Voters) <= 1 {
+	if p.err == nil && s.ControllerListener != "" && !s.clustered() {
 		log.Info("combined node: serving the broker role; the controller listener is validated but not served, "+
 			"strata has no separate controller quorum yet", zap.String("controller.listener", s.ControllerListener))
 	}

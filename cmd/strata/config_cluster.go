@@ -63,7 +63,7 @@ func loadClusterSettings(p *propReader, s *settings, log *zap.Logger) {
 	if p.err != nil {
 		return
 	}
-	if len(s.Voters) <= 1 {
+	if !s.clustered() {
 		for _, k := range clusterKeys {
 			if _, ok := p.props[k]; ok {
 				log.Debug("configuration key of a cluster node, ignored by a single node", zap.String("key", k))

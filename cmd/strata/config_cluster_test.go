@@ -75,7 +75,7 @@ func TestClusterNodeReadsTheClusterKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if single.Voters != nil || single.Cluster != (broker.ClusterConfig{}) {
+	if single.clustered() || single.Cluster != (broker.ClusterConfig{}) {
 		t.Errorf("a single voter is a single node, with no cluster settings: %+v %+v", single.Voters, single.Cluster)
 	}
 }

@@ -11,15 +11,17 @@ import (
 )
 
 // This file reads the listener and KRaft keys of a Kafka server.properties with
-// the checks of Kafka's KafkaConfig.validateValues for a combined node
-// (process.roles=broker,controller), so a stock KRaft file starts Strata as that
-// node. With this node the only voter, it is today's single node: the
+// the checks of Kafka's KafkaConfig.validateValues for each process.roles, so a
+// stock KRaft file starts Strata as that node. A combined node
+// (broker,controller) that is the only voter is the single node: the
 // controller listener is checked but not bound. With several voters it is a
-// node of a cluster, serving its controller listener (main.go). Every client
-// listener is served, each answering with its own endpoints (broker/listeners.go).
-// What Strata cannot do (a broker-only or controller-only node, which needs an
-// external quorum or brokers of its own, SSL or SASL) is refused rather than
-// ignored.
+// node of a cluster, serving its controller listener (cluster.go). A
+// controller-only node serves only its controller listener; a broker-only node
+// serves its client listeners and is an observer of the voters' quorum. Every
+// client listener is served, each answering with its own endpoints
+// (broker/listeners.go). What Strata cannot do (a broker-only node that knows
+// its controllers only by controller.quorum.bootstrap.servers, SSL or SASL) is
+// refused rather than ignored.
 
 // listenerEndpoint is one entry of listeners or advertised.listeners.
 type listenerEndpoint struct {
@@ -60,10 +62,11 @@ func loadListenerSettings(p *propReader, s *settings) {
 	if p.err != nil {
 		return
 	}
-	kraft := loadProcessRoles(p)
+	kraft, brokerRole, controllerRole := loadProcessRoles(p)
 	if p.err != nil {
 		return
 	}
+	s.BrokerOnly, s.ControllerOnly = kraft && !controllerRole, kraft && !brokerRole
 	if kraft && strings.TrimSpace(p.props["node.id"]) == "" && strings.TrimSpace(p.props["broker.id"]) == "" {
 		p.fail("node.id", p.props["node.id"], "missing; it is required when process.roles is set")
 		return
@@ -126,8 +129,27 @@ func loadListenerSettings(p *propReader, s *settings) {
 			return
 		}
 	}
-	if kraft && !checkQuorum(p, s, s.NodeID, controllerNames, listeners, advertised, controllers) {
+	switch {
+	case s.BrokerOnly:
+		if !checkBrokerOnly(p, s, controllerNames, protocols, controllers) {
+			return
+		}
+	case s.ControllerOnly:
+		if len(clients) > 0 {
+			p.fail("listeners", p.props["listeners"],
+				"the listeners config must only contain KRaft controller listeners from controller.listener.names when process.roles=controller")
+			return
+		}
+		if !checkQuorum(p, s, s.NodeID, controllerNames, listeners, advertised, controllers) {
+			return
+		}
+		s.ControllerListener = controllers[0].String()
+		s.Listeners, s.AdvertisedListeners = "", ""
 		return
+	case kraft:
+		if !checkQuorum(p, s, s.NodeID, controllerNames, listeners, advertised, controllers) {
+			return
+		}
 	}
 	if !checkBrokerListeners(p, protocols, listeners, advertisedClients) {
 		return
@@ -137,7 +159,7 @@ func loadListenerSettings(p *propReader, s *settings) {
 	// but registers no endpoint, as in Kafka.
 	s.Listeners = joinEndpoints(clients)
 	s.AdvertisedListeners = joinEndpoints(advertisedClients)
-	if kraft {
+	if kraft && !s.BrokerOnly {
 		s.ControllerListener = controllers[0].String()
 	}
 }
@@ -152,34 +174,76 @@ func joinEndpoints(es []listenerEndpoint) string {
 }
 
 // loadProcessRoles reads process.roles: absent or empty is Strata's own
-// single-node mode; otherwise it must be broker,controller (a combined node).
-func loadProcessRoles(p *propReader) (kraft bool) {
+// single-node mode (kraft false); otherwise broker, controller or both.
+func loadProcessRoles(p *propReader) (kraft, broker, controller bool) {
 	v, ok := p.get("process.roles")
 	if !ok || v == "" {
-		return false
+		return false, false, false
 	}
 	raw := p.props["process.roles"]
 	roles := csvList(v)
 	for i, r := range roles {
 		if r != "broker" && r != "controller" {
 			p.fail("process.roles", raw, fmt.Sprintf("unknown process role '%s' (only 'broker' and 'controller' are allowed roles)", r))
-			return false
+			return false, false, false
 		}
 		if slices.Contains(roles[:i], r) {
 			p.fail("process.roles", raw, "duplicate role names")
+			return false, false, false
+		}
+	}
+	return true, slices.Contains(roles, "broker"), slices.Contains(roles, "controller")
+}
+
+// checkBrokerOnly holds a broker-only node's controller keys to Kafka's
+// rules: a controller listener name that no listener of its own has, with a
+// security protocol; this node not a voter. Strata's broker-only node needs
+// the voters of controller.quorum.voters (their ids derive the cluster id
+// every node shares, as Kafka's format step writes it); a dynamic quorum
+// known only by controller.quorum.bootstrap.servers is refused.
+func checkBrokerOnly(p *propReader, s *settings, controllerNames []string, protocols map[string]string, controllers []listenerEndpoint) bool {
+	if len(controllerNames) == 0 {
+		p.fail("controller.listener.names", p.props["controller.listener.names"],
+			"must contain at least one value when running KRaft with just the broker role")
+		return false
+	}
+	if len(controllers) > 0 {
+		p.fail("controller.listener.names", p.props["controller.listener.names"],
+			"must not contain a value appearing in the 'listeners' configuration when running KRaft with just the broker role")
+		return false
+	}
+	for _, n := range controllerNames {
+		if _, ok := protocols[n]; !ok {
+			p.fail("controller.listener.names", p.props["controller.listener.names"],
+				fmt.Sprintf("controller listener with name %s not found in listener.security.protocol.map", n))
 			return false
 		}
 	}
-	switch {
-	case len(roles) == 2:
-		return true
-	case roles[0] == "broker":
-		p.fail("process.roles", raw, "a broker-only node joins an external controller quorum, which strata cannot do; "+
-			"run it as one combined node with process.roles=broker,controller")
-	default:
-		p.fail("process.roles", raw, "strata has no controller-only mode; use process.roles=broker,controller")
+	raw := p.props["controller.quorum.voters"]
+	v, _ := p.get("controller.quorum.voters")
+	if v == "" {
+		if b, _ := p.get("controller.quorum.bootstrap.servers"); b != "" {
+			p.fail("controller.quorum.bootstrap.servers", p.props["controller.quorum.bootstrap.servers"],
+				"a strata broker-only node needs controller.quorum.voters ({id}@{host}:{port} of every controller): strata has no dynamic quorum yet")
+			return false
+		}
+		p.fail("controller.quorum.voters", raw,
+			"with process.roles set, either controller.quorum.bootstrap.servers must contain the set of bootstrap controllers "+
+				"or controller.quorum.voters must contain a parseable set of controllers")
+		return false
 	}
-	return false
+	voters, err := quorum.ParseVoters(strings.Join(csvList(v), ","))
+	if err != nil {
+		p.fail("controller.quorum.voters", raw, err.Error())
+		return false
+	}
+	if slices.ContainsFunc(voters, func(v quorum.Voter) bool { return v.ID == s.NodeID }) {
+		p.fail("controller.quorum.voters", raw,
+			fmt.Sprintf("if process.roles contains just the 'broker' role, the node id %d must not be included in the set of voters", s.NodeID))
+		return false
+	}
+	s.Voters = voters
+	return true
 }
 
 // protocolMap is the effective listener.security.protocol.map. Absent, it is
@@ -358,9 +422,7 @@ func checkQuorum(p *propReader, s *settings, nodeID int32, controllerNames []str
 			p.fail("controller.quorum.voters", p.props["controller.quorum.voters"], err.Error())
 			return false
 		}
-		if len(parsed) > 1 {
-			s.Voters = parsed
-		}
+		s.Voters = parsed
 	}
 	if hasBootstrap && bootstrap != "" && len(s.Voters) > 1 {
 		// The voters are known: the bootstrap servers are how Kafka's

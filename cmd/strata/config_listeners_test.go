@@ -136,8 +136,10 @@ func TestCombinedNodeRefused(t *testing.T) {
 		key     string // the key the error names
 		reason  string
 	}{
-		{"broker role alone", map[string]string{"process.roles": "broker"}, "process.roles", "external controller quorum"},
-		{"controller role alone", map[string]string{"process.roles": "controller"}, "process.roles", "no controller-only mode"},
+		{"broker role alone with a controller listener", map[string]string{"process.roles": "broker"}, "controller.listener.names",
+			"must not contain a value appearing in the 'listeners' configuration when running KRaft with just the broker role"},
+		{"controller role alone with a client listener", map[string]string{"process.roles": "controller"}, "listeners",
+			"must only contain KRaft controller listeners"},
 		{"unknown role", map[string]string{"process.roles": "broker,zookeeper"}, "process.roles", "unknown process role 'zookeeper'"},
 		{"duplicate role", map[string]string{"process.roles": "broker,broker"}, "process.roles", "duplicate role"},
 		{"voter id twice", map[string]string{"controller.quorum.voters": "1@127.0.0.1:9093,1@b:9093"}, "controller.quorum.voters", "appears twice"},

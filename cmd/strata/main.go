@@ -242,7 +242,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	cfg := brokerConfig(s, opts.logRequests, build)
-	if len(s.Voters) > 1 {
+	if s.clustered() {
 		stopQuorum, err := startQuorum(s, &cfg, log)
 		if err != nil {
 			log.Error("cannot start", zap.Error(err))
