@@ -9,15 +9,21 @@ package main
 // registers. There is no format step: a voter whose metadata dir is empty
 // bootstraps the quorum with the voters of its server.properties, as every
 // node of a Kafka cluster is formatted with the same voters; an observer's
-// stays empty until the leader sends it the log.
+// stays empty until the leader sends it the log. A node whose quorum is
+// named only by controller.quorum.bootstrap.servers first learns the
+// voters from those controllers (quorum.DiscoverVoters), waiting until it
+// can, and keeps them in its metadata dir.
 
 import (
 	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -29,24 +35,38 @@ import (
 // at them; stop closes them after the broker stopped.
 func startQuorum(s settings, cfg *broker.Config, log *zap.Logger) (stop func() error, err error) {
 	logger := log.With(zap.String("component", "metadata quorum"))
-	qcfg := quorum.Config{NodeID: s.NodeID, Dir: filepath.Join(s.LogDir, quorum.DirName), Voters: s.Voters, Logger: logger,
-		HeartbeatTimeout: s.Quorum.Fetch, ElectionTimeout: max(s.Quorum.Election, s.Quorum.Fetch)}
+	dir := filepath.Join(s.LogDir, quorum.DirName)
 	var cl *quorum.ControllerListener
+	var opened atomic.Pointer[quorum.Store]
 	if s.BrokerOnly {
 		cl, err = brokerListeners(s, logger)
-		qcfg.Observer = true
-	} else {
-		cl, err = controllerListener(s, logger)
+	} else if cl, err = controllerListener(s, logger); err == nil {
+		cl.ServeIdentity(s.NodeID, func() string {
+			if st := opened.Load(); st != nil {
+				if voters, err := st.CurrentVoters(); err == nil {
+					return quorum.FormatVoters(voters)
+				}
+			}
+			return ""
+		})
 	}
 	if err != nil {
 		return nil, err
 	}
-	qcfg.Transport = cl.Transport(s.Quorum.Request, logger)
+	if s.Voters == nil {
+		if err := learnVoters(&s, dir, cl, log); err != nil {
+			cl.Close()
+			return nil, err
+		}
+	}
+	qcfg := quorum.Config{NodeID: s.NodeID, Dir: dir, Voters: s.Voters, Logger: logger, Observer: s.BrokerOnly,
+		Transport: cl.Transport(s.Quorum.Request, logger), HeartbeatTimeout: s.Quorum.Fetch, ElectionTimeout: max(s.Quorum.Election, s.Quorum.Fetch)}
 	store, err := quorum.Open(qcfg)
 	if err != nil {
 		cl.Close()
 		return nil, err
 	}
+	opened.Store(store)
 	cfg.Metadata, cfg.Quorum, cfg.Cluster = store, store, s.Cluster
 	switch {
 	case s.BrokerOnly:
@@ -63,16 +83,69 @@ func startQuorum(s settings, cfg *broker.Config, log *zap.Logger) (stop func() e
 	return func() error { return errors.Join(store.Close(), cl.Close()) }, nil
 }
 
+// learnVoters sets s's voters from its metadata dir, or else from the
+// controllers of controller.quorum.bootstrap.servers, asking them every
+// discoverEvery until they tell them, and keeps them in the dir; a
+// controller names itself to raft by its own entry.
+func learnVoters(s *settings, dir string, cl *quorum.ControllerListener, log *zap.Logger) error {
+	voters, ok, err := quorum.LoadVoters(dir)
+	if err != nil {
+		return err
+	}
+	for logged := false; !ok; {
+		var waiting []string
+		if voters, waiting, err = quorum.DiscoverVoters(s.Bootstrap, discoverTimeout); err != nil {
+			return fmt.Errorf("controller.quorum.bootstrap.servers: %w", err)
+		}
+		if ok = len(waiting) == 0; !ok {
+			if !logged {
+				log.Info("waiting for the controllers of controller.quorum.bootstrap.servers to answer, to learn the voters",
+					zap.Strings("waiting", waiting))
+				logged = true
+			}
+			time.Sleep(discoverEvery)
+		}
+	}
+	self := slices.IndexFunc(voters, func(v quorum.Voter) bool { return v.ID == s.NodeID })
+	switch {
+	case s.BrokerOnly && self >= 0:
+		return fmt.Errorf("controller.quorum.bootstrap.servers: broker-only node %d is one of the voters %s", s.NodeID, quorum.FormatVoters(voters))
+	case !s.BrokerOnly && self < 0:
+		return fmt.Errorf("controller.quorum.bootstrap.servers: node %d is not one of the voters %s, and strata cannot add a voter to a quorum",
+			s.NodeID, quorum.FormatVoters(voters))
+	case !s.BrokerOnly:
+		if err := cl.SetSelf(voters[self].Addr); err != nil {
+			return err
+		}
+	}
+	if err := quorum.SaveVoters(dir, voters); err != nil {
+		return err
+	}
+	s.Voters = voters
+	s.Cluster.Voters = quorum.FormatVoters(voters)
+	s.Cluster.ClusterID = clusterID(voters)
+	log.Info("the voters of the metadata quorum", zap.String("voters", s.Cluster.Voters), zap.String("cluster.id", s.Cluster.ClusterID))
+	return nil
+}
+
+// discoverTimeout bounds one question to a bootstrap server;
+// discoverEvery is the wait before asking those that did not answer again.
+const (
+	discoverTimeout = time.Second
+	discoverEvery   = 200 * time.Millisecond
+)
+
 // controllerListener binds the controller listener of a node with the
-// controller role.
+// controller role. Raft names it by its voter entry; a node still to learn
+// its voters starts with its listener's own address.
 func controllerListener(s settings, logger *zap.Logger) (*quorum.ControllerListener, error) {
-	var self string
+	_, addr, _ := strings.Cut(s.ControllerListener, "://")
+	self := addr
 	for _, v := range s.Voters {
 		if v.ID == s.NodeID {
 			self = v.Addr
 		}
 	}
-	_, addr, _ := strings.Cut(s.ControllerListener, "://")
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("controller listener %s: %w", s.ControllerListener, err)

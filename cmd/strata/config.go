@@ -17,7 +17,9 @@ import (
 // clustered reports whether this node is one of a cluster: a broker-only
 // or controller-only node, or a combined node of several voters. A
 // combined node that is the only voter is the single node.
-func (s *settings) clustered() bool { return len(s.Voters) > 1 || s.BrokerOnly || s.ControllerOnly }
+func (s *settings) clustered() bool {
+	return len(s.Voters) > 1 || len(s.Bootstrap) > 0 || s.BrokerOnly || s.ControllerOnly
+}
 
 // settings is the validated server configuration, with Kafka's key names and meanings.
 type settings struct {
@@ -26,6 +28,7 @@ type settings struct {
 	AdvertisedListeners   string               // its advertised.listeners entry, defaults to it
 	ControllerListener    string               // a controller's listener: a combined node's is served only in a cluster
 	Voters                []quorum.Voter       // controller.quorum.voters
+	Bootstrap             []string             // controller.quorum.bootstrap.servers when the voters are to be learned from them (cluster.go)
 	BrokerOnly            bool                 // process.roles=broker: a node of a cluster, an observer of its quorum
 	ControllerOnly        bool                 // process.roles=controller: a node of a cluster with no client listener
 	Cluster               broker.ClusterConfig // a cluster node's keys (config_cluster.go); a single node ignores them

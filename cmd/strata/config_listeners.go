@@ -19,8 +19,9 @@ import (
 // controller-only node serves only its controller listener; a broker-only node
 // serves its client listeners and is an observer of the voters' quorum. Every
 // client listener is served, each answering with its own endpoints
-// (broker/listeners.go). What Strata cannot do (a broker-only node that knows
-// its controllers only by controller.quorum.bootstrap.servers, SSL or SASL) is
+// (broker/listeners.go). A node whose quorum is named only by
+// controller.quorum.bootstrap.servers learns its voters from them. What
+// Strata cannot do (join an external quorum as a new voter, SSL or SASL) is
 // refused rather than ignored.
 
 // listenerEndpoint is one entry of listeners or advertised.listeners.
@@ -198,9 +199,8 @@ func loadProcessRoles(p *propReader) (kraft, broker, controller bool) {
 // checkBrokerOnly holds a broker-only node's controller keys to Kafka's
 // rules: a controller listener name that no listener of its own has, with a
 // security protocol; this node not a voter. Strata's broker-only node needs
-// the voters of controller.quorum.voters (their ids derive the cluster id
-// every node shares, as Kafka's format step writes it); a dynamic quorum
-// known only by controller.quorum.bootstrap.servers is refused.
+// the voters of controller.quorum.voters, or learns them from the
+// controllers of controller.quorum.bootstrap.servers (cluster.go).
 func checkBrokerOnly(p *propReader, s *settings, controllerNames []string, protocols map[string]string, controllers []listenerEndpoint) bool {
 	if len(controllerNames) == 0 {
 		p.fail("controller.listener.names", p.props["controller.listener.names"],
@@ -223,9 +223,9 @@ func checkBrokerOnly(p *propReader, s *settings, controllerNames []string, proto
 	v, _ := p.get("controller.quorum.voters")
 	if v == "" {
 		if b, _ := p.get("controller.quorum.bootstrap.servers"); b != "" {
-			p.fail("controller.quorum.bootstrap.servers", p.props["controller.quorum.bootstrap.servers"],
-				"a strata broker-only node needs controller.quorum.voters ({id}@{host}:{port} of every controller): strata has no dynamic quorum yet")
-			return false
+			entries, ok := bootstrapServers(p)
+			s.Bootstrap = entries
+			return ok
 		}
 		p.fail("controller.quorum.voters", raw,
 			"with process.roles set, either controller.quorum.bootstrap.servers must contain the set of bootstrap controllers "+
@@ -434,12 +434,15 @@ func checkQuorum(p *propReader, s *settings, nodeID int32, controllerNames []str
 			}
 		}
 	} else if hasBootstrap && bootstrap != "" {
-		entries := csvList(bootstrap)
-		if len(entries) > 1 {
-			p.fail("controller.quorum.bootstrap.servers", p.props["controller.quorum.bootstrap.servers"],
-				fmt.Sprintf("%d controllers without controller.quorum.voters: strata has no dynamic quorum (it is never formatted), "+
-					"so list the voters with their ids in controller.quorum.voters, or only this node's %s listener here", len(entries), self.name))
+		entries, ok := bootstrapServers(p)
+		if !ok {
 			return false
+		}
+		if len(entries) > 1 {
+			// The voters are these controllers, their ids learned from
+			// them (cluster.go, quorum.DiscoverVoters).
+			s.Bootstrap = entries
+			return true
 		}
 		_, port, err := net.SplitHostPort(entries[0])
 		if err != nil {
@@ -451,8 +454,23 @@ func checkQuorum(p *propReader, s *settings, nodeID int32, controllerNames []str
 				fmt.Sprintf("names a controller other than this node's %s listener (port %d); strata cannot join an external quorum", self.name, self.port))
 			return false
 		}
+		s.Voters = []quorum.Voter{{ID: nodeID, Addr: entries[0]}}
 	}
 	return true
+}
+
+// bootstrapServers reads controller.quorum.bootstrap.servers, each entry
+// {host}:{port}.
+func bootstrapServers(p *propReader) ([]string, bool) {
+	v, _ := p.get("controller.quorum.bootstrap.servers")
+	entries := csvList(v)
+	for _, e := range entries {
+		if _, _, err := net.SplitHostPort(e); err != nil {
+			p.fail("controller.quorum.bootstrap.servers", p.props["controller.quorum.bootstrap.servers"], fmt.Sprintf("entry %q: want {host}:{port}", e))
+			return nil, false
+		}
+	}
+	return entries, true
 }
 
 // checkBrokerListeners applies Kafka's checks for every node with the broker

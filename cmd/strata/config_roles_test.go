@@ -65,6 +65,18 @@ func TestBrokerOnlyAndControllerOnlyNodesForm(t *testing.T) {
 	if b.Cluster.ClusterID != c.Cluster.ClusterID {
 		t.Errorf("cluster ids differ: broker %s, controller %s", b.Cluster.ClusterID, c.Cluster.ClusterID)
 	}
+	// Nodes that know their quorum only by its bootstrap servers learn the
+	// voters when they start.
+	for _, props := range []map[string]string{
+		brokerOnly(map[string]string{"controller.quorum.voters": "<unset>", "controller.quorum.bootstrap.servers": "127.0.0.1:9093,127.0.0.1:9094"}),
+		controllerOnly(map[string]string{"controller.quorum.voters": "<unset>", "controller.quorum.bootstrap.servers": "127.0.0.1:9093,127.0.0.1:9094"}),
+		combined(map[string]string{"controller.quorum.voters": "<unset>", "controller.quorum.bootstrap.servers": "127.0.0.1:9093,127.0.0.1:9094"}),
+	} {
+		s, err := loadSettings(props, zap.NewNop())
+		if err != nil || !s.clustered() || s.Voters != nil || !slices.Equal(s.Bootstrap, []string{"127.0.0.1:9093", "127.0.0.1:9094"}) {
+			t.Errorf("%s with bootstrap servers: voters %v, bootstrap %v, %v", props["process.roles"], s.Voters, s.Bootstrap, err)
+		}
+	}
 	// One controller and its brokers are a cluster too.
 	one, err := loadSettings(controllerOnly(map[string]string{"controller.quorum.voters": "1@127.0.0.1:9093"}), zap.NewNop())
 	if err != nil || !one.clustered() {
@@ -82,8 +94,6 @@ func TestBrokerOnlyAndControllerOnlyNodesRefused(t *testing.T) {
 			"just the 'broker' role, the node id 2 must not be included in the set of voters"},
 		{"broker without controller.listener.names", brokerOnly(map[string]string{"controller.listener.names": "<unset>"}),
 			"controller.listener.names", "must contain at least one value when running KRaft with just the broker role"},
-		{"broker with only bootstrap servers", brokerOnly(map[string]string{"controller.quorum.voters": "<unset>",
-			"controller.quorum.bootstrap.servers": "127.0.0.1:9093"}), "controller.quorum.bootstrap.servers", "needs controller.quorum.voters"},
 		{"broker with neither", brokerOnly(map[string]string{"controller.quorum.voters": "<unset>"}), "controller.quorum.voters",
 			"must contain a parseable set of controllers"},
 		{"broker with an unmapped controller name", brokerOnly(map[string]string{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT"}),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,25 +21,32 @@ import (
 // and three broker-only nodes (ids 4-6, process.roles=broker, only a
 // PLAINTEXT listener), as Kafka's docs lay out a production cluster, and
 // starts them all, controllers first. A controller's addr is its
-// controller listener.
-func startSplitCluster(t *testing.T, extra ...string) (controllers, brokers []*clusterNode) {
+// controller listener. With bootstrapOnly the files name the quorum by
+// controller.quorum.bootstrap.servers alone, as Kafka 4's do, else by
+// controller.quorum.voters.
+func startSplitCluster(t *testing.T, bootstrapOnly bool, extra ...string) (controllers, brokers []*clusterNode) {
 	t.Helper()
 	base := t.TempDir()
-	var voters []string
+	var voters, bootstrap []string
 	for id := int32(1); id <= 6; id++ {
 		n := &clusterNode{id: id, addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), dir: filepath.Join(base, fmt.Sprint("data", id)),
 			props: filepath.Join(base, fmt.Sprintf("server%d.properties", id))}
 		if id <= 3 {
 			voters = append(voters, fmt.Sprintf("%d@%s", id, n.addr))
+			bootstrap = append(bootstrap, n.addr)
 			controllers = append(controllers, n)
 		} else {
 			brokers = append(brokers, n)
 		}
 	}
+	quorumLine := "controller.quorum.voters=" + strings.Join(voters, ",")
+	if bootstrapOnly {
+		quorumLine = "controller.quorum.bootstrap.servers=" + strings.Join(bootstrap, ",")
+	}
 	for _, n := range append(slices.Clone(controllers), brokers...) {
 		lines := []string{
 			"node.id=" + strconv.Itoa(int(n.id)),
-			"controller.quorum.voters=" + strings.Join(voters, ","),
+			quorumLine,
 			"controller.listener.names=CONTROLLER",
 			"log.dirs=" + n.dir,
 			"broker.session.timeout.ms=2000",
@@ -105,7 +113,7 @@ func fullISRs(addr, topic string, partitions int) (bool, string) {
 // and nothing acknowledged is lost.
 func TestClusterOfControllersAndBrokers(t *testing.T) {
 	e2e(t)
-	controllers, brokers := startSplitCluster(t)
+	controllers, brokers := startSplitCluster(t, false)
 	var seeds []string
 	for _, b := range brokers {
 		seeds = append(seeds, b.addr)
@@ -219,4 +227,86 @@ func TestClusterOfControllersAndBrokers(t *testing.T) {
 			t.Fatalf("controller %d answered Metadata on its controller listener", c.id)
 		}
 	}
+}
+
+// TestClusterLearnsItsVotersFromBootstrapServers starts nodes whose files
+// name the quorum only by controller.quorum.bootstrap.servers, as Kafka 4's
+// do (Kafka's format step then names the initial controllers): three
+// combined nodes, started at once, and three controllers with three
+// brokers. It checks that each cluster forms with one cluster id, takes
+// acks=all writes on an RF=3 topic, and that a controller killed and
+// restarted comes back with the voters it kept and no one to ask: the
+// others are stopped first.
+func TestClusterLearnsItsVotersFromBootstrapServers(t *testing.T) {
+	e2e(t)
+	base := t.TempDir()
+	var nodes []*clusterNode
+	var bootstrap []string
+	ctrl := map[int32]string{}
+	for id := int32(1); id <= 3; id++ {
+		n := &clusterNode{id: id, addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), dir: filepath.Join(base, fmt.Sprint("data", id)),
+			props: filepath.Join(base, fmt.Sprintf("server%d.properties", id))}
+		ctrl[id] = "127.0.0.1:" + strconv.Itoa(freePort(t))
+		bootstrap = append(bootstrap, ctrl[id])
+		nodes = append(nodes, n)
+	}
+	for _, n := range nodes {
+		lines := []string{"process.roles=broker,controller", "node.id=" + strconv.Itoa(int(n.id)),
+			"controller.quorum.bootstrap.servers=" + strings.Join(bootstrap, ","),
+			"listeners=PLAINTEXT://" + n.addr + ",CONTROLLER://" + ctrl[n.id], "controller.listener.names=CONTROLLER",
+			"log.dirs=" + n.dir, "default.replication.factor=3", "min.insync.replicas=2"}
+		if err := os.WriteFile(n.props, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Started together: each waits for the others to learn the voters
+		// before it serves clients.
+		n.p = launchArgs(t, n.dir, n.addr, n.props)
+	}
+	for _, n := range nodes {
+		n.p.waitReady(30 * time.Second)
+	}
+	waitFormed(t, nodes, 20*time.Second)
+	ids := map[string]bool{}
+	for _, n := range nodes {
+		m, err := metadataOf(n.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[*m.ClusterID] = true
+	}
+	if len(ids) != 1 {
+		t.Fatalf("cluster ids %v: the nodes learned different voters", ids)
+	}
+	cl := newClient(t, nodes[0].addr, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.AllowAutoTopicCreation())
+	produceAll(t, cl, "learned", 0, 100)
+
+	controllers, brokers := startSplitCluster(t, true)
+	var seeds []string
+	for _, b := range brokers {
+		seeds = append(seeds, b.addr)
+		waitUntil(t, 20*time.Second, fmt.Sprintf("broker %d lists brokers 4-6", b.id), func() (bool, string) {
+			m, err := metadataOf(b.addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			return slices.Equal(brokerIDs(m), []int32{4, 5, 6}), fmt.Sprint(brokerIDs(m))
+		})
+	}
+	split := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.AllowAutoTopicCreation())
+	produceAll(t, split, "learned", 0, 100)
+
+	// Controller 3 comes back alone: the voters it kept are enough to
+	// start; it rejoins once the others are back.
+	for _, c := range controllers {
+		c.p.kill()
+	}
+	controllers[2].start(t)
+	controllers[2].p.waitLog(regexp.MustCompile(`"voters": "1@`), 5*time.Second)
+	controllers[0].start(t)
+	controllers[1].start(t)
+	waitUntil(t, 20*time.Second, "a controller leads the quorum again", func() (bool, string) {
+		id, err := quorumLeader(brokers[0].addr)
+		return err == nil && id >= 1 && id <= 3, fmt.Sprint(id, err)
+	})
+	produceAll(t, split, "learned", 100, 200)
 }

@@ -47,6 +47,9 @@ type ControllerListener struct {
 	kafka     []*kafkaListener // one per lns entry
 	// raftClosed is told when a raft connection from another voter closes.
 	raftClosed atomic.Pointer[func()]
+	// identity answers AskIdentity (discover.go); nil: such connections
+	// are closed.
+	identity atomic.Pointer[identityServer]
 }
 
 // NewControllerListener serves ln; self is this node's voter address.
@@ -62,11 +65,10 @@ func NewBrokerListeners(lns []net.Listener, self string, logger *zap.Logger) (*C
 }
 
 func newSplitListener(lns []net.Listener, self string, logger *zap.Logger) (*ControllerListener, error) {
-	addr, err := net.ResolveTCPAddr("tcp", self)
-	if err != nil {
+	l := &ControllerListener{lns: lns, logger: logger, raftConns: make(chan net.Conn), done: make(chan struct{})}
+	if err := l.SetSelf(self); err != nil {
 		return nil, err
 	}
-	l := &ControllerListener{lns: lns, self: addr, logger: logger, raftConns: make(chan net.Conn), done: make(chan struct{})}
 	for _, ln := range lns {
 		l.kafka = append(l.kafka, &kafkaListener{l: l, ln: ln, conns: make(chan net.Conn), closed: make(chan struct{})})
 	}
@@ -74,6 +76,17 @@ func newSplitListener(lns []net.Listener, self string, logger *zap.Logger) (*Con
 		go l.accept(k)
 	}
 	return l, nil
+}
+
+// SetSelf sets the address raft's transport names this node by, before
+// Transport is called: a node that discovers its voters learns it then.
+func (l *ControllerListener) SetSelf(self string) error {
+	addr, err := net.ResolveTCPAddr("tcp", self)
+	if err != nil {
+		return err
+	}
+	l.self = addr
+	return nil
 }
 
 func (l *ControllerListener) accept(k *kafkaListener) {
@@ -97,7 +110,7 @@ func (l *ControllerListener) accept(k *kafkaListener) {
 func (l *ControllerListener) sniff(c net.Conn, k *kafkaListener) {
 	c.SetReadDeadline(time.Now().Add(sniffTimeout))
 	hdr, err := peekHeader(c)
-	if err == nil && hdr == raftMagic {
+	if err == nil && (hdr == raftMagic || hdr == identityMagic) {
 		_, err = io.ReadFull(c, hdr[:])
 	}
 	if err != nil {
@@ -105,6 +118,10 @@ func (l *ControllerListener) sniff(c net.Conn, k *kafkaListener) {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
+	if hdr == identityMagic {
+		l.answerIdentity(c)
+		return
+	}
 	to, kafkaClosed := k.conns, k.closed
 	if hdr == raftMagic {
 		to, kafkaClosed = l.raftConns, nil // nil, never ready, for raft's
