@@ -4,9 +4,11 @@ package chaos
 // ClusterConfig.Netns, each in its own network namespace on its own
 // address, netns.go), each a
 // KRaft combined broker+controller with its own data directory, client port
-// and controller port, started from one server.properties per node that the
+// and controller port (or, with ClusterConfig.Controllers, Kafka's split
+// layout: controller-only nodes with a controller port, broker-only nodes
+// with a client port), started from one server.properties per node that the
 // same template (clusterProps) writes for Apache Kafka and for Strata. On it
-// run three workloads (cluster_failover.go):
+// run these workloads (cluster_failover.go unless named):
 //
 //   - Failover: a steady idempotent acks=all producer on a 1-partition RF=3
 //     topic (min.insync.replicas=2); the partition's leader is killed with
@@ -19,6 +21,10 @@ package chaos
 //     (including __consumer_offsets) must be full again.
 //   - NetworkPartition (cluster_partition.go): the leader cut off from the
 //     other nodes in its namespace, then healed.
+//   - ControllerFailover (cluster_split.go), on a cluster with split roles
+//     (ClusterConfig.Controllers: controller-only and broker-only nodes):
+//     the active controller SIGKILLed under the producer, then the
+//     partition's leader under the new controller.
 //
 // Run them with `make cluster-chaos` (Kafka 4.4.0 as the control needs
 // KAFKA_VERSION=4.4.0 compat-tests/scripts/install-kafka.sh; the Strata runs
