@@ -368,8 +368,14 @@ func (c *Cluster) waitServing(ctx context.Context, n *clusterNode, watch []*clus
 		for _, w := range watch {
 			select {
 			case <-w.exited():
-				return fmt.Errorf("%s (process.roles=%s) exited before %s served: last error %v; %s output:\n%s",
-					w.name, w.roles, n.name, last, w.name, w.LogTail(4000))
+				when := "before serving"
+				if w != n {
+					when = "while " + n.name + " was starting"
+				}
+				if last != nil {
+					when += fmt.Sprintf(" (its last error: %v)", last)
+				}
+				return fmt.Errorf("%s (process.roles=%s) exited %s; output:\n%s", w.name, w.roles, when, w.LogTail(4000))
 			default:
 			}
 		}
