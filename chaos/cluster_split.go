@@ -31,9 +31,11 @@ type ControllerFailoverOptions struct {
 
 // ControllerFailoverReport is what one controller failover showed.
 type ControllerFailoverReport struct {
-	FaultAt         time.Time     // when the active controller was SIGKILLed
-	Controller      int32         // the active controller killed
-	NewController   int32         // the quorum leader first seen after it
+	FaultAt         time.Time // when the active controller was SIGKILLed
+	Controller      int32     // the active controller killed
+	Epoch           int32     // its leader epoch
+	NewController   int32     // the quorum leader first seen after it, in a later epoch
+	NewEpoch        int32
 	ControllerSeen  time.Duration // from the kill to a running node naming NewController
 	ControllerPause time.Duration // longest gap between acks ending from the controller kill to the leader kill
 	LeaderKillAt    time.Time     // when the partition's leader was SIGKILLed
@@ -48,10 +50,10 @@ type ControllerFailoverReport struct {
 }
 
 func (r ControllerFailoverReport) String() string {
-	return fmt.Sprintf("SIGKILL at %s of active controller %d: new quorum leader %d seen after %d ms, longest pause between acks %d ms until the leader kill; "+
+	return fmt.Sprintf("SIGKILL at %s of active controller %d (epoch %d): new quorum leader %d (epoch %d) seen after %d ms, longest pause between acks %d ms until the leader kill; "+
 		"SIGKILL at %s of leader %d (active controller %d): new leader %d seen after %d ms, longest pause %d ms; whole run's longest pause %d ms; "+
 		"acked %d, lost %d, duplicates %d, indeterminate %d; ISR after: %v",
-		r.FaultAt.Format("15:04:05.000"), r.Controller, r.NewController, r.ControllerSeen.Milliseconds(), r.ControllerPause.Milliseconds(),
+		r.FaultAt.Format("15:04:05.000"), r.Controller, r.Epoch, r.NewController, r.NewEpoch, r.ControllerSeen.Milliseconds(), r.ControllerPause.Milliseconds(),
 		r.LeaderKillAt.Format("15:04:05.000"), r.Victim, r.LeaderKilledBy, r.NewLeader, r.LeaderSeen.Milliseconds(), r.LeaderPause.Milliseconds(),
 		r.LongestPause.Milliseconds(), r.Check.Acked, len(r.Check.Lost), len(r.Check.Duplicates), r.Check.Indeterminate, r.ISR)
 }
@@ -70,10 +72,10 @@ func (o *ControllerFailoverOptions) defaults() {
 // ControllerFailover measures the active controller's death under a steady
 // idempotent acks=all producer: it creates the topic, waits for its ISR to
 // be full, produces opts.Before acknowledgements, SIGKILLs the active
-// controller, waits for another controller to lead the quorum and
-// opts.After more acknowledgements, SIGKILLs the partition's leader, waits
-// for another broker to lead it and opts.After more acknowledgements,
-// restarts both, waits for the ISR to be full and opts.After more, then
+// controller, waits for another controller to lead the quorum in a later
+// epoch and opts.After more acknowledgements, SIGKILLs the partition's
+// leader, waits for another broker to lead it and opts.After more
+// acknowledgements, restarts both, waits for the ISR to be full and opts.After more, then
 // stops, reads the partition back and checks the history. Every node must
 // be serving when it is called; it leaves them all serving.
 func ControllerFailover(ctx context.Context, opts ControllerFailoverOptions) (ControllerFailoverReport, error) {
@@ -98,7 +100,11 @@ func ControllerFailover(ctx context.Context, opts ControllerFailoverOptions) (Co
 		return rep, fmt.Errorf("before the controller kill: %w", err)
 	}
 	controllers := c.ControllerIDs()
-	if rep.Controller = c.QuorumLeader(ctx); !slices.Contains(controllers, rep.Controller) {
+	q, err := c.describeQuorum(ctx)
+	if err != nil {
+		return rep, err
+	}
+	if rep.Controller, rep.Epoch = q.LeaderID, q.LeaderEpoch; !slices.Contains(controllers, rep.Controller) {
 		return rep, fmt.Errorf("the quorum leader is %d, not one of the controllers %v", rep.Controller, controllers)
 	}
 	rep.FaultAt = time.Now()
@@ -107,9 +113,13 @@ func ControllerFailover(ctx context.Context, opts ControllerFailoverOptions) (Co
 	}
 	log.Info("killed the active controller", zap.Int32("node", rep.Controller), zap.String("at", rep.FaultAt.Format("15:04:05.000")))
 	err = waitFor(ctx, time.Minute, "a new quorum leader", func(ctx context.Context) (bool, string) {
-		rep.NewController = c.QuorumLeader(ctx)
-		return rep.NewController != rep.Controller && slices.Contains(controllers, rep.NewController),
-			fmt.Sprintf("quorum leader %d", rep.NewController)
+		q, err := c.describeQuorum(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		rep.NewController, rep.NewEpoch = q.LeaderID, q.LeaderEpoch
+		return rep.NewController != rep.Controller && slices.Contains(controllers, rep.NewController) && rep.NewEpoch > rep.Epoch,
+			fmt.Sprintf("quorum leader %d in epoch %d", rep.NewController, rep.NewEpoch)
 	})
 	if err != nil {
 		return rep, err
