@@ -87,13 +87,14 @@ chaos:
 	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 180m -run '^Test(Strata|Kafka)Kills$$|PowerLoss' ./chaos
 	env STRATA_CLUSTER=1 $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 180m -run '^Test(Strata|Kafka)ClusterKills$$' ./chaos
 
-# Three-node runs (chaos/cluster.go): leader failover by SIGKILL and SIGSTOP, random
+# Three-node runs (chaos/cluster.go): leader failover by SIGKILL and SIGSTOP, the SIGKILL
+# one and an active-controller kill with split roles (3 controllers, 3 brokers), random
 # kills (STRATA_KILLS of them, 200 by default), group coordinator kills and an
 # exactly-once consume-transform-produce run under leader and coordinator kills. CHAOS_ENV adds STRATA_CHAOS_KAFKA=1 for
 # the Apache Kafka 4.4.0 control and STRATA_CLUSTER=1 for Strata (README, Testing).
 cluster-chaos:
 	KAFKA_VERSION=4.4.0 ./compat-tests/scripts/install-kafka.sh
-	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 300m -run 'Cluster(Failover|Kills|Partition|GroupOffsets|ExactlyOnce)|NetnsIsolate' ./chaos
+	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 300m -run 'Cluster(Failover|SplitFailover|Kills|Partition|GroupOffsets|ExactlyOnce)|NetnsIsolate' ./chaos
 
 # Compatibility matrix: real clients against Strata and Apache Kafka 4.1
 # (compat-tests/README.md). Writes compat-tests/report/matrix.{json,md}; fails only when a

@@ -4,9 +4,11 @@ package chaos
 // ClusterConfig.Netns, each in its own network namespace on its own
 // address, netns.go), each a
 // KRaft combined broker+controller with its own data directory, client port
-// and controller port, started from one server.properties per node that the
+// and controller port (or, with ClusterConfig.Controllers, Kafka's split
+// layout: controller-only nodes with a controller port, broker-only nodes
+// with a client port), started from one server.properties per node that the
 // same template (clusterProps) writes for Apache Kafka and for Strata. On it
-// run three workloads (cluster_failover.go):
+// run these workloads (cluster_failover.go unless named):
 //
 //   - Failover: a steady idempotent acks=all producer on a 1-partition RF=3
 //     topic (min.insync.replicas=2); the partition's leader is killed with
@@ -19,6 +21,10 @@ package chaos
 //     (including __consumer_offsets) must be full again.
 //   - NetworkPartition (cluster_partition.go): the leader cut off from the
 //     other nodes in its namespace, then healed.
+//   - ControllerFailover (cluster_split.go), on a cluster with split roles
+//     (ClusterConfig.Controllers: controller-only and broker-only nodes):
+//     the active controller SIGKILLed under the producer, then the
+//     partition's leader under the new controller.
 //
 // Run them with `make cluster-chaos` (Kafka 4.4.0 as the control needs
 // KAFKA_VERSION=4.4.0 compat-tests/scripts/install-kafka.sh; the Strata runs
@@ -45,11 +51,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Cluster is N broker processes forming one cluster. Nodes are named by
-// their node.id, 1 to N.
+// Cluster is the processes of one cluster. In the combined layout
+// (ClusterConfig.Controllers 0) every node is a KRaft broker and controller,
+// node ids 1 to N. In the split layout, as Kafka's docs lay it out, nodes 1
+// to C are controllers only (the metadata quorum's voters) and nodes C+1 to
+// C+B brokers only; clients talk to the brokers alone.
 type Cluster struct {
 	name  string
-	nodes []*clusterNode
+	nodes []*clusterNode // by node id
 	// launch is the command line starting one node from its properties file.
 	launch func(n *clusterNode) []string
 	// format prepares a node's storage before its first start; nil when the
@@ -60,108 +69,147 @@ type Cluster struct {
 }
 
 type clusterNode struct {
-	process
+	process   // addr is the client listener; "" on a controller-only node
 	id        int32
-	ctrlAddr  string
+	roles     string // process.roles
+	ctrlAddr  string // the controller listener; "" on a broker-only node
 	dir       string
 	props     string
 	formatted bool
+	started   time.Time // the last launch
 
 	pauseMu sync.Mutex
 	paused  bool // SIGSTOPped and not yet continued
 }
 
+// process.roles of the two layouts.
+const (
+	rolesCombined   = "broker,controller"
+	rolesBroker     = "broker"
+	rolesController = "controller"
+)
+
+// broker says the node serves clients; controller that it is a voter of
+// the metadata quorum.
+func (n *clusterNode) broker() bool     { return n.roles != rolesController }
+func (n *clusterNode) controller() bool { return n.roles != rolesBroker }
+
 // ClusterConfig describes the cluster to make.
 type ClusterConfig struct {
-	Nodes int      // default 3
-	Dir   string   // each node gets Dir/node-<id>/
-	Extra []string // more server.properties lines, for every node; {id} is its node.id
+	Nodes int // brokers (combined nodes when Controllers is 0); default 3
+	// Controllers, when above 0, splits the roles: that many
+	// controller-only nodes (ids 1 to Controllers) and Nodes broker-only
+	// nodes after them.
+	Controllers int
+	Dir         string   // each node gets Dir/node-<id>/
+	Extra       []string // more server.properties lines, for every node; {id} is its node.id
 	// Netns, when set, runs node id inside Netns's namespace id on its own
-	// address instead of on 127.0.0.1 (netns.go).
+	// address instead of on 127.0.0.1 (netns.go); it needs a namespace for
+	// every node, controllers too.
 	Netns *Netns
 	// KafkaJVM holds the java options of each Kafka node, placed before -cp;
 	// nil means -Xmx512m -XX:+UseSerialGC. bench sets kafka-server-start's.
 	KafkaJVM []string
 }
 
-// clusterProps is the one server.properties template of both brokers: node
-// id of n nodes, whose addresses are hosts and client and controller ports
-// are client and ctrl.
-func clusterProps(id int32, hosts []string, client, ctrl []int, dataDir string, extra []string) string {
-	var voters []string
-	for i, c := range ctrl {
-		voters = append(voters, fmt.Sprintf("%d@%s:%d", i+1, hosts[i], c))
+// clusterProps is the one server.properties template of both brokers
+// (Kafka and Strata): node n's, in a cluster whose quorum voters are
+// voters (controller.quorum.voters) and whose brokers number brokers (the
+// replication factor of every default). A broker-only node has no
+// controller listener and a controller-only node no client listener; the
+// keys one role does not use are the same on every node, as Kafka ignores
+// them.
+func clusterProps(n *clusterNode, voters string, brokers int, extra []string) string {
+	var listeners []string
+	if n.broker() {
+		listeners = append(listeners, "PLAINTEXT://"+n.addr)
 	}
-	me := id - 1
-	props := fmt.Sprintf(`process.roles=broker,controller
-node.id=%[1]d
-controller.quorum.voters=%[2]s
-listeners=PLAINTEXT://%[7]s:%[3]d,CONTROLLER://%[7]s:%[4]d
-advertised.listeners=PLAINTEXT://%[7]s:%[3]d
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
+	if n.controller() {
+		listeners = append(listeners, "CONTROLLER://"+n.ctrlAddr)
+	}
+	props := fmt.Sprintf("process.roles=%s\nnode.id=%d\ncontroller.quorum.voters=%s\nlisteners=%s\n",
+		n.roles, n.id, voters, strings.Join(listeners, ","))
+	if n.broker() {
+		props += fmt.Sprintf("advertised.listeners=PLAINTEXT://%s\ninter.broker.listener.name=PLAINTEXT\n", n.addr)
+	}
+	props += fmt.Sprintf(`controller.listener.names=CONTROLLER
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-log.dirs=%[5]s
+log.dirs=%[1]s
 num.partitions=1
-default.replication.factor=%[6]d
+default.replication.factor=%[2]d
 min.insync.replicas=2
-offsets.topic.replication.factor=%[6]d
+offsets.topic.replication.factor=%[2]d
 offsets.topic.num.partitions=5
-transaction.state.log.replication.factor=%[6]d
+transaction.state.log.replication.factor=%[2]d
 transaction.state.log.min.isr=2
 transaction.state.log.num.partitions=5
 broker.session.timeout.ms=2000
 broker.heartbeat.interval.ms=500
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
-`, id, strings.Join(voters, ","), client[me], ctrl[me], dataDir, len(ctrl), hosts[me])
+`, filepath.Join(n.dir, "data"), brokers)
 	for _, l := range extra {
-		props += strings.ReplaceAll(l, "{id}", strconv.Itoa(int(id))) + "\n"
+		props += strings.ReplaceAll(l, "{id}", strconv.Itoa(int(n.id))) + "\n"
 	}
 	return props
 }
 
 func newCluster(name string, cfg ClusterConfig) (*Cluster, error) {
-	n := cfg.Nodes
-	if n == 0 {
-		n = 3
-	}
-	client, ctrl, hosts := make([]int, n), make([]int, n), make([]string, n)
-	for i := range n {
-		hosts[i] = "127.0.0.1"
-		if cfg.Netns != nil {
-			hosts[i] = cfg.Netns.Addr(int32(i + 1))
-		}
-		var err error
-		if client[i], err = FreePort(); err != nil {
-			return nil, err
-		}
-		if ctrl[i], err = FreePort(); err != nil {
-			return nil, err
-		}
+	brokers := cfg.Nodes
+	if brokers == 0 {
+		brokers = 3
 	}
 	c := &Cluster{name: name, netns: cfg.Netns}
-	for i := range n {
+	for i := range cfg.Controllers + brokers {
 		id := int32(i + 1)
+		roles := rolesCombined
+		switch {
+		case cfg.Controllers > 0 && i < cfg.Controllers:
+			roles = rolesController
+		case cfg.Controllers > 0:
+			roles = rolesBroker
+		}
+		host := "127.0.0.1"
+		if cfg.Netns != nil {
+			host = cfg.Netns.Addr(id)
+		}
 		dir := filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", id))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
 		node := &clusterNode{
-			process: process{
-				name:    fmt.Sprintf("%s-%d", name, id),
-				addr:    net.JoinHostPort(hosts[i], strconv.Itoa(client[i])),
-				logPath: filepath.Join(dir, "stdout.log"),
-			},
-			id:       id,
-			ctrlAddr: net.JoinHostPort(hosts[i], strconv.Itoa(ctrl[i])),
-			dir:      dir,
-			props:    filepath.Join(dir, "server.properties"),
+			process: process{name: fmt.Sprintf("%s-%d", name, id), logPath: filepath.Join(dir, "stdout.log")},
+			id:      id,
+			roles:   roles,
+			dir:     dir,
+			props:   filepath.Join(dir, "server.properties"),
 		}
-		if err := os.WriteFile(node.props, []byte(clusterProps(id, hosts, client, ctrl, filepath.Join(dir, "data"), cfg.Extra)), 0o644); err != nil {
-			return nil, err
+		if node.broker() {
+			port, err := FreePort()
+			if err != nil {
+				return nil, err
+			}
+			node.addr = net.JoinHostPort(host, strconv.Itoa(port))
+		}
+		if node.controller() {
+			port, err := FreePort()
+			if err != nil {
+				return nil, err
+			}
+			node.ctrlAddr = net.JoinHostPort(host, strconv.Itoa(port))
 		}
 		c.nodes = append(c.nodes, node)
+	}
+	var voters []string
+	for _, n := range c.nodes {
+		if n.controller() {
+			voters = append(voters, fmt.Sprintf("%d@%s", n.id, n.ctrlAddr))
+		}
+	}
+	for _, n := range c.nodes {
+		if err := os.MkdirAll(n.dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(n.props, []byte(clusterProps(n, strings.Join(voters, ","), brokers, cfg.Extra)), 0o644); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -213,14 +261,32 @@ func NewStrataCluster(bin string, cfg ClusterConfig) (*Cluster, error) {
 // Name is "kafka" or "strata".
 func (c *Cluster) Name() string { return c.name }
 
-// IDs are the node ids, 1 to N.
+// IDs are the brokers' node ids: every node's in the combined layout,
+// C+1 to C+B in the split one.
 func (c *Cluster) IDs() []int32 {
-	ids := make([]int32, len(c.nodes))
-	for i, n := range c.nodes {
-		ids[i] = n.id
+	var ids []int32
+	for _, n := range c.nodes {
+		if n.broker() {
+			ids = append(ids, n.id)
+		}
 	}
 	return ids
 }
+
+// ControllerIDs are the metadata quorum's voters: every node in the
+// combined layout, 1 to C in the split one.
+func (c *Cluster) ControllerIDs() []int32 {
+	var ids []int32
+	for _, n := range c.nodes {
+		if n.controller() {
+			ids = append(ids, n.id)
+		}
+	}
+	return ids
+}
+
+// Split says the cluster has controller-only and broker-only nodes.
+func (c *Cluster) Split() bool { return c.nodes[0].roles == rolesController }
 
 func (c *Cluster) node(id int32) *clusterNode {
 	if id < 1 || int(id) > len(c.nodes) {
@@ -229,23 +295,26 @@ func (c *Cluster) node(id int32) *clusterNode {
 	return c.nodes[id-1]
 }
 
-// Bootstrap is every node's client address.
+// Bootstrap is every broker's client address.
 func (c *Cluster) Bootstrap() []string {
-	addrs := make([]string, len(c.nodes))
-	for i, n := range c.nodes {
-		addrs[i] = n.addr
+	var addrs []string
+	for _, n := range c.nodes {
+		if n.broker() {
+			addrs = append(addrs, n.addr)
+		}
 	}
 	return addrs
 }
 
-// Addr is node id's client address.
+// Addr is broker id's client address.
 func (c *Cluster) Addr(id int32) string { return c.node(id).addr }
 
 // Pid is node id's process id, 0 when it is not running.
 func (c *Cluster) Pid(id int32) int { return c.node(id).Pid() }
 
 // StartAll launches every node at once (a KRaft quorum needs a majority to
-// elect a leader before any broker serves) and waits until each serves.
+// elect a leader before any broker serves) and waits until each serves;
+// any node exiting meanwhile fails it.
 func (c *Cluster) StartAll(ctx context.Context) error {
 	for _, n := range c.nodes {
 		if err := c.spawn(ctx, n); err != nil {
@@ -253,21 +322,22 @@ func (c *Cluster) StartAll(ctx context.Context) error {
 		}
 	}
 	for _, n := range c.nodes {
-		if err := c.waitServing(ctx, n); err != nil {
+		if err := c.waitServing(ctx, n, c.nodes); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Start launches node id and waits until it serves: it answers Metadata
-// listing itself, so it is registered and unfenced.
+// Start launches node id and waits until it serves: a broker answers
+// Metadata listing itself, so it is registered and unfenced; a controller
+// is back in the quorum (controllerServing).
 func (c *Cluster) Start(ctx context.Context, id int32) error {
 	n := c.node(id)
 	if err := c.spawn(ctx, n); err != nil {
 		return err
 	}
-	return c.waitServing(ctx, n)
+	return c.waitServing(ctx, n, []*clusterNode{n})
 }
 
 func (c *Cluster) spawn(ctx context.Context, n *clusterNode) error {
@@ -278,6 +348,7 @@ func (c *Cluster) spawn(ctx context.Context, n *clusterNode) error {
 		n.formatted = true
 	}
 	n.setPaused(false)
+	n.started = time.Now()
 	argv := c.launch(n)
 	if c.netns != nil {
 		argv = c.netns.Exec(n.id, argv)
@@ -285,27 +356,85 @@ func (c *Cluster) spawn(ctx context.Context, n *clusterNode) error {
 	return n.launch(argv)
 }
 
-func (c *Cluster) waitServing(ctx context.Context, n *clusterNode) error {
+// waitServing waits until n serves, failing as soon as one of watch (n
+// among them) exits.
+func (c *Cluster) waitServing(ctx context.Context, n *clusterNode, watch []*clusterNode) error {
 	var last error
+	addr := n.addr
+	if !n.broker() {
+		addr = n.ctrlAddr
+	}
 	for {
-		select {
-		case <-n.exited():
-			return fmt.Errorf("%s exited before serving: last error %v; output:\n%s", n.name, last, n.LogTail(4000))
-		default:
+		for _, w := range watch {
+			select {
+			case <-w.exited():
+				when := "before serving"
+				if w != n {
+					when = "while " + n.name + " was starting"
+				}
+				if last != nil {
+					when += fmt.Sprintf(" (its last error: %v)", last)
+				}
+				return fmt.Errorf("%s (process.roles=%s) exited %s; output:\n%s", w.name, w.roles, when, w.LogTail(4000))
+			default:
+			}
 		}
-		m, err := metadataOf(ctx, n.addr, nil)
-		if err == nil && !slices.ContainsFunc(m.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == n.id }) {
-			err = fmt.Errorf("node %d not among the brokers it lists", n.id)
+		if n.broker() {
+			last = brokerServing(ctx, n)
+		} else {
+			last = c.controllerServing(ctx, n)
 		}
-		if last = err; err == nil {
+		if last == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not serving at %s: %v (%w); output:\n%s", n.name, n.addr, last, ctx.Err(), n.LogTail(4000))
+			return fmt.Errorf("%s not serving at %s: %v (%w); output:\n%s", n.name, addr, last, ctx.Err(), n.LogTail(4000))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// brokerServing says why broker n does not serve yet: it must answer
+// Metadata listing itself.
+func brokerServing(ctx context.Context, n *clusterNode) error {
+	m, err := metadataOf(ctx, n.addr, nil)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(m.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == n.id }) {
+		return fmt.Errorf("node %d not among the brokers it lists", n.id)
+	}
+	return nil
+}
+
+// controllerServing says why controller-only node n does not serve yet: it
+// must answer ApiVersions on its controller listener, and the quorum must
+// have a leader that either is n or, when it reports n's last fetch (Kafka
+// does; Strata's controllers report -1, unknown), saw n fetch since n
+// started.
+func (c *Cluster) controllerServing(ctx context.Context, n *clusterNode) error {
+	if _, err := requestAt(ctx, n.ctrlAddr, kmsg.NewPtrApiVersionsRequest()); err != nil {
+		return fmt.Errorf("ApiVersions on the controller listener: %w", err)
+	}
+	q, err := c.describeQuorum(ctx)
+	if err != nil {
+		return err
+	}
+	if q.LeaderID == n.id {
+		return nil
+	}
+	for _, v := range q.CurrentVoters {
+		if v.ReplicaID != n.id {
+			continue
+		}
+		if v.LastFetchTimestamp > 0 && v.LastFetchTimestamp < n.started.UnixMilli() {
+			return fmt.Errorf("quorum leader %d last saw node %d fetch at %s, before it started", q.LeaderID, n.id,
+				time.UnixMilli(v.LastFetchTimestamp).Format("15:04:05.000"))
+		}
+		return nil
+	}
+	return fmt.Errorf("quorum leader %d does not list node %d among its voters", q.LeaderID, n.id)
 }
 
 func (n *clusterNode) exited() <-chan struct{} {
@@ -408,12 +537,6 @@ func (c *Cluster) LogTails(size int) string {
 // metadataOf asks the broker at addr itself (not one it leads the client
 // to) for the metadata of topics, every topic when nil.
 func metadataOf(ctx context.Context, addr string, topics []string) (*kmsg.MetadataResponse, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestTimeoutOverhead(2*time.Second),
-		kgo.DialTimeout(time.Second), kgo.RequestRetries(0))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
 	req := kmsg.NewPtrMetadataRequest()
 	if topics != nil {
 		req.Topics = []kmsg.MetadataRequestTopic{}
@@ -423,9 +546,11 @@ func metadataOf(ctx context.Context, addr string, topics []string) (*kmsg.Metada
 			req.Topics = append(req.Topics, rt)
 		}
 	}
-	mctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	return req.RequestWith(mctx, cl.SeedBrokers()[0])
+	resp, err := requestAt(ctx, addr, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.MetadataResponse), nil
 }
 
 // PartitionState is one partition as a broker's Metadata answer shows it.
@@ -483,22 +608,22 @@ func (c *Cluster) Describe(ctx context.Context, id int32, topics ...string) ([]P
 	return out, nil
 }
 
-// upNodes are the nodes whose process runs and is not paused.
-func (c *Cluster) upNodes() []int32 {
+// upBrokers are the brokers whose process runs and is not paused.
+func (c *Cluster) upBrokers() []int32 {
 	var ids []int32
 	for _, n := range c.nodes {
-		if n.up() {
+		if n.broker() && n.up() {
 			ids = append(ids, n.id)
 		}
 	}
 	return ids
 }
 
-// LeaderOf is the leader of topic's partition as the first running node
+// LeaderOf is the leader of topic's partition as the first running broker
 // that answers says.
 func (c *Cluster) LeaderOf(ctx context.Context, topic string, partition int32) (int32, error) {
 	var errs []error
-	for _, id := range c.upNodes() {
+	for _, id := range c.upBrokers() {
 		ps, err := c.Describe(ctx, id, topic)
 		if err != nil {
 			errs = append(errs, err)
@@ -514,7 +639,7 @@ func (c *Cluster) LeaderOf(ctx context.Context, topic string, partition int32) (
 		}
 		errs = append(errs, fmt.Errorf("node %d does not list %s[%d]", id, topic, partition))
 	}
-	return -1, fmt.Errorf("no running node answered for %s[%d]: %w", topic, partition, errors.Join(errs...))
+	return -1, fmt.Errorf("no running broker answered for %s[%d]: %w", topic, partition, errors.Join(errs...))
 }
 
 // waitFor polls cond every 100 ms until it holds or timeout passes; the
@@ -537,15 +662,15 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 	}
 }
 
-// ISRFull waits until every running node reports every partition of topics
+// ISRFull waits until every broker runs and reports every partition of topics
 // (all topics when none is named) led and with its full replica set in
 // sync, and returns the last state seen.
 func (c *Cluster) ISRFull(ctx context.Context, timeout time.Duration, topics ...string) ([]PartitionState, error) {
 	var state []PartitionState
-	err := waitFor(ctx, timeout, "every ISR full on every node", func(ctx context.Context) (bool, string) {
-		ids := c.upNodes()
-		if len(ids) < len(c.nodes) {
-			return false, fmt.Sprintf("only nodes %v running", ids)
+	err := waitFor(ctx, timeout, "every ISR full on every broker", func(ctx context.Context) (bool, string) {
+		ids := c.upBrokers()
+		if len(ids) < len(c.IDs()) {
+			return false, fmt.Sprintf("only brokers %v running", ids)
 		}
 		for _, id := range ids {
 			ps, err := c.Describe(ctx, id, topics...)
@@ -568,29 +693,81 @@ func (c *Cluster) ISRFull(ctx context.Context, timeout time.Duration, topics ...
 }
 
 // QuorumLeader is the metadata quorum's leader (the active controller) as
-// a running node answers DescribeQuorum, -1 when none answers.
+// DescribeQuorum answers it, -1 when no running node answers. With split
+// roles this is the one way to find it: Kafka's Metadata and
+// DescribeCluster name a random broker as the controller.
 func (c *Cluster) QuorumLeader(ctx context.Context) int32 {
-	for _, id := range c.upNodes() {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(c.node(id).addr), kgo.RequestTimeoutOverhead(2*time.Second), kgo.RequestRetries(0))
-		if err != nil {
+	q, err := c.describeQuorum(ctx)
+	if err != nil {
+		return -1
+	}
+	return q.LeaderID
+}
+
+// describeQuorum is __cluster_metadata's partition as the first running
+// node that answers DescribeQuorum without error describes it: each
+// controller-only node asked on its controller listener (only the leader
+// answers there), then the brokers, which forward it to the active
+// controller.
+func (c *Cluster) describeQuorum(ctx context.Context) (kmsg.DescribeQuorumResponseTopicPartition, error) {
+	var errs []error
+	var order []*clusterNode
+	for _, n := range c.nodes {
+		if !n.broker() {
+			order = append(order, n)
+		}
+	}
+	for _, n := range c.nodes {
+		if n.broker() {
+			order = append(order, n)
+		}
+	}
+	for _, n := range order {
+		if !n.up() {
 			continue
+		}
+		addr := n.addr
+		if !n.broker() {
+			addr = n.ctrlAddr
 		}
 		req := kmsg.NewPtrDescribeQuorumRequest()
 		rt := kmsg.NewDescribeQuorumRequestTopic()
 		rt.Topic = "__cluster_metadata"
-		rp := kmsg.NewDescribeQuorumRequestTopicPartition()
-		rt.Partitions = append(rt.Partitions, rp)
+		rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
 		req.Topics = append(req.Topics, rt)
-		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		resp, err := req.RequestWith(qctx, cl.SeedBrokers()[0])
-		cancel()
-		cl.Close()
-		if err != nil || resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		resp, err := requestAt(ctx, addr, req)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node %d: %w", n.id, err))
 			continue
 		}
-		if p := resp.Topics[0].Partitions[0]; p.ErrorCode == 0 {
-			return p.LeaderID
+		q := resp.(*kmsg.DescribeQuorumResponse)
+		if err := kerr.ErrorForCode(q.ErrorCode); err != nil {
+			errs = append(errs, fmt.Errorf("node %d: %w", n.id, err))
+			continue
 		}
+		if len(q.Topics) != 1 || len(q.Topics[0].Partitions) != 1 {
+			errs = append(errs, fmt.Errorf("node %d: %d topics answered", n.id, len(q.Topics)))
+			continue
+		}
+		p := q.Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+			errs = append(errs, fmt.Errorf("node %d: %w", n.id, err))
+			continue
+		}
+		return p, nil
 	}
-	return -1
+	return kmsg.DescribeQuorumResponseTopicPartition{}, fmt.Errorf("no running node described the quorum: %w", errors.Join(errs...))
+}
+
+// requestAt sends req to the node at addr itself, with no retry.
+func requestAt(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestTimeoutOverhead(2*time.Second),
+		kgo.DialTimeout(time.Second), kgo.RequestRetries(0))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return cl.SeedBrokers()[0].Request(rctx, req)
 }

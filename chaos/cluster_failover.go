@@ -258,7 +258,7 @@ func createReplicatedTopic(ctx context.Context, c *Cluster, topic string, partit
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	minISR := "2"
-	resp, err := kadm.NewClient(cl).CreateTopic(cctx, partitions, int16(len(c.nodes)),
+	resp, err := kadm.NewClient(cl).CreateTopic(cctx, partitions, int16(len(c.IDs())),
 		map[string]*string{"min.insync.replicas": &minISR}, topic)
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", topic, err)

@@ -355,7 +355,7 @@ func (m *groupMember) pollN(ctx context.Context, n int, record func([]*kgo.Recor
 // FindCoordinator names it.
 func (c *Cluster) coordinatorOf(ctx context.Context, keyType int8, key string) (int32, error) {
 	var last error
-	for _, id := range c.upNodes() {
+	for _, id := range c.upBrokers() {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorType = keyType
 		req.CoordinatorKeys = []string{key}

@@ -17,7 +17,8 @@ import (
 //
 //	STRATA_CHAOS_KAFKA=1        run the Apache Kafka 4.4.0 control (KAFKA_VERSION=4.4.0 compat-tests/scripts/install-kafka.sh)
 //	STRATA_CLUSTER=1            run the Strata cluster (issue 14)
-//	STRATA_FAILOVERS=3          failover repetitions per fault (default 3 for SIGKILL, 2 for SIGSTOP)
+//	STRATA_FAILOVERS=3          failover repetitions per fault (default 3 for SIGKILL, 2 for SIGSTOP;
+//	                            1 round of leader and controller kills in the split run, cluster_split_test.go)
 //	STRATA_FAILOVER_CONTROLLER=1 the failover's partition led by the active controller, so the fault hits both
 //	STRATA_KILLS=200            random kills in the kills run; unset, it runs for STRATA_CLUSTER_SECONDS
 //	STRATA_CLUSTER_SECONDS=180  length of the kills run (default 180)
