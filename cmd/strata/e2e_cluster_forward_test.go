@@ -183,6 +183,9 @@ func TestClusterForwardedChangesShowOnTheForwardingNode(t *testing.T) {
 	// together, right after the answer.
 	t.Run("CreatePartitions", func(t *testing.T) {
 		for _, n := range nodes {
+			// acks=1: the client sets the produce's acks (acks=all would
+			// wait for the followers' first fetch of the new partition).
+			producer := pin(t, n.clusterNode, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
 			for i := range rounds {
 				topic := fmt.Sprintf("grown-%d-%d", n.id, i)
 				n.create(t, topic, []int32{1, 2, 3})
@@ -223,7 +226,7 @@ func TestClusterForwardedChangesShowOnTheForwardingNode(t *testing.T) {
 				)
 				wg.Add(2)
 				go func() { defer wg.Done(); mresp, merr = n.b.Request(timeoutCtx(t, 20*time.Second), mreq) }()
-				go func() { defer wg.Done(); presp, perr = n.b.Request(timeoutCtx(t, 20*time.Second), preq) }()
+				go func() { defer wg.Done(); presp, perr = producer.b.Request(timeoutCtx(t, 20*time.Second), preq) }()
 				wg.Wait()
 				if merr != nil || perr != nil {
 					t.Fatalf("Metadata, Produce to node %d: %v, %v", n.id, merr, perr)
