@@ -5,16 +5,15 @@ package broker
 // this node applied it (a follower learns the commit index with the
 // leader's next append), so without the wait the client that changed
 // something through this node could, asking this node next, be told
-// UNKNOWN_TOPIC_OR_PARTITION for the topic it created, see the topic it
-// deleted (and have its re-creation refused as TOPIC_ALREADY_EXISTS by a
-// client that checks Metadata first), the old partition count, the old
-// config value, the old leader or replicas. Kafka's brokers do not wait,
-// and its clients see that race. The controller's answer does not carry
-// the metadata offset it committed the change at, so the wait is for each
-// succeeded item's visible effect (awaitedChanges), at most imageWait and
-// at most the request's own TimeoutMillis, after which the answer goes out
-// anyway with a warning. Validate-only requests change nothing and are
-// not waited for.
+// UNKNOWN_TOPIC_OR_PARTITION for the topic it created or the partition it
+// added, still see the topic it deleted, the old config value, the old
+// leader or replicas. Kafka's brokers do not wait, and its clients see
+// that race. The controller's answer does not carry the metadata offset
+// it committed the change at, so the wait is for the visible effect of
+// each item that succeeded (awaitedChanges), at most imageWait and at
+// most what is left of the request's own TimeoutMillis, after which the
+// answer goes out anyway with a warning. Validate-only requests change
+// nothing and are not waited for.
 
 import (
 	"maps"
@@ -33,9 +32,10 @@ type imageCheck func(*metadata.Image) bool
 
 // awaitForwarded waits until the changes the controller answered resp
 // for are in this node's image. before is this node's image from before
-// the request was forwarded (for the topic id a DeleteTopics by name, at a
-// version without ids, answers without, a CreateTopics below v7 the
-// same, and the leader epochs an ElectLeaders raises); start is when the forward began.
+// the request was forwarded, for what the answer leaves out: the id of a
+// topic deleted by name (DeleteTopics below v6) or created (CreateTopics
+// below v7), the leader epoch an ElectLeaders raises. start is when the
+// forward began.
 func (f *forwarder) awaitForwarded(before *metadata.Image, start time.Time, req kmsg.Request, resp kmsg.Response) {
 	checks := awaitedChanges(before, req, resp)
 	if len(checks) == 0 {
@@ -43,7 +43,7 @@ func (f *forwarder) awaitForwarded(before *metadata.Image, start time.Time, req 
 	}
 	wait := imageWait
 	if ms := requestTimeoutMillis(req); ms > 0 {
-		wait = min(wait, time.Until(start.Add(time.Duration(ms)*time.Millisecond)))
+		wait = max(0, min(wait, time.Until(start.Add(time.Duration(ms)*time.Millisecond))))
 	}
 	if !waitForImage(f.store, wait, func(img *metadata.Image) bool {
 		return !slices.ContainsFunc(checks, func(ok imageCheck) bool { return !ok(img) })

@@ -137,7 +137,7 @@ func TestClusterForwardedChangesShowOnTheForwardingNode(t *testing.T) {
 	// A deleted topic is gone from the node's Metadata at once, and its
 	// name can be created again at the first try and is then in the
 	// node's Metadata at once, also at versions whose answers carry no
-	// topic id (DeleteTopics v5, CreateTopics v4, as kafkajs sends).
+	// topic id (DeleteTopics v5, CreateTopics v4, as older clients send).
 	t.Run("DeleteTopics", func(t *testing.T) {
 		old := kversion.Stable()
 		old.SetMaxKeyVersion(kmsg.DeleteTopics.Int16(), 5)
