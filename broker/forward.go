@@ -14,12 +14,12 @@ package broker
 // here first (forward_configs.go). Topics this node creates on its own
 // (auto-creation by Metadata and FindCoordinator, the coordinators'
 // internal topics) go the same way, as a CreateTopics request, and are waited for in this node's
-// image before they are used.
+// image before they are used. A forwarded change is answered once this
+// node's image shows it (forward_await.go).
 
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -105,6 +105,7 @@ func (f *forwarder) forwarding(r *registry) {
 			if body == nil {
 				return merge(rc.req.Body.ResponseKind()), nil
 			}
+			before, start := f.store.Image(), time.Now()
 			resp, err := f.send(body)
 			if err != nil {
 				f.logger.Info("cannot forward a request to the active controller; answering NOT_CONTROLLER",
@@ -113,10 +114,9 @@ func (f *forwarder) forwarding(r *registry) {
 				if err != nil {
 					return nil, err
 				}
+				return merge(resp), nil
 			}
-			if req, ok := body.(*kmsg.CreateTopicsRequest); ok && !req.ValidateOnly {
-				f.awaitCreated(resp.(*kmsg.CreateTopicsResponse))
-			}
+			f.awaitForwarded(before, start, body, resp)
 			return merge(resp), nil
 		}
 		r.apis[int16(k)] = a
@@ -250,29 +250,6 @@ func (f *forwarder) createTopic(meta metadata.Store, name string, layout replica
 		return st.TopicID, fmt.Errorf("topic %s was created but is not in this node's metadata after %v: %w", name, imageWait, kerr.RequestTimedOut)
 	}
 	return st.TopicID, nil
-}
-
-// awaitCreated waits, at most imageWait, until the topics the controller
-// created for a forwarded CreateTopics are in this node's image, so the
-// client that asked here finds them here when it asks next: the
-// controller answers once they are committed, which can be before this
-// node applied them.
-func (f *forwarder) awaitCreated(resp *kmsg.CreateTopicsResponse) {
-	var ids [][16]byte
-	for _, t := range resp.Topics {
-		if t.ErrorCode == 0 && t.TopicID != ([16]byte{}) {
-			ids = append(ids, t.TopicID)
-		}
-	}
-	if len(ids) == 0 {
-		return
-	}
-	if !waitForImage(f.store, imageWait, func(img *metadata.Image) bool {
-		return !slices.ContainsFunc(ids, func(id [16]byte) bool { return img.Topics.ByID(id) == nil })
-	}) {
-		f.logger.Warn("topics the controller created are not in this node's metadata; answering CreateTopics anyway",
-			zap.Duration("waited", imageWait), zap.Int("topics", len(ids)))
-	}
 }
 
 // waitForImage waits until store's image satisfies ok, at most timeout.
