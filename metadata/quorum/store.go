@@ -100,6 +100,8 @@ type Store struct {
 
 	mu   sync.Mutex   // serializes Update, as Kafka's controller event queue
 	next atomic.Int64 // during decide: the index its change is to be written at
+
+	progress progressBook // the followers' AppendEntries replies (progress.go)
 }
 
 var _ metadata.Store = (*Store)(nil)
@@ -190,11 +192,12 @@ func Open(cfg Config) (*Store, error) {
 			return fail(fmt.Errorf("bootstrap: %w", err))
 		}
 	}
-	r, err := raft.NewRaft(rc, s.fsm, bolt, bolt, snaps, trans)
+	r, err := raft.NewRaft(rc, s.fsm, bolt, bolt, snaps, withProgress(trans, &s.progress))
 	if err != nil {
 		return fail(err)
 	}
 	s.raft = r
+	s.progress.raft.Store(r)
 	return s, nil
 }
 
