@@ -90,16 +90,19 @@ type followerProgress struct {
 
 // progressBook is what the AppendEntries replies said, by server.
 type progressBook struct {
-	raft atomic.Pointer[raft.Raft] // set once raft is made; before, nothing is recorded
+	log atomic.Value // a lastIndexer, this node's raft once made; before, nothing is recorded
 
 	mu      sync.Mutex
 	servers map[raft.ServerID]*followerProgress
 }
 
+// lastIndexer is what the book asks of raft.
+type lastIndexer interface{ LastIndex() uint64 }
+
 // leaderEnd is this node's log end offset now, 0 before raft is made.
 func (b *progressBook) leaderEnd() int64 {
-	if r := b.raft.Load(); r != nil {
-		return int64(r.LastIndex()) + 1
+	if l, ok := b.log.Load().(lastIndexer); ok {
+		return int64(l.LastIndex()) + 1
 	}
 	return 0
 }

@@ -214,3 +214,72 @@ func TestQuorumProgressTransportKeepsRaftsOptionalInterfaces(t *testing.T) {
 		}
 	}
 }
+
+// lastIndex is a leader's log that ends at its value.
+type lastIndex uint64
+
+func (l lastIndex) LastIndex() uint64 { return uint64(l) }
+
+// TestQuorumProgressRecordsPlainAndPipelinedReplies checks that the
+// wrapped transport records the replies of both ways raft sends
+// AppendEntries, over raft's in-memory transport to a peer that answers:
+// a heartbeat through AppendEntries, appends through a pipeline, whose
+// futures still reach its consumer.
+func TestQuorumProgressRecordsPlainAndPipelinedReplies(t *testing.T) {
+	var b progressBook
+	b.log.Store(lastIndexer(lastIndex(20)))
+	_, inner := raft.NewInmemTransport("leader")
+	peerAddr, peer := raft.NewInmemTransport("peer")
+	inner.Connect(peerAddr, peer)
+	defer inner.Close()
+	defer peer.Close()
+	tr := withProgress(inner, &b)
+	follower := uint64(10) // the peer's last index
+	go func() {
+		for rpc := range peer.Consumer() {
+			req := rpc.Command.(*raft.AppendEntriesRequest)
+			resp := &raft.AppendEntriesResponse{Term: req.Term, LastLog: follower, Success: true}
+			if n := len(req.Entries); n > 0 {
+				follower = req.Entries[n-1].Index
+			}
+			rpc.Respond(resp, nil)
+		}
+	}()
+	id := raft.ServerID("2")
+	var hb raft.AppendEntriesResponse
+	if err := tr.AppendEntries(id, peerAddr, &raft.AppendEntriesRequest{Term: 1}, &hb); err != nil || !hb.Success {
+		t.Fatalf("heartbeat: %v %+v", err, hb)
+	}
+	if p := b.of(id, 1); p == nil || p.logEnd != 11 || !p.lastCaughtUp.IsZero() {
+		t.Fatalf("after a heartbeat: %+v, want log end 11, not caught up", p)
+	}
+
+	pipe, err := tr.AppendEntriesPipeline(id, peerAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pipe.Close()
+	for _, last := range []uint64{15, 20} {
+		req := &raft.AppendEntriesRequest{Term: 1, PrevLogEntry: last - 5}
+		for i := last - 4; i <= last; i++ {
+			req.Entries = append(req.Entries, &raft.Log{Index: i, Term: 1})
+		}
+		if _, err := pipe.AppendEntries(req, new(raft.AppendEntriesResponse)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case f := <-pipe.Consumer():
+			if f.Request() != req || !f.Response().Success {
+				t.Fatalf("append through %d: future of %+v, %+v", last, f.Request(), f.Response())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("append through %d: no future on the pipeline's consumer", last)
+		}
+		if p := b.of(id, 1); p == nil || p.logEnd != int64(last)+1 {
+			t.Fatalf("after the append through %d: %+v", last, p)
+		}
+	}
+	if p := b.of(id, 1); p.lastCaughtUp.IsZero() {
+		t.Fatalf("having the leader's last entry 20: %+v, not caught up", p)
+	}
+}

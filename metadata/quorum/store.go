@@ -197,7 +197,7 @@ func Open(cfg Config) (*Store, error) {
 		return fail(err)
 	}
 	s.raft = r
-	s.progress.raft.Store(r)
+	s.progress.log.Store(lastIndexer(r))
 	return s, nil
 }
 
