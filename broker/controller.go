@@ -72,9 +72,6 @@ type controller struct {
 	// lastLeader is the last other node seen leading the quorum, -1 for
 	// none: when this node takes over, that one most likely died.
 	lastLeader int32
-	// progress is each voter's metadata log as its heartbeats report it,
-	// for DescribeQuorum (describequorum.go).
-	progress quorumProgress
 
 	stop chan struct{}
 	done chan struct{}
@@ -359,9 +356,6 @@ func (c *controller) handleHeartbeat(rc *reqCtx) (kmsg.Response, error) {
 		return resp, nil
 	}
 	c.touch(r.BrokerID, reg.Epoch, rc.conn)
-	if st := c.store.Status(); st.Leader {
-		c.progress.heartbeat(r.BrokerID, r.CurrentMetadataOffset, st.Term, st.LastIndex+1, time.Now())
-	}
 	caughtUp := r.CurrentMetadataOffset >= reg.Epoch
 	var decide func(img *metadata.Image) ([]metadata.Record, error)
 	fenced := reg.Fenced

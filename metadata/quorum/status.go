@@ -1,11 +1,6 @@
 package quorum
 
-import (
-	"fmt"
-	"strconv"
-
-	"github.com/hashicorp/raft"
-)
+import "github.com/hashicorp/raft"
 
 // Status is the quorum as this node's raft sees it, what DescribeQuorum
 // reports.
@@ -24,25 +19,4 @@ func (s *Store) Status() Status {
 		CommitIndex: int64(s.raft.CommitIndex()),
 		LastIndex:   int64(s.raft.LastIndex()),
 	}
-}
-
-// CurrentVoters are the voters of raft's latest configuration, in its
-// order.
-func (s *Store) CurrentVoters() ([]Voter, error) {
-	f := s.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return nil, fmt.Errorf("metadata quorum node %d: read the configuration: %w", s.id, err)
-	}
-	var out []Voter
-	for _, srv := range f.Configuration().Servers {
-		if srv.Suffrage != raft.Voter {
-			continue
-		}
-		id, err := strconv.ParseInt(string(srv.ID), 10, 32)
-		if err != nil {
-			return nil, fmt.Errorf("metadata quorum node %d: server id %q is not a node id: %w", s.id, srv.ID, err)
-		}
-		out = append(out, Voter{ID: int32(id), Addr: string(srv.Address)})
-	}
-	return out, nil
 }
