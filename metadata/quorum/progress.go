@@ -24,7 +24,7 @@ import (
 // Kafka's DescribeQuorum ReplicaState.
 type ReplicaProgress struct {
 	ID    int32
-	Addr  string // its controller listener (raft's server address)
+	Addr  string // raft's server address: a voter's controller listener
 	Voter bool   // false: a raft non-voter, Kafka's observer
 	// LogEnd is the offset after its last log entry; -1 until it answers
 	// an AppendEntries of this node in this term.
@@ -55,11 +55,11 @@ func (s *Store) ReplicaProgress() ([]ReplicaProgress, error) {
 			return nil, fmt.Errorf("metadata quorum node %d: server id %q is not a node id: %w", s.id, srv.ID, err)
 		}
 		p := ReplicaProgress{ID: int32(id), Addr: string(srv.Address), Voter: srv.Suffrage == raft.Voter, LogEnd: -1}
-		switch f := s.progress.of(srv.ID, term); {
+		switch got := s.progress.of(srv.ID, term); {
 		case int32(id) == s.id:
 			p.LogEnd, p.LastFetch, p.LastCaughtUp = int64(s.raft.LastIndex())+1, now, now
-		case f != nil:
-			p.LogEnd, p.LastFetch, p.LastCaughtUp = f.logEnd, f.lastFetch, f.lastCaughtUp
+		case got != nil:
+			p.LogEnd, p.LastFetch, p.LastCaughtUp = got.logEnd, got.lastFetch, got.lastCaughtUp
 		}
 		out = append(out, p)
 	}
