@@ -81,9 +81,6 @@ type controller struct {
 	mu       sync.Mutex
 	active   bool
 	sessions map[int32]*brokerSession
-	// progress is each voter's metadata log as its heartbeats report it,
-	// for DescribeQuorum (describequorum.go).
-	progress quorumProgress
 
 	stop chan struct{}
 	done chan struct{}
@@ -406,9 +403,6 @@ func (c *controller) handleHeartbeat(rc *reqCtx) (kmsg.Response, error) {
 		return resp, nil
 	}
 	c.touch(r.BrokerID, reg.Epoch, rc.conn)
-	if st := c.store.Status(); st.Leader {
-		c.progress.heartbeat(r.BrokerID, r.CurrentMetadataOffset, st.Term, st.LastIndex+1, time.Now())
-	}
 	caughtUp := r.CurrentMetadataOffset >= reg.Epoch
 	var decide func(img *metadata.Image) ([]metadata.Record, error)
 	fenced := reg.Fenced

@@ -1,37 +1,39 @@
 package broker
 
 // DescribeQuorum (key 55, v0-2) on a cluster node: the metadata quorum's
-// leader, its epoch and high watermark, and each voter's progress, for
-// __cluster_metadata partition 0, as Kafka's KafkaRaftClient answers it
-// on the active controller. A broker forwards it there (forward.go), as
-// KafkaApis does; a controller that does not lead the quorum answers
-// NOT_LEADER_OR_FOLLOWER, and a request for any other partition is
-// UNKNOWN_TOPIC_OR_PARTITION. Version 2's Nodes carry each voter's
-// controller listener endpoint from the quorum's configuration.
+// leader, its epoch and high watermark, each voter's progress and each
+// observer's, for __cluster_metadata partition 0, as Kafka's
+// KafkaRaftClient answers it on the active controller. A broker forwards
+// it there (forward.go), as KafkaApis does; a controller that does not
+// lead the quorum answers NOT_LEADER_OR_FOLLOWER, and a request for any
+// other partition is UNKNOWN_TOPIC_OR_PARTITION. Version 2's Nodes carry
+// each voter's controller listener endpoint from the quorum's
+// configuration, and no observer's, as Kafka's.
 //
-// Where Strata differs: the quorum is hashicorp/raft, which does not tell
-// its leader how far each follower's log reaches. The leader epoch is
-// raft's term, the high watermark the offset after raft's commit index
-// (raft's log indexes are the metadata offsets, as the broker epoch is the
-// index of the broker's registration), and the leader's log end offset the
-// offset after its last index. A follower's log end offset is the offset
-// after the metadata offset it had applied at its last BrokerHeartbeat to
-// this controller (CurrentMetadataOffset), its last fetch timestamp that
-// heartbeat's time, and its last caught-up timestamp follows Kafka's rule
-// (LeaderState.ReplicaState.updateFollowerState) with heartbeats in place
-// of fetches. Until a voter heartbeats to this controller in its term all
-// three are -1, Kafka's "unknown". Kafka's follower reports the end of the
-// log it fetched, which may be ahead of what it applied, so Strata's lag
-// reads larger, never smaller. Static voters have no directory id (the
-// zero id, as Kafka's static controller.quorum.voters). Strata has no
-// observers: every node is a voter. A single node (no quorum) does not
-// serve DescribeQuorum: it has no metadata log to report on.
+// Where Strata differs: the quorum is hashicorp/raft, whose leader pushes
+// its log with AppendEntries where Kafka's followers fetch it. The leader
+// epoch is raft's term, the high watermark the offset after raft's commit
+// index (raft's log indexes are the metadata offsets, as the broker epoch
+// is the index of the broker's registration), and the leader's log end
+// offset the offset after its last index. A follower's log end offset is
+// the offset after the last entry its log holds as the leader's raft knows
+// it from its replies to AppendEntries (heartbeats included;
+// quorum.Store.ReplicaProgress), its last fetch timestamp that reply's
+// time, and its last caught-up timestamp follows Kafka's rule
+// (LeaderState.ReplicaState.updateFollowerState) with those replies in
+// place of fetches: the semantics of Kafka's fetch offset. Until a server
+// replies to this leader in its term all three are -1, Kafka's "unknown".
+// The observers are the raft non-voters (broker-only nodes) that replied
+// in this term within Kafka's observer session timeout, as Kafka lists
+// the brokers that fetch the metadata log. Static voters have no
+// directory id (the zero id, as Kafka's static controller.quorum.voters).
+// A single node (no quorum) does not serve DescribeQuorum: it has no
+// metadata log to report on.
 
 import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,56 +55,9 @@ func (b *Broker) registerDescribeQuorum() {
 	})
 }
 
-// voterProgress is what the active controller knows of one voter's
-// metadata log, from its heartbeats in one term.
-type voterProgress struct {
-	term         uint64
-	logEnd       int64 // the offset after the one it had applied
-	lastFetch    time.Time
-	lastCaughtUp time.Time // zero: never caught up in this term
-	// fetchLeaderEnd is the leader's log end offset at lastFetch.
-	fetchLeaderEnd int64
-}
-
-// quorumProgress is every voter's progress as heartbeats report it.
-type quorumProgress struct {
-	mu     sync.Mutex
-	voters map[int32]*voterProgress
-}
-
-// heartbeat records that broker id had applied the metadata offset
-// applied at now, when this controller's log ended at leaderEnd in term.
-func (p *quorumProgress) heartbeat(id int32, applied int64, term uint64, leaderEnd int64, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.voters == nil {
-		p.voters = map[int32]*voterProgress{}
-	}
-	v := p.voters[id]
-	if v == nil || v.term != term {
-		v = &voterProgress{term: term}
-		p.voters[id] = v
-	}
-	logEnd := applied + 1
-	switch {
-	case logEnd >= leaderEnd:
-		v.lastCaughtUp = now
-	case v.fetchLeaderEnd > 0 && logEnd >= v.fetchLeaderEnd && v.lastFetch.After(v.lastCaughtUp):
-		v.lastCaughtUp = v.lastFetch
-	}
-	v.logEnd, v.lastFetch, v.fetchLeaderEnd = logEnd, now, leaderEnd
-}
-
-// of is voter id's progress in term, nil when it has none.
-func (p *quorumProgress) of(id int32, term uint64) *voterProgress {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if v := p.voters[id]; v != nil && v.term == term {
-		c := *v
-		return &c
-	}
-	return nil
-}
+// observerSessionTimeout is how long an observer that stopped fetching
+// stays in the answer: Kafka's LeaderState.OBSERVER_SESSION_TIMEOUT_MS.
+const observerSessionTimeout = 5 * time.Minute
 
 func (c *controller) handleDescribeQuorum(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.DescribeQuorumRequest)
@@ -125,7 +80,7 @@ func (c *controller) handleDescribeQuorum(rc *reqCtx) (kmsg.Response, error) {
 		return resp, nil
 	}
 	st := c.store.Status()
-	voters, err := c.store.CurrentVoters()
+	replicas, err := c.store.ReplicaProgress()
 	part := kmsg.NewDescribeQuorumResponseTopicPartition()
 	switch {
 	case err != nil:
@@ -134,7 +89,18 @@ func (c *controller) handleDescribeQuorum(rc *reqCtx) (kmsg.Response, error) {
 	case !st.Leader:
 		part.ErrorCode = kerr.NotLeaderForPartition.Code
 	default:
-		c.describeQuorum(&part, st, voters, time.Now())
+		now := time.Now()
+		part.LeaderID, part.LeaderEpoch, part.HighWatermark = c.store.NodeID(), int32(st.Term), st.CommitIndex+1
+		var voters []quorum.ReplicaProgress
+		for _, rp := range replicas {
+			switch {
+			case rp.Voter:
+				voters = append(voters, rp)
+				part.CurrentVoters = append(part.CurrentVoters, replicaState(rp))
+			case rp.LogEnd >= 0 && now.Sub(rp.LastFetch) < observerSessionTimeout:
+				part.Observers = append(part.Observers, replicaState(rp))
+			}
+		}
 		resp.Nodes = c.voterNodes(voters)
 	}
 	topic := kmsg.NewDescribeQuorumResponseTopic()
@@ -144,31 +110,25 @@ func (c *controller) handleDescribeQuorum(rc *reqCtx) (kmsg.Response, error) {
 	return resp, nil
 }
 
-// describeQuorum fills part from this leader's status and its voters'
-// progress.
-func (c *controller) describeQuorum(part *kmsg.DescribeQuorumResponseTopicPartition, st quorum.Status, voters []quorum.Voter, now time.Time) {
-	self := c.store.NodeID()
-	part.LeaderID, part.LeaderEpoch, part.HighWatermark = self, int32(st.Term), st.CommitIndex+1
-	for _, v := range voters {
-		rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-		rs.ReplicaID, rs.LogEndOffset = v.ID, -1
-		switch p := c.progress.of(v.ID, st.Term); {
-		case v.ID == self:
-			rs.LogEndOffset = st.LastIndex + 1
-			rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = now.UnixMilli(), now.UnixMilli()
-		case p != nil:
-			rs.LogEndOffset, rs.LastFetchTimestamp = p.logEnd, p.lastFetch.UnixMilli()
-			if !p.lastCaughtUp.IsZero() {
-				rs.LastCaughtUpTimestamp = p.lastCaughtUp.UnixMilli()
-			}
-		}
-		part.CurrentVoters = append(part.CurrentVoters, rs)
+// replicaState is r as DescribeQuorum reports it, -1 for what is not
+// known.
+func replicaState(r quorum.ReplicaProgress) kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
+	rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+	rs.ReplicaID, rs.LogEndOffset = r.ID, r.LogEnd
+	if !r.LastFetch.IsZero() {
+		rs.LastFetchTimestamp = r.LastFetch.UnixMilli()
 	}
+	if !r.LastCaughtUp.IsZero() {
+		rs.LastCaughtUpTimestamp = r.LastCaughtUp.UnixMilli()
+	}
+	return rs
 }
 
 // voterNodes are v2's Nodes: each voter's controller listener, named as
-// controller.listener.names names it.
-func (c *controller) voterNodes(voters []quorum.Voter) []kmsg.DescribeQuorumResponseNode {
+// controller.listener.names names it. Kafka lists the voters only
+// (RaftUtil.singletonDescribeQuorumResponse): an observer has no
+// controller listener.
+func (c *controller) voterNodes(voters []quorum.ReplicaProgress) []kmsg.DescribeQuorumResponseNode {
 	name, _, _ := strings.Cut(c.cfg.ControllerListener, "://")
 	var nodes []kmsg.DescribeQuorumResponseNode
 	for _, v := range voters {

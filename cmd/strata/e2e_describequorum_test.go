@@ -58,7 +58,8 @@ func controllerAddr(t *testing.T, n *clusterNode) string {
 // TestClusterDescribeQuorum: every node's client listener answers
 // DescribeQuorum with the active controller's view (the brokers forward
 // it): the leader, its epoch and high watermark, each voter's log end
-// offset and heartbeat times, and at v2 each voter's controller endpoint.
+// offset and fetch times (no lag and fetching now once idle), and at v2
+// each voter's controller endpoint.
 // Another partition is UNKNOWN_TOPIC_OR_PARTITION, and a controller that
 // does not lead answers NOT_LEADER_OR_FOLLOWER on its controller listener.
 // A single node does not advertise the key.
@@ -95,6 +96,31 @@ func TestClusterDescribeQuorum(t *testing.T) {
 			return true, ""
 		})
 	}
+
+	// Idle, every follower has the leader's whole log (no lag), fetched
+	// (answered the leader's AppendEntries) within the last second and so
+	// caught up: Kafka's figures for a quiet quorum.
+	waitUntil(t, 15*time.Second, "every voter caught up, fetching now", func() (bool, string) {
+		_, p, err := describeQuorum(leader.addr, 1)
+		if err != nil {
+			return false, err.Error()
+		}
+		var leaderEnd int64
+		for _, v := range p.CurrentVoters {
+			if v.ReplicaID == leader.id {
+				leaderEnd = v.LogEndOffset
+			}
+		}
+		now := time.Now().UnixMilli()
+		for _, v := range p.CurrentVoters {
+			if v.LogEndOffset != leaderEnd || now-v.LastFetchTimestamp > 1000 || v.LastCaughtUpTimestamp != v.LastFetchTimestamp {
+				return false, fmt.Sprintf("voter %d: log end offset %d (the leader's %d), last fetch %d ms ago, last caught up %d ms ago",
+					v.ReplicaID, v.LogEndOffset, leaderEnd, now-v.LastFetchTimestamp, now-v.LastCaughtUpTimestamp)
+			}
+		}
+		t.Logf("now %d high watermark %d, voters %+v", now, p.HighWatermark, p.CurrentVoters)
+		return true, ""
+	})
 
 	r, _, err := describeQuorum(nodes[0].addr, 2)
 	if err != nil {

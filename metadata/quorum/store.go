@@ -106,6 +106,8 @@ type Store struct {
 
 	mu   sync.Mutex   // serializes Update, as Kafka's controller event queue
 	next atomic.Int64 // during decide: the index its change is to be written at
+
+	progress progressBook // the followers' AppendEntries replies (progress.go)
 }
 
 var _ metadata.Store = (*Store)(nil)
@@ -201,11 +203,12 @@ func Open(cfg Config) (*Store, error) {
 			return fail(fmt.Errorf("bootstrap: %w", err))
 		}
 	}
-	r, err := raft.NewRaft(rc, s.fsm, bolt, bolt, snaps, trans)
+	r, err := raft.NewRaft(rc, s.fsm, bolt, bolt, snaps, withProgress(trans, &s.progress))
 	if err != nil {
 		return fail(err)
 	}
 	s.raft = r
+	s.progress.log.Store(lastIndexer(r))
 	return s, nil
 }
 
@@ -219,21 +222,6 @@ func (s *Store) AddObserver(id int32, addr string) error {
 		return fmt.Errorf("add observer %d at %s: %w", id, addr, s.raftError(err))
 	}
 	return nil
-}
-
-// IsObserver reports whether node id is a non-voter of raft's latest
-// configuration.
-func (s *Store) IsObserver(id int32) bool {
-	f := s.raft.GetConfiguration()
-	if f.Error() != nil {
-		return false
-	}
-	for _, srv := range f.Configuration().Servers {
-		if srv.ID == serverID(id) {
-			return srv.Suffrage == raft.Nonvoter
-		}
-	}
-	return false
 }
 
 // Close stops the node; its dir keeps everything committed. A leader hands
