@@ -283,6 +283,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	}
 	if fwd != nil {
 		b.registerDescribeQuorum()
+		b.registerRaftVoters()
 		fwd.forwarding(b.apis)
 	}
 	b.svc = newServices(b, "")

@@ -302,6 +302,8 @@ func (c *controller) register(r *registry) {
 	r.add(kmsg.AllocateProducerIDs, 0, 0, c.handleAllocateProducerIDs)
 	r.add(kmsg.AlterPartition, 0, 3, c.handleAlterPartition)
 	r.add(kmsg.DescribeQuorum, 0, 2, c.handleDescribeQuorum)
+	r.add(kmsg.AddRaftVoter, 0, 1, c.handleAddRaftVoter)
+	r.add(kmsg.RemoveRaftVoter, 0, 0, c.handleRemoveRaftVoter)
 }
 
 func (c *controller) isActive() bool {
@@ -357,7 +359,7 @@ func (c *controller) handleRegistration(rc *reqCtx) (kmsg.Response, error) {
 		reg.BrokerEpoch = c.store.NextIndex()
 		return append(records, reg), nil
 	})
-	if _, voter := c.voters[r.BrokerID]; err == nil && !voter {
+	if err == nil && !c.store.IsVoter(r.BrokerID) {
 		err = c.addObserver(r.BrokerID, reg.Endpoints)
 	}
 	if resp.ErrorCode = c.errCode(kmsg.BrokerRegistration, err); resp.ErrorCode == 0 {

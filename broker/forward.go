@@ -34,7 +34,7 @@ import (
 // forwardedKeys are the requests a broker forwards to the active
 // controller.
 var forwardedKeys = []kmsg.Key{kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
-	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum}
+	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter}
 
 // errNoController is a forward with no active controller known.
 var errNoController = fmt.Errorf("no active controller is known: %w", kerr.NotController)
@@ -202,6 +202,14 @@ func notControllerResponse(req kmsg.Request) (kmsg.Response, error) {
 		return resp, nil
 	case *kmsg.DescribeQuorumRequest:
 		resp := kmsg.NewPtrDescribeQuorumResponse()
+		resp.ErrorCode = code
+		return resp, nil
+	case *kmsg.AddRaftVoterRequest:
+		resp := kmsg.NewPtrAddRaftVoterResponse()
+		resp.ErrorCode = code
+		return resp, nil
+	case *kmsg.RemoveRaftVoterRequest:
+		resp := kmsg.NewPtrRemoveRaftVoterResponse()
 		resp.ErrorCode = code
 		return resp, nil
 	}

@@ -12,7 +12,9 @@ package main
 // stays empty until the leader sends it the log. A node whose quorum is
 // named only by controller.quorum.bootstrap.servers first learns the
 // voters from those controllers (quorum.DiscoverVoters), waiting until it
-// can, and keeps them in its metadata dir.
+// can, and keeps them in its metadata dir. A controller that is not one of
+// them is an observer until AddRaftVoter makes it a voter; the voters it
+// learned, which name the cluster's id, stay those in its dir.
 
 import (
 	"errors"
@@ -59,7 +61,10 @@ func startQuorum(s settings, cfg *broker.Config, log *zap.Logger) (stop func() e
 			return nil, err
 		}
 	}
-	qcfg := quorum.Config{NodeID: s.NodeID, Dir: dir, Voters: s.Voters, Logger: logger, Observer: s.BrokerOnly,
+	// A controller not among the voters it learned waits to be added as one
+	// (AddRaftVoter); raft's own configuration decides once it is.
+	observer := !slices.ContainsFunc(s.Voters, func(v quorum.Voter) bool { return v.ID == s.NodeID })
+	qcfg := quorum.Config{NodeID: s.NodeID, Dir: dir, Voters: s.Voters, Logger: logger, Observer: observer,
 		Transport: cl.Transport(s.Quorum.Request, logger), HeartbeatTimeout: s.Quorum.Fetch, ElectionTimeout: max(s.Quorum.Election, s.Quorum.Fetch)}
 	store, err := quorum.Open(qcfg)
 	if err != nil {
@@ -111,8 +116,8 @@ func learnVoters(s *settings, dir string, cl *quorum.ControllerListener, log *za
 	case s.BrokerOnly && self >= 0:
 		return fmt.Errorf("controller.quorum.bootstrap.servers: broker-only node %d is one of the voters %s", s.NodeID, quorum.FormatVoters(voters))
 	case !s.BrokerOnly && self < 0:
-		return fmt.Errorf("controller.quorum.bootstrap.servers: node %d is not one of the voters %s, and strata cannot add a voter to a quorum",
-			s.NodeID, quorum.FormatVoters(voters))
+		log.Info("this controller is not one of the voters: an observer of the quorum until kafka-metadata-quorum add-controller makes it one",
+			zap.Int32("node.id", s.NodeID), zap.String("voters", quorum.FormatVoters(voters)))
 	case !s.BrokerOnly:
 		if err := cl.SetSelf(voters[self].Addr); err != nil {
 			return err
