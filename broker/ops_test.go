@@ -289,8 +289,11 @@ func TestDescribeClusterAndElectLeaders(t *testing.T) {
 			t.Fatalf("DescribeCluster v%d: %+v", v, dc)
 		}
 	}
-	if dc := adminRoundTrip[*kmsg.DescribeClusterResponse](t, b, &kmsg.DescribeClusterRequest{EndpointType: 2}, 1); dc.ErrorCode != kerr.UnsupportedEndpointType.Code {
+	if dc := adminRoundTrip[*kmsg.DescribeClusterResponse](t, b, &kmsg.DescribeClusterRequest{EndpointType: 2}, 1); dc.ErrorCode != kerr.MismatchedEndpointType.Code {
 		t.Fatalf("controllers endpoint: %d", dc.ErrorCode)
+	}
+	if dc := adminRoundTrip[*kmsg.DescribeClusterResponse](t, b, &kmsg.DescribeClusterRequest{EndpointType: 3}, 1); dc.ErrorCode != kerr.UnsupportedEndpointType.Code {
+		t.Fatalf("unknown endpoint type: %d", dc.ErrorCode)
 	}
 	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "el"); err != nil {
 		t.Fatal(err)

@@ -38,7 +38,9 @@ func quorumVoters(addr string) ([]int32, error) {
 
 // TestClusterChangesItsVoters adds a fourth controller to a running
 // quorum of three with Kafka's own kafka-metadata-quorum add-controller,
-// through a broker, then removes controller 1 with remove-controller. The
+// through a broker, then, asking a controller directly
+// (--bootstrap-controller), describes the quorum (the brokers its
+// observers) and removes controller 1 with remove-controller. The
 // new controller, started with only controller.quorum.bootstrap.servers,
 // is an observer until added; once it is a voter and 1 is gone, killing
 // controllers 1 and 2 leaves the quorum {3, 7} its majority: a topic is
@@ -77,7 +79,15 @@ func TestClusterChangesItsVoters(t *testing.T) {
 	if ids, err := quorumVoters(via); err != nil || !slices.Equal(ids, []int32{1, 2, 3, 7}) {
 		t.Fatalf("voters after add-controller: %v, %v", ids, err)
 	}
-	out = kafkaTool(t, "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server", via, "remove-controller",
+	// Straight to the controllers (KIP-919): DescribeCluster on a
+	// controller listener names the active controller.
+	status := kafkaTool(t, "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-controller", controllers[2].addr, "describe", "--status")
+	for _, want := range []string{`{"id": 7, "endpoints": ["CONTROLLER://` + n7.addr + `"]}`, `CurrentObservers:       [{"id": 4}, {"id": 5}, {"id": 6}]`} {
+		if !strings.Contains(status, want) {
+			t.Fatalf("describe --status through a controller lacks %s:\n%s", want, status)
+		}
+	}
+	out = kafkaTool(t, "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-controller", controllers[2].addr, "remove-controller",
 		"--controller-id", "1", "--controller-directory-id", "AAAAAAAAAAAAAAAAAAAAAA")
 	if !strings.Contains(out, "KRaft controller 1 with directory id") {
 		t.Fatalf("remove-controller: %s", out)
