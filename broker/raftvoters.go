@@ -57,15 +57,23 @@ func (c *controller) voterCode(key kmsg.Key, err error) (int16, *string) {
 	return code, &msg
 }
 
+// refuseVoterChange is the code refusing a voter change: an unauthorized
+// one, or one for another cluster; 0 lets it through.
+func (c *controller) refuseVoterChange(rc *reqCtx, clusterID *string) int16 {
+	switch {
+	case !rc.authorizeCluster(OpAlter):
+		return kerr.ClusterAuthorizationFailed.Code
+	case clusterID != nil && *clusterID != c.clusterID:
+		return kerr.InconsistentClusterID.Code
+	}
+	return 0
+}
+
 func (c *controller) handleAddRaftVoter(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.AddRaftVoterRequest)
 	resp := kmsg.NewPtrAddRaftVoterResponse()
-	switch {
-	case !rc.authorizeCluster(OpAlter):
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		return resp, nil
-	case r.ClusterID != nil && *r.ClusterID != c.clusterID:
-		resp.ErrorCode = kerr.InconsistentClusterID.Code
+	switch resp.ErrorCode = c.refuseVoterChange(rc, r.ClusterID); {
+	case resp.ErrorCode != 0:
 		return resp, nil
 	case len(r.Listeners) == 0:
 		resp.ErrorCode = kerr.InvalidRequest.Code
@@ -91,12 +99,7 @@ func (c *controller) handleAddRaftVoter(rc *reqCtx) (kmsg.Response, error) {
 func (c *controller) handleRemoveRaftVoter(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.RemoveRaftVoterRequest)
 	resp := kmsg.NewPtrRemoveRaftVoterResponse()
-	switch {
-	case !rc.authorizeCluster(OpAlter):
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		return resp, nil
-	case r.ClusterID != nil && *r.ClusterID != c.clusterID:
-		resp.ErrorCode = kerr.InconsistentClusterID.Code
+	if resp.ErrorCode = c.refuseVoterChange(rc, r.ClusterID); resp.ErrorCode != 0 {
 		return resp, nil
 	}
 	err := c.store.RemoveVoter(r.VoterID, voterChangeTimeout)

@@ -69,6 +69,24 @@ func startSplitCluster(t *testing.T, bootstrapOnly bool, extra ...string) (contr
 	return controllers, brokers
 }
 
+// waitBrokersListed waits until every broker's Metadata lists brokers
+// 4-6, the controllers not among them, and returns their addresses.
+func waitBrokersListed(t *testing.T, brokers []*clusterNode) []string {
+	t.Helper()
+	var seeds []string
+	for _, b := range brokers {
+		seeds = append(seeds, b.addr)
+		waitUntil(t, 20*time.Second, fmt.Sprintf("broker %d lists brokers 4-6", b.id), func() (bool, string) {
+			m, err := metadataOf(b.addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			return slices.Equal(brokerIDs(m), []int32{4, 5, 6}), fmt.Sprint(brokerIDs(m))
+		})
+	}
+	return seeds
+}
+
 // quorumLeader is the metadata quorum's leader as DescribeQuorum through
 // addr reports it, -1 while there is none.
 func quorumLeader(addr string) (int32, error) {
@@ -114,17 +132,7 @@ func fullISRs(addr, topic string, partitions int) (bool, string) {
 func TestClusterOfControllersAndBrokers(t *testing.T) {
 	e2e(t)
 	controllers, brokers := startSplitCluster(t, false)
-	var seeds []string
-	for _, b := range brokers {
-		seeds = append(seeds, b.addr)
-		waitUntil(t, 20*time.Second, fmt.Sprintf("broker %d lists brokers 4-6", b.id), func() (bool, string) {
-			m, err := metadataOf(b.addr)
-			if err != nil {
-				return false, err.Error()
-			}
-			return slices.Equal(brokerIDs(m), []int32{4, 5, 6}), fmt.Sprint(brokerIDs(m))
-		})
-	}
+	seeds := waitBrokersListed(t, brokers)
 	var leader int32
 	waitUntil(t, 10*time.Second, "a controller leads the quorum", func() (bool, string) {
 		id, err := quorumLeader(brokers[0].addr)
@@ -281,17 +289,7 @@ func TestClusterLearnsItsVotersFromBootstrapServers(t *testing.T) {
 	produceAll(t, cl, "learned", 0, 100)
 
 	controllers, brokers := startSplitCluster(t, true)
-	var seeds []string
-	for _, b := range brokers {
-		seeds = append(seeds, b.addr)
-		waitUntil(t, 20*time.Second, fmt.Sprintf("broker %d lists brokers 4-6", b.id), func() (bool, string) {
-			m, err := metadataOf(b.addr)
-			if err != nil {
-				return false, err.Error()
-			}
-			return slices.Equal(brokerIDs(m), []int32{4, 5, 6}), fmt.Sprint(brokerIDs(m))
-		})
-	}
+	seeds := waitBrokersListed(t, brokers)
 	split := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.AllowAutoTopicCreation())
 	produceAll(t, split, "learned", 0, 100)
 
