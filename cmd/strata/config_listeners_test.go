@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -58,7 +57,7 @@ func TestKafkaStockServerProperties(t *testing.T) {
 // combined is a minimal combined node in the compat suite's form: voters, an
 // explicit protocol map, no controller entry in advertised.listeners.
 func combined(changes map[string]string) map[string]string {
-	props := map[string]string{
+	return withChanges(map[string]string{
 		"process.roles":                  "broker,controller",
 		"node.id":                        "1",
 		"controller.quorum.voters":       "1@127.0.0.1:9093",
@@ -67,14 +66,7 @@ func combined(changes map[string]string) map[string]string {
 		"controller.listener.names":      "CONTROLLER",
 		"inter.broker.listener.name":     "PLAINTEXT",
 		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-	}
-	maps.Copy(props, changes)
-	for k, v := range changes {
-		if v == "<unset>" {
-			delete(props, k)
-		}
-	}
-	return props
+	}, changes)
 }
 
 func TestCombinedNodeForms(t *testing.T) {

@@ -34,6 +34,7 @@ func controllerOnly(changes map[string]string) map[string]string {
 	}, changes)
 }
 
+// withChanges applies changes to props: "<unset>" removes a key.
 func withChanges(props, changes map[string]string) map[string]string {
 	maps.Copy(props, changes)
 	for k, v := range changes {
