@@ -284,6 +284,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if fwd != nil {
 		b.registerDescribeQuorum()
 		b.registerRaftVoters()
+		b.registerUnregisterBroker()
 		fwd.forwarding(b.apis)
 	}
 	b.svc = newServices(b, "")

@@ -3,7 +3,8 @@ package broker
 // Forwarding. On a cluster node that is not the active controller, the
 // admin changes clients send (CreateTopics, DeleteTopics,
 // CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
-// AlterPartitionReassignments) and DescribeQuorum go to the
+// AlterPartitionReassignments, UnregisterBroker) and the quorum's
+// DescribeQuorum, AddRaftVoter and RemoveRaftVoter go to the
 // active controller over its controller listener, at the client's version,
 // and its answer is relayed, as Kafka brokers forward them
 // (ForwardingManager; Strata sends the request itself, not in an
@@ -34,7 +35,7 @@ import (
 // forwardedKeys are the requests a broker forwards to the active
 // controller.
 var forwardedKeys = []kmsg.Key{kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
-	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter}
+	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter, kmsg.UnregisterBroker}
 
 // errNoController is a forward with no active controller known.
 var errNoController = fmt.Errorf("no active controller is known: %w", kerr.NotController)
@@ -210,6 +211,10 @@ func notControllerResponse(req kmsg.Request) (kmsg.Response, error) {
 		return resp, nil
 	case *kmsg.RemoveRaftVoterRequest:
 		resp := kmsg.NewPtrRemoveRaftVoterResponse()
+		resp.ErrorCode = code
+		return resp, nil
+	case *kmsg.UnregisterBrokerRequest:
+		resp := kmsg.NewPtrUnregisterBrokerResponse()
 		resp.ErrorCode = code
 		return resp, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,4 +117,58 @@ func TestClusterChangesItsVoters(t *testing.T) {
 	if id, err := quorumLeader(via); err != nil || (id != 3 && id != 7) {
 		t.Fatalf("quorum leader %d, %v; want 3 or 7", id, err)
 	}
+}
+
+// quorumObservers are the observer ids DescribeQuorum through addr
+// reports, sorted.
+func quorumObservers(addr string) ([]int32, error) {
+	_, part, err := describeQuorum(addr, 1)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int32
+	for _, o := range part.Observers {
+		ids = append(ids, o.ReplicaID)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// TestClusterUnregistersABroker stops broker-only node 6 and unregisters
+// it with Kafka's kafka-cluster unregister through broker 4: Metadata
+// lists 4 and 5, the quorum no longer has 6 as an observer, a second
+// unregister is BROKER_ID_NOT_REGISTERED, and 6 started again registers
+// and is both back.
+func TestClusterUnregistersABroker(t *testing.T) {
+	e2e(t)
+	_, brokers := startSplitCluster(t, false)
+	waitBrokersListed(t, brokers)
+	via := brokers[0].addr
+	waitUntil(t, 10*time.Second, "observers 4, 5, 6", func() (bool, string) {
+		ids, err := quorumObservers(via)
+		return err == nil && slices.Equal(ids, []int32{4, 5, 6}), fmt.Sprint(ids, err)
+	})
+	if code := brokers[2].p.signal(syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("broker 6 exited %d", code)
+	}
+	kafkaTool(t, "org.apache.kafka.tools.ClusterTool", "unregister", "--bootstrap-server", via, "--id", "6")
+	m, err := metadataOf(via)
+	if err != nil || !slices.Equal(brokerIDs(m), []int32{4, 5}) {
+		t.Fatalf("brokers after unregister: %v, %v", brokerIDs(m), err)
+	}
+	if ids, err := quorumObservers(via); err != nil || !slices.Equal(ids, []int32{4, 5}) {
+		t.Fatalf("observers after unregister: %v, %v", ids, err)
+	}
+	again := kmsg.NewPtrUnregisterBrokerRequest()
+	again.BrokerID = 6
+	resp, err := request(via, again)
+	if err != nil || resp.(*kmsg.UnregisterBrokerResponse).ErrorCode != kerr.BrokerIDNotRegistered.Code {
+		t.Fatalf("a second unregister: %+v, %v; want BROKER_ID_NOT_REGISTERED", resp, err)
+	}
+	brokers[2].start(t)
+	waitBrokersListed(t, brokers)
+	waitUntil(t, 10*time.Second, "observers 4, 5, 6 again", func() (bool, string) {
+		ids, err := quorumObservers(via)
+		return err == nil && slices.Equal(ids, []int32{4, 5, 6}), fmt.Sprint(ids, err)
+	})
 }

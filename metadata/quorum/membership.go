@@ -102,3 +102,21 @@ func (s *Store) RemoveVoter(id int32, timeout time.Duration) error {
 	s.logger.Info("a voter left the metadata quorum", zap.Int32("voter", id))
 	return nil
 }
+
+// RemoveObserver takes node id, a non-voter, out of raft's configuration,
+// so the leader stops sending it the log; a voter or an unknown node is
+// left alone.
+func (s *Store) RemoveObserver(id int32) error {
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return s.raftError(err)
+	}
+	for _, srv := range f.Configuration().Servers {
+		if srv.ID == serverID(id) && srv.Suffrage == raft.Nonvoter {
+			if err := s.raft.RemoveServer(srv.ID, 0, s.timeout).Error(); err != nil {
+				return fmt.Errorf("remove observer %d: %w", id, s.raftError(err))
+			}
+		}
+	}
+	return nil
+}
