@@ -19,10 +19,10 @@ var brokerDefs = []Def{
 		Row: &Row{Keys: "`inter.broker.listener.name` / `security.inter.broker.protocol`", Default: "`PLAINTEXT`", Notes: "checked as Kafka does: an advertised broker listener"}},
 	{Name: "security.inter.broker.protocol", Type: String},
 	{Name: "process.roles", Type: List,
-		Row: &Row{Default: "unset", Notes: "unset: Strata's own single node; otherwise `broker,controller` (below)"}},
+		Row: &Row{Default: "unset", Notes: "unset: Strata's own single node; otherwise `broker,controller`, `broker` or `controller` (below)"}},
 	{Name: "controller.listener.names", Type: List,
 		Row: &Row{Keys: "`controller.listener.names`, `controller.quorum.voters` / `controller.quorum.bootstrap.servers`", Default: "unset",
-			Notes: "a combined node's controller listener and its voters: this node alone, or several for a cluster (below)"}},
+			Notes: "the controller listener and the voters: this combined node alone, or several for a cluster (below)"}},
 	{Name: "controller.quorum.voters", Type: List},
 	{Name: "controller.quorum.bootstrap.servers", Type: List},
 	{Name: "control.plane.listener.name", Type: String}, // refused: not in KRaft mode
