@@ -75,9 +75,6 @@ type controller struct {
 	clusterID string
 	logger    *zap.Logger
 
-	// voters are the controller listener addresses by node id.
-	voters map[int32]string
-
 	mu       sync.Mutex
 	active   bool
 	sessions map[int32]*brokerSession
@@ -100,13 +97,7 @@ type brokerSession struct {
 
 func newController(store *quorum.Store, cfg ClusterConfig, clusterID string, logger *zap.Logger) *controller {
 	c := &controller{store: store, cfg: cfg, clusterID: clusterID, logger: logger.With(zap.String("role", "controller")),
-		voters: map[int32]string{}, sessions: map[int32]*brokerSession{},
-		stop: make(chan struct{}), done: make(chan struct{})}
-	if voters, err := quorum.ParseVoters(cfg.Voters); err == nil {
-		for _, v := range voters {
-			c.voters[v.ID] = v.Addr
-		}
-	}
+		sessions: map[int32]*brokerSession{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go c.run()
 	return c
 }
