@@ -25,6 +25,11 @@ package chaos
 //     (ClusterConfig.Controllers: controller-only and broker-only nodes):
 //     the active controller SIGKILLed under the producer, then the
 //     partition's leader under the new controller.
+//   - ChangeVoters (cluster_voters.go), on a split cluster whose files name
+//     the quorum by controller.quorum.bootstrap.servers alone: a fourth
+//     controller added with kafka-metadata-quorum add-controller,
+//     controller 1 removed with remove-controller, then controllers 1 and 2
+//     SIGKILLed under the producer; the quorum left must still commit.
 //
 // Run them with `make cluster-chaos` (Kafka 4.4.0 as the control needs
 // KAFKA_VERSION=4.4.0 compat-tests/scripts/install-kafka.sh; the Strata runs
