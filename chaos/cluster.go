@@ -25,6 +25,11 @@ package chaos
 //     (ClusterConfig.Controllers: controller-only and broker-only nodes):
 //     the active controller SIGKILLed under the producer, then the
 //     partition's leader under the new controller.
+//   - ChangeVoters (cluster_voters.go), on a split cluster whose files name
+//     the quorum by controller.quorum.bootstrap.servers alone: a fourth
+//     controller added with kafka-metadata-quorum add-controller,
+//     controller 1 removed with remove-controller, then controllers 1 and 2
+//     SIGKILLed under the producer; the quorum left must still commit.
 //
 // Run them with `make cluster-chaos` (Kafka 4.4.0 as the control needs
 // KAFKA_VERSION=4.4.0 compat-tests/scripts/install-kafka.sh; the Strata runs
@@ -66,6 +71,9 @@ type Cluster struct {
 	format func(ctx context.Context, n *clusterNode) error
 	// netns, when set, runs each node in its own network namespace.
 	netns *Netns
+	// cfg is what the cluster was made from, for a node added later
+	// (AddController, cluster_voters.go).
+	cfg ClusterConfig
 }
 
 type clusterNode struct {
@@ -77,6 +85,10 @@ type clusterNode struct {
 	props     string
 	formatted bool
 	started   time.Time // the last launch
+	// dirID is a controller's metadata directory id (Kafka's Uuid) in a
+	// dynamic quorum (ClusterConfig.QuorumBootstrap): what Kafka is
+	// formatted with and kafka-metadata-quorum remove-controller names.
+	dirID string
 
 	pauseMu sync.Mutex
 	paused  bool // SIGSTOPped and not yet continued
@@ -110,16 +122,20 @@ type ClusterConfig struct {
 	// KafkaJVM holds the java options of each Kafka node, placed before -cp;
 	// nil means -Xmx512m -XX:+UseSerialGC. bench sets kafka-server-start's.
 	KafkaJVM []string
+	// QuorumBootstrap, when set, names the quorum in every file by
+	// controller.quorum.bootstrap.servers (the controllers' addresses), not
+	// controller.quorum.voters: KIP-853's dynamic quorum (cluster_voters.go).
+	QuorumBootstrap bool
 }
 
 // clusterProps is the one server.properties template of both brokers
-// (Kafka and Strata): node n's, in a cluster whose quorum voters are
-// voters (controller.quorum.voters) and whose brokers number brokers (the
+// (Kafka and Strata): node n's, in a cluster whose quorum is named by the
+// line quorum (quorumLine) and whose brokers number brokers (the
 // replication factor of every default). A broker-only node has no
 // controller listener and a controller-only node no client listener; the
 // keys one role does not use are the same on every node, as Kafka ignores
 // them.
-func clusterProps(n *clusterNode, voters string, brokers int, extra []string) string {
+func clusterProps(n *clusterNode, quorum string, brokers int, extra []string) string {
 	var listeners []string
 	if n.broker() {
 		listeners = append(listeners, "PLAINTEXT://"+n.addr)
@@ -127,8 +143,8 @@ func clusterProps(n *clusterNode, voters string, brokers int, extra []string) st
 	if n.controller() {
 		listeners = append(listeners, "CONTROLLER://"+n.ctrlAddr)
 	}
-	props := fmt.Sprintf("process.roles=%s\nnode.id=%d\ncontroller.quorum.voters=%s\nlisteners=%s\n",
-		n.roles, n.id, voters, strings.Join(listeners, ","))
+	props := fmt.Sprintf("process.roles=%s\nnode.id=%d\n%s\nlisteners=%s\n",
+		n.roles, n.id, quorum, strings.Join(listeners, ","))
 	if n.broker() {
 		props += fmt.Sprintf("advertised.listeners=PLAINTEXT://%s\ninter.broker.listener.name=PLAINTEXT\n", n.addr)
 	}
@@ -159,7 +175,7 @@ func newCluster(name string, cfg ClusterConfig) (*Cluster, error) {
 	if brokers == 0 {
 		brokers = 3
 	}
-	c := &Cluster{name: name, netns: cfg.Netns}
+	c := &Cluster{name: name, netns: cfg.Netns, cfg: cfg}
 	for i := range cfg.Controllers + brokers {
 		id := int32(i + 1)
 		roles := rolesCombined
@@ -197,17 +213,12 @@ func newCluster(name string, cfg ClusterConfig) (*Cluster, error) {
 		}
 		c.nodes = append(c.nodes, node)
 	}
-	var voters []string
-	for _, n := range c.nodes {
-		if n.controller() {
-			voters = append(voters, fmt.Sprintf("%d@%s", n.id, n.ctrlAddr))
-		}
-	}
+	quorum := c.quorumLine()
 	for _, n := range c.nodes {
 		if err := os.MkdirAll(n.dir, 0o755); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(n.props, []byte(clusterProps(n, strings.Join(voters, ","), brokers, cfg.Extra)), 0o644); err != nil {
+		if err := os.WriteFile(n.props, []byte(clusterProps(n, quorum, brokers, cfg.Extra)), 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -225,6 +236,7 @@ func NewKafkaCluster(home string, cfg ClusterConfig) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.assignDirIDs()
 	jvm := cfg.KafkaJVM
 	if jvm == nil {
 		jvm = []string{"-Xmx512m", "-XX:+UseSerialGC"}
@@ -237,7 +249,8 @@ func NewKafkaCluster(home string, cfg ClusterConfig) (*Cluster, error) {
 	}
 	clusterID := kafkaClusterID()
 	c.format = func(ctx context.Context, n *clusterNode) error {
-		argv := java(n, "tools-log4j2.properties", "kafka.tools.StorageTool", "format", "-t", clusterID, "-c", n.props)
+		argv := append(java(n, "tools-log4j2.properties", "kafka.tools.StorageTool", "format", "-t", clusterID, "-c", n.props),
+			c.kafkaQuorumFormat(n)...)
 		if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
 			return fmt.Errorf("kafka storage format of node %d: %w\n%s", n.id, err, out)
 		}
