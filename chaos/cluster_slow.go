@@ -2,7 +2,7 @@ package chaos
 
 // The slow follower (issue 14): on a cluster whose nodes run in their own
 // network namespaces (netns.go), one follower of a 1-partition RF=3 topic
-// (min.insync.replicas=2) gets a link slower than the producer's
+// (min.insync.replicas=2) gets a link slower than the partition's
 // throughput. An acks=all acknowledgement waits for every replica in the
 // ISR, and the slow follower stays in it until it has not caught up with
 // the leader's log end for replica.lag.time.max.ms (checked every half of
@@ -11,6 +11,13 @@ package chaos
 // resume at the two other replicas' pace. Once the link is fast again the
 // follower catches up and rejoins the ISR. Nothing acknowledged may be lost
 // or duplicated on the way.
+//
+// The partition's throughput comes from a second producer of large records
+// with acks=1 (the load), not from the checked acks=all one: an acks=all
+// producer alone is paced by the slow follower (Kafka reads a connection's
+// next request only once the one before is answered), so the follower
+// keeps reaching the leader's log end and, by Kafka's rule, stays in the
+// ISR however slow it is. The load's records are left out of the check.
 //
 // The link is slowed with a token bucket (tc's tbf qdisc, which needs no
 // netem) on the host-side end of the node's veth pair: its egress is
@@ -23,7 +30,9 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -73,13 +82,14 @@ type SlowFollowerOptions struct {
 	Cluster *Cluster // its nodes run in Net's namespaces
 	Net     *Netns
 	Topic   string // default "slow"
-	Rate    int    // records per second (default 300)
-	// RecordSize is each record's size in bytes, made up by an
-	// incompressible-enough header the checker ignores (default 4096);
-	// Rate × RecordSize must be well above LinkRate.
-	RecordSize int
+	Rate    int    // the checked producer's records per second (default 200)
+	// LoadRate is the load's records per second (default 250) and
+	// LoadSize their size in bytes (default 4096); LoadRate × LoadSize
+	// must be well above LinkRate.
+	LoadRate int
+	LoadSize int
 	// LinkRate is the slow follower's link in bits per second (default
-	// 1 Mbit/s, an eighth of the default producer's 1.2 MB/s).
+	// 1 Mbit/s, an eighth of the default load's 1 MB/s).
 	LinkRate int64
 	Before   int // acknowledgements before the shaping (default 2 s worth)
 	After    int // acknowledgements after the ISR shrinks, and after it is full again (default 2 s worth)
@@ -88,20 +98,39 @@ type SlowFollowerOptions struct {
 	LagTime time.Duration
 	// SlowFor is how long the link stays slow (default LagTime + 10 s).
 	SlowFor time.Duration
-	Tuning  ProducerTuning
+	Tuning  ProducerTuning // default SlowFollowerTuning
 	Logger  *zap.Logger
+}
+
+// SlowFollowerTuning is the slow-follower run's producer: it waits for an
+// acks=all answer, and for a write, as long as a Java producer does
+// (request.timeout.ms, 30 s), longer than the ISR may take to shrink. Kafka
+// reads a connection's next request only once the one before, held for
+// the slow follower, is answered (and socket.receive.buffer.bytes holds
+// 100 KiB of it), so a write waits as long as that answer. With a write
+// deadline below that (DefaultTuning's 1 s of overhead, or franz-go's
+// default 10 s) the producer gives up on its connection to the leader and
+// then sends later batches before the first on the new one, which Kafka
+// answers OUT_OF_ORDER_SEQUENCE_NUMBER again and again: the producer
+// stalls, and the slow follower, with little more to fetch, may stay in
+// the ISR.
+var SlowFollowerTuning = ProducerTuning{
+	ProduceTimeout:  30 * time.Second,
+	TimeoutOverhead: 30 * time.Second,
+	MetadataMinAge:  DefaultTuning.MetadataMinAge,
+	RetryBackoff:    DefaultTuning.RetryBackoff,
 }
 
 func (o *SlowFollowerOptions) defaults() {
 	if o.Topic == "" {
 		o.Topic = "slow"
 	}
-	if o.Rate == 0 {
-		o.Rate = 300
-	}
 	steadyDefaults(&o.Rate, &o.Before, &o.After)
-	if o.RecordSize == 0 {
-		o.RecordSize = 4096
+	if o.LoadRate == 0 {
+		o.LoadRate = 250
+	}
+	if o.LoadSize == 0 {
+		o.LoadSize = 4096
 	}
 	if o.LinkRate == 0 {
 		o.LinkRate = 1_000_000
@@ -109,7 +138,11 @@ func (o *SlowFollowerOptions) defaults() {
 	if o.SlowFor == 0 {
 		o.SlowFor = o.LagTime + 10*time.Second
 	}
-	o.Tuning = o.Tuning.orDefault()
+	if o.Tuning.ProduceTimeout == 0 {
+		log := o.Tuning.Log
+		o.Tuning = SlowFollowerTuning
+		o.Tuning.Log = log
+	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
@@ -137,23 +170,46 @@ type SlowFollowerReport struct {
 	SlowBehind  int64
 	RejoinAfter time.Duration // from the unshaping to every broker listing the ISR full
 	ISR         []PartitionState
+	LoadAcked   int // the load's acknowledged records
 	Check       Report
 }
 
 func (r SlowFollowerReport) String() string {
 	return fmt.Sprintf("follower %d of leader %d (active controller %d) slowed: ISR shrank %d ms after (%v); longest pause between acks %d ms, starting %d ms after the shaping; "+
-		"%d acks at %.0f/s while shrunk, the slow follower %d offsets behind before the unshaping; ISR full %d ms after the unshaping; acked %d, lost %d, duplicates %d, indeterminate %d",
+		"%d acks at %.0f/s while shrunk, the slow follower %d offsets behind before the unshaping; ISR full %d ms after the unshaping; load acked %d; acked %d, lost %d, duplicates %d, indeterminate %d",
 		r.Slow, r.Leader, r.QuorumLeader, r.ShrinkAfter.Milliseconds(), r.Shrunk, r.LongestPause.Milliseconds(), r.PauseAt.Milliseconds(),
-		r.ShrunkAcks, r.ShrunkRate, r.SlowBehind, r.RejoinAfter.Milliseconds(),
+		r.ShrunkAcks, r.ShrunkRate, r.SlowBehind, r.RejoinAfter.Milliseconds(), r.LoadAcked,
 		r.Check.Acked, len(r.Check.Lost), len(r.Check.Duplicates), r.Check.Indeterminate)
 }
 
-// padRecords adds a header of random-looking bytes to every record the
-// producer buffers, so records have the size a run asks for while the
-// checker still sees only their values.
-type padRecords struct{ pad []byte }
+// loadValuePrefix starts every load record's value.
+const loadValuePrefix = "load-"
 
-func newPadRecords(size int) padRecords {
+// load is a producer of large records with acks=1, unchecked.
+type load struct {
+	cl    *kgo.Client
+	stop  context.CancelFunc
+	done  chan struct{}
+	mu    sync.Mutex
+	acked int
+}
+
+// startLoad produces rate records a second of size bytes each (values
+// loadValuePrefix and a number, then a header of bytes that do not
+// compress) to topic's partition 0 with acks=1 and no compression.
+func startLoad(c *Cluster, topic string, rate, size int) (*load, error) {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(c.Bootstrap()...),
+		kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.LeaderAck()),
+		kgo.DisableIdempotentWrite(),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.MaxBufferedRecords(4096),
+	)
+	if err != nil {
+		return nil, err
+	}
 	pad := make([]byte, size)
 	x := uint32(2463534242)
 	for i := range pad {
@@ -162,11 +218,39 @@ func newPadRecords(size int) padRecords {
 		x ^= x << 5
 		pad[i] = byte(x)
 	}
-	return padRecords{pad: pad}
+	ctx, stop := context.WithCancel(context.Background())
+	l := &load{cl: cl, stop: stop, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		tick := time.NewTicker(time.Second / time.Duration(rate))
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			r := &kgo.Record{Value: []byte(loadValuePrefix + strconv.Itoa(i)), Headers: []kgo.RecordHeader{{Key: "pad", Value: pad}}}
+			cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+				if err == nil {
+					l.mu.Lock()
+					l.acked++
+					l.mu.Unlock()
+				}
+			})
+		}
+	}()
+	return l, nil
 }
 
-func (p padRecords) OnProduceRecordBuffered(r *kgo.Record) {
-	r.Headers = append(r.Headers, kgo.RecordHeader{Key: "pad", Value: p.pad})
+// close stops the load and its client, dropping what it has not sent.
+func (l *load) close() int {
+	l.stop()
+	<-l.done
+	l.cl.Close()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.acked
 }
 
 // SlowFollower runs one slow follower: it creates the topic, waits for its
@@ -188,12 +272,21 @@ func SlowFollower(ctx context.Context, opts SlowFollowerOptions) (SlowFollowerRe
 	if _, err := c.ISRFull(ctx, time.Minute, opts.Topic); err != nil {
 		return rep, err
 	}
-	w, err := startWriter(c, opts.Topic, 1, opts.Rate, kgo.AllISRAcks(), opts.Tuning,
-		kgo.WithHooks(newPadRecords(opts.RecordSize)), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	w, err := startWriter(c, opts.Topic, 1, opts.Rate, kgo.AllISRAcks(), opts.Tuning)
 	if err != nil {
 		return rep, err
 	}
 	defer w.close()
+	ld, err := startLoad(c, opts.Topic, opts.LoadRate, opts.LoadSize)
+	if err != nil {
+		return rep, err
+	}
+	loadClosed := false
+	defer func() {
+		if !loadClosed {
+			ld.close()
+		}
+	}()
 	if err := w.waitAcked(ctx, opts.Before, time.Minute); err != nil {
 		return rep, fmt.Errorf("before the shaping: %w", err)
 	}
@@ -265,6 +358,7 @@ func SlowFollower(ctx context.Context, opts SlowFollowerOptions) (SlowFollowerRe
 	if err := w.waitAcked(ctx, w.acked()+opts.After, time.Minute); err != nil {
 		return rep, fmt.Errorf("after the ISR is full: %w", err)
 	}
+	rep.LoadAcked, loadClosed = ld.close(), true
 	if err := w.finish(ctx); err != nil {
 		return rep, err
 	}
@@ -278,7 +372,7 @@ func SlowFollower(ctx context.Context, opts SlowFollowerOptions) (SlowFollowerRe
 	w.rec.mu.Lock()
 	h := w.rec.h
 	w.rec.mu.Unlock()
-	h.Final = final
+	h.Final = slices.DeleteFunc(final, func(r Read) bool { return strings.HasPrefix(r.Value, loadValuePrefix) })
 	rep.Check = Check(h)
 	rep.Check.Target = c.Name()
 	return rep, nil
