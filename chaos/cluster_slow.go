@@ -18,6 +18,12 @@ package chaos
 // next request only once the one before is answered), so the follower
 // keeps reaching the leader's log end and, by Kafka's rule, stays in the
 // ISR however slow it is. The load's records are left out of the check.
+// The checked records stay small: large ones make requests that Kafka
+// leaves unread in the socket (socket.receive.buffer.bytes, 100 KiB)
+// while the one before waits for the slow follower, and a write that
+// waits past DefaultTuning's 1 s of overhead makes the producer drop the
+// connection and then send later batches first on the new one, which
+// Kafka answers OUT_OF_ORDER_SEQUENCE_NUMBER over and over.
 //
 // The link is slowed with a token bucket (tc's tbf qdisc, which needs no
 // netem) on the host-side end of the node's veth pair: its egress is
@@ -100,27 +106,8 @@ type SlowFollowerOptions struct {
 	LagTime time.Duration
 	// SlowFor is how long the link stays slow (default LagTime + 10 s).
 	SlowFor time.Duration
-	Tuning  ProducerTuning // default SlowFollowerTuning
+	Tuning  ProducerTuning
 	Logger  *zap.Logger
-}
-
-// SlowFollowerTuning is the slow-follower run's producer: it waits for an
-// acks=all answer, and for a write, as long as a Java producer does
-// (request.timeout.ms, 30 s), longer than the ISR may take to shrink. Kafka
-// reads a connection's next request only once the one before, held for
-// the slow follower, is answered (and socket.receive.buffer.bytes holds
-// 100 KiB of it), so a write waits as long as that answer. With a write
-// deadline below that (DefaultTuning's 1 s of overhead, or franz-go's
-// default 10 s) the producer gives up on its connection to the leader and
-// then sends later batches before the first on the new one, which Kafka
-// answers OUT_OF_ORDER_SEQUENCE_NUMBER again and again: the producer
-// stalls, and the slow follower, with little more to fetch, may stay in
-// the ISR.
-var SlowFollowerTuning = ProducerTuning{
-	ProduceTimeout:  30 * time.Second,
-	TimeoutOverhead: 30 * time.Second,
-	MetadataMinAge:  DefaultTuning.MetadataMinAge,
-	RetryBackoff:    DefaultTuning.RetryBackoff,
 }
 
 func (o *SlowFollowerOptions) defaults() {
@@ -140,11 +127,7 @@ func (o *SlowFollowerOptions) defaults() {
 	if o.SlowFor == 0 {
 		o.SlowFor = o.LagTime + 10*time.Second
 	}
-	if o.Tuning.ProduceTimeout == 0 {
-		log := o.Tuning.Log
-		o.Tuning = SlowFollowerTuning
-		o.Tuning.Log = log
-	}
+	o.Tuning = o.Tuning.orDefault()
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
