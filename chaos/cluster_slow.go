@@ -15,9 +15,10 @@ package chaos
 // The partition's throughput comes from a second producer of large records
 // with acks=1 (the load), not from the checked acks=all one: an acks=all
 // producer alone is paced by the slow follower (Kafka reads a connection's
-// next request only once the one before is answered), so the follower
-// keeps reaching the leader's log end and, by Kafka's rule, stays in the
-// ISR however slow it is. The load's records are left out of the check.
+// next request only once the one before is answered; Strata, which reads
+// ahead, was seen paced the same way), so the follower keeps reaching the
+// leader's log end and, by Kafka's rule, stays in the ISR however slow it
+// is. The load's records are left out of the check.
 // The checked records stay small: large ones make requests that Kafka
 // leaves unread in the socket (socket.receive.buffer.bytes, 100 KiB)
 // while the one before waits for the slow follower, and a write that
