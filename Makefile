@@ -6,7 +6,7 @@
 #   make gobench  the go test benchmarks
 #   make fuzz   every Fuzz* target in the repo for FUZZTIME each (default 30s)
 #   make chaos  longer process-kill runs (chaos/), one node and three, 200 kills by default
-#   make cluster-chaos  three-node failover, random-kill, network-partition, group-offsets, exactly-once and voter-change runs (chaos/cluster.go), not in make test
+#   make cluster-chaos  three-node failover, random-kill, network-partition, slow-follower, group-offsets, exactly-once and voter-change runs (chaos/cluster.go), not in make test
 
 GO ?= go
 TEST_TIMEOUT ?= 15m
@@ -94,7 +94,7 @@ chaos:
 # the Apache Kafka 4.4.0 control and STRATA_CLUSTER=1 for Strata (README, Testing).
 cluster-chaos:
 	KAFKA_VERSION=4.4.0 ./compat-tests/scripts/install-kafka.sh
-	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 300m -run 'Cluster(Failover|SplitFailover|Kills|Partition|GroupOffsets|ExactlyOnce|ChangesVoters)|NetnsIsolate' ./chaos
+	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 300m -run 'Cluster(Failover|SplitFailover|Kills|Partition|SlowFollower|GroupOffsets|ExactlyOnce|ChangesVoters)|Netns(Isolate|Shape)' ./chaos
 
 # Compatibility matrix: real clients against Strata and Apache Kafka 4.1
 # (compat-tests/README.md). Writes compat-tests/report/matrix.{json,md}; fails only when a

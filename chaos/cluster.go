@@ -21,6 +21,9 @@ package chaos
 //     (including __consumer_offsets) must be full again.
 //   - NetworkPartition (cluster_partition.go): the leader cut off from the
 //     other nodes in its namespace, then healed.
+//   - SlowFollower (cluster_slow.go): one follower's link slowed below the
+//     partition's throughput until it leaves the ISR, then given its speed
+//     back until it rejoins.
 //   - ControllerFailover (cluster_split.go), on a cluster with split roles
 //     (ClusterConfig.Controllers: controller-only and broker-only nodes):
 //     the active controller SIGKILLed under the producer, then the

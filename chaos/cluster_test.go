@@ -29,6 +29,7 @@ import (
 //	STRATA_EOS_RECORDS=10000    input records of the exactly-once run
 //	STRATA_EOS_RATE=200         input records the exactly-once run transforms per second at most
 //	STRATA_PARTITIONS=3         network partitions of the leader per cluster (cluster_partition_test.go; needs root)
+//	STRATA_SLOW_FOLLOWERS=2     slow followers per cluster (cluster_slow_test.go; needs root and tc)
 
 // clientLog is the producer's debug log file for run, when
 // STRATA_CLUSTER_CLIENT_LOG names a directory.
