@@ -38,15 +38,9 @@ func (c *conn) handshake() error {
 	if idle := c.b.cfg.Limits.idle(); idle > 0 && idle < d {
 		d = idle
 	}
+	// Shutdown's stopReading ends a handshake waiting for the client too.
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	go func() {
-		select {
-		case <-c.b.shutdown:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	if err := c.tlsConn.HandshakeContext(ctx); err != nil {
 		return fmt.Errorf("TLS handshake on SSL listener %s: %w", c.svc.listener, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -229,5 +230,107 @@ func TestTLSJavaConsole(t *testing.T) {
 		"--from-beginning", "--max-messages", "3", "--timeout-ms", "60000", "--consumer.config", clientProps)
 	if want := strings.Join(lines, "\n") + "\n"; got != want {
 		t.Fatalf("console consumer over TLS printed %q, want %q", got, want)
+	}
+}
+
+// TestTLSClusterClients: three nodes replicate over a PLAINTEXT INTERNAL
+// listener and serve clients on an SSL EXTERNAL one; franz-go over TLS is
+// told of the EXTERNAL endpoints, produces with acks=all to a topic of
+// three replicas and reads every record back.
+func TestTLSClusterClients(t *testing.T) {
+	e2e(t)
+	pki := newTestPKI(t)
+	base := t.TempDir()
+	var nodes []*clusterNode
+	var voters []string
+	external := map[int32]string{}
+	ctrl := map[int32]string{}
+	for i := int32(1); i <= 3; i++ {
+		nodes = append(nodes, &clusterNode{id: i, addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), dir: filepath.Join(base, fmt.Sprint("data", i)),
+			props: filepath.Join(base, fmt.Sprintf("server%d.properties", i))})
+		ctrl[i] = "127.0.0.1:" + strconv.Itoa(freePort(t))
+		external[i] = "127.0.0.1:" + strconv.Itoa(freePort(t))
+		voters = append(voters, fmt.Sprintf("%d@%s", i, ctrl[i]))
+	}
+	for _, n := range nodes {
+		writeFile(t, n.props, strings.Join([]string{
+			"process.roles=broker,controller",
+			"node.id=" + strconv.Itoa(int(n.id)),
+			"controller.quorum.voters=" + strings.Join(voters, ","),
+			"listeners=INTERNAL://" + n.addr + ",EXTERNAL://" + external[n.id] + ",CONTROLLER://" + ctrl[n.id],
+			"advertised.listeners=INTERNAL://" + n.addr + ",EXTERNAL://" + external[n.id],
+			"controller.listener.names=CONTROLLER",
+			"inter.broker.listener.name=INTERNAL",
+			"listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:SSL,CONTROLLER:PLAINTEXT",
+			"listener.name.external.ssl.keystore.type=PKCS12",
+			"listener.name.external.ssl.keystore.location=" + pki.serverP12,
+			"listener.name.external.ssl.keystore.password=" + storePass,
+			"log.dirs=" + n.dir,
+		}, "\n")+"\n")
+		n.start(t)
+	}
+	for _, n := range nodes {
+		waitUntil(t, 30*time.Second, fmt.Sprintf("node %d lists 3 brokers", n.id), func() (bool, string) {
+			m, err := metadataOf(n.addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(m.Brokers) == 3, fmt.Sprint(brokerIDs(m))
+		})
+	}
+	if resp, err := createAssigned(nodes[0].addr, "tls-cluster", [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics: %v %+v", err, resp)
+	}
+	waitUntil(t, 30*time.Second, "every partition of tls-cluster has three in sync replicas", func() (bool, string) {
+		m, err := metadataOf(nodes[0].addr, "tls-cluster")
+		if err != nil || len(m.Topics) != 1 || len(m.Topics[0].Partitions) != 3 {
+			return false, fmt.Sprintf("%v %+v", err, m)
+		}
+		for _, p := range m.Topics[0].Partitions {
+			if p.ErrorCode != 0 || p.Leader < 0 || len(p.ISR) != 3 {
+				return false, fmt.Sprintf("partition %d leader %d isr %v", p.Partition, p.Leader, p.ISR)
+			}
+		}
+		return true, ""
+	})
+	var mu sync.Mutex
+	dialled := map[string]bool{}
+	tlsDial := &tls.Dialer{Config: &tls.Config{RootCAs: pki.rootCAs()}}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dialled[addr] = true
+		mu.Unlock()
+		return tlsDial.DialContext(ctx, network, addr)
+	}
+	opts := []kgo.Opt{kgo.Dialer(dial), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("tls-cluster")}
+	cl := newClient(t, external[1], opts...)
+	const n = 300
+	for i := range n {
+		cl.Produce(context.Background(), &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: []byte("v" + strconv.Itoa(i))}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce %d: %v", i, err)
+			}
+		})
+	}
+	if err := cl.Flush(timeoutCtx(t, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	consumer := newClient(t, external[1], append(opts, kgo.ConsumeTopics("tls-cluster"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	seen := map[string]bool{}
+	ctx := timeoutCtx(t, time.Minute)
+	for len(seen) < n {
+		fs := consumer.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", len(seen), n, err)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Key)] = true })
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for a := range dialled {
+		if a != external[1] && a != external[2] && a != external[3] {
+			t.Fatalf("the client dialled %s, not an EXTERNAL endpoint (all dialled: %v)", a, dialled)
+		}
 	}
 }
