@@ -335,10 +335,23 @@ func loadTrustStore(r sslReader) (*x509.CertPool, bool) {
 	return pool, true
 }
 
-// isSSLKey says whether key is an ssl.* key, plain or of one listener.
+// sslKeys are Kafka's broker ssl.* keys (SslConfigs, BrokerSecurityConfigs):
+// those read here, and those that tune only a client's or the JVM's side,
+// accepted and unused.
+var sslKeys = []string{
+	"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+	"ssl.keystore.key", "ssl.keystore.certificate.chain",
+	"ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates",
+	"ssl.client.auth", "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.principal.mapping.rules",
+	"ssl.engine.factory.class",
+	"ssl.endpoint.identification.algorithm", "ssl.protocol", "ssl.provider",
+	"ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
+}
+
+// isSSLKey says whether key is one of sslKeys, plain or of one listener.
 func isSSLKey(key string) bool {
 	if rest, ok := strings.CutPrefix(key, "listener.name."); ok {
 		_, key, _ = strings.Cut(rest, ".")
 	}
-	return strings.HasPrefix(key, "ssl.")
+	return slices.Contains(sslKeys, key)
 }

@@ -10,7 +10,7 @@ import "math"
 // named in another key's row or not shown.
 var brokerDefs = []Def{
 	{Name: "listeners", Type: String, Default: "PLAINTEXT://127.0.0.1:9092", Described: true, Doc: "Addresses the broker listens on.",
-		Row: &Row{Notes: "Kafka's `NAME://host:port,...` syntax; client listeners of security protocol `PLAINTEXT`, each answering with its own endpoints, plus on a combined node the controller listener (served only by a node of a cluster); an empty host means all interfaces; port 0 picks a free port"}},
+		Row: &Row{Notes: "Kafka's `NAME://host:port,...` syntax; client listeners of security protocol `PLAINTEXT` or `SSL` (below), each answering with its own endpoints, plus on a combined node the controller listener (served only by a node of a cluster); an empty host means all interfaces; port 0 picks a free port"}},
 	{Name: "advertised.listeners", Type: String, Described: true, Doc: "Listeners published to clients.",
 		Row: &Row{Default: "`listeners`", Notes: "what Metadata responses tell clients to connect to (the client listeners' entries; a listener left out is served but registers no endpoint; a controller entry is allowed, as in Kafka 4)"}},
 	{Name: "listener.security.protocol.map", Type: String,
@@ -19,10 +19,10 @@ var brokerDefs = []Def{
 		Row: &Row{Keys: "`inter.broker.listener.name` / `security.inter.broker.protocol`", Default: "`PLAINTEXT`", Notes: "checked as Kafka does: an advertised broker listener"}},
 	{Name: "security.inter.broker.protocol", Type: String},
 	{Name: "process.roles", Type: List,
-		Row: &Row{Default: "unset", Notes: "unset: Strata's own single node; otherwise `broker,controller` (below)"}},
+		Row: &Row{Default: "unset", Notes: "unset: Strata's own single node; otherwise `broker,controller`, `broker` or `controller` (below)"}},
 	{Name: "controller.listener.names", Type: List,
 		Row: &Row{Keys: "`controller.listener.names`, `controller.quorum.voters` / `controller.quorum.bootstrap.servers`", Default: "unset",
-			Notes: "a combined node's controller listener and its voters: this node alone, or several for a cluster (below)"}},
+			Notes: "the controller listener and the voters: this combined node alone, or several for a cluster (below)"}},
 	{Name: "controller.quorum.voters", Type: List},
 	{Name: "controller.quorum.bootstrap.servers", Type: List},
 	{Name: "control.plane.listener.name", Type: String}, // refused: not in KRaft mode
