@@ -97,7 +97,7 @@ func sslListener(r sslReader, listener string) *broker.ListenerTLS {
 	if auth == "" {
 		auth = "none"
 	}
-	policy, ok := sslClientAuth[strings.ToLower(auth)]
+	policy, ok := sslClientAuth[auth]
 	if !ok {
 		r.fail(name, "String must be one of: required, requested, none")
 		return nil

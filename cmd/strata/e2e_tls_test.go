@@ -334,3 +334,42 @@ func TestTLSClusterClients(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSBrokerOnlyNode: a broker-only node (process.roles=broker), whose
+// client listeners also carry the quorum's traffic to it, serves TLS
+// clients on its SSL listener.
+func TestTLSBrokerOnlyNode(t *testing.T) {
+	e2e(t)
+	pki := newTestPKI(t)
+	base := t.TempDir()
+	controller := &clusterNode{id: 1, addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), dir: filepath.Join(base, "data1"), props: filepath.Join(base, "server1.properties")}
+	broker := &clusterNode{id: 2, addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), dir: filepath.Join(base, "data2"), props: filepath.Join(base, "server2.properties")}
+	ssl := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	common := []string{"controller.quorum.voters=1@" + controller.addr, "controller.listener.names=CONTROLLER",
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT"}
+	writeFile(t, controller.props, strings.Join(append(common, "node.id=1", "process.roles=controller",
+		"listeners=CONTROLLER://"+controller.addr, "log.dirs="+controller.dir), "\n")+"\n")
+	writeFile(t, broker.props, strings.Join(append(common, "node.id=2", "process.roles=broker",
+		"listeners=PLAINTEXT://"+broker.addr+",SSL://"+ssl, "log.dirs="+broker.dir,
+		"ssl.keystore.type=PEM", "ssl.keystore.location="+pki.serverPEM, "ssl.truststore.type=PEM", "ssl.truststore.location="+pki.caPEM,
+		"ssl.client.auth=required"), "\n")+"\n")
+	controller.start(t)
+	broker.start(t)
+	waitUntil(t, 30*time.Second, "the broker is registered", func() (bool, string) {
+		m, err := metadataOf(broker.addr)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(m.Brokers) == 1, fmt.Sprint(brokerIDs(m))
+	})
+	cl := newClient(t, ssl, kgo.DialTLSConfig(&tls.Config{RootCAs: pki.rootCAs(), Certificates: []tls.Certificate{pki.clientTLS}}),
+		kgo.DefaultProduceTopic("tls-broker-only"), kgo.ConsumeTopics("tls-broker-only"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	createTopic(t, cl, "tls-broker-only", 1)
+	if err := cl.ProduceSync(timeoutCtx(t, 30*time.Second), &kgo.Record{Value: []byte("over TLS")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	fs := cl.PollRecords(timeoutCtx(t, 30*time.Second), 1)
+	if recs := fs.Records(); len(recs) != 1 || string(recs[0].Value) != "over TLS" {
+		t.Fatalf("consumed %v (errors %v), want the record produced", recs, fs.Errors())
+	}
+}
