@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"maps"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -172,5 +174,45 @@ func TestSSLBetweenNodesRefused(t *testing.T) {
 	_, err = loadSettings(sslNode(withChanges(maps.Clone(store), map[string]string{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SASL_SSL,CONTROLLER:PLAINTEXT"})), zap.NewNop())
 	if ue := (*unsupportedError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "SASL_SSL") {
 		t.Errorf("SASL_SSL listener: error %v, want it refused", err)
+	}
+}
+
+// TestSSLKeytoolStores reads the stores Java's keytool writes: a PKCS12
+// key store (EC key), a JKS one (RSA key, its own key password), and
+// trust stores of both types.
+func TestSSLKeytoolStores(t *testing.T) {
+	if _, err := exec.LookPath("keytool"); err != nil {
+		t.Skip("keytool not installed")
+	}
+	dir := t.TempDir()
+	keytool := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("keytool", args...).CombinedOutput(); err != nil {
+			t.Fatalf("keytool %v: %v\n%s", args, err, out)
+		}
+	}
+	p12, jks := filepath.Join(dir, "ks.p12"), filepath.Join(dir, "ks.jks")
+	keytool("-genkeypair", "-alias", "broker", "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=localhost", "-validity", "2",
+		"-storetype", "PKCS12", "-keystore", p12, "-storepass", storePass)
+	keytool("-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048", "-dname", "CN=localhost", "-validity", "2",
+		"-storetype", "JKS", "-keystore", jks, "-storepass", storePass, "-keypass", "keypass1")
+	der := filepath.Join(dir, "broker.der")
+	keytool("-exportcert", "-alias", "broker", "-keystore", p12, "-storepass", storePass, "-file", der)
+	tsP12, tsJKS := filepath.Join(dir, "ts.p12"), filepath.Join(dir, "ts.jks")
+	keytool("-importcert", "-noprompt", "-alias", "ca", "-file", der, "-storetype", "PKCS12", "-keystore", tsP12, "-storepass", storePass)
+	keytool("-importcert", "-noprompt", "-alias", "ca", "-file", der, "-storetype", "JKS", "-keystore", tsJKS, "-storepass", storePass)
+	for name, keys := range map[string]map[string]string{
+		"PKCS12": {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": p12, "ssl.keystore.password": storePass,
+			"ssl.truststore.type": "PKCS12", "ssl.truststore.location": tsP12, "ssl.truststore.password": storePass},
+		"JKS": {"ssl.keystore.location": jks, "ssl.keystore.password": storePass, "ssl.key.password": "keypass1",
+			"ssl.truststore.location": tsJKS, "ssl.truststore.password": storePass},
+	} {
+		s, err := loadSettings(sslNode(keys), zap.NewNop())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if c := s.ListenerTLS["SSL"].Config; len(c.Certificates) != 1 || c.ClientCAs == nil {
+			t.Fatalf("%s: certificates %d, client CAs %v", name, len(c.Certificates), c.ClientCAs)
+		}
 	}
 }
