@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -93,5 +94,27 @@ func TestSSLPrincipalReachesAuthorizer(t *testing.T) {
 			t.Errorf("authorizer asked about %v, want only %s", got, tc.want)
 		}
 		authz.mu.Unlock()
+	}
+}
+
+// TestSSLPrincipalNoRuleRefused: a certificate whose subject no rule maps
+// closes the connection, as Kafka's principal builder fails the
+// authentication.
+func TestSSLPrincipalNoRuleRefused(t *testing.T) {
+	server, client, pool := tlsPKI(t, pkix.Name{CommonName: "eve"})
+	rules, err := ParseSSLPrincipalMappingRules("RULE:^CN=(alice|bob)$/$1/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startBroker(t, func(c *Config) {
+		c.Listeners = "SSL://127.0.0.1:0"
+		c.ListenerTLS = map[string]*ListenerTLS{"SSL": {Principals: rules, Config: &tls.Config{
+			Certificates: []tls.Certificate{server}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}}}
+	})
+	cl := newClient(t, b, kgo.DialTLSConfig(&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{client}}), kgo.RequestRetries(0))
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := cl.Ping(ctx); err == nil {
+		t.Fatal("Ping as CN=eve succeeded, want the connection closed")
 	}
 }
