@@ -209,8 +209,10 @@ var rfc2253Keywords = map[string]string{
 // RFC 2253, the most specific RDN first.
 func SubjectDN(cert *x509.Certificate) (string, error) {
 	var seq pkix.RDNSequence
-	if rest, err := asn1.Unmarshal(cert.RawSubject, &seq); err != nil || len(rest) > 0 {
-		return "", fmt.Errorf("certificate subject: %w", errors.Join(err, errors.New("trailing data")))
+	if rest, err := asn1.Unmarshal(cert.RawSubject, &seq); err != nil {
+		return "", fmt.Errorf("certificate subject: %w", err)
+	} else if len(rest) > 0 {
+		return "", errors.New("certificate subject: trailing data")
 	}
 	// The values again, undecoded, for those written in hex.
 	var rawSeq []asn1.RawValue

@@ -15,6 +15,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash"
@@ -37,9 +38,26 @@ func unknownStoreType(typ string) error {
 	return fmt.Errorf("unknown store type %s; one of JKS, PKCS12, PEM", typ)
 }
 
+// jksMagic opens a JKS file.
+const jksMagic = 0xFEEDFEED
+
+// fileFormat is the format of a JKS or PKCS12 store's file: Java's JKS and
+// PKCS12 key stores each read the other's files (keystore.type.compat), so
+// a PKCS12 file under the default type JKS loads in Kafka, and here.
+func fileFormat(typ string, data []byte) string {
+	typ = strings.ToUpper(typ)
+	if typ != "JKS" && typ != "PKCS12" {
+		return typ
+	}
+	if len(data) >= 4 && binary.BigEndian.Uint32(data) == jksMagic {
+		return "JKS"
+	}
+	return "PKCS12"
+}
+
 // fileKeyStore reads the private key entries of a JKS or PKCS12 key store.
 func fileKeyStore(typ string, data []byte, password, keyPassword string) ([]tls.Certificate, error) {
-	switch strings.ToUpper(typ) {
+	switch fileFormat(typ, data) {
 	case "PKCS12":
 		key, cert, chain, err := pkcs12.DecodeChain(data, password)
 		if err != nil {
@@ -90,7 +108,7 @@ func fileKeyStore(typ string, data []byte, password, keyPassword string) ([]tls.
 // fileTrustStore reads the certificates of a trust store. A JKS store
 // without a password is read without its integrity check, as Java does.
 func fileTrustStore(typ string, data []byte, password string) ([]*x509.Certificate, error) {
-	switch strings.ToUpper(typ) {
+	switch fileFormat(typ, data) {
 	case "PEM":
 		return pemCertificates(string(data))
 	case "PKCS12":

@@ -29,8 +29,10 @@ func TestSSLKeyStores(t *testing.T) {
 	for name, keys := range map[string]map[string]string{
 		"JKS by default": {"ssl.keystore.location": p.serverJKS, "ssl.keystore.password": storePass},
 		"PKCS12":         {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": p.serverP12, "ssl.keystore.password": storePass},
-		"PEM file":       {"ssl.keystore.type": "PEM", "ssl.keystore.location": p.serverPEM},
-		"inline PEM":     {"ssl.keystore.type": "PEM", "ssl.keystore.key": p.serverKey, "ssl.keystore.certificate.chain": p.serverChain},
+		"a PKCS12 file under the default type, as Java reads it": {"ssl.keystore.location": p.serverP12, "ssl.keystore.password": storePass},
+		"a JKS file under type PKCS12, likewise":                 {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": p.serverJKS, "ssl.keystore.password": storePass},
+		"PEM file":                                               {"ssl.keystore.type": "PEM", "ssl.keystore.location": p.serverPEM},
+		"inline PEM":                                             {"ssl.keystore.type": "PEM", "ssl.keystore.key": p.serverKey, "ssl.keystore.certificate.chain": p.serverChain},
 		"inline PEM on one line, as a continued properties value": {"ssl.keystore.type": "PEM",
 			"ssl.keystore.key":               strings.ReplaceAll(p.serverKey, "\n", " "),
 			"ssl.keystore.certificate.chain": strings.ReplaceAll(p.serverChain, "\n", " ")},
