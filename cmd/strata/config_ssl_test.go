@@ -218,3 +218,25 @@ func TestSSLKeytoolStores(t *testing.T) {
 		}
 	}
 }
+
+// TestSSLInlinePEMInPropertiesFile: the inline PEM values as Kafka's docs
+// write them in server.properties, each line continued with a backslash.
+func TestSSLInlinePEMInPropertiesFile(t *testing.T) {
+	p := newTestPKI(t)
+	continued := func(pem string) string {
+		return strings.ReplaceAll(strings.TrimSpace(pem), "\n", " \\\n    ")
+	}
+	props, err := parseProperties("ssl.keystore.type=PEM\n" +
+		"ssl.keystore.key=" + continued(p.serverKey) + "\n" +
+		"ssl.keystore.certificate.chain=" + continued(p.serverChain) + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := loadSettings(sslNode(props), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.ListenerTLS["SSL"].Config.Certificates; len(c) != 1 || len(c[0].Certificate) != 2 {
+		t.Fatalf("certificates %v, want the server's chain of two", c)
+	}
+}
