@@ -388,9 +388,10 @@ func (b *Broker) accept(l *clientListener) error {
 	}
 }
 
-// add serves nc, accepted on l, unless the broker is closing. The accept loops add one connection at a time, so each sees the
-// counts max.connections and max.connections.per.ip are held to as the
-// others left them (limits.go).
+// add serves nc, accepted on l, unless the broker is closing. The accept
+// loops add one connection at a time, so each sees the counts
+// max.connections and max.connections.per.ip are held to as the others
+// left them (limits.go).
 func (b *Broker) add(nc net.Conn, l *clientListener) bool {
 	b.acceptMu.Lock()
 	defer b.acceptMu.Unlock()

@@ -23,33 +23,32 @@ func (s *settings) clustered() bool {
 
 // settings is the validated server configuration, with Kafka's key names and meanings.
 type settings struct {
-	Static                map[string]string              // the implemented keys as given: DescribeConfigs' STATIC_BROKER_CONFIG
-	Listeners             string                         // the client listener of listeners, normalised (config_listeners.go)
-	ListenerTLS           map[string]*broker.ListenerTLS // the TLS of each SSL client listener, by name (config_ssl.go)
-	AdvertisedListeners   string                         // its advertised.listeners entry, defaults to it
-	ControllerListener    string                         // a controller's listener: a combined node's is served only in a cluster
-	Voters                []quorum.Voter                 // controller.quorum.voters
-	Bootstrap             []string                       // controller.quorum.bootstrap.servers when the voters are to be learned from them (cluster.go)
-	BrokerOnly            bool                           // process.roles=broker: a node of a cluster, an observer of its quorum
-	ControllerOnly        bool                           // process.roles=controller: a node of a cluster with no client listener
-	Cluster               broker.ClusterConfig           // a cluster node's keys (config_cluster.go); a single node ignores them
-	Quorum                quorumTimeouts                 // a cluster node's controller.quorum.* timeouts (config_cluster.go)
-	LogDir                string                         // log.dirs / log.dir
-	NodeID                int32                          // node.id (broker.id accepted as its alias)
-	NumPartitions         int32                          // num.partitions
-	AutoCreateTopics      bool                           // auto.create.topics.enable
-	SegmentBytes          int64                          // log.segment.bytes
-	SegmentMs             int64                          // log.roll.ms / log.roll.hours
-	IndexIntervalBytes    int                            // log.index.interval.bytes
-	MaxIndexSize          int                            // log.index.size.max.bytes
-	MaxMessageBytes       int                            // message.max.bytes
-	SocketRequestMaxBytes int32                          // socket.request.max.bytes
-	FlushIntervalMessages int64                          // log.flush.interval.messages
-	MinInSyncReplicas     int                            // min.insync.replicas
-	FlushIntervalMs       int64                          // log.flush.interval.ms
-	TimestampType         string                         // log.message.timestamp.type
-	TimestampBeforeMaxMs  int64                          // log.message.timestamp.before.max.ms
-	TimestampAfterMaxMs   int64                          // log.message.timestamp.after.max.ms
+	Static                map[string]string    // the implemented keys as given: DescribeConfigs' STATIC_BROKER_CONFIG
+	Listeners             string               // the client listener of listeners, normalised (config_listeners.go)
+	AdvertisedListeners   string               // its advertised.listeners entry, defaults to it
+	ControllerListener    string               // a controller's listener: a combined node's is served only in a cluster
+	Voters                []quorum.Voter       // controller.quorum.voters
+	Bootstrap             []string             // controller.quorum.bootstrap.servers when the voters are to be learned from them (cluster.go)
+	BrokerOnly            bool                 // process.roles=broker: a node of a cluster, an observer of its quorum
+	ControllerOnly        bool                 // process.roles=controller: a node of a cluster with no client listener
+	Cluster               broker.ClusterConfig // a cluster node's keys (config_cluster.go); a single node ignores them
+	Quorum                quorumTimeouts       // a cluster node's controller.quorum.* timeouts (config_cluster.go)
+	LogDir                string               // log.dirs / log.dir
+	NodeID                int32                // node.id (broker.id accepted as its alias)
+	NumPartitions         int32                // num.partitions
+	AutoCreateTopics      bool                 // auto.create.topics.enable
+	SegmentBytes          int64                // log.segment.bytes
+	SegmentMs             int64                // log.roll.ms / log.roll.hours
+	IndexIntervalBytes    int                  // log.index.interval.bytes
+	MaxIndexSize          int                  // log.index.size.max.bytes
+	MaxMessageBytes       int                  // message.max.bytes
+	SocketRequestMaxBytes int32                // socket.request.max.bytes
+	FlushIntervalMessages int64                // log.flush.interval.messages
+	MinInSyncReplicas     int                  // min.insync.replicas
+	FlushIntervalMs       int64                // log.flush.interval.ms
+	TimestampType         string               // log.message.timestamp.type
+	TimestampBeforeMaxMs  int64                // log.message.timestamp.before.max.ms
+	TimestampAfterMaxMs   int64                // log.message.timestamp.after.max.ms
 
 	OffsetsTopicPartitions       int32  // offsets.topic.num.partitions
 	OffsetsRetentionMinutes      int64  // offsets.retention.minutes
@@ -67,6 +66,8 @@ type settings struct {
 	Retention retentionSettings // log.retention.*, log.segment.delete.delay.ms (config_retention.go)
 
 	Txn txnSettings // transaction coordinator keys (config_txn.go)
+
+	ListenerTLS map[string]*broker.ListenerTLS // the TLS of each SSL client listener, by name (config_ssl.go)
 
 	// KIP-848 consumer groups.
 	ConsumerSessionTimeoutMs       int64 // group.consumer.session.timeout.ms
