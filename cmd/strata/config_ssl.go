@@ -171,6 +171,9 @@ func setCipherSuites(r sslReader, cfg *tls.Config) bool {
 	}
 	tls13 := false
 	for _, item := range items {
+		if item == "TLS_EMPTY_RENEGOTIATION_INFO_SCSV" {
+			continue // a signal Java lists as a suite; Go sends it whenever it should
+		}
 		s, ok := byName[item]
 		if !ok {
 			s, ok = byName["TLS_"+strings.TrimPrefix(item, "SSL_")]
@@ -275,7 +278,7 @@ func loadKeyStore(r sslReader, listener string) ([]tls.Certificate, bool) {
 		}
 		return certs, true
 	default:
-		r.fail(r.prefix+"ssl.keystore.location", fmt.Sprintf("listener %s is SSL and has no key store: set ssl.keystore.location, or ssl.keystore.key and ssl.keystore.certificate.chain", listener))
+		r.fail("ssl.keystore.location", fmt.Sprintf("listener %s is SSL and has no key store: set ssl.keystore.location, or ssl.keystore.key and ssl.keystore.certificate.chain", listener))
 	}
 	return nil, false
 }

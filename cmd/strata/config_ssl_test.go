@@ -75,7 +75,7 @@ func TestSSLListenerSettings(t *testing.T) {
 		"TLSv1.3 only": {with(map[string]string{"ssl.enabled.protocols": "TLSv1.3"}), func(c *tls.Config) bool {
 			return c.MinVersion == tls.VersionTLS13 && c.MaxVersion == tls.VersionTLS13
 		}},
-		"TLS 1.2 suites by Java's names turn TLS 1.3 off": {with(map[string]string{"ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"}), func(c *tls.Config) bool {
+		"TLS 1.2 suites by Java's names turn TLS 1.3 off": {with(map[string]string{"ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, TLS_EMPTY_RENEGOTIATION_INFO_SCSV"}), func(c *tls.Config) bool {
 			return len(c.CipherSuites) == 2 && c.CipherSuites[0] == tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 && c.MaxVersion == tls.VersionTLS12
 		}},
 		"PKCS12 trust store": {with(map[string]string{"ssl.truststore.type": "PKCS12", "ssl.truststore.location": p.trustP12, "ssl.truststore.password": storePass}),
@@ -106,7 +106,7 @@ func TestSSLRefused(t *testing.T) {
 		key    string
 		reason string
 	}{
-		{nil, "listener.name.ssl.ssl.keystore.location", "has no key store"},
+		{nil, "ssl.keystore.location", "listener SSL is SSL and has no key store"},
 		{map[string]string{"ssl.keystore.location": p.serverJKS}, "ssl.keystore.password", "key store password is not specified"},
 		{map[string]string{"ssl.keystore.location": p.serverJKS, "ssl.keystore.password": "wrong"}, "ssl.keystore.location", "Failed to load SSL keystore"},
 		{map[string]string{"ssl.keystore.type": "PKCS12", "ssl.keystore.location": p.serverP12, "ssl.keystore.password": "wrong"}, "ssl.keystore.location", "Failed to load SSL keystore"},
