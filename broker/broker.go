@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -24,7 +25,7 @@ import (
 
 // Config is the broker's part of server.properties, already validated.
 type Config struct {
-	Listeners             string // the client listeners, NAME://host:port,..., each served as PLAINTEXT (listeners.go)
+	Listeners             string // the client listeners, NAME://host:port,..., each served as PLAINTEXT or SSL (listeners.go)
 	AdvertisedListeners   string // advertised.listeners: the endpoints registered; empty means Listeners
 	LogDirs               string // log.dirs: one directory
 	NodeID                int32  // node.id
@@ -79,6 +80,9 @@ type Config struct {
 	// its controller listener, has no client listener (Listeners is
 	// ignored), and does not register as a broker.
 	ControllerOnly bool
+	// ListenerTLS is the TLS of each SSL client listener, by its
+	// upper-case name (tls.go); the others are PLAINTEXT.
+	ListenerTLS map[string]*ListenerTLS
 	// BoundListeners, when set, are the client listeners already bound,
 	// in the order of Listeners: a broker-only node's carry raft's
 	// connections too (quorum.NewBrokerListeners).
@@ -378,25 +382,31 @@ func (b *Broker) accept(l *clientListener) error {
 			return fmt.Errorf("accept on %s: %w", l.name, err)
 		}
 		delay = 0
-		if !b.add(nc, l.svc) {
+		if !b.add(nc, l) {
 			return nil
 		}
 	}
 }
 
-// add serves nc, accepted on a listener with svc, unless the broker is
-// closing. The accept loops add one connection at a time, so each sees the
-// counts max.connections and max.connections.per.ip are held to as the
-// others left them (limits.go).
-func (b *Broker) add(nc net.Conn, svc *services) bool {
+// add serves nc, accepted on l, unless the broker is closing. The accept
+// loops add one connection at a time, so each sees the counts
+// max.connections and max.connections.per.ip are held to as the others
+// left them (limits.go).
+func (b *Broker) add(nc net.Conn, l *clientListener) bool {
 	b.acceptMu.Lock()
 	defer b.acceptMu.Unlock()
 	if !b.waitForSlot() {
 		nc.Close()
 		return false
 	}
+	var tc *tls.Conn
+	if l.tls != nil {
+		tc = tls.Server(nc, l.tls.Config)
+		nc = tc
+	}
 	c := newConn(b, nc)
-	c.svc = svc
+	c.svc = l.svc
+	c.tls, c.tlsConn = l.tls, tc
 	if !b.admit(c) {
 		return true
 	}

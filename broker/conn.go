@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -125,6 +126,13 @@ type conn struct {
 
 	sniffed bool // the first frame was checked for TLS or HTTP (sniffFirstFrame)
 
+	// An SSL listener's connection: its listener's TLS and nc as a
+	// *tls.Conn; nil on a PLAINTEXT listener. principal is the client's
+	// (tls.go), User:ANONYMOUS until then.
+	tls       *ListenerTLS
+	tlsConn   *tls.Conn
+	principal string
+
 	fetchErr int16 // top-level error code of the fetch response just written, for metrics
 
 	rc reqCtx // the request being served
@@ -147,6 +155,8 @@ func newConn(b *Broker, nc net.Conn) *conn {
 		remote: remote,
 		apis:   b.apis,
 		svc:    b.svc,
+
+		principal: anonymousPrincipal,
 	}
 }
 
@@ -159,6 +169,10 @@ func (c *conn) stopReading() {
 func (c *conn) serve() {
 	defer c.b.untrack(c)
 	defer c.nc.Close()
+	if err := c.handshake(); err != nil {
+		c.logClose(err)
+		return
+	}
 	for {
 		if err := c.serveOneRecovered(); err != nil {
 			c.logClose(err)
@@ -264,7 +278,7 @@ func (c *conn) serveOne() error {
 	}
 	// One request at a time per connection, so its context is reused.
 	c.rc = reqCtx{
-		principal:  anonymousPrincipal,
+		principal:  c.principal,
 		clientAddr: c.remote,
 		listener:   c.svc.listener,
 		req:        req,

@@ -1,9 +1,9 @@
 package broker
 
 // The client listeners. listeners names one or more NAME://host:port, each
-// bound and served as PLAINTEXT (cmd/strata refuses the other security
-// protocols), and advertised.listeners the endpoints this node registers,
-// one per listener name. A connection answers with the endpoints of the
+// bound and served as PLAINTEXT, or as SSL when Config.ListenerTLS has its
+// name (tls.go; cmd/strata refuses SASL), and advertised.listeners the
+// endpoints this node registers, one per listener name. A connection answers with the endpoints of the
 // listener it arrived on, as Kafka's KafkaApis answers with those of
 // request.context.listenerName: its services carry that listener's name
 // (services.endpoint).
@@ -22,7 +22,8 @@ import (
 type clientListener struct {
 	name string // upper-case, as cmd/strata normalises it
 	ln   net.Listener
-	svc  *services // the broker's services with this listener's name (New)
+	svc  *services    // the broker's services with this listener's name (New)
+	tls  *ListenerTLS // an SSL listener's TLS; nil on a PLAINTEXT one
 }
 
 // listenerAddr is one NAME://host:port of listeners or advertised.listeners.
@@ -88,23 +89,23 @@ func clientListeners(cfg *Config) ([]*clientListener, []listenerAddr, error) {
 		}
 		out := make([]*clientListener, len(addrs))
 		for i, a := range addrs {
-			out[i] = &clientListener{name: a.name, ln: cfg.BoundListeners[i]}
+			out[i] = &clientListener{name: a.name, ln: cfg.BoundListeners[i], tls: cfg.ListenerTLS[a.name]}
 		}
 		return out, advAddrs, nil
 	}
 	// Bind first: a taken port fails start-up before the log dir is touched.
-	listeners, err := bindListeners(addrs)
+	listeners, err := bindListeners(addrs, cfg.ListenerTLS)
 	return listeners, advAddrs, err
 }
 
-func bindListeners(addrs []listenerAddr) ([]*clientListener, error) {
+func bindListeners(addrs []listenerAddr, tlsByName map[string]*ListenerTLS) ([]*clientListener, error) {
 	var out []*clientListener
 	for _, a := range addrs {
 		ln, err := net.Listen("tcp", net.JoinHostPort(a.host, strconv.Itoa(a.port)))
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("listen on %s: %w", a.name, err), closeListeners(out))
 		}
-		out = append(out, &clientListener{name: a.name, ln: ln})
+		out = append(out, &clientListener{name: a.name, ln: ln, tls: tlsByName[a.name]})
 	}
 	return out, nil
 }

@@ -67,6 +67,8 @@ type settings struct {
 
 	Txn txnSettings // transaction coordinator keys (config_txn.go)
 
+	ListenerTLS map[string]*broker.ListenerTLS // the TLS of each SSL client listener, by name (config_ssl.go)
+
 	// KIP-848 consumer groups.
 	ConsumerSessionTimeoutMs       int64 // group.consumer.session.timeout.ms
 	ConsumerMinSessionTimeoutMs    int64 // group.consumer.min.session.timeout.ms
@@ -208,6 +210,8 @@ func keyKind(key string) string {
 		return "implemented"
 	case slices.Contains(clusterKeys, key):
 		return "cluster"
+	case isSSLKey(key):
+		return "ssl"
 	case slices.Contains(ignoredKeys, key):
 		return "ignored"
 	case strings.HasPrefix(key, "socket.") && strings.HasSuffix(key, ".buffer.bytes"):
@@ -256,6 +260,8 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 			log.Debug("configuration key not implemented by strata, ignored", zap.String("key", k))
 		case "cluster":
 			// Read by loadClusterSettings; a single node has no use for it.
+		case "ssl":
+			// Read for each SSL listener (config_ssl.go).
 		case "unknown":
 			log.Warn("unknown configuration key, ignored", zap.String("key", k), zap.String("value", props[k]))
 		}

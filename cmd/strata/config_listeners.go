@@ -124,7 +124,7 @@ func loadListenerSettings(p *propReader, s *settings) {
 		}
 	}
 	for _, e := range listeners {
-		if e.protocol != "PLAINTEXT" {
+		if e.protocol != "PLAINTEXT" && e.protocol != "SSL" {
 			p.err = &unsupportedError{Key: "listeners", Value: p.props["listeners"],
 				Feature: fmt.Sprintf("the %s security protocol (listener %s, see listener.security.protocol.map)", e.protocol, e.name)}
 			return
@@ -141,7 +141,8 @@ func loadListenerSettings(p *propReader, s *settings) {
 				"the listeners config must only contain KRaft controller listeners from controller.listener.names when process.roles=controller")
 			return
 		}
-		if !checkQuorum(p, s, s.NodeID, controllerNames, listeners, advertised, controllers) {
+		if !checkQuorum(p, s, s.NodeID, controllerNames, listeners, advertised, controllers) ||
+			!checkClusterPlaintext(p, s, "", protocols, controllerNames) {
 			return
 		}
 		s.ControllerListener = controllers[0].String()
@@ -152,9 +153,11 @@ func loadListenerSettings(p *propReader, s *settings) {
 			return
 		}
 	}
-	if !checkBrokerListeners(p, protocols, listeners, advertisedClients) {
+	interBroker, ok := checkBrokerListeners(p, protocols, listeners, advertisedClients)
+	if !ok || !checkClusterPlaintext(p, s, interBroker, protocols, controllerNames) {
 		return
 	}
+	loadSSLListeners(p, s, clients)
 	// checkBrokerListeners made sure advertisedClients is non-empty and a
 	// subset of the client listeners: a listener left out of it is served
 	// but registers no endpoint, as in Kafka.
@@ -475,37 +478,38 @@ func bootstrapServers(p *propReader) ([]string, bool) {
 
 // checkBrokerListeners applies Kafka's checks for every node with the broker
 // role: an advertised broker listener exists, advertised names are listener
-// names, and the inter-broker listener is one of them.
-func checkBrokerListeners(p *propReader, protocols map[string]string, listeners, advertisedClients []listenerEndpoint) bool {
+// names, and the inter-broker listener is one of them. It returns the
+// inter-broker listener's name.
+func checkBrokerListeners(p *propReader, protocols map[string]string, listeners, advertisedClients []listenerEndpoint) (string, bool) {
 	if len(advertisedClients) == 0 {
 		p.fail("listeners", p.props["listeners"],
 			"there must be at least one broker listener; perhaps all listeners appear in controller.listener.names?")
-		return false
+		return "", false
 	}
 	for _, a := range advertisedClients {
 		if !slices.ContainsFunc(listeners, func(e listenerEndpoint) bool { return e.name == a.name }) {
 			p.fail("advertised.listeners", p.props["advertised.listeners"],
 				fmt.Sprintf("listener name %s is not defined in listeners; advertised listener names must be equal to or a subset of those", a.name))
-			return false
+			return "", false
 		}
 	}
 	name, hasName := p.get("inter.broker.listener.name")
 	if _, hasProtocol := p.props["security.inter.broker.protocol"]; hasName && hasProtocol {
 		p.fail("inter.broker.listener.name", p.props["inter.broker.listener.name"], "only one of inter.broker.listener.name and security.inter.broker.protocol should be set")
-		return false
+		return "", false
 	}
 	key := "inter.broker.listener.name"
 	if hasName {
 		name = strings.ToUpper(name)
 		if _, ok := protocols[name]; !ok {
 			p.fail(key, p.props[key], fmt.Sprintf("listener %s not found in listener.security.protocol.map", name))
-			return false
+			return "", false
 		}
 	} else if v, ok := p.get("security.inter.broker.protocol"); ok {
 		key, name = "security.inter.broker.protocol", strings.ToUpper(v)
 		if !slices.Contains(securityProtocols, name) {
 			p.fail(key, p.props[key], "invalid security protocol; one of "+strings.Join(securityProtocols, ", "))
-			return false
+			return "", false
 		}
 	} else {
 		name = "PLAINTEXT" // security.inter.broker.protocol's default names the listener
@@ -517,7 +521,30 @@ func checkBrokerListeners(p *propReader, protocols map[string]string, listeners,
 		}
 		p.fail(key, p.props[key], fmt.Sprintf("inter-broker listener %s must be a listener name defined in advertised.listeners; "+
 			"the valid options based on the configured listeners are %s", name, strings.Join(names, ",")))
+		return "", false
+	}
+	return name, true
+}
+
+// checkClusterPlaintext refuses, on a node of a cluster, an inter-broker or
+// controller listener that is not PLAINTEXT: the follower fetchers, the
+// controller client and raft's transport dial without TLS. A single node
+// dials neither, so either may be SSL there.
+func checkClusterPlaintext(p *propReader, s *settings, interBroker string, protocols map[string]string, controllerNames []string) bool {
+	if !s.clustered() {
+		return true
+	}
+	if sp := protocols[interBroker]; interBroker != "" && sp != "PLAINTEXT" {
+		p.err = &unsupportedError{Key: "listener.security.protocol.map", Value: p.props["listener.security.protocol.map"],
+			Feature: fmt.Sprintf("the %s security protocol on the inter-broker listener %s of a cluster node (TLS between brokers is not served yet)", sp, interBroker)}
 		return false
+	}
+	for _, n := range controllerNames {
+		if sp := protocols[n]; sp != "PLAINTEXT" {
+			p.err = &unsupportedError{Key: "listener.security.protocol.map", Value: p.props["listener.security.protocol.map"],
+				Feature: fmt.Sprintf("the %s security protocol on the controller listener %s of a cluster node (TLS to controllers is not served yet)", sp, n)}
+			return false
+		}
 	}
 	return true
 }

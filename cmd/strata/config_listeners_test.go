@@ -195,18 +195,9 @@ func TestUnsupportedSecurityRefused(t *testing.T) {
 		key     string
 		feature string
 	}{
-		{map[string]string{"listeners": "SSL://:9094,CONTROLLER://:9093", "advertised.listeners": "<unset>", "inter.broker.listener.name": "SSL",
-			"listener.security.protocol.map": "SSL:SSL,CONTROLLER:PLAINTEXT"}, "listeners", "the SSL security protocol (listener SSL"},
 		{map[string]string{"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093", "listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"},
 			"listeners", "the SASL_PLAINTEXT security protocol (listener PLAINTEXT"},
 		{map[string]string{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"}, "listeners", "the SASL_SSL security protocol (listener CONTROLLER"},
-		{map[string]string{"listeners": "PLAINTEXT://:9092,EXTERNAL://:9094,CONTROLLER://:9093",
-			"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:SSL,CONTROLLER:PLAINTEXT"}, "listeners", "the SSL security protocol (listener EXTERNAL"},
-		{map[string]string{"ssl.keystore.location": "/etc/kafka/server.jks"}, "ssl.keystore.location", "SSL"},
-		{map[string]string{"ssl.truststore.location": "/etc/kafka/trust.jks"}, "ssl.truststore.location", "SSL"},
-		{map[string]string{"ssl.key.password": "secret"}, "ssl.key.password", "SSL"},
-		{map[string]string{"ssl.client.auth": "required"}, "ssl.client.auth", "SSL client authentication"},
-		{map[string]string{"listener.name.external.ssl.keystore.location": "/k.jks"}, "listener.name.external.ssl.keystore.location", "SSL"},
 		{map[string]string{"sasl.enabled.mechanisms": "PLAIN"}, "sasl.enabled.mechanisms", "SASL"},
 		{map[string]string{"sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required;"}, "sasl.jaas.config", "SASL"},
 		{map[string]string{"sasl.mechanism.inter.broker.protocol": "PLAIN"}, "sasl.mechanism.inter.broker.protocol", "SASL"},
@@ -226,10 +217,10 @@ func TestUnsupportedSecurityRefused(t *testing.T) {
 			t.Errorf("%v: error %q, want one naming %s and saying strata does not support %s", tt.changes, err, tt.key, tt.feature)
 		}
 	}
-	// Their off values, and TLS tuning without a keystore, are harmless.
+	// Their off values, and ssl.* keys without an SSL listener, are harmless.
 	for _, harmless := range []map[string]string{
 		{"authorizer.class.name": ""},
-		{"ssl.client.auth": "none"},
+		{"ssl.client.auth": "required", "ssl.keystore.location": "/etc/kafka/server.jks"},
 		{"ssl.enabled.protocols": "TLSv1.3", "ssl.endpoint.identification.algorithm": "https"},
 		{"sasl.enabled.mechanisms": " "},
 		{"super.users": "User:admin", "allow.everyone.if.no.acl.found": "false"},

@@ -208,7 +208,6 @@ func TestInvalidValues(t *testing.T) {
 	}{
 		{"listeners", "", "no listener"},
 		{"listeners", "127.0.0.1:9092", "NAME://host:port"},
-		{"listeners", "SSL://127.0.0.1:9093", "does not support the SSL security protocol"},
 		{"listeners", "CLIENT://127.0.0.1:9093", "no security protocol defined for listener CLIENT"},
 		{"listeners", "PLAINTEXT://a:1,PLAINTEXT_HOST://b:1", "no security protocol defined"},
 		{"listeners", "PLAINTEXT://127.0.0.1", "NAME://host:port"},
@@ -293,7 +292,6 @@ func TestUnknownAndIgnoredKeys(t *testing.T) {
 	props := map[string]string{
 		"num.io.threads":                        "8",
 		"controller.quorum.election.timeout.ms": "1000",
-		"ssl.enabled.protocols":                 "TLSv1.3",
 		"socket.send.buffer.bytes":              "102400",
 		"log.roll.jitter.hours":                 "0",
 		"transaction.state.log.min.isr":         "1",

@@ -19,14 +19,6 @@ func (e *unsupportedError) Error() string {
 // unsupportedKeys are refused when set to a non-empty value (empty is Kafka's
 // default: the feature off), each with the feature it configures.
 var unsupportedKeys = map[string]string{
-	"ssl.keystore.location":          "SSL",
-	"ssl.keystore.password":          "SSL",
-	"ssl.keystore.key":               "SSL",
-	"ssl.keystore.certificate.chain": "SSL",
-	"ssl.key.password":               "SSL",
-	"ssl.truststore.location":        "SSL",
-	"ssl.truststore.password":        "SSL",
-	"ssl.truststore.certificates":    "SSL",
 	"authorizer.class.name":          "authorization (ACLs)",
 	"delegation.token.secret.key":    "delegation tokens",
 	"delegation.token.master.key":    "delegation tokens",
@@ -37,9 +29,8 @@ var unsupportedKeys = map[string]string{
 
 // unsupportedFeature says which missing feature key configures, or "" when
 // Strata reads or may ignore it. Every sasl.* key configures SASL
-// authentication; ssl.client.auth only matters unless it is none; the ssl.*
-// keys that only tune TLS (protocols, cipher suites...) stay ignored, as the
-// keystore and truststore keys are what turn it on. listener.name.<listener>.
+// authentication; the ssl.* keys are read for each SSL listener
+// (config_ssl.go) and mean nothing without one, as in Kafka. listener.name.<listener>.
 // prefixes (and, for SASL, a mechanism after them) are looked through.
 func unsupportedFeature(key, value string) string {
 	if strings.TrimSpace(value) == "" {
@@ -58,8 +49,6 @@ func unsupportedFeature(key, value string) string {
 	switch {
 	case strings.HasPrefix(key, "sasl."):
 		return "SASL"
-	case key == "ssl.client.auth" && !strings.EqualFold(strings.TrimSpace(value), "none"):
-		return "SSL client authentication"
 	}
 	return unsupportedKeys[key]
 }

@@ -160,6 +160,7 @@ func brokerConfig(s settings, logRequests bool, build buildInfo) broker.Config {
 		Build:                 build.metrics(),
 		Listeners:             s.Listeners,
 		AdvertisedListeners:   s.AdvertisedListeners,
+		ListenerTLS:           s.ListenerTLS,
 		LogDirs:               s.LogDir,
 		NodeID:                s.NodeID,
 		NumPartitions:         s.NumPartitions,

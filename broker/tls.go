@@ -1,0 +1,62 @@
+package broker
+
+// SSL client listeners. A listener whose security protocol is SSL
+// (listener.security.protocol.map) has a ListenerTLS, built by cmd/strata
+// from the listener's ssl.* keys: each connection accepted on it completes
+// a TLS handshake before its first request, and its principal is that of
+// its certificate (sslprincipal.go). Records sent to a TLS connection are
+// encrypted in user space, so Fetch copies segment bytes through the
+// process instead of sendfile(2) (storage.Chunk).
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"time"
+)
+
+// ListenerTLS is the TLS side of one SSL listener.
+type ListenerTLS struct {
+	Config *tls.Config
+	// Principals maps a client certificate's subject to its principal
+	// name (ssl.principal.mapping.rules).
+	Principals *SSLPrincipalMapper
+}
+
+// tlsHandshakeTimeout bounds the handshake of a new TLS connection, so a
+// client that connects and says nothing holds no slot for long; the
+// connection's idle timeout, when shorter, wins.
+const tlsHandshakeTimeout = 10 * time.Second
+
+// handshake completes c's TLS handshake and sets its principal; on a
+// PLAINTEXT listener it does nothing.
+func (c *conn) handshake() error {
+	if c.tls == nil {
+		return nil
+	}
+	d := tlsHandshakeTimeout
+	if idle := c.b.cfg.Limits.idle(); idle > 0 && idle < d {
+		d = idle
+	}
+	// Shutdown's stopReading ends a handshake waiting for the client too.
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := c.tlsConn.HandshakeContext(ctx); err != nil {
+		return fmt.Errorf("TLS handshake on SSL listener %s: %w", c.svc.listener, err)
+	}
+	state := c.tlsConn.ConnectionState()
+	if len(state.PeerCertificates) == 0 {
+		c.principal = anonymousPrincipal
+		return nil
+	}
+	dn, err := SubjectDN(state.PeerCertificates[0])
+	if err != nil {
+		return fmt.Errorf("client certificate on SSL listener %s: %w", c.svc.listener, err)
+	}
+	name, err := c.tls.Principals.Name(dn)
+	if err != nil {
+		return fmt.Errorf("ssl.principal.mapping.rules of SSL listener %s: %w", c.svc.listener, err)
+	}
+	c.principal = "User:" + name
+	return nil
+}
