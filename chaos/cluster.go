@@ -15,10 +15,12 @@ package chaos
 //     SIGKILL (or stopped with SIGSTOP, resumed 10 s later), and the longest
 //     pause between two consecutive acknowledgements is measured; everything
 //     is read back and checked (Check: lost 0, duplicates 0).
-//   - ClusterKills: a random node SIGKILLed every few seconds, restarted
-//     after a short delay, for minutes, under the writer and a group
-//     consumer; then the history is checked and every partition's ISR
-//     (including __consumer_offsets) must be full again.
+//   - ClusterKills: a random node (in the split layout a controller-only
+//     one too) SIGKILLed every few seconds, restarted after a short delay,
+//     for minutes, under the writer and a group consumer; then the history
+//     is checked, every partition's ISR (including __consumer_offsets)
+//     must be full again and every voter at the quorum leader's log end
+//     (cluster_catchup.go).
 //   - NetworkPartition (cluster_partition.go): the leader cut off from the
 //     other nodes in its namespace, then healed.
 //   - ControllerFailover (cluster_split.go), on a cluster with split roles

@@ -473,27 +473,47 @@ func (o *ClusterKillOptions) defaults() {
 // ClusterKillReport is what a random-kills run showed.
 type ClusterKillReport struct {
 	Kills        int
-	Victims      map[int32]int // kills per node
+	Victims      map[int32]int  // kills per node
+	ByRole       map[string]int // kills per process.roles
 	LongestPause time.Duration
-	Check        Report
-	ISR          []PartitionState // every partition of every topic after the run
-	ISRFullAfter time.Duration    // from the last restart to every ISR full
+	PauseAt      time.Time // when that gap began
+	// PauseAfter is the last kill before the gap began (0: none), its
+	// victim and when it was sent.
+	PauseAfter          int
+	PauseVictim         int32
+	PauseKillAt         time.Time
+	Check               Report
+	ISR                 []PartitionState // every partition of every topic after the run
+	ISRFullAfter        time.Duration    // from the last restart to every ISR full
+	Quorum              QuorumState      // the DescribeQuorum answer showing every voter caught up
+	QuorumCaughtUpAfter time.Duration    // from the last restart to that answer
 }
 
 func (r ClusterKillReport) String() string {
-	return fmt.Sprintf("%d kills %v: longest pause between acks %d ms; every ISR full %d ms after the last restart (%d partitions); %s",
-		r.Kills, r.Victims, r.LongestPause.Milliseconds(), r.ISRFullAfter.Milliseconds(), len(r.ISR), r.Check.Summary())
+	after := "before the first kill"
+	if r.PauseAfter > 0 {
+		after = fmt.Sprintf("%d ms after kill %d (node %d)", r.PauseAt.Sub(r.PauseKillAt).Milliseconds(), r.PauseAfter, r.PauseVictim)
+	}
+	return fmt.Sprintf("%d kills %v by role %v: longest pause between acks %d ms at %s, %s; every ISR full %d ms after the last restart (%d partitions); quorum caught up %d ms after it (%v); %s",
+		r.Kills, r.Victims, r.ByRole, r.LongestPause.Milliseconds(), r.PauseAt.Format("15:04:05.000"), after,
+		r.ISRFullAfter.Milliseconds(), len(r.ISR), r.QuorumCaughtUpAfter.Milliseconds(), r.Quorum, r.Check.Summary())
 }
 
 // ClusterKills SIGKILLs a random node every MinUp-MaxUp, restarting it Down
 // later, for Kills kills or Duration, under an idempotent acks=all writer
 // and a group consumer; then waits until every node reports every
-// partition's ISR full, stops the writer, reads everything back and checks
-// the history. Every node must be serving when it is called.
+// partition's ISR full and DescribeQuorum shows every controller (and in
+// the split layout every broker) at the quorum leader's log end, stops
+// the writer, reads everything back and checks the history. Every node
+// must be serving when it is called. Any node may be the victim, a
+// controller-only one too, but one at a time: the next kill waits until
+// the last victim serves again, so at most one voter is down (the quorum
+// keeps its majority) and at most one broker (of three, enough for
+// min.insync.replicas=2).
 func ClusterKills(ctx context.Context, opts ClusterKillOptions) (ClusterKillReport, error) {
 	opts.defaults()
 	c, log := opts.Cluster, opts.Logger
-	rep := ClusterKillReport{Victims: map[int32]int{}}
+	rep := ClusterKillReport{Victims: map[int32]int{}, ByRole: map[string]int{}}
 	if err := createReplicatedTopic(ctx, c, opts.Topic, opts.Partitions); err != nil {
 		return rep, err
 	}
@@ -513,9 +533,14 @@ func ClusterKills(ctx context.Context, opts ClusterKillOptions) (ClusterKillRepo
 	}()
 
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x636c7573746572))
-	ids := c.IDs()
+	ids := c.nodeIDs()
 	end := time.Now().Add(opts.Duration)
 	lastRestart := time.Now()
+	type kill struct {
+		node int32
+		at   time.Time
+	}
+	var kills []kill
 	for (opts.Kills > 0 && rep.Kills < opts.Kills) || (opts.Kills == 0 && time.Now().Before(end)) {
 		up := opts.MinUp + time.Duration(rng.Int64N(int64(opts.MaxUp-opts.MinUp)+1))
 		select {
@@ -526,12 +551,14 @@ func ClusterKills(ctx context.Context, opts ClusterKillOptions) (ClusterKillRepo
 		case <-time.After(up):
 		}
 		victim := ids[rng.IntN(len(ids))]
+		kills = append(kills, kill{victim, time.Now()})
 		if err := c.Kill(victim); err != nil {
 			return rep, err
 		}
 		rep.Kills++
 		rep.Victims[victim]++
-		log.Info("killed", zap.Int32("node", victim), zap.Int("kill", rep.Kills))
+		rep.ByRole[c.node(victim).roles]++
+		log.Info("killed", zap.Int32("node", victim), zap.String("roles", c.node(victim).roles), zap.Int("kill", rep.Kills))
 		select {
 		case <-ctx.Done():
 			return rep, ctx.Err()
@@ -549,6 +576,10 @@ func ClusterKills(ctx context.Context, opts ClusterKillOptions) (ClusterKillRepo
 		return rep, fmt.Errorf("after %d kills: %w", rep.Kills, err)
 	}
 	rep.ISRFullAfter = time.Since(lastRestart)
+	if rep.Quorum, err = c.QuorumCaughtUp(ctx, time.Minute); err != nil {
+		return rep, fmt.Errorf("after %d kills: %w", rep.Kills, err)
+	}
+	rep.QuorumCaughtUpAfter = time.Since(lastRestart)
 	if err := w.waitAcked(ctx, w.acked()+opts.Rate, time.Minute); err != nil {
 		return rep, fmt.Errorf("after the ISRs are full: %w", err)
 	}
@@ -559,7 +590,12 @@ func ClusterKills(ctx context.Context, opts ClusterKillOptions) (ClusterKillRepo
 	if err := <-consDone; err != nil {
 		return rep, fmt.Errorf("consumer: %w", err)
 	}
-	rep.LongestPause, _ = w.longestPause()
+	rep.LongestPause, rep.PauseAt = w.longestPause()
+	for i, k := range kills {
+		if k.at.Before(rep.PauseAt) {
+			rep.PauseAfter, rep.PauseVictim, rep.PauseKillAt = i+1, k.node, k.at
+		}
+	}
 	final, err := readAll(ctx, c.Bootstrap(), opts.Topic, opts.Partitions)
 	if err != nil {
 		return rep, fmt.Errorf("final read: %w", err)

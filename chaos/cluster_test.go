@@ -20,7 +20,7 @@ import (
 //	STRATA_FAILOVERS=3          failover repetitions per fault (default 3 for SIGKILL, 2 for SIGSTOP;
 //	                            1 round of leader and controller kills in the split run, cluster_split_test.go)
 //	STRATA_FAILOVER_CONTROLLER=1 the failover's partition led by the active controller, so the fault hits both
-//	STRATA_KILLS=200            random kills in the kills run; unset, it runs for STRATA_CLUSTER_SECONDS
+//	STRATA_KILLS=200            random kills in the kills runs (combined and split); unset, they run for STRATA_CLUSTER_SECONDS
 //	STRATA_CLUSTER_SECONDS=180  length of the kills run (default 180)
 //	STRATA_CHAOS_SEED=7         seed of the kill schedule (default 1)
 //	STRATA_CLUSTER_CLIENT_LOG=d the producer's franz-go debug log of each run into directory d
@@ -177,6 +177,9 @@ func runClusterKills(t *testing.T, c *Cluster) {
 	if !rep.Check.OK() {
 		t.Errorf("anomalies found: %s", rep.Check.Summary())
 	}
+	if c.Split() && rep.Kills >= 2 && (rep.ByRole[rolesController] == 0 || rep.ByRole[rolesBroker] == 0) {
+		t.Errorf("kills by role %v: the split run must kill controllers and brokers", rep.ByRole)
+	}
 }
 
 // TestKafkaClusterFailover is the control: three Kafka 4.4.0 nodes, the
@@ -196,7 +199,8 @@ func TestStrataClusterFailover(t *testing.T) {
 
 // TestKafkaClusterKills: random SIGKILLs of any Kafka node for
 // STRATA_CLUSTER_SECONDS (or STRATA_KILLS kills) under the writer and a
-// group consumer; nothing acknowledged lost, no duplicate, every ISR full.
+// group consumer; nothing acknowledged lost, no duplicate, every ISR full,
+// every voter at the quorum leader's log end.
 func TestKafkaClusterKills(t *testing.T) {
 	runClusterKills(t, kafkaCluster(t))
 }
