@@ -132,6 +132,7 @@ type writer struct {
 	cl       *kgo.Client
 	mu       sync.Mutex
 	ackTimes []time.Time
+	ackParts []int32 // the partition of each acknowledgement in ackTimes
 	stop     context.CancelFunc
 	done     chan struct{}
 	pending  sync.WaitGroup
@@ -186,6 +187,7 @@ func startWriter(c *Cluster, topic string, partitions int32, rate int, acks kgo.
 				if err == nil {
 					w.mu.Lock()
 					w.ackTimes = append(w.ackTimes, time.Now())
+					w.ackParts = append(w.ackParts, r.Partition)
 					w.mu.Unlock()
 				}
 				w.rec.ack(r, err)
@@ -245,6 +247,31 @@ func (w *writer) longestPause() (time.Duration, time.Time) {
 		}
 	}
 	return longest, at
+}
+
+// longestPartitionPause is the longest gap between consecutive
+// acknowledgements of one partition, which partition and when the gap
+// began: with several partitions the others' acknowledgements go on while
+// one waits for a new leader, hiding its pause from longestPause.
+func (w *writer) longestPartitionPause() (time.Duration, int32, time.Time) {
+	w.mu.Lock()
+	byPart := map[int32][]time.Time{}
+	for i, at := range w.ackTimes {
+		byPart[w.ackParts[i]] = append(byPart[w.ackParts[i]], at)
+	}
+	w.mu.Unlock()
+	var longest time.Duration
+	var part int32
+	var at time.Time
+	for p, ts := range byPart {
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		for i := 1; i < len(ts); i++ {
+			if d := ts[i].Sub(ts[i-1]); d > longest {
+				longest, part, at = d, p, ts[i-1]
+			}
+		}
+	}
+	return longest, part, at
 }
 
 // createReplicatedTopic makes topic with partitions partitions replicated
@@ -475,10 +502,14 @@ type ClusterKillReport struct {
 	Kills        int
 	Victims      map[int32]int  // kills per node
 	ByRole       map[string]int // kills per process.roles
-	LongestPause time.Duration
-	PauseAt      time.Time // when that gap began
-	// PauseAfter is the last kill before the gap began (0: none), its
-	// victim and when it was sent.
+	LongestPause time.Duration  // between two acknowledgements of any partitions
+	// PartitionPause is the longest between two of one partition,
+	// PausePartition's, beginning at PauseAt.
+	PartitionPause time.Duration
+	PausePartition int32
+	PauseAt        time.Time
+	// PauseAfter is the last kill sent before that gap began (0: none),
+	// PauseVictim its victim, PauseKillAt when.
 	PauseAfter          int
 	PauseVictim         int32
 	PauseKillAt         time.Time
@@ -494,8 +525,8 @@ func (r ClusterKillReport) String() string {
 	if r.PauseAfter > 0 {
 		after = fmt.Sprintf("%d ms after kill %d (node %d)", r.PauseAt.Sub(r.PauseKillAt).Milliseconds(), r.PauseAfter, r.PauseVictim)
 	}
-	return fmt.Sprintf("%d kills %v by role %v: longest pause between acks %d ms at %s, %s; every ISR full %d ms after the last restart (%d partitions); quorum caught up %d ms after it (%v); %s",
-		r.Kills, r.Victims, r.ByRole, r.LongestPause.Milliseconds(), r.PauseAt.Format("15:04:05.000"), after,
+	return fmt.Sprintf("%d kills %v by role %v: longest pause between acks %d ms; of one partition %d ms (partition %d) at %s, %s; every ISR full %d ms after the last restart (%d partitions); quorum caught up %d ms after it (%v); %s",
+		r.Kills, r.Victims, r.ByRole, r.LongestPause.Milliseconds(), r.PartitionPause.Milliseconds(), r.PausePartition, r.PauseAt.Format("15:04:05.000"), after,
 		r.ISRFullAfter.Milliseconds(), len(r.ISR), r.QuorumCaughtUpAfter.Milliseconds(), r.Quorum, r.Check.Summary())
 }
 
@@ -590,7 +621,8 @@ func ClusterKills(ctx context.Context, opts ClusterKillOptions) (ClusterKillRepo
 	if err := <-consDone; err != nil {
 		return rep, fmt.Errorf("consumer: %w", err)
 	}
-	rep.LongestPause, rep.PauseAt = w.longestPause()
+	rep.LongestPause, _ = w.longestPause()
+	rep.PartitionPause, rep.PausePartition, rep.PauseAt = w.longestPartitionPause()
 	for i, k := range kills {
 		if k.at.Before(rep.PauseAt) {
 			rep.PauseAfter, rep.PauseVictim, rep.PauseKillAt = i+1, k.node, k.at
