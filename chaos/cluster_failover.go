@@ -508,9 +508,10 @@ type ClusterKillReport struct {
 	PartitionPause time.Duration
 	PausePartition int32
 	PauseAt        time.Time
-	// PauseAfter is the last kill sent before that gap began (0: none),
-	// PauseVictim its victim, PauseKillAt when.
-	PauseAfter          int
+	// PauseKill is the last kill sent before that gap ended (0: none),
+	// the one that can have caused it; PauseVictim its victim,
+	// PauseKillAt when.
+	PauseKill           int
 	PauseVictim         int32
 	PauseKillAt         time.Time
 	Check               Report
@@ -522,8 +523,8 @@ type ClusterKillReport struct {
 
 func (r ClusterKillReport) String() string {
 	after := "before the first kill"
-	if r.PauseAfter > 0 {
-		after = fmt.Sprintf("%d ms after kill %d (node %d)", r.PauseAt.Sub(r.PauseKillAt).Milliseconds(), r.PauseAfter, r.PauseVictim)
+	if r.PauseKill > 0 {
+		after = fmt.Sprintf("beginning %d ms after kill %d (node %d)", r.PauseAt.Sub(r.PauseKillAt).Milliseconds(), r.PauseKill, r.PauseVictim)
 	}
 	return fmt.Sprintf("%d kills %v by role %v: longest pause between acks %d ms; of one partition %d ms (partition %d) at %s, %s; every ISR full %d ms after the last restart (%d partitions); quorum caught up %d ms after it (%v); %s",
 		r.Kills, r.Victims, r.ByRole, r.LongestPause.Milliseconds(), r.PartitionPause.Milliseconds(), r.PausePartition, r.PauseAt.Format("15:04:05.000"), after,
@@ -624,8 +625,8 @@ func ClusterKills(ctx context.Context, opts ClusterKillOptions) (ClusterKillRepo
 	rep.LongestPause, _ = w.longestPause()
 	rep.PartitionPause, rep.PausePartition, rep.PauseAt = w.longestPartitionPause()
 	for i, k := range kills {
-		if k.at.Before(rep.PauseAt) {
-			rep.PauseAfter, rep.PauseVictim, rep.PauseKillAt = i+1, k.node, k.at
+		if k.at.Before(rep.PauseAt.Add(rep.PartitionPause)) {
+			rep.PauseKill, rep.PauseVictim, rep.PauseKillAt = i+1, k.node, k.at
 		}
 	}
 	final, err := readAll(ctx, c.Bootstrap(), opts.Topic, opts.Partitions)
