@@ -524,7 +524,7 @@ type ClusterKillReport struct {
 func (r ClusterKillReport) String() string {
 	after := "before the first kill"
 	if r.PauseKill > 0 {
-		after = fmt.Sprintf("beginning %d ms after kill %d (node %d)", r.PauseAt.Sub(r.PauseKillAt).Milliseconds(), r.PauseKill, r.PauseVictim)
+		after = fmt.Sprintf("ending %d ms after kill %d (node %d)", r.PauseAt.Add(r.PartitionPause).Sub(r.PauseKillAt).Milliseconds(), r.PauseKill, r.PauseVictim)
 	}
 	return fmt.Sprintf("%d kills %v by role %v: longest pause between acks %d ms; of one partition %d ms (partition %d) at %s, %s; every ISR full %d ms after the last restart (%d partitions); quorum caught up %d ms after it (%v); %s",
 		r.Kills, r.Victims, r.ByRole, r.LongestPause.Milliseconds(), r.PartitionPause.Milliseconds(), r.PausePartition, r.PauseAt.Format("15:04:05.000"), after,
