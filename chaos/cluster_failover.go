@@ -462,8 +462,13 @@ type ClusterKillOptions struct {
 	Partitions int32  // default 3
 	Rate       int    // default 300
 	Group      string // default "chaos"
-	Tuning     ProducerTuning
-	Logger     *zap.Logger
+	// Pairs, in the split layout, follows each kill with one of a node of
+	// the other role within Down, both restarted Down after the first:
+	// a controller and a broker down together, as a combined node's kill
+	// takes down both.
+	Pairs  bool
+	Tuning ProducerTuning
+	Logger *zap.Logger
 }
 
 func (o *ClusterKillOptions) defaults() {
@@ -538,10 +543,10 @@ func (r ClusterKillReport) String() string {
 // the split layout every broker) at the quorum leader's log end, stops
 // the writer, reads everything back and checks the history. Every node
 // must be serving when it is called. Any node may be the victim, a
-// controller-only one too, but one at a time: the next kill waits until
-// the last victim serves again, so at most one voter is down (the quorum
-// keeps its majority) and at most one broker (of three, enough for
-// min.insync.replicas=2).
+// controller-only one too, but one at a time (or one pair, Pairs): the
+// next kill waits until the last victims serve again, so at most one
+// voter is down (the quorum keeps its majority) and at most one broker
+// (of three, enough for min.insync.replicas=2).
 func ClusterKills(ctx context.Context, opts ClusterKillOptions) (ClusterKillReport, error) {
 	opts.defaults()
 	c, log := opts.Cluster, opts.Logger
@@ -582,25 +587,49 @@ func ClusterKills(ctx context.Context, opts ClusterKillOptions) (ClusterKillRepo
 			return rep, fmt.Errorf("consumer stopped after %d kills: %w", rep.Kills, err)
 		case <-time.After(up):
 		}
-		victim := ids[rng.IntN(len(ids))]
-		kills = append(kills, kill{victim, time.Now()})
-		if err := c.Kill(victim); err != nil {
+		killOne := func(victim int32) error {
+			kills = append(kills, kill{victim, time.Now()})
+			if err := c.Kill(victim); err != nil {
+				return err
+			}
+			rep.Kills++
+			rep.Victims[victim]++
+			rep.ByRole[c.node(victim).roles]++
+			log.Info("killed", zap.Int32("node", victim), zap.String("roles", c.node(victim).roles), zap.Int("kill", rep.Kills))
+			return nil
+		}
+		victims := []int32{ids[rng.IntN(len(ids))]}
+		if err := killOne(victims[0]); err != nil {
 			return rep, err
 		}
-		rep.Kills++
-		rep.Victims[victim]++
-		rep.ByRole[c.node(victim).roles]++
-		log.Info("killed", zap.Int32("node", victim), zap.String("roles", c.node(victim).roles), zap.Int("kill", rep.Kills))
+		restartAt := time.Now().Add(opts.Down)
+		if opts.Pairs && c.Split() {
+			other := c.ControllerIDs()
+			if c.node(victims[0]).controller() {
+				other = c.IDs()
+			}
+			victims = append(victims, other[rng.IntN(len(other))])
+			select {
+			case <-ctx.Done():
+				return rep, ctx.Err()
+			case <-time.After(time.Duration(rng.Int64N(int64(opts.Down)))):
+			}
+			if err := killOne(victims[1]); err != nil {
+				return rep, err
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return rep, ctx.Err()
-		case <-time.After(opts.Down):
+		case <-time.After(time.Until(restartAt)):
 		}
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		err := c.Start(sctx, victim)
-		cancel()
-		if err != nil {
-			return rep, fmt.Errorf("restart of node %d after kill %d: %w", victim, rep.Kills, err)
+		for _, victim := range victims {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			err := c.Start(sctx, victim)
+			cancel()
+			if err != nil {
+				return rep, fmt.Errorf("restart of node %d after kill %d: %w", victim, rep.Kills, err)
+			}
 		}
 		lastRestart = time.Now()
 	}

@@ -22,6 +22,7 @@ import (
 //	STRATA_FAILOVER_CONTROLLER=1 the failover's partition led by the active controller, so the fault hits both
 //	STRATA_KILLS=200            random kills in the kills runs (combined and split); unset, they run for STRATA_CLUSTER_SECONDS
 //	STRATA_CLUSTER_SECONDS=180  length of the kills run (default 180)
+//	STRATA_KILL_PAIRS=1         the split kills run kills a controller and a broker together (ClusterKillOptions.Pairs)
 //	STRATA_CHAOS_SEED=7         seed of the kill schedule (default 1)
 //	STRATA_CLUSTER_CLIENT_LOG=d the producer's franz-go debug log of each run into directory d
 //	                            (the exactly-once run's: the transformer's)
@@ -158,7 +159,7 @@ func runClusterKills(t *testing.T, c *Cluster) {
 	defer cancel()
 	start := time.Now()
 	rep, err := ClusterKills(ctx, ClusterKillOptions{
-		Cluster: c, Kills: kills, Duration: dur, Seed: uint64(envInt(t, "STRATA_CHAOS_SEED", 1)),
+		Cluster: c, Kills: kills, Duration: dur, Seed: uint64(envInt(t, "STRATA_CHAOS_SEED", 1)), Pairs: os.Getenv("STRATA_KILL_PAIRS") != "",
 		Tuning: clientLog(t, c.Name()+"-kills"), Logger: testLogger(t),
 	})
 	if err != nil {
