@@ -154,12 +154,13 @@ func checkFailover(t *testing.T, rep FailoverReport) {
 func runClusterKills(t *testing.T, c *Cluster) {
 	startCluster(t, c)
 	kills := envInt(t, "STRATA_KILLS", 0)
+	pairs := os.Getenv("STRATA_KILL_PAIRS") != ""
 	dur := time.Duration(envInt(t, "STRATA_CLUSTER_SECONDS", 180)) * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(kills)*time.Minute+dur+15*time.Minute)
 	defer cancel()
 	start := time.Now()
 	rep, err := ClusterKills(ctx, ClusterKillOptions{
-		Cluster: c, Kills: kills, Duration: dur, Seed: uint64(envInt(t, "STRATA_CHAOS_SEED", 1)), Pairs: os.Getenv("STRATA_KILL_PAIRS") != "",
+		Cluster: c, Kills: kills, Duration: dur, Seed: uint64(envInt(t, "STRATA_CHAOS_SEED", 1)), Pairs: pairs,
 		Tuning: clientLog(t, c.Name()+"-kills"), Logger: testLogger(t),
 	})
 	if err != nil {
@@ -180,6 +181,9 @@ func runClusterKills(t *testing.T, c *Cluster) {
 	}
 	if c.Split() && rep.Kills >= 2 && (rep.ByRole[rolesController] == 0 || rep.ByRole[rolesBroker] == 0) {
 		t.Errorf("kills by role %v: the split run must kill controllers and brokers", rep.ByRole)
+	}
+	if c.Split() && pairs && rep.ByRole[rolesController] != rep.ByRole[rolesBroker] {
+		t.Errorf("kills by role %v: each pair must be a controller and a broker", rep.ByRole)
 	}
 }
 
