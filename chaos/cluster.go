@@ -412,9 +412,9 @@ func brokerServing(ctx context.Context, n *clusterNode) error {
 
 // controllerServing says why controller-only node n does not serve yet: it
 // must answer ApiVersions on its controller listener, and the quorum must
-// have a leader that either is n or, when it reports n's last fetch (Kafka
-// does; Strata's controllers report -1, unknown), saw n fetch since n
-// started.
+// have a leader that either is n or, when it reports n's last fetch (-1
+// while it has not heard from n in its term; Strata's is n's last reply to
+// AppendEntries), saw n fetch since n started.
 func (c *Cluster) controllerServing(ctx context.Context, n *clusterNode) error {
 	if _, err := requestAt(ctx, n.ctrlAddr, kmsg.NewPtrApiVersionsRequest()); err != nil {
 		return fmt.Errorf("ApiVersions on the controller listener: %w", err)
