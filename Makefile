@@ -80,21 +80,21 @@ clean:
 # Longer process-kill runs (chaos/): CHAOS_ENV sets STRATA_KILLS, STRATA_CHAOS_KAFKA=1,
 # STRATA_CHAOS_POWERLOSS=1, STRATA_CHAOS_SEED (README, Testing).
 CHAOS_ENV ?= STRATA_KILLS=200
-# The three-node random kills (Strata's cluster always; Kafka's with STRATA_CHAOS_KAFKA=1)
-# follow the single node's.
+# The three-node random kills, then the split layout's (3 controllers, 3 brokers, any node
+# killed), follow the single node's (Strata's clusters always; Kafka's with STRATA_CHAOS_KAFKA=1).
 chaos:
 	KAFKA_VERSION=4.4.0 ./compat-tests/scripts/install-kafka.sh
 	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 180m -run '^Test(Strata|Kafka)Kills$$|PowerLoss' ./chaos
-	env STRATA_CLUSTER=1 $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 180m -run '^Test(Strata|Kafka)ClusterKills$$' ./chaos
+	env STRATA_CLUSTER=1 $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 180m -run '^Test(Strata|Kafka)Cluster(Split)?Kills$$' ./chaos
 
 # Three-node runs (chaos/cluster.go): leader failover by SIGKILL and SIGSTOP, the SIGKILL
 # one and an active-controller kill with split roles (3 controllers, 3 brokers), random
-# kills (STRATA_KILLS of them, 200 by default), group coordinator kills and an
+# kills (STRATA_KILLS of them, 200 by default) in both layouts, group coordinator kills and an
 # exactly-once consume-transform-produce run under leader and coordinator kills. CHAOS_ENV adds STRATA_CHAOS_KAFKA=1 for
 # the Apache Kafka 4.4.0 control and STRATA_CLUSTER=1 for Strata (README, Testing).
 cluster-chaos:
 	KAFKA_VERSION=4.4.0 ./compat-tests/scripts/install-kafka.sh
-	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 300m -run 'Cluster(Failover|SplitFailover|Kills|Partition|SlowFollower|GroupOffsets|ExactlyOnce|ChangesVoters)|Netns(Isolate|Shape)' ./chaos
+	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 300m -run 'Cluster(Failover|SplitFailover|Kills|SplitKills|Partition|SlowFollower|GroupOffsets|ExactlyOnce|ChangesVoters)|Netns(Isolate|Shape)' ./chaos
 
 # Compatibility matrix: real clients against Strata and Apache Kafka 4.1
 # (compat-tests/README.md). Writes compat-tests/report/matrix.{json,md}; fails only when a

@@ -15,10 +15,12 @@ package chaos
 //     SIGKILL (or stopped with SIGSTOP, resumed 10 s later), and the longest
 //     pause between two consecutive acknowledgements is measured; everything
 //     is read back and checked (Check: lost 0, duplicates 0).
-//   - ClusterKills: a random node SIGKILLed every few seconds, restarted
-//     after a short delay, for minutes, under the writer and a group
-//     consumer; then the history is checked and every partition's ISR
-//     (including __consumer_offsets) must be full again.
+//   - ClusterKills: a random node (in the split layout a controller-only
+//     one too) SIGKILLed every few seconds, restarted after a short delay,
+//     for minutes, under the writer and a group consumer; then the history
+//     is checked, every partition's ISR (including __consumer_offsets)
+//     must be full again and every voter at the quorum leader's log end
+//     (cluster_catchup.go).
 //   - NetworkPartition (cluster_partition.go): the leader cut off from the
 //     other nodes in its namespace, then healed.
 //   - SlowFollower (cluster_slow.go): one follower's link slowed below the
@@ -426,9 +428,9 @@ func brokerServing(ctx context.Context, n *clusterNode) error {
 
 // controllerServing says why controller-only node n does not serve yet: it
 // must answer ApiVersions on its controller listener, and the quorum must
-// have a leader that either is n or, when it reports n's last fetch (Kafka
-// does; Strata's controllers report -1, unknown), saw n fetch since n
-// started.
+// have a leader that either is n or, when it reports n's last fetch (-1
+// while it has not heard from n in its term; Strata's is n's last reply to
+// AppendEntries), saw n fetch since n started.
 func (c *Cluster) controllerServing(ctx context.Context, n *clusterNode) error {
 	if _, err := requestAt(ctx, n.ctrlAddr, kmsg.NewPtrApiVersionsRequest()); err != nil {
 		return fmt.Errorf("ApiVersions on the controller listener: %w", err)

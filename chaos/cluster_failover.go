@@ -132,6 +132,7 @@ type writer struct {
 	cl       *kgo.Client
 	mu       sync.Mutex
 	ackTimes []time.Time
+	ackParts []int32 // the partition of each acknowledgement in ackTimes
 	stop     context.CancelFunc
 	done     chan struct{}
 	pending  sync.WaitGroup
@@ -186,6 +187,7 @@ func startWriter(c *Cluster, topic string, partitions int32, rate int, acks kgo.
 				if err == nil {
 					w.mu.Lock()
 					w.ackTimes = append(w.ackTimes, time.Now())
+					w.ackParts = append(w.ackParts, r.Partition)
 					w.mu.Unlock()
 				}
 				w.rec.ack(r, err)
@@ -245,6 +247,31 @@ func (w *writer) longestPause() (time.Duration, time.Time) {
 		}
 	}
 	return longest, at
+}
+
+// longestPartitionPause is the longest gap between consecutive
+// acknowledgements of one partition, which partition and when the gap
+// began: with several partitions the others' acknowledgements go on while
+// one waits for a new leader, hiding its pause from longestPause.
+func (w *writer) longestPartitionPause() (time.Duration, int32, time.Time) {
+	w.mu.Lock()
+	byPart := map[int32][]time.Time{}
+	for i, at := range w.ackTimes {
+		byPart[w.ackParts[i]] = append(byPart[w.ackParts[i]], at)
+	}
+	w.mu.Unlock()
+	var longest time.Duration
+	var part int32
+	var at time.Time
+	for p, ts := range byPart {
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		for i := 1; i < len(ts); i++ {
+			if d := ts[i].Sub(ts[i-1]); d > longest {
+				longest, part, at = d, p, ts[i-1]
+			}
+		}
+	}
+	return longest, part, at
 }
 
 // createReplicatedTopic makes topic with partitions partitions replicated
@@ -435,8 +462,13 @@ type ClusterKillOptions struct {
 	Partitions int32  // default 3
 	Rate       int    // default 300
 	Group      string // default "chaos"
-	Tuning     ProducerTuning
-	Logger     *zap.Logger
+	// Pairs, in the split layout, follows each kill with one of a node of
+	// the other role within Down, both restarted Down after the first:
+	// a controller and a broker down together, as a combined node's kill
+	// takes down both.
+	Pairs  bool
+	Tuning ProducerTuning
+	Logger *zap.Logger
 }
 
 func (o *ClusterKillOptions) defaults() {
@@ -473,27 +505,52 @@ func (o *ClusterKillOptions) defaults() {
 // ClusterKillReport is what a random-kills run showed.
 type ClusterKillReport struct {
 	Kills        int
-	Victims      map[int32]int // kills per node
-	LongestPause time.Duration
-	Check        Report
-	ISR          []PartitionState // every partition of every topic after the run
-	ISRFullAfter time.Duration    // from the last restart to every ISR full
+	Victims      map[int32]int  // kills per node
+	ByRole       map[string]int // kills per process.roles
+	LongestPause time.Duration  // between two acknowledgements of any partitions
+	// PartitionPause is the longest between two of one partition,
+	// PausePartition's, beginning at PauseAt.
+	PartitionPause time.Duration
+	PausePartition int32
+	PauseAt        time.Time
+	// PauseKill is the last kill sent before that gap ended (0: none),
+	// the one that can have caused it; PauseVictim its victim,
+	// PauseKillAt when.
+	PauseKill           int
+	PauseVictim         int32
+	PauseKillAt         time.Time
+	Check               Report
+	ISR                 []PartitionState // every partition of every topic after the run
+	ISRFullAfter        time.Duration    // from the last restart to every ISR full
+	Quorum              QuorumState      // the DescribeQuorum answer showing every voter caught up
+	QuorumCaughtUpAfter time.Duration    // from the last restart to that answer
 }
 
 func (r ClusterKillReport) String() string {
-	return fmt.Sprintf("%d kills %v: longest pause between acks %d ms; every ISR full %d ms after the last restart (%d partitions); %s",
-		r.Kills, r.Victims, r.LongestPause.Milliseconds(), r.ISRFullAfter.Milliseconds(), len(r.ISR), r.Check.Summary())
+	after := "before the first kill"
+	if r.PauseKill > 0 {
+		after = fmt.Sprintf("ending %d ms after kill %d (node %d)", r.PauseAt.Add(r.PartitionPause).Sub(r.PauseKillAt).Milliseconds(), r.PauseKill, r.PauseVictim)
+	}
+	return fmt.Sprintf("%d kills %v by role %v: longest pause between acks %d ms; of one partition %d ms (partition %d) at %s, %s; every ISR full %d ms after the last restart (%d partitions); quorum caught up %d ms after it (%v); %s",
+		r.Kills, r.Victims, r.ByRole, r.LongestPause.Milliseconds(), r.PartitionPause.Milliseconds(), r.PausePartition, r.PauseAt.Format("15:04:05.000"), after,
+		r.ISRFullAfter.Milliseconds(), len(r.ISR), r.QuorumCaughtUpAfter.Milliseconds(), r.Quorum, r.Check.Summary())
 }
 
 // ClusterKills SIGKILLs a random node every MinUp-MaxUp, restarting it Down
 // later, for Kills kills or Duration, under an idempotent acks=all writer
 // and a group consumer; then waits until every node reports every
-// partition's ISR full, stops the writer, reads everything back and checks
-// the history. Every node must be serving when it is called.
+// partition's ISR full and DescribeQuorum shows every controller (and in
+// the split layout every broker) at the quorum leader's log end, stops
+// the writer, reads everything back and checks the history. Every node
+// must be serving when it is called. Any node may be the victim, a
+// controller-only one too, but one at a time (or one pair, Pairs): the
+// next kill waits until the last victims serve again, so at most one
+// voter is down (the quorum keeps its majority) and at most one broker
+// (of three, enough for min.insync.replicas=2).
 func ClusterKills(ctx context.Context, opts ClusterKillOptions) (ClusterKillReport, error) {
 	opts.defaults()
 	c, log := opts.Cluster, opts.Logger
-	rep := ClusterKillReport{Victims: map[int32]int{}}
+	rep := ClusterKillReport{Victims: map[int32]int{}, ByRole: map[string]int{}}
 	if err := createReplicatedTopic(ctx, c, opts.Topic, opts.Partitions); err != nil {
 		return rep, err
 	}
@@ -513,9 +570,14 @@ func ClusterKills(ctx context.Context, opts ClusterKillOptions) (ClusterKillRepo
 	}()
 
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x636c7573746572))
-	ids := c.IDs()
+	ids := c.nodeIDs()
 	end := time.Now().Add(opts.Duration)
 	lastRestart := time.Now()
+	type kill struct {
+		node int32
+		at   time.Time
+	}
+	var kills []kill
 	for (opts.Kills > 0 && rep.Kills < opts.Kills) || (opts.Kills == 0 && time.Now().Before(end)) {
 		up := opts.MinUp + time.Duration(rng.Int64N(int64(opts.MaxUp-opts.MinUp)+1))
 		select {
@@ -525,23 +587,49 @@ func ClusterKills(ctx context.Context, opts ClusterKillOptions) (ClusterKillRepo
 			return rep, fmt.Errorf("consumer stopped after %d kills: %w", rep.Kills, err)
 		case <-time.After(up):
 		}
-		victim := ids[rng.IntN(len(ids))]
-		if err := c.Kill(victim); err != nil {
+		killOne := func(victim int32) error {
+			kills = append(kills, kill{victim, time.Now()})
+			if err := c.Kill(victim); err != nil {
+				return err
+			}
+			rep.Kills++
+			rep.Victims[victim]++
+			rep.ByRole[c.node(victim).roles]++
+			log.Info("killed", zap.Int32("node", victim), zap.String("roles", c.node(victim).roles), zap.Int("kill", rep.Kills))
+			return nil
+		}
+		victims := []int32{ids[rng.IntN(len(ids))]}
+		if err := killOne(victims[0]); err != nil {
 			return rep, err
 		}
-		rep.Kills++
-		rep.Victims[victim]++
-		log.Info("killed", zap.Int32("node", victim), zap.Int("kill", rep.Kills))
+		restartAt := time.Now().Add(opts.Down)
+		if opts.Pairs && c.Split() {
+			other := c.ControllerIDs()
+			if c.node(victims[0]).controller() {
+				other = c.IDs()
+			}
+			victims = append(victims, other[rng.IntN(len(other))])
+			select {
+			case <-ctx.Done():
+				return rep, ctx.Err()
+			case <-time.After(time.Duration(rng.Int64N(int64(opts.Down)))):
+			}
+			if err := killOne(victims[1]); err != nil {
+				return rep, err
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return rep, ctx.Err()
-		case <-time.After(opts.Down):
+		case <-time.After(time.Until(restartAt)):
 		}
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		err := c.Start(sctx, victim)
-		cancel()
-		if err != nil {
-			return rep, fmt.Errorf("restart of node %d after kill %d: %w", victim, rep.Kills, err)
+		for _, victim := range victims {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			err := c.Start(sctx, victim)
+			cancel()
+			if err != nil {
+				return rep, fmt.Errorf("restart of node %d after kill %d: %w", victim, rep.Kills, err)
+			}
 		}
 		lastRestart = time.Now()
 	}
@@ -549,6 +637,10 @@ func ClusterKills(ctx context.Context, opts ClusterKillOptions) (ClusterKillRepo
 		return rep, fmt.Errorf("after %d kills: %w", rep.Kills, err)
 	}
 	rep.ISRFullAfter = time.Since(lastRestart)
+	if rep.Quorum, err = c.QuorumCaughtUp(ctx, time.Minute); err != nil {
+		return rep, fmt.Errorf("after %d kills: %w", rep.Kills, err)
+	}
+	rep.QuorumCaughtUpAfter = time.Since(lastRestart)
 	if err := w.waitAcked(ctx, w.acked()+opts.Rate, time.Minute); err != nil {
 		return rep, fmt.Errorf("after the ISRs are full: %w", err)
 	}
@@ -560,6 +652,12 @@ func ClusterKills(ctx context.Context, opts ClusterKillOptions) (ClusterKillRepo
 		return rep, fmt.Errorf("consumer: %w", err)
 	}
 	rep.LongestPause, _ = w.longestPause()
+	rep.PartitionPause, rep.PausePartition, rep.PauseAt = w.longestPartitionPause()
+	for i, k := range kills {
+		if k.at.Before(rep.PauseAt.Add(rep.PartitionPause)) {
+			rep.PauseKill, rep.PauseVictim, rep.PauseKillAt = i+1, k.node, k.at
+		}
+	}
 	final, err := readAll(ctx, c.Bootstrap(), opts.Topic, opts.Partitions)
 	if err != nil {
 		return rep, fmt.Errorf("final read: %w", err)

@@ -106,6 +106,28 @@ func TestStrataClusterSplitFailover(t *testing.T) {
 	runSplitFailovers(t, c, true)
 }
 
+// TestKafkaClusterSplitKills: random SIGKILLs of any node of Kafka's
+// split layout, controller-only or broker-only, one at a time, for
+// STRATA_CLUSTER_SECONDS (or STRATA_KILLS kills) under the writer and a
+// group consumer; nothing acknowledged lost, no duplicate, every ISR full,
+// DescribeQuorum showing every controller and broker at the leader's log
+// end, both roles killed.
+func TestKafkaClusterSplitKills(t *testing.T) {
+	runClusterKills(t, kafkaClusterWith(t, splitConfig(t)))
+}
+
+// TestStrataClusterSplitKills is the same on six Strata nodes.
+func TestStrataClusterSplitKills(t *testing.T) {
+	if os.Getenv("STRATA_CLUSTER") == "" {
+		t.Skip("Strata cluster: set STRATA_CLUSTER=1 to run it")
+	}
+	c, err := NewStrataCluster(buildStrata(t), splitConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runClusterKills(t, c)
+}
+
 // TestClusterPropsSplitRoles: in the split layout the controllers' files
 // carry process.roles=controller and only the controller listener, the
 // brokers' process.roles=broker and only the client listener (advertised,

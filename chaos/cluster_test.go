@@ -20,8 +20,9 @@ import (
 //	STRATA_FAILOVERS=3          failover repetitions per fault (default 3 for SIGKILL, 2 for SIGSTOP;
 //	                            1 round of leader and controller kills in the split run, cluster_split_test.go)
 //	STRATA_FAILOVER_CONTROLLER=1 the failover's partition led by the active controller, so the fault hits both
-//	STRATA_KILLS=200            random kills in the kills run; unset, it runs for STRATA_CLUSTER_SECONDS
+//	STRATA_KILLS=200            random kills in the kills runs (combined and split); unset, they run for STRATA_CLUSTER_SECONDS
 //	STRATA_CLUSTER_SECONDS=180  length of the kills run (default 180)
+//	STRATA_KILL_PAIRS=1         the split kills run kills a controller and a broker together (ClusterKillOptions.Pairs)
 //	STRATA_CHAOS_SEED=7         seed of the kill schedule (default 1)
 //	STRATA_CLUSTER_CLIENT_LOG=d the producer's franz-go debug log of each run into directory d
 //	                            (the exactly-once run's: the transformer's)
@@ -154,12 +155,13 @@ func checkFailover(t *testing.T, rep FailoverReport) {
 func runClusterKills(t *testing.T, c *Cluster) {
 	startCluster(t, c)
 	kills := envInt(t, "STRATA_KILLS", 0)
+	pairs := os.Getenv("STRATA_KILL_PAIRS") != ""
 	dur := time.Duration(envInt(t, "STRATA_CLUSTER_SECONDS", 180)) * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(kills)*time.Minute+dur+15*time.Minute)
 	defer cancel()
 	start := time.Now()
 	rep, err := ClusterKills(ctx, ClusterKillOptions{
-		Cluster: c, Kills: kills, Duration: dur, Seed: uint64(envInt(t, "STRATA_CHAOS_SEED", 1)),
+		Cluster: c, Kills: kills, Duration: dur, Seed: uint64(envInt(t, "STRATA_CHAOS_SEED", 1)), Pairs: pairs,
 		Tuning: clientLog(t, c.Name()+"-kills"), Logger: testLogger(t),
 	})
 	if err != nil {
@@ -177,6 +179,12 @@ func runClusterKills(t *testing.T, c *Cluster) {
 	}
 	if !rep.Check.OK() {
 		t.Errorf("anomalies found: %s", rep.Check.Summary())
+	}
+	if c.Split() && rep.Kills >= 2 && (rep.ByRole[rolesController] == 0 || rep.ByRole[rolesBroker] == 0) {
+		t.Errorf("kills by role %v: the split run must kill controllers and brokers", rep.ByRole)
+	}
+	if c.Split() && pairs && rep.ByRole[rolesController] != rep.ByRole[rolesBroker] {
+		t.Errorf("kills by role %v: each pair must be a controller and a broker", rep.ByRole)
 	}
 }
 
@@ -197,7 +205,8 @@ func TestStrataClusterFailover(t *testing.T) {
 
 // TestKafkaClusterKills: random SIGKILLs of any Kafka node for
 // STRATA_CLUSTER_SECONDS (or STRATA_KILLS kills) under the writer and a
-// group consumer; nothing acknowledged lost, no duplicate, every ISR full.
+// group consumer; nothing acknowledged lost, no duplicate, every ISR full,
+// every voter at the quorum leader's log end.
 func TestKafkaClusterKills(t *testing.T) {
 	runClusterKills(t, kafkaCluster(t))
 }
