@@ -168,7 +168,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	}
 	endpoints := advertisedEndpoints(advAddrs, listeners)
 	events := storage.TeeEventListener(storage.LoggingListener(logger), met.StorageEvents())
-	logs, err := storage.OpenManager(fsys, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID,
+	logs, err := storage.OpenManager(fsys, cfg.LogDirs, cfg.Log, storage.ManagerOptions{Logger: logger, NodeID: cfg.NodeID, ClusterID: cfg.Cluster.ClusterID,
 		Events: &events, Clock: clock, ReserveProducerIDs: pids.Reserve})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open log dir %s: %w", cfg.LogDirs, err), closeListeners(listeners))

@@ -34,6 +34,10 @@ const lockFile = ".lock"
 type ManagerOptions struct {
 	Logger *zap.Logger
 	NodeID int32
+	// ClusterID is the id of the cluster this node is one of, written to
+	// a new log dir's meta.properties and required of an existing one's;
+	// "" (a single node) creates a random one and accepts any.
+	ClusterID string
 	// Clock is the clock of retention, the cleaner, revivals and every
 	// log; nil = the real one.
 	Clock clockwork.Clock
@@ -218,7 +222,7 @@ func OpenManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOptions) 
 
 // openLockedManager is OpenManager once the log dir's lock is held.
 func openLockedManager(fsys vfs.FS, dir string, defaults Config, opts ManagerOptions, logger *zap.Logger) (*Manager, error) {
-	meta, created, err := loadOrCreateMetaProperties(fsys, dir, opts.NodeID)
+	meta, created, err := loadOrCreateMetaProperties(fsys, dir, opts.NodeID, opts.ClusterID)
 	if err != nil {
 		return nil, err
 	}

@@ -97,15 +97,17 @@ func formatProperties(props map[string]string) []byte {
 	return b.Bytes()
 }
 
-// loadOrCreateMetaProperties reads dir/meta.properties, creating it with a new
-// cluster id and directory id on first start (created is then true). A
-// stored node.id different from nodeID is an error: the directory belongs to
-// another broker.
-func loadOrCreateMetaProperties(fsys vfs.FS, dir string, nodeID int32) (mp metaProperties, created bool, err error) {
+// loadOrCreateMetaProperties reads dir/meta.properties, creating it with
+// clusterID (a new cluster id when empty) and a new directory id on first
+// start (created is then true). A stored node.id different from nodeID is
+// an error: the directory belongs to another broker; so is a stored
+// cluster.id other than a non-empty clusterID, with Kafka's message
+// (MetaPropertiesEnsemble.verify): it belongs to another cluster.
+func loadOrCreateMetaProperties(fsys vfs.FS, dir string, nodeID int32, clusterID string) (mp metaProperties, created bool, err error) {
 	path := filepath.Join(dir, metaPropertiesFile)
 	data, err := slurpFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
-		mp, err := createMetaProperties(fsys, path, nodeID)
+		mp, err := createMetaProperties(fsys, path, nodeID, clusterID)
 		return mp, err == nil, err
 	}
 	if err != nil {
@@ -129,6 +131,9 @@ func loadOrCreateMetaProperties(fsys vfs.FS, dir string, nodeID int32) (mp metaP
 	if _, err := parseUUID(mp.ClusterID); err != nil {
 		return metaProperties{}, false, fmt.Errorf("%s: cluster.id: %w", path, err)
 	}
+	if clusterID != "" && mp.ClusterID != clusterID {
+		return metaProperties{}, false, fmt.Errorf("invalid cluster.id in: %s. Expected %s, but read %s", dir, clusterID, mp.ClusterID)
+	}
 	if mp.DirectoryID != "" {
 		if _, err := parseUUID(mp.DirectoryID); err != nil {
 			return metaProperties{}, false, fmt.Errorf("%s: directory.id: %w", path, err)
@@ -148,16 +153,19 @@ func loadOrCreateMetaProperties(fsys vfs.FS, dir string, nodeID int32) (mp metaP
 	return mp, false, nil
 }
 
-func createMetaProperties(fsys vfs.FS, path string, nodeID int32) (metaProperties, error) {
-	clusterID, err := newUUID()
-	if err != nil {
-		return metaProperties{}, err
+func createMetaProperties(fsys vfs.FS, path string, nodeID int32, clusterID string) (metaProperties, error) {
+	if clusterID == "" {
+		id, err := newUUID()
+		if err != nil {
+			return metaProperties{}, err
+		}
+		clusterID = uuidString(id)
 	}
 	dirID, err := newUUID()
 	if err != nil {
 		return metaProperties{}, err
 	}
-	mp := metaProperties{ClusterID: uuidString(clusterID), NodeID: nodeID, DirectoryID: uuidString(dirID)}
+	mp := metaProperties{ClusterID: clusterID, NodeID: nodeID, DirectoryID: uuidString(dirID)}
 	props := map[string]string{
 		"version":      strconv.Itoa(metaPropertiesVersion),
 		"cluster.id":   mp.ClusterID,

@@ -12,7 +12,7 @@ import (
 
 func TestMetaPropertiesStableAcrossReopen(t *testing.T) {
 	dir := t.TempDir()
-	first, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 3)
+	first, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 3, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestMetaPropertiesStableAcrossReopen(t *testing.T) {
 			t.Errorf("meta.properties lacks %q:\n%s", line, data)
 		}
 	}
-	again, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 3)
+	again, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 3, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,12 +42,34 @@ func TestMetaPropertiesStableAcrossReopen(t *testing.T) {
 
 func TestMetaPropertiesNodeIDMismatch(t *testing.T) {
 	dir := t.TempDir()
-	if _, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 1); err != nil {
+	if _, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 1, ""); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 2)
+	_, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 2, "")
 	if err == nil || !strings.Contains(err.Error(), "node.id 1") || !strings.Contains(err.Error(), "node.id 2") {
 		t.Fatalf("mismatch error %v should name both node ids", err)
+	}
+}
+
+// TestMetaPropertiesClusterID checks that a cluster node's new log dir
+// takes the cluster's id and that a log dir of another cluster is refused
+// with Kafka's message, while a single node (no id) takes any.
+func TestMetaPropertiesClusterID(t *testing.T) {
+	dir := t.TempDir()
+	const id = "ZqZlNWTXQAq9qv-mKYFIMg"
+	mp, created, err := loadOrCreateMetaProperties(vfs.Default, dir, 4, id)
+	if err != nil || !created || mp.ClusterID != id {
+		t.Fatalf("new dir: %+v created %v, %v; want cluster.id %s", mp, created, err, id)
+	}
+	if _, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 4, id); err != nil {
+		t.Fatalf("same cluster: %v", err)
+	}
+	_, _, err = loadOrCreateMetaProperties(vfs.Default, dir, 4, "NYPzPIOlQnq4otw3pg_vLw")
+	if want := "invalid cluster.id in: " + dir + ". Expected NYPzPIOlQnq4otw3pg_vLw, but read " + id; err == nil || err.Error() != want {
+		t.Fatalf("another cluster: %v; want %q", err, want)
+	}
+	if _, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 4, ""); err != nil {
+		t.Fatalf("a single node: %v", err)
 	}
 }
 
@@ -60,14 +82,14 @@ func TestMetaPropertiesReadsKafkaFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(kafka), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mp, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 0)
+	mp, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if mp.ClusterID != "MkU3OEVBNTcwNTJENDM2Qk" || mp.DirectoryID == "" {
 		t.Fatalf("read %+v", mp)
 	}
-	again, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 0)
+	again, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 0, "")
 	if err != nil || again != mp {
 		t.Fatalf("directory.id not persisted: %+v %v", again, err)
 	}
@@ -75,7 +97,7 @@ func TestMetaPropertiesReadsKafkaFile(t *testing.T) {
 		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 0)
+		_, _, err := loadOrCreateMetaProperties(vfs.Default, dir, 0, "")
 		if err == nil {
 			t.Errorf("accepted %q", bad)
 		}
