@@ -227,6 +227,26 @@ func (w *writer) finish(ctx context.Context) error {
 }
 
 // close stops the writer and its client, for a run that ends early.
+// check reads topic's one partition back from c and checks the writer's
+// history against it, leaving out the records unchecked says were not
+// the writer's (nil: none).
+func (w *writer) check(ctx context.Context, c *Cluster, topic string, unchecked func(Read) bool) (Report, error) {
+	final, err := readAll(ctx, c.Bootstrap(), topic, 1)
+	if err != nil {
+		return Report{}, fmt.Errorf("final read: %w", err)
+	}
+	if unchecked != nil {
+		final = slices.DeleteFunc(final, unchecked)
+	}
+	w.rec.mu.Lock()
+	h := w.rec.h
+	w.rec.mu.Unlock()
+	h.Final = final
+	res := Check(h)
+	res.Target = c.Name()
+	return res, nil
+}
+
 func (w *writer) close() {
 	w.stop()
 	w.cl.Close()
@@ -436,17 +456,9 @@ func Failover(ctx context.Context, opts FailoverOptions) (FailoverReport, error)
 	var pauseStart time.Time
 	rep.LongestPause, pauseStart = w.longestPause()
 	rep.PauseAt = pauseStart.Sub(faultAt)
-	final, err := readAll(ctx, c.Bootstrap(), opts.Topic, 1)
-	if err != nil {
-		return rep, fmt.Errorf("final read: %w", err)
-	}
-	w.rec.mu.Lock()
-	h := w.rec.h
-	w.rec.mu.Unlock()
-	h.Final = final
-	rep.Check = Check(h)
-	rep.Check.Target = c.Name()
-	return rep, nil
+	check, err := w.check(ctx, c, opts.Topic, nil)
+	rep.Check = check
+	return rep, err
 }
 
 // ClusterKillOptions configure a random-kills run.

@@ -298,17 +298,9 @@ func NetworkPartition(ctx context.Context, opts PartitionOptions) (PartitionRepo
 		}
 	}
 
-	final, err := readAll(ctx, c.Bootstrap(), opts.Topic, 1)
-	if err != nil {
-		return rep, fmt.Errorf("final read: %w", err)
-	}
-	w.rec.mu.Lock()
-	h := w.rec.h
-	w.rec.mu.Unlock()
-	h.Final = final
-	rep.Check = Check(h)
-	rep.Check.Target = c.Name()
-	return rep, nil
+	check, err := w.check(ctx, c, opts.Topic, nil)
+	rep.Check = check
+	return rep, err
 }
 
 // partitionLeader is the leader of topic's partition 0 as node id says.

@@ -351,15 +351,7 @@ func SlowFollower(ctx context.Context, opts SlowFollowerOptions) (SlowFollowerRe
 	var pauseStart time.Time
 	rep.LongestPause, pauseStart = w.longestPause()
 	rep.PauseAt = pauseStart.Sub(shapeAt)
-	final, err := readAll(ctx, c.Bootstrap(), opts.Topic, 1)
-	if err != nil {
-		return rep, fmt.Errorf("final read: %w", err)
-	}
-	w.rec.mu.Lock()
-	h := w.rec.h
-	w.rec.mu.Unlock()
-	h.Final = slices.DeleteFunc(final, func(r Read) bool { return strings.HasPrefix(r.Value, loadValuePrefix) })
-	rep.Check = Check(h)
-	rep.Check.Target = c.Name()
-	return rep, nil
+	check, err := w.check(ctx, c, opts.Topic, func(r Read) bool { return strings.HasPrefix(r.Value, loadValuePrefix) })
+	rep.Check = check
+	return rep, err
 }

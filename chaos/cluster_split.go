@@ -178,17 +178,9 @@ func ControllerFailover(ctx context.Context, opts ControllerFailoverOptions) (Co
 	rep.ControllerPause = w.longestPauseIn(rep.FaultAt, rep.LeaderKillAt)
 	rep.LeaderPause = w.longestPauseIn(rep.LeaderKillAt, time.Time{})
 	rep.LongestPause, _ = w.longestPause()
-	final, err := readAll(ctx, c.Bootstrap(), opts.Topic, 1)
-	if err != nil {
-		return rep, fmt.Errorf("final read: %w", err)
-	}
-	w.rec.mu.Lock()
-	h := w.rec.h
-	w.rec.mu.Unlock()
-	h.Final = final
-	rep.Check = Check(h)
-	rep.Check.Target = c.Name()
-	return rep, nil
+	check, err := w.check(ctx, c, opts.Topic, nil)
+	rep.Check = check
+	return rep, err
 }
 
 // longestPauseIn is the longest gap between consecutive acknowledgements

@@ -414,17 +414,9 @@ func ChangeVoters(ctx context.Context, opts ChangeVotersOptions) (ChangeVotersRe
 	rep.ChangePause = w.longestPauseIn(changeAt, rep.KillAt)
 	rep.KillPause = w.longestPauseIn(rep.KillAt, time.Time{})
 	rep.LongestPause, _ = w.longestPause()
-	final, err := readAll(ctx, c.Bootstrap(), opts.Topic, 1)
-	if err != nil {
-		return rep, fmt.Errorf("final read: %w", err)
-	}
-	w.rec.mu.Lock()
-	h := w.rec.h
-	w.rec.mu.Unlock()
-	h.Final = final
-	rep.Check = Check(h)
-	rep.Check.Target = c.Name()
-	return rep, nil
+	check, err := w.check(ctx, c, opts.Topic, nil)
+	rep.Check = check
+	return rep, err
 }
 
 // waitVoters waits until DescribeQuorum reports exactly want as the
