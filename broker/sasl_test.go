@@ -66,7 +66,10 @@ func TestSASLPlainPrincipalReachesAuthorizer(t *testing.T) {
 			opts = append(opts, kgo.DialTLSConfig(&tls.Config{RootCAs: pool}))
 		}
 		cl := saslClient(t, b, "alice", "alice-secret", append(opts, kgo.DefaultProduceTopic("principals"), kgo.AllowAutoTopicCreation())...)
-		if err := cl.ProduceSync(t.Context(), &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+		err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr()
+		cancel()
+		if err != nil {
 			t.Fatalf("ssl=%v: produce as alice: %v", ssl, err)
 		}
 		authz.mu.Lock()
