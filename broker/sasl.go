@@ -152,7 +152,8 @@ func (c *conn) authenticateSASL() error {
 				resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, kmsg.StringPtr(err.Error())
 				return c.saslFailed(mechanism, err, req, resp)
 			}
-			resp.SASLAuthBytes = []byte{}
+			// Kafka answers success with an empty message, not a null one.
+			resp.SASLAuthBytes, resp.ErrorMessage = []byte{}, kmsg.StringPtr("")
 			if err := c.reply(req, resp); err != nil {
 				return err
 			}

@@ -231,7 +231,7 @@ func TestSASLExchange(t *testing.T) {
 			c := dialSASL(t, b)
 			handshake(c, 1, "PLAIN")
 			resp := authenticate(c, v, []byte("alice\x00alice\x00alice-secret"))
-			if resp.ErrorCode != 0 || resp.SessionLifetimeMillis != 0 || len(resp.SASLAuthBytes) != 0 {
+			if resp.ErrorCode != 0 || resp.SessionLifetimeMillis != 0 || len(resp.SASLAuthBytes) != 0 || resp.ErrorMessage == nil || *resp.ErrorMessage != "" {
 				t.Fatalf("SaslAuthenticate v%d: %+v, want success, no token, no session lifetime", v, resp)
 			}
 			req := kmsg.NewPtrMetadataRequest()
