@@ -180,6 +180,14 @@ func TestSASLExchange(t *testing.T) {
 		c.sendRequest(req, 3, 2)
 		c.closed("a second ApiVersions")
 		c = dialSASL(t, b)
+		c.send(int16(kmsg.ApiVersions), 99, 1, []byte{0, 0, 0}, true)
+		if o := c.outcome(false); o.closed || o.corr != 1 || len(o.body) < 2 || int16(binary.BigEndian.Uint16(o.body)) != kerr.UnsupportedVersion.Code {
+			t.Fatalf("ApiVersions v99 before authentication: %+v, want UNSUPPORTED_VERSION", o)
+		}
+		c.sendRequest(req, 3, 2)
+		c.response(req, 2)
+		handshake(c, 1, "PLAIN")
+		c = dialSASL(t, b)
 		c.sendRequest(req, 3, 1)
 		c.response(req, 1)
 		metadata(c, 2)
@@ -326,4 +334,20 @@ func FuzzPlainToken(f *testing.F) {
 			t.Fatalf("%q: user %q, error %v; want success %v", msg, user, err, ok)
 		}
 	})
+}
+
+// TestSASLFailureDelayed: a failed authentication is answered, and the
+// connection closed, only after connection.failed.authentication.delay.ms,
+// as Kafka slows down password guessing.
+func TestSASLFailureDelayed(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	b := saslBroker(t, func(c *Config) { c.ListenerSASL["SASL"].FailedDelay = delay })
+	c := dialSASL(t, b)
+	handshake(c, 1, "PLAIN")
+	start := time.Now()
+	resp := authenticate(c, 2, []byte("\x00alice\x00wrong"))
+	if took := time.Since(start); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code || took < delay {
+		t.Errorf("wrong password: %v after %v, want SASL_AUTHENTICATION_FAILED after %v at least", kerr.ErrorForCode(resp.ErrorCode), took, delay)
+	}
+	c.closed("after the delayed failure")
 }
