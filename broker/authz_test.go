@@ -160,6 +160,17 @@ func denyAllCases(topicID [16]byte) []authzCase {
 				t.Errorf("error %d, %d keys", r.ErrorCode, len(r.ApiKeys))
 			}
 		}},
+		{"SaslHandshake after authentication is ILLEGAL_SASL_STATE, not authorized", func() kmsg.Request {
+			r := kmsg.NewPtrSASLHandshakeRequest()
+			r.Mechanism = "PLAIN"
+			return r
+		}, 1, func(t *testing.T, resp kmsg.Response) {
+			code(t, "handshake", resp.(*kmsg.SASLHandshakeResponse).ErrorCode, kerr.IllegalSaslState)
+		}},
+		{"SaslAuthenticate after authentication is ILLEGAL_SASL_STATE, not authorized", func() kmsg.Request { return kmsg.NewPtrSASLAuthenticateRequest() }, 2,
+			func(t *testing.T, resp kmsg.Response) {
+				code(t, "authenticate", resp.(*kmsg.SASLAuthenticateResponse).ErrorCode, kerr.IllegalSaslState)
+			}},
 		{"Produce", produce(badInputBatch(), nil), 11, func(t *testing.T, resp kmsg.Response) {
 			p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 			code(t, "partition", p.ErrorCode, topicAuth)

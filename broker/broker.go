@@ -83,6 +83,10 @@ type Config struct {
 	// ListenerTLS is the TLS of each SSL client listener, by its
 	// upper-case name (tls.go); the others are PLAINTEXT.
 	ListenerTLS map[string]*ListenerTLS
+	// ListenerSASL is the SASL of each SASL_PLAINTEXT and SASL_SSL client
+	// listener, by its upper-case name (sasl.go); a SASL_SSL one has its
+	// ListenerTLS too.
+	ListenerSASL map[string]*ListenerSASL
 	// BoundListeners, when set, are the client listeners already bound,
 	// in the order of Listeners: a broker-only node's carry raft's
 	// connections too (quorum.NewBrokerListeners).
@@ -407,6 +411,7 @@ func (b *Broker) add(nc net.Conn, l *clientListener) bool {
 	c := newConn(b, nc)
 	c.svc = l.svc
 	c.tls, c.tlsConn = l.tls, tc
+	c.sasl = b.cfg.ListenerSASL[l.name]
 	if !b.admit(c) {
 		return true
 	}

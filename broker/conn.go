@@ -132,6 +132,9 @@ type conn struct {
 	tls       *ListenerTLS
 	tlsConn   *tls.Conn
 	principal string
+	// sasl is a SASL listener's (sasl.go): the connection authenticates
+	// before its first request is served. nil on other listeners.
+	sasl *ListenerSASL
 
 	fetchErr int16 // top-level error code of the fetch response just written, for metrics
 
@@ -172,6 +175,12 @@ func (c *conn) serve() {
 	if err := c.handshake(); err != nil {
 		c.logClose(err)
 		return
+	}
+	if c.sasl != nil {
+		if err := c.authenticateSASL(); err != nil {
+			c.logClose(err)
+			return
+		}
 	}
 	for {
 		if err := c.serveOneRecovered(); err != nil {
@@ -231,6 +240,8 @@ func (c *conn) logClose(err error) {
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, errIdle), c.b.isClosing() && errors.Is(err, os.ErrDeadlineExceeded):
 		c.log.Debug("connection closed", zap.Error(err))
+	case errors.Is(err, errSASLFailed):
+		c.log.Info("closing connection", zap.Error(err))
 	default:
 		c.log.Warn("closing connection", zap.Error(err))
 	}

@@ -1,8 +1,9 @@
 package broker
 
 // The client listeners. listeners names one or more NAME://host:port, each
-// bound and served as PLAINTEXT, or as SSL when Config.ListenerTLS has its
-// name (tls.go; cmd/strata refuses SASL), and advertised.listeners the
+// bound and served as PLAINTEXT, as SSL when Config.ListenerTLS has its
+// name (tls.go), with SASL first when Config.ListenerSASL has it (sasl.go),
+// and advertised.listeners the
 // endpoints this node registers, one per listener name. A connection answers with the endpoints of the
 // listener it arrived on, as Kafka's KafkaApis answers with those of
 // request.context.listenerName: its services carry that listener's name

@@ -69,6 +69,8 @@ type settings struct {
 
 	ListenerTLS map[string]*broker.ListenerTLS // the TLS of each SSL client listener, by name (config_ssl.go)
 
+	ListenerSASL map[string]*broker.ListenerSASL // the SASL of each SASL client listener, by name (config_sasl.go)
+
 	// KIP-848 consumer groups.
 	ConsumerSessionTimeoutMs       int64 // group.consumer.session.timeout.ms
 	ConsumerMinSessionTimeoutMs    int64 // group.consumer.min.session.timeout.ms
@@ -212,6 +214,8 @@ func keyKind(key string) string {
 		return "cluster"
 	case isSSLKey(key):
 		return "ssl"
+	case isSASLKey(key):
+		return "sasl"
 	case slices.Contains(ignoredKeys, key):
 		return "ignored"
 	case strings.HasPrefix(key, "socket.") && strings.HasSuffix(key, ".buffer.bytes"):
@@ -262,6 +266,8 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 			// Read by loadClusterSettings; a single node has no use for it.
 		case "ssl":
 			// Read for each SSL listener (config_ssl.go).
+		case "sasl":
+			// Read for each SASL listener (config_sasl.go).
 		case "unknown":
 			log.Warn("unknown configuration key, ignored", zap.String("key", k), zap.String("value", props[k]))
 		}

@@ -21,8 +21,8 @@ import (
 // client listener is served, each answering with its own endpoints
 // (broker/listeners.go). A node whose quorum is named only by
 // controller.quorum.bootstrap.servers learns its voters from them. What
-// Strata cannot do (join an external quorum as a new voter, SSL or SASL) is
-// refused rather than ignored.
+// Strata cannot do (join an external quorum as a new voter, TLS or SASL
+// between cluster nodes) is refused rather than ignored.
 
 // listenerEndpoint is one entry of listeners or advertised.listeners.
 type listenerEndpoint struct {
@@ -123,13 +123,6 @@ func loadListenerSettings(p *propReader, s *settings) {
 			advertisedClients = append(advertisedClients, e)
 		}
 	}
-	for _, e := range listeners {
-		if e.protocol != "PLAINTEXT" && e.protocol != "SSL" {
-			p.err = &unsupportedError{Key: "listeners", Value: p.props["listeners"],
-				Feature: fmt.Sprintf("the %s security protocol (listener %s, see listener.security.protocol.map)", e.protocol, e.name)}
-			return
-		}
-	}
 	switch {
 	case s.BrokerOnly:
 		if !checkBrokerOnly(p, s, controllerNames, protocols, controllers) {
@@ -142,7 +135,7 @@ func loadListenerSettings(p *propReader, s *settings) {
 			return
 		}
 		if !checkQuorum(p, s, s.NodeID, controllerNames, listeners, advertised, controllers) ||
-			!checkClusterPlaintext(p, s, "", protocols, controllerNames) {
+			!checkClusterSASL(p, s, "", protocols, controllerNames) || !checkClusterPlaintext(p, s, "", protocols, controllerNames) {
 			return
 		}
 		s.ControllerListener = controllers[0].String()
@@ -154,10 +147,11 @@ func loadListenerSettings(p *propReader, s *settings) {
 		}
 	}
 	interBroker, ok := checkBrokerListeners(p, protocols, listeners, advertisedClients)
-	if !ok || !checkClusterPlaintext(p, s, interBroker, protocols, controllerNames) {
+	if !ok || !checkClusterSASL(p, s, interBroker, protocols, controllerNames) || !checkClusterPlaintext(p, s, interBroker, protocols, controllerNames) {
 		return
 	}
 	loadSSLListeners(p, s, clients)
+	loadSASLListeners(p, s, clients)
 	// checkBrokerListeners made sure advertisedClients is non-empty and a
 	// subset of the client listeners: a listener left out of it is served
 	// but registers no endpoint, as in Kafka.

@@ -196,12 +196,16 @@ func TestUnsupportedSecurityRefused(t *testing.T) {
 		feature string
 	}{
 		{map[string]string{"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093", "listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"},
-			"listeners", "the SASL_PLAINTEXT security protocol (listener PLAINTEXT"},
-		{map[string]string{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"}, "listeners", "the SASL_SSL security protocol (listener CONTROLLER"},
-		{map[string]string{"sasl.enabled.mechanisms": "PLAIN"}, "sasl.enabled.mechanisms", "SASL"},
-		{map[string]string{"sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required;"}, "sasl.jaas.config", "SASL"},
-		{map[string]string{"sasl.mechanism.inter.broker.protocol": "PLAIN"}, "sasl.mechanism.inter.broker.protocol", "SASL"},
-		{map[string]string{"listener.name.sasl_ssl.plain.sasl.jaas.config": "x required;"}, "listener.name.sasl_ssl.plain.sasl.jaas.config", "SASL"},
+			"sasl.enabled.mechanisms", "the SASL mechanism GSSAPI (Kerberos) on the SASL_PLAINTEXT listener PLAINTEXT (Kafka's default"},
+		{map[string]string{"listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT", "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512"},
+			"sasl.enabled.mechanisms", "the SASL mechanism SCRAM-SHA-512 on the SASL_PLAINTEXT listener PLAINTEXT (strata serves PLAIN)"},
+		{map[string]string{"listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT", "listener.name.plaintext.sasl.enabled.mechanisms": "OAUTHBEARER"},
+			"listener.name.plaintext.sasl.enabled.mechanisms", "the SASL mechanism OAUTHBEARER"},
+		{map[string]string{"sasl.server.callback.handler.class": "com.example.Handler"}, "sasl.server.callback.handler.class", "custom SASL callback handlers"},
+		{map[string]string{"listener.name.sasl_ssl.plain.sasl.server.callback.handler.class": "com.example.Handler"},
+			"listener.name.sasl_ssl.plain.sasl.server.callback.handler.class", "custom SASL callback handlers"},
+		{map[string]string{"connections.max.reauth.ms": "3600000"}, "connections.max.reauth.ms", "SASL re-authentication (KIP-368)"},
+		{map[string]string{"principal.builder.class": "com.example.Builder"}, "principal.builder.class", "a custom principal builder"},
 		{map[string]string{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name", "authorization (ACLs)"},
 		{map[string]string{"delegation.token.secret.key": "k"}, "delegation.token.secret.key", "delegation tokens"},
 		{map[string]string{"create.topic.policy.class.name": "com.example.Policy"}, "create.topic.policy.class.name", "create topic policies"},
@@ -223,6 +227,9 @@ func TestUnsupportedSecurityRefused(t *testing.T) {
 		{"ssl.client.auth": "required", "ssl.keystore.location": "/etc/kafka/server.jks"},
 		{"ssl.enabled.protocols": "TLSv1.3", "ssl.endpoint.identification.algorithm": "https"},
 		{"sasl.enabled.mechanisms": " "},
+		{"sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN", "connections.max.reauth.ms": "0"},
+		{"listener.name.sasl_ssl.plain.sasl.jaas.config": "x required;", "sasl.kerberos.service.name": "kafka"},
+		{"principal.builder.class": "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"},
 		{"super.users": "User:admin", "allow.everyone.if.no.acl.found": "false"},
 	} {
 		if _, err := loadSettings(combined(harmless), zap.NewNop()); err != nil {

@@ -28,10 +28,11 @@ var unsupportedKeys = map[string]string{
 }
 
 // unsupportedFeature says which missing feature key configures, or "" when
-// Strata reads or may ignore it. Every sasl.* key configures SASL
-// authentication; the ssl.* keys are read for each SSL listener
-// (config_ssl.go) and mean nothing without one, as in Kafka. listener.name.<listener>.
-// prefixes (and, for SASL, a mechanism after them) are looked through.
+// Strata reads or may ignore it. The sasl.* keys are read for each SASL
+// listener (config_sasl.go), but for those naming custom classes; the
+// ssl.* keys are read for each SSL listener (config_ssl.go) and mean
+// nothing without one, as in Kafka. listener.name.<listener>. prefixes
+// (and, for SASL, a mechanism after them) are looked through.
 func unsupportedFeature(key, value string) string {
 	if strings.TrimSpace(value) == "" {
 		return ""
@@ -41,14 +42,13 @@ func unsupportedFeature(key, value string) string {
 		if f := unsupportedFeature(rest, value); f != "" {
 			return f
 		}
-		if _, afterMechanism, ok := strings.Cut(rest, "."); ok && strings.HasPrefix(afterMechanism, "sasl.") {
-			return "SASL"
+		if _, afterMechanism, ok := strings.Cut(rest, "."); ok {
+			return saslUnsupported(afterMechanism, value)
 		}
 		return ""
 	}
-	switch {
-	case strings.HasPrefix(key, "sasl."):
-		return "SASL"
+	if f := saslUnsupported(key, value); f != "" {
+		return f
 	}
 	return unsupportedKeys[key]
 }

@@ -161,6 +161,7 @@ func brokerConfig(s settings, logRequests bool, build buildInfo) broker.Config {
 		Listeners:             s.Listeners,
 		AdvertisedListeners:   s.AdvertisedListeners,
 		ListenerTLS:           s.ListenerTLS,
+		ListenerSASL:          s.ListenerSASL,
 		LogDirs:               s.LogDir,
 		NodeID:                s.NodeID,
 		NumPartitions:         s.NumPartitions,

@@ -10,7 +10,7 @@ import "math"
 // named in another key's row or not shown.
 var brokerDefs = []Def{
 	{Name: "listeners", Type: String, Default: "PLAINTEXT://127.0.0.1:9092", Described: true, Doc: "Addresses the broker listens on.",
-		Row: &Row{Notes: "Kafka's `NAME://host:port,...` syntax; client listeners of security protocol `PLAINTEXT` or `SSL` (below), each answering with its own endpoints, plus on a combined node the controller listener (served only by a node of a cluster); an empty host means all interfaces; port 0 picks a free port"}},
+		Row: &Row{Notes: "Kafka's `NAME://host:port,...` syntax; client listeners of security protocol `PLAINTEXT`, `SSL`, `SASL_PLAINTEXT` or `SASL_SSL` (below), each answering with its own endpoints, plus on a combined node the controller listener (served only by a node of a cluster); an empty host means all interfaces; port 0 picks a free port"}},
 	{Name: "advertised.listeners", Type: String, Described: true, Doc: "Listeners published to clients.",
 		Row: &Row{Default: "`listeners`", Notes: "what Metadata responses tell clients to connect to (the client listeners' entries; a listener left out is served but registers no endpoint; a controller entry is allowed, as in Kafka 4)"}},
 	{Name: "listener.security.protocol.map", Type: String,
