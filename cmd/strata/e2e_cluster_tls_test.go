@@ -135,9 +135,9 @@ func leaderOf(addr string, cfg *tls.Config, topic string) (int32, error) {
 
 // TestClusterOverTLS starts three combined nodes whose only listeners are
 // SSL, with ssl.client.auth=required on each, and checks that the cluster
-// forms (registrations and raft in TLS), that an RF=3 topic gets full
-// ISRs (follower fetches in TLS) and takes acks=all writes from a TLS
-// client, and that after a kill -9 of partition 0's leader another
+// forms (registrations and raft in TLS), that an RF=3 topic's high
+// watermarks reach the log end (follower fetches in TLS), that it takes
+// acks=all writes from a TLS client, and that after a kill -9 of partition 0's leader another
 // replica leads it, the writes go on, and every acknowledged record reads
 // back once, in order.
 func TestClusterOverTLS(t *testing.T) {
@@ -153,8 +153,20 @@ func TestClusterOverTLS(t *testing.T) {
 	for _, n := range nodes {
 		seeds = append(seeds, n.addr)
 	}
+	// acks=1 first: the high watermark reaches the log end only once the
+	// followers fetched every record, in TLS.
+	lc := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DialTLSConfig(cfg), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	acked := produceAll(t, lc, "tls-a", 0, 300)
+	waitUntil(t, 20*time.Second, "tls-a's high watermarks reach 300 records", func() (bool, string) {
+		var sum int64
+		offs := endOffsets(t, lc, "tls-a", 3)
+		for _, o := range offs {
+			sum += o
+		}
+		return sum == 300, fmt.Sprint(offs)
+	})
 	cl := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DialTLSConfig(cfg), kgo.RequiredAcks(kgo.AllISRAcks()))
-	acked := produceAll(t, cl, "tls-a", 0, 300)
+	acked = append(acked, produceAll(t, cl, "tls-a", 300, 600)...)
 
 	victimID, err := leaderOf(nodes[0].addr, cfg, "tls-a")
 	if err != nil {
@@ -167,8 +179,8 @@ func TestClusterOverTLS(t *testing.T) {
 		id, err := leaderOf(survivor.addr, cfg, "tls-a")
 		return err == nil && id >= 1 && id != victimID, fmt.Sprint(id, err)
 	})
-	acked = append(acked, produceAll(t, cl, "tls-a", 300, 600)...)
-	recs := consumeAll(t, survivor.addr, "tls-a", 600, kgo.DialTLSConfig(cfg))
+	acked = append(acked, produceAll(t, cl, "tls-a", 600, 900)...)
+	recs := consumeAll(t, survivor.addr, "tls-a", 900, kgo.DialTLSConfig(cfg))
 	checkLog(t, recs)
 	checkAcked(t, acked, recs)
 }
