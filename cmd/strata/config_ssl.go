@@ -365,8 +365,8 @@ var sslKeys = []string{
 	"ssl.keystore.key", "ssl.keystore.certificate.chain",
 	"ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates",
 	"ssl.client.auth", "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.principal.mapping.rules",
-	"ssl.engine.factory.class",
-	"ssl.endpoint.identification.algorithm", "ssl.protocol", "ssl.provider",
+	"ssl.engine.factory.class", "ssl.endpoint.identification.algorithm",
+	"ssl.protocol", "ssl.provider",
 	"ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
 }
 
