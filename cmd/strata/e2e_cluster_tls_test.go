@@ -262,3 +262,33 @@ func TestSplitClusterOverTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterTransactionsOverTLS runs checkTransactionsSpan on three
+// combined nodes whose listeners are all SSL: the transaction
+// coordinator's WriteTxnMarkers reach the other leaders in TLS.
+func TestClusterTransactionsOverTLS(t *testing.T) {
+	e2e(t)
+	pki := newTestPKI(t)
+	nodes := startCluster(t, sslNodeLines(pki.serverPEM, pki.caPEM)...)
+	cfg := pki.clientConfig()
+	waitListedTLS(t, nodes, cfg, []int32{1, 2, 3})
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(7)
+	req.TimeoutMillis = 10000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "tx", -1, -1
+	for p, r := range [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}} {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(p), r
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := tlsRequest(nodes[0].addr, cfg, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
+		t.Fatalf("CreateTopics: %v", kerr.ErrorForCode(code))
+	}
+	checkTransactionsSpan(t, []string{nodes[0].addr, nodes[1].addr, nodes[2].addr}, kgo.DialTLSConfig(cfg))
+}
