@@ -191,8 +191,9 @@ var (
 )
 
 // TestSplitClusterOverTLS starts three controller-only and three
-// broker-only nodes with only SSL listeners and ssl.client.auth=required:
-// the brokers register (raft's connections from the active controller
+// broker-only nodes with only SSL listeners and ssl.client.auth=required,
+// named only by controller.quorum.bootstrap.servers: every node learns
+// the voters by asking the controllers in TLS, the brokers register (raft's connections from the active controller
 // arrive on their inter-broker listener inside TLS), an RF=3 topic gets
 // full ISRs and takes acks=all writes that read back. A fourth broker
 // whose certificate is of another CA, though it trusts the cluster's,
@@ -202,7 +203,7 @@ var (
 func TestSplitClusterOverTLS(t *testing.T) {
 	e2e(t)
 	pki := newTestPKI(t)
-	controllers, brokers := startSplitCluster(t, false, sslNodeLines(pki.serverPEM, pki.caPEM)...)
+	controllers, brokers := startSplitCluster(t, true, sslNodeLines(pki.serverPEM, pki.caPEM)...)
 	cfg := pki.clientConfig()
 	waitListedTLS(t, brokers, cfg, []int32{4, 5, 6})
 	createReplicatedTLS(t, brokers[1], cfg, "split-tls")
