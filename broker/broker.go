@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -179,7 +178,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	}
 	var fwd *forwarder
 	if cfg.Quorum != nil {
-		fwd = &forwarder{store: cfg.Quorum, node: cfg.NodeID, logger: logger, maxIdle: cfg.Limits.idle() / 2}
+		fwd = &forwarder{store: cfg.Quorum, node: cfg.NodeID, tls: cfg.Cluster.ControllerTLS, logger: logger, maxIdle: cfg.Limits.idle() / 2}
 	}
 	var replicas *replica.Manager
 	var meta metadata.Store
@@ -192,7 +191,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		meta = cfg.Metadata
 		follower = &imageHost{logs: logs, node: cfg.NodeID, logger: logger, stopReplicas: replicas.StopReplicas}
 		follower.caughtUp.Store(cfg.Quorum == nil) // a shared store's image is current, never replayed
-		fetchers = &replicaFetchers{node: cfg.NodeID, cfg: repl.ReplicaFetch, listener: repl.InterBrokerListener,
+		fetchers = &replicaFetchers{node: cfg.NodeID, cfg: repl.ReplicaFetch, listener: repl.InterBrokerListener, tls: repl.InterBrokerTLS,
 			logs: logs, replicas: replicas, logger: logger.Named("replica-fetcher"), threads: map[fetcherKey]*fetcherThread{}}
 		alter := cfg.AlterPartition
 		switch {
@@ -248,7 +247,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	local := coordinator.LocalMarkers(logs, replicas, groups)
 	var markers *clusterMarkers
 	if cfg.Metadata != nil {
-		markers = &clusterMarkers{node: cfg.NodeID, listener: withReplicationDefaults(cfg.Cluster).InterBrokerListener,
+		markers = &clusterMarkers{node: cfg.NodeID, listener: withReplicationDefaults(cfg.Cluster).InterBrokerListener, tls: cfg.Cluster.InterBrokerTLS,
 			meta: meta, local: local, stop: shutdown, logger: logger.Named("txn-markers"), idle: map[string][]*ctrlClient{}}
 		txnCfg.Markers = markers
 	}
@@ -403,11 +402,7 @@ func (b *Broker) add(nc net.Conn, l *clientListener) bool {
 		nc.Close()
 		return false
 	}
-	var tc *tls.Conn
-	if l.tls != nil {
-		tc = tls.Server(nc, l.tls.Config)
-		nc = tc
-	}
+	nc, tc := serverTLS(nc, l.tls)
 	c := newConn(b, nc)
 	c.svc = l.svc
 	c.tls, c.tlsConn = l.tls, tc

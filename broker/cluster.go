@@ -1,6 +1,9 @@
 package broker
 
-import "time"
+import (
+	"crypto/tls"
+	"time"
+)
 
 // ClusterConfig is what a broker of a cluster reads of server.properties
 // beyond a single node's keys, with Kafka's names and defaults
@@ -11,7 +14,12 @@ type ClusterConfig struct {
 	ControllerListener  string // the controller listener, CONTROLLER://host:port (controller.listener.names)
 	Voters              string // controller.quorum.voters, {id}@{host}:{port},...
 	InterBrokerListener string // inter.broker.listener.name: the listener followers fetch from
-	Rack                string // broker.rack; "" = none
+	// InterBrokerTLS and ControllerTLS are the client sides of the
+	// inter-broker and controller listeners when they are SSL (tls.go);
+	// nil: PLAINTEXT.
+	InterBrokerTLS *tls.Config
+	ControllerTLS  *tls.Config
+	Rack           string // broker.rack; "" = none
 	// ReplicaSelector is replica.selector.class: RackAwareReplicaSelector
 	// or "" (Kafka's default: consumers read from the leader).
 	ReplicaSelector string

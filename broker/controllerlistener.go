@@ -9,6 +9,7 @@ package broker
 import (
 	"errors"
 	"net"
+	"strings"
 
 	"go.uber.org/zap"
 )
@@ -35,6 +36,8 @@ func (b *Broker) serveController(ln net.Listener) {
 	apis := b.controllerRegistry()
 	svc := *b.svc
 	svc.served, svc.controllerListener = apis.ranges(), true
+	name, _, _ := strings.Cut(b.cfg.Cluster.ControllerListener, "://")
+	lt := b.cfg.ListenerTLS[name] // its handshake is the quorum's (tlsConner)
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -43,8 +46,12 @@ func (b *Broker) serveController(ln net.Listener) {
 			}
 			return
 		}
+		nc, tc := serverTLS(nc, lt)
 		c := newConn(b, nc)
 		c.apis, c.svc, c.onClose = apis, &svc, b.controller.connClosed
+		if tc != nil {
+			c.tls, c.tlsConn = lt, tc
+		}
 		if !b.track(c) {
 			nc.Close()
 			return

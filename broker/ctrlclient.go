@@ -7,6 +7,7 @@ package broker
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/metadata/quorum"
 	"github.com/strata-io/strata/protocol"
 )
 
@@ -32,9 +34,13 @@ type ctrlClient struct {
 	buf  []byte
 }
 
-// dialController connects to the controller listener at addr.
-func dialController(addr string, node int32, timeout time.Duration) (*ctrlClient, error) {
+// dialController connects to the controller listener at addr (or to
+// another broker's inter-broker listener), in TLS with tc when it is set.
+func dialController(addr string, node int32, timeout time.Duration, tc *tls.Config) (*ctrlClient, error) {
 	nc, err := net.DialTimeout("tcp", addr, timeout)
+	if err == nil && tc != nil {
+		nc, err = quorum.HandshakeClient(nc, tc, addr, timeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("controller %s: %w", addr, err)
 	}

@@ -28,6 +28,7 @@ package broker
 // stopped following, and after, so that the new followers fetch.
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -66,6 +67,7 @@ type replicaFetchers struct {
 	node     int32
 	cfg      ReplicaFetchConfig
 	listener string
+	tls      *tls.Config // the inter-broker listener's client side; nil: PLAINTEXT
 	logs     *storage.Manager
 	replicas *replica.Manager
 	logger   *zap.Logger
@@ -356,7 +358,7 @@ func (t *fetcherThread) dial() (net.Conn, error) {
 	if c != nil {
 		return c, nil
 	}
-	c, err := dialPeer(t.key.addr)
+	c, err := dialPeer(t.key.addr, t.f.tls)
 	if err != nil {
 		return nil, fmt.Errorf("dial leader %d at %s: %w", t.key.leader, t.key.addr, err)
 	}

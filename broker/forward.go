@@ -20,6 +20,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"sync"
 	"time"
@@ -44,6 +45,7 @@ var errNoController = fmt.Errorf("no active controller is known: %w", kerr.NotCo
 type forwarder struct {
 	store  *quorum.Store
 	node   int32
+	tls    *tls.Config // the controller listener's client side; nil: PLAINTEXT
 	logger *zap.Logger
 	// maxIdle is how long the connection may stay unused: half of
 	// connections.max.idle.ms, after which the controller would close it
@@ -68,7 +70,7 @@ func (f *forwarder) send(req kmsg.Request) (kmsg.Response, error) {
 		f.client = nil
 	}
 	if f.client == nil {
-		c, err := dialController(addr, f.node, controllerRequestTimeout)
+		c, err := dialController(addr, f.node, controllerRequestTimeout, f.tls)
 		if err != nil {
 			return nil, err
 		}

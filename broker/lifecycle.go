@@ -136,7 +136,7 @@ func (l *lifecycle) step(fenced *bool) error {
 		if addr == "" {
 			return errNoController
 		}
-		c, err := dialController(addr, l.node, l.cfg.HeartbeatInterval)
+		c, err := dialController(addr, l.node, l.cfg.HeartbeatInterval, l.cfg.ControllerTLS)
 		if err != nil {
 			return err
 		}

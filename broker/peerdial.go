@@ -15,11 +15,14 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/strata-io/strata/metadata/quorum"
 )
 
 const (
@@ -33,9 +36,15 @@ var peerDialer = net.Dialer{
 	Control:         boundUnacknowledged(peerSilence),
 }
 
-// dialPeer connects to another node of the cluster.
-func dialPeer(addr string) (net.Conn, error) {
-	return peerDialer.DialContext(context.Background(), "tcp", addr)
+// dialPeer connects to another node of the cluster, in TLS with tc when
+// it is set; the keepalive and TCP_USER_TIMEOUT are the TCP connection's
+// under it.
+func dialPeer(addr string, tc *tls.Config) (net.Conn, error) {
+	c, err := peerDialer.DialContext(context.Background(), "tcp", addr)
+	if err != nil || tc == nil {
+		return c, err
+	}
+	return quorum.HandshakeClient(c, tc, addr, peerDialTimeout)
 }
 
 // boundUnacknowledged has a connection fail once data it sent has gone

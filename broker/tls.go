@@ -7,17 +7,31 @@ package broker
 // its certificate (sslprincipal.go). Records sent to a TLS connection are
 // encrypted in user space, so Fetch copies segment bytes through the
 // process instead of sendfile(2) (storage.Chunk).
+//
+// Between the nodes of a cluster, a connection to another node's
+// inter-broker listener (follower fetchers, transaction markers) or
+// controller listener (registration, heartbeats, forwarded requests) is
+// TLS when that listener is SSL, with the client side of its ssl.*
+// settings (ClusterConfig.InterBrokerTLS, ControllerTLS), as Kafka's
+// inter-broker clients use the listener's: its key store is the node's
+// certificate, so ssl.client.auth=required holds between nodes too. A
+// connection that arrives through a quorum.ControllerListener on an SSL
+// listener has had its handshake there (tlsConner).
 
 import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"time"
 )
 
 // ListenerTLS is the TLS side of one SSL listener.
 type ListenerTLS struct {
 	Config *tls.Config
+	// Client is the client side of the listener's settings: what other
+	// nodes' listeners of this name are dialed with.
+	Client *tls.Config
 	// Principals maps a client certificate's subject to its principal
 	// name (ssl.principal.mapping.rules).
 	Principals *SSLPrincipalMapper
@@ -27,6 +41,22 @@ type ListenerTLS struct {
 // client that connects and says nothing holds no slot for long; the
 // connection's idle timeout, when shorter, wins.
 const tlsHandshakeTimeout = 10 * time.Second
+
+// tlsConner is a connection whose TLS handshake a
+// quorum.ControllerListener did.
+type tlsConner interface{ TLSConn() *tls.Conn }
+
+// serverTLS is nc served on a listener with lt: nc in TLS, and that TLS.
+func serverTLS(nc net.Conn, lt *ListenerTLS) (net.Conn, *tls.Conn) {
+	if tc, ok := nc.(tlsConner); ok {
+		return nc, tc.TLSConn()
+	}
+	if lt == nil {
+		return nc, nil
+	}
+	tc := tls.Server(nc, lt.Config)
+	return tc, tc
+}
 
 // handshake completes c's TLS handshake and sets its principal; on a
 // PLAINTEXT listener it does nothing.

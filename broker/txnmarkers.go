@@ -17,6 +17,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -44,7 +45,8 @@ const (
 
 type clusterMarkers struct {
 	node     int32
-	listener string // inter.broker.listener.name
+	listener string      // inter.broker.listener.name
+	tls      *tls.Config // its client side; nil: PLAINTEXT
 	meta     metadata.Store
 	local    coordinator.MarkerWriter
 	stop     <-chan struct{} // closed at shutdown: retries end
@@ -280,7 +282,7 @@ func (w *clusterMarkers) roundTrip(d markerDest, req *kmsg.WriteTxnMarkersReques
 	w.mu.Unlock()
 	if c == nil {
 		var err error
-		if c, err = dialController(d.addr, w.node, min(timeout, 10*time.Second)); err != nil {
+		if c, err = dialController(d.addr, w.node, min(timeout, 10*time.Second), w.tls); err != nil {
 			return nil, err
 		}
 	}

@@ -17,6 +17,7 @@ package main
 // learned, which name the cluster's id, stay those in its dir.
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -99,7 +100,7 @@ func learnVoters(s *settings, dir string, cl *quorum.ControllerListener, log *za
 	}
 	for logged := false; !ok; {
 		var waiting []string
-		if voters, waiting, err = quorum.DiscoverVoters(s.Bootstrap, discoverTimeout); err != nil {
+		if voters, waiting, err = quorum.DiscoverVoters(s.Bootstrap, s.ControllerTLS, discoverTimeout); err != nil {
 			return fmt.Errorf("controller.quorum.bootstrap.servers: %w", err)
 		}
 		if ok = len(waiting) == 0; !ok {
@@ -144,7 +145,7 @@ const (
 // controller role. Raft names it by its voter entry; a node still to learn
 // its voters starts with its listener's own address.
 func controllerListener(s settings, logger *zap.Logger) (*quorum.ControllerListener, error) {
-	_, addr, _ := strings.Cut(s.ControllerListener, "://")
+	name, addr, _ := strings.Cut(s.ControllerListener, "://")
 	self := addr
 	for _, v := range s.Voters {
 		if v.ID == s.NodeID {
@@ -155,7 +156,11 @@ func controllerListener(s settings, logger *zap.Logger) (*quorum.ControllerListe
 	if err != nil {
 		return nil, fmt.Errorf("controller listener %s: %w", s.ControllerListener, err)
 	}
-	cl, err := quorum.NewControllerListener(ln, self, logger)
+	t := quorum.TLS{Dial: s.ControllerTLS}
+	if lt := s.ListenerTLS[name]; lt != nil {
+		t.Listeners = []*tls.Config{lt.Config}
+	}
+	cl, err := quorum.NewControllerListener(ln, self, t, logger)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("controller listener %s: %w", s.ControllerListener, err)
@@ -176,6 +181,7 @@ func brokerListeners(s settings, logger *zap.Logger) (*quorum.ControllerListener
 		return nil, err
 	}
 	bound := map[string]net.Addr{}
+	t := quorum.TLS{Dial: s.ControllerTLS}
 	for _, l := range csvList(s.Listeners) {
 		name, addr, _ := strings.Cut(l, "://")
 		ln, err := net.Listen("tcp", addr)
@@ -183,6 +189,11 @@ func brokerListeners(s settings, logger *zap.Logger) (*quorum.ControllerListener
 			return fail(fmt.Errorf("listen on %s: %w", name, err))
 		}
 		lns = append(lns, ln)
+		var srv *tls.Config
+		if lt := s.ListenerTLS[name]; lt != nil {
+			srv = lt.Config
+		}
+		t.Listeners = append(t.Listeners, srv)
 		bound[name] = ln.Addr()
 	}
 	self := ""
@@ -200,7 +211,7 @@ func brokerListeners(s settings, logger *zap.Logger) (*quorum.ControllerListener
 		}
 		self = net.JoinHostPort(host, port)
 	}
-	cl, err := quorum.NewBrokerListeners(lns, self, logger)
+	cl, err := quorum.NewBrokerListeners(lns, self, t, logger)
 	if err != nil {
 		return fail(fmt.Errorf("listeners %s: %w", s.Listeners, err))
 	}

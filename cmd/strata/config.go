@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"slices"
 	"strconv"
@@ -67,7 +68,11 @@ type settings struct {
 
 	Txn txnSettings // transaction coordinator keys (config_txn.go)
 
-	ListenerTLS map[string]*broker.ListenerTLS // the TLS of each SSL client listener, by name (config_ssl.go)
+	ListenerTLS map[string]*broker.ListenerTLS // the TLS of each SSL client listener, and a controller's SSL controller listener, by name (config_ssl.go)
+	// InterBrokerTLS and ControllerTLS are the client sides of the
+	// inter-broker and controller listeners of a cluster node, when SSL
+	// (config_ssl_cluster.go).
+	InterBrokerTLS, ControllerTLS *tls.Config
 
 	ListenerSASL map[string]*broker.ListenerSASL // the SASL of each SASL client listener, by name (config_sasl.go)
 

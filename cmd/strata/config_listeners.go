@@ -135,9 +135,10 @@ func loadListenerSettings(p *propReader, s *settings) {
 			return
 		}
 		if !checkQuorum(p, s, s.NodeID, controllerNames, listeners, advertised, controllers) ||
-			!checkClusterSASL(p, s, "", protocols, controllerNames) || !checkClusterPlaintext(p, s, "", protocols, controllerNames) {
+			!checkClusterSecurity(p, s, "", protocols, controllerNames) {
 			return
 		}
+		loadSSLCluster(p, s, "", protocols, controllerNames)
 		s.ControllerListener = controllers[0].String()
 		s.Listeners, s.AdvertisedListeners = "", ""
 		return
@@ -147,10 +148,11 @@ func loadListenerSettings(p *propReader, s *settings) {
 		}
 	}
 	interBroker, ok := checkBrokerListeners(p, protocols, listeners, advertisedClients)
-	if !ok || !checkClusterSASL(p, s, interBroker, protocols, controllerNames) || !checkClusterPlaintext(p, s, interBroker, protocols, controllerNames) {
+	if !ok || !checkClusterSecurity(p, s, interBroker, protocols, controllerNames) {
 		return
 	}
 	loadSSLListeners(p, s, clients)
+	loadSSLCluster(p, s, interBroker, protocols, controllerNames)
 	loadSASLListeners(p, s, clients)
 	// checkBrokerListeners made sure advertisedClients is non-empty and a
 	// subset of the client listeners: a listener left out of it is served
@@ -518,27 +520,4 @@ func checkBrokerListeners(p *propReader, protocols map[string]string, listeners,
 		return "", false
 	}
 	return name, true
-}
-
-// checkClusterPlaintext refuses, on a node of a cluster, an inter-broker or
-// controller listener that is not PLAINTEXT: the follower fetchers, the
-// controller client and raft's transport dial without TLS. A single node
-// dials neither, so either may be SSL there.
-func checkClusterPlaintext(p *propReader, s *settings, interBroker string, protocols map[string]string, controllerNames []string) bool {
-	if !s.clustered() {
-		return true
-	}
-	if sp := protocols[interBroker]; interBroker != "" && sp != "PLAINTEXT" {
-		p.err = &unsupportedError{Key: "listener.security.protocol.map", Value: p.props["listener.security.protocol.map"],
-			Feature: fmt.Sprintf("the %s security protocol on the inter-broker listener %s of a cluster node (TLS between brokers is not served yet)", sp, interBroker)}
-		return false
-	}
-	for _, n := range controllerNames {
-		if sp := protocols[n]; sp != "PLAINTEXT" {
-			p.err = &unsupportedError{Key: "listener.security.protocol.map", Value: p.props["listener.security.protocol.map"],
-				Feature: fmt.Sprintf("the %s security protocol on the controller listener %s of a cluster node (TLS to controllers is not served yet)", sp, n)}
-			return false
-		}
-	}
-	return true
 }

@@ -98,7 +98,7 @@ func loadSASLListeners(p *propReader, s *settings, clients []listenerEndpoint) {
 		if e.protocol != "SASL_SSL" {
 			continue
 		}
-		lt := sslListener(r, e.name)
+		lt := sslListenerSides(r, e.name, true)
 		if p.err != nil {
 			return
 		}
@@ -198,27 +198,4 @@ func plainUsers(r sslReader, listener string) (map[string]string, bool) {
 		}
 	}
 	return users, true
-}
-
-// checkClusterSASL refuses, on a node of a cluster, an inter-broker or
-// controller listener that is SASL_PLAINTEXT or SASL_SSL: the follower
-// fetchers, the controller client and raft's transport do not authenticate
-// yet.
-func checkClusterSASL(p *propReader, s *settings, interBroker string, protocols map[string]string, controllerNames []string) bool {
-	if !s.clustered() {
-		return true
-	}
-	names := append([]string{interBroker}, controllerNames...)
-	for i, n := range names {
-		if sp := protocols[n]; n != "" && strings.HasPrefix(sp, "SASL_") {
-			role := "inter-broker"
-			if i > 0 {
-				role = "controller"
-			}
-			p.err = &unsupportedError{Key: "listener.security.protocol.map", Value: p.props["listener.security.protocol.map"],
-				Feature: fmt.Sprintf("the %s security protocol on the %s listener %s of a cluster node (SASL between cluster nodes, sasl.mechanism.inter.broker.protocol)", sp, role, n)}
-			return false
-		}
-	}
-	return true
 }

@@ -145,7 +145,7 @@ func TestSASLBetweenNodesRefused(t *testing.T) {
 		feature string
 	}{
 		{map[string]string{"controller.quorum.voters": three, "inter.broker.listener.name": "SASL"},
-			"the SASL_PLAINTEXT security protocol on the inter-broker listener SASL of a cluster node (SASL between cluster nodes"},
+			"the SASL_PLAINTEXT security protocol on the inter-broker listener SASL of a cluster node (SASL between nodes is not served yet)"},
 		{map[string]string{"controller.quorum.voters": three, "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"},
 			"the SASL_PLAINTEXT security protocol on the controller listener CONTROLLER of a cluster node"},
 	} {

@@ -65,7 +65,7 @@ func loadSSLListeners(p *propReader, s *settings, clients []listenerEndpoint) {
 		if e.protocol != "SSL" || p.err != nil {
 			continue
 		}
-		lt := sslListener(sslReader{p: p, prefix: "listener.name." + strings.ToLower(e.name) + "."}, e.name)
+		lt := sslListenerSides(sslReader{p: p, prefix: "listener.name." + strings.ToLower(e.name) + "."}, e.name, true)
 		if p.err != nil {
 			return
 		}
@@ -76,17 +76,22 @@ func loadSSLListeners(p *propReader, s *settings, clients []listenerEndpoint) {
 	}
 }
 
-func sslListener(r sslReader, listener string) *broker.ListenerTLS {
+// sslListenerSides reads a listener's server and client sides; a
+// listener only dialed (served is false) may have no key store, as a
+// Kafka client needs none.
+func sslListenerSides(r sslReader, listener string, served bool) *broker.ListenerTLS {
 	cfg := &tls.Config{}
 	if v, name, ok := r.set("ssl.engine.factory.class"); ok {
 		r.p.err = &unsupportedError{Key: name, Value: v, Feature: "a custom SSL engine factory"}
 		return nil
 	}
-	certs, ok := loadKeyStore(r, listener)
-	if !ok {
-		return nil
+	if served || hasKeyStore(r) {
+		certs, ok := loadKeyStore(r, listener)
+		if !ok {
+			return nil
+		}
+		cfg.Certificates = certs
 	}
-	cfg.Certificates = certs
 	pool, ok := loadTrustStore(r)
 	if !ok {
 		return nil
@@ -123,7 +128,21 @@ func sslListener(r sslReader, listener string) *broker.ListenerTLS {
 		r.fail(name, err.Error())
 		return nil
 	}
-	return &broker.ListenerTLS{Config: cfg, Principals: mapper}
+	client := sslClient(r, cfg)
+	if client == nil {
+		return nil
+	}
+	return &broker.ListenerTLS{Config: cfg, Client: client, Principals: mapper}
+}
+
+// hasKeyStore says whether the listener names a key store.
+func hasKeyStore(r sslReader) bool {
+	for _, k := range []string{"ssl.keystore.location", "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.keystore.password"} {
+		if _, _, ok := r.set(k); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // setProtocols sets cfg's versions from ssl.enabled.protocols: from the
@@ -346,8 +365,8 @@ var sslKeys = []string{
 	"ssl.keystore.key", "ssl.keystore.certificate.chain",
 	"ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates",
 	"ssl.client.auth", "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.principal.mapping.rules",
-	"ssl.engine.factory.class",
-	"ssl.endpoint.identification.algorithm", "ssl.protocol", "ssl.provider",
+	"ssl.engine.factory.class", "ssl.endpoint.identification.algorithm",
+	"ssl.protocol", "ssl.provider",
 	"ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
 }
 

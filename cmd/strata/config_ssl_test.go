@@ -147,35 +147,58 @@ func TestSSLRefused(t *testing.T) {
 	}
 }
 
-// TestSSLBetweenNodesRefused: a cluster node's inter-broker and controller
-// listeners stay PLAINTEXT; a single node may have SSL on both.
-func TestSSLBetweenNodesRefused(t *testing.T) {
+// TestSSLBetweenNodes: a cluster node's SSL inter-broker and controller
+// listeners give the client sides the node dials its peers with (its key
+// store's certificate, its trust store's CAs), with the host name checked
+// unless ssl.endpoint.identification.algorithm is empty; a broker-only
+// node's inter-broker listener must have its controller listener's
+// protocol, as raft's connections from the controller arrive on it; SASL
+// is still refused.
+func TestSSLBetweenNodes(t *testing.T) {
 	p := newTestPKI(t)
-	store := map[string]string{"ssl.keystore.type": "PEM", "ssl.keystore.location": p.serverPEM}
+	store := map[string]string{"ssl.keystore.type": "PEM", "ssl.keystore.location": p.serverPEM,
+		"ssl.truststore.type": "PEM", "ssl.truststore.location": p.caPEM}
 	three := "1@127.0.0.1:9093,2@127.0.0.1:9193,3@127.0.0.1:9293"
-	for _, tt := range []struct {
-		changes map[string]string
-		feature string
-	}{
-		{map[string]string{"controller.quorum.voters": three, "inter.broker.listener.name": "SSL"}, "the SSL security protocol on the inter-broker listener SSL of a cluster node"},
-		{map[string]string{"controller.quorum.voters": three, "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:SSL"},
-			"the SSL security protocol on the controller listener CONTROLLER of a cluster node"},
-	} {
-		_, err := loadSettings(sslNode(withChanges(maps.Clone(store), tt.changes)), zap.NewNop())
-		var ue *unsupportedError
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.feature) {
-			t.Errorf("%v: error %v, want strata does not support %s", tt.changes, err, tt.feature)
+	s, err := loadSettings(sslNode(withChanges(maps.Clone(store), map[string]string{"controller.quorum.voters": three,
+		"inter.broker.listener.name": "SSL", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:SSL"})), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*tls.Config{"inter-broker": s.Cluster.InterBrokerTLS, "controller": s.Cluster.ControllerTLS} {
+		if c == nil || len(c.Certificates) != 1 || c.RootCAs == nil || c.InsecureSkipVerify || c.MinVersion != tls.VersionTLS12 {
+			t.Errorf("%s client side %+v: want the key store's certificate, the trust store, the host name checked, TLSv1.2 up", name, c)
 		}
 	}
-	s, err := loadSettings(sslNode(withChanges(maps.Clone(store), map[string]string{"inter.broker.listener.name": "SSL",
-		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:SSL"})), zap.NewNop())
-	if err != nil || s.ListenerTLS["SSL"] == nil {
-		t.Errorf("single node with SSL between brokers: %v", err)
+	if s.Cluster.InterBrokerTLS != s.ListenerTLS["SSL"].Client || s.ListenerTLS["CONTROLLER"] == nil ||
+		s.ListenerTLS["CONTROLLER"].Config.ClientCAs == nil {
+		t.Errorf("listener TLS %+v: want the SSL listener's client side and the controller listener's server side", s.ListenerTLS)
+	}
+	s, err = loadSettings(sslNode(withChanges(maps.Clone(store), map[string]string{"controller.quorum.voters": three,
+		"inter.broker.listener.name": "SSL", "listener.name.ssl.ssl.endpoint.identification.algorithm": ""})), zap.NewNop())
+	if c := s.Cluster.InterBrokerTLS; err != nil || c == nil || !c.InsecureSkipVerify || c.VerifyConnection == nil || s.Cluster.ControllerTLS != nil {
+		t.Errorf("empty endpoint identification: %v, %+v: want the chain verified alone, and a PLAINTEXT controller listener", err, s.Cluster)
+	}
+	_, err = loadSettings(sslNode(withChanges(maps.Clone(store), map[string]string{"ssl.endpoint.identification.algorithm": "ldaps"})), zap.NewNop())
+	if ce := (*configError)(nil); !errors.As(err, &ce) || ce.Key != "ssl.endpoint.identification.algorithm" {
+		t.Errorf("ssl.endpoint.identification.algorithm=ldaps: error %v, want it refused", err)
+	}
+	_, err = loadSettings(brokerOnly(withChanges(maps.Clone(store), map[string]string{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"})), zap.NewNop())
+	if err == nil || !strings.Contains(err.Error(), "the two must have the same security protocol") {
+		t.Errorf("broker-only node, PLAINTEXT inter-broker and SSL controller listener: error %v, want it refused", err)
+	}
+	b, err := loadSettings(brokerOnly(map[string]string{"listener.security.protocol.map": "PLAINTEXT:SSL,CONTROLLER:SSL",
+		"ssl.keystore.type": "PEM", "listener.name.plaintext.ssl.keystore.location": p.serverPEM}), zap.NewNop())
+	if err != nil || b.Cluster.ControllerTLS == nil || len(b.Cluster.ControllerTLS.Certificates) != 0 || b.ListenerTLS["CONTROLLER"] != nil {
+		t.Errorf("broker-only node dialing an SSL controller listener with no key store of its own: %v, %+v", err, b.Cluster.ControllerTLS)
 	}
 	// A SASL listener is still refused.
 	_, err = loadSettings(sslNode(withChanges(maps.Clone(store), map[string]string{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SASL_SSL,CONTROLLER:PLAINTEXT"})), zap.NewNop())
 	if ue := (*unsupportedError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "SASL_SSL") {
 		t.Errorf("SASL_SSL listener: error %v, want it refused", err)
+	}
+	_, err = loadSettings(brokerOnly(map[string]string{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"}), zap.NewNop())
+	if ue := (*unsupportedError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "SASL_PLAINTEXT security protocol on the controller listener") {
+		t.Errorf("broker-only node, SASL_PLAINTEXT controller listener: error %v, want it refused", err)
 	}
 }
 

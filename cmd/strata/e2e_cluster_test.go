@@ -89,6 +89,11 @@ func request(addr string, req kmsg.Request) (kmsg.Response, error) {
 		return nil, err
 	}
 	defer nc.Close()
+	return roundTrip(nc, req)
+}
+
+// roundTrip sends req on nc and reads its response.
+func roundTrip(nc net.Conn, req kmsg.Request) (kmsg.Response, error) {
 	nc.SetDeadline(time.Now().Add(15 * time.Second))
 	if _, err := nc.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -26,9 +27,17 @@ func TestClusterTransactionsSpanBrokers(t *testing.T) {
 	if code := resp.Topics[0].ErrorCode; code != 0 {
 		t.Fatalf("CreateTopics: %v", kerr.ErrorForCode(code))
 	}
-	seeds := []string{nodes[0].addr, nodes[1].addr, nodes[2].addr}
+	checkTransactionsSpan(t, []string{nodes[0].addr, nodes[1].addr, nodes[2].addr})
+}
+
+// checkTransactionsSpan runs transactions on topic tx, whose three
+// partitions have three different leaders, through clients of seeds
+// (with common added to their options), and checks what a read_committed
+// consumer reads.
+func checkTransactionsSpan(t *testing.T, seeds []string, common ...kgo.Opt) {
+	t.Helper()
 	client := func(opts ...kgo.Opt) *kgo.Client {
-		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RetryTimeout(30 * time.Second)}, opts...)...)
+		cl, err := kgo.NewClient(slices.Concat([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RetryTimeout(30 * time.Second)}, common, opts)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -374,12 +374,13 @@ func produceAll(t testing.TB, cl *kgo.Client, topic string, from, to int) []*kgo
 	return acked
 }
 
-// consumeAll reads topic from the start with a new client until it has n records,
-// then fails on any fetch error or on more than n records arriving.
-func consumeAll(t testing.TB, addr, topic string, n int) []*kgo.Record {
+// consumeAll reads topic from the start with a new client (opts added to
+// its own) until it has n records, then fails on any fetch error or on
+// more than n records arriving.
+func consumeAll(t testing.TB, addr, topic string, n int, opts ...kgo.Opt) []*kgo.Record {
 	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(200*time.Millisecond))
+	cl := newClient(t, addr, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200 * time.Millisecond)}, opts...)...)
 	ctx := timeoutCtx(t, 2*time.Minute)
 	var recs []*kgo.Record
 	for len(recs) < n {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,8 @@ type testPKI struct {
 	clientP12    string
 	clientTLS    tls.Certificate
 	otherTLS     tls.Certificate // a client certificate of another CA
+	otherPEM     string          // its key and chain, one PEM file (a node's key store of the other CA)
+	bothCAsPEM   string          // both CAs, PEM file
 	serverKeyDER []byte
 }
 
@@ -81,6 +84,8 @@ func newTestPKI(t *testing.T) *testPKI {
 	p.serverPEM = write("server.pem", append(keyPEM(serverKey), chain...))
 	p.clientCert = write("client.pem", certPEM(client))
 	p.clientKey = write("client.key", keyPEM(clientKey))
+	p.otherPEM = write("other.pem", slices.Concat(keyPEM(otherKey), certPEM(other), certPEM(otherCA)))
+	p.bothCAsPEM = write("both-cas.pem", append(certPEM(ca), certPEM(otherCA)...))
 
 	p12 := func(k *ecdsa.PrivateKey, c *x509.Certificate) []byte {
 		data, err := pkcs12.Modern.Encode(k, c, []*x509.Certificate{ca}, storePass)

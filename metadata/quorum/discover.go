@@ -16,6 +16,7 @@ package quorum
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,10 +67,11 @@ func (l *ControllerListener) answerIdentity(c net.Conn) {
 	}
 }
 
-// AskIdentity asks the controller listener at addr who it is.
-func AskIdentity(addr string, timeout time.Duration) (Identity, error) {
+// AskIdentity asks the controller listener at addr who it is, with TLS
+// when dial is set.
+func AskIdentity(addr string, dial *tls.Config, timeout time.Duration) (Identity, error) {
 	var id Identity
-	c, err := net.DialTimeout("tcp", addr, timeout)
+	c, err := TLS{Dial: dial}.dial(addr, timeout)
 	if err != nil {
 		return id, err
 	}
@@ -91,10 +93,10 @@ func AskIdentity(addr string, timeout time.Duration) (Identity, error) {
 // DiscoverVoters asks each of bootstrap once (AskIdentity) and returns the
 // voters when it can tell them: a formed quorum's, or every bootstrap
 // server with its id. waiting lists the servers that did not answer.
-func DiscoverVoters(bootstrap []string, timeout time.Duration) (voters []Voter, waiting []string, err error) {
+func DiscoverVoters(bootstrap []string, dial *tls.Config, timeout time.Duration) (voters []Voter, waiting []string, err error) {
 	var found []Voter
 	for _, addr := range bootstrap {
-		id, err := AskIdentity(addr, timeout)
+		id, err := AskIdentity(addr, dial, timeout)
 		switch {
 		case err != nil:
 			waiting = append(waiting, addr)

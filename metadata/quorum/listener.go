@@ -11,9 +11,11 @@ package quorum
 // which no Kafka client sends. The first four bytes of every connection
 // are peeked, not read, so a Kafka connection reaches the Kafka side
 // untouched: still a *net.TCPConn, which Fetch sends segments to with
-// sendfile.
+// sendfile. On an SSL listener the bytes are read after the TLS handshake
+// instead (tls.go).
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -49,28 +51,30 @@ type ControllerListener struct {
 	raftClosed atomic.Pointer[func()]
 	// identity answers AskIdentity (discover.go); nil: such connections
 	// are closed.
-	identity atomic.Pointer[identityServer]
+	identity   atomic.Pointer[identityServer]
+	tls        TLS
+	handshakes handshakeLog // failed TLS handshakes, logged (tls.go)
 }
 
 // NewControllerListener serves ln; self is this node's voter address.
-func NewControllerListener(ln net.Listener, self string, logger *zap.Logger) (*ControllerListener, error) {
-	return newSplitListener([]net.Listener{ln}, self, logger)
+func NewControllerListener(ln net.Listener, self string, t TLS, logger *zap.Logger) (*ControllerListener, error) {
+	return newSplitListener([]net.Listener{ln}, self, t, logger)
 }
 
 // NewBrokerListeners serves a broker-only node's client listeners; self
 // is the address the leader reaches it at, one of their advertised
 // endpoints. Their Kafka sides are KafkaListeners, in the order of lns.
-func NewBrokerListeners(lns []net.Listener, self string, logger *zap.Logger) (*ControllerListener, error) {
-	return newSplitListener(lns, self, logger)
+func NewBrokerListeners(lns []net.Listener, self string, t TLS, logger *zap.Logger) (*ControllerListener, error) {
+	return newSplitListener(lns, self, t, logger)
 }
 
-func newSplitListener(lns []net.Listener, self string, logger *zap.Logger) (*ControllerListener, error) {
-	l := &ControllerListener{lns: lns, logger: logger, raftConns: make(chan net.Conn), done: make(chan struct{})}
+func newSplitListener(lns []net.Listener, self string, t TLS, logger *zap.Logger) (*ControllerListener, error) {
+	l := &ControllerListener{lns: lns, logger: logger, raftConns: make(chan net.Conn), done: make(chan struct{}), tls: t}
 	if err := l.SetSelf(self); err != nil {
 		return nil, err
 	}
-	for _, ln := range lns {
-		l.kafka = append(l.kafka, &kafkaListener{l: l, ln: ln, conns: make(chan net.Conn), closed: make(chan struct{})})
+	for i, ln := range lns {
+		l.kafka = append(l.kafka, &kafkaListener{l: l, ln: ln, tls: t.listener(i), conns: make(chan net.Conn), closed: make(chan struct{})})
 	}
 	for _, k := range l.kafka {
 		go l.accept(k)
@@ -108,6 +112,10 @@ func (l *ControllerListener) accept(k *kafkaListener) {
 // sniff looks at a connection's first four bytes and hands it on: a raft
 // connection without them, any other with them still unread.
 func (l *ControllerListener) sniff(c net.Conn, k *kafkaListener) {
+	if k.tls != nil {
+		l.sniffInTLS(c, k)
+		return
+	}
 	c.SetReadDeadline(time.Now().Add(sniffTimeout))
 	hdr, err := peekHeader(c)
 	if err == nil && (hdr == raftMagic || hdr == identityMagic) {
@@ -118,6 +126,24 @@ func (l *ControllerListener) sniff(c net.Conn, k *kafkaListener) {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
+	l.handOn(c, hdr, c, k)
+}
+
+// sniffInTLS is sniff on an SSL listener: the handshake first, then the
+// four bytes, read from the TLS stream and replayed to the Kafka side.
+func (l *ControllerListener) sniffInTLS(c net.Conn, k *kafkaListener) {
+	c.SetDeadline(time.Now().Add(sniffTimeout))
+	tc, hdr := l.sniffTLS(c, k.tls)
+	if tc == nil {
+		return
+	}
+	c.SetDeadline(time.Time{})
+	l.handOn(tc, hdr, &sniffedConn{Conn: tc, head: append([]byte(nil), hdr[:]...)}, k)
+}
+
+// handOn hands c, whose first four bytes were hdr, to who serves it:
+// kafka is c as the Kafka side reads it, with those bytes still unread.
+func (l *ControllerListener) handOn(c net.Conn, hdr [4]byte, kafka net.Conn, k *kafkaListener) {
 	if hdr == identityMagic {
 		l.answerIdentity(c)
 		return
@@ -125,6 +151,8 @@ func (l *ControllerListener) sniff(c net.Conn, k *kafkaListener) {
 	to, kafkaClosed := k.conns, k.closed
 	if hdr == raftMagic {
 		to, kafkaClosed = l.raftConns, nil // nil, never ready, for raft's
+	} else {
+		c = kafka
 	}
 	select {
 	case to <- c:
@@ -259,14 +287,14 @@ const (
 
 func (s streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	deadline := time.Now().Add(min(timeout, refusedRedial))
-	c, err := net.DialTimeout("tcp", string(address), timeout)
+	c, err := s.l.tls.dial(string(address), timeout)
 	for err != nil && errors.Is(err, syscall.ECONNREFUSED) && time.Now().Before(deadline) {
 		select {
 		case <-s.l.done:
 			return nil, err
 		case <-time.After(refusedRedialEvery):
 		}
-		c, err = net.DialTimeout("tcp", string(address), timeout)
+		c, err = s.l.tls.dial(string(address), timeout)
 	}
 	if err != nil {
 		return nil, err
@@ -285,6 +313,7 @@ func (s streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (ne
 type kafkaListener struct {
 	l         *ControllerListener
 	ln        net.Listener
+	tls       *tls.Config // an SSL listener's; nil on a PLAINTEXT one
 	conns     chan net.Conn
 	closed    chan struct{}
 	closeOnce sync.Once
