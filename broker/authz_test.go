@@ -160,6 +160,23 @@ func denyAllCases(topicID [16]byte) []authzCase {
 				t.Errorf("error %d, %d keys", r.ErrorCode, len(r.ApiKeys))
 			}
 		}},
+		{"DescribeAcls", func() kmsg.Request { return kmsg.NewPtrDescribeACLsRequest() }, 3, func(t *testing.T, resp kmsg.Response) {
+			code(t, "describe acls", resp.(*kmsg.DescribeACLsResponse).ErrorCode, clusterAuth)
+		}},
+		{"CreateAcls", func() kmsg.Request {
+			r := kmsg.NewPtrCreateACLsRequest()
+			r.Creations = []kmsg.CreateACLsRequestCreation{kmsg.NewCreateACLsRequestCreation()}
+			return r
+		}, 3, func(t *testing.T, resp kmsg.Response) {
+			code(t, "create acls", resp.(*kmsg.CreateACLsResponse).Results[0].ErrorCode, clusterAuth)
+		}},
+		{"DeleteAcls", func() kmsg.Request {
+			r := kmsg.NewPtrDeleteACLsRequest()
+			r.Filters = []kmsg.DeleteACLsRequestFilter{kmsg.NewDeleteACLsRequestFilter()}
+			return r
+		}, 3, func(t *testing.T, resp kmsg.Response) {
+			code(t, "delete acls", resp.(*kmsg.DeleteACLsResponse).Results[0].ErrorCode, clusterAuth)
+		}},
 		{"SaslHandshake after authentication is ILLEGAL_SASL_STATE, not authorized", func() kmsg.Request {
 			r := kmsg.NewPtrSASLHandshakeRequest()
 			r.Mechanism = "PLAIN"

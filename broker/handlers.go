@@ -60,7 +60,7 @@ func newRegistry() *registry {
 		registerOffsetCommit, registerOffsetFetch, registerOffsetDelete,
 		registerConsumerGroupHeartbeat, registerConsumerGroupDescribe,
 		registerAddPartitionsToTxn, registerAddOffsetsToTxn, registerEndTxn, registerTxnOffsetCommit,
-		registerDescribeTransactions, registerListTransactions, registerWriteTxnMarkers, registerSASL,
+		registerDescribeTransactions, registerListTransactions, registerWriteTxnMarkers, registerSASL, registerACLs,
 	} {
 		register(r)
 	}
