@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,10 +11,6 @@ import (
 func TestKafkaACLsWithoutAuthorizer(t *testing.T) {
 	e2e(t)
 	b := startBroker(t, "")
-	home, err := filepath.Abs("../../compat-tests/.cache/kafka")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -24,10 +18,9 @@ func TestKafkaACLsWithoutAuthorizer(t *testing.T) {
 		{[]string{"--list"}, "SecurityDisabledException: No Authorizer is configured on the broker"},
 		{[]string{"--add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", "t"}, "SecurityDisabledException: No Authorizer is configured."},
 	} {
-		argv := append([]string{"-Xmx256m", "-Dlog4j2.configurationFile=" + filepath.Join(home, "tools-log4j2.properties"),
-			"-cp", filepath.Join(home, "libs") + "/*", "org.apache.kafka.tools.AclCommand", "--bootstrap-server", b.addr}, tc.args...)
-		out, err := exec.Command("java", argv...).CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "Error while executing ACL command: org.apache.kafka.common.errors."+tc.want) {
+		stdout, stderr, err := runKafkaTool(t, kafkaToolsHome(t), "", "org.apache.kafka.tools.AclCommand", append([]string{"--bootstrap-server", b.addr}, tc.args...)...)
+		out := stdout + stderr
+		if err == nil || !strings.Contains(out, "Error while executing ACL command: org.apache.kafka.common.errors."+tc.want) {
 			t.Fatalf("kafka-acls %v: %v\n%s", tc.args, err, out)
 		}
 	}

@@ -5,6 +5,7 @@ package main
 // directory Strata did not create, a full disk.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -115,24 +116,50 @@ func TestForeignPartitionDirIsNeverTouched(t *testing.T) {
 	}
 }
 
-// kafkaTool runs one of Apache Kafka's command-line tools (a class in the
-// jars compat-tests/scripts/install-kafka.sh caches, which make test runs).
-func kafkaTool(t *testing.T, class string, args ...string) string {
+// kafkaToolsHome is kafkaHome as an absolute path: the Apache Kafka whose
+// tools the e2e tests run.
+func kafkaToolsHome(t testing.TB) string {
 	t.Helper()
-	home, err := filepath.Abs("../../compat-tests/.cache/kafka")
+	home, err := filepath.Abs(kafkaHome)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return home
+}
+
+// runKafkaTool runs Kafka's tool class from home, stdin fed to it, and
+// returns what it wrote and how it exited; one running past 2 minutes
+// fails the test.
+func runKafkaTool(t testing.TB, home, stdin, class string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	argv := append([]string{"-Xmx256m", "-Dlog4j2.configurationFile=" + filepath.Join(home, "tools-log4j2.properties"),
+		"-cp", filepath.Join(home, "libs") + "/*", class}, args...)
+	cmd := exec.CommandContext(ctx, "java", argv...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	if err != nil && ctx.Err() != nil {
+		t.Fatalf("%s timed out\nstdout:\n%s\nstderr:\n%s", class, out.String(), errOut.String())
+	}
+	return out.String(), errOut.String(), err
+}
+
+// kafkaTool runs one of Apache Kafka's command-line tools and requires
+// it to succeed, returning all it wrote.
+func kafkaTool(t *testing.T, class string, args ...string) string {
+	t.Helper()
+	home := kafkaToolsHome(t)
 	if _, err := os.Stat(filepath.Join(home, "libs")); err != nil {
 		t.Fatalf("Apache Kafka's tools are not installed in %s (make test installs them; or run compat-tests/scripts/install-kafka.sh): %v", home, err)
 	}
-	argv := append([]string{"-Xmx256m", "-Dlog4j2.configurationFile=" + filepath.Join(home, "tools-log4j2.properties"),
-		"-cp", filepath.Join(home, "libs") + "/*", class}, args...)
-	out, err := exec.Command("java", argv...).CombinedOutput()
+	stdout, stderr, err := runKafkaTool(t, home, "", class, args...)
 	if err != nil {
-		t.Fatalf("%s %v: %v\n%s", class, args, err, out)
+		t.Fatalf("%s %v: %v\n%s%s", class, args, err, stdout, stderr)
 	}
-	return string(out)
+	return stdout + stderr
 }
 
 // mountTmpfs mounts a tmpfs of size bytes on a new directory (root only).

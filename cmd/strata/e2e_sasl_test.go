@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -169,7 +168,7 @@ func TestSASLJavaConsole(t *testing.T) {
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Skip("java not installed")
 	}
-	home, _ := filepath.Abs("../../compat-tests/.cache/kafka")
+	home := kafkaToolsHome(t)
 	if _, err := os.Stat(filepath.Join(home, "libs")); err != nil {
 		t.Skip("Kafka's jars are not cached; run compat-tests/scripts/install-kafka.sh")
 	}
@@ -182,19 +181,8 @@ func TestSASLJavaConsole(t *testing.T) {
 		return name
 	}
 	java := func(stdin string, class string, args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		argv := append([]string{"-Xmx256m", "-Dlog4j2.configurationFile=" + filepath.Join(home, "tools-log4j2.properties"),
-			"-cp", filepath.Join(home, "libs") + "/*", class}, args...)
-		cmd := exec.CommandContext(ctx, "java", argv...)
-		cmd.Stdin = strings.NewReader(stdin)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		if err != nil && ctx.Err() != nil {
-			t.Fatalf("%s timed out\nstdout:\n%s\nstderr:\n%s", class, stdout.String(), stderr.String())
-		}
-		return stdout.String() + stderr.String(), err
+		stdout, stderr, err := runKafkaTool(t, home, stdin, class, args...)
+		return stdout + stderr, err
 	}
 	lines := []string{"java one", "java two", "java three"}
 	if out, err := java(strings.Join(lines, "\n")+"\n", "org.apache.kafka.tools.ConsoleProducer",

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -193,7 +192,7 @@ func TestTLSJavaConsole(t *testing.T) {
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Skip("java not installed")
 	}
-	home, _ := filepath.Abs("../../compat-tests/.cache/kafka")
+	home := kafkaToolsHome(t)
 	if _, err := os.Stat(filepath.Join(home, "libs")); err != nil {
 		t.Skip("Kafka's jars are not cached; run compat-tests/scripts/install-kafka.sh")
 	}
@@ -210,18 +209,11 @@ func TestTLSJavaConsole(t *testing.T) {
 	createTopic(t, newClient(t, addr, kgo.DialTLSConfig(&tls.Config{RootCAs: pki.rootCAs(), Certificates: []tls.Certificate{pki.clientTLS}})), "tls-java", 1)
 
 	java := func(stdin string, class string, args ...string) string {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		argv := append([]string{"-Xmx256m", "-Dlog4j2.configurationFile=" + filepath.Join(home, "tools-log4j2.properties"),
-			"-cp", filepath.Join(home, "libs") + "/*", class}, args...)
-		cmd := exec.CommandContext(ctx, "java", argv...)
-		cmd.Stdin = strings.NewReader(stdin)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", class, err, stdout.String(), stderr.String())
+		stdout, stderr, err := runKafkaTool(t, home, stdin, class, args...)
+		if err != nil {
+			t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", class, err, stdout, stderr)
 		}
-		return stdout.String()
+		return stdout
 	}
 	lines := []string{"java one", "java two", "java three"}
 	java(strings.Join(lines, "\n")+"\n", "org.apache.kafka.tools.ConsoleProducer",
