@@ -35,13 +35,18 @@ func handleDescribeACLs(rc *reqCtx) (kmsg.Response, error) {
 	return resp, nil
 }
 
+// aclChangeError is what every item of a CreateAcls or DeleteAcls gets.
+func aclChangeError(rc *reqCtx) (int16, *string) {
+	if !rc.authorizeCluster(OpAlter) {
+		return kerr.ClusterAuthorizationFailed.Code, nil
+	}
+	return kerr.SecurityDisabled.Code, kmsg.StringPtr(noAuthorizerChange)
+}
+
 func handleCreateACLs(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.CreateACLsRequest)
 	resp := kmsg.NewPtrCreateACLsResponse()
-	code, msg := kerr.SecurityDisabled.Code, kmsg.StringPtr(noAuthorizerChange)
-	if !rc.authorizeCluster(OpAlter) {
-		code, msg = kerr.ClusterAuthorizationFailed.Code, nil
-	}
+	code, msg := aclChangeError(rc)
 	for range r.Creations {
 		res := kmsg.NewCreateACLsResponseResult()
 		res.ErrorCode, res.ErrorMessage = code, msg
@@ -53,10 +58,7 @@ func handleCreateACLs(rc *reqCtx) (kmsg.Response, error) {
 func handleDeleteACLs(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.DeleteACLsRequest)
 	resp := kmsg.NewPtrDeleteACLsResponse()
-	code, msg := kerr.SecurityDisabled.Code, kmsg.StringPtr(noAuthorizerChange)
-	if !rc.authorizeCluster(OpAlter) {
-		code, msg = kerr.ClusterAuthorizationFailed.Code, nil
-	}
+	code, msg := aclChangeError(rc)
 	for range r.Filters {
 		res := kmsg.NewDeleteACLsResponseResult()
 		res.ErrorCode, res.ErrorMessage = code, msg

@@ -30,19 +30,26 @@ var (
 // catchUpPoll is how often AddVoter looks at the new voter's progress.
 const catchUpPoll = 10 * time.Millisecond
 
-// IsVoter reports whether node id is a voter of raft's latest
-// configuration.
-func (s *Store) IsVoter(id int32) bool {
+// suffrage is node id's part in raft's latest configuration; ok is false
+// when it is not in it.
+func (s *Store) suffrage(id int32) (_ raft.ServerSuffrage, ok bool, err error) {
 	f := s.raft.GetConfiguration()
-	if f.Error() != nil {
-		return false
+	if err := f.Error(); err != nil {
+		return 0, false, s.raftError(err)
 	}
 	for _, srv := range f.Configuration().Servers {
 		if srv.ID == serverID(id) {
-			return srv.Suffrage == raft.Voter
+			return srv.Suffrage, true, nil
 		}
 	}
-	return false
+	return 0, false, nil
+}
+
+// IsVoter reports whether node id is a voter of raft's latest
+// configuration.
+func (s *Store) IsVoter(id int32) bool {
+	sf, ok, err := s.suffrage(id)
+	return err == nil && ok && sf == raft.Voter
 }
 
 // AddVoter makes node id, reached at addr, a voter once it has caught up,
@@ -107,16 +114,12 @@ func (s *Store) RemoveVoter(id int32, timeout time.Duration) error {
 // so the leader stops sending it the log; a voter or an unknown node is
 // left alone.
 func (s *Store) RemoveObserver(id int32) error {
-	f := s.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return s.raftError(err)
+	sf, ok, err := s.suffrage(id)
+	if err != nil || !ok || sf != raft.Nonvoter {
+		return err
 	}
-	for _, srv := range f.Configuration().Servers {
-		if srv.ID == serverID(id) && srv.Suffrage == raft.Nonvoter {
-			if err := s.raft.RemoveServer(srv.ID, 0, s.timeout).Error(); err != nil {
-				return fmt.Errorf("remove observer %d: %w", id, s.raftError(err))
-			}
-		}
+	if err := s.raft.RemoveServer(serverID(id), 0, s.timeout).Error(); err != nil {
+		return fmt.Errorf("remove observer %d: %w", id, s.raftError(err))
 	}
 	return nil
 }
