@@ -7,8 +7,10 @@ package broker
 // changes.go); the store makes the change durable through logHost.commit
 // before it publishes, and on one node durable is storage opening or
 // removing the logs the image says this node hosts and writing
-// strata-topics.json and strata-broker-configs.json, as before. At start
-// the image is read back from those files (imageOf).
+// strata-topics.json and strata-broker-configs.json, as before, and the
+// access state (SCRAM credentials, ...) as its records in
+// strata-access.json. At start the image is read back from those files
+// (imageOf).
 
 import (
 	"errors"
@@ -40,6 +42,17 @@ func imageOf(logs *storage.Manager, reg metadata.RegisterBrokerRecord) (*metadat
 	clusterDefault, own := logs.BrokerConfigs()
 	records = append(records, configRecords(metadata.ConfigResource{Type: metadata.BrokerResource}, nil, clusterDefault)...)
 	records = append(records, configRecords(metadata.ConfigResource{Type: metadata.BrokerResource, Name: strconv.Itoa(int(node))}, nil, own)...)
+	access, err := logs.AccessState()
+	if err != nil {
+		return nil, err
+	}
+	if access != nil {
+		kept, err := metadata.DecodeBatch(access)
+		if err != nil {
+			return nil, fmt.Errorf("the log dir's access state: %w", err)
+		}
+		records = append(records, kept...)
+	}
 	d := metadata.NewDelta(metadata.Empty)
 	for _, r := range records {
 		if err := d.Replay(r); err != nil {
@@ -147,6 +160,8 @@ func (h logHost) commit(old, new *metadata.Image, records []metadata.Record) err
 				return fmt.Errorf("removal of a topic created in the same change: %w", errNotHosted)
 			}
 			add(r.TopicID, func() error { return h.deleteTopic(t.Name) })
+		case metadata.AccessRecord:
+			add("access", func() error { return h.setAccess(new) })
 		case metadata.ConfigRecord:
 			res := metadata.ConfigResource{Type: r.ResourceType, Name: r.ResourceName}
 			if res.Type != metadata.TopicResource || !created[res.Name] {
@@ -182,6 +197,16 @@ func (h logHost) deleteTopic(name string) error {
 		return local.Durable(err)
 	}
 	return err
+}
+
+// setAccess keeps img's whole access state, so that the file is always
+// one image's.
+func (h logHost) setAccess(img *metadata.Image) error {
+	data, err := metadata.EncodeBatch(metadata.AccessRecords(img))
+	if err != nil {
+		return err
+	}
+	return h.logs.SetAccessState(data)
 }
 
 func (h logHost) setConfigs(res metadata.ConfigResource, configs map[string]string) error {

@@ -65,6 +65,9 @@ func TestImageChangesAreDurableFirst(t *testing.T) {
 		configRecords(topicRes, map[string]string{"retention.ms": "5"}, map[string]string{"retention.ms": "7"}),
 		configRecords(nodeRes, nil, map[string]string{"log.retention.ms": "9"}),
 		{metadata.RemoveTopicRecord{TopicID: gone}},
+		{metadata.UserScramCredentialRecord{Name: "alice", Mechanism: metadata.ScramSHA512, Salt: []byte("salt"), Iterations: 4096},
+			metadata.UserScramCredentialRecord{Name: "bob", Mechanism: metadata.ScramSHA256, Iterations: 4096}},
+		{metadata.RemoveUserScramCredentialRecord{Name: "bob", Mechanism: metadata.ScramSHA256}},
 	} {
 		if _, err := store.Propose(change...); err != nil {
 			t.Fatalf("%+v: %v", change, err)
@@ -129,6 +132,10 @@ func TestImageChangesAreDurableFirst(t *testing.T) {
 	}
 	if c := img.Configs.Of(nodeRes); c["log.retention.ms"] != "9" {
 		t.Fatalf("after restart the node's configs = %v", c)
+	}
+	alice512 := metadata.ScramUser{Name: "alice", Mechanism: metadata.ScramSHA512}
+	if c, ok := img.Access.Scram.Credential(alice512); !ok || string(c.Salt) != "salt" || len(img.Access.Scram.Users()) != 1 {
+		t.Fatalf("after restart the SCRAM credentials are %v (alice's %+v)", img.Access.Scram.Users(), c)
 	}
 }
 

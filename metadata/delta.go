@@ -20,6 +20,7 @@ type Delta struct {
 	topics  map[[16]byte]*TopicImage      // nil value: removed
 	configs map[ConfigResource]map[string]*string
 	nextPID *int64
+	access  accessDelta
 }
 
 // NewDelta starts a delta on base.
@@ -68,6 +69,8 @@ func (d *Delta) Replay(r Record) error {
 		}
 	case ConfigRecord:
 		d.setConfig(ConfigResource{Type: r.ResourceType, Name: r.ResourceName}, r.Name, r.Value)
+	case AccessRecord:
+		return d.access.replay(&d.base.Access, r)
 	case ProducerIdsRecord:
 		if r.NextProducerID < d.nextProducerID() {
 			return fmt.Errorf("%w: producer ids would go back from %d to %d", ErrInvalidRecord, d.nextProducerID(), r.NextProducerID)
@@ -299,6 +302,7 @@ func (d *Delta) Apply() *Image {
 	if d.nextPID != nil {
 		img.ProducerIDs = ProducerIDsImage{NextProducerID: *d.nextPID}
 	}
+	img.Access = d.access.apply(d.base.Access)
 	return &img
 }
 

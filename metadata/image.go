@@ -1,7 +1,7 @@
 // Package metadata is the cluster's metadata as an immutable image, in
 // Kafka's shape (org.apache.kafka.image.MetadataImage): the brokers, the
 // topics and their partitions, the dynamic configs, the producer-id
-// blocks handed out, and room for SCRAM credentials and ACLs. An image
+// blocks handed out, and who may connect and do what (access.go). An image
 // never changes; a change is a list of records (Kafka's metadata records,
 // records.go) replayed onto a Delta, whose Apply makes the next image
 // (Kafka's MetadataDelta). A Store (store.go) holds the current image,
@@ -20,8 +20,7 @@ type Image struct {
 	Topics      TopicsImage
 	Configs     ConfigsImage
 	ProducerIDs ProducerIDsImage
-	Scram       ScramImage
-	Acls        AclsImage
+	Access      AccessImage
 }
 
 // Empty is the image before any record: no brokers, no topics.
@@ -190,11 +189,3 @@ func (c ConfigsImage) Resources() []ConfigResource {
 type ProducerIDsImage struct {
 	NextProducerID int64
 }
-
-// ScramImage is where SCRAM credentials will be (Kafka's ScramImage); no
-// record sets any yet.
-type ScramImage struct{}
-
-// AclsImage is where ACLs will be (Kafka's AclsImage); no record sets any
-// yet.
-type AclsImage struct{}

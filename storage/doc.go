@@ -8,8 +8,10 @@
 // Strata nor a Kafka can open the dir at the same time), meta.properties,
 // recovery-point-offset-checkpoint, log-start-offset-checkpoint,
 // cleaner-offset-checkpoint, replication-offset-checkpoint,
-// .kafka_cleanshutdown and strata-topics.json
-// (written by the Manager), and one directory per partition,
+// .kafka_cleanshutdown, strata-topics.json and strata-broker-configs.json
+// (written by the Manager), strata-access.json (a single node's SCRAM
+// credentials, ACLs and quotas: the metadata layer's bytes, which the
+// Manager keeps unread, manager_access.go), and one directory per partition,
 // <topic>-<partition>, holding:
 //
 //	00000000000000000000.log        record batches, concatenated

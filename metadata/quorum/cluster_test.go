@@ -260,7 +260,7 @@ func TestNextIndexIsTheChangesIndex(t *testing.T) {
 		if err := bolt.GetLog(uint64(want), &e); err != nil {
 			t.Fatalf("change %d: log entry %d: %v", i, want, err)
 		}
-		recs, err := decodeBatch(e.Data)
+		recs, err := metadata.DecodeBatch(e.Data)
 		if e.Type != raft.LogCommand || err != nil || len(recs) != 1 {
 			t.Fatalf("change %d: log entry %d is type %v, records %v (%v)", i, want, e.Type, recs, err)
 		}

@@ -41,7 +41,7 @@ type applied struct {
 // on any node, as every node refuses it alike.
 func (f *fsm) Apply(l *raft.Log) any {
 	old := f.img.Load()
-	records, err := decodeBatch(l.Data)
+	records, err := metadata.DecodeBatch(l.Data)
 	if err != nil {
 		return applied{img: old, err: fmt.Errorf("metadata log entry %d: %w", l.Index, err)}
 	}
@@ -92,7 +92,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("read metadata snapshot: %w", err)
 	}
-	records, err := decodeBatch(data)
+	records, err := metadata.DecodeBatch(data)
 	if err != nil {
 		return fmt.Errorf("metadata snapshot: %w", err)
 	}
@@ -109,7 +109,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 type snapshot struct{ img *metadata.Image }
 
 func (s snapshot) Persist(sink raft.SnapshotSink) error {
-	data, err := encodeBatch(imageRecords(s.img))
+	data, err := metadata.EncodeBatch(metadata.ImageRecords(s.img))
 	if err == nil {
 		_, err = sink.Write(data)
 	}

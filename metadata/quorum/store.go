@@ -310,7 +310,7 @@ func (s *Store) Update(decide func(img *metadata.Image) ([]metadata.Record, erro
 	if err != nil || len(records) == 0 {
 		return old, err
 	}
-	data, err := encodeBatch(records)
+	data, err := metadata.EncodeBatch(records)
 	if err != nil {
 		return old, err
 	}

@@ -174,7 +174,7 @@ func TestQuorumRestartedNodesCatchUpFromSnapshotsAndTheLog(t *testing.T) {
 	c.waitConverged(names...)
 	for _, n := range c.nodes {
 		if !sameImage(n.store.Image(), want) {
-			t.Fatalf("node %d after restart: %v", n.id, imageRecords(n.store.Image()))
+			t.Fatalf("node %d after restart: %v", n.id, metadata.ImageRecords(n.store.Image()))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package quorum
+package metadata
 
 import (
 	"bytes"
@@ -9,8 +9,6 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-
-	"github.com/strata-io/strata/metadata"
 )
 
 // batchVersion is the version of the batch encoding below; a batch of any
@@ -19,11 +17,12 @@ import (
 const batchVersion = 1
 
 // A batch is one raft log entry (and a snapshot is one batch: the records
-// that rebuild the whole image from the empty one). It is JSON:
+// that rebuild the whole image from the empty one); a single node keeps
+// the access records (access.go) in one too. It is JSON:
 //
 //	{"v":1,"records":[{"type":"TopicRecord","data":{"Name":"a","TopicID":[...16 bytes]}}, ...]}
 //
-// "type" is the Kafka name of the record (metadata.TopicRecord is Kafka's
+// "type" is the Kafka name of the record (TopicRecord is Kafka's
 // TopicRecord, ...) and "data" its fields as the metadata package names
 // them. Unknown types and unknown fields are refused.
 type batch struct {
@@ -36,11 +35,11 @@ type batchRecord struct {
 	Data json.RawMessage `json:"data"`
 }
 
-// errBadBatch wraps every batch that does not decode.
-var errBadBatch = errors.New("bad metadata batch")
+// ErrBadBatch wraps every batch that does not decode.
+var ErrBadBatch = errors.New("bad metadata batch")
 
-// encodeBatch encodes records as one batch.
-func encodeBatch(records []metadata.Record) ([]byte, error) {
+// EncodeBatch encodes records as one batch.
+func EncodeBatch(records []Record) ([]byte, error) {
 	b := batch{Version: batchVersion, Records: make([]batchRecord, 0, len(records))}
 	for _, r := range records {
 		name, err := recordType(r)
@@ -57,49 +56,52 @@ func encodeBatch(records []metadata.Record) ([]byte, error) {
 }
 
 // decoders decodes each record type, by its Go (and Kafka) name.
-var decoders = map[string]func(json.RawMessage) (metadata.Record, error){
-	"RegisterBrokerRecord":   decodeAs[metadata.RegisterBrokerRecord],
-	"UnregisterBrokerRecord": decodeAs[metadata.UnregisterBrokerRecord],
-	"FenceBrokerRecord":      decodeAs[metadata.FenceBrokerRecord],
-	"UnfenceBrokerRecord":    decodeAs[metadata.UnfenceBrokerRecord],
-	"TopicRecord":            decodeAs[metadata.TopicRecord],
-	"PartitionRecord":        decodeAs[metadata.PartitionRecord],
-	"PartitionChangeRecord":  decodeAs[metadata.PartitionChangeRecord],
-	"RemoveTopicRecord":      decodeAs[metadata.RemoveTopicRecord],
-	"ConfigRecord":           decodeAs[metadata.ConfigRecord],
-	"ProducerIdsRecord":      decodeAs[metadata.ProducerIdsRecord],
+var decoders = map[string]func(json.RawMessage) (Record, error){
+	"RegisterBrokerRecord":   decodeAs[RegisterBrokerRecord],
+	"UnregisterBrokerRecord": decodeAs[UnregisterBrokerRecord],
+	"FenceBrokerRecord":      decodeAs[FenceBrokerRecord],
+	"UnfenceBrokerRecord":    decodeAs[UnfenceBrokerRecord],
+	"TopicRecord":            decodeAs[TopicRecord],
+	"PartitionRecord":        decodeAs[PartitionRecord],
+	"PartitionChangeRecord":  decodeAs[PartitionChangeRecord],
+	"RemoveTopicRecord":      decodeAs[RemoveTopicRecord],
+	"ConfigRecord":           decodeAs[ConfigRecord],
+	"ProducerIdsRecord":      decodeAs[ProducerIdsRecord],
+
+	"UserScramCredentialRecord":       decodeAs[UserScramCredentialRecord],
+	"RemoveUserScramCredentialRecord": decodeAs[RemoveUserScramCredentialRecord],
 }
 
 // recordType is r's name in a batch: its type's, if decoders knows it.
-func recordType(r metadata.Record) (string, error) {
+func recordType(r Record) (string, error) {
 	name := reflect.TypeOf(r).Name()
 	if _, ok := decoders[name]; !ok {
-		return "", fmt.Errorf("%w: no encoding for record type %T", metadata.ErrInvalidRecord, r)
+		return "", fmt.Errorf("%w: no encoding for record type %T", ErrInvalidRecord, r)
 	}
 	return name, nil
 }
 
-// decodeBatch decodes one batch.
-func decodeBatch(data []byte) ([]metadata.Record, error) {
+// DecodeBatch decodes one batch.
+func DecodeBatch(data []byte) ([]Record, error) {
 	var b batch
 	if err := strict(data, &b); err != nil {
-		return nil, fmt.Errorf("%w: %w", errBadBatch, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadBatch, err)
 	}
 	if b.Version != batchVersion {
-		return nil, fmt.Errorf("%w: version %d, want %d", errBadBatch, b.Version, batchVersion)
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrBadBatch, b.Version, batchVersion)
 	}
-	out := make([]metadata.Record, 0, len(b.Records))
+	out := make([]Record, 0, len(b.Records))
 	for i, br := range b.Records {
 		r, err := decodeRecord(br)
 		if err != nil {
-			return nil, fmt.Errorf("%w: record %d of %d: %w", errBadBatch, i+1, len(b.Records), err)
+			return nil, fmt.Errorf("%w: record %d of %d: %w", ErrBadBatch, i+1, len(b.Records), err)
 		}
 		out = append(out, r)
 	}
 	return out, nil
 }
 
-func decodeRecord(br batchRecord) (metadata.Record, error) {
+func decodeRecord(br batchRecord) (Record, error) {
 	decode, ok := decoders[br.Type]
 	if !ok {
 		return nil, fmt.Errorf("unknown record type %q", br.Type)
@@ -107,7 +109,7 @@ func decodeRecord(br batchRecord) (metadata.Record, error) {
 	return decode(br.Data)
 }
 
-func decodeAs[R metadata.Record](data json.RawMessage) (metadata.Record, error) {
+func decodeAs[R Record](data json.RawMessage) (Record, error) {
 	var r R
 	if err := strict(data, &r); err != nil {
 		return nil, fmt.Errorf("%T: %w", r, err)
@@ -128,19 +130,19 @@ func strict(data []byte, v any) error {
 	return nil
 }
 
-// imageRecords lists the records that rebuild img from the empty image,
+// ImageRecords lists the records that rebuild img from the empty image,
 // as Kafka writes an image into a snapshot: the brokers, the topics each
-// with its partitions, the configs, the producer ids.
-func imageRecords(img *metadata.Image) []metadata.Record {
-	var out []metadata.Record
+// with its partitions, the configs, the producer ids, the access state.
+func ImageRecords(img *Image) []Record {
+	var out []Record
 	for _, b := range img.Cluster.Brokers() {
-		out = append(out, metadata.RegisterBrokerRecord{BrokerID: b.ID, IncarnationID: b.IncarnationID, BrokerEpoch: b.Epoch,
+		out = append(out, RegisterBrokerRecord{BrokerID: b.ID, IncarnationID: b.IncarnationID, BrokerEpoch: b.Epoch,
 			Endpoints: b.Endpoints, Rack: b.Rack, Fenced: b.Fenced})
 	}
 	for _, t := range img.Topics.All() {
-		out = append(out, metadata.TopicRecord{Name: t.Name, TopicID: t.ID})
+		out = append(out, TopicRecord{Name: t.Name, TopicID: t.ID})
 		for i, p := range t.Partitions {
-			out = append(out, metadata.PartitionRecord{PartitionID: int32(i), TopicID: t.ID, Replicas: p.Replicas, ISR: p.ISR,
+			out = append(out, PartitionRecord{PartitionID: int32(i), TopicID: t.ID, Replicas: p.Replicas, ISR: p.ISR,
 				AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas,
 				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch})
 		}
@@ -149,11 +151,11 @@ func imageRecords(img *metadata.Image) []metadata.Record {
 		configs := img.Configs.Of(res)
 		for _, name := range slices.Sorted(maps.Keys(configs)) {
 			v := configs[name]
-			out = append(out, metadata.ConfigRecord{ResourceType: res.Type, ResourceName: res.Name, Name: name, Value: &v})
+			out = append(out, ConfigRecord{ResourceType: res.Type, ResourceName: res.Name, Name: name, Value: &v})
 		}
 	}
 	if next := img.ProducerIDs.NextProducerID; next != 0 {
-		out = append(out, metadata.ProducerIdsRecord{NextProducerID: next})
+		out = append(out, ProducerIdsRecord{NextProducerID: next})
 	}
-	return out
+	return append(out, AccessRecords(img)...)
 }

@@ -1,4 +1,4 @@
-package quorum
+package metadata_test
 
 import (
 	"errors"
@@ -26,14 +26,16 @@ var everyRecord = []metadata.Record{
 	metadata.ProducerIdsRecord{BrokerID: 2, BrokerEpoch: 7, NextProducerID: 1000},
 	metadata.RemoveTopicRecord{TopicID: [16]byte{1, 2, 3}},
 	metadata.UnregisterBrokerRecord{BrokerID: 2},
+	metadata.UserScramCredentialRecord{Name: "alice", Mechanism: metadata.ScramSHA512, Salt: []byte{1}, StoredKey: []byte{2}, ServerKey: []byte{3}, Iterations: 4096},
+	metadata.RemoveUserScramCredentialRecord{Name: "alice", Mechanism: metadata.ScramSHA512},
 }
 
 func TestBatchRoundTripsEveryRecordType(t *testing.T) {
-	data, err := encodeBatch(everyRecord)
+	data, err := metadata.EncodeBatch(everyRecord)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeBatch(data)
+	got, err := metadata.DecodeBatch(data)
 	if err != nil {
 		t.Fatalf("decode %s: %v", data, err)
 	}
@@ -46,15 +48,15 @@ func TestBatchRefusesWhatItDoesNotKnow(t *testing.T) {
 	for name, data := range map[string]string{
 		"newer version":  `{"v":2,"records":[]}`,
 		"no version":     `{"records":[]}`,
-		"unknown type":   `{"v":1,"records":[{"type":"AccessControlEntryRecord","data":{}}]}`,
+		"unknown type":   `{"v":1,"records":[{"type":"NoSuchRecord","data":{}}]}`,
 		"unknown field":  `{"v":1,"records":[{"type":"TopicRecord","data":{"Name":"a","Extra":1}}]}`,
 		"wrong type":     `{"v":1,"records":[{"type":"TopicRecord","data":{"Name":5}}]}`,
 		"trailing value": `{"v":1,"records":[]} {}`,
 		"truncated":      `{"v":1,"records":[{"type":"TopicRecord"`,
 		"batch field":    `{"v":1,"records":[],"x":0}`,
 	} {
-		if rs, err := decodeBatch([]byte(data)); !errors.Is(err, errBadBatch) {
-			t.Errorf("%s: decodeBatch = %v, %v; want errBadBatch", name, rs, err)
+		if rs, err := metadata.DecodeBatch([]byte(data)); !errors.Is(err, metadata.ErrBadBatch) {
+			t.Errorf("%s: metadata.DecodeBatch = %v, %v; want metadata.ErrBadBatch", name, rs, err)
 		}
 	}
 }
@@ -67,9 +69,9 @@ func TestImageRecordsRebuildTheImage(t *testing.T) {
 		}
 	}
 	img := d.Apply()
-	rebuilt := replayAll(t, imageRecords(img))
+	rebuilt := replayAll(t, metadata.ImageRecords(img))
 	if !sameImage(img, rebuilt) {
-		t.Fatalf("rebuilt image differs:\n%#v\nwant\n%#v", imageRecords(rebuilt), imageRecords(img))
+		t.Fatalf("rebuilt image differs:\n%#v\nwant\n%#v", metadata.ImageRecords(rebuilt), metadata.ImageRecords(img))
 	}
 	if p := rebuilt.Topics.ByName("a").Partitions[0]; p.LeaderEpoch != 3 || p.PartitionEpoch != 5 || len(p.ISR) != 0 {
 		t.Fatalf("partition = %+v", p)
@@ -89,41 +91,28 @@ func replayAll(t *testing.T, records []metadata.Record) *metadata.Image {
 
 // sameImage compares images by the records that make them.
 func sameImage(a, b *metadata.Image) bool {
-	return reflect.DeepEqual(imageRecords(a), imageRecords(b))
+	return reflect.DeepEqual(metadata.ImageRecords(a), metadata.ImageRecords(b))
 }
 
 func FuzzDecodeBatch(f *testing.F) {
-	data, err := encodeBatch(everyRecord)
+	data, err := metadata.EncodeBatch(everyRecord)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(data)
 	f.Add([]byte(`{"v":1,"records":[{"type":"PartitionRecord","data":{"Replicas":[1,2],"TopicID":[1]}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		records, err := decodeBatch(data)
+		records, err := metadata.DecodeBatch(data)
 		if err != nil {
 			return
 		}
-		again, err := encodeBatch(records)
+		again, err := metadata.EncodeBatch(records)
 		if err != nil {
 			t.Fatalf("re-encode %#v: %v", records, err)
 		}
-		back, err := decodeBatch(again)
+		back, err := metadata.DecodeBatch(again)
 		if err != nil || !reflect.DeepEqual(back, records) {
 			t.Fatalf("round trip of %s: %#v, %v; want %#v", again, back, err, records)
 		}
 	})
-}
-
-func TestParseVoters(t *testing.T) {
-	got, err := ParseVoters("1@127.0.0.1:9093, 2@[::1]:9094,3@kafka-3:9095")
-	want := []Voter{{1, "127.0.0.1:9093"}, {2, "[::1]:9094"}, {3, "kafka-3:9095"}}
-	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("ParseVoters = %v, %v", got, err)
-	}
-	for _, bad := range []string{"", "1", "x@h:1", "-1@h:1", "1@h", "1@:9093", "1@h:0", "1@h:70000", "1@h:1,1@g:2"} {
-		if v, err := ParseVoters(bad); err == nil {
-			t.Errorf("ParseVoters(%q) = %v, want an error", bad, v)
-		}
-	}
 }

@@ -1,0 +1,48 @@
+package metadata
+
+// The image's access state: who may connect (SCRAM credentials, scram.go)
+// and, as they come, what each may do and how fast. Storage keeps none of
+// it in its own files, so a single node keeps these records as they are,
+// in one batch (AccessRecords); a cluster keeps them in its log like any
+// other record.
+
+// AccessRecord is a record of the access state.
+type AccessRecord interface {
+	Record
+	accessRecord()
+}
+
+// AccessImage is the access state (Kafka's ScramImage and, to come,
+// AclsImage and ClientQuotasImage).
+type AccessImage struct {
+	Scram ScramImage
+}
+
+// accessDelta is the changes to an AccessImage.
+type accessDelta struct {
+	scram scramDelta
+}
+
+// replay applies one access record on base; as Delta.Replay, a record
+// that does not fit is refused and changes nothing.
+func (d *accessDelta) replay(base *AccessImage, r AccessRecord) error {
+	switch r := r.(type) {
+	case UserScramCredentialRecord:
+		d.scram.put(r)
+	case RemoveUserScramCredentialRecord:
+		return d.scram.remove(base.Scram, r)
+	}
+	return nil
+}
+
+// apply returns base with the changes.
+func (d *accessDelta) apply(base AccessImage) AccessImage {
+	base.Scram = d.scram.apply(base.Scram)
+	return base
+}
+
+// AccessRecords lists the records that rebuild img's access state from
+// none.
+func AccessRecords(img *Image) []Record {
+	return img.Access.Scram.records()
+}
