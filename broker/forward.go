@@ -104,7 +104,7 @@ func (f *forwarder) forwarding(r *registry) {
 			if f.store.IsLeader() {
 				return local(rc)
 			}
-			body, merge := splitForwarded(rc.req.Body, f.node)
+			body, merge := splitForwarded(rc.req.Body, f.node, rc.svc)
 			if body == nil {
 				return merge(rc.req.Body.ResponseKind()), nil
 			}

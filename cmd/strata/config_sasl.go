@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"fmt"
 	"math"
 	"slices"
@@ -98,12 +97,9 @@ func loadSASLListeners(p *propReader, s *settings, clients []listenerEndpoint) {
 		if e.protocol != "SASL_SSL" {
 			continue
 		}
-		lt := sslListenerSides(r, e.name, true)
+		lt := servedListenerTLS(p, e)
 		if p.err != nil {
 			return
-		}
-		if _, ok := p.get(r.prefix + "ssl.client.auth"); !ok {
-			lt.Config.ClientAuth = tls.NoClientCert
 		}
 		if s.ListenerTLS == nil {
 			s.ListenerTLS = map[string]*broker.ListenerTLS{}
