@@ -10,12 +10,15 @@ import (
 
 // AddListener adds, before Start, a client listener named after its
 // security protocol (SASL_SSL, SSL, ...) at addr, with more keys
-// (key=value) for it, to the broker's PLAINTEXT one: clients may then
-// connect there, while the harness keeps using Addr.
+// (key=value) for it, to the broker's PLAINTEXT one and those added
+// before: clients may then connect there, while the harness keeps using
+// Addr.
 func (t *StrataTarget) AddListener(protocol, addr string, props ...string) {
+	t.listeners = append(t.listeners, protocol+"://"+addr)
+	t.protocols = append(t.protocols, protocol+":"+protocol)
 	t.args = append(t.args,
-		"--override", "listeners=PLAINTEXT://"+t.addr+","+protocol+"://"+addr,
-		"--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,"+protocol+":"+protocol)
+		"--override", "listeners="+strings.Join(append([]string{"PLAINTEXT://" + t.addr}, t.listeners...), ","),
+		"--override", "listener.security.protocol.map="+strings.Join(append([]string{"PLAINTEXT:PLAINTEXT"}, t.protocols...), ","))
 	for _, p := range props {
 		t.args = append(t.args, "--override", p)
 	}
@@ -24,7 +27,8 @@ func (t *StrataTarget) AddListener(protocol, addr string, props ...string) {
 // AddListener adds, before Start, a client listener named after its
 // security protocol at addr, with more keys for it, to the broker's
 // listeners: the lines appended to server.properties override the
-// template's, as Java's Properties keeps a key's last value.
+// template's (and those of listeners added before), as Java's Properties
+// keeps a key's last value.
 func (t *KafkaTarget) AddListener(protocol, addr string, props ...string) error {
 	data, err := os.ReadFile(t.props)
 	if err != nil {
