@@ -8,7 +8,6 @@ import (
 	"math/big"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,17 +40,8 @@ func servedSerial(t *testing.T, addr string, roots *x509.CertPool) *big.Int {
 // store's password is described as sensitive, without its value.
 func TestTLSKeyStoreReload(t *testing.T) {
 	pki := newTestPKI(t)
-	dir := t.TempDir()
-	plain := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	ssl := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	args := []string{
-		"--override", "listeners=PLAINTEXT://" + plain + ",SSL://" + ssl,
-		"--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL",
-		"--override", "log.dirs=" + dir,
-		"--override", "ssl.keystore.type=PEM", "--override", "ssl.keystore.location=" + pki.serverPEM,
-	}
-	p := launchArgs(t, dir, plain, args...)
-	p.waitReady(30 * time.Second)
+	launch := newSSLLaunch(t, map[string]string{"ssl.keystore.type": "PEM", "ssl.keystore.location": pki.serverPEM})
+	p, ssl := launch.start(), launch.ssl
 	roots := pki.rootCAs()
 	start := servedSerial(t, ssl, roots)
 
@@ -73,8 +63,7 @@ func TestTLSKeyStoreReload(t *testing.T) {
 	}
 
 	p.kill()
-	p = launchArgs(t, dir, plain, args...)
-	p.waitReady(30 * time.Second)
+	p = launch.start()
 	if got := servedSerial(t, ssl, roots); got.Cmp(third.SerialNumber) != 0 {
 		t.Fatalf("after a restart, served serial %v, want the dynamic key store's %v", got, third.SerialNumber)
 	}

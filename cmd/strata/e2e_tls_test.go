@@ -30,20 +30,38 @@ import (
 // SSL one (the returned address) keyed by keys.
 func sslBroker(t *testing.T, keys map[string]string) (*proc, string) {
 	t.Helper()
-	dir := t.TempDir()
-	plain := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	ssl := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	args := []string{
-		"--override", "listeners=PLAINTEXT://" + plain + ",SSL://" + ssl,
+	l := newSSLLaunch(t, keys)
+	return l.start(), l.ssl
+}
+
+// sslLaunch is how sslBroker starts a strata process, kept so that a test
+// can start it again on the same directory.
+type sslLaunch struct {
+	t          *testing.T
+	dir        string
+	plain, ssl string // the listeners' addresses
+	args       []string
+}
+
+func newSSLLaunch(t *testing.T, keys map[string]string) *sslLaunch {
+	l := &sslLaunch{t: t, dir: t.TempDir(), plain: "127.0.0.1:" + strconv.Itoa(freePort(t)), ssl: "127.0.0.1:" + strconv.Itoa(freePort(t))}
+	l.args = []string{
+		"--override", "listeners=PLAINTEXT://" + l.plain + ",SSL://" + l.ssl,
 		"--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL",
-		"--override", "log.dirs=" + dir,
+		"--override", "log.dirs=" + l.dir,
 	}
 	for k, v := range keys {
-		args = append(args, "--override", k+"="+v)
+		l.args = append(l.args, "--override", k+"="+v)
 	}
-	p := launchArgs(t, dir, plain, args...)
+	return l
+}
+
+// start launches the process and waits until it accepts connections.
+func (l *sslLaunch) start() *proc {
+	l.t.Helper()
+	p := launchArgs(l.t, l.dir, l.plain, l.args...)
 	p.waitReady(30 * time.Second)
-	return p, ssl
+	return p
 }
 
 func (p *testPKI) rootCAs() *x509.CertPool {
