@@ -229,7 +229,13 @@ func TestSASLScramExchange(t *testing.T) {
 		}
 	})
 	generic := "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"
+	// A credential below Kafka's minimum iterations, which only a record
+	// not made by AlterUserScramCredentials can hold, is refused too.
+	if _, err := b.meta.Propose(scramRecord(t, MechanismScramSHA512, "weak", "weak-secret", 1000)); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ name, first, msg string }{
+		{"a credential of 1000 iterations", "n,,n=weak,r=cnonce4", generic},
 		{"an authzid other than the user", "n,a=bob,n=alice,r=cnonce4", "Authentication failed: Client requested an authorization id that is different from username"},
 		{"an unknown user's authzid other than the user", "n,a=bob,n=mallory,r=cnonce4", "Authentication failed: Client requested an authorization id that is different from username"},
 		{"channel binding asked for", "p=tls-unique,,n=alice,r=cnonce4", generic},
