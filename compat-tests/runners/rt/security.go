@@ -139,3 +139,16 @@ func RefusedResult(scenario string, err error, hung bool) Result {
 func IsAuthError(msg string) bool {
 	return strings.Contains(strings.ToLower(msg), "authentication")
 }
+
+// Bounded runs fn and waits for it up to RefusalBound; hung says it had not
+// returned by then (fn is left running: the runner exits after its result).
+func Bounded(fn func() error) (err error, hung bool) {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err, false
+	case <-time.After(RefusalBound):
+		return nil, true
+	}
+}
