@@ -152,3 +152,21 @@ func Bounded(fn func() error) (err error, hung bool) {
 		return nil, true
 	}
 }
+
+// Librdkafka is the security arguments as librdkafka's configuration
+// (confluent-kafka-go, kcat; the Python runner has its own copy).
+func (s Security) Librdkafka() map[string]string {
+	c := map[string]string{}
+	if s.Protocol != "PLAINTEXT" {
+		c["security.protocol"] = strings.ToLower(s.Protocol)
+	}
+	if s.SASL() {
+		c["sasl.mechanisms"], c["sasl.username"], c["sasl.password"] = s.Mechanism, s.Username, s.Password
+	}
+	for k, v := range map[string]string{"ssl.ca.location": s.CAFile, "ssl.certificate.location": s.CertFile, "ssl.key.location": s.KeyFile} {
+		if v != "" && s.TLS() {
+			c[k] = v
+		}
+	}
+	return c
+}
