@@ -170,3 +170,34 @@ func (s Security) Librdkafka() map[string]string {
 	}
 	return c
 }
+
+// JavaProperties is the security arguments as the Java client's
+// properties (kafka-cli's --producer.config / --consumer.config file):
+// sasl.jaas.config with PlainLoginModule or ScramLoginModule, the CA as a
+// PEM trust store, the client certificate and key inline as a PEM key store.
+func (s Security) JavaProperties() (map[string]string, error) {
+	p := map[string]string{"security.protocol": s.Protocol}
+	if s.SASL() {
+		module := "org.apache.kafka.common.security.plain.PlainLoginModule"
+		if strings.HasPrefix(s.Mechanism, "SCRAM-") {
+			module = "org.apache.kafka.common.security.scram.ScramLoginModule"
+		}
+		p["sasl.mechanism"] = s.Mechanism
+		p["sasl.jaas.config"] = fmt.Sprintf("%s required username=%q password=%q;", module, s.Username, s.Password)
+	}
+	if s.TLS() && s.CAFile != "" {
+		p["ssl.truststore.type"], p["ssl.truststore.location"] = "PEM", s.CAFile
+	}
+	if s.TLS() && s.CertFile != "" {
+		cert, err := os.ReadFile(s.CertFile)
+		if err != nil {
+			return nil, err
+		}
+		key, err := os.ReadFile(s.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		p["ssl.keystore.type"], p["ssl.keystore.certificate.chain"], p["ssl.keystore.key"] = "PEM", string(cert), string(key)
+	}
+	return p, nil
+}
