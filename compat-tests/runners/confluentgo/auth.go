@@ -18,7 +18,9 @@ func (e env) auth() rt.Result {
 }
 
 // authRefused starts a producer and waits for librdkafka's first error
-// event (it retries the connection by itself, reporting each failure).
+// event that names the failure (it retries the connection by itself,
+// reporting each failure); ALL_BROKERS_DOWN only if no other comes
+// within 3 s of it.
 func (e env) authRefused() rt.Result {
 	p, err := kafka.NewProducer(e.conf(nil))
 	if err != nil {
@@ -26,14 +28,21 @@ func (e env) authRefused() rt.Result {
 	}
 	defer p.Close()
 	deadline := time.After(rt.RefusalBound)
+	var down error
 	for {
 		select {
 		case ev := <-p.Events():
-			if kerr, ok := ev.(kafka.Error); ok {
+			kerr, ok := ev.(kafka.Error)
+			switch {
+			case !ok:
+			case kerr.Code() != kafka.ErrAllBrokersDown:
 				return rt.RefusedResult(e.a.Scenario, errors.New(kerr.Error()), false)
+			case down == nil:
+				down = errors.New(kerr.Error())
+				deadline = time.After(3 * time.Second)
 			}
 		case <-deadline:
-			return rt.RefusedResult(e.a.Scenario, nil, true)
+			return rt.RefusedResult(e.a.Scenario, down, down == nil)
 		}
 	}
 }
