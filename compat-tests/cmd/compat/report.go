@@ -116,8 +116,10 @@ func renderMD(cells []cell, pairs []brokerPair) string {
 		n := counts(cells, br)
 		fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", br, n["pass"], n["fail"], n["skip"])
 	}
+	allClients, allScen := clients, scen
 	for _, p := range pairs {
 		title := map[string]string{"strata": "single node", "strata-cluster": "three-node clusters", "strata-secure": "secured listeners"}[p.strata]
+		clients, scen := inPair(m, p, allClients, allScen)
 		fmt.Fprintf(&b, "\n## Matrix, %s (%s / %s)\n\n| scenario |", title, p.strata, p.kafka)
 		for _, c := range clients {
 			fmt.Fprintf(&b, " %s |", c)
@@ -186,4 +188,25 @@ func renderMD(cells []cell, pairs []brokerPair) string {
 		}
 	}
 	return b.String()
+}
+
+// inPair keeps the clients and scenarios that have a cell on either target of p.
+func inPair(m map[key]cell, p brokerPair, clients, scen []string) ([]string, []string) {
+	has := func(c, s string) bool {
+		_, okS := m[key{c, s, p.strata}]
+		_, okK := m[key{c, s, p.kafka}]
+		return okS || okK
+	}
+	var cs, ss []string
+	for _, c := range clients {
+		if slices.ContainsFunc(scen, func(s string) bool { return has(c, s) }) {
+			cs = append(cs, c)
+		}
+	}
+	for _, s := range scen {
+		if slices.ContainsFunc(clients, func(c string) bool { return has(c, s) }) {
+			ss = append(ss, s)
+		}
+	}
+	return cs, ss
 }

@@ -76,3 +76,29 @@ func TestSecurity(t *testing.T) {
 		t.Error("a plain target has the secure listeners")
 	}
 }
+
+// TestRenderPairs: each pair's table has the rows and columns of its own
+// cells only, so the secure table has no single-node scenario and the
+// single-node one no auth_ scenario.
+func TestRenderPairs(t *testing.T) {
+	var cells []cell
+	for _, b := range []string{"strata", "kafka"} {
+		cells = append(cells, cell{Client: "franz-go", Scenario: "metadata", Broker: b, Result: "pass"},
+			cell{Client: dumpLogClient, Scenario: "dump_log", Broker: b, Result: "pass"})
+	}
+	for _, b := range []string{"strata-secure", "kafka-secure"} {
+		cells = append(cells, cell{Client: "franz-go", Scenario: "auth_plain", Broker: b, Result: "pass"})
+	}
+	md := renderMD(cells, []brokerPair{{"strata", "kafka"}, {"strata-secure", "kafka-secure"}})
+	single, secure, ok := strings.Cut(md, "## Matrix, secured listeners")
+	if !ok {
+		t.Fatalf("no secured table:\n%s", md)
+	}
+	secure, _, _ = strings.Cut(secure, "### Differences")
+	if strings.Contains(secure, "| metadata |") || strings.Contains(secure, dumpLogClient) || !strings.Contains(secure, "| auth_plain |") {
+		t.Errorf("secured table:\n%s", secure)
+	}
+	if strings.Contains(single, "auth_plain") || !strings.Contains(single, "| metadata |") || !strings.Contains(single, dumpLogClient) {
+		t.Errorf("single-node table:\n%s", single)
+	}
+}
