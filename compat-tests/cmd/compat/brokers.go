@@ -139,7 +139,11 @@ func (h *harness) tempDir(name string) (string, error) {
 // as a stock Kafka setup has it, with the suite's group and internal-topic
 // settings. On three nodes every topic and internal topic defaults to RF=3
 // with min.insync.replicas=2. A secure target (sec set, one node) adds its
-// SASL_SSL and SSL listeners and their keys (security.properties).
+// SASL_SSL and SSL listeners and their keys (security.properties). The
+// retention check runs hourly, not every 5 minutes: list_offsets and
+// dump_log write records stamped in 2001, which a check during the run
+// would delete under the default retention.ms (7 days) before the
+// scenario reads them back.
 func serverProperties(id int, client, ctrl []int, dataDir string, sec *security) string {
 	var voters []string
 	for i, c := range ctrl {
@@ -170,6 +174,7 @@ transaction.state.log.min.isr=%[7]d
 transaction.state.log.num.partitions=5
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
+log.retention.check.interval.ms=3600000
 %[11]s`, id, strings.Join(voters, ","), client[id-1], ctrl[id-1], dataDir, rf, min(rf, 2), listeners, advertised, protocols, secure)
 }
 
