@@ -253,13 +253,24 @@ func (h *harness) startStrata(name, tag string, n int, rf int16, secure bool) (*
 	if err == nil || b.sec == nil || !strings.Contains(err.Error(), "SCRAM") {
 		return b, err
 	}
-	fmt.Printf("compat: %s refuses SCRAM, started again with sasl.enabled.mechanisms=PLAIN (its SCRAM cells fail): %s\n", name, tailStr(err.Error(), 300))
+	fmt.Printf("compat: %s refuses SCRAM, started again with sasl.enabled.mechanisms=PLAIN (its SCRAM cells fail): %s\n", name, scramRefusal(b))
 	h.stop(b)
 	b.sec.mechanisms = "PLAIN"
 	if err := b.writeProps(); err != nil {
 		return nil, err
 	}
 	return b, launch()
+}
+
+// scramRefusal is the line of a node's log that refuses SCRAM.
+func scramRefusal(b *broker) string {
+	data, _ := os.ReadFile(b.nodes[0].log)
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, "SCRAM") {
+			return tailStr(l, 300)
+		}
+	}
+	return "(no log line names SCRAM)"
 }
 
 // startKafka starts an Apache Kafka target of n nodes from the jars in home
