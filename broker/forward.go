@@ -3,7 +3,7 @@ package broker
 // Forwarding. On a cluster node that is not the active controller, the
 // admin changes clients send (CreateTopics, DeleteTopics,
 // CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
-// AlterPartitionReassignments, UnregisterBroker) and the quorum's
+// AlterPartitionReassignments, UnregisterBroker, AlterClientQuotas) and the quorum's
 // DescribeQuorum, AddRaftVoter and RemoveRaftVoter go to the
 // active controller over its controller listener, at the client's version,
 // and its answer is relayed, as Kafka brokers forward them
@@ -36,7 +36,8 @@ import (
 // forwardedKeys are the requests a broker forwards to the active
 // controller.
 var forwardedKeys = []kmsg.Key{kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
-	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter, kmsg.UnregisterBroker}
+	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter, kmsg.UnregisterBroker,
+	kmsg.AlterClientQuotas}
 
 // errNoController is a forward with no active controller known.
 var errNoController = fmt.Errorf("no active controller is known: %w", kerr.NotController)
@@ -219,6 +220,8 @@ func notControllerResponse(req kmsg.Request) (kmsg.Response, error) {
 		resp := kmsg.NewPtrUnregisterBrokerResponse()
 		resp.ErrorCode = code
 		return resp, nil
+	case *kmsg.AlterClientQuotasRequest:
+		return alterClientQuotasAnswer(r, code), nil
 	}
 	return nil, fmt.Errorf("%T is not a request a broker forwards", req)
 }
