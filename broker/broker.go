@@ -405,7 +405,7 @@ func (b *Broker) accept(l *clientListener) error {
 func (b *Broker) add(nc net.Conn, l *clientListener) bool {
 	b.acceptMu.Lock()
 	defer b.acceptMu.Unlock()
-	if !b.waitForSlot() {
+	if !b.waitForSlot() || !b.waitConnectionRate() {
 		nc.Close()
 		return false
 	}

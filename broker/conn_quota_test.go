@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/metrics"
 	"github.com/strata-io/strata/protocol"
 )
 
@@ -36,7 +37,7 @@ func mutedFor(t *testing.T, nc net.Conn) time.Duration {
 // time, with the records written, and its connection is then muted for
 // that long; a producer of another client id is not throttled.
 func TestProduceQuotaThrottlesAndMutes(t *testing.T) {
-	b := startBroker(t, nil)
+	b := startMeteredBroker(t)
 	createTopic(t, newAdmin(t, b), "q", 1)
 	s := kmsg.StringPtr
 	// 1000 B/s over 10 windows of 1 s: 10000 bytes is the bound.
@@ -82,6 +83,22 @@ func TestProduceQuotaThrottlesAndMutes(t *testing.T) {
 	}
 	if hw := b.logs.Topic("q").Partitions()[0].Log.HighWatermark(); hw != 5*300 {
 		t.Errorf("high watermark %d, want every produced record written", hw)
+	}
+	// The metrics: Kafka's Produce sensor of client-id slow (no user tag:
+	// only client-id quotas are set).
+	m := scrapeMetrics(t, b)
+	slowTags := []string{"quota", "Produce", "user", "", "client_id", "slow"}
+	if n := m.get(metrics.ClientQuotaThrottles, slowTags...); n != 1 {
+		t.Errorf("%s for slow = %v, want 1", metrics.ClientQuotaThrottles, n)
+	}
+	if ms := m.get(metrics.ClientQuotaThrottleTimeMs, slowTags...); ms != float64(second.ThrottleMillis) {
+		t.Errorf("%s for slow = %v, want %d", metrics.ClientQuotaThrottleTimeMs, ms, second.ThrottleMillis)
+	}
+	if n := m.get(metrics.ClientBytes, slowTags...); n < 2*float64(len(testBatch(t, 300))) {
+		t.Errorf("%s for slow = %v, want both requests' bytes", metrics.ClientBytes, n)
+	}
+	if n := m.get(metrics.ClientQuotaThrottles, "quota", "Produce", "client_id", "fast"); n != 0 {
+		t.Errorf("%s for fast = %v", metrics.ClientQuotaThrottles, n)
 	}
 }
 
@@ -173,4 +190,29 @@ func TestQuotaCheckWithoutQuotasAllocatesNothing(t *testing.T) {
 		t.Fatal("the quota is not in force")
 	}
 	check("another client's quota")
+}
+
+// TestRequestQuotaThrottles checks a client over its request_percentage
+// is throttled, at most one quota window, as Kafka's
+// ClientRequestQuotaManager, in the throttle_time_ms of any response.
+func TestRequestQuotaThrottles(t *testing.T) {
+	b := startBroker(t, nil)
+	s := kmsg.StringPtr
+	if e := alterQuotas(t, b, false, [][]kmsg.AlterClientQuotasRequestEntryEntity{quotaEntity(s("client-id"), s("busy"))},
+		quotaOp{key: "request_percentage", value: 0.01}); e[0].ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(e[0].ErrorCode))
+	}
+	nc := dialQuota(t, b)
+	for i := range 5000 {
+		resp := roundTripOn[*kmsg.MetadataResponse](t, nc, "busy", kmsg.NewPtrMetadataRequest(), 12)
+		if resp.ThrottleMillis == 0 {
+			continue
+		}
+		if resp.ThrottleMillis > 1000 {
+			t.Fatalf("throttled %d ms, want at most one window (1000 ms)", resp.ThrottleMillis)
+		}
+		t.Logf("throttled %d ms after %d requests", resp.ThrottleMillis, i+1)
+		return
+	}
+	t.Fatal("5000 requests at 0.01% of a thread were never throttled")
 }

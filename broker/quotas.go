@@ -210,9 +210,9 @@ type quotaSensor struct {
 
 // throttleStats are a sensor's throttle-time stats for metrics.
 type throttleStats struct {
-	count   int64
-	totalMs int64
-	bytes   float64 // everything recorded, for the byte-rate metrics
+	count    int64
+	totalMs  int64
+	recorded float64 // everything recorded (bytes; percent-seconds for the request quota), for the metrics
 }
 
 // quotaSensorExpiry is how long an unused sensor is kept: Kafka's
@@ -274,7 +274,7 @@ func (m *clientQuotaManager) record(principal, clientID string, value float64, n
 	defer m.mu.Unlock()
 	s := m.sensor(tags, nowMs)
 	s.rate.record(m.samples, m.windowMs, value, nowMs)
-	s.throttle.bytes += value
+	s.throttle.recorded += value
 	if !ok {
 		return 0
 	}
@@ -301,7 +301,7 @@ func (m *clientQuotaManager) unrecord(principal, clientID string, value float64,
 	defer m.mu.Unlock()
 	s := m.sensor(tags, now.UnixMilli())
 	s.rate.record(m.samples, m.windowMs, -value, now.UnixMilli())
-	s.throttle.bytes -= value
+	s.throttle.recorded -= value
 }
 
 // throttled counts a throttle of ms for the client's sensor.
@@ -356,6 +356,7 @@ func (m *clientQuotaManager) sensor(tags quotaTags, nowMs int64) *quotaSensor {
 // clientQuotas are a broker's quota managers.
 type clientQuotas struct {
 	produce, fetch, request *clientQuotaManager
+	conns                   *connectionRates // connquotas.go
 }
 
 func newClientQuotas(cfg QuotaConfig) *clientQuotas {
@@ -363,6 +364,7 @@ func newClientQuotas(cfg QuotaConfig) *clientQuotas {
 		produce: newClientQuotaManager(cfg, quotaProducerByteRate),
 		fetch:   newClientQuotaManager(cfg, quotaConsumerByteRate),
 		request: newClientQuotaManager(cfg, quotaRequestPercentage),
+		conns:   newConnectionRates(cfg),
 	}
 	q.request.maxThrottleMs = cfg.windowMs()
 	return q
@@ -372,4 +374,24 @@ func (q *clientQuotas) update(img *metadata.Image) {
 	q.produce.update(img)
 	q.fetch.update(img)
 	q.request.update(img)
+	q.conns.update(img)
+}
+
+// EachClientQuota reports every sensor to the metrics (metrics.ClientQuotaStats).
+func (q *clientQuotas) EachClientQuota(fn func(quotaType, user, clientID string, throttles, throttleMs int64, measured float64)) {
+	for _, m := range []struct {
+		name  string
+		m     *clientQuotaManager
+		scale float64
+	}{{"Produce", q.produce, 1}, {"Fetch", q.fetch, 1}, {"Request", q.request, 0.01}} {
+		m.m.mu.Lock()
+		stats := make(map[quotaTags]throttleStats, len(m.m.sensors))
+		for tags, s := range m.m.sensors {
+			stats[tags] = s.throttle
+		}
+		m.m.mu.Unlock()
+		for tags, s := range stats {
+			fn(m.name, tags.user, tags.clientID, s.count, s.totalMs, s.recorded*m.scale)
+		}
+	}
 }
