@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/chaos"
 )
@@ -301,4 +304,58 @@ func newKafkaWith(t *testing.T, dir string, extra ...string) *chaos.KafkaTarget 
 		}
 	})
 	return k
+}
+
+// TestClusterClientQuotasForwarded checks AlterClientQuotas sent to a
+// node that is not the active controller is forwarded to it, answered
+// once that node shows the change, and reaches every node; a
+// validate-only one changes nothing.
+func TestClusterClientQuotasForwarded(t *testing.T) {
+	e2e(t)
+	nodes := followers(t)
+	alter := func(n pinnedNode, client string, validateOnly bool) {
+		t.Helper()
+		req := kmsg.NewPtrAlterClientQuotasRequest()
+		req.ValidateOnly = validateOnly
+		req.Entries = []kmsg.AlterClientQuotasRequestEntry{{
+			Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "client-id", Name: kmsg.StringPtr(client)}},
+			Ops:    []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 2048}},
+		}}
+		if e := n.ask(t, req).(*kmsg.AlterClientQuotasResponse).Entries; len(e) != 1 || e[0].ErrorCode != 0 {
+			t.Fatalf("AlterClientQuotas through node %d: %+v", n.id, e)
+		}
+	}
+	quotaOf := func(n pinnedNode, client string) (float64, bool) {
+		t.Helper()
+		req := kmsg.NewPtrDescribeClientQuotasRequest()
+		req.Components = []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "client-id", MatchType: 0, Match: kmsg.StringPtr(client)}}
+		resp := n.ask(t, req).(*kmsg.DescribeClientQuotasResponse)
+		if resp.ErrorCode != 0 || len(resp.Entries) > 1 {
+			t.Fatalf("DescribeClientQuotas on node %d: %v %+v", n.id, kerr.ErrorForCode(resp.ErrorCode), resp.Entries)
+		}
+		if len(resp.Entries) == 0 {
+			return 0, false
+		}
+		return resp.Entries[0].Values[0].Value, true
+	}
+	for i, n := range nodes {
+		client := fmt.Sprintf("via-%d", n.id)
+		alter(n, client+"-checked", true)
+		if _, ok := quotaOf(n, client+"-checked"); ok {
+			t.Errorf("a validate-only AlterClientQuotas through node %d set the quota", n.id)
+		}
+		for r := range rounds {
+			client := fmt.Sprintf("%s-%d", client, r)
+			alter(n, client, false)
+			if v, ok := quotaOf(n, client); !ok || v != 2048 {
+				t.Errorf("node %d, right after answering AlterClientQuotas: quota %v %v, want 2048", n.id, v, ok)
+			}
+		}
+		client += "-0"
+		other := nodes[(i+1)%len(nodes)]
+		waitUntil(t, 10*time.Second, fmt.Sprintf("node %d shows the quota set through node %d", other.id, n.id), func() (bool, string) {
+			v, ok := quotaOf(other, client)
+			return ok && v == 2048, fmt.Sprintf("%v %v", v, ok)
+		})
+	}
 }
