@@ -57,7 +57,12 @@ func (c *conn) throttleResponse(req *protocol.Request, start time.Time, resp kms
 	if req.Key == int16(kmsg.Produce) {
 		produce = c.b.quotas.produce.record(c.principal, quotaClientID(req), float64(req.BodySize), now)
 	}
-	request := c.requestThrottle(req, start, now)
+	var request int64
+	if r, ok := req.Body.(*kmsg.ProduceRequest); !ok || r.Acks != 0 {
+		// As Kafka, a produce with acks=0 is exempt from the request
+		// quota.
+		request = c.requestThrottle(req, start, now)
+	}
 	if produce == 0 && request == 0 {
 		return 0
 	}

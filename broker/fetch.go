@@ -35,6 +35,9 @@ package broker
 // read_committed (1) reads only below it and lists the aborted
 // transactions with records in the returned range, as Kafka does, so
 // clients drop their records (and the markers).
+// A consumer's fetch asks for at most what its consumer_byte_rate allows
+// in the quota windows, and one over its quota is answered without
+// records, carrying the throttle time (conn_quota.go).
 
 import (
 	"fmt"

@@ -155,8 +155,9 @@ func quotaScenario(t *testing.T, addr string) quotaFigures {
 		{"--entity-type", "clients", "--entity-name", "slow-consumer", "--add-config", "consumer_byte_rate=1048576"},
 		{"--entity-type", "users", "--entity-name", "alice", "--add-config", "producer_byte_rate=2097152,request_percentage=50"},
 		{"--entity-type", "users", "--entity-name", "alice", "--entity-type", "clients", "--entity-default", "--add-config", "consumer_byte_rate=4096"},
+		{"--entity-type", "ips", "--entity-default", "--add-config", "connection_creation_rate=100"},
 	} {
-		if out := configs(append([]string{"--alter"}, entity...)...); !strings.Contains(out, "Completed updating config for") {
+		if out := configs(append([]string{"--alter"}, entity...)...); !strings.Contains(out, "Completed updating") {
 			t.Fatalf("kafka-configs --alter %v: %s", entity, out)
 		}
 	}
@@ -212,6 +213,7 @@ func describeQuotas(t *testing.T, addr string) string {
 		{"--entity-type", "clients", "--entity-name", "slow-consumer"},
 		{"--entity-type", "users", "--entity-name", "alice", "--entity-type", "clients", "--entity-default"},
 		{"--entity-type", "clients"},
+		{"--entity-type", "ips", "--entity-default"},
 	} {
 		out = append(out, strings.Split(strings.TrimSpace(kafkaTool(t, "kafka.admin.ConfigCommand", append([]string{"--bootstrap-server", addr, "--describe"}, entity...)...)), "\n")...)
 	}
