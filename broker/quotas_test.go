@@ -114,3 +114,24 @@ func TestQuotaPrecedence(t *testing.T) {
 		t.Error("bob has alice's quota")
 	}
 }
+
+// TestRequestQuotaThrottleIsAtMostOneWindow checks the request quota's
+// throttle time is bounded by one window, as Kafka's
+// ClientRequestQuotaManager, and the byte quotas' is not.
+func TestRequestQuotaThrottleIsAtMostOneWindow(t *testing.T) {
+	q := newClientQuotas(QuotaConfig{})
+	img := metadata.NewDelta(metadata.Empty)
+	for _, key := range []string{quotaRequestPercentage, quotaProducerByteRate} {
+		if err := img.Replay(metadata.ClientQuotaRecord{Entity: metadata.QuotaEntity{ClientID: metadata.DefaultName()}.Parts(), Key: key, Value: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.update(img.Apply())
+	now := time.UnixMilli(5_000_000)
+	if got := q.request.record("User:ANONYMOUS", "c", 1000, now); got != 1000 {
+		t.Errorf("request quota throttle %d ms, want the 1000 ms window", got)
+	}
+	if got := q.produce.record("User:ANONYMOUS", "c", 1000, now); got != 990000 {
+		t.Errorf("produce quota throttle %d ms, want (100 - 1) / 1 * 10000", got)
+	}
+}
