@@ -2,10 +2,13 @@ package broker
 
 import (
 	"net"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/metrics"
@@ -215,4 +218,51 @@ func TestRequestQuotaThrottles(t *testing.T) {
 		return
 	}
 	t.Fatal("5000 requests at 0.01% of a thread were never throttled")
+}
+
+// throttleHook records the throttle times a franz-go client is told.
+type throttleHook struct {
+	mu  sync.Mutex
+	got []time.Duration
+}
+
+func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.got = append(h.got, d)
+}
+
+func (h *throttleHook) throttled() []time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.got)
+}
+
+// TestUserQuotaFollowsTheSASLPrincipal checks a user entity's quota
+// applies to the clients that authenticate as that user over SASL, and
+// not to another user's.
+func TestUserQuotaFollowsTheSASLPrincipal(t *testing.T) {
+	b := saslBroker(t, nil)
+	createTopic(t, newAdmin(t, b), "q", 1)
+	s := kmsg.StringPtr
+	if e := alterQuotas(t, b, false, [][]kmsg.AlterClientQuotasRequestEntryEntity{quotaEntity(s("user"), s("alice"))},
+		quotaOp{key: "producer_byte_rate", value: 1000}); e[0].ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(e[0].ErrorCode))
+	}
+	value := make([]byte, 6000) // two of them are over 10 windows of 1000 B/s
+	for _, tc := range []struct {
+		user, pass string
+		throttled  bool
+	}{{"admin", "admin-secret", false}, {"alice", "alice-secret", true}} {
+		hook := &throttleHook{}
+		cl := saslClient(t, b, tc.user, tc.pass, kgo.WithHooks(hook), kgo.ProducerBatchCompression(kgo.NoCompression()))
+		for range 2 {
+			if err := cl.ProduceSync(testCtx(t), &kgo.Record{Topic: "q", Value: value}).FirstErr(); err != nil {
+				t.Fatalf("%s: produce: %v", tc.user, err)
+			}
+		}
+		if got := hook.throttled(); (len(got) > 0) != tc.throttled {
+			t.Errorf("%s was told throttle times %v, want throttled %v", tc.user, got, tc.throttled)
+		}
+	}
 }
