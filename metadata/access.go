@@ -15,12 +15,14 @@ type AccessRecord interface {
 // AccessImage is the access state (Kafka's ScramImage and, to come,
 // AclsImage and ClientQuotasImage).
 type AccessImage struct {
-	Scram ScramImage
+	Scram        ScramImage
+	ClientQuotas ClientQuotasImage
 }
 
 // accessDelta is the changes to an AccessImage.
 type accessDelta struct {
-	scram scramDelta
+	scram        scramDelta
+	clientQuotas clientQuotasDelta
 }
 
 // replay applies one access record on base; as Delta.Replay, a record
@@ -31,6 +33,8 @@ func (d *accessDelta) replay(base *AccessImage, r AccessRecord) error {
 		d.scram.put(r)
 	case RemoveUserScramCredentialRecord:
 		return d.scram.remove(base.Scram, r)
+	case ClientQuotaRecord:
+		return d.clientQuotas.replay(r)
 	}
 	return nil
 }
@@ -38,11 +42,12 @@ func (d *accessDelta) replay(base *AccessImage, r AccessRecord) error {
 // apply returns base with the changes.
 func (d *accessDelta) apply(base AccessImage) AccessImage {
 	base.Scram = d.scram.apply(base.Scram)
+	base.ClientQuotas = d.clientQuotas.apply(base.ClientQuotas)
 	return base
 }
 
 // AccessRecords lists the records that rebuild img's access state from
 // none.
 func AccessRecords(img *Image) []Record {
-	return img.Access.Scram.records()
+	return append(img.Access.Scram.records(), img.Access.ClientQuotas.records()...)
 }

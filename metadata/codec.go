@@ -70,6 +70,7 @@ var decoders = map[string]func(json.RawMessage) (Record, error){
 
 	"UserScramCredentialRecord":       decodeAs[UserScramCredentialRecord],
 	"RemoveUserScramCredentialRecord": decodeAs[RemoveUserScramCredentialRecord],
+	"ClientQuotaRecord":               decodeAs[ClientQuotaRecord],
 }
 
 // recordType is r's name in a batch: its type's, if decoders knows it.
