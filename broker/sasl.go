@@ -30,12 +30,10 @@ package broker
 // otherwise just closes.
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -105,12 +103,47 @@ var saslStateNames = map[saslState]string{
 	saslInitial: "HANDSHAKE_OR_VERSIONS_REQUEST", saslHandshake: "HANDSHAKE_REQUEST", saslAuthenticate: "AUTHENTICATE",
 }
 
+// saslServer is the server side of one SASL mechanism's exchange on one
+// connection: a state machine fed the client's tokens in order, as Java's
+// SaslServer.evaluateResponse is. ListenerSASL.newServer makes one per
+// authentication.
+type saslServer interface {
+	// step takes the client's next token and returns the token to send
+	// back; done once the client is authenticated, the token then being
+	// the mechanism's last. An error ends the authentication: its text is
+	// the client's SASL_AUTHENTICATION_FAILED message, unless it wraps
+	// errSASLInvalidCredentials, whose text stays in the broker's log as
+	// Kafka keeps a SaslException's.
+	step(token []byte) (challenge []byte, done bool, err error)
+	// principal is the authenticated user's name, once done.
+	principal() string
+}
+
+// saslExpiring is a saslServer whose credential expires, as OAUTHBEARER's
+// token does: the session (KIP-368) ends no later than the credential.
+type saslExpiring interface {
+	expiry() time.Time
+}
+
+// errSASLInvalidCredentials marks a mechanism's error that the client is
+// told only as "Authentication failed during authentication due to invalid
+// credentials with SASL mechanism <m>", as SaslServerAuthenticator
+// answers a SaslException.
+var errSASLInvalidCredentials = errors.New("invalid credentials")
+
+// saslExchange is one authentication (or re-authentication) of a
+// connection in progress.
+type saslExchange struct {
+	state      saslState
+	bareTokens bool // SaslHandshake v0: tokens without SaslAuthenticate
+	mechanism  string
+	server     saslServer
+}
+
 // authenticateSASL runs c's SASL exchange; nil once it is authenticated,
 // with c.principal its user.
 func (c *conn) authenticateSASL() error {
-	state := saslInitial
-	bareTokens := false // SaslHandshake v0: tokens without SaslAuthenticate
-	mechanism := ""
+	x := &saslExchange{state: saslInitial}
 	for {
 		c.armIdle()
 		if !c.sniffed {
@@ -123,43 +156,55 @@ func (c *conn) authenticateSASL() error {
 		if err != nil {
 			return err
 		}
-		if state == saslAuthenticate && bareTokens {
-			user, err := c.sasl.plain(frame)
+		if x.state == saslAuthenticate && x.bareTokens {
+			challenge, done, err := x.server.step(frame)
 			if err != nil {
-				return c.saslFailed(mechanism, err, nil, nil)
+				return c.saslFailed(x.mechanism, err, nil, nil)
 			}
-			// PLAIN's server token is empty, sent size-prefixed as Kafka does.
-			if err := c.write([]byte{0, 0, 0, 0}); err != nil {
+			// Each server token goes size-prefixed, an empty one too, as
+			// Kafka sends them.
+			c.out = append(binary.BigEndian.AppendUint32(c.out[:0], uint32(len(challenge))), challenge...)
+			if err := c.write(c.out); err != nil {
 				return err
 			}
-			c.principal = "User:" + user
-			return nil
+			if done {
+				c.principal = "User:" + x.server.principal()
+				return nil
+			}
+			continue
 		}
 		req, err := protocol.ParseRequest(frame, c.apis.supports)
 		if err != nil && !(errors.Is(err, protocol.ErrUnsupported) && req.Key == int16(kmsg.ApiVersions)) {
-			if state == saslInitial {
+			if x.state == saslInitial {
 				return fmt.Errorf("SASL listener %s: %w: Invalid request, potential reasons: kafka client configured with the wrong security protocol, "+
 					"it does not support KIP-43 or it is not a kafka client", c.svc.listener, err)
 			}
-			return fmt.Errorf("SASL listener %s, state %s: %w", c.svc.listener, saslStateNames[state], err)
+			return fmt.Errorf("SASL listener %s, state %s: %w", c.svc.listener, saslStateNames[x.state], err)
 		}
 		key := kmsg.Key(req.Key)
 		switch {
-		case state == saslAuthenticate && key == kmsg.SASLAuthenticate:
-			user, err := c.sasl.plain(req.Body.(*kmsg.SASLAuthenticateRequest).SASLAuthBytes)
+		case x.state == saslAuthenticate && key == kmsg.SASLAuthenticate:
+			challenge, done, err := x.server.step(req.Body.(*kmsg.SASLAuthenticateRequest).SASLAuthBytes)
 			resp := kmsg.NewPtrSASLAuthenticateResponse()
 			if err != nil {
-				resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, kmsg.StringPtr(err.Error())
-				return c.saslFailed(mechanism, err, req, resp)
+				msg := err.Error()
+				if errors.Is(err, errSASLInvalidCredentials) {
+					msg = "Authentication failed during authentication due to invalid credentials with SASL mechanism " + x.mechanism
+				}
+				resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, kmsg.StringPtr(msg)
+				return c.saslFailed(x.mechanism, err, req, resp)
 			}
-			// Kafka answers success with an empty message, not a null one.
-			resp.SASLAuthBytes, resp.ErrorMessage = []byte{}, kmsg.StringPtr("")
+			// Kafka answers with an empty message, not a null one, and an
+			// empty token rather than none.
+			resp.SASLAuthBytes, resp.ErrorMessage = append([]byte{}, challenge...), kmsg.StringPtr("")
 			if err := c.reply(req, resp); err != nil {
 				return err
 			}
-			c.principal = "User:" + user
-			return nil
-		case state == saslAuthenticate:
+			if done {
+				c.principal = "User:" + x.server.principal()
+				return nil
+			}
+		case x.state == saslAuthenticate:
 			err := fmt.Errorf("Unexpected Kafka request of type %s during SASL authentication", key.Name())
 			var resp kmsg.Response
 			if key == kmsg.SASLHandshake {
@@ -167,10 +212,10 @@ func (c *conn) authenticateSASL() error {
 				r.ErrorCode = kerr.IllegalSaslState.Code
 				resp = r
 			}
-			return c.saslFailed(mechanism, err, req, resp)
+			return c.saslFailed(x.mechanism, err, req, resp)
 		case key == kmsg.ApiVersions:
-			if state != saslInitial {
-				return fmt.Errorf("SASL listener %s: Unexpected ApiVersions request received during SASL authentication state %s", c.svc.listener, saslStateNames[state])
+			if x.state != saslInitial {
+				return fmt.Errorf("SASL listener %s: Unexpected ApiVersions request received during SASL authentication state %s", c.svc.listener, saslStateNames[x.state])
 			}
 			if err != nil {
 				// Not this version: the client retries at one it finds in the answer.
@@ -183,28 +228,38 @@ func (c *conn) authenticateSASL() error {
 			if err := c.serveBeforeAuthentication(req); err != nil {
 				return err
 			}
-			state = saslHandshake
+			x.state = saslHandshake
 		case key == kmsg.SASLHandshake:
-			asked := req.Body.(*kmsg.SASLHandshakeRequest).Mechanism
-			resp := kmsg.NewPtrSASLHandshakeResponse()
-			resp.SupportedMechanisms = c.sasl.Mechanisms
-			if !c.sasl.enabled(asked) {
-				resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-				return c.saslFailed(asked, fmt.Errorf("Unsupported SASL mechanism %s", asked), req, resp)
-			}
-			if err := c.reply(req, resp); err != nil {
+			if err := c.saslHandshake(x, req); err != nil {
 				return err
 			}
-			mechanism, bareTokens, state = asked, req.Version == 0, saslAuthenticate
 		default:
 			err := fmt.Errorf("Unexpected Kafka request of type %s during SASL handshake", key.Name())
-			if state == saslInitial {
+			if x.state == saslInitial {
 				return fmt.Errorf("SASL listener %s: %w: Invalid request, potential reasons: kafka client configured with the wrong security protocol, "+
 					"it does not support KIP-43 or it is not a kafka client", c.svc.listener, err)
 			}
 			return fmt.Errorf("SASL listener %s: %w", c.svc.listener, err)
 		}
 	}
+}
+
+// saslHandshake answers a SaslHandshake: x goes on to the mechanism's
+// tokens, or the connection fails with UNSUPPORTED_SASL_MECHANISM.
+func (c *conn) saslHandshake(x *saslExchange, req *protocol.Request) error {
+	asked := req.Body.(*kmsg.SASLHandshakeRequest).Mechanism
+	resp := kmsg.NewPtrSASLHandshakeResponse()
+	resp.SupportedMechanisms = c.sasl.Mechanisms
+	server := c.sasl.newServer(asked)
+	if server == nil {
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		return c.saslFailed(asked, fmt.Errorf("Unsupported SASL mechanism %s", asked), req, resp)
+	}
+	if err := c.reply(req, resp); err != nil {
+		return err
+	}
+	x.mechanism, x.bareTokens, x.state, x.server = asked, req.Version == 0, saslAuthenticate, server
+	return nil
 }
 
 // readSASLFrame reads one frame before authentication, refusing a size
@@ -257,38 +312,15 @@ func (c *conn) saslFailed(mechanism string, cause error, req *protocol.Request, 
 	return fmt.Errorf("%w on SASL listener %s with mechanism %s: %w", errSASLFailed, c.svc.listener, mechanism, cause)
 }
 
-func (l *ListenerSASL) enabled(mechanism string) bool {
-	for _, m := range l.Mechanisms {
-		if m == mechanism {
-			return true
-		}
+// newServer is the server side of mechanism for one authentication; nil
+// when the mechanism is not enabled on l or not served.
+func (l *ListenerSASL) newServer(mechanism string) saslServer {
+	if !slices.Contains(l.Mechanisms, mechanism) {
+		return nil
 	}
-	return false
-}
-
-// plain checks a SASL/PLAIN message, [authzid] NUL authcid NUL passwd, as
-// Kafka's PlainSaslServer and PlainServerCallbackHandler do, with their
-// messages; it returns the user. The password is compared in constant time,
-// and so is an unknown user's, against nothing.
-func (l *ListenerSASL) plain(msg []byte) (string, error) {
-	tokens := strings.Split(string(msg), "\x00")
-	if len(tokens) != 3 {
-		return "", fmt.Errorf("Invalid SASL/PLAIN response: expected 3 tokens, got %d", min(len(tokens), 4))
+	switch mechanism {
+	case MechanismPlain:
+		return &plainServer{users: l.PlainUsers}
 	}
-	authzid, user, password := tokens[0], tokens[1], tokens[2]
-	if user == "" {
-		return "", errors.New("Authentication failed: username not specified")
-	}
-	if password == "" {
-		return "", errors.New("Authentication failed: password not specified")
-	}
-	want, known := l.PlainUsers[user]
-	got, expected := sha256.Sum256([]byte(password)), sha256.Sum256([]byte(want))
-	if subtle.ConstantTimeCompare(got[:], expected[:]) != 1 || !known {
-		return "", errors.New("Authentication failed: Invalid username or password")
-	}
-	if authzid != "" && authzid != user {
-		return "", errors.New("Authentication failed: Client requested an authorization id that is different from username")
-	}
-	return user, nil
+	return nil
 }
