@@ -42,7 +42,7 @@ import (
 	"github.com/strata-io/strata/protocol"
 )
 
-// MechanismPlain is SASL/PLAIN (RFC 4616), the one mechanism served.
+// MechanismPlain is SASL/PLAIN (RFC 4616).
 const MechanismPlain = "PLAIN"
 
 // DefaultSASLMaxReceiveSize is sasl.server.max.receive.size's default.
@@ -59,6 +59,9 @@ type ListenerSASL struct {
 	// PlainUsers are PLAIN's users and their passwords: the user_<name>
 	// options of the listener's PlainLoginModule JAAS configuration.
 	PlainUsers map[string]string
+	// OAuthBearer validates OAUTHBEARER's tokens: an UnsecuredJWTValidator
+	// (Kafka's default) or a JWKSValidator.
+	OAuthBearer OAuthBearerValidator
 	// MaxReceiveSize bounds each frame before authentication
 	// (sasl.server.max.receive.size).
 	MaxReceiveSize int32
@@ -321,6 +324,10 @@ func (l *ListenerSASL) newServer(mechanism string) saslServer {
 	switch mechanism {
 	case MechanismPlain:
 		return &plainServer{users: l.PlainUsers}
+	case MechanismOAuthBearer:
+		if l.OAuthBearer != nil {
+			return &oauthBearerServer{validator: l.OAuthBearer, now: time.Now}
+		}
 	}
 	return nil
 }
