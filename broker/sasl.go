@@ -30,6 +30,7 @@ package broker
 // otherwise just closes.
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -38,6 +39,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/protocol"
 )
@@ -313,6 +315,19 @@ func (c *conn) saslFailed(mechanism string, cause error, req *protocol.Request, 
 		return fmt.Errorf("%w on SASL listener %s: %w", errSASLFailed, c.svc.listener, cause)
 	}
 	return fmt.Errorf("%w on SASL listener %s with mechanism %s: %w", errSASLFailed, c.svc.listener, mechanism, cause)
+}
+
+// openSASL reads what the SASL listeners' validators need before the
+// broker serves: a JWKS validator's key set.
+func openSASL(listeners map[string]*ListenerSASL, log *zap.Logger) error {
+	for name, l := range listeners {
+		if v, ok := l.OAuthBearer.(*JWKSValidator); ok {
+			if err := v.open(context.Background(), log.With(zap.String("listener", name))); err != nil {
+				return fmt.Errorf("SASL listener %s, mechanism OAUTHBEARER: %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // newServer is the server side of mechanism for one authentication; nil

@@ -68,19 +68,25 @@ type JWKSValidator struct {
 	refreshing bool
 }
 
-// NewJWKSValidator reads the key set once, failing as Kafka fails to start
-// when it cannot.
-func NewJWKSValidator(ctx context.Context, cfg JWKSConfig, log *zap.Logger) (*JWKSValidator, error) {
+// NewJWKSValidator is a validator of cfg; New reads its key set (open).
+func NewJWKSValidator(cfg JWKSConfig) *JWKSValidator {
 	if cfg.HTTP == nil {
 		cfg.HTTP = http.DefaultClient
 	}
-	v := &JWKSValidator{cfg: cfg, log: log}
+	return &JWKSValidator{cfg: cfg, log: zap.NewNop()}
+}
+
+// open reads the key set a first time, failing as Kafka fails to start
+// when it cannot.
+func (v *JWKSValidator) open(ctx context.Context, log *zap.Logger) error {
 	keys, err := v.fetch(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	v.keys, v.fetched = keys, time.Now()
-	return v, nil
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.keys, v.fetched, v.log = keys, time.Now(), log
+	return nil
 }
 
 func (v *JWKSValidator) fetch(ctx context.Context) (jose.JSONWebKeySet, error) {

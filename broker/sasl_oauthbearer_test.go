@@ -7,9 +7,12 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +20,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
-	"go.uber.org/zap"
 )
 
 // unsecuredJWT is an alg none JWT of claims, as Kafka's
@@ -249,11 +251,8 @@ func (k jwksKey) sign(t *testing.T, claims map[string]any) string {
 // SASL_AUTHENTICATION_FAILED.
 func TestOAuthBearerJWKS(t *testing.T) {
 	key, other := newJWKSKey(t, "k1"), newJWKSKey(t, "k1")
-	v, err := NewJWKSValidator(t.Context(), JWKSConfig{URL: writeJWKS(t, key), Audience: []string{"strata"}, Issuer: "https://issuer.test",
-		ClockSkew: 30 * time.Second, Refresh: time.Hour}, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := NewJWKSValidator(JWKSConfig{URL: writeJWKS(t, key), Audience: []string{"strata"}, Issuer: "https://issuer.test",
+		ClockSkew: 30 * time.Second, Refresh: time.Hour})
 	authz := &switchAuthorizer{principals: map[string]bool{}}
 	b := oauthBroker(t, v, func(c *Config) { c.Authorizer = authz })
 	now := time.Now().Unix()
@@ -270,7 +269,7 @@ func TestOAuthBearerJWKS(t *testing.T) {
 	}
 	cl := oauthClient(t, b, key.sign(t, claims(nil)), kgo.DefaultProduceTopic("jwks"), kgo.AllowAutoTopicCreation())
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
-	err = cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr()
+	err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr()
 	cancel()
 	if err != nil {
 		t.Fatalf("produce with a signed token: %v", err)
@@ -309,4 +308,46 @@ func tamper(token string, claims map[string]any) string {
 	parts := strings.Split(token, ".")
 	b, _ := json.Marshal(claims)
 	return parts[0] + "." + base64.RawURLEncoding.EncodeToString(b) + "." + parts[2]
+}
+
+// TestOAuthBearerJWKSHTTPS: a key set served over https is fetched at
+// start and again every sasl.oauthbearer.jwks.endpoint.refresh.ms, so a
+// key the issuer adds later is trusted without a restart.
+func TestOAuthBearerJWKSHTTPS(t *testing.T) {
+	first, second := newJWKSKey(t, "first"), newJWKSKey(t, "second")
+	var served atomic.Value
+	set := func(keys ...jwksKey) {
+		var s jose.JSONWebKeySet
+		for _, k := range keys {
+			s.Keys = append(s.Keys, jose.JSONWebKey{Key: &k.priv.PublicKey, KeyID: k.kid, Algorithm: string(jose.RS256), Use: "sig"})
+		}
+		b, _ := json.Marshal(s)
+		served.Store(b)
+	}
+	set(first)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(served.Load().([]byte)) }))
+	t.Cleanup(srv.Close)
+	v := NewJWKSValidator(JWKSConfig{URL: srv.URL + "/jwks", Refresh: 100 * time.Millisecond, HTTP: srv.Client()})
+	b := oauthBroker(t, v, nil)
+	now := time.Now().Unix()
+	claims := map[string]any{"sub": "alice", "iat": now, "exp": now + 600}
+	ping := func(token string) error {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		return oauthClient(t, b, token, kgo.RequestRetries(0)).Ping(ctx)
+	}
+	if err := ping(first.sign(t, claims)); err != nil {
+		t.Fatalf("a token of the served key: %v", err)
+	}
+	if err := ping(second.sign(t, claims)); err == nil || !strings.Contains(err.Error(), `{"status":"invalid_token"}`) {
+		t.Fatalf("a token of a key not yet served: %v, want invalid_token", err)
+	}
+	set(first, second)
+	deadline := time.Now().Add(10 * time.Second)
+	for ping(second.sign(t, claims)) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the key added to the served set is still refused after 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
