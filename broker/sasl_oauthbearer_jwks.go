@@ -2,12 +2,12 @@ package broker
 
 // JWKSValidator is Kafka's OAuthBearerValidatorCallbackHandler with its
 // BrokerJwtValidator: a signed JWT checked against the keys of a JSON Web
-// Key Set (sasl.oauthbearer.jwks.endpoint.url, https or file), with
+// Key Set (sasl.oauthbearer.jwks.endpoint.url, http, https or file), with
 // jose4j's checks as BrokerJwtValidator sets them up: a signature algorithm
 // other than none, exp and iat required, exp and nbf within the clock skew,
 // the issuer and an audience when expected (and, as jose4j, no aud claim
 // when none is expected), then a non-blank subject. Every refusal is
-// invalid_token. An https key set is fetched again every
+// invalid_token. An http(s) key set is fetched again every
 // sasl.oauthbearer.jwks.endpoint.refresh.ms, and sooner when a token names
 // a key id the set lacks (no more than once per JWKSMinRefresh); a file
 // key set is read once, at startup.
@@ -53,7 +53,7 @@ type JWKSConfig struct {
 	ClockSkew  time.Duration // sasl.oauthbearer.clock.skew.seconds
 	SubClaim   string        // sasl.oauthbearer.sub.claim.name
 	ScopeClaim string        // sasl.oauthbearer.scope.claim.name
-	// HTTP fetches an https key set; nil means http.DefaultClient.
+	// HTTP fetches an http(s) key set; nil means http.DefaultClient.
 	HTTP *http.Client
 }
 
@@ -75,6 +75,9 @@ func NewJWKSValidator(cfg JWKSConfig) *JWKSValidator {
 	}
 	return &JWKSValidator{cfg: cfg, log: zap.NewNop()}
 }
+
+// Config is what v checks.
+func (v *JWKSValidator) Config() JWKSConfig { return v.cfg }
 
 // open reads the key set a first time, failing as Kafka fails to start
 // when it cannot.
@@ -99,10 +102,10 @@ func (v *JWKSValidator) fetch(ctx context.Context) (jose.JSONWebKeySet, error) {
 	switch u.Scheme {
 	case "file":
 		body, err = os.ReadFile(u.Path)
-	case "https":
+	case "http", "https":
 		body, err = v.get(ctx)
 	default:
-		return set, fmt.Errorf("JWKS endpoint %s: the scheme must be https or file", v.cfg.URL)
+		return set, fmt.Errorf("JWKS endpoint %s: only the http, https and file protocols are supported", v.cfg.URL)
 	}
 	if err != nil {
 		return set, fmt.Errorf("JWKS endpoint %s: %w", v.cfg.URL, err)
@@ -134,11 +137,11 @@ func (v *JWKSValidator) get(ctx context.Context) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(resp.Body, jwksMaxSize))
 }
 
-// refreshAsync fetches an https key set again in the background, unless a
+// refreshAsync fetches an http(s) key set again in the background, unless a
 // fetch is running or started less than min ago; validations meanwhile use
 // the keys at hand.
 func (v *JWKSValidator) refreshAsync(min time.Duration) {
-	if !strings.HasPrefix(v.cfg.URL, "https:") {
+	if strings.HasPrefix(v.cfg.URL, "file:") {
 		return
 	}
 	v.mu.Lock()

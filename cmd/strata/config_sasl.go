@@ -25,6 +25,7 @@ import (
 //     which strata has not;
 //   - PLAIN's users are the user_<name>="<password>" options of
 //     PlainLoginModule, as PlainServerCallbackHandler reads them;
+//   - OAUTHBEARER's validator (config_oauthbearer.go);
 //   - sasl.server.max.receive.size, connection.failed.authentication.delay.ms;
 //   - on SASL_SSL, the SSL keys of the listener (config_ssl.go), but
 //     ssl.client.auth only with the listener prefix, as Kafka's
@@ -54,8 +55,11 @@ func isSASLKey(key string) bool {
 // saslUnsupported is the missing feature a SASL key turns on, or "".
 func saslUnsupported(key, value string) string {
 	switch key {
-	case "sasl.server.callback.handler.class", "sasl.client.callback.handler.class",
-		"sasl.login.class", "sasl.login.callback.handler.class":
+	case "sasl.server.callback.handler.class":
+		if !slices.Contains(oauthBearerValidatorHandlers, strings.TrimSpace(value)) {
+			return "custom SASL callback handlers and login classes"
+		}
+	case "sasl.client.callback.handler.class", "sasl.login.class", "sasl.login.callback.handler.class":
 		return "custom SASL callback handlers and login classes"
 	case "connections.max.reauth.ms":
 		if n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64); err == nil && n > 0 {
@@ -74,7 +78,6 @@ var saslMechanisms = map[string]string{
 	"GSSAPI":        "the SASL mechanism GSSAPI (Kerberos)",
 	"SCRAM-SHA-256": "the SASL mechanism SCRAM-SHA-256",
 	"SCRAM-SHA-512": "the SASL mechanism SCRAM-SHA-512",
-	"OAUTHBEARER":   "the SASL mechanism OAUTHBEARER",
 }
 
 // loadSASLListeners builds the SASL (and on SASL_SSL the TLS) of each
@@ -125,11 +128,11 @@ func saslListener(r sslReader, e listenerEndpoint, delay time.Duration) *broker.
 		}
 		if f, known := saslMechanisms[m]; known {
 			r.p.err = &unsupportedError{Key: name, Value: v,
-				Feature: fmt.Sprintf("%s on the %s listener %s (%sstrata serves PLAIN)", f, e.protocol, listener, mechanismsSource(ok))}
+				Feature: fmt.Sprintf("%s on the %s listener %s (%sstrata serves PLAIN and OAUTHBEARER)", f, e.protocol, listener, mechanismsSource(ok))}
 			return nil
 		}
-		if m != broker.MechanismPlain {
-			r.fail(name, fmt.Sprintf("unknown SASL mechanism %s on listener %s; Kafka's are GSSAPI, PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER, of which strata serves PLAIN", m, listener))
+		if m != broker.MechanismPlain && m != broker.MechanismOAuthBearer {
+			r.fail(name, fmt.Sprintf("unknown SASL mechanism %s on listener %s; Kafka's are GSSAPI, PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER, of which strata serves PLAIN and OAUTHBEARER", m, listener))
 			return nil
 		}
 		ls.Mechanisms = append(ls.Mechanisms, m)
@@ -138,11 +141,23 @@ func saslListener(r sslReader, e listenerEndpoint, delay time.Duration) *broker.
 		r.fail(name, fmt.Sprintf("No SASL mechanisms are enabled (listener %s)", listener))
 		return nil
 	}
-	users, ok := plainUsers(r, listener)
-	if !ok {
+	if !validSASLCallbackHandler(r) {
 		return nil
 	}
-	ls.PlainUsers = users
+	if slices.Contains(ls.Mechanisms, broker.MechanismPlain) {
+		users, ok := plainUsers(r, listener)
+		if !ok {
+			return nil
+		}
+		ls.PlainUsers = users
+	}
+	if slices.Contains(ls.Mechanisms, broker.MechanismOAuthBearer) {
+		v, ok := oauthBearerValidator(r, listener)
+		if !ok {
+			return nil
+		}
+		ls.OAuthBearer = v
+	}
 	if v, name, ok := r.get("sasl.server.max.receive.size"); ok {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n < 0 {
@@ -162,18 +177,20 @@ func mechanismsSource(set bool) string {
 	return "Kafka's default when sasl.enabled.mechanisms is unset; "
 }
 
-// plainUsers reads PLAIN's users from the listener's JAAS configuration.
-func plainUsers(r sslReader, listener string) (map[string]string, bool) {
-	key := r.prefix + "plain.sasl.jaas.config"
+// mechanismJAAS reads the one login module of mechanism's JAAS
+// configuration on the listener, which must be module; hint says so in
+// the error when it is another.
+func mechanismJAAS(r sslReader, listener, mechanism, module, hint string) (jaasEntry, bool) {
+	key := r.prefix + strings.ToLower(mechanism) + ".sasl.jaas.config"
 	v, ok := r.p.get(key)
 	if !ok || v == "" {
-		reason := fmt.Sprintf("missing: the JAAS configuration of mechanism PLAIN on listener %s. Kafka would look for a 'KafkaServer' or '%sKafkaServer' "+
-			"entry in the JAAS file named by java.security.auth.login.config; strata reads it only from this key", listener, strings.TrimPrefix(r.prefix, "listener.name."))
+		reason := fmt.Sprintf("missing: the JAAS configuration of mechanism %s on listener %s. Kafka would look for a 'KafkaServer' or '%sKafkaServer' "+
+			"entry in the JAAS file named by java.security.auth.login.config; strata reads it only from this key", mechanism, listener, strings.TrimPrefix(r.prefix, "listener.name."))
 		if _, name, set := r.set("sasl.jaas.config"); set {
 			reason += fmt.Sprintf(" (%s is ignored, as Kafka ignores a broker's sasl.jaas.config not prefixed with the SASL mechanism name)", name)
 		}
 		r.fail(key, reason)
-		return nil, false
+		return jaasEntry{}, false
 	}
 	// A JAAS configuration holds passwords: errors show it as Kafka logs
 	// a password, hidden.
@@ -181,18 +198,27 @@ func plainUsers(r sslReader, listener string) (map[string]string, bool) {
 	entries, err := parseJAAS(v)
 	if err != nil {
 		fail(err.Error())
-		return nil, false
+		return jaasEntry{}, false
 	}
 	if len(entries) != 1 {
 		fail(fmt.Sprintf("JAAS config property contains %d login modules, should be 1 module", len(entries)))
-		return nil, false
+		return jaasEntry{}, false
 	}
-	if entries[0].module != plainLoginModule {
-		fail(fmt.Sprintf("login module %s: the users of PLAIN are the user_<name> options of %s", entries[0].module, plainLoginModule))
+	if entries[0].module != module {
+		fail(fmt.Sprintf("login module %s: %s", entries[0].module, hint))
+		return jaasEntry{}, false
+	}
+	return entries[0], true
+}
+
+// plainUsers reads PLAIN's users from the listener's JAAS configuration.
+func plainUsers(r sslReader, listener string) (map[string]string, bool) {
+	entry, ok := mechanismJAAS(r, listener, broker.MechanismPlain, plainLoginModule, "the users of PLAIN are the user_<name> options of "+plainLoginModule)
+	if !ok {
 		return nil, false
 	}
 	users := map[string]string{}
-	for k, pw := range entries[0].options {
+	for k, pw := range entry.options {
 		if name, ok := strings.CutPrefix(k, "user_"); ok {
 			users[name] = pw
 		}
