@@ -133,8 +133,10 @@ type conn struct {
 	tlsConn   *tls.Conn
 	principal string
 	// sasl is a SASL listener's (sasl.go): the connection authenticates
-	// before its first request is served. nil on other listeners.
-	sasl *ListenerSASL
+	// before its first request is served. nil on other listeners. session
+	// is its authenticated session (sasl_reauth.go).
+	sasl    *ListenerSASL
+	session saslSession
 
 	fetchErr int16 // top-level error code of the fetch response just written, for metrics
 
@@ -177,7 +179,7 @@ func (c *conn) serve() {
 		return
 	}
 	if c.sasl != nil {
-		if err := c.authenticateSASL(); err != nil {
+		if err := c.authenticateSASL(nil); err != nil {
 			c.logClose(err)
 			return
 		}
@@ -240,7 +242,7 @@ func (c *conn) logClose(err error) {
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, errIdle), c.b.isClosing() && errors.Is(err, os.ErrDeadlineExceeded):
 		c.log.Debug("connection closed", zap.Error(err))
-	case errors.Is(err, errSASLFailed):
+	case errors.Is(err, errSASLFailed), errors.Is(err, errSASLSessionExpired):
 		c.log.Info("closing connection", zap.Error(err))
 	default:
 		c.log.Warn("closing connection", zap.Error(err))
@@ -282,6 +284,11 @@ func (c *conn) serveOne() error {
 			}, unsupportedAPIVersions(c.svc.served)))
 		}
 		return err
+	}
+	if c.sasl != nil {
+		if handled, err := c.saslSessionCheck(req); handled {
+			return err
+		}
 	}
 	if c.b.cfg.LogRequests {
 		c.log.Info("request", zap.String("api", kmsg.NameForKey(req.Key)), zap.Int16("version", req.Version),

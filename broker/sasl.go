@@ -23,8 +23,9 @@ package broker
 //
 // After authentication the connection is served as any other, its principal
 // User:<name>; a SaslHandshake or SaslAuthenticate then (or on a listener
-// without SASL) gets ILLEGAL_SASL_STATE, as KafkaApis answers. Re-authentication
-// (KIP-368) is not served: SessionLifetimeMs is 0. Where Kafka answers an
+// without SASL) gets ILLEGAL_SASL_STATE, as KafkaApis answers, unless the
+// session has a lifetime and the handshake begins a re-authentication
+// (KIP-368, sasl_reauth.go). Where Kafka answers an
 // unexpected request during the token exchange with that request's own error
 // response, Strata answers only a SaslHandshake or SaslAuthenticate and
 // otherwise just closes.
@@ -70,6 +71,9 @@ type ListenerSASL struct {
 	// FailedDelay is how long a failed authentication waits before its
 	// answer and the close (connection.failed.authentication.delay.ms).
 	FailedDelay time.Duration
+	// MaxReauth is each mechanism's connections.max.reauth.ms: the longest
+	// session before the client must re-authenticate; 0 or absent, none.
+	MaxReauth map[string]time.Duration
 }
 
 // errSASLFailed is the end of a connection whose authentication failed: a
@@ -143,12 +147,25 @@ type saslExchange struct {
 	bareTokens bool // SaslHandshake v0: tokens without SaslAuthenticate
 	mechanism  string
 	server     saslServer
+	// reauth is a re-authentication's session before it, nil at first;
+	// badMechanism Kafka's message when its handshake named another
+	// mechanism, the exchange failing at the next token.
+	reauth       *saslSession
+	badMechanism string
 }
 
 // authenticateSASL runs c's SASL exchange; nil once it is authenticated,
-// with c.principal its user.
-func (c *conn) authenticateSASL() error {
+// with c.principal its user and c.session its session. reauth is the
+// SaslHandshake that begins a re-authentication, nil at first.
+func (c *conn) authenticateSASL(reauth *protocol.Request) error {
 	x := &saslExchange{state: saslInitial}
+	if reauth != nil {
+		prev := c.session
+		x.reauth = &prev
+		if err := c.saslHandshake(x, reauth); err != nil {
+			return err
+		}
+	}
 	for {
 		c.armIdle()
 		if !c.sniffed {
@@ -161,10 +178,16 @@ func (c *conn) authenticateSASL() error {
 		if err != nil {
 			return err
 		}
+		if x.badMechanism != "" {
+			return c.saslFailed(x, errors.New(x.badMechanism), nil, nil)
+		}
 		if x.state == saslAuthenticate && x.bareTokens {
 			challenge, done, err := x.server.step(frame)
+			if err == nil && done {
+				err = c.saslComplete(x)
+			}
 			if err != nil {
-				return c.saslFailed(x.mechanism, err, nil, nil)
+				return c.saslFailed(x, err, nil, nil)
 			}
 			// Each server token goes size-prefixed, an empty one too, as
 			// Kafka sends them.
@@ -173,7 +196,6 @@ func (c *conn) authenticateSASL() error {
 				return err
 			}
 			if done {
-				c.principal = "User:" + x.server.principal()
 				return nil
 			}
 			continue
@@ -190,23 +212,28 @@ func (c *conn) authenticateSASL() error {
 		switch {
 		case x.state == saslAuthenticate && key == kmsg.SASLAuthenticate:
 			challenge, done, err := x.server.step(req.Body.(*kmsg.SASLAuthenticateRequest).SASLAuthBytes)
+			if err == nil && done {
+				err = c.saslComplete(x)
+			}
 			resp := kmsg.NewPtrSASLAuthenticateResponse()
 			if err != nil {
 				msg := err.Error()
 				if errors.Is(err, errSASLInvalidCredentials) {
-					msg = "Authentication failed during authentication due to invalid credentials with SASL mechanism " + x.mechanism
+					msg = "Authentication failed during " + x.what() + " due to invalid credentials with SASL mechanism " + x.mechanism
 				}
 				resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, kmsg.StringPtr(msg)
-				return c.saslFailed(x.mechanism, err, req, resp)
+				return c.saslFailed(x, err, req, resp)
 			}
 			// Kafka answers with an empty message, not a null one, and an
 			// empty token rather than none.
 			resp.SASLAuthBytes, resp.ErrorMessage = append([]byte{}, challenge...), kmsg.StringPtr("")
+			if done {
+				resp.SessionLifetimeMillis = c.session.lifetime.Milliseconds()
+			}
 			if err := c.reply(req, resp); err != nil {
 				return err
 			}
 			if done {
-				c.principal = "User:" + x.server.principal()
 				return nil
 			}
 		case x.state == saslAuthenticate:
@@ -217,7 +244,7 @@ func (c *conn) authenticateSASL() error {
 				r.ErrorCode = kerr.IllegalSaslState.Code
 				resp = r
 			}
-			return c.saslFailed(x.mechanism, err, req, resp)
+			return c.saslFailed(x, err, req, resp)
 		case key == kmsg.ApiVersions:
 			if x.state != saslInitial {
 				return fmt.Errorf("SASL listener %s: Unexpected ApiVersions request received during SASL authentication state %s", c.svc.listener, saslStateNames[x.state])
@@ -258,12 +285,16 @@ func (c *conn) saslHandshake(x *saslExchange, req *protocol.Request) error {
 	server := c.sasl.newServer(asked)
 	if server == nil {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		return c.saslFailed(asked, fmt.Errorf("Unsupported SASL mechanism %s", asked), req, resp)
+		x.mechanism = asked
+		return c.saslFailed(x, fmt.Errorf("Unsupported SASL mechanism %s", asked), req, resp)
 	}
 	if err := c.reply(req, resp); err != nil {
 		return err
 	}
 	x.mechanism, x.bareTokens, x.state, x.server = asked, req.Version == 0, saslAuthenticate, server
+	if x.reauth != nil && asked != x.reauth.mechanism {
+		x.badMechanism = fmt.Sprintf("SASL mechanism '%s' requested by client is not supported for re-authentication of mechanism '%s'", asked, x.reauth.mechanism)
+	}
 	return nil
 }
 
@@ -275,7 +306,7 @@ func (c *conn) readSASLFrame() ([]byte, error) {
 		return nil, c.idleErr(err)
 	}
 	if n := int32(binary.BigEndian.Uint32(hdr)); n < 0 || n > c.sasl.MaxReceiveSize {
-		return nil, c.saslFailed("", fmt.Errorf("Failing SASL authentication due to invalid receive size: %d bytes (sasl.server.max.receive.size is %d)",
+		return nil, c.saslFailed(&saslExchange{}, fmt.Errorf("Failing SASL authentication due to invalid receive size: %d bytes (sasl.server.max.receive.size is %d)",
 			n, c.sasl.MaxReceiveSize), nil, nil)
 	}
 	frame, err := protocol.ReadFrame(c.r, c.sasl.MaxReceiveSize, nil)
@@ -300,7 +331,8 @@ func (c *conn) serveBeforeAuthentication(req *protocol.Request) error {
 // saslFailed ends an authentication that failed because of what the client
 // sent: after the failed-authentication delay it sends resp, when there is
 // one, and the connection closes.
-func (c *conn) saslFailed(mechanism string, cause error, req *protocol.Request, resp kmsg.Response) error {
+func (c *conn) saslFailed(x *saslExchange, cause error, req *protocol.Request, resp kmsg.Response) error {
+	c.b.metrics.Authentication(c.svc.listener, x.reauth != nil, false)
 	t := time.NewTimer(c.sasl.FailedDelay)
 	select {
 	case <-t.C:
@@ -311,10 +343,13 @@ func (c *conn) saslFailed(mechanism string, cause error, req *protocol.Request, 
 		// The connection closes whether or not the answer gets through.
 		_ = c.reply(req, resp)
 	}
-	if mechanism == "" {
+	if x.mechanism == "" {
 		return fmt.Errorf("%w on SASL listener %s: %w", errSASLFailed, c.svc.listener, cause)
 	}
-	return fmt.Errorf("%w on SASL listener %s with mechanism %s: %w", errSASLFailed, c.svc.listener, mechanism, cause)
+	if x.reauth != nil {
+		return fmt.Errorf("%w (re-authentication) on SASL listener %s with mechanism %s: %w", errSASLFailed, c.svc.listener, x.mechanism, cause)
+	}
+	return fmt.Errorf("%w on SASL listener %s with mechanism %s: %w", errSASLFailed, c.svc.listener, x.mechanism, cause)
 }
 
 // openSASL reads what the SASL listeners' validators need before the

@@ -91,3 +91,31 @@ func TestOAuthBearerListenerKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestSASLReauthKeys: connections.max.reauth.ms of each mechanism is
+// listener.name.<listener>.<mechanism>.connections.max.reauth.ms, then the
+// listener's, then the broker's, as SaslChannelBuilder reads it; 0 or
+// less is none.
+func TestSASLReauthKeys(t *testing.T) {
+	s, err := loadSettings(saslNode(map[string]string{"sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER",
+		"listener.name.sasl.oauthbearer.sasl.jaas.config":          oauthJAAS + ";",
+		"connections.max.reauth.ms":                                "1000",
+		"listener.name.sasl.connections.max.reauth.ms":             "2000",
+		"listener.name.sasl.oauthbearer.connections.max.reauth.ms": "3000",
+	}), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ListenerSASL["SASL"].MaxReauth; got[broker.MechanismPlain] != 2*time.Second || got[broker.MechanismOAuthBearer] != 3*time.Second {
+		t.Errorf("MaxReauth %v, want PLAIN 2s (the listener's) and OAUTHBEARER 3s (the mechanism's)", got)
+	}
+	s, err = loadSettings(saslNode(map[string]string{"connections.max.reauth.ms": "-5"}), zap.NewNop())
+	if err != nil || len(s.ListenerSASL["SASL"].MaxReauth) != 0 {
+		t.Errorf("connections.max.reauth.ms=-5: %v, MaxReauth %v, want none", err, s.ListenerSASL["SASL"].MaxReauth)
+	}
+	_, err = loadSettings(saslNode(map[string]string{"listener.name.sasl.plain.connections.max.reauth.ms": "soon"}), zap.NewNop())
+	var ce *configError
+	if !errors.As(err, &ce) || ce.Key != "listener.name.sasl.plain.connections.max.reauth.ms" {
+		t.Errorf("a bad connections.max.reauth.ms: %v, want a configError naming it", err)
+	}
+}

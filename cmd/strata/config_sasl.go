@@ -27,6 +27,9 @@ import (
 //     PlainLoginModule, as PlainServerCallbackHandler reads them;
 //   - OAUTHBEARER's validator (config_oauthbearer.go);
 //   - sasl.server.max.receive.size, connection.failed.authentication.delay.ms;
+//   - connections.max.reauth.ms of each mechanism, as SaslChannelBuilder
+//     reads it: listener.name.<listener>.<mechanism>.connections.max.reauth.ms,
+//     then the listener's, then the broker's;
 //   - on SASL_SSL, the SSL keys of the listener (config_ssl.go), but
 //     ssl.client.auth only with the listener prefix, as Kafka's
 //     ChannelBuilders has it.
@@ -61,10 +64,6 @@ func saslUnsupported(key, value string) string {
 		}
 	case "sasl.client.callback.handler.class", "sasl.login.class", "sasl.login.callback.handler.class":
 		return "custom SASL callback handlers and login classes"
-	case "connections.max.reauth.ms":
-		if n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64); err == nil && n > 0 {
-			return "SASL re-authentication (KIP-368)"
-		}
 	case "principal.builder.class":
 		if strings.TrimSpace(value) != "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder" {
 			return "a custom principal builder"
@@ -157,6 +156,27 @@ func saslListener(r sslReader, e listenerEndpoint, delay time.Duration) *broker.
 			return nil
 		}
 		ls.OAuthBearer = v
+	}
+	for _, m := range ls.Mechanisms {
+		name := r.prefix + strings.ToLower(m) + ".connections.max.reauth.ms"
+		v, ok := r.p.get(name)
+		if !ok {
+			v, name, ok = r.get("connections.max.reauth.ms")
+		}
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			r.fail(name, "not a whole number")
+			return nil
+		}
+		if n > 0 {
+			if ls.MaxReauth == nil {
+				ls.MaxReauth = map[string]time.Duration{}
+			}
+			ls.MaxReauth[m] = time.Duration(min(n, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
+		}
 	}
 	if v, name, ok := r.get("sasl.server.max.receive.size"); ok {
 		n, err := strconv.ParseInt(v, 10, 32)
