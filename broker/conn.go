@@ -240,9 +240,10 @@ func (c *conn) sniffFirstFrame() error {
 // up between requests, or a shutdown, is not an error.
 func (c *conn) logClose(err error) {
 	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, errIdle), c.b.isClosing() && errors.Is(err, os.ErrDeadlineExceeded):
+	case errors.Is(err, io.EOF), errors.Is(err, errIdle), c.b.isClosing() && errors.Is(err, os.ErrDeadlineExceeded),
+		errors.Is(err, errSASLFailed):
 		c.log.Debug("connection closed", zap.Error(err))
-	case errors.Is(err, errSASLFailed), errors.Is(err, errSASLSessionExpired):
+	case errors.Is(err, errSASLSessionExpired):
 		c.log.Info("closing connection", zap.Error(err))
 	default:
 		c.log.Warn("closing connection", zap.Error(err))

@@ -77,7 +77,7 @@ type ListenerSASL struct {
 }
 
 // errSASLFailed is the end of a connection whose authentication failed: a
-// client's doing, logged at info as Kafka logs it.
+// client's doing, whose audit line saslFailed logged.
 var errSASLFailed = errors.New("failed authentication")
 
 // registerSASL serves SaslHandshake and SaslAuthenticate after
@@ -329,10 +329,23 @@ func (c *conn) serveBeforeAuthentication(req *protocol.Request) error {
 }
 
 // saslFailed ends an authentication that failed because of what the client
-// sent: after the failed-authentication delay it sends resp, when there is
+// sent. It logs the one audit line of the failure, at info as Kafka's
+// Selector logs "Failed authentication with /<ip> (<reason>)", and counts
+// it; after the failed-authentication delay it sends resp, when there is
 // one, and the connection closes.
 func (c *conn) saslFailed(x *saslExchange, cause error, req *protocol.Request, resp kmsg.Response) error {
 	c.b.metrics.Authentication(c.svc.listener, x.reauth != nil, false)
+	reason := cause.Error()
+	var d interface{ detail() string }
+	if errors.As(cause, &d) {
+		reason = d.detail()
+	}
+	fields := []zap.Field{zap.String("listener", c.svc.listener), zap.String("mechanism", x.mechanism),
+		zap.String("client", c.remote), zap.Bool("reauthentication", x.reauth != nil), zap.String("reason", reason)}
+	if x.reauth != nil {
+		fields = append(fields, zap.String("principal", x.reauth.principal))
+	}
+	c.log.Info("failed authentication", fields...)
 	t := time.NewTimer(c.sasl.FailedDelay)
 	select {
 	case <-t.C:
@@ -343,13 +356,7 @@ func (c *conn) saslFailed(x *saslExchange, cause error, req *protocol.Request, r
 		// The connection closes whether or not the answer gets through.
 		_ = c.reply(req, resp)
 	}
-	if x.mechanism == "" {
-		return fmt.Errorf("%w on SASL listener %s: %w", errSASLFailed, c.svc.listener, cause)
-	}
-	if x.reauth != nil {
-		return fmt.Errorf("%w (re-authentication) on SASL listener %s with mechanism %s: %w", errSASLFailed, c.svc.listener, x.mechanism, cause)
-	}
-	return fmt.Errorf("%w on SASL listener %s with mechanism %s: %w", errSASLFailed, c.svc.listener, x.mechanism, cause)
+	return fmt.Errorf("%w on SASL listener %s: %w", errSASLFailed, c.svc.listener, cause)
 }
 
 // openSASL reads what the SASL listeners' validators need before the

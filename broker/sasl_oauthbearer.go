@@ -13,7 +13,6 @@ package broker
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -65,23 +64,30 @@ type OAuthBearerValidator interface {
 type oauthBearerServer struct {
 	validator OAuthBearerValidator
 	now       func() time.Time
-	failure   string // the error JSON sent, awaiting the client's 0x01
+	failure   *OAuthBearerError // the refusal sent, awaiting the client's 0x01
 	token     OAuthBearerToken
 }
 
+// oauthBearerRefused is the end of a failure round: the client is told the
+// error JSON, the broker's log why.
+type oauthBearerRefused struct{ e *OAuthBearerError }
+
+func (r oauthBearerRefused) Error() string  { return r.e.errorJSON() }
+func (r oauthBearerRefused) detail() string { return r.e.errorJSON() + ": " + r.e.Reason }
+
 func (s *oauthBearerServer) step(msg []byte) ([]byte, bool, error) {
-	if len(msg) == 1 && msg[0] == 0x01 && s.failure != "" {
-		return nil, false, errors.New(s.failure)
+	if len(msg) == 1 && msg[0] == 0x01 && s.failure != nil {
+		return nil, false, oauthBearerRefused{s.failure}
 	}
-	s.failure = ""
+	s.failure = nil
 	authzid, token, err := parseOAuthBearerClientFirst(msg)
 	if err != nil {
 		return nil, false, err
 	}
 	t, refused := s.validator.Validate(token, s.now())
 	if refused != nil {
-		s.failure = refused.errorJSON()
-		return []byte(s.failure), false, nil
+		s.failure = refused
+		return []byte(refused.errorJSON()), false, nil
 	}
 	if authzid != "" && authzid != t.Principal {
 		return nil, false, fmt.Errorf("Authentication failed: Client requested an authorization id (%s) that is different from the token's principal name (%s)",
