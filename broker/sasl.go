@@ -19,7 +19,9 @@ package broker
 //     connection.failed.authentication.delay.ms, as Kafka's Selector delays
 //     it;
 //   - every frame before authentication is bounded by
-//     sasl.server.max.receive.size, checked before anything is allocated.
+//     sasl.server.max.receive.size, checked before anything is allocated;
+//   - each mechanism is a saslServer, made for each authentication by the
+//     listener: PLAIN (sasl_plain.go) and OAUTHBEARER (sasl_oauthbearer.go).
 //
 // After authentication the connection is served as any other, its principal
 // User:<name>; a SaslHandshake or SaslAuthenticate then (or on a listener

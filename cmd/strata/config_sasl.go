@@ -41,6 +41,9 @@ var saslKeys = []string{
 	"sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.server.max.receive.size",
 	"sasl.mechanism.inter.broker.protocol", "sasl.mechanism.controller.protocol",
 	"connection.failed.authentication.delay.ms", "connections.max.reauth.ms",
+	"sasl.server.callback.handler.class", "sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+	"sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer", "sasl.oauthbearer.clock.skew.seconds",
+	"sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.scope.claim.name",
 }
 
 // isSASLKey says whether key is one of saslKeys, plain, of one listener, or
