@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -11,9 +13,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -88,6 +92,172 @@ func TestReauthJavaConsole(t *testing.T) {
 	}
 }
 
+// rawSASL is a client over a bare net.Conn speaking kmsg, to see exactly
+// what a broker answers and when it closes.
+type rawSASL struct {
+	t    *testing.T
+	nc   net.Conn
+	r    *bufio.Reader
+	corr int32
+}
+
+func dialRawSASL(t *testing.T, addr string) *rawSASL {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	nc.SetDeadline(time.Now().Add(30 * time.Second))
+	return &rawSASL{t: t, nc: nc, r: bufio.NewReader(nc)}
+}
+
+// roundTrip sends req and reads its response; an error is the connection
+// failing (io.EOF: closed by the broker).
+func (c *rawSASL) roundTrip(req kmsg.Request) (kmsg.Response, error) {
+	c.corr++
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw")).AppendRequest(nil, req, c.corr)
+	if _, err := c.nc.Write(frame); err != nil {
+		return nil, err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c.r, size[:]); err != nil {
+		return nil, err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(c.r, body); err != nil {
+		return nil, err
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	skip := 4
+	if resp.IsFlexible() {
+		skip = 5
+	}
+	return resp, resp.ReadFrom(body[skip:])
+}
+
+func (c *rawSASL) handshake(mechanism string) string {
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism, hs.Version = mechanism, 1
+	resp, err := c.roundTrip(hs)
+	if err != nil {
+		return "closed: " + err.Error()
+	}
+	return fmt.Sprint(kerr.ErrorForCode(resp.(*kmsg.SASLHandshakeResponse).ErrorCode))
+}
+
+// authenticate sends a SaslAuthenticate v2 and returns its outcome: the
+// error, its message and the session lifetime, or the close.
+func (c *rawSASL) authenticate(token string) string {
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.SASLAuthBytes, auth.Version = []byte(token), 2
+	resp, err := c.roundTrip(auth)
+	if err != nil {
+		return "closed: " + errClass(err)
+	}
+	r := resp.(*kmsg.SASLAuthenticateResponse)
+	return fmt.Sprintf("%v %q lifetime %d", kerr.ErrorForCode(r.ErrorCode), derefStr(r.ErrorMessage), r.SessionLifetimeMillis)
+}
+
+func (c *rawSASL) metadata() string {
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 12
+	if _, err := c.roundTrip(md); err != nil {
+		return "closed: " + errClass(err)
+	}
+	return "served"
+}
+
+// errClass is how a connection ended: EOF, or a reset, the same close seen
+// by a client that wrote after it (after a failed re-authentication Kafka's
+// close arrived as EOF, strata's as a reset), or another error.
+func errClass(err error) string {
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		return "EOF"
+	}
+	return err.Error()
+}
+
+func derefStr(s *string) string {
+	if s == nil {
+		return "<null>"
+	}
+	return *s
+}
+
+// reauthOutcomes runs the KIP-368 scenario on the wire against the SASL
+// listener at addr, whose connections.max.reauth.ms is 1000.
+func reauthOutcomes(t *testing.T, addr string) map[string]string {
+	const alice, admin = "\x00alice\x00alice-secret", "\x00admin\x00admin-secret"
+	out := map[string]string{}
+	c := dialRawSASL(t, addr)
+	c.handshake("PLAIN")
+	out["authenticate"] = c.authenticate(alice)
+	out["metadata in the session"] = c.metadata()
+	out["re-authentication handshake"] = c.handshake("PLAIN")
+	out["re-authentication"] = c.authenticate(alice)
+	reauthenticated := time.Now()
+	out["a second handshake within 1 s"] = c.handshake("PLAIN")
+	time.Sleep(time.Until(reauthenticated.Add(1300 * time.Millisecond)))
+	out["metadata after the session"] = c.metadata()
+
+	c = dialRawSASL(t, addr)
+	c.handshake("PLAIN")
+	c.authenticate(alice)
+	c.handshake("PLAIN")
+	out["re-authentication as admin"] = c.authenticate(admin)
+	out["after re-authentication as admin"] = c.metadata()
+
+	c = dialRawSASL(t, addr)
+	c.handshake("PLAIN")
+	c.authenticate(alice)
+	out["re-authentication handshake, OAUTHBEARER"] = c.handshake("OAUTHBEARER")
+	out["re-authentication token, OAUTHBEARER"] = c.authenticate("n,,\x01auth=Bearer x\x01\x01")
+	return out
+}
+
+// TestReauthSideBySide: strata and Apache Kafka 4.1.1, both with
+// connections.max.reauth.ms=1000, answer a raw client alike: SessionLifetimeMs
+// 1000, re-authentication in place, ILLEGAL_SASL_STATE for a second
+// handshake within a second, the connection closed at its first request
+// after the session, Kafka's message for a changed principal and a close
+// for a changed mechanism.
+func TestReauthSideBySide(t *testing.T) {
+	e2e(t)
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Skip("java not installed")
+	}
+	p, strataAddr := oauthStrata(t, map[string]string{"connections.max.reauth.ms": "1000"})
+	kafkaAddr := oauthKafka(t, "connections.max.reauth.ms=1000")
+	results := map[string]map[string]string{}
+	for name, addr := range map[string]string{"strata": strataAddr, "kafka": kafkaAddr} {
+		results[name] = reauthOutcomes(t, addr)
+	}
+	want := map[string]string{
+		"authenticate":                         `<nil> "" lifetime 1000`,
+		"metadata in the session":              "served",
+		"re-authentication":                    `<nil> "" lifetime 1000`,
+		"a second handshake within 1 s":        kerr.IllegalSaslState.Error(),
+		"metadata after the session":           "closed: EOF",
+		"re-authentication as admin":           kerr.SaslAuthenticationFailed.Error() + ` "Cannot change principals during re-authentication from User.alice: User.admin" lifetime 0`,
+		"re-authentication token, OAUTHBEARER": "closed: EOF",
+		"after re-authentication as admin":     "closed: EOF",
+	}
+	for step, s := range results["strata"] {
+		k := results["kafka"][step]
+		t.Logf("%s: strata %q, kafka %q", step, s, k)
+		if s != k {
+			t.Errorf("%s: strata %q, kafka %q; want the same", step, s, k)
+		}
+		if w, ok := want[step]; ok && s != w {
+			t.Errorf("%s: strata %q, want %q", step, s, w)
+		}
+	}
+	line := p.waitLog(regexp.MustCompile(`closing connection.*SASL session expired.*the PLAIN session of User:alice ended .* ago, and the client sent Metadata instead of re-authenticating`), 10*time.Second)
+	t.Logf("strata: %s", line)
+}
+
 // TestReauthExpiredClosed: a raw client that authenticates with
 // connections.max.reauth.ms=1000 is told SessionLifetimeMs 1000, is served
 // until then, and is closed at its first request after the session ended,
@@ -95,57 +265,22 @@ func TestReauthJavaConsole(t *testing.T) {
 func TestReauthExpiredClosed(t *testing.T) {
 	e2e(t)
 	p, addr := saslBroker(t, "SASL_PLAINTEXT", map[string]string{"connections.max.reauth.ms": "1000"})
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
+	c := dialRawSASL(t, addr)
+	c.handshake("PLAIN")
+	if got := c.authenticate("\x00alice\x00alice-secret"); got != `<nil> "" lifetime 1000` {
+		t.Fatalf("SaslAuthenticate: %s, want success and SessionLifetimeMs 1000", got)
 	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(30 * time.Second))
-	r := bufio.NewReader(nc)
-	corr := int32(0)
-	roundTrip := func(req kmsg.Request) (kmsg.Response, error) {
-		corr++
-		frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw")).AppendRequest(nil, req, corr)
-		if _, err := nc.Write(frame); err != nil {
-			return nil, err
-		}
-		var size [4]byte
-		if _, err := io.ReadFull(r, size[:]); err != nil {
-			return nil, err
-		}
-		body := make([]byte, int(size[0])<<24|int(size[1])<<16|int(size[2])<<8|int(size[3]))
-		if _, err := io.ReadFull(r, body); err != nil {
-			return nil, err
-		}
-		resp := req.ResponseKind()
-		resp.SetVersion(req.GetVersion())
-		skip := 4
-		if resp.IsFlexible() {
-			skip = 5
-		}
-		return resp, resp.ReadFrom(body[skip:])
-	}
-	hs := kmsg.NewPtrSASLHandshakeRequest()
-	hs.Mechanism, hs.Version = "PLAIN", 1
-	if _, err := roundTrip(hs); err != nil {
-		t.Fatal(err)
-	}
-	auth := kmsg.NewPtrSASLAuthenticateRequest()
-	auth.SASLAuthBytes, auth.Version = []byte("\x00alice\x00alice-secret"), 2
-	resp, err := roundTrip(auth)
 	authenticated := time.Now()
-	if err != nil || resp.(*kmsg.SASLAuthenticateResponse).ErrorCode != 0 || resp.(*kmsg.SASLAuthenticateResponse).SessionLifetimeMillis != 1000 {
-		t.Fatalf("SaslAuthenticate: %+v %v, want success and SessionLifetimeMs 1000", resp, err)
-	}
-	md := kmsg.NewPtrMetadataRequest()
-	md.Version = 12
-	if _, err := roundTrip(md); err != nil {
-		t.Fatalf("Metadata within the session: %v", err)
+	if got := c.metadata(); got != "served" {
+		t.Fatalf("Metadata within the session: %s", got)
 	}
 	time.Sleep(time.Until(authenticated.Add(1100 * time.Millisecond)))
-	if resp, err := roundTrip(md); !errors.Is(err, io.EOF) {
-		t.Fatalf("Metadata after the session ended: %+v, %v; want the connection closed", resp, err)
+	if got := c.metadata(); got != "closed: EOF" {
+		t.Fatalf("Metadata after the session ended: %s, want the connection closed", got)
 	}
 	line := p.waitLog(regexp.MustCompile(`closing connection.*SASL session expired.*the PLAIN session of User:alice ended .* ago, and the client sent Metadata instead of re-authenticating`), 10*time.Second)
 	t.Logf("broker: %s", line)
+	if n := strings.Count(p.out.String(), "SASL session expired"); n != 1 {
+		t.Errorf("%d log lines for the expired session, want 1", n)
+	}
 }
