@@ -203,6 +203,8 @@ func TestUnsupportedSecurityRefused(t *testing.T) {
 			"listener.name.plaintext.sasl.enabled.mechanisms", "the SASL mechanism GSSAPI"},
 		{map[string]string{"listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class": "com.example.Handler"},
 			"listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class", "custom SASL callback handlers"},
+		{map[string]string{"listener.name.sasl_ssl.oauthbearer.sasl.oauthbearer.jwt.validator.class": "com.example.Validator"},
+			"listener.name.sasl_ssl.oauthbearer.sasl.oauthbearer.jwt.validator.class", "a custom OAUTHBEARER JWT validator"},
 		{map[string]string{"sasl.server.callback.handler.class": "com.example.Handler"}, "sasl.server.callback.handler.class", "custom SASL callback handlers"},
 		{map[string]string{"listener.name.sasl_ssl.plain.sasl.server.callback.handler.class": "com.example.Handler"},
 			"listener.name.sasl_ssl.plain.sasl.server.callback.handler.class", "custom SASL callback handlers"},

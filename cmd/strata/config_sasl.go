@@ -65,6 +65,12 @@ func saslUnsupported(key, value string) string {
 		if !slices.Contains(oauthBearerValidatorHandlers, strings.TrimSpace(value)) {
 			return "custom SASL callback handlers and login classes"
 		}
+	case "sasl.oauthbearer.jwt.validator.class":
+		switch strings.TrimSpace(value) {
+		case "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator", "org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator":
+		default:
+			return "a custom OAUTHBEARER JWT validator"
+		}
 	case "sasl.client.callback.handler.class", "sasl.login.class", "sasl.login.callback.handler.class":
 		return "custom SASL callback handlers and login classes"
 	case "principal.builder.class":
