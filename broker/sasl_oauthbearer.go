@@ -228,10 +228,13 @@ func (v *UnsecuredJWTValidator) claim(name, dflt string) string {
 	return strings.TrimSpace(name)
 }
 
-// jwtSection decodes a JWT header or claims section: base64url, padded or
-// not, of a JSON object.
+// jwtSection decodes an unsecured JWT's header or claims section, a JSON
+// object, as OAuthBearerUnsecuredJws.toMap does: with Java's basic Base64
+// decoder, padding optional, so a section using base64url's '-' or '_' is
+// malformed there as here (Kafka's own unsecured login encodes ASCII JSON,
+// which seldom needs them).
 func jwtSection(s string) (map[string]any, *OAuthBearerError) {
-	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
+	b, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
 	if err != nil {
 		return nil, invalidToken("malformed Base64 URL encoded value")
 	}

@@ -128,6 +128,7 @@ func TestOAuthBearerUnsecured(t *testing.T) {
 		"signed":           {oauthFirst("", strings.TrimSuffix(good, ".")+".c2ln"), `{"status":"invalid_token"}`},
 		"scope":            {oauthFirst("", unsecuredJWT(map[string]any{"sub": "alice", "exp": now + 60, "scope": "other"})), `{"status":"insufficient_scope", "scope":"[kafka]"}`},
 		"not a JWT":        {oauthFirst("", "abc"), `{"status":"invalid_token"}`},
+		"base64url claims": {oauthFirst("", urlSafeJWT(t, now)), `{"status":"invalid_token"}`},
 	} {
 		t.Run(name, func(t *testing.T) { oauthRefused(t, b, tc.msg, tc.want) })
 	}
@@ -350,4 +351,16 @@ func TestOAuthBearerJWKSHTTPS(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// urlSafeJWT is an unsecured JWT of alice whose claims section needs
+// base64url's '-' or '_', which Kafka's unsecured validator, decoding with
+// Java's basic Base64 decoder, refuses.
+func urlSafeJWT(t *testing.T, now int64) string {
+	t.Helper()
+	token := unsecuredJWT(map[string]any{"sub": "alice", "exp": now + 3600, "scope": "kafka", "note": "~~~???"})
+	if !strings.ContainsAny(strings.Split(token, ".")[1], "-_") {
+		t.Fatalf("%s: no '-' or '_' in the claims", token)
+	}
+	return token
 }
