@@ -142,6 +142,10 @@ type saslExpiring interface {
 // answers a SaslException.
 var errSASLInvalidCredentials = errors.New("invalid credentials")
 
+// errSASLUnanswered marks a mechanism's error on which Kafka closes the
+// connection without answering the token.
+var errSASLUnanswered = errors.New("closed without an answer")
+
 // saslExchange is one authentication (or re-authentication) of a
 // connection in progress.
 type saslExchange struct {
@@ -216,6 +220,9 @@ func (c *conn) authenticateSASL(reauth *protocol.Request) error {
 			challenge, done, err := x.server.step(req.Body.(*kmsg.SASLAuthenticateRequest).SASLAuthBytes)
 			if err == nil && done {
 				err = c.saslComplete(x)
+			}
+			if errors.Is(err, errSASLUnanswered) {
+				return c.saslFailed(x, err, nil, nil)
 			}
 			resp := kmsg.NewPtrSASLAuthenticateResponse()
 			if err != nil {

@@ -140,7 +140,10 @@ func parseOAuthBearerClientFirst(msg []byte) (authzid, token string, err error) 
 		return "", "", fmt.Errorf("%w: Invalid OAUTHBEARER client first message: invalid 'auth' format", errSASLInvalidCredentials)
 	}
 	if !strings.EqualFold(a[1], "bearer") {
-		return "", "", fmt.Errorf("%w: Invalid scheme in OAUTHBEARER client first message: %s", errSASLInvalidCredentials, a[1])
+		// Kafka means to fail with "Invalid scheme in OAUTHBEARER client
+		// first message", but formatting that message throws (it names a
+		// group of the wrong pattern), and the connection just closes.
+		return "", "", fmt.Errorf("%w: OAUTHBEARER client first message with the scheme %s, not bearer", errSASLUnanswered, a[1])
 	}
 	return string(m[1]), a[2], nil
 }

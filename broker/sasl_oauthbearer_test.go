@@ -19,6 +19,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 )
 
@@ -138,7 +139,6 @@ func TestOAuthBearerUnsecured(t *testing.T) {
 	}{
 		"malformed":   {[]byte("n,,auth=Bearer x"), "Authentication failed during authentication due to invalid credentials with SASL mechanism OAUTHBEARER"},
 		"no auth":     {[]byte("n,,\x01foo=bar\x01\x01"), "Authentication failed during authentication due to invalid credentials with SASL mechanism OAUTHBEARER"},
-		"basic":       {[]byte("n,,\x01auth=Basic abc\x01\x01"), "Authentication failed during authentication due to invalid credentials with SASL mechanism OAUTHBEARER"},
 		"authzid":     {oauthFirst("bob", good), "Authentication failed: Client requested an authorization id (bob) that is different from the token's principal name (alice)"},
 		"bare 0x01":   {[]byte{0x01}, "Authentication failed during authentication due to invalid credentials with SASL mechanism OAUTHBEARER"},
 		"empty token": {nil, "Authentication failed during authentication due to invalid credentials with SASL mechanism OAUTHBEARER"},
@@ -153,6 +153,14 @@ func TestOAuthBearerUnsecured(t *testing.T) {
 			c.closed("after SASL_AUTHENTICATION_FAILED")
 		})
 	}
+	t.Run("a scheme other than bearer closes without an answer, as in Kafka", func(t *testing.T) {
+		c := dialSASL(t, b)
+		handshake(c, 1, MechanismOAuthBearer)
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.SASLAuthBytes = []byte("n,,\x01auth=Basic abc\x01\x01")
+		c.sendRequest(req, 2, 3)
+		c.closed("auth=Basic")
+	})
 	t.Run("authzid equal to the principal", func(t *testing.T) {
 		c := dialSASL(t, b)
 		handshake(c, 1, MechanismOAuthBearer)

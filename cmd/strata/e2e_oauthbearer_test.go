@@ -253,3 +253,68 @@ func TestOAuthBearerJWKSFile(t *testing.T) {
 		}
 	}
 }
+
+// oauthWireOutcomes sends OAUTHBEARER exchanges over raw connections to
+// the listener at addr: what each answers, token and message.
+func oauthWireOutcomes(t *testing.T, addr string) map[string]string {
+	now := time.Now().Unix()
+	first := func(authzid string, claims map[string]any) string {
+		a := ""
+		if authzid != "" {
+			a = "a=" + authzid
+		}
+		return "n," + a + ",\x01auth=Bearer " + unsecuredJWT(claims) + "\x01\x01"
+	}
+	good := map[string]any{"sub": "alice", "scope": "kafka", "iat": now, "exp": now + 600}
+	out := map[string]string{}
+	exchange := func(name string, tokens ...string) {
+		c := dialRawSASL(t, addr)
+		c.handshake("OAUTHBEARER")
+		var got []string
+		for _, tok := range tokens {
+			r := c.authenticate(tok)
+			if strings.HasPrefix(r, "<nil>") && strings.Contains(r, "lifetime ") && !strings.Contains(r, "lifetime 0") {
+				r = r[:strings.Index(r, "lifetime ")] + "lifetime >0" // the token's remaining lifetime, to the millisecond
+			}
+			got = append(got, r)
+		}
+		got = append(got, "then "+c.metadata())
+		out[name] = strings.Join(got, " | ")
+	}
+	exchange("good token", first("", good))
+	exchange("matching authzid", first("alice", good))
+	exchange("other authzid", first("bob", good))
+	exchange("malformed", "n,,auth=Bearer x")
+	exchange("no auth", "n,,\x01k=v\x01\x01")
+	exchange("scheme", "n,,\x01auth=Basic abc\x01\x01")
+	exchange("0x01 first", "\x01")
+	exchange("expired, 0x01", first("", map[string]any{"sub": "alice", "scope": "kafka", "exp": now - 60}), "\x01")
+	exchange("no scope, 0x01", first("", map[string]any{"sub": "alice", "exp": now + 60}), "\x01")
+	exchange("expired, then good", first("", map[string]any{"sub": "alice", "scope": "kafka", "exp": now - 60}), first("", good))
+	return out
+}
+
+// TestOAuthBearerWireSideBySide: raw OAUTHBEARER exchanges get the same
+// answers, byte for byte, from strata and Apache Kafka 4.1.1: success and
+// its session lifetime, the authorization id check, Kafka's generic
+// message for a malformed first message, the failure round's error JSON,
+// and a new first message after a refusal.
+func TestOAuthBearerWireSideBySide(t *testing.T) {
+	e2e(t)
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Skip("java not installed")
+	}
+	_, strataAddr := oauthStrata(t, nil)
+	kafkaAddr := oauthKafka(t)
+	results := map[string]map[string]string{}
+	for name, addr := range map[string]string{"strata": strataAddr, "kafka": kafkaAddr} {
+		results[name] = oauthWireOutcomes(t, addr)
+	}
+	for step, s := range results["strata"] {
+		k := results["kafka"][step]
+		t.Logf("%s: strata %q, kafka %q", step, s, k)
+		if s != k {
+			t.Errorf("%s: strata %q, kafka %q; want the same", step, s, k)
+		}
+	}
+}

@@ -206,7 +206,11 @@ func (c *rawSASL) authenticate(token string) string {
 		return "closed: " + errClass(err)
 	}
 	r := resp.(*kmsg.SASLAuthenticateResponse)
-	return fmt.Sprintf("%v %q lifetime %d", kerr.ErrorForCode(r.ErrorCode), derefStr(r.ErrorMessage), r.SessionLifetimeMillis)
+	out := fmt.Sprintf("%v %q lifetime %d", kerr.ErrorForCode(r.ErrorCode), derefStr(r.ErrorMessage), r.SessionLifetimeMillis)
+	if len(r.SASLAuthBytes) > 0 {
+		out += fmt.Sprintf(" token %q", r.SASLAuthBytes)
+	}
+	return out
 }
 
 func (c *rawSASL) metadata() string {
