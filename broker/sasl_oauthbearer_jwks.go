@@ -4,10 +4,13 @@ package broker
 // BrokerJwtValidator: a signed JWT checked against the keys of a JSON Web
 // Key Set (sasl.oauthbearer.jwks.endpoint.url, http, https or file), with
 // jose4j's checks as BrokerJwtValidator sets them up: a signature algorithm
-// other than none, exp and iat required, exp and nbf within the clock skew,
-// the issuer and an audience when expected (and, as jose4j, no aud claim
-// when none is expected), then a non-blank subject. Every refusal is
-// invalid_token. An http(s) key set is fetched again every
+// other than none, then the claims (checkClaims), then a non-blank
+// subject. Every refusal is invalid_token. This is Kafka 4.4's behaviour:
+// Kafka 4.1's handler, with the default sasl.oauthbearer.jwt.validator.class,
+// validates with ClientJwtValidator, which checks no signature, audience
+// or issuer, a hole strata does not copy.
+//
+// An http(s) key set is fetched again every
 // sasl.oauthbearer.jwks.endpoint.refresh.ms, and sooner when a token names
 // a key id the set lacks (no more than once per JWKSMinRefresh); a file
 // key set is read once, at startup.
@@ -170,6 +173,39 @@ type jwtClaims struct {
 	IssuedAtRaw *jwt.NumericDate `json:"iat"`
 }
 
+// checkClaims checks the registered claims as jose4j's JwtConsumer does
+// with Kafka's settings, in whole seconds as its NumericDate counts: exp
+// and iat present, the issuer, the audience (none when none is expected),
+// exp not before iat or nbf, exp and nbf against now within the skew. An
+// iat in the future is accepted, as jose4j accepts it.
+func (v *JWKSValidator) checkClaims(c *jwtClaims, now time.Time) string {
+	switch {
+	case c.Expiry == nil:
+		return "No Expiration Time (exp) claim present."
+	case c.IssuedAtRaw == nil:
+		return "No Issued At (iat) claim present."
+	case v.cfg.Issuer != "" && c.Issuer != v.cfg.Issuer:
+		return fmt.Sprintf("Issuer (iss) claim value (%s) doesn't match expected value of %s", c.Issuer, v.cfg.Issuer)
+	case len(v.cfg.Audience) == 0 && len(c.Audience) > 0:
+		return fmt.Sprintf("Audience (aud) claim %v present in the JWT but no expected audience value(s) were provided to the JWT Consumer", c.Audience)
+	case len(v.cfg.Audience) > 0 && !slices.ContainsFunc(v.cfg.Audience, c.Audience.Contains):
+		return fmt.Sprintf("Audience (aud) claim %v doesn't contain an acceptable identifier. Expected one of %v as an aud value.", c.Audience, v.cfg.Audience)
+	}
+	skew := int64(v.cfg.ClockSkew / time.Second)
+	nowSec, exp, iat := now.Unix(), int64(*c.Expiry), int64(*c.IssuedAtRaw)
+	switch {
+	case nowSec-skew >= exp:
+		return fmt.Sprintf("The JWT is no longer valid - the evaluation time %d is on or after the Expiration Time (exp=%d) claim value (even when providing %d seconds of leeway to account for clock skew).", nowSec, exp, skew)
+	case exp < iat:
+		return fmt.Sprintf("The Expiration Time (exp=%d) claim value cannot be before the Issued At (iat=%d) claim value.", exp, iat)
+	case c.NotBefore != nil && exp < int64(*c.NotBefore):
+		return fmt.Sprintf("The Expiration Time (exp=%d) claim value cannot be before the Not Before (nbf=%d) claim value.", exp, int64(*c.NotBefore))
+	case c.NotBefore != nil && nowSec+skew < int64(*c.NotBefore):
+		return fmt.Sprintf("The JWT is not yet valid as the evaluation time %d is before the Not Before (nbf=%d) claim time (even when providing %d seconds of leeway to account for clock skew).", nowSec, int64(*c.NotBefore), skew)
+	}
+	return ""
+}
+
 // Validate checks token's signature and claims.
 func (v *JWKSValidator) Validate(token string, now time.Time) (OAuthBearerToken, *OAuthBearerError) {
 	v.refreshAsync(v.cfg.Refresh)
@@ -211,26 +247,8 @@ func (v *JWKSValidator) Validate(token string, now time.Time) (OAuthBearerToken,
 	if !verified {
 		return OAuthBearerToken{}, invalidToken("Could not validate the access token: the signature does not verify with the key set's keys")
 	}
-	if claims.Expiry == nil {
-		return OAuthBearerToken{}, invalidToken("Could not validate the access token: No Expiration Time (exp) claim present.")
-	}
-	if claims.IssuedAtRaw == nil {
-		return OAuthBearerToken{}, invalidToken("Could not validate the access token: No Issued At (iat) claim present.")
-	}
-	if v.cfg.Issuer != "" && claims.Issuer != v.cfg.Issuer {
-		return OAuthBearerToken{}, invalidToken("Could not validate the access token: Issuer (iss) claim value (%s) doesn't match expected value of %s", claims.Issuer, v.cfg.Issuer)
-	}
-	if len(v.cfg.Audience) == 0 && len(claims.Audience) > 0 {
-		return OAuthBearerToken{}, invalidToken("Could not validate the access token: Audience (aud) claim %v present in the JWT but no expected audience value(s) were provided to the JWT Consumer", claims.Audience)
-	}
-	// IssuedAt is checked above and left to Kafka's rules: jose4j does not
-	// refuse an iat in the future, which go-jose's Validate would.
-	claims.IssuedAt = nil
-	if err := claims.ValidateWithLeeway(jwt.Expected{AnyAudience: v.cfg.Audience, Time: now}, v.cfg.ClockSkew); err != nil {
-		return OAuthBearerToken{}, invalidToken("Could not validate the access token: %v", err)
-	}
-	if !now.Add(-v.cfg.ClockSkew).Before(claims.Expiry.Time()) {
-		return OAuthBearerToken{}, invalidToken("Could not validate the access token: %v", jwt.ErrExpired)
+	if err := v.checkClaims(&claims, now); err != "" {
+		return OAuthBearerToken{}, invalidToken("Could not validate the access token: %s", err)
 	}
 	subClaim := v.cfg.SubClaim
 	if subClaim == "" {

@@ -297,6 +297,8 @@ func TestOAuthBearerJWKS(t *testing.T) {
 		"expired":         key.sign(t, claims(map[string]any{"exp": now - 60})),
 		"not yet valid":   key.sign(t, claims(map[string]any{"nbf": now + 600})),
 		"no iat":          key.sign(t, claims(map[string]any{"iat": nil})),
+		"exp before iat":  key.sign(t, claims(map[string]any{"iat": now + 700})),
+		"exp before nbf":  key.sign(t, claims(map[string]any{"nbf": now + 700})),
 		"no sub":          key.sign(t, claims(map[string]any{"sub": nil})),
 		"unsecured":       unsecuredJWT(claims(nil)),
 		"tampered claims": tamper(key.sign(t, claims(nil)), claims(map[string]any{"sub": "admin"})),
@@ -306,7 +308,7 @@ func TestOAuthBearerJWKS(t *testing.T) {
 	t.Run("within the clock skew", func(t *testing.T) {
 		c := dialSASL(t, b)
 		handshake(c, 1, MechanismOAuthBearer)
-		if resp := authenticate(c, 2, oauthFirst("", key.sign(t, claims(map[string]any{"exp": now - 5})))); resp.ErrorCode != 0 || len(resp.SASLAuthBytes) != 0 {
+		if resp := authenticate(c, 2, oauthFirst("", key.sign(t, claims(map[string]any{"exp": now - 5, "iat": now - 60})))); resp.ErrorCode != 0 || len(resp.SASLAuthBytes) != 0 {
 			t.Fatalf("expired 5 s ago with 30 s of skew: %v %q, want success", kerr.ErrorForCode(resp.ErrorCode), resp.SASLAuthBytes)
 		}
 	})

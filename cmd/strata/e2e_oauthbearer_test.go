@@ -43,9 +43,14 @@ func oauthStrata(t *testing.T, keys map[string]string) (*proc, string) {
 	return saslBroker(t, "SASL_PLAINTEXT", all)
 }
 
-// oauthKafka is Apache Kafka 4.1.1 with the same SASL_PLAINTEXT listener
-// as oauthStrata, its address returned; it is killed at the end.
-func oauthKafka(t *testing.T, extra ...string) string {
+// kafka44Home holds Apache Kafka 4.4.0's jars, beside 4.1.1's.
+var kafka44Home = filepath.Join("..", "..", "compat-tests", ".cache", "kafka-4.4.0")
+
+// oauthKafka is Apache Kafka (4.1.1 from kafkaHome, or 4.4.0 from
+// kafka44Home) with the same SASL_PLAINTEXT listener as oauthStrata plus
+// the extra lines, its JVM given the system properties props, its address
+// returned; it is killed at the end.
+func oauthKafka(t *testing.T, kafkaHome string, props []string, extra ...string) string {
 	t.Helper()
 	home, err := filepath.Abs(kafkaHome)
 	if err != nil {
@@ -65,9 +70,12 @@ func oauthKafka(t *testing.T, extra ...string) string {
 			t.Logf("kafka log:\n%s", tail(string(log), 8<<10))
 		}
 	})
+	if len(props) > 0 {
+		k.JVM = append([]string{"-Xmx512m", "-XX:+UseSerialGC"}, props...)
+	}
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	props := filepath.Join(dir, "server.properties")
-	b, err := os.ReadFile(props)
+	file := filepath.Join(dir, "server.properties")
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +84,7 @@ func oauthKafka(t *testing.T, extra ...string) string {
 	s += "sasl.enabled.mechanisms=PLAIN,OAUTHBEARER\n" +
 		"listener.name.sasl_plaintext.plain.sasl.jaas.config=" + saslJAAS + "\n" +
 		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=" + oauthServerJAAS + "\n" + strings.Join(extra, "\n") + "\n"
-	if err := os.WriteFile(props, []byte(s), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -171,7 +179,7 @@ func TestOAuthBearerSideBySide(t *testing.T) {
 		t.Skip("Kafka's jars are not cached; run compat-tests/scripts/install-kafka.sh")
 	}
 	_, strataAddr := oauthStrata(t, nil)
-	kafkaAddr := oauthKafka(t)
+	kafkaAddr := oauthKafka(t, kafkaHome, nil)
 	want := map[string]string{
 		"java consumer":              "true true",
 		"java producer, wrong scope": `SaslAuthenticationException: {"status":"insufficient_scope", "scope":"[kafka]"}`,
@@ -197,9 +205,11 @@ func TestOAuthBearerSideBySide(t *testing.T) {
 
 // TestOAuthBearerJWKSFile: strata configured with Kafka's
 // OAuthBearerValidatorCallbackHandler and a JWKS file the test wrote
-// authenticates franz-go with a token the test signed; a token of another
-// key, of another audience or issuer, or expired gets
-// SASL_AUTHENTICATION_FAILED {"status":"invalid_token"}.
+// authenticates franz-go with a token the test signed and refuses, with
+// SASL_AUTHENTICATION_FAILED {"status":"invalid_token"}, one of another
+// key, audience or issuer, or expired; and every case, the edges of
+// jose4j's checks too (no aud, no iat, nbf, the clock skew), ends as it
+// does on Apache Kafka 4.4.0 configured alike.
 func TestOAuthBearerJWKSFile(t *testing.T) {
 	e2e(t)
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -213,19 +223,28 @@ func TestOAuthBearerJWKSFile(t *testing.T) {
 	set, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k", Algorithm: "RS256", Use: "sig"}}})
 	jwks := filepath.Join(t.TempDir(), "jwks.json")
 	writeFile(t, jwks, string(set))
-	_, addr := oauthStrata(t, map[string]string{
+	keys := map[string]string{
 		"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
 		"sasl.oauthbearer.jwks.endpoint.url":                                          "file://" + jwks,
 		"sasl.oauthbearer.expected.audience":                                          "strata",
 		"sasl.oauthbearer.expected.issuer":                                            "https://issuer.test",
-	})
-	sign := func(k *rsa.PrivateKey, change map[string]any) string {
-		now := time.Now().Unix()
+	}
+	_, strataAddr := oauthStrata(t, keys)
+	now := time.Now().Unix()
+	sign := func(k *rsa.PrivateKey, kid string, change map[string]any) string {
 		claims := map[string]any{"sub": "alice", "aud": "strata", "iss": "https://issuer.test", "iat": now, "exp": now + 600}
 		for n, v := range change {
-			claims[n] = v
+			if v == nil {
+				delete(claims, n)
+			} else {
+				claims[n] = v
+			}
 		}
-		s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: k}, (&jose.SignerOptions{}).WithHeader("kid", "k"))
+		opts := &jose.SignerOptions{}
+		if kid != "" {
+			opts = opts.WithHeader("kid", kid)
+		}
+		s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: k}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,19 +256,71 @@ func TestOAuthBearerJWKSFile(t *testing.T) {
 		token, _ := jws.CompactSerialize()
 		return token
 	}
-	cl := newClient(t, addr, kgo.SASL(oauth.Auth{Token: sign(key, nil)}.AsMechanism()), kgo.AllowAutoTopicCreation())
-	if acked := produceAll(t, cl, "jwks", 0, 10); len(acked) != 10 {
-		t.Fatalf("produced %d of 10 with a signed token", len(acked))
+	const refused = `SASL_AUTHENTICATION_FAILED: SASL Authentication failed.: {"status":"invalid_token"}`
+	cases := map[string]struct{ token, want string }{
+		"good":                 {sign(key, "k", nil), "ok"},
+		"other key":            {sign(other, "k", nil), refused},
+		"wrong audience":       {sign(key, "k", map[string]any{"aud": "kafka"}), refused},
+		"one of the audiences": {sign(key, "k", map[string]any{"aud": []string{"kafka", "strata"}}), "ok"},
+		"no audience":          {sign(key, "k", map[string]any{"aud": nil}), refused},
+		"wrong issuer":         {sign(key, "k", map[string]any{"iss": "https://evil.test"}), refused},
+		"no issuer":            {sign(key, "k", map[string]any{"iss": nil}), refused},
+		"expired":              {sign(key, "k", map[string]any{"exp": now - 600}), refused},
+		// Accepted within the skew, but its session (KIP-368) has ended: the
+		// next request closes the connection, on Kafka too.
+		"expired, within skew":  {sign(key, "k", map[string]any{"exp": now - 10, "iat": now - 60}), "EOF"},
+		"exp before iat":        {sign(key, "k", map[string]any{"exp": now + 60, "iat": now + 120}), refused},
+		"exp before nbf":        {sign(key, "k", map[string]any{"exp": now + 60, "nbf": now + 70}), refused},
+		"no exp":                {sign(key, "k", map[string]any{"exp": nil}), refused},
+		"not before, in 10 min": {sign(key, "k", map[string]any{"nbf": now + 600}), refused},
+		"not before, in skew":   {sign(key, "k", map[string]any{"nbf": now + 10}), "ok"},
+		"no iat":                {sign(key, "k", map[string]any{"iat": nil}), refused},
+		"iat in 10 min":         {sign(key, "k", map[string]any{"iat": now + 600}), ""},
+		"no sub":                {sign(key, "k", map[string]any{"sub": nil}), refused},
+		"blank sub":             {sign(key, "k", map[string]any{"sub": " "}), refused},
+		"numeric sub":           {sign(key, "k", map[string]any{"sub": 42}), refused},
+		"no kid":                {sign(key, "", nil), ""},
+		"unsecured":             {unsecuredJWT(map[string]any{"sub": "alice", "aud": "strata", "iss": "https://issuer.test", "iat": now, "exp": now + 600}), refused},
 	}
-	for name, token := range map[string]string{
-		"other key":      sign(other, nil),
-		"wrong audience": sign(key, map[string]any{"aud": "kafka"}),
-		"wrong issuer":   sign(key, map[string]any{"iss": "https://evil.test"}),
-		"expired":        sign(key, map[string]any{"exp": time.Now().Unix() - 600}),
-	} {
-		err := newClient(t, addr, kgo.SASL(oauth.Auth{Token: token}.AsMechanism()), kgo.RequestRetries(0)).Ping(timeoutCtx(t, 20*time.Second))
-		if err == nil || !strings.Contains(err.Error(), `SASL_AUTHENTICATION_FAILED: SASL Authentication failed.: {"status":"invalid_token"}`) {
-			t.Errorf("%s: %v, want SASL_AUTHENTICATION_FAILED {\"status\":\"invalid_token\"}", name, err)
+	outcomes := func(addr string) map[string]string {
+		out := map[string]string{}
+		for name, c := range cases {
+			err := newClient(t, addr, kgo.SASL(oauth.Auth{Token: c.token}.AsMechanism()), kgo.RequestRetries(0)).Ping(timeoutCtx(t, 20*time.Second))
+			out[name] = "ok"
+			if err != nil {
+				out[name] = saslFailure.FindString(err.Error())
+				if out[name] == "" {
+					out[name] = err.Error()
+				}
+			}
+		}
+		return out
+	}
+	got := outcomes(strataAddr)
+	for name, c := range cases {
+		if c.want != "" && got[name] != c.want {
+			t.Errorf("%s: %q, want %q", name, got[name], c.want)
+		}
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Skip("java not installed: no comparison with Kafka")
+	}
+	var extra []string
+	for k, v := range keys {
+		extra = append(extra, k+"="+v)
+	}
+	// Kafka 4.4.0, not 4.1.1: 4.1.1's OAuthBearerValidatorCallbackHandler,
+	// with the default sasl.oauthbearer.jwt.validator.class, validates with
+	// ClientJwtValidator, which checks no signature, audience or issuer;
+	// 4.4.0 verifies as documented.
+	if _, err := os.Stat(filepath.Join(kafka44Home, "libs")); err != nil {
+		t.Skip("Kafka 4.4.0's jars are not cached: no comparison with Kafka")
+	}
+	kafka := outcomes(oauthKafka(t, kafka44Home, []string{"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=file://" + jwks}, extra...))
+	for name := range cases {
+		t.Logf("%s: strata %q, kafka %q", name, got[name], kafka[name])
+		if got[name] != kafka[name] {
+			t.Errorf("%s: strata %q, kafka %q; want the same", name, got[name], kafka[name])
 		}
 	}
 }
@@ -305,7 +376,7 @@ func TestOAuthBearerWireSideBySide(t *testing.T) {
 		t.Skip("java not installed")
 	}
 	_, strataAddr := oauthStrata(t, nil)
-	kafkaAddr := oauthKafka(t)
+	kafkaAddr := oauthKafka(t, kafkaHome, nil)
 	results := map[string]map[string]string{}
 	for name, addr := range map[string]string{"strata": strataAddr, "kafka": kafkaAddr} {
 		results[name] = oauthWireOutcomes(t, addr)

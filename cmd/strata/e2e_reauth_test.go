@@ -282,7 +282,7 @@ func TestReauthSideBySide(t *testing.T) {
 		t.Skip("java not installed")
 	}
 	p, strataAddr := oauthStrata(t, map[string]string{"connections.max.reauth.ms": "1000"})
-	kafkaAddr := oauthKafka(t, "connections.max.reauth.ms=1000")
+	kafkaAddr := oauthKafka(t, kafkaHome, nil, "connections.max.reauth.ms=1000")
 	results := map[string]map[string]string{}
 	for name, addr := range map[string]string{"strata": strataAddr, "kafka": kafkaAddr} {
 		results[name] = reauthOutcomes(t, addr)
