@@ -232,12 +232,11 @@ func (v *UnsecuredJWTValidator) claim(name, dflt string) string {
 }
 
 // jwtSection decodes an unsecured JWT's header or claims section, a JSON
-// object, as OAuthBearerUnsecuredJws.toMap does: with Java's basic Base64
-// decoder, padding optional, so a section using base64url's '-' or '_' is
-// malformed there as here (Kafka's own unsecured login encodes ASCII JSON,
-// which seldom needs them).
+// object, as Kafka 4.4's OAuthBearerUnsecuredJws.toMap does: base64url,
+// padding optional. (Kafka 4.1 decodes with the standard alphabet and
+// refuses a section that needs base64url's '-' or '_'.)
 func jwtSection(s string) (map[string]any, *OAuthBearerError) {
-	b, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
 	if err != nil {
 		return nil, invalidToken("malformed Base64 URL encoded value")
 	}

@@ -129,7 +129,7 @@ func TestOAuthBearerUnsecured(t *testing.T) {
 		"signed":           {oauthFirst("", strings.TrimSuffix(good, ".")+".c2ln"), `{"status":"invalid_token"}`},
 		"scope":            {oauthFirst("", unsecuredJWT(map[string]any{"sub": "alice", "exp": now + 60, "scope": "other"})), `{"status":"insufficient_scope", "scope":"[kafka]"}`},
 		"not a JWT":        {oauthFirst("", "abc"), `{"status":"invalid_token"}`},
-		"base64url claims": {oauthFirst("", urlSafeJWT(t, now)), `{"status":"invalid_token"}`},
+		"standard Base64":  {oauthFirst("", stdBase64JWT(t, now)), `{"status":"invalid_token"}`},
 	} {
 		t.Run(name, func(t *testing.T) { oauthRefused(t, b, tc.msg, tc.want) })
 	}
@@ -160,6 +160,13 @@ func TestOAuthBearerUnsecured(t *testing.T) {
 		req.SASLAuthBytes = []byte("n,,\x01auth=Basic abc\x01\x01")
 		c.sendRequest(req, 2, 3)
 		c.closed("auth=Basic")
+	})
+	t.Run("base64url claims, as Kafka 4.4 reads them", func(t *testing.T) {
+		c := dialSASL(t, b)
+		handshake(c, 1, MechanismOAuthBearer)
+		if resp := authenticate(c, 2, oauthFirst("", urlSafeJWT(t, now))); resp.ErrorCode != 0 || len(resp.SASLAuthBytes) != 0 {
+			t.Fatalf("claims with '-' or '_': %v %q, want success", kerr.ErrorForCode(resp.ErrorCode), resp.SASLAuthBytes)
+		}
 	})
 	t.Run("authzid equal to the principal", func(t *testing.T) {
 		c := dialSASL(t, b)
@@ -364,8 +371,7 @@ func TestOAuthBearerJWKSHTTPS(t *testing.T) {
 }
 
 // urlSafeJWT is an unsecured JWT of alice whose claims section needs
-// base64url's '-' or '_', which Kafka's unsecured validator, decoding with
-// Java's basic Base64 decoder, refuses.
+// base64url's '-' or '_': Kafka 4.4 accepts it, 4.1 refuses it.
 func urlSafeJWT(t *testing.T, now int64) string {
 	t.Helper()
 	token := unsecuredJWT(map[string]any{"sub": "alice", "exp": now + 3600, "scope": "kafka", "note": "~~~???"})
@@ -373,4 +379,11 @@ func urlSafeJWT(t *testing.T, now int64) string {
 		t.Fatalf("%s: no '-' or '_' in the claims", token)
 	}
 	return token
+}
+
+// stdBase64JWT is urlSafeJWT in the standard Base64 alphabet, which
+// base64url decoding refuses.
+func stdBase64JWT(t *testing.T, now int64) string {
+	t.Helper()
+	return strings.NewReplacer("-", "+", "_", "/").Replace(urlSafeJWT(t, now))
 }
