@@ -155,6 +155,9 @@ type Broker struct {
 
 // New opens the log directory (running recovery) and binds the listeners.
 func New(cfg Config, logger *zap.Logger) (*Broker, error) {
+	if err := openSASL(cfg.ListenerSASL, logger); err != nil {
+		return nil, err
+	}
 	listeners, advAddrs, err := clientListeners(&cfg)
 	if err != nil {
 		return nil, err

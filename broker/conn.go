@@ -133,8 +133,10 @@ type conn struct {
 	tlsConn   *tls.Conn
 	principal string
 	// sasl is a SASL listener's (sasl.go): the connection authenticates
-	// before its first request is served. nil on other listeners.
-	sasl *ListenerSASL
+	// before its first request is served. nil on other listeners. session
+	// is its authenticated session (sasl_reauth.go).
+	sasl    *ListenerSASL
+	session saslSession
 
 	fetchErr int16 // top-level error code of the fetch response just written, for metrics
 
@@ -182,7 +184,7 @@ func (c *conn) serve() {
 		return
 	}
 	if c.sasl != nil {
-		if err := c.authenticateSASL(); err != nil {
+		if err := c.authenticateSASL(nil); err != nil {
 			c.logClose(err)
 			return
 		}
@@ -243,9 +245,10 @@ func (c *conn) sniffFirstFrame() error {
 // up between requests, or a shutdown, is not an error.
 func (c *conn) logClose(err error) {
 	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, errIdle), c.b.isClosing() && errors.Is(err, os.ErrDeadlineExceeded):
+	case errors.Is(err, io.EOF), errors.Is(err, errIdle), c.b.isClosing() && errors.Is(err, os.ErrDeadlineExceeded),
+		errors.Is(err, errSASLFailed):
 		c.log.Debug("connection closed", zap.Error(err))
-	case errors.Is(err, errSASLFailed):
+	case errors.Is(err, errSASLSessionExpired):
 		c.log.Info("closing connection", zap.Error(err))
 	default:
 		c.log.Warn("closing connection", zap.Error(err))
@@ -288,6 +291,11 @@ func (c *conn) serveOne() error {
 			}, unsupportedAPIVersions(c.svc.served)))
 		}
 		return err
+	}
+	if c.sasl != nil {
+		if handled, err := c.saslSessionCheck(req); handled {
+			return err
+		}
 	}
 	if c.b.cfg.LogRequests {
 		c.log.Info("request", zap.String("api", kmsg.NameForKey(req.Key)), zap.Int16("version", req.Version),

@@ -19,27 +19,30 @@ package broker
 //     connection.failed.authentication.delay.ms, as Kafka's Selector delays
 //     it;
 //   - every frame before authentication is bounded by
-//     sasl.server.max.receive.size, checked before anything is allocated.
+//     sasl.server.max.receive.size, checked before anything is allocated;
+//   - each mechanism is a saslServer, made for each authentication by the
+//     listener: PLAIN (sasl_plain.go) and OAUTHBEARER (sasl_oauthbearer.go).
 //
 // After authentication the connection is served as any other, its principal
 // User:<name>; a SaslHandshake or SaslAuthenticate then (or on a listener
-// without SASL) gets ILLEGAL_SASL_STATE, as KafkaApis answers. Re-authentication
-// (KIP-368) is not served: SessionLifetimeMs is 0. Where Kafka answers an
+// without SASL) gets ILLEGAL_SASL_STATE, as KafkaApis answers, unless the
+// session has a lifetime and the handshake begins a re-authentication
+// (KIP-368, sasl_reauth.go). Where Kafka answers an
 // unexpected request during the token exchange with that request's own error
 // response, Strata answers only a SaslHandshake or SaslAuthenticate and
 // otherwise just closes.
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/protocol"
@@ -63,16 +66,22 @@ type ListenerSASL struct {
 	// PlainUsers are PLAIN's users and their passwords: the user_<name>
 	// options of the listener's PlainLoginModule JAAS configuration.
 	PlainUsers map[string]string
+	// OAuthBearer validates OAUTHBEARER's tokens: an UnsecuredJWTValidator
+	// (Kafka's default) or a JWKSValidator.
+	OAuthBearer OAuthBearerValidator
 	// MaxReceiveSize bounds each frame before authentication
 	// (sasl.server.max.receive.size).
 	MaxReceiveSize int32
 	// FailedDelay is how long a failed authentication waits before its
 	// answer and the close (connection.failed.authentication.delay.ms).
 	FailedDelay time.Duration
+	// MaxReauth is each mechanism's connections.max.reauth.ms: the longest
+	// session before the client must re-authenticate; 0 or absent, none.
+	MaxReauth map[string]time.Duration
 }
 
 // errSASLFailed is the end of a connection whose authentication failed: a
-// client's doing, logged at info as Kafka logs it.
+// client's doing, whose audit line saslFailed logged.
 var errSASLFailed = errors.New("failed authentication")
 
 // registerSASL serves SaslHandshake and SaslAuthenticate after
@@ -107,13 +116,64 @@ var saslStateNames = map[saslState]string{
 	saslInitial: "HANDSHAKE_OR_VERSIONS_REQUEST", saslHandshake: "HANDSHAKE_REQUEST", saslAuthenticate: "AUTHENTICATE",
 }
 
+// saslServer is the server side of one SASL mechanism's exchange on one
+// connection: a state machine fed the client's tokens in order, as Java's
+// SaslServer.evaluateResponse is. ListenerSASL.newServer makes one per
+// authentication.
+type saslServer interface {
+	// step takes the client's next token and returns the token to send
+	// back; done once the client is authenticated, the token then being
+	// the mechanism's last. An error ends the authentication: its text is
+	// the client's SASL_AUTHENTICATION_FAILED message, unless it wraps
+	// errSASLInvalidCredentials, whose text stays in the broker's log as
+	// Kafka keeps a SaslException's.
+	step(token []byte) (challenge []byte, done bool, err error)
+	// principal is the authenticated user's name, once done.
+	principal() string
+}
+
+// saslExpiring is a saslServer whose credential expires, as OAUTHBEARER's
+// token does: the session (KIP-368) ends no later than the credential.
+type saslExpiring interface {
+	expiry() time.Time
+}
+
+// errSASLInvalidCredentials marks a mechanism's error that the client is
+// told only as "Authentication failed during authentication due to invalid
+// credentials with SASL mechanism <m>", as SaslServerAuthenticator
+// answers a SaslException.
+var errSASLInvalidCredentials = errors.New("invalid credentials")
+
+// errSASLUnanswered marks a mechanism's error on which Kafka closes the
+// connection without answering the token.
+var errSASLUnanswered = errors.New("closed without an answer")
+
+// saslExchange is one authentication (or re-authentication) of a
+// connection in progress.
+type saslExchange struct {
+	state      saslState
+	bareTokens bool // SaslHandshake v0: tokens without SaslAuthenticate
+	mechanism  string
+	server     saslServer
+	// reauth is a re-authentication's session before it, nil at first;
+	// badMechanism Kafka's message when its handshake named another
+	// mechanism, the exchange failing at the next token.
+	reauth       *saslSession
+	badMechanism string
+}
+
 // authenticateSASL runs c's SASL exchange; nil once it is authenticated,
-// with c.principal its user.
-func (c *conn) authenticateSASL() error {
-	state := saslInitial
-	bareTokens := false // SaslHandshake v0: tokens without SaslAuthenticate
-	mechanism := ""
-	var scram *scramServer // the exchange of a SCRAM mechanism (sasl_scram.go)
+// with c.principal its user and c.session its session. reauth is the
+// SaslHandshake that begins a re-authentication, nil at first.
+func (c *conn) authenticateSASL(reauth *protocol.Request) error {
+	x := &saslExchange{state: saslInitial}
+	if reauth != nil {
+		prev := c.session
+		x.reauth = &prev
+		if err := c.saslHandshake(x, reauth); err != nil {
+			return err
+		}
+	}
 	for {
 		c.armIdle()
 		if !c.sniffed {
@@ -126,53 +186,68 @@ func (c *conn) authenticateSASL() error {
 		if err != nil {
 			return err
 		}
-		if state == saslAuthenticate && bareTokens && scram != nil {
-			if done, err := c.scramToken(scram, mechanism, frame, nil); done || err != nil {
+		if x.badMechanism != "" {
+			return c.saslFailed(x, errors.New(x.badMechanism), nil, nil)
+		}
+		if x.state == saslAuthenticate && x.bareTokens {
+			challenge, done, err := x.server.step(frame)
+			if err == nil && done {
+				err = c.saslComplete(x)
+			}
+			if err != nil {
+				return c.saslFailed(x, err, nil, nil)
+			}
+			// Each server token goes size-prefixed, an empty one too, as
+			// Kafka sends them.
+			c.out = append(binary.BigEndian.AppendUint32(c.out[:0], uint32(len(challenge))), challenge...)
+			if err := c.write(c.out); err != nil {
 				return err
+			}
+			if done {
+				return nil
 			}
 			continue
 		}
-		if state == saslAuthenticate && bareTokens {
-			user, err := c.sasl.plain(frame)
-			if err != nil {
-				return c.saslFailed(mechanism, err, nil, nil)
-			}
-			// PLAIN's server token is empty, sent size-prefixed as Kafka does.
-			if err := c.write([]byte{0, 0, 0, 0}); err != nil {
-				return err
-			}
-			c.principal = "User:" + user
-			return nil
-		}
 		req, err := protocol.ParseRequest(frame, c.apis.supports)
 		if err != nil && !(errors.Is(err, protocol.ErrUnsupported) && req.Key == int16(kmsg.ApiVersions)) {
-			if state == saslInitial {
+			if x.state == saslInitial {
 				return fmt.Errorf("SASL listener %s: %w: Invalid request, potential reasons: kafka client configured with the wrong security protocol, "+
 					"it does not support KIP-43 or it is not a kafka client", c.svc.listener, err)
 			}
-			return fmt.Errorf("SASL listener %s, state %s: %w", c.svc.listener, saslStateNames[state], err)
+			return fmt.Errorf("SASL listener %s, state %s: %w", c.svc.listener, saslStateNames[x.state], err)
 		}
 		key := kmsg.Key(req.Key)
 		switch {
-		case state == saslAuthenticate && key == kmsg.SASLAuthenticate && scram != nil:
-			if done, err := c.scramToken(scram, mechanism, req.Body.(*kmsg.SASLAuthenticateRequest).SASLAuthBytes, req); done || err != nil {
-				return err
+		case x.state == saslAuthenticate && key == kmsg.SASLAuthenticate:
+			challenge, done, err := x.server.step(req.Body.(*kmsg.SASLAuthenticateRequest).SASLAuthBytes)
+			if err == nil && done {
+				err = c.saslComplete(x)
 			}
-		case state == saslAuthenticate && key == kmsg.SASLAuthenticate:
-			user, err := c.sasl.plain(req.Body.(*kmsg.SASLAuthenticateRequest).SASLAuthBytes)
+			if errors.Is(err, errSASLUnanswered) {
+				return c.saslFailed(x, err, nil, nil)
+			}
 			resp := kmsg.NewPtrSASLAuthenticateResponse()
 			if err != nil {
-				resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, kmsg.StringPtr(err.Error())
-				return c.saslFailed(mechanism, err, req, resp)
+				msg := err.Error()
+				if errors.Is(err, errSASLInvalidCredentials) {
+					msg = "Authentication failed during " + x.what() + " due to invalid credentials with SASL mechanism " + x.mechanism
+				}
+				resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, kmsg.StringPtr(msg)
+				return c.saslFailed(x, err, req, resp)
 			}
-			// Kafka answers success with an empty message, not a null one.
-			resp.SASLAuthBytes, resp.ErrorMessage = []byte{}, kmsg.StringPtr("")
+			// Kafka answers with an empty message, not a null one, and an
+			// empty token rather than none.
+			resp.SASLAuthBytes, resp.ErrorMessage = append([]byte{}, challenge...), kmsg.StringPtr("")
+			if done {
+				resp.SessionLifetimeMillis = c.session.lifetime.Milliseconds()
+			}
 			if err := c.reply(req, resp); err != nil {
 				return err
 			}
-			c.principal = "User:" + user
-			return nil
-		case state == saslAuthenticate:
+			if done {
+				return nil
+			}
+		case x.state == saslAuthenticate:
 			err := fmt.Errorf("Unexpected Kafka request of type %s during SASL authentication", key.Name())
 			var resp kmsg.Response
 			if key == kmsg.SASLHandshake {
@@ -180,10 +255,10 @@ func (c *conn) authenticateSASL() error {
 				r.ErrorCode = kerr.IllegalSaslState.Code
 				resp = r
 			}
-			return c.saslFailed(mechanism, err, req, resp)
+			return c.saslFailed(x, err, req, resp)
 		case key == kmsg.ApiVersions:
-			if state != saslInitial {
-				return fmt.Errorf("SASL listener %s: Unexpected ApiVersions request received during SASL authentication state %s", c.svc.listener, saslStateNames[state])
+			if x.state != saslInitial {
+				return fmt.Errorf("SASL listener %s: Unexpected ApiVersions request received during SASL authentication state %s", c.svc.listener, saslStateNames[x.state])
 			}
 			if err != nil {
 				// Not this version: the client retries at one it finds in the answer.
@@ -196,33 +271,44 @@ func (c *conn) authenticateSASL() error {
 			if err := c.serveBeforeAuthentication(req); err != nil {
 				return err
 			}
-			state = saslHandshake
+			x.state = saslHandshake
 		case key == kmsg.SASLHandshake:
-			asked := req.Body.(*kmsg.SASLHandshakeRequest).Mechanism
-			resp := kmsg.NewPtrSASLHandshakeResponse()
-			resp.SupportedMechanisms = c.sasl.Mechanisms
-			if !c.sasl.enabled(asked) {
-				resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-				return c.saslFailed(asked, fmt.Errorf("Unsupported SASL mechanism %s", asked), req, resp)
-			}
-			if err := c.reply(req, resp); err != nil {
+			if err := c.saslHandshake(x, req); err != nil {
 				return err
-			}
-			mechanism, bareTokens, state = asked, req.Version == 0, saslAuthenticate
-			if m, ok := scramMechanismNamed(asked); ok {
-				scram = newScramServer(m, func(u metadata.ScramUser) (metadata.ScramCredential, bool) {
-					return c.svc.meta.Image().Access.Scram.Credential(u)
-				})
 			}
 		default:
 			err := fmt.Errorf("Unexpected Kafka request of type %s during SASL handshake", key.Name())
-			if state == saslInitial {
+			if x.state == saslInitial {
 				return fmt.Errorf("SASL listener %s: %w: Invalid request, potential reasons: kafka client configured with the wrong security protocol, "+
 					"it does not support KIP-43 or it is not a kafka client", c.svc.listener, err)
 			}
 			return fmt.Errorf("SASL listener %s: %w", c.svc.listener, err)
 		}
 	}
+}
+
+// saslHandshake answers a SaslHandshake: x goes on to the mechanism's
+// tokens, or the connection fails with UNSUPPORTED_SASL_MECHANISM.
+func (c *conn) saslHandshake(x *saslExchange, req *protocol.Request) error {
+	asked := req.Body.(*kmsg.SASLHandshakeRequest).Mechanism
+	resp := kmsg.NewPtrSASLHandshakeResponse()
+	resp.SupportedMechanisms = c.sasl.Mechanisms
+	server := c.sasl.newServer(asked, func(u metadata.ScramUser) (metadata.ScramCredential, bool) {
+		return c.svc.meta.Image().Access.Scram.Credential(u)
+	})
+	if server == nil {
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		x.mechanism = asked
+		return c.saslFailed(x, fmt.Errorf("Unsupported SASL mechanism %s", asked), req, resp)
+	}
+	if err := c.reply(req, resp); err != nil {
+		return err
+	}
+	x.mechanism, x.bareTokens, x.state, x.server = asked, req.Version == 0, saslAuthenticate, server
+	if x.reauth != nil && asked != x.reauth.mechanism {
+		x.badMechanism = fmt.Sprintf("SASL mechanism '%s' requested by client is not supported for re-authentication of mechanism '%s'", asked, x.reauth.mechanism)
+	}
+	return nil
 }
 
 // readSASLFrame reads one frame before authentication, refusing a size
@@ -233,7 +319,7 @@ func (c *conn) readSASLFrame() ([]byte, error) {
 		return nil, c.idleErr(err)
 	}
 	if n := int32(binary.BigEndian.Uint32(hdr)); n < 0 || n > c.sasl.MaxReceiveSize {
-		return nil, c.saslFailed("", fmt.Errorf("Failing SASL authentication due to invalid receive size: %d bytes (sasl.server.max.receive.size is %d)",
+		return nil, c.saslFailed(&saslExchange{}, fmt.Errorf("Failing SASL authentication due to invalid receive size: %d bytes (sasl.server.max.receive.size is %d)",
 			n, c.sasl.MaxReceiveSize), nil, nil)
 	}
 	frame, err := protocol.ReadFrame(c.r, c.sasl.MaxReceiveSize, nil)
@@ -256,9 +342,23 @@ func (c *conn) serveBeforeAuthentication(req *protocol.Request) error {
 }
 
 // saslFailed ends an authentication that failed because of what the client
-// sent: after the failed-authentication delay it sends resp, when there is
+// sent. It logs the one audit line of the failure, at info as Kafka's
+// Selector logs "Failed authentication with /<ip> (<reason>)", and counts
+// it; after the failed-authentication delay it sends resp, when there is
 // one, and the connection closes.
-func (c *conn) saslFailed(mechanism string, cause error, req *protocol.Request, resp kmsg.Response) error {
+func (c *conn) saslFailed(x *saslExchange, cause error, req *protocol.Request, resp kmsg.Response) error {
+	c.b.metrics.Authentication(c.svc.listener, x.reauth != nil, false)
+	reason := cause.Error()
+	var d interface{ detail() string }
+	if errors.As(cause, &d) {
+		reason = d.detail()
+	}
+	fields := []zap.Field{zap.String("listener", c.svc.listener), zap.String("mechanism", x.mechanism),
+		zap.String("client", c.remote), zap.Bool("reauthentication", x.reauth != nil), zap.String("reason", reason)}
+	if x.reauth != nil {
+		fields = append(fields, zap.String("principal", x.reauth.principal))
+	}
+	c.log.Info("failed authentication", fields...)
 	t := time.NewTimer(c.sasl.FailedDelay)
 	select {
 	case <-t.C:
@@ -269,44 +369,39 @@ func (c *conn) saslFailed(mechanism string, cause error, req *protocol.Request, 
 		// The connection closes whether or not the answer gets through.
 		_ = c.reply(req, resp)
 	}
-	if mechanism == "" {
-		return fmt.Errorf("%w on SASL listener %s: %w", errSASLFailed, c.svc.listener, cause)
-	}
-	return fmt.Errorf("%w on SASL listener %s with mechanism %s: %w", errSASLFailed, c.svc.listener, mechanism, cause)
+	return fmt.Errorf("%w on SASL listener %s: %w", errSASLFailed, c.svc.listener, cause)
 }
 
-func (l *ListenerSASL) enabled(mechanism string) bool {
-	for _, m := range l.Mechanisms {
-		if m == mechanism {
-			return true
+// openSASL reads what the SASL listeners' validators need before the
+// broker serves: a JWKS validator's key set.
+func openSASL(listeners map[string]*ListenerSASL, log *zap.Logger) error {
+	for name, l := range listeners {
+		if v, ok := l.OAuthBearer.(*JWKSValidator); ok {
+			if err := v.open(context.Background(), log.With(zap.String("listener", name))); err != nil {
+				return fmt.Errorf("SASL listener %s, mechanism OAUTHBEARER: %w", name, err)
+			}
 		}
 	}
-	return false
+	return nil
 }
 
-// plain checks a SASL/PLAIN message, [authzid] NUL authcid NUL passwd, as
-// Kafka's PlainSaslServer and PlainServerCallbackHandler do, with their
-// messages; it returns the user. The password is compared in constant time,
-// and so is an unknown user's, against nothing.
-func (l *ListenerSASL) plain(msg []byte) (string, error) {
-	tokens := strings.Split(string(msg), "\x00")
-	if len(tokens) != 3 {
-		return "", fmt.Errorf("Invalid SASL/PLAIN response: expected 3 tokens, got %d", min(len(tokens), 4))
+// newServer is the server side of mechanism for one authentication, a
+// SCRAM one looking credentials up in scram; nil
+// when the mechanism is not enabled on l or not served.
+func (l *ListenerSASL) newServer(mechanism string, scram scramCredentials) saslServer {
+	if !slices.Contains(l.Mechanisms, mechanism) {
+		return nil
 	}
-	authzid, user, password := tokens[0], tokens[1], tokens[2]
-	if user == "" {
-		return "", errors.New("Authentication failed: username not specified")
+	switch mechanism {
+	case MechanismPlain:
+		return &plainServer{users: l.PlainUsers}
+	case MechanismScramSHA256, MechanismScramSHA512:
+		m, _ := scramMechanismNamed(mechanism)
+		return newScramServer(m, scram)
+	case MechanismOAuthBearer:
+		if l.OAuthBearer != nil {
+			return &oauthBearerServer{validator: l.OAuthBearer, now: time.Now}
+		}
 	}
-	if password == "" {
-		return "", errors.New("Authentication failed: password not specified")
-	}
-	want, known := l.PlainUsers[user]
-	got, expected := sha256.Sum256([]byte(password)), sha256.Sum256([]byte(want))
-	if subtle.ConstantTimeCompare(got[:], expected[:]) != 1 || !known {
-		return "", errors.New("Authentication failed: Invalid username or password")
-	}
-	if authzid != "" && authzid != user {
-		return "", errors.New("Authentication failed: Client requested an authorization id that is different from username")
-	}
-	return user, nil
+	return nil
 }

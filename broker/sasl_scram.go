@@ -36,7 +36,6 @@ import (
 	"crypto/sha512"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash"
@@ -46,11 +45,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/strata-io/strata/metadata"
-	"github.com/strata-io/strata/protocol"
 )
 
 // Kafka's SCRAM mechanisms, by their SASL names.
@@ -148,17 +143,6 @@ type saslAbort struct{ cause error }
 func (e *saslAbort) Error() string { return e.cause.Error() }
 func (e *saslAbort) Unwrap() error { return e.cause }
 
-// saslClientMessage is what a client is told of a failed authentication
-// with mechanism: Kafka's SaslServerAuthenticator hides the cause of a
-// SaslException, which may tell whether the user exists.
-func saslClientMessage(mechanism string, err error) string {
-	var public *saslAuthenticationError
-	if errors.As(err, &public) {
-		return public.msg
-	}
-	return "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mechanism
-}
-
 // scramCredentials looks a user's credential up.
 type scramCredentials func(metadata.ScramUser) (metadata.ScramCredential, bool)
 
@@ -205,10 +189,26 @@ func (s *scramServer) step(token []byte) (challenge []byte, done bool, err error
 	}
 	if err != nil {
 		s.state, s.cred = scramFailed, metadata.ScramCredential{}
-		return nil, false, err
+		// The client is told a SaslAuthenticationException's message;
+		// Kafka's SaslServerAuthenticator hides a SaslException's cause,
+		// which may tell whether the user exists; any other failure
+		// closes the connection unanswered.
+		var abort *saslAbort
+		var public *saslAuthenticationError
+		switch {
+		case errors.As(err, &abort):
+			return nil, false, fmt.Errorf("%w: %w", errSASLUnanswered, abort.cause)
+		case errors.As(err, &public):
+			return nil, false, err
+		default:
+			return nil, false, fmt.Errorf("%w: %w", errSASLInvalidCredentials, err)
+		}
 	}
 	return challenge, done, nil
 }
+
+// principal is the authenticated user, once step is done.
+func (s *scramServer) principal() string { return s.user }
 
 func (s *scramServer) clientFirst(token []byte) ([]byte, error) {
 	m := scramClientFirst.FindSubmatch(token)
@@ -344,37 +344,4 @@ func quoteClientMessage(msg []byte) string {
 		return strconv.Quote(string(msg[:most])) + "..."
 	}
 	return strconv.Quote(string(msg))
-}
-
-// scramToken runs one SCRAM token of c's exchange through s: in a
-// SaslAuthenticate request req, or bare (SaslHandshake v0) when req is
-// nil. done: c is authenticated, as User:<name>.
-func (c *conn) scramToken(s *scramServer, mechanism string, token []byte, req *protocol.Request) (done bool, err error) {
-	challenge, done, err := s.step(token)
-	var abort *saslAbort
-	switch {
-	case errors.As(err, &abort):
-		return false, fmt.Errorf("%w on SASL listener %s with mechanism %s: %w", errSASLFailed, c.svc.listener, mechanism, err)
-	case err != nil && req == nil:
-		return false, c.saslFailed(mechanism, err, nil, nil)
-	case err != nil:
-		resp := kmsg.NewPtrSASLAuthenticateResponse()
-		resp.ErrorCode, resp.ErrorMessage = kerr.SaslAuthenticationFailed.Code, kmsg.StringPtr(saslClientMessage(mechanism, err))
-		return false, c.saslFailed(mechanism, err, req, resp)
-	case req == nil:
-		frame := binary.BigEndian.AppendUint32(c.out[:0], uint32(len(challenge)))
-		if err := c.write(append(frame, challenge...)); err != nil {
-			return false, err
-		}
-	default:
-		resp := kmsg.NewPtrSASLAuthenticateResponse()
-		resp.SASLAuthBytes, resp.ErrorMessage = challenge, kmsg.StringPtr("")
-		if err := c.reply(req, resp); err != nil {
-			return false, err
-		}
-	}
-	if done {
-		c.principal = "User:" + s.user
-	}
-	return done, nil
 }

@@ -322,15 +322,17 @@ func TestSASLRandomInputBeforeAuthentication(t *testing.T) {
 // FuzzPlainToken: no PLAIN message panics, and only alice's right
 // password authenticates her.
 func FuzzPlainToken(f *testing.F) {
-	l := &ListenerSASL{PlainUsers: map[string]string{"alice": "alice-secret"}}
+	users := map[string]string{"alice": "alice-secret"}
 	for _, s := range []string{"\x00alice\x00alice-secret", "alice\x00alice\x00alice-secret", "\x00\x00", "", "\x00alice\x00alice-secret\x00"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		user, err := l.plain(msg)
+		s := &plainServer{users: users}
+		_, done, err := s.step(msg)
+		user := s.principal()
 		parts := strings.Split(string(msg), "\x00")
 		ok := len(parts) == 3 && parts[1] == "alice" && parts[2] == "alice-secret" && (parts[0] == "" || parts[0] == "alice")
-		if (err == nil) != ok || err == nil && user != "alice" {
+		if (err == nil) != ok || done != ok || err == nil && user != "alice" {
 			t.Fatalf("%q: user %q, error %v; want success %v", msg, user, err, ok)
 		}
 	})

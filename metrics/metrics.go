@@ -54,6 +54,11 @@ const (
 	RecoveryBatchesDropped  = "strata_recovery_batches_dropped_total"
 	FsyncDurationSeconds    = "strata_fsync_duration_seconds"
 	BuildInfoMetric         = "strata_build_info"
+	// Kafka's socket-server-metrics of SASL, by listener.
+	SuccessfulAuthentications   = "strata_successful_authentication_total"
+	SuccessfulReauthentications = "strata_successful_reauthentication_total"
+	FailedAuthentications       = "strata_failed_authentication_total"
+	FailedReauthentications     = "strata_failed_reauthentication_total"
 )
 
 // fsyncBuckets span a page-cache-only fsync (tens of microseconds) to a
@@ -81,6 +86,9 @@ type Metrics struct {
 	connsAccepted   prometheus.Counter
 	connsClosed     prometheus.Counter
 	fsync           prometheus.Histogram
+	// auths counts SASL authentications by outcome (auths[reauth][ok]),
+	// each by listener.
+	auths [2][2]*prometheus.CounterVec
 	// recovery sums what log recovery checked and dropped, at start and at
 	// revivals (storage's OnRecovered and OnLogRevived events).
 	recoverySegments, recoveryBytes, recoveryBatches prometheus.Counter
@@ -132,6 +140,15 @@ func New() *Metrics {
 		Help: "Bytes log recovery cut from partition logs: invalid tails and the segments after them (never acknowledged data)."})
 	m.recoveryBatches = prometheus.NewCounter(prometheus.CounterOpts{Name: RecoveryBatchesDropped,
 		Help: "Whole batches in the segments log recovery dropped after a cut."})
+	for i, c := range []struct{ name, help string }{
+		{FailedAuthentications, "SASL authentications that failed, by listener (Kafka's failed-authentication-total)."},
+		{SuccessfulAuthentications, "SASL authentications that succeeded, by listener (Kafka's successful-authentication-total)."},
+		{FailedReauthentications, "SASL re-authentications (KIP-368) that failed, by listener (Kafka's failed-reauthentication-total)."},
+		{SuccessfulReauthentications, "SASL re-authentications (KIP-368) that succeeded, by listener (Kafka's successful-reauthentication-total)."},
+	} {
+		m.auths[i/2][i%2] = prometheus.NewCounterVec(prometheus.CounterOpts{Name: c.name, Help: c.help}, []string{"listener"})
+		m.reg.MustRegister(m.auths[i/2][i%2])
+	}
 	m.reg.MustRegister(m.requests, m.partitionErrors, m.latency, m.connsOpen, m.connsAccepted, m.connsClosed, m.fsync,
 		m.recoverySegments, m.recoveryBytes, m.recoveryBatches,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -199,6 +216,22 @@ func (m *Metrics) ConnClosed() {
 		m.connsClosed.Inc()
 		m.connsOpen.Dec()
 	}
+}
+
+// Authentication counts one SASL authentication (or re-authentication) on
+// listener, succeeded or failed.
+func (m *Metrics) Authentication(listener string, reauth, ok bool) {
+	if m == nil {
+		return
+	}
+	i, j := 0, 0
+	if reauth {
+		i = 1
+	}
+	if ok {
+		j = 1
+	}
+	m.auths[i][j].WithLabelValues(listener).Inc()
 }
 
 // Disconnected is the error label of a request that ended its connection

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"math"
 	"slices"
@@ -15,8 +16,7 @@ import (
 // listener with Kafka's names, defaults and precedence:
 //
 //   - sasl.enabled.mechanisms (default GSSAPI), listener.name.<listener>.
-//     prefixed or not; strata serves PLAIN, SCRAM-SHA-256 and
-//     SCRAM-SHA-512, and refuses the others;
+//     prefixed or not; strata serves PLAIN, and refuses the others;
 //   - the JAAS configuration of each mechanism from
 //     listener.name.<listener>.<mechanism>.sasl.jaas.config, both names in
 //     lower case, as JaasContext.loadServerContext reads it: a broker's
@@ -28,7 +28,11 @@ import (
 //     are in the cluster metadata (kafka-configs --entity-type users),
 //     its JAAS configuration (ScramLoginModule) only has to be there, as
 //     Kafka loads one for every enabled mechanism;
+//   - OAUTHBEARER's validator (config_oauthbearer.go);
 //   - sasl.server.max.receive.size, connection.failed.authentication.delay.ms;
+//   - connections.max.reauth.ms of each mechanism, as SaslChannelBuilder
+//     reads it: listener.name.<listener>.<mechanism>.connections.max.reauth.ms,
+//     then the listener's, then the broker's;
 //   - on SASL_SSL, the SSL keys of the listener (config_ssl.go), but
 //     ssl.client.auth only with the listener prefix, as Kafka's
 //     ChannelBuilders has it.
@@ -40,6 +44,9 @@ var saslKeys = []string{
 	"sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.server.max.receive.size",
 	"sasl.mechanism.inter.broker.protocol", "sasl.mechanism.controller.protocol",
 	"connection.failed.authentication.delay.ms", "connections.max.reauth.ms",
+	"sasl.server.callback.handler.class", "sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+	"sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer", "sasl.oauthbearer.clock.skew.seconds",
+	"sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.scope.claim.name",
 }
 
 // isSASLKey says whether key is one of saslKeys, plain, of one listener, or
@@ -57,13 +64,18 @@ func isSASLKey(key string) bool {
 // saslUnsupported is the missing feature a SASL key turns on, or "".
 func saslUnsupported(key, value string) string {
 	switch key {
-	case "sasl.server.callback.handler.class", "sasl.client.callback.handler.class",
-		"sasl.login.class", "sasl.login.callback.handler.class":
-		return "custom SASL callback handlers and login classes"
-	case "connections.max.reauth.ms":
-		if n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64); err == nil && n > 0 {
-			return "SASL re-authentication (KIP-368)"
+	case "sasl.server.callback.handler.class":
+		if !slices.Contains(oauthBearerValidatorHandlers, strings.TrimSpace(value)) {
+			return "custom SASL callback handlers and login classes"
 		}
+	case "sasl.oauthbearer.jwt.validator.class":
+		switch strings.TrimSpace(value) {
+		case "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator", "org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator":
+		default:
+			return "a custom OAUTHBEARER JWT validator"
+		}
+	case "sasl.client.callback.handler.class", "sasl.login.class", "sasl.login.callback.handler.class":
+		return "custom SASL callback handlers and login classes"
 	case "principal.builder.class":
 		if strings.TrimSpace(value) != "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder" {
 			return "a custom principal builder"
@@ -74,12 +86,11 @@ func saslUnsupported(key, value string) string {
 
 // saslMechanisms are Kafka's mechanisms strata does not serve yet.
 var saslMechanisms = map[string]string{
-	"GSSAPI":      "the SASL mechanism GSSAPI (Kerberos)",
-	"OAUTHBEARER": "the SASL mechanism OAUTHBEARER",
+	"GSSAPI": "the SASL mechanism GSSAPI (Kerberos)",
 }
 
 // servedMechanisms are the SASL mechanisms strata serves.
-var servedMechanisms = []string{broker.MechanismPlain, broker.MechanismScramSHA256, broker.MechanismScramSHA512}
+var servedMechanisms = []string{broker.MechanismPlain, broker.MechanismScramSHA256, broker.MechanismScramSHA512, broker.MechanismOAuthBearer}
 
 // loadSASLListeners builds the SASL (and on SASL_SSL the TLS) of each
 // client listener mapped to SASL_PLAINTEXT or SASL_SSL.
@@ -102,9 +113,12 @@ func loadSASLListeners(p *propReader, s *settings, clients []listenerEndpoint) {
 		if e.protocol != "SASL_SSL" {
 			continue
 		}
-		lt := servedListenerTLS(p, e)
+		lt := sslListenerSides(r, e.name, true)
 		if p.err != nil {
 			return
+		}
+		if _, ok := p.get(r.prefix + "ssl.client.auth"); !ok {
+			lt.Config.ClientAuth = tls.NoClientCert
 		}
 		if s.ListenerTLS == nil {
 			s.ListenerTLS = map[string]*broker.ListenerTLS{}
@@ -126,12 +140,12 @@ func saslListener(r sslReader, e listenerEndpoint, delay time.Duration) *broker.
 		}
 		if f, known := saslMechanisms[m]; known {
 			r.p.err = &unsupportedError{Key: name, Value: v,
-				Feature: fmt.Sprintf("%s on the %s listener %s (%sstrata serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512)", f, e.protocol, listener, mechanismsSource(ok))}
+				Feature: fmt.Sprintf("%s on the %s listener %s (%sstrata serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER)", f, e.protocol, listener, mechanismsSource(ok))}
 			return nil
 		}
 		if !slices.Contains(servedMechanisms, m) {
 			r.fail(name, fmt.Sprintf("unknown SASL mechanism %s on listener %s; Kafka's are GSSAPI, PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER, "+
-				"of which strata serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512", m, listener))
+				"of which strata serves all but GSSAPI", m, listener))
 			return nil
 		}
 		ls.Mechanisms = append(ls.Mechanisms, m)
@@ -140,16 +154,49 @@ func saslListener(r sslReader, e listenerEndpoint, delay time.Duration) *broker.
 		r.fail(name, fmt.Sprintf("No SASL mechanisms are enabled (listener %s)", listener))
 		return nil
 	}
-	for _, m := range ls.Mechanisms {
-		entry, ok := mechanismJAAS(r, listener, m)
+	if !validSASLCallbackHandler(r) {
+		return nil
+	}
+	if slices.Contains(ls.Mechanisms, broker.MechanismPlain) {
+		users, ok := plainUsers(r, listener)
 		if !ok {
 			return nil
 		}
-		if m != broker.MechanismPlain {
+		ls.PlainUsers = users
+	}
+	for _, m := range []string{broker.MechanismScramSHA256, broker.MechanismScramSHA512} {
+		if slices.Contains(ls.Mechanisms, m) {
+			if _, ok := mechanismJAAS(r, listener, m, "", ""); !ok {
+				return nil
+			}
+		}
+	}
+	if slices.Contains(ls.Mechanisms, broker.MechanismOAuthBearer) {
+		v, ok := oauthBearerValidator(r, listener)
+		if !ok {
+			return nil
+		}
+		ls.OAuthBearer = v
+	}
+	for _, m := range ls.Mechanisms {
+		name := r.prefix + strings.ToLower(m) + ".connections.max.reauth.ms"
+		v, ok := r.p.get(name)
+		if !ok {
+			v, name, ok = r.get("connections.max.reauth.ms")
+		}
+		if !ok {
 			continue
 		}
-		if ls.PlainUsers, ok = plainUsers(r, entry); !ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			r.fail(name, "not a whole number")
 			return nil
+		}
+		if n > 0 {
+			if ls.MaxReauth == nil {
+				ls.MaxReauth = map[string]time.Duration{}
+			}
+			ls.MaxReauth[m] = time.Duration(min(n, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 		}
 	}
 	if v, name, ok := r.get("sasl.server.max.receive.size"); ok {
@@ -171,9 +218,10 @@ func mechanismsSource(set bool) string {
 	return "Kafka's default when sasl.enabled.mechanisms is unset; "
 }
 
-// mechanismJAAS reads the listener's JAAS configuration of mechanism: one
-// login module, as Kafka's JaasContext requires.
-func mechanismJAAS(r sslReader, listener, mechanism string) (jaasEntry, bool) {
+// mechanismJAAS reads the one login module of mechanism's JAAS
+// configuration on the listener, which must be module unless that is
+// empty; hint says so in the error when it is another.
+func mechanismJAAS(r sslReader, listener, mechanism, module, hint string) (jaasEntry, bool) {
 	key := r.prefix + strings.ToLower(mechanism) + ".sasl.jaas.config"
 	v, ok := r.p.get(key)
 	if !ok || v == "" {
@@ -197,15 +245,17 @@ func mechanismJAAS(r sslReader, listener, mechanism string) (jaasEntry, bool) {
 		fail(fmt.Sprintf("JAAS config property contains %d login modules, should be 1 module", len(entries)))
 		return jaasEntry{}, false
 	}
+	if module != "" && entries[0].module != module {
+		fail(fmt.Sprintf("login module %s: %s", entries[0].module, hint))
+		return jaasEntry{}, false
+	}
 	return entries[0], true
 }
 
-// plainUsers reads PLAIN's users from the listener's PLAIN JAAS entry.
-func plainUsers(r sslReader, entry jaasEntry) (map[string]string, bool) {
-	key := r.prefix + "plain.sasl.jaas.config"
-	fail := func(reason string) { r.p.fail(key, "[hidden]", reason) }
-	if entry.module != plainLoginModule {
-		fail(fmt.Sprintf("login module %s: the users of PLAIN are the user_<name> options of %s", entry.module, plainLoginModule))
+// plainUsers reads PLAIN's users from the listener's JAAS configuration.
+func plainUsers(r sslReader, listener string) (map[string]string, bool) {
+	entry, ok := mechanismJAAS(r, listener, broker.MechanismPlain, plainLoginModule, "the users of PLAIN are the user_<name> options of "+plainLoginModule)
+	if !ok {
 		return nil, false
 	}
 	users := map[string]string{}
