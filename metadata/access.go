@@ -16,11 +16,13 @@ type AccessRecord interface {
 // AclsImage and ClientQuotasImage).
 type AccessImage struct {
 	Scram ScramImage
+	ACLs  ACLsImage
 }
 
 // accessDelta is the changes to an AccessImage.
 type accessDelta struct {
 	scram scramDelta
+	acls  aclsDelta
 }
 
 // replay applies one access record on base; as Delta.Replay, a record
@@ -31,6 +33,10 @@ func (d *accessDelta) replay(base *AccessImage, r AccessRecord) error {
 		d.scram.put(r)
 	case RemoveUserScramCredentialRecord:
 		return d.scram.remove(base.Scram, r)
+	case AccessControlEntryRecord:
+		return d.acls.put(base.ACLs, r)
+	case RemoveAccessControlEntryRecord:
+		return d.acls.remove(base.ACLs, r)
 	}
 	return nil
 }
@@ -38,11 +44,12 @@ func (d *accessDelta) replay(base *AccessImage, r AccessRecord) error {
 // apply returns base with the changes.
 func (d *accessDelta) apply(base AccessImage) AccessImage {
 	base.Scram = d.scram.apply(base.Scram)
+	base.ACLs = d.acls.apply(base.ACLs)
 	return base
 }
 
 // AccessRecords lists the records that rebuild img's access state from
 // none.
 func AccessRecords(img *Image) []Record {
-	return img.Access.Scram.records()
+	return append(img.Access.Scram.records(), img.Access.ACLs.records()...)
 }

@@ -70,6 +70,8 @@ var decoders = map[string]func(json.RawMessage) (Record, error){
 
 	"UserScramCredentialRecord":       decodeAs[UserScramCredentialRecord],
 	"RemoveUserScramCredentialRecord": decodeAs[RemoveUserScramCredentialRecord],
+	"AccessControlEntryRecord":        decodeAs[AccessControlEntryRecord],
+	"RemoveAccessControlEntryRecord":  decodeAs[RemoveAccessControlEntryRecord],
 }
 
 // recordType is r's name in a batch: its type's, if decoders knows it.
