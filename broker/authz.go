@@ -14,54 +14,73 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/metadata"
 )
 
-// Operation is one of Kafka's ACL operations, by Kafka's name.
-type Operation string
+// Operation is one of Kafka's ACL operations, by Kafka's code.
+type Operation = metadata.ACLOperation
 
 // Kafka's ACL operations the served APIs check.
 const (
-	OpRead            Operation = "READ"
-	OpWrite           Operation = "WRITE"
-	OpCreate          Operation = "CREATE"
-	OpDelete          Operation = "DELETE"
-	OpAlter           Operation = "ALTER"
-	OpDescribe        Operation = "DESCRIBE"
-	OpClusterAction   Operation = "CLUSTER_ACTION"
-	OpDescribeConfigs Operation = "DESCRIBE_CONFIGS"
-	OpAlterConfigs    Operation = "ALTER_CONFIGS"
-	OpIdempotentWrite Operation = "IDEMPOTENT_WRITE"
+	OpRead            = metadata.ACLOpRead
+	OpWrite           = metadata.ACLOpWrite
+	OpCreate          = metadata.ACLOpCreate
+	OpDelete          = metadata.ACLOpDelete
+	OpAlter           = metadata.ACLOpAlter
+	OpDescribe        = metadata.ACLOpDescribe
+	OpClusterAction   = metadata.ACLOpClusterAction
+	OpDescribeConfigs = metadata.ACLOpDescribeConfigs
+	OpAlterConfigs    = metadata.ACLOpAlterConfigs
+	OpIdempotentWrite = metadata.ACLOpIdempotentWrite
 )
 
-// ResourceType is one of Kafka's ACL resource types, by Kafka's name.
-type ResourceType string
+// ResourceType is one of Kafka's ACL resource types, by Kafka's code.
+type ResourceType = metadata.ACLResourceType
 
 // Kafka's resource types the served APIs check.
 const (
-	ResourceTopic           ResourceType = "TOPIC"
-	ResourceGroup           ResourceType = "GROUP"
-	ResourceCluster         ResourceType = "CLUSTER"
-	ResourceTransactionalID ResourceType = "TRANSACTIONAL_ID"
+	ResourceTopic           = metadata.ACLResourceTopic
+	ResourceGroup           = metadata.ACLResourceGroup
+	ResourceCluster         = metadata.ACLResourceCluster
+	ResourceTransactionalID = metadata.ACLResourceTransactionalID
 )
 
 // clusterName is the name of the one CLUSTER resource, as in Kafka.
 const clusterName = "kafka-cluster"
 
 // Authorizer decides whether principal (Kafka's KafkaPrincipal string
-// form, e.g. User:alice) may perform op on the named resource. It is
-// called from every connection's goroutine at once.
+// form, e.g. User:alice), connected from host (the client's IP address,
+// as Kafka's clientAddress().getHostAddress()), may perform op on the
+// named resource. It is called from every connection's goroutine at once.
 type Authorizer interface {
-	Authorize(principal string, op Operation, resource ResourceType, name string) bool
+	Authorize(principal, host string, op Operation, resource ResourceType, name string) bool
+}
+
+// ResourceTypeAuthorizer is an Authorizer that can also tell whether a
+// principal may perform op on some resource of a type (Kafka's
+// Authorizer.authorizeByResourceType), as an idempotent producer with
+// WRITE on a topic needs no IDEMPOTENT_WRITE on the cluster. Without it,
+// the answer is no.
+type ResourceTypeAuthorizer interface {
+	AuthorizeByResourceType(principal, host string, op Operation, resource ResourceType) bool
 }
 
 // allowAll is the Authorizer of a broker configured without one.
 type allowAll struct{}
 
-func (allowAll) Authorize(string, Operation, ResourceType, string) bool { return true }
+func (allowAll) Authorize(string, string, Operation, ResourceType, string) bool { return true }
 
 // authorize asks the request's authorizer about its principal.
 func (rc *reqCtx) authorize(op Operation, resource ResourceType, name string) bool {
-	return rc.authz.Authorize(rc.principal, op, resource, name)
+	return rc.authz.Authorize(rc.principal, rc.clientHost, op, resource, name)
+}
+
+// authorizeByResourceType asks whether the principal may perform op on
+// some resource of the type.
+func (rc *reqCtx) authorizeByResourceType(op Operation, resource ResourceType) bool {
+	a, ok := rc.authz.(ResourceTypeAuthorizer)
+	return ok && a.AuthorizeByResourceType(rc.principal, rc.clientHost, op, resource)
 }
 
 // authorizeCluster asks about op on the cluster resource.

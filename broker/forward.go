@@ -3,13 +3,14 @@ package broker
 // Forwarding. On a cluster node that is not the active controller, the
 // admin changes clients send (CreateTopics, DeleteTopics,
 // CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
-// AlterPartitionReassignments, UnregisterBroker) and the quorum's
+// AlterPartitionReassignments, UnregisterBroker, CreateAcls, DeleteAcls) and the quorum's
 // DescribeQuorum, AddRaftVoter and RemoveRaftVoter go to the
 // active controller over its controller listener, at the client's version,
 // and its answer is relayed, as Kafka brokers forward them
 // (ForwardingManager; Strata sends the request itself, not in an
-// Envelope: every listener is PLAINTEXT, so the controller authorizes the
-// same ANONYMOUS principal the broker would). With no active controller
+// Envelope, so the controller authorizes this node's principal on the
+// controller listener, not the client's: CreateAcls and DeleteAcls are
+// authorized here first, answeredHere). With no active controller
 // known, or when it cannot be reached, each item is NOT_CONTROLLER and the
 // client retries. A BROKER config resource naming another node is refused
 // here first (forward_configs.go). Topics this node creates on its own
@@ -36,7 +37,8 @@ import (
 // forwardedKeys are the requests a broker forwards to the active
 // controller.
 var forwardedKeys = []kmsg.Key{kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
-	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter, kmsg.UnregisterBroker}
+	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter, kmsg.UnregisterBroker,
+	kmsg.CreateACLs, kmsg.DeleteACLs}
 
 // errNoController is a forward with no active controller known.
 var errNoController = fmt.Errorf("no active controller is known: %w", kerr.NotController)
@@ -101,7 +103,7 @@ func (f *forwarder) forwarding(r *registry) {
 		a := r.apis[int16(k)]
 		local := a.serve
 		a.serve = func(rc *reqCtx) (kmsg.Response, error) {
-			if f.store.IsLeader() {
+			if f.store.IsLeader() || answeredHere(rc, k) {
 				return local(rc)
 			}
 			body, merge := splitForwarded(rc.req.Body, f.node)
@@ -124,6 +126,19 @@ func (f *forwarder) forwarding(r *registry) {
 		}
 		r.apis[int16(k)] = a
 	}
+}
+
+// answeredHere reports whether a request this node would forward is one
+// it refuses itself: a CreateAcls or DeleteAcls without the
+// StandardAuthorizer or from a principal that may not ALTER the cluster.
+// The controller would authorize this node's principal, not the
+// client's. The local handler answers the refusal and changes nothing.
+func answeredHere(rc *reqCtx, k kmsg.Key) bool {
+	if k != kmsg.CreateACLs && k != kmsg.DeleteACLs {
+		return false
+	}
+	_, _, refused := aclChangeRefused(rc)
+	return refused
 }
 
 // notControllerResponse answers each item of req NOT_CONTROLLER.
@@ -218,6 +233,22 @@ func notControllerResponse(req kmsg.Request) (kmsg.Response, error) {
 	case *kmsg.UnregisterBrokerRequest:
 		resp := kmsg.NewPtrUnregisterBrokerResponse()
 		resp.ErrorCode = code
+		return resp, nil
+	case *kmsg.CreateACLsRequest:
+		resp := kmsg.NewPtrCreateACLsResponse()
+		for range r.Creations {
+			res := kmsg.NewCreateACLsResponseResult()
+			res.ErrorCode = code
+			resp.Results = append(resp.Results, res)
+		}
+		return resp, nil
+	case *kmsg.DeleteACLsRequest:
+		resp := kmsg.NewPtrDeleteACLsResponse()
+		for range r.Filters {
+			res := kmsg.NewDeleteACLsResponseResult()
+			res.ErrorCode = code
+			resp.Results = append(resp.Results, res)
+		}
 		return resp, nil
 	}
 	return nil, fmt.Errorf("%T is not a request a broker forwards", req)

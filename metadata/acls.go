@@ -326,3 +326,23 @@ func (d *aclsDelta) apply(base ACLsImage) ACLsImage {
 	}
 	return ACLsImage{byID: byID, index: buildACLIndex(byID)}
 }
+
+var (
+	aclResourceNames   = []string{"UNKNOWN", "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID", "DELEGATION_TOKEN", "USER"}
+	aclPatternNames    = []string{"UNKNOWN", "ANY", "MATCH", "LITERAL", "PREFIXED"}
+	aclOperationNames  = []string{"UNKNOWN", "ANY", "ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS", "TWO_PHASE_COMMIT"}
+	aclPermissionNames = []string{"UNKNOWN", "ANY", "DENY", "ALLOW"}
+)
+
+// aclName is Kafka's name of code among names, UNKNOWN for another code.
+func aclName(names []string, code int8) string {
+	if code < 0 || int(code) >= len(names) {
+		return "UNKNOWN"
+	}
+	return names[code]
+}
+
+func (t ACLResourceType) String() string { return aclName(aclResourceNames, int8(t)) }
+func (t ACLPatternType) String() string  { return aclName(aclPatternNames, int8(t)) }
+func (o ACLOperation) String() string    { return aclName(aclOperationNames, int8(o)) }
+func (p ACLPermission) String() string   { return aclName(aclPermissionNames, int8(p)) }

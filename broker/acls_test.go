@@ -1,0 +1,244 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/strata-io/strata/protocol"
+	"github.com/strata-io/strata/storage"
+)
+
+// standardAuthorizerBroker is saslBroker with the StandardAuthorizer,
+// admin its super user, and no allow-everyone.
+func standardAuthorizerBroker(t *testing.T) *Broker {
+	return saslBroker(t, func(c *Config) {
+		c.StandardAuthorizer = &StandardAuthorizerConfig{SuperUsers: []string{"User:admin"}}
+	})
+}
+
+// aclCreation is a creation of an ACL of alice's from any host.
+func aclCreation(rt kmsg.ACLResourceType, name string, pt kmsg.ACLResourcePatternType, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) kmsg.CreateACLsRequestCreation {
+	c := kmsg.NewCreateACLsRequestCreation()
+	c.ResourceType, c.ResourceName, c.ResourcePatternType = rt, name, pt
+	c.Principal, c.Host, c.Operation, c.PermissionType = "User:alice", "*", op, perm
+	return c
+}
+
+// saslRoundTrip sends req as user over the SASL listener and returns the
+// response, nil when the broker closed the connection.
+func saslRoundTrip(t *testing.T, b *Broker, user, pass string, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	resp, err := saslClient(t, b, user, pass).Request(context.Background(), req)
+	if err != nil {
+		t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp
+}
+
+// TestStandardAuthorizerEnforcesACLs: with the StandardAuthorizer and no
+// ACL, alice may neither produce nor see the topic; an ACL admin creates
+// lets her produce (an idempotent producer with WRITE on a topic needs no
+// IDEMPOTENT_WRITE, as Kafka), a DENY on a prefix overrides it, and once
+// the ACLs are deleted she is refused again. DescribeAcls lists what was
+// created, grouped by resource, and DeleteAcls answers what it matched.
+func TestStandardAuthorizerEnforcesACLs(t *testing.T) {
+	b := standardAuthorizerBroker(t)
+	ctx := context.Background()
+	admin := kadm.NewClient(saslClient(t, b, "admin", "admin-secret"))
+	if _, err := admin.CreateTopics(ctx, 1, 1, nil, "t", "secret-t"); err != nil {
+		t.Fatal(err)
+	}
+	alice := saslClient(t, b, "alice", "alice-secret", kgo.DefaultProduceTopic("t"), kgo.RequestRetries(0), kgo.RecordRetries(1))
+	produce := func(topic string) error {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return alice.ProduceSync(pctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
+	}
+	if err := produce("t"); !errors.Is(err, kerr.TopicAuthorizationFailed) && !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("alice's produce with no ACL: %v, want an authorization failure", err)
+	}
+	if topics, err := kadm.NewClient(saslClient(t, b, "alice", "alice-secret")).ListTopics(ctx); err != nil || len(topics) != 0 {
+		t.Fatalf("alice's metadata: %v, %v; want no topic", topics.Names(), err)
+	}
+
+	create := kmsg.NewPtrCreateACLsRequest()
+	create.Creations = []kmsg.CreateACLsRequestCreation{
+		aclCreation(kmsg.ACLResourceTypeTopic, "t", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow),
+		aclCreation(kmsg.ACLResourceTypeTopic, "secret", kmsg.ACLResourcePatternTypePrefixed, kmsg.ACLOperationAll, kmsg.ACLPermissionTypeDeny),
+		aclCreation(kmsg.ACLResourceTypeTopic, "secret-t", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow),
+		aclCreation(kmsg.ACLResourceTypeTopic, "t", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow),
+	}
+	for i, r := range saslRoundTrip(t, b, "admin", "admin-secret", create).(*kmsg.CreateACLsResponse).Results {
+		if r.ErrorCode != 0 {
+			t.Fatalf("creation %d: %v", i, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	if n := b.meta.Image().Access.ACLs.Len(); n != 3 {
+		t.Fatalf("%d ACLs in the image, want 3 (the repeated one once)", n)
+	}
+	if err := produce("t"); err != nil {
+		t.Fatalf("alice's produce with WRITE on t: %v", err)
+	}
+	if err := produce("secret-t"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("alice's produce to secret-t under a prefixed DENY: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if topics, err := kadm.NewClient(saslClient(t, b, "alice", "alice-secret")).ListTopics(ctx); err != nil || len(topics) != 1 || !topics.Has("t") {
+		t.Fatalf("alice's metadata: %v, %v; want t alone (WRITE implies DESCRIBE)", topics.Names(), err)
+	}
+
+	describe := kmsg.NewPtrDescribeACLsRequest()
+	describe.ResourceType, describe.ResourceName, describe.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.StringPtr("secret-t"), kmsg.ACLResourcePatternTypeMatch
+	describe.Operation, describe.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	d := saslRoundTrip(t, b, "admin", "admin-secret", describe).(*kmsg.DescribeACLsResponse)
+	if d.ErrorCode != 0 || len(d.Resources) != 2 {
+		t.Fatalf("describe MATCH secret-t: %v, %+v; want the prefixed DENY and the literal ALLOW", kerr.ErrorForCode(d.ErrorCode), d.Resources)
+	}
+	for _, res := range d.Resources {
+		if len(res.ACLs) != 1 || res.ACLs[0].Principal != "User:alice" || res.ACLs[0].Host != "*" {
+			t.Errorf("resource %s %s: %+v", res.ResourcePatternType, res.ResourceName, res.ACLs)
+		}
+	}
+
+	del := kmsg.NewPtrDeleteACLsRequest()
+	all := kmsg.NewDeleteACLsRequestFilter()
+	all.ResourceType, all.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.ACLResourcePatternTypeAny
+	all.Operation, all.PermissionType, all.Principal = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny, kmsg.StringPtr("User:alice")
+	deny := all
+	deny.PermissionType = kmsg.ACLPermissionTypeDeny
+	del.Filters = []kmsg.DeleteACLsRequestFilter{deny, all}
+	dr := saslRoundTrip(t, b, "admin", "admin-secret", del).(*kmsg.DeleteACLsResponse)
+	if len(dr.Results) != 2 || len(dr.Results[0].MatchingACLs) != 1 || len(dr.Results[1].MatchingACLs) != 3 {
+		t.Fatalf("delete: %+v; want the DENY, then all three", dr.Results)
+	}
+	if n := b.meta.Image().Access.ACLs.Len(); n != 0 {
+		t.Fatalf("%d ACLs left", n)
+	}
+	if err := produce("t"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("alice's produce after the deletion: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+}
+
+// TestACLRequestsRefused: CreateAcls' validation and errors as Kafka's
+// AclApis and AclControlManager give them, a principal who may not ALTER
+// the cluster refused, and a request with an UNKNOWN code ending the
+// connection.
+func TestACLRequestsRefused(t *testing.T) {
+	b := standardAuthorizerBroker(t)
+	topic, literal, allow := kmsg.ACLResourceTypeTopic, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLPermissionTypeAllow
+	read := kmsg.ACLOperationRead
+	noColon := aclCreation(topic, "t", literal, read, allow)
+	noColon.Principal = "alice"
+	for _, tc := range []struct {
+		name      string
+		user      string
+		creations []kmsg.CreateACLsRequestCreation
+		want      []*kerr.Error
+		msg       string
+	}{
+		{"the cluster named other than kafka-cluster", "admin", []kmsg.CreateACLsRequestCreation{
+			aclCreation(kmsg.ACLResourceTypeCluster, "c", literal, kmsg.ACLOperationAlter, allow), aclCreation(topic, "t", literal, read, allow)},
+			[]*kerr.Error{kerr.InvalidRequest, nil}, "The only valid name for the CLUSTER resource is kafka-cluster"},
+		{"an empty name", "admin", []kmsg.CreateACLsRequestCreation{aclCreation(topic, "", literal, read, allow)},
+			[]*kerr.Error{kerr.InvalidRequest}, "Invalid empty resource name"},
+		{"a principal without a colon", "admin", []kmsg.CreateACLsRequestCreation{noColon},
+			[]*kerr.Error{kerr.InvalidRequest}, "Could not parse principal from `alice` (no colon is present separating the principal type from the principal name)"},
+		{"pattern type MATCH fails the request", "admin", []kmsg.CreateACLsRequestCreation{
+			aclCreation(topic, "t", literal, read, allow), aclCreation(topic, "t", kmsg.ACLResourcePatternTypeMatch, read, allow)},
+			[]*kerr.Error{kerr.UnknownServerError, kerr.UnknownServerError}, ""},
+		{"operation ANY fails the request", "admin", []kmsg.CreateACLsRequestCreation{aclCreation(topic, "t", literal, kmsg.ACLOperationAny, allow)},
+			[]*kerr.Error{kerr.UnknownServerError}, ""},
+		{"alice may not alter the cluster", "alice", []kmsg.CreateACLsRequestCreation{aclCreation(topic, "t", literal, read, allow)},
+			[]*kerr.Error{kerr.ClusterAuthorizationFailed}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := kmsg.NewPtrCreateACLsRequest()
+			req.Creations = tc.creations
+			resp := saslRoundTrip(t, b, tc.user, tc.user+"-secret", req).(*kmsg.CreateACLsResponse)
+			if len(resp.Results) != len(tc.want) {
+				t.Fatalf("%d results", len(resp.Results))
+			}
+			for i, want := range tc.want {
+				got := resp.Results[i]
+				if err := kerr.ErrorForCode(got.ErrorCode); err != want && !(want == nil && err == nil) {
+					t.Errorf("creation %d: %v, want %v", i, err, want)
+				}
+				if want != nil && tc.msg != "" && (got.ErrorMessage == nil || *got.ErrorMessage != tc.msg) {
+					t.Errorf("creation %d: message %v, want %q", i, got.ErrorMessage, tc.msg)
+				}
+			}
+		})
+	}
+	if n := b.meta.Image().Access.ACLs.Len(); n != 1 {
+		t.Fatalf("%d ACLs, want only the valid one of the first request", n)
+	}
+	unknown := kmsg.NewPtrCreateACLsRequest()
+	unknown.Creations = []kmsg.CreateACLsRequestCreation{aclCreation(topic, "t", literal, 0, allow)}
+	nc, err := net.DialTimeout("tcp", b.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := nc.Write(requestFrame(unknown, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := protocol.ReadFrame(nc, 1<<20, nil); err == nil {
+		t.Fatal("CreateAcls with operation UNKNOWN was answered; Kafka closes the connection")
+	}
+}
+
+// TestACLsSurviveRestart: the ACLs a single node created are in its
+// image again after a restart, so they are enforced from the start.
+func TestACLsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	start := func() (*Broker, func()) {
+		cfg := Config{Listeners: "PLAINTEXT://127.0.0.1:0", LogDirs: dir, NodeID: testNodeID, NumPartitions: 1,
+			SocketRequestMaxBytes: 100 << 20, Log: storage.DefaultConfig(), Groups: testGroupConfig(),
+			StandardAuthorizer: &StandardAuthorizerConfig{SuperUsers: []string{anonymousPrincipal}}}
+		b, err := New(cfg, zaptest.NewLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan error, 1)
+		go func() { served <- b.Serve() }()
+		return b, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := b.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-served; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b, stop := start()
+	create := kmsg.NewPtrCreateACLsRequest()
+	create.Creations = []kmsg.CreateACLsRequestCreation{
+		aclCreation(kmsg.ACLResourceTypeGroup, "g", kmsg.ACLResourcePatternTypePrefixed, kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow)}
+	if r := adminRoundTrip[*kmsg.CreateACLsResponse](t, b, create, 3); r.Results[0].ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(r.Results[0].ErrorCode))
+	}
+	want := b.meta.Image().Access.ACLs.All()
+	stop()
+	b, stop = start()
+	defer stop()
+	if got := b.meta.Image().Access.ACLs.All(); len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("after the restart: %+v, want %+v", got, want)
+	}
+	describe := kmsg.NewPtrDescribeACLsRequest()
+	describe.ResourceType, describe.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	describe.Operation, describe.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	if r := adminRoundTrip[*kmsg.DescribeACLsResponse](t, b, describe, 3); len(r.Resources) != 1 || r.Resources[0].ResourceName != "g" {
+		t.Fatalf("describe after the restart: %+v", r.Resources)
+	}
+}
