@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/strata-io/strata/protocol"
@@ -33,15 +35,26 @@ func aclCreation(rt kmsg.ACLResourceType, name string, pt kmsg.ACLResourcePatter
 	return c
 }
 
-// saslRoundTrip sends req as user over the SASL listener and returns the
-// response, nil when the broker closed the connection.
+// saslRoundTrip authenticates as user on the SASL listener, sends req at
+// the highest version served and returns the response.
 func saslRoundTrip(t *testing.T, b *Broker, user, pass string, req kmsg.Request) kmsg.Response {
 	t.Helper()
-	resp, err := saslClient(t, b, user, pass).Request(context.Background(), req)
-	if err != nil {
-		t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+	c := dialSASL(t, b)
+	if r := handshake(c, 1, MechanismPlain); r.ErrorCode != 0 {
+		t.Fatalf("handshake: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
-	return resp
+	if r := authenticate(c, 2, []byte("\x00"+user+"\x00"+pass)); r.ErrorCode != 0 {
+		t.Fatalf("authenticate as %s: %v", user, kerr.ErrorForCode(r.ErrorCode))
+	}
+	version := int16(-1)
+	for _, v := range ServedVersions() {
+		if v.Key == req.Key() {
+			version = v.Max
+		}
+	}
+	req.SetVersion(version)
+	c.sendRequest(req, version, 4)
+	return c.response(req, 4)
 }
 
 // TestStandardAuthorizerEnforcesACLs: with the StandardAuthorizer and no
@@ -174,25 +187,32 @@ func TestACLRequestsRefused(t *testing.T) {
 				if want != nil && tc.msg != "" && (got.ErrorMessage == nil || *got.ErrorMessage != tc.msg) {
 					t.Errorf("creation %d: message %v, want %q", i, got.ErrorMessage, tc.msg)
 				}
+				if tc.msg == "" && got.ErrorMessage != nil {
+					t.Errorf("creation %d: message %q, want none", i, *got.ErrorMessage)
+				}
 			}
 		})
 	}
 	if n := b.meta.Image().Access.ACLs.Len(); n != 1 {
 		t.Fatalf("%d ACLs, want only the valid one of the first request", n)
 	}
-	unknown := kmsg.NewPtrCreateACLsRequest()
-	unknown.Creations = []kmsg.CreateACLsRequestCreation{aclCreation(topic, "t", literal, 0, allow)}
-	nc, err := net.DialTimeout("tcp", b.Addr().String(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := nc.Write(requestFrame(unknown, 3)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := protocol.ReadFrame(nc, 1<<20, nil); err == nil {
-		t.Fatal("CreateAcls with operation UNKNOWN was answered; Kafka closes the connection")
+	unknownCreate := kmsg.NewPtrCreateACLsRequest()
+	unknownCreate.Creations = []kmsg.CreateACLsRequestCreation{aclCreation(topic, "t", literal, 0, allow)}
+	unknownDelete := kmsg.NewPtrDeleteACLsRequest()
+	unknownDelete.Filters = []kmsg.DeleteACLsRequestFilter{kmsg.NewDeleteACLsRequestFilter()}
+	for _, req := range []kmsg.Request{unknownCreate, unknownDelete, kmsg.NewPtrDescribeACLsRequest()} {
+		nc, err := net.DialTimeout("tcp", b.Addr().String(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := nc.Write(requestFrame(req, 3)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := protocol.ReadFrame(nc, 1<<20, nil); err == nil {
+			t.Errorf("%s with an UNKNOWN code was answered; Kafka closes the connection", kmsg.NameForKey(req.Key()))
+		}
+		nc.Close()
 	}
 }
 
@@ -240,5 +260,88 @@ func TestACLsSurviveRestart(t *testing.T) {
 	describe.Operation, describe.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
 	if r := adminRoundTrip[*kmsg.DescribeACLsResponse](t, b, describe, 3); len(r.Resources) != 1 || r.Resources[0].ResourceName != "g" {
 		t.Fatalf("describe after the restart: %+v", r.Resources)
+	}
+}
+
+// TestAuthorizedOperations: Metadata, DescribeCluster, DescribeGroups,
+// ConsumerGroupDescribe and DescribeTopicPartitions report the KIP-430
+// bits of what the principal may do, computed by the StandardAuthorizer
+// (READ implies DESCRIBE; the cluster's are 0 without DESCRIBE on it, all
+// seven for a super user), and ListGroups leaves out the groups it may not
+// describe.
+func TestAuthorizedOperations(t *testing.T) {
+	b := standardAuthorizerBroker(t)
+	ctx := context.Background()
+	admin := saslClient(t, b, "admin", "admin-secret")
+	if _, err := kadm.NewClient(admin).CreateTopics(ctx, 1, 1, nil, "t", "u"); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"g", "h"} {
+		commit := kmsg.NewPtrOffsetCommitRequest()
+		commit.Group, commit.Generation = g, -1
+		commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+		if r := saslRoundTrip(t, b, "admin", "admin-secret", commit).(*kmsg.OffsetCommitResponse); r.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("commit for %s: %v", g, kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+		}
+	}
+	create := kmsg.NewPtrCreateACLsRequest()
+	create.Creations = []kmsg.CreateACLsRequestCreation{
+		aclCreation(kmsg.ACLResourceTypeTopic, "t", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow),
+		aclCreation(kmsg.ACLResourceTypeGroup, "g", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationDelete, kmsg.ACLPermissionTypeAllow),
+	}
+	if r := saslRoundTrip(t, b, "admin", "admin-secret", create).(*kmsg.CreateACLsResponse); r.Results[0].ErrorCode != 0 || r.Results[1].ErrorCode != 0 {
+		t.Fatalf("create: %+v", r.Results)
+	}
+	const readDescribe = 1<<3 | 1<<8
+	const deleteDescribe = 1<<6 | 1<<8
+	const allCluster = 1<<5 | 1<<9 | 1<<10 | 1<<11 | 1<<12 | 1<<7 | 1<<8
+
+	metadata := func(user string) *kmsg.MetadataResponse {
+		req := kmsg.NewPtrMetadataRequest()
+		req.IncludeClusterAuthorizedOperations, req.IncludeTopicAuthorizedOperations = true, true
+		req.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("t")}, {Topic: kmsg.StringPtr("u")}}
+		v10 := kversion.Stable()
+		v10.SetMaxKeyVersion(int16(kmsg.Metadata), 10)
+		cl := saslClient(t, b, user, user+"-secret", kgo.MaxVersions(v10))
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	m := metadata("alice")
+	if m.AuthorizedOperations != 0 || m.Topics[0].AuthorizedOperations != readDescribe || m.Topics[1].ErrorCode != kerr.TopicAuthorizationFailed.Code ||
+		m.Topics[1].AuthorizedOperations != math.MinInt32 {
+		t.Errorf("alice's metadata: cluster %b, t %b, u %v %d", m.AuthorizedOperations, m.Topics[0].AuthorizedOperations,
+			kerr.ErrorForCode(m.Topics[1].ErrorCode), m.Topics[1].AuthorizedOperations)
+	}
+	if m := metadata("admin"); m.AuthorizedOperations != allCluster || m.Topics[1].AuthorizedOperations != 1<<3|1<<4|1<<5|1<<8|1<<6|1<<7|1<<10|1<<11 {
+		t.Errorf("admin's metadata: cluster %b, u %b", m.AuthorizedOperations, m.Topics[1].AuthorizedOperations)
+	}
+
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.IncludeClusterAuthorizedOperations = true
+	if r := saslRoundTrip(t, b, "admin", "admin-secret", dc).(*kmsg.DescribeClusterResponse); r.ClusterAuthorizedOperations != allCluster {
+		t.Errorf("admin's DescribeCluster: %b", r.ClusterAuthorizedOperations)
+	}
+	dc.IncludeClusterAuthorizedOperations = false
+	if r := saslRoundTrip(t, b, "admin", "admin-secret", dc).(*kmsg.DescribeClusterResponse); r.ClusterAuthorizedOperations != math.MinInt32 {
+		t.Errorf("DescribeCluster not asking: %d", r.ClusterAuthorizedOperations)
+	}
+
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups, dg.IncludeAuthorizedOperations = []string{"g", "h"}, true
+	r := saslRoundTrip(t, b, "alice", "alice-secret", dg).(*kmsg.DescribeGroupsResponse)
+	if r.Groups[0].ErrorCode != 0 || r.Groups[0].AuthorizedOperations != deleteDescribe || r.Groups[1].ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("alice's DescribeGroups: g %v %b, h %v", kerr.ErrorForCode(r.Groups[0].ErrorCode), r.Groups[0].AuthorizedOperations, kerr.ErrorForCode(r.Groups[1].ErrorCode))
+	}
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dtp.Topics, dtp.ResponsePartitionLimit = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "t"}}, 10
+	if r := saslRoundTrip(t, b, "alice", "alice-secret", dtp).(*kmsg.DescribeTopicPartitionsResponse); r.Topics[0].AuthorizedOperations != readDescribe {
+		t.Errorf("alice's DescribeTopicPartitions of t: %b", r.Topics[0].AuthorizedOperations)
+	}
+	lg := saslRoundTrip(t, b, "alice", "alice-secret", kmsg.NewPtrListGroupsRequest()).(*kmsg.ListGroupsResponse)
+	if len(lg.Groups) != 1 || lg.Groups[0].Group != "g" {
+		t.Errorf("alice's ListGroups: %+v, want g alone", lg.Groups)
 	}
 }

@@ -8,8 +8,10 @@ package broker
 // configured everything is allowed, so answers are those of an
 // unsecured Kafka.
 //
-// Kafka also reports authorized operations (KIP-430) when asked; Strata
-// reports them as not requested, whatever the Authorizer says.
+// Authorized operations (KIP-430) are reported when asked for, as
+// Kafka's AuthHelper.authorizedOperations computes them: a bit (1 << the
+// operation's code) for each operation of the resource type the Authorizer
+// allows; without an Authorizer, all of them.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -86,6 +88,36 @@ func (rc *reqCtx) authorizeByResourceType(op Operation, resource ResourceType) b
 // authorizeCluster asks about op on the cluster resource.
 func (rc *reqCtx) authorizeCluster(op Operation) bool {
 	return rc.authorize(op, ResourceCluster, clusterName)
+}
+
+// supportedOperations are the operations of each resource type whose bits
+// authorized operations hold (Kafka's AclEntry.supportedOperations).
+var supportedOperations = map[ResourceType][]Operation{
+	ResourceTopic:   {OpRead, OpWrite, OpCreate, OpDescribe, OpDelete, OpAlter, OpDescribeConfigs, OpAlterConfigs},
+	ResourceGroup:   {OpRead, OpDescribe, OpDelete, OpDescribeConfigs, OpAlterConfigs},
+	ResourceCluster: {OpCreate, OpClusterAction, OpDescribeConfigs, OpAlterConfigs, OpIdempotentWrite, OpAlter, OpDescribe},
+}
+
+// authorizedOperations is the KIP-430 bit field of the operations the
+// principal may perform on the named resource.
+func (rc *reqCtx) authorizedOperations(resource ResourceType, name string) int32 {
+	var ops int32
+	for _, op := range supportedOperations[resource] {
+		if rc.authorize(op, resource, name) {
+			ops |= 1 << op
+		}
+	}
+	return ops
+}
+
+// clusterAuthorizedOperations is the cluster's authorized operations, 0
+// when the principal may not DESCRIBE the cluster, as Kafka's Metadata and
+// DescribeCluster answer.
+func (rc *reqCtx) clusterAuthorizedOperations() int32 {
+	if !rc.authorizeCluster(OpDescribe) {
+		return 0
+	}
+	return rc.authorizedOperations(ResourceCluster, clusterName)
 }
 
 // configRefused is the error for a config resource op may not be done on:

@@ -206,7 +206,6 @@ func TestUnsupportedSecurityRefused(t *testing.T) {
 			"listener.name.sasl_ssl.plain.sasl.server.callback.handler.class", "custom SASL callback handlers"},
 		{map[string]string{"connections.max.reauth.ms": "3600000"}, "connections.max.reauth.ms", "SASL re-authentication (KIP-368)"},
 		{map[string]string{"principal.builder.class": "com.example.Builder"}, "principal.builder.class", "a custom principal builder"},
-		{map[string]string{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name", "authorization (ACLs)"},
 		{map[string]string{"delegation.token.secret.key": "k"}, "delegation.token.secret.key", "delegation tokens"},
 		{map[string]string{"create.topic.policy.class.name": "com.example.Policy"}, "create.topic.policy.class.name", "create topic policies"},
 	}

@@ -171,6 +171,7 @@ func brokerConfig(s settings, logRequests bool, build buildInfo) broker.Config {
 		MetricsListener:       s.MetricsListener,
 		Limits:                s.Limits.config(),
 		StaticConfigs:         s.Static,
+		StandardAuthorizer:    s.Authorizer,
 		Groups: coordinator.GroupConfig{
 			OffsetsTopicPartitions: s.OffsetsTopicPartitions,
 			OffsetsRetention:       time.Duration(s.OffsetsRetentionMinutes) * time.Minute,
