@@ -11,12 +11,13 @@ import (
 	"net"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 )
 
 // controllerRegistry is what the controller listener serves: ApiVersions,
 // the controller's APIs (DescribeQuorum among them), and the admin
-// changes brokers forward.
+// changes brokers forward, in an Envelope (envelope.go) or not.
 func (b *Broker) controllerRegistry() *registry {
 	r := &registry{apis: map[int16]api{}}
 	registerApiVersions(r)
@@ -27,6 +28,7 @@ func (b *Broker) controllerRegistry() *registry {
 			r.apis[int16(k)] = a
 		}
 	}
+	r.add(kmsg.Envelope, 0, 0, handleEnvelope(r))
 	return r
 }
 

@@ -7,10 +7,9 @@ package broker
 // DescribeQuorum, AddRaftVoter and RemoveRaftVoter go to the
 // active controller over its controller listener, at the client's version,
 // and its answer is relayed, as Kafka brokers forward them
-// (ForwardingManager; Strata sends the request itself, not in an
-// Envelope, so the controller authorizes this node's principal on the
-// controller listener, not the client's: CreateAcls and DeleteAcls are
-// authorized here first, answeredHere). With no active controller
+// (ForwardingManager), in an Envelope that carries the client's principal
+// and address (envelope.go), so that the controller authorizes the client.
+// With no active controller
 // known, or when it cannot be reached, each item is NOT_CONTROLLER and the
 // client retries. A BROKER config resource naming another node is refused
 // here first (forward_configs.go). Topics this node creates on its own
@@ -87,6 +86,20 @@ func (f *forwarder) send(req kmsg.Request) (kmsg.Response, error) {
 	return resp, err
 }
 
+// sendFor sends req, forwarded for rc's client, in an Envelope and
+// returns the controller's answer to it.
+func (f *forwarder) sendFor(rc *reqCtx, req kmsg.Request) (kmsg.Response, error) {
+	env, err := envelope(rc, req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.send(env)
+	if err != nil {
+		return nil, err
+	}
+	return unwrap(req, resp.(*kmsg.EnvelopeResponse))
+}
+
 func (f *forwarder) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -103,7 +116,7 @@ func (f *forwarder) forwarding(r *registry) {
 		a := r.apis[int16(k)]
 		local := a.serve
 		a.serve = func(rc *reqCtx) (kmsg.Response, error) {
-			if f.store.IsLeader() || answeredHere(rc, k) {
+			if f.store.IsLeader() {
 				return local(rc)
 			}
 			body, merge := splitForwarded(rc.req.Body, f.node)
@@ -111,7 +124,7 @@ func (f *forwarder) forwarding(r *registry) {
 				return merge(rc.req.Body.ResponseKind()), nil
 			}
 			before, start := f.store.Image(), time.Now()
-			resp, err := f.send(body)
+			resp, err := f.sendFor(rc, body)
 			if err != nil {
 				f.logger.Info("cannot forward a request to the active controller; answering NOT_CONTROLLER",
 					zap.String("request", k.Name()), zap.Error(err))
@@ -128,22 +141,13 @@ func (f *forwarder) forwarding(r *registry) {
 	}
 }
 
-// answeredHere reports whether a request this node would forward is one
-// it refuses itself: a CreateAcls or DeleteAcls without the
-// StandardAuthorizer or from a principal that may not ALTER the cluster.
-// The controller would authorize this node's principal, not the
-// client's. The local handler answers the refusal and changes nothing.
-func answeredHere(rc *reqCtx, k kmsg.Key) bool {
-	if k != kmsg.CreateACLs && k != kmsg.DeleteACLs {
-		return false
-	}
-	_, _, refused := aclChangeRefused(rc)
-	return refused
-}
-
 // notControllerResponse answers each item of req NOT_CONTROLLER.
 func notControllerResponse(req kmsg.Request) (kmsg.Response, error) {
-	code := kerr.NotController.Code
+	return itemsResponse(req, kerr.NotController.Code)
+}
+
+// itemsResponse answers each item of a forwarded req with code.
+func itemsResponse(req kmsg.Request, code int16) (kmsg.Response, error) {
 	switch r := req.(type) {
 	case *kmsg.CreateTopicsRequest:
 		resp := kmsg.NewPtrCreateTopicsResponse()

@@ -347,3 +347,82 @@ func TestStandardAuthorizerAgainstKafka(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterStandardAuthorizer: in a three-node cluster with the
+// StandardAuthorizer (the nodes' PLAINTEXT principal, User:ANONYMOUS, a
+// super user, as Kafka requires of the inter-broker principal), an ACL
+// kafka-acls adds through a node that is not the active controller is
+// enforced on the other one; a topic of three replicas takes alice's
+// acks=all writes (the followers fetch with CLUSTER_ACTION); and a request
+// a node forwards is authorized as its client: alice may neither create a
+// topic nor an ACL through it.
+func TestClusterStandardAuthorizer(t *testing.T) {
+	e2e(t)
+	nodes := startCluster(t,
+		"listeners=PLAINTEXT://{addr},CONTROLLER://{ctrl},SASL_PLAINTEXT://{sasl}",
+		"advertised.listeners=PLAINTEXT://{addr},CONTROLLER://{ctrl},SASL_PLAINTEXT://{sasl}",
+		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms=PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config="+saslJAAS,
+		"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users=User:admin;User:ANONYMOUS",
+	)
+	waitFormed(t, nodes, 20*time.Second)
+	ctrl := activeController(t, nodes)
+	var via, other *clusterNode
+	for _, n := range nodes {
+		switch {
+		case n == ctrl:
+		case via == nil:
+			via = n
+		default:
+			other = n
+		}
+	}
+	admin := kadm.NewClient(newClient(t, via.sasl, user("admin")...))
+	if _, err := admin.CreateTopics(timeoutCtx(t, 30*time.Second), 1, 3, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(n *clusterNode) string {
+		cl := newClient(t, n.sasl, append(user("alice"), kgo.RequestRetries(2), kgo.RecordRetries(2))...)
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return outcome(cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: []byte("v")}).FirstErr())
+	}
+	if got := produce(other); got != "TOPIC_AUTHORIZATION_FAILED" {
+		t.Fatalf("alice's produce through node %d with no ACL: %s", other.id, got)
+	}
+	alice := kadm.NewClient(newClient(t, via.sasl, append(user("alice"), kgo.RequestRetries(0))...))
+	created, err := alice.CreateTopics(timeoutCtx(t, 30*time.Second), 1, 1, nil, "alices")
+	if err != nil || !errors.Is(created["alices"].Err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("alice's CreateTopics through node %d (forwarded): %v, %v; want TOPIC_AUTHORIZATION_FAILED", via.id, err, created["alices"].Err)
+	}
+	aclResults, err := alice.CreateACLs(timeoutCtx(t, 30*time.Second), kadm.NewACLs().Allow("User:alice").Topics("t").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
+	if err != nil || len(aclResults) != 1 || !errors.Is(aclResults[0].Err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("alice's CreateAcls through node %d (forwarded): %v, %+v; want CLUSTER_AUTHORIZATION_FAILED", via.id, err, aclResults)
+	}
+
+	home := kafkaToolsHome(t)
+	config := filepath.Join(t.TempDir(), "admin.properties")
+	writeFile(t, config, "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"+
+		"sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"admin\" password=\"admin-secret\";\n")
+	kafkaACLs := func(n *clusterNode, args ...string) string {
+		stdout, stderr, err := runKafkaTool(t, home, "", "org.apache.kafka.tools.AclCommand",
+			append([]string{"--bootstrap-server", n.sasl, "--command-config", config}, args...)...)
+		if err != nil {
+			t.Fatalf("kafka-acls %v through node %d: %v\n%s%s", args, n.id, err, stdout, stderr)
+		}
+		return stdout
+	}
+	kafkaACLs(via, "--add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "t")
+	if got := eventually("ok", func() string { return produce(other) }); got != "ok" {
+		t.Fatalf("alice's produce through node %d after the ACL was added through node %d: %s", other.id, via.id, got)
+	}
+	if got := produce(ctrl); got != "ok" {
+		t.Errorf("alice's produce through node %d, the controller: %s", ctrl.id, got)
+	}
+	if out := kafkaACLs(other, "--list", "--topic", "t"); !strings.Contains(out, "(principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW)") {
+		t.Errorf("kafka-acls --list through node %d:\n%s", other.id, out)
+	}
+}
