@@ -358,27 +358,7 @@ func TestStandardAuthorizerAgainstKafka(t *testing.T) {
 // topic nor an ACL through it.
 func TestClusterStandardAuthorizer(t *testing.T) {
 	e2e(t)
-	nodes := startCluster(t,
-		"listeners=PLAINTEXT://{addr},CONTROLLER://{ctrl},SASL_PLAINTEXT://{sasl}",
-		"advertised.listeners=PLAINTEXT://{addr},CONTROLLER://{ctrl},SASL_PLAINTEXT://{sasl}",
-		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-		"sasl.enabled.mechanisms=PLAIN",
-		"listener.name.sasl_plaintext.plain.sasl.jaas.config="+saslJAAS,
-		"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-		"super.users=User:admin;User:ANONYMOUS",
-	)
-	waitFormed(t, nodes, 20*time.Second)
-	ctrl := activeController(t, nodes)
-	var via, other *clusterNode
-	for _, n := range nodes {
-		switch {
-		case n == ctrl:
-		case via == nil:
-			via = n
-		default:
-			other = n
-		}
-	}
+	ctrl, via, other := startAuthorizerCluster(t, "User:admin;User:ANONYMOUS")
 	admin := kadm.NewClient(newClient(t, via.sasl, user("admin")...))
 	if _, err := admin.CreateTopics(timeoutCtx(t, 30*time.Second), 1, 3, nil, "t"); err != nil {
 		t.Fatal(err)
@@ -393,14 +373,17 @@ func TestClusterStandardAuthorizer(t *testing.T) {
 	if got := produce(other); got != "TOPIC_AUTHORIZATION_FAILED" {
 		t.Fatalf("alice's produce through node %d with no ACL: %s", other.id, got)
 	}
-	alice := kadm.NewClient(newClient(t, via.sasl, append(user("alice"), kgo.RequestRetries(0))...))
-	created, err := alice.CreateTopics(timeoutCtx(t, 30*time.Second), 1, 1, nil, "alices")
-	if err != nil || !errors.Is(created["alices"].Err, kerr.TopicAuthorizationFailed) {
-		t.Errorf("alice's CreateTopics through node %d (forwarded): %v, %v; want TOPIC_AUTHORIZATION_FAILED", via.id, err, created["alices"].Err)
+	if err := createTopicAt(t, via, "alice", "alices"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("alice's CreateTopics through node %d (forwarded): %v; want TOPIC_AUTHORIZATION_FAILED", via.id, err)
 	}
-	aclResults, err := alice.CreateACLs(timeoutCtx(t, 30*time.Second), kadm.NewACLs().Allow("User:alice").Topics("t").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
-	if err != nil || len(aclResults) != 1 || !errors.Is(aclResults[0].Err, kerr.ClusterAuthorizationFailed) {
-		t.Errorf("alice's CreateAcls through node %d (forwarded): %v, %+v; want CLUSTER_AUTHORIZATION_FAILED", via.id, err, aclResults)
+	createACL := kmsg.NewPtrCreateACLsRequest()
+	c := kmsg.NewCreateACLsRequestCreation()
+	c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, "t", kmsg.ACLResourcePatternTypeLiteral
+	c.Principal, c.Host, c.Operation, c.PermissionType = "User:alice", "*", kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow
+	createACL.Creations = []kmsg.CreateACLsRequestCreation{c}
+	resp, err := createACL.RequestWith(timeoutCtx(t, 30*time.Second), newClient(t, via.sasl, user("alice")...).Broker(int(via.id)))
+	if err != nil || len(resp.Results) != 1 || resp.Results[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("alice's CreateAcls through node %d (forwarded): %v, %+v; want CLUSTER_AUTHORIZATION_FAILED", via.id, err, resp)
 	}
 
 	home := kafkaToolsHome(t)
@@ -425,4 +408,63 @@ func TestClusterStandardAuthorizer(t *testing.T) {
 	if out := kafkaACLs(other, "--list", "--topic", "t"); !strings.Contains(out, "(principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW)") {
 		t.Errorf("kafka-acls --list through node %d:\n%s", other.id, out)
 	}
+}
+
+// startAuthorizerCluster starts a three-node cluster whose nodes have a
+// SASL_PLAINTEXT listener with aclProps' users and the StandardAuthorizer
+// with superUsers, and returns the active controller and the two others.
+func startAuthorizerCluster(t *testing.T, superUsers string) (ctrl, via, other *clusterNode) {
+	nodes := startCluster(t,
+		"listeners=PLAINTEXT://{addr},CONTROLLER://{ctrl},SASL_PLAINTEXT://{sasl}",
+		"advertised.listeners=PLAINTEXT://{addr},CONTROLLER://{ctrl},SASL_PLAINTEXT://{sasl}",
+		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms=PLAIN",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config="+saslJAAS,
+		"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users="+superUsers,
+	)
+	waitFormed(t, nodes, 20*time.Second)
+	ctrl = activeController(t, nodes)
+	for _, n := range nodes {
+		switch {
+		case n == ctrl:
+		case via == nil:
+			via = n
+		default:
+			other = n
+		}
+	}
+	return ctrl, via, other
+}
+
+// TestClusterForwardingNeedsClusterAction: when the nodes' own principal
+// is not allowed CLUSTER_ACTION (super.users without User:ANONYMOUS), the
+// active controller refuses the Envelopes other nodes forward, so even a
+// super user's CreateTopics through them is CLUSTER_AUTHORIZATION_FAILED,
+// as Kafka answers; through the controller it is served.
+func TestClusterForwardingNeedsClusterAction(t *testing.T) {
+	e2e(t)
+	ctrl, via, _ := startAuthorizerCluster(t, "User:admin")
+	if err := createTopicAt(t, via, "admin", "forwarded"); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("admin's CreateTopics through node %d: %v, want CLUSTER_AUTHORIZATION_FAILED", via.id, err)
+	}
+	if err := createTopicAt(t, ctrl, "admin", "direct"); err != nil {
+		t.Errorf("admin's CreateTopics through node %d, the controller: %v", ctrl.id, err)
+	}
+}
+
+// createTopicAt sends a CreateTopics of topic as user to node n itself
+// (admin clients send it to the node Metadata names as the controller)
+// and returns the topic's error.
+func createTopicAt(t *testing.T, n *clusterNode, as, topic string) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 20000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 1, 1
+	req.Topics = []kmsg.CreateTopicsRequestTopic{rt}
+	resp, err := req.RequestWith(timeoutCtx(t, 30*time.Second), newClient(t, n.sasl, user(as)...).Broker(int(n.id)))
+	if err != nil {
+		return err
+	}
+	return kerr.ErrorForCode(resp.Topics[0].ErrorCode)
 }
