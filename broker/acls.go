@@ -11,8 +11,8 @@ package broker
 // matches (AclBindingFilter), all of one request in one change;
 // DescribeAcls lists what this node's image holds. In a cluster a node
 // that is not the active controller forwards CreateAcls and DeleteAcls to
-// it (forward.go), having refused here what the controller would refuse
-// the client.
+// it (forward.go), in an Envelope, so the controller authorizes the
+// client.
 //
 // As Kafka: a request with an UNKNOWN (or unknown) code closes the
 // connection (Kafka's request parser refuses it); a creation of type or

@@ -12,8 +12,8 @@ type AccessRecord interface {
 	accessRecord()
 }
 
-// AccessImage is the access state (Kafka's ScramImage and, to come,
-// AclsImage and ClientQuotasImage).
+// AccessImage is the access state (Kafka's ScramImage, AclsImage and, to
+// come, ClientQuotasImage).
 type AccessImage struct {
 	Scram ScramImage
 	ACLs  ACLsImage
