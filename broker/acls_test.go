@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/strata-io/strata/metadata"
+	"github.com/strata-io/strata/metadata/local"
 	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/storage"
 )
@@ -343,5 +345,33 @@ func TestAuthorizedOperations(t *testing.T) {
 	lg := saslRoundTrip(t, b, "alice", "alice-secret", kmsg.NewPtrListGroupsRequest()).(*kmsg.ListGroupsResponse)
 	if len(lg.Groups) != 1 || lg.Groups[0].Group != "g" {
 		t.Errorf("alice's ListGroups: %+v, want g alone", lg.Groups)
+	}
+}
+
+// TestStandardAuthorizerAllocatesNothing: the check produce and fetch
+// make for each topic allocates nothing, allowed or denied, literal or
+// prefixed, on the store's current image.
+func TestStandardAuthorizerAllocatesNothing(t *testing.T) {
+	store := local.New(metadata.Empty, nil)
+	acl := func(id byte, name string, pt metadata.ACLPatternType, perm metadata.ACLPermission) metadata.Record {
+		return metadata.AccessControlEntryRecord{ID: [16]byte{id}, ResourceType: metadata.ACLResourceTopic, ResourceName: name, PatternType: pt,
+			Principal: "User:alice", Host: "*", Operation: metadata.ACLOpRead, PermissionType: perm}
+	}
+	if _, err := store.Propose(acl(1, "orders", metadata.ACLPatternLiteral, metadata.ACLAllow), acl(2, "team.", metadata.ACLPatternPrefixed, metadata.ACLAllow),
+		acl(3, "team.secret", metadata.ACLPatternPrefixed, metadata.ACLDeny)); err != nil {
+		t.Fatal(err)
+	}
+	a := newStandardAuthorizer(&StandardAuthorizerConfig{SuperUsers: []string{"User:admin"}}, store)
+	for _, c := range []struct {
+		topic string
+		want  bool
+	}{{"orders", true}, {"team.orders", true}, {"team.secret.keys", false}, {"other", false}} {
+		var got bool
+		if n := testing.AllocsPerRun(1000, func() { got = a.Authorize("User:alice", "10.0.0.1", OpRead, ResourceTopic, c.topic) }); n != 0 {
+			t.Errorf("READ on %s: %v allocations per check", c.topic, n)
+		}
+		if got != c.want {
+			t.Errorf("READ on %s: %v, want %v", c.topic, got, c.want)
+		}
 	}
 }
