@@ -40,14 +40,33 @@ type deployment interface {
 	Bootstrap() []string // every broker's client address
 	Pids() []int         // every broker's process
 	Replication() int16  // replication factor of the topics the workloads create
+	// Security is how clients connect: nil for PLAINTEXT.
+	Security() *clientSecurity
 }
 
-// single is one broker as a deployment: topics have one replica.
-type single struct{ Broker }
+// single is one broker as a deployment: topics have one replica. With a
+// secure listener, clients connect there.
+type single struct {
+	Broker
+	secure *secureListener
+}
 
-func (s single) Bootstrap() []string { return []string{s.Addr()} }
-func (s single) Pids() []int         { return []int{s.Pid()} }
-func (s single) Replication() int16  { return 1 }
+func (s single) Bootstrap() []string {
+	if s.secure != nil {
+		return []string{s.secure.addr}
+	}
+	return []string{s.Addr()}
+}
+
+func (s single) Security() *clientSecurity {
+	if s.secure != nil {
+		return s.secure.client
+	}
+	return nil
+}
+
+func (s single) Pids() []int        { return []int{s.Pid()} }
+func (s single) Replication() int16 { return 1 }
 
 // Kind names a broker implementation.
 type Kind string
@@ -61,10 +80,11 @@ const (
 type Mode string
 
 const (
-	Default Mode = "default" // no fsync on the produce path (both brokers' default)
-	Fsync   Mode = "fsync"   // log.flush.interval.messages=1
-	Pinned  Mode = "pinned"  // default flush, broker on CPU 1 and load generator on CPU 0
-	Cluster Mode = "cluster" // three brokers, RF=3, min.insync.replicas=2, default flush
+	Default Mode = "default"  // no fsync on the produce path (both brokers' default)
+	Fsync   Mode = "fsync"    // log.flush.interval.messages=1
+	Pinned  Mode = "pinned"   // default flush, broker on CPU 1 and load generator on CPU 0
+	Cluster Mode = "cluster"  // three brokers, RF=3, min.insync.replicas=2, default flush
+	SASLSSL Mode = "sasl_ssl" // default flush, clients on a SASL_SSL listener with SASL/PLAIN (secure.go)
 )
 
 // newBroker prepares (does not start) a broker of kind k with its data

@@ -46,6 +46,8 @@ func (c clusterDeployment) Pids() []int {
 
 func (c clusterDeployment) Replication() int16 { return int16(len(c.IDs())) }
 
+func (clusterDeployment) Security() *clientSecurity { return nil }
+
 // runCluster is the cluster pass for broker kind k.
 func (c *Config) runCluster(ctx context.Context, run *Run, k Kind) error {
 	dir := filepath.Join(c.WorkDir, fmt.Sprintf("%s-%s", k, Cluster))

@@ -115,7 +115,7 @@ func (run *Run) Markdown(command, preface string) string {
 		"spends a small fraction of a kgo.Client's CPU per record, so records/s shows what the broker can take. The " +
 		"/kgo rows run the same workloads with kgo.Client: there the client needs most of the machine and sets the " +
 		"pace for both brokers, so their ratios are smaller.\n\n")
-	for _, m := range []Mode{Default, Fsync, Pinned} {
+	for _, m := range []Mode{Default, Fsync, SASLSSL, Pinned} {
 		any := false
 		for _, r := range run.Results {
 			if r.Mode == m && r.Workload != "W7" {
@@ -131,12 +131,17 @@ func (run *Run) Markdown(command, preface string) string {
 			title = "fsync on every produce (log.flush.interval.messages=1)"
 		case Pinned:
 			title = "one core each: broker pinned to CPU 1, load generator to CPU 0 (default flush)"
+		case SASLSSL:
+			title = "clients over SASL_SSL (SASL/PLAIN over TLS 1.3, default flush)"
 		}
 		fmt.Fprintf(&b, "## Throughput and latency, %s\n\n", title)
 		b.WriteString(run.table(m, []string{"W1", "W1/kgo", "W4", "W4/kgo", "W2", "W2/kgo", "W3", "W3/kgo", "W5", "W6"}))
 		b.WriteString("\n")
 		if m == Default {
 			b.WriteString(run.perfSection())
+		}
+		if m == SASLSSL {
+			b.WriteString(run.securityCost())
 		}
 	}
 	s7, k7 := run.find("W7", Strata, Default), run.find("W7", Kafka, Default)
@@ -338,7 +343,7 @@ func mbLabel(v float64) string {
 func (run *Run) ThroughputChart(path string) error {
 	var labels []string
 	vals := map[Kind]plotter.Values{}
-	for _, m := range []Mode{Default, Fsync, Pinned} {
+	for _, m := range []Mode{Default, Fsync, SASLSSL, Pinned} {
 		for _, w := range []string{"W1", "W2", "W3", "W4", "W6"} {
 			s, k := run.find(w, Strata, m), run.find(w, Kafka, m)
 			if s == nil && k == nil {

@@ -36,8 +36,10 @@ type Config struct {
 	W7Bytes       int64 // data written before the kill -9
 	FsyncRecords  int64 // W1 and W3 record count in fsync mode
 	FsyncDisabled bool
-	PinDisabled   bool // skip the pinned pass (W1, W4, W2 with one core each)
-	PerfRecords   int64
+	// SASLSSLDisabled skips the SASL_SSL pass (W1 and W4 over SASL_SSL).
+	SASLSSLDisabled bool
+	PinDisabled     bool // skip the pinned pass (W1, W4, W2 with one core each)
+	PerfRecords     int64
 	// The cluster pass (three brokers, RF=3): ClusterDisabled skips it,
 	// SingleDisabled runs it alone (no default, fsync or pinned pass).
 	ClusterDisabled  bool
@@ -89,6 +91,9 @@ func Execute(ctx context.Context, c Config) *Run {
 		modes = append(modes, Default)
 		if !c.FsyncDisabled {
 			modes = append(modes, Fsync)
+		}
+		if !c.SASLSSLDisabled {
+			modes = append(modes, SASLSSL)
 		}
 		if !c.PinDisabled {
 			if canPin() {
@@ -167,7 +172,15 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 		return err
 	}
 	defer b.Kill()
-	d := single{b}
+	d := single{Broker: b}
+	if mode == SASLSSL {
+		if d.secure, err = newSecureListener(filepath.Join(dir, "tls")); err != nil {
+			return err
+		}
+		if err := addSecureListener(b, d.secure); err != nil {
+			return err
+		}
+	}
 	fmt.Printf("== %s (%s): starting at %s\n", k, mode, b.Addr())
 	if err := startBroker(ctx, b); err != nil {
 		return err
@@ -194,6 +207,12 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 		}
 		defer pinProcess(os.Getpid())
 		if err := c.runWire(ctx, d, add, label, false); err != nil {
+			return err
+		}
+		return stop(b)
+	}
+	if mode == SASLSSL {
+		if err := c.runSecure(ctx, d, add, label); err != nil {
 			return err
 		}
 		return stop(b)
@@ -308,6 +327,26 @@ func (c *Config) runWire(ctx context.Context, d deployment, add func(*Result, er
 	return nil
 }
 
+// runSecure is the SASL_SSL pass: W1 and W4, each with the wire
+// generator and with kgo.
+func (c *Config) runSecure(ctx context.Context, d deployment, add func(*Result, error) error, label func(string) string) error {
+	if !c.want("W1") {
+		return nil
+	}
+	if err := add(runProduceWire(ctx, d, ProduceSpec{Name: "W1", Topic: "w1", Partitions: 6, Records: c.W1Records, ValueSize: 100, BatchBytes: c.BatchBytes}, label("W1"))); err != nil {
+		return err
+	}
+	if c.want("W4") {
+		if err := add(runConsumeWire(ctx, d, "W4", "w1", 6, c.W1Records, 100, label("W4"))); err != nil {
+			return err
+		}
+		if err := add(runConsume(ctx, d, "W4/kgo", "w1", c.W1Records, label("W4/kgo"))); err != nil {
+			return err
+		}
+	}
+	return add(runProduce(ctx, d, ProduceSpec{Name: "W1/kgo", Topic: "w1kgo", Partitions: 6, Records: c.W1Records, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W1/kgo")))
+}
+
 // w3Spec is W3: 50 producers of keyed records in small batches, 1 KiB (7
 // records) per partition per request, as a producer without linger sends
 // what accumulated while its previous requests were in flight.
@@ -330,7 +369,7 @@ func latSummary(r *Result) string {
 // the same way (log recovery included).
 func (c *Config) startupRecovery(ctx context.Context, b Broker, k Kind) (*Result, error) {
 	r := &Result{Workload: "W7", Broker: k, Millis: map[string]float64{}}
-	if err := createTopic(ctx, single{b}, "w7start", 1, nil); err != nil {
+	if err := createTopic(ctx, single{Broker: b}, "w7start", 1, nil); err != nil {
 		return nil, err
 	}
 	if err := stop(b); err != nil {
@@ -344,7 +383,7 @@ func (c *Config) startupRecovery(ctx context.Context, b Broker, k Kind) (*Result
 	r.Millis["start"] = float64(d.Microseconds()) / 1000
 	seg := "10485760"
 	n := c.W7Bytes / 1000
-	pr, err := runProduce(ctx, single{b}, ProduceSpec{Name: "W7 fill", Topic: "w7", Partitions: 1, Records: n, ValueSize: 1000,
+	pr, err := runProduce(ctx, single{Broker: b}, ProduceSpec{Name: "W7 fill", Topic: "w7", Partitions: 1, Records: n, ValueSize: 1000,
 		Linger: 5 * time.Millisecond, Configs: map[string]*string{"segment.bytes": &seg}}, fmt.Sprintf("W7 fill %s", k))
 	if err != nil {
 		return nil, err
@@ -375,7 +414,7 @@ var perfLine = regexp.MustCompile(`(\d+) records sent, ([\d.]+) records/sec \(([
 // perfTest runs org.apache.kafka.tools.ProducerPerformance (the class
 // behind kafka-producer-perf-test.sh) with W1's shape against b.
 func (c *Config) perfTest(ctx context.Context, b Broker, k Kind) (PerfResult, error) {
-	if err := createTopic(ctx, single{b}, "perf", 6, nil); err != nil {
+	if err := createTopic(ctx, single{Broker: b}, "perf", 6, nil); err != nil {
 		return PerfResult{}, err
 	}
 	args := []string{"-Xmx512m", "-Dlog4j2.configurationFile=" + filepath.Join(c.KafkaHome, "tools-log4j2.properties"),

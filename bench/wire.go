@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"time"
 
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -45,12 +44,9 @@ type wireConn struct {
 	in   []byte
 }
 
-func dialWire(addr string) (*wireConn, error) {
-	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", addr, err)
-	}
-	return &wireConn{c: c, r: bufio.NewReaderSize(c, 1<<20), f: kmsg.NewRequestFormatter(kmsg.FormatterClientID("strata-bench"))}, nil
+// newWireConn is a client on c, connected (clientSecurity.dial).
+func newWireConn(c net.Conn) *wireConn {
+	return &wireConn{c: c, r: bufio.NewReaderSize(c, 1<<20), f: kmsg.NewRequestFormatter(kmsg.FormatterClientID("strata-bench"))}
 }
 
 func (w *wireConn) Close() error { return w.c.Close() }

@@ -32,7 +32,7 @@ func TestWireGeneratorAgainstStrata(t *testing.T) {
 		t.Fatal(err)
 	}
 	const records, partitions = 30_001, 6
-	pr, err := runProduceWire(ctx, single{b}, ProduceSpec{Name: "W1", Topic: "wire", Partitions: partitions, Records: records, ValueSize: 100, BatchBytes: 4096}, "produce")
+	pr, err := runProduceWire(ctx, single{Broker: b}, ProduceSpec{Name: "W1", Topic: "wire", Partitions: partitions, Records: records, ValueSize: 100, BatchBytes: 4096}, "produce")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestWireGeneratorAgainstStrata(t *testing.T) {
 	}
 	// The warm-up adds one record per partition.
 	const want = records + partitions
-	cr, err := runConsumeWire(ctx, single{b}, "W4", "wire", partitions, records, 100, "consume")
+	cr, err := runConsumeWire(ctx, single{Broker: b}, "W4", "wire", partitions, records, 100, "consume")
 	if err != nil {
 		t.Fatal(err)
 	}

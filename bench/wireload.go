@@ -95,7 +95,7 @@ func runProduceWire(ctx context.Context, d deployment, s ProduceSpec, label stri
 // s.Records and a connection to every partition leader, warmed up. On an
 // error it closes what it opened.
 func connectWire(ctx context.Context, d deployment, s ProduceSpec) ([]*wireProducer, error) {
-	leaders, err := partitionLeaders(ctx, d.Bootstrap(), s.Topic)
+	leaders, err := partitionLeaders(ctx, d, s.Topic)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func connectWire(ctx context.Context, d deployment, s ProduceSpec) ([]*wireProdu
 		if i == 0 {
 			n += s.Records % int64(s.Producers)
 		}
-		ps, err := newWireProducer(ctx, leaders, s, i, n)
+		ps, err := newWireProducer(ctx, d.Security(), leaders, s, i, n)
 		producers = append(producers, ps...)
 		if err != nil {
 			for _, p := range producers {
@@ -119,9 +119,9 @@ func connectWire(ctx context.Context, d deployment, s ProduceSpec) ([]*wireProdu
 
 // partitionLeaders is the client address of each leader of topic's
 // partitions and the partitions it leads, in order, as Metadata from any of
-// addrs says (createTopic has waited until each of them agrees).
-func partitionLeaders(ctx context.Context, addrs []string, topic string) (map[string][]int32, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+// d's brokers says (createTopic has waited until each of them agrees).
+func partitionLeaders(ctx context.Context, d deployment, topic string) (map[string][]int32, error) {
+	cl, err := kgo.NewClient(append(d.Security().kgoOpts(), kgo.SeedBrokers(d.Bootstrap()...))...)
 	if err != nil {
 		return nil, err
 	}
@@ -165,10 +165,10 @@ type wireProducer struct {
 // producer ID, each with its batch templates and warm-up records sent;
 // everything before the timer starts. The connections it returns are open
 // even when it fails.
-func newWireProducer(ctx context.Context, leaders map[string][]int32, s ProduceSpec, id int, records int64) ([]*wireProducer, error) {
+func newWireProducer(ctx context.Context, sec *clientSecurity, leaders map[string][]int32, s ProduceSpec, id int, records int64) ([]*wireProducer, error) {
 	var ps []*wireProducer
 	for _, addr := range slices.Sorted(maps.Keys(leaders)) {
-		w, err := dialWire(addr)
+		w, err := sec.dial(addr)
 		if err != nil {
 			return ps, err
 		}
@@ -380,7 +380,7 @@ func runConsumeWire(ctx context.Context, d deployment, name, topic string, parti
 	defer cancel()
 	u := startUsage(d)
 	t0 := time.Now()
-	if err := consumeWire(cctx, d.Bootstrap()[0], topic, partitions, &pr.done); err != nil {
+	if err := consumeWire(cctx, d.Security(), d.Bootstrap()[0], topic, partitions, &pr.done); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	elapsed := time.Since(t0)
@@ -401,8 +401,8 @@ func runConsumeWire(ctx context.Context, d deployment, name, topic string, parti
 // asks for the next data before it checks what it got: the next offsets
 // come from the batch headers, then the CRCs are verified while the broker
 // works on the next response.
-func consumeWire(ctx context.Context, addr, topic string, partitions int32, done *atomic.Int64) error {
-	w, err := dialWire(addr)
+func consumeWire(ctx context.Context, sec *clientSecurity, addr, topic string, partitions int32, done *atomic.Int64) error {
+	w, err := sec.dial(addr)
 	if err != nil {
 		return err
 	}

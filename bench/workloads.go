@@ -129,7 +129,7 @@ func createTopic(ctx context.Context, d deployment, topic string, partitions int
 			configs["min.insync.replicas"] = &two
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(d.Bootstrap()...))
+	cl, err := kgo.NewClient(append(d.Security().kgoOpts(), kgo.SeedBrokers(d.Bootstrap()...))...)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func createTopic(ctx context.Context, d deployment, topic string, partitions int
 	// leader and all its replicas in sync: brokers learn of a new topic
 	// asynchronously, and the wire producers go straight to the leaders.
 	for _, addr := range d.Bootstrap() {
-		if err := waitTopicReady(ctx, addr, topic, partitions, rf); err != nil {
+		if err := waitTopicReady(ctx, d.Security(), addr, topic, partitions, rf); err != nil {
 			return err
 		}
 	}
@@ -156,8 +156,8 @@ func createTopic(ctx context.Context, d deployment, topic string, partitions int
 // waitTopicReady waits up to a minute until the broker at addr itself (not
 // one it leads the client to) answers Metadata with every partition of
 // topic led and rf replicas in sync.
-func waitTopicReady(ctx context.Context, addr, topic string, partitions int32, rf int16) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+func waitTopicReady(ctx context.Context, sec *clientSecurity, addr, topic string, partitions int32, rf int16) error {
+	cl, err := kgo.NewClient(append(sec.kgoOpts(), kgo.SeedBrokers(addr))...)
 	if err != nil {
 		return err
 	}
@@ -198,16 +198,16 @@ func topicErr(resp *kmsg.MetadataResponse) error {
 	return kerr.ErrorForCode(resp.Topics[0].ErrorCode)
 }
 
-func producerOpts(addrs []string, topic string, linger time.Duration, extra ...kgo.Opt) []kgo.Opt {
-	return append([]kgo.Opt{
-		kgo.SeedBrokers(addrs...),
+func producerOpts(d deployment, topic string, linger time.Duration, extra ...kgo.Opt) []kgo.Opt {
+	return append(append(d.Security().kgoOpts(),
+		kgo.SeedBrokers(d.Bootstrap()...),
 		kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // acks=all, idempotent (franz-go's default)
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerLinger(linger),
-		kgo.ProducerBatchMaxBytes(1 << 20),
-		kgo.RecordDeliveryTimeout(2 * time.Minute),
-	}, extra...)
+		kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.RecordDeliveryTimeout(2*time.Minute),
+	), extra...)
 }
 
 // latencySample: produce workloads time one record in this many.
@@ -242,7 +242,7 @@ func runProduce(ctx context.Context, d deployment, s ProduceSpec, label string) 
 	}
 	clients := make([]*kgo.Client, s.Producers)
 	for i := range clients {
-		cl, err := kgo.NewClient(producerOpts(d.Bootstrap(), s.Topic, s.Linger, kgo.MaxBufferedRecords(s.MaxBuf))...)
+		cl, err := kgo.NewClient(producerOpts(d, s.Topic, s.Linger, kgo.MaxBufferedRecords(s.MaxBuf))...)
 		if err != nil {
 			return nil, err
 		}
@@ -313,8 +313,8 @@ func runProduce(ctx context.Context, d deployment, s ProduceSpec, label string) 
 // runConsume reads records records of topic from the start with one
 // direct consumer.
 func runConsume(ctx context.Context, d deployment, name, topic string, records int64, label string) (*Result, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(d.Bootstrap()...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	cl, err := kgo.NewClient(append(d.Security().kgoOpts(), kgo.SeedBrokers(d.Bootstrap()...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))...)
 	if err != nil {
 		return nil, err
 	}
@@ -358,13 +358,13 @@ func runLatency(ctx context.Context, d deployment, name, topic string, rate int,
 	if err := createTopic(ctx, d, topic, 6, nil); err != nil {
 		return nil, err
 	}
-	prod, err := kgo.NewClient(producerOpts(d.Bootstrap(), topic, 0, kgo.MaxBufferedRecords(1_000_000))...)
+	prod, err := kgo.NewClient(producerOpts(d, topic, 0, kgo.MaxBufferedRecords(1_000_000))...)
 	if err != nil {
 		return nil, err
 	}
 	defer prod.Close()
-	cons, err := kgo.NewClient(kgo.SeedBrokers(d.Bootstrap()...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	cons, err := kgo.NewClient(append(d.Security().kgoOpts(), kgo.SeedBrokers(d.Bootstrap()...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))...)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,8 @@ package broker
 // at once). BROKER resources replace the dynamic broker configs of the
 // cluster default (name "") or of this node (name = node.id), persisted in
 // strata-broker-configs.json and applied to every topic; only the broker
-// synonyms of topic configs (log.retention.ms, log.segment.bytes, ...) are
+// synonyms of topic configs (log.retention.ms, log.segment.bytes, ...) and,
+// per node, a listener's key and trust stores (tlsreload.go) are
 // dynamic, any other key is INVALID_REQUEST, as Kafka answers for
 // configs it cannot update dynamically. A null value is INVALID_REQUEST, a
 // resource named twice INVALID_REQUEST, an invalid value INVALID_CONFIG,
@@ -98,7 +99,13 @@ func (b *services) replaceConfigs(typ kmsg.ConfigResourceType, name string, conf
 			res.Name = strconv.Itoa(int(node))
 		}
 		return b.replaceConfigsOf(res, configs, validateOnly, func(*metadata.Image) error {
-			return b.logs.AlterBrokerConfigs(configs, node >= 0, true)
+			if err := b.logs.AlterBrokerConfigs(configs, node >= 0, true); err != nil {
+				return err
+			}
+			if node == b.cfg.NodeID && !b.controllerListener {
+				return b.checkListenerTLS(configs)
+			}
+			return nil
 		})
 	default:
 		return unsupportedResource(typ)

@@ -610,5 +610,31 @@ func denyAllCases(topicID [16]byte) []authzCase {
 				t.Errorf("error %d, transactions %+v: want none", r.ErrorCode, r.TransactionStates)
 			}
 		}},
+		{"AlterUserScramCredentials", func() kmsg.Request {
+			r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+			r.Upsertions = []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{{Name: "bob", Mechanism: 1, Iterations: 4096, Salt: []byte("s"), SaltedPassword: []byte("p")}}
+			r.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "alice", Mechanism: 1}, {Name: "alice", Mechanism: 2}}
+			return r
+		}, 0, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
+			if len(r.Results) != 2 || r.Results[0].User != "alice" || r.Results[1].User != "bob" {
+				t.Fatalf("results %+v, want alice's and bob's", r.Results)
+			}
+			for _, res := range r.Results {
+				code(t, res.User, res.ErrorCode, clusterAuth)
+			}
+		}},
+		{"DescribeUserScramCredentials", func() kmsg.Request {
+			r := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+			r.Users = []kmsg.DescribeUserSCRAMCredentialsRequestUser{{Name: "alice"}}
+			return r
+		}, 0, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.DescribeUserSCRAMCredentialsResponse)
+			code(t, "top level", r.ErrorCode, clusterAuth)
+			if len(r.Results) != 1 || len(r.Results[0].CredentialInfos) != 0 {
+				t.Fatalf("results %+v, want one without credentials", r.Results)
+			}
+			code(t, "user", r.Results[0].ErrorCode, clusterAuth)
+		}},
 	}
 }

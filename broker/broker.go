@@ -119,6 +119,7 @@ type Broker struct {
 
 	replicas  *replica.Manager         // this node's replica of every partition
 	unpublish func()                   // ends the publisher's subscription (publisher.go)
+	unreload  func()                   // ends the subscription that reloads the listeners' TLS (tlsreload.go)
 	fetchers  *replicaFetchers         // a cluster node's fetchers from its partitions' leaders (fetcher.go); nil on a single node
 	markers   *clusterMarkers          // a cluster node's transaction markers to other leaders (txnmarkers.go); nil on a single node
 	local     coordinator.MarkerWriter // markers on the partitions this node leads (WriteTxnMarkers)
@@ -301,7 +302,11 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		b.registerUnregisterBroker()
 		fwd.forwarding(b.apis)
 	}
+	reloadingTLS(b.apis, cfg.NodeID)
 	b.svc = newServices(b, "")
+	svc := b.svc
+	b.unreload = meta.Subscribe(func(old, new *metadata.Image) { svc.reloadListenerTLS(old, new, false) })
+	svc.reloadListenerTLS(nil, meta.Image(), false)
 	if len(listeners) > 0 {
 		b.svc.listener = listeners[0].name
 	}
@@ -504,6 +509,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		b.isr.close()
 	}
 	b.unpublish()
+	b.unreload()
 	b.txns.Close()
 	if b.markers != nil {
 		b.markers.close()

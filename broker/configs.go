@@ -13,6 +13,7 @@ package broker
 // scaled to the topic config's unit.
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -234,6 +235,21 @@ func (b *services) describeBrokerConfigs(node bool, names map[string]bool, synon
 				source = configSourceStaticBroker
 			}
 			add(d.Name, d.Type, &v, source, true, d.Doc, []configSynonym{{d.Name, &v, source}})
+		}
+		for _, name := range slices.Sorted(maps.Keys(src.node)) {
+			if _, key, ok := configdef.ListenerSSLKey(name); ok {
+				v := src.node[name]
+				add(name, configdef.ListenerSSLType(key), &v, configSourceDynamicBroker, false, "", []configSynonym{{name, &v, configSourceDynamicBroker}})
+			}
+		}
+	}
+	// Secrets are described, never shown (Kafka's ConfigDef.Type.PASSWORD).
+	for i := range out {
+		if configdef.IsSensitive(out[i].Name) {
+			out[i].Value, out[i].IsSensitive = nil, true
+			for j := range out[i].ConfigSynonyms {
+				out[i].ConfigSynonyms[j].Value = nil
+			}
 		}
 	}
 	slices.SortFunc(out, func(x, y kmsg.DescribeConfigsResponseResourceConfig) int { return strings.Compare(x.Name, y.Name) })

@@ -8,8 +8,10 @@ package broker
 // v3+ the config type and, when asked, the documentation. BROKER resources
 // named after node.id list the broker configs that can change dynamically
 // (the topic configs' log.* synonyms) and the read-only settings Strata
-// implements; the cluster default resource (name "") lists only the dynamic
-// default configs, as Kafka. ConfigNames filters by name; unknown names are
+// implements, and this node's dynamic listener key and trust stores
+// (tlsreload.go); the cluster default resource (name "") lists only the
+// dynamic default configs, as Kafka. Passwords are sensitive, without
+// their values. ConfigNames filters by name; unknown names are
 // left out.
 //
 // Errors per resource, as Kafka: an unknown topic is
@@ -18,7 +20,7 @@ package broker
 // CLIENT_METRICS and GROUP resource types INVALID_REQUEST.
 //
 // Differences from Kafka: a broker resource lists the configs Strata
-// implements, not Kafka's few hundred; nothing is sensitive; without
+// implements, not Kafka's few hundred; without
 // server.properties keys (a broker built in a test) a log setting counts as
 // STATIC_BROKER_CONFIG when it differs from Kafka's default.
 

@@ -3,7 +3,8 @@ package broker
 // Forwarding. On a cluster node that is not the active controller, the
 // admin changes clients send (CreateTopics, DeleteTopics,
 // CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
-// AlterPartitionReassignments, UnregisterBroker, CreateAcls, DeleteAcls) and the quorum's
+// AlterPartitionReassignments, UnregisterBroker,
+// AlterUserScramCredentials, CreateAcls, DeleteAcls) and the quorum's
 // DescribeQuorum, AddRaftVoter and RemoveRaftVoter go to the
 // active controller over its controller listener, at the client's version,
 // and its answer is relayed, as Kafka brokers forward them
@@ -37,7 +38,7 @@ import (
 // controller.
 var forwardedKeys = []kmsg.Key{kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
 	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter, kmsg.UnregisterBroker,
-	kmsg.CreateACLs, kmsg.DeleteACLs}
+	kmsg.AlterUserSCRAMCredentials, kmsg.CreateACLs, kmsg.DeleteACLs}
 
 // errNoController is a forward with no active controller known.
 var errNoController = fmt.Errorf("no active controller is known: %w", kerr.NotController)
@@ -119,7 +120,7 @@ func (f *forwarder) forwarding(r *registry) {
 			if f.store.IsLeader() {
 				return local(rc)
 			}
-			body, merge := splitForwarded(rc.req.Body, f.node)
+			body, merge := splitForwarded(rc.req.Body, f.node, rc.svc)
 			if body == nil {
 				return merge(rc.req.Body.ResponseKind()), nil
 			}
@@ -238,6 +239,8 @@ func itemsResponse(req kmsg.Request, code int16) (kmsg.Response, error) {
 		resp := kmsg.NewPtrUnregisterBrokerResponse()
 		resp.ErrorCode = code
 		return resp, nil
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return alterScramFailed(r, code, nil), nil
 	case *kmsg.CreateACLsRequest:
 		resp := kmsg.NewPtrCreateACLsResponse()
 		for range r.Creations {

@@ -16,6 +16,7 @@ package broker
 // nothing and are not waited for.
 
 import (
+	"bytes"
 	"maps"
 	"slices"
 	"strconv"
@@ -96,6 +97,8 @@ func awaitedChanges(before *metadata.Image, req kmsg.Request, resp kmsg.Response
 		return electedLeaders(before, resp.(*kmsg.ElectLeadersResponse))
 	case *kmsg.AlterPartitionAssignmentsRequest:
 		return reassignedPartitions(r, resp.(*kmsg.AlterPartitionAssignmentsResponse))
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return alteredScramCredentials(r, resp.(*kmsg.AlterUserSCRAMCredentialsResponse))
 	case *kmsg.CreateACLsRequest:
 		return createdACLs(r, resp.(*kmsg.CreateACLsResponse))
 	case *kmsg.DeleteACLsRequest:
@@ -373,6 +376,35 @@ func reassignedPartitions(req *kmsg.AlterPartitionAssignmentsRequest, resp *kmsg
 					return !part.Reassigning()
 				}
 				return len(part.Replicas) >= len(target) && slices.Equal(part.Replicas[:len(target)], target)
+			})
+		}
+	}
+	return checks
+}
+
+// alteredScramCredentials: each altered user's deleted credentials are
+// gone and its upserted ones have the salt and iterations asked for.
+func alteredScramCredentials(req *kmsg.AlterUserSCRAMCredentialsRequest, resp *kmsg.AlterUserSCRAMCredentialsResponse) []imageCheck {
+	altered := map[string]bool{}
+	for _, r := range resp.Results {
+		altered[r.User] = r.ErrorCode == 0
+	}
+	var checks []imageCheck
+	for _, d := range req.Deletions {
+		if altered[d.Name] {
+			u := metadata.ScramUser{Name: d.Name, Mechanism: metadata.ScramMechanism(d.Mechanism)}
+			checks = append(checks, func(img *metadata.Image) bool {
+				_, ok := img.Access.Scram.Credential(u)
+				return !ok
+			})
+		}
+	}
+	for _, up := range req.Upsertions {
+		if altered[up.Name] {
+			u, salt, iterations := metadata.ScramUser{Name: up.Name, Mechanism: metadata.ScramMechanism(up.Mechanism)}, up.Salt, up.Iterations
+			checks = append(checks, func(img *metadata.Image) bool {
+				c, ok := img.Access.Scram.Credential(u)
+				return ok && c.Iterations == iterations && bytes.Equal(c.Salt, salt)
 			})
 		}
 	}

@@ -5,7 +5,10 @@ package broker
 // Kafka's ConfigAdminManager.preprocess does: Kafka's admin client sends
 // a node's resource to that node, so the active controller, which takes
 // any node's (configBroker), is never asked to change another node's
-// config through this one.
+// config through this one. A change of this node's own resource is
+// checked here first for what only this node can check, its listeners'
+// key and trust stores (tlsreload.go), as ConfigAdminManager validates a
+// broker's own config change before forwarding it.
 
 import (
 	"fmt"
@@ -18,13 +21,20 @@ import (
 // splitForwarded is the part of req to forward, nil when none is left, and
 // merge, which adds this node's own answers to the controller's response
 // (to an empty one when nothing was forwarded).
-func splitForwarded(req kmsg.Request, node int32) (forward kmsg.Request, merge func(kmsg.Response) kmsg.Response) {
+func splitForwarded(req kmsg.Request, node int32, svc *services) (forward kmsg.Request, merge func(kmsg.Response) kmsg.Response) {
 	same := func(resp kmsg.Response) kmsg.Response { return resp }
 	switch r := req.(type) {
 	case *kmsg.IncrementalAlterConfigsRequest:
 		keep, refused := splitResources(r.Resources, node,
 			func(q kmsg.IncrementalAlterConfigsRequestResource) (kmsg.ConfigResourceType, string) {
 				return q.ResourceType, q.ResourceName
+			},
+			func(q kmsg.IncrementalAlterConfigsRequestResource) error {
+				next, err := svc.incrementalNext(q)
+				if err != nil {
+					return nil // the controller answers it
+				}
+				return svc.checkListenerTLS(next)
 			},
 			func(q kmsg.IncrementalAlterConfigsRequestResource, msg *string) kmsg.IncrementalAlterConfigsResponseResource {
 				rr := kmsg.NewIncrementalAlterConfigsResponseResource()
@@ -46,6 +56,16 @@ func splitForwarded(req kmsg.Request, node int32) (forward kmsg.Request, merge f
 			func(q kmsg.AlterConfigsRequestResource) (kmsg.ConfigResourceType, string) {
 				return q.ResourceType, q.ResourceName
 			},
+			func(q kmsg.AlterConfigsRequestResource) error {
+				configs := make(map[string]string, len(q.Configs))
+				for _, c := range q.Configs {
+					if c.Value == nil {
+						return nil // the controller answers it
+					}
+					configs[c.Name] = *c.Value
+				}
+				return svc.checkListenerTLS(configs)
+			},
 			func(q kmsg.AlterConfigsRequestResource, msg *string) kmsg.AlterConfigsResponseResource {
 				rr := kmsg.NewAlterConfigsResponseResource()
 				rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = q.ResourceType, q.ResourceName, kerr.InvalidRequest.Code, msg
@@ -66,13 +86,21 @@ func splitForwarded(req kmsg.Request, node int32) (forward kmsg.Request, merge f
 }
 
 // splitResources keeps the resources of all this node may forward and
-// answers the others, BROKER resources naming another node, with refuse.
-func splitResources[Q, A any](all []Q, node int32, resource func(Q) (kmsg.ConfigResourceType, string), refuse func(Q, *string) A) (keep []Q, refused []A) {
+// answers the others with refuse: BROKER resources naming another node,
+// and this node's own when check refuses them.
+func splitResources[Q, A any](all []Q, node int32, resource func(Q) (kmsg.ConfigResourceType, string), check func(Q) error,
+	refuse func(Q, *string) A) (keep []Q, refused []A) {
 	for _, q := range all {
 		typ, name := resource(q)
 		if msg := otherNode(typ, name, node); msg != nil {
 			refused = append(refused, refuse(q, msg))
 			continue
+		}
+		if typ == kmsg.ConfigResourceTypeBroker && name != "" {
+			if err := check(q); err != nil {
+				refused = append(refused, refuse(q, errorMessage(err)))
+				continue
+			}
 		}
 		keep = append(keep, q)
 	}

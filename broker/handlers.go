@@ -61,6 +61,7 @@ func newRegistry() *registry {
 		registerConsumerGroupHeartbeat, registerConsumerGroupDescribe,
 		registerAddPartitionsToTxn, registerAddOffsetsToTxn, registerEndTxn, registerTxnOffsetCommit,
 		registerDescribeTransactions, registerListTransactions, registerWriteTxnMarkers, registerSASL, registerACLs,
+		registerScramCredentials,
 	} {
 		register(r)
 	}

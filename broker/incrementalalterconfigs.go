@@ -55,17 +55,27 @@ func handleIncrementalAlterConfigs(rc *reqCtx) (kmsg.Response, error) {
 }
 
 func (b *services) alterIncrementally(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+	next, err := b.incrementalNext(rr)
+	if err != nil {
+		return err
+	}
+	return b.replaceConfigs(rr.ResourceType, rr.ResourceName, next, validateOnly)
+}
+
+// incrementalNext is what rr's operations make of its resource's dynamic
+// configs.
+func (b *services) incrementalNext(rr kmsg.IncrementalAlterConfigsRequestResource) (map[string]string, error) {
 	var current map[string]string
 	switch rr.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
 		var err error
 		if current, err = b.configTopic(rr.ResourceName); err != nil {
-			return err
+			return nil, err
 		}
 	case kmsg.ConfigResourceTypeBroker:
 		node, err := b.configBroker(rr.ResourceName)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		def, own := b.brokerConfigs(node)
 		current = def
@@ -73,7 +83,7 @@ func (b *services) alterIncrementally(rr kmsg.IncrementalAlterConfigsRequestReso
 			current = own
 		}
 	default:
-		return unsupportedResource(rr.ResourceType)
+		return nil, unsupportedResource(rr.ResourceType)
 	}
 	next := maps.Clone(current)
 	if next == nil {
@@ -82,11 +92,11 @@ func (b *services) alterIncrementally(rr kmsg.IncrementalAlterConfigsRequestReso
 	named := map[string]bool{}
 	for _, c := range rr.Configs {
 		if named[c.Name] {
-			return fmt.Errorf("error due to duplicate config keys: %s: %w", c.Name, kerr.InvalidRequest)
+			return nil, fmt.Errorf("error due to duplicate config keys: %s: %w", c.Name, kerr.InvalidRequest)
 		}
 		named[c.Name] = true
 		if c.Op != kmsg.IncrementalAlterConfigOpDelete && c.Value == nil {
-			return fmt.Errorf("null value not supported for: %s: %w", c.Name, kerr.InvalidRequest)
+			return nil, fmt.Errorf("null value not supported for: %s: %w", c.Name, kerr.InvalidRequest)
 		}
 		switch c.Op {
 		case kmsg.IncrementalAlterConfigOpSet:
@@ -96,7 +106,7 @@ func (b *services) alterIncrementally(rr kmsg.IncrementalAlterConfigsRequestReso
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
 			items, err := b.listConfig(rr.ResourceType, c.Name, next)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			for _, v := range splitList(*c.Value) {
 				has := slices.Contains(items, v)
@@ -109,10 +119,10 @@ func (b *services) alterIncrementally(rr kmsg.IncrementalAlterConfigsRequestReso
 			}
 			next[c.Name] = strings.Join(items, ",")
 		default:
-			return fmt.Errorf("unknown config operation %d for %s: %w", c.Op, c.Name, kerr.InvalidRequest)
+			return nil, fmt.Errorf("unknown config operation %d for %s: %w", c.Op, c.Name, kerr.InvalidRequest)
 		}
 	}
-	return b.replaceConfigs(rr.ResourceType, rr.ResourceName, next, validateOnly)
+	return next, nil
 }
 
 // listConfig returns the current items of a LIST config: its value in

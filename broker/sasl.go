@@ -41,10 +41,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/protocol"
 )
 
-// MechanismPlain is SASL/PLAIN (RFC 4616), the one mechanism served.
+// MechanismPlain is SASL/PLAIN (RFC 4616); the SCRAM mechanisms are in
+// sasl_scram.go.
 const MechanismPlain = "PLAIN"
 
 // DefaultSASLMaxReceiveSize is sasl.server.max.receive.size's default.
@@ -111,6 +113,7 @@ func (c *conn) authenticateSASL() error {
 	state := saslInitial
 	bareTokens := false // SaslHandshake v0: tokens without SaslAuthenticate
 	mechanism := ""
+	var scram *scramServer // the exchange of a SCRAM mechanism (sasl_scram.go)
 	for {
 		c.armIdle()
 		if !c.sniffed {
@@ -122,6 +125,12 @@ func (c *conn) authenticateSASL() error {
 		frame, err := c.readSASLFrame()
 		if err != nil {
 			return err
+		}
+		if state == saslAuthenticate && bareTokens && scram != nil {
+			if done, err := c.scramToken(scram, mechanism, frame, nil); done || err != nil {
+				return err
+			}
+			continue
 		}
 		if state == saslAuthenticate && bareTokens {
 			user, err := c.sasl.plain(frame)
@@ -145,6 +154,10 @@ func (c *conn) authenticateSASL() error {
 		}
 		key := kmsg.Key(req.Key)
 		switch {
+		case state == saslAuthenticate && key == kmsg.SASLAuthenticate && scram != nil:
+			if done, err := c.scramToken(scram, mechanism, req.Body.(*kmsg.SASLAuthenticateRequest).SASLAuthBytes, req); done || err != nil {
+				return err
+			}
 		case state == saslAuthenticate && key == kmsg.SASLAuthenticate:
 			user, err := c.sasl.plain(req.Body.(*kmsg.SASLAuthenticateRequest).SASLAuthBytes)
 			resp := kmsg.NewPtrSASLAuthenticateResponse()
@@ -196,6 +209,11 @@ func (c *conn) authenticateSASL() error {
 				return err
 			}
 			mechanism, bareTokens, state = asked, req.Version == 0, saslAuthenticate
+			if m, ok := scramMechanismNamed(asked); ok {
+				scram = newScramServer(m, func(u metadata.ScramUser) (metadata.ScramCredential, bool) {
+					return c.svc.meta.Image().Access.Scram.Credential(u)
+				})
+			}
 		default:
 			err := fmt.Errorf("Unexpected Kafka request of type %s during SASL handshake", key.Name())
 			if state == saslInitial {

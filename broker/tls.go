@@ -23,11 +23,14 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 )
 
 // ListenerTLS is the TLS side of one SSL listener.
 type ListenerTLS struct {
+	// Config is the server side the listener starts with; a reload
+	// (tlsreload.go) replaces it for new connections.
 	Config *tls.Config
 	// Client is the client side of the listener's settings: what other
 	// nodes' listeners of this name are dialed with.
@@ -35,6 +38,24 @@ type ListenerTLS struct {
 	// Principals maps a client certificate's subject to its principal
 	// name (ssl.principal.mapping.rules).
 	Principals *SSLPrincipalMapper
+	// Rebuild, when set, builds the server side again from the
+	// listener's static keys with dynamic ones (listener.name.<l>.ssl.*)
+	// over them, reading its stores again (tlsreload.go).
+	Rebuild func(dynamic map[string]string) (*tls.Config, error)
+	// AllowDNChanges and AllowSANChanges let a reload take a certificate
+	// of another subject or with fewer subject alternative names
+	// (ssl.allow.dn.changes, ssl.allow.san.changes).
+	AllowDNChanges, AllowSANChanges bool
+
+	live atomic.Pointer[tls.Config] // the reloaded server side; nil before any reload
+}
+
+// server is the server side new connections get.
+func (lt *ListenerTLS) server() *tls.Config {
+	if c := lt.live.Load(); c != nil {
+		return c
+	}
+	return lt.Config
 }
 
 // tlsHandshakeTimeout bounds the handshake of a new TLS connection, so a
@@ -54,7 +75,7 @@ func serverTLS(nc net.Conn, lt *ListenerTLS) (net.Conn, *tls.Conn) {
 	if lt == nil {
 		return nc, nil
 	}
-	tc := tls.Server(nc, lt.Config)
+	tc := tls.Server(nc, lt.server())
 	return tc, tc
 }
 

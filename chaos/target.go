@@ -203,6 +203,9 @@ type StrataTarget struct {
 	process
 	bin, dataDir string
 	args         []string
+	// listeners and protocols are the listeners AddListener added, as
+	// listeners and listener.security.protocol.map name them.
+	listeners, protocols []string
 }
 
 // NewStrata prepares a strata process: binary bin, data in dir/data, output

@@ -107,7 +107,9 @@ func (m *Manager) dynamic() brokerConfigsJSON {
 // AlterBrokerConfigs replaces the whole set of dynamic broker configs of
 // the cluster default (node false) or of this node (node true). Only
 // broker configs that are synonyms of topic configs can change
-// dynamically (Kafka's DynamicLogConfig); any other key is
+// dynamically (Kafka's DynamicLogConfig), and per node a listener's key
+// and trust stores (listener.name.<l>.ssl.keystore.location, ..., kept as
+// they are: the broker checks them); any other key is
 // kerr.InvalidRequest, an invalid value kerr.InvalidConfig. The new
 // defaults apply to every topic at once and persist in
 // strata-broker-configs.json.
@@ -123,6 +125,17 @@ func (m *Manager) AlterBrokerConfigs(configs map[string]string, node, validateOn
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if configdef.IsSSLReconfigurable(k) {
+			return fmt.Errorf("These security configs can be dynamically updated only per-listener using the listener prefix: HashSet(%s): %w", k, kerr.InvalidRequest)
+		}
+		if _, _, ok := configdef.ListenerSSLKey(k); ok {
+			// The listener's TLS is the broker's to check (its stores are
+			// files storage does not read); here it is kept.
+			if !node {
+				return fmt.Errorf("Cannot update these configs at default cluster level, broker id must be specified: Set(%s): %w", k, kerr.InvalidRequest)
+			}
+			continue
+		}
 		topicKey, scale, ok := configdef.BrokerSynonymOf(k)
 		if !ok {
 			return fmt.Errorf("cannot update broker config %s dynamically: %w", k, kerr.InvalidRequest)

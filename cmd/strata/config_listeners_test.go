@@ -197,8 +197,8 @@ func TestUnsupportedSecurityRefused(t *testing.T) {
 	}{
 		{map[string]string{"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093", "listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"},
 			"sasl.enabled.mechanisms", "the SASL mechanism GSSAPI (Kerberos) on the SASL_PLAINTEXT listener PLAINTEXT (Kafka's default"},
-		{map[string]string{"listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT", "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512"},
-			"sasl.enabled.mechanisms", "the SASL mechanism SCRAM-SHA-512 on the SASL_PLAINTEXT listener PLAINTEXT (strata serves PLAIN)"},
+		{map[string]string{"listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT", "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512,GSSAPI"},
+			"sasl.enabled.mechanisms", "the SASL mechanism GSSAPI (Kerberos) on the SASL_PLAINTEXT listener PLAINTEXT (strata serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512)"},
 		{map[string]string{"listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT", "listener.name.plaintext.sasl.enabled.mechanisms": "OAUTHBEARER"},
 			"listener.name.plaintext.sasl.enabled.mechanisms", "the SASL mechanism OAUTHBEARER"},
 		{map[string]string{"sasl.server.callback.handler.class": "com.example.Handler"}, "sasl.server.callback.handler.class", "custom SASL callback handlers"},

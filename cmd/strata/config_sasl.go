@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"fmt"
 	"math"
 	"slices"
@@ -16,7 +15,8 @@ import (
 // listener with Kafka's names, defaults and precedence:
 //
 //   - sasl.enabled.mechanisms (default GSSAPI), listener.name.<listener>.
-//     prefixed or not; strata serves PLAIN, and refuses the others;
+//     prefixed or not; strata serves PLAIN, SCRAM-SHA-256 and
+//     SCRAM-SHA-512, and refuses the others;
 //   - the JAAS configuration of each mechanism from
 //     listener.name.<listener>.<mechanism>.sasl.jaas.config, both names in
 //     lower case, as JaasContext.loadServerContext reads it: a broker's
@@ -24,7 +24,10 @@ import (
 //     which then looks in the JAAS file of java.security.auth.login.config,
 //     which strata has not;
 //   - PLAIN's users are the user_<name>="<password>" options of
-//     PlainLoginModule, as PlainServerCallbackHandler reads them;
+//     PlainLoginModule, as PlainServerCallbackHandler reads them; SCRAM's
+//     are in the cluster metadata (kafka-configs --entity-type users),
+//     its JAAS configuration (ScramLoginModule) only has to be there, as
+//     Kafka loads one for every enabled mechanism;
 //   - sasl.server.max.receive.size, connection.failed.authentication.delay.ms;
 //   - on SASL_SSL, the SSL keys of the listener (config_ssl.go), but
 //     ssl.client.auth only with the listener prefix, as Kafka's
@@ -71,11 +74,12 @@ func saslUnsupported(key, value string) string {
 
 // saslMechanisms are Kafka's mechanisms strata does not serve yet.
 var saslMechanisms = map[string]string{
-	"GSSAPI":        "the SASL mechanism GSSAPI (Kerberos)",
-	"SCRAM-SHA-256": "the SASL mechanism SCRAM-SHA-256",
-	"SCRAM-SHA-512": "the SASL mechanism SCRAM-SHA-512",
-	"OAUTHBEARER":   "the SASL mechanism OAUTHBEARER",
+	"GSSAPI":      "the SASL mechanism GSSAPI (Kerberos)",
+	"OAUTHBEARER": "the SASL mechanism OAUTHBEARER",
 }
+
+// servedMechanisms are the SASL mechanisms strata serves.
+var servedMechanisms = []string{broker.MechanismPlain, broker.MechanismScramSHA256, broker.MechanismScramSHA512}
 
 // loadSASLListeners builds the SASL (and on SASL_SSL the TLS) of each
 // client listener mapped to SASL_PLAINTEXT or SASL_SSL.
@@ -98,12 +102,9 @@ func loadSASLListeners(p *propReader, s *settings, clients []listenerEndpoint) {
 		if e.protocol != "SASL_SSL" {
 			continue
 		}
-		lt := sslListenerSides(r, e.name, true)
+		lt := servedListenerTLS(p, e)
 		if p.err != nil {
 			return
-		}
-		if _, ok := p.get(r.prefix + "ssl.client.auth"); !ok {
-			lt.Config.ClientAuth = tls.NoClientCert
 		}
 		if s.ListenerTLS == nil {
 			s.ListenerTLS = map[string]*broker.ListenerTLS{}
@@ -125,11 +126,12 @@ func saslListener(r sslReader, e listenerEndpoint, delay time.Duration) *broker.
 		}
 		if f, known := saslMechanisms[m]; known {
 			r.p.err = &unsupportedError{Key: name, Value: v,
-				Feature: fmt.Sprintf("%s on the %s listener %s (%sstrata serves PLAIN)", f, e.protocol, listener, mechanismsSource(ok))}
+				Feature: fmt.Sprintf("%s on the %s listener %s (%sstrata serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512)", f, e.protocol, listener, mechanismsSource(ok))}
 			return nil
 		}
-		if m != broker.MechanismPlain {
-			r.fail(name, fmt.Sprintf("unknown SASL mechanism %s on listener %s; Kafka's are GSSAPI, PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER, of which strata serves PLAIN", m, listener))
+		if !slices.Contains(servedMechanisms, m) {
+			r.fail(name, fmt.Sprintf("unknown SASL mechanism %s on listener %s; Kafka's are GSSAPI, PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER, "+
+				"of which strata serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512", m, listener))
 			return nil
 		}
 		ls.Mechanisms = append(ls.Mechanisms, m)
@@ -138,11 +140,18 @@ func saslListener(r sslReader, e listenerEndpoint, delay time.Duration) *broker.
 		r.fail(name, fmt.Sprintf("No SASL mechanisms are enabled (listener %s)", listener))
 		return nil
 	}
-	users, ok := plainUsers(r, listener)
-	if !ok {
-		return nil
+	for _, m := range ls.Mechanisms {
+		entry, ok := mechanismJAAS(r, listener, m)
+		if !ok {
+			return nil
+		}
+		if m != broker.MechanismPlain {
+			continue
+		}
+		if ls.PlainUsers, ok = plainUsers(r, entry); !ok {
+			return nil
+		}
 	}
-	ls.PlainUsers = users
 	if v, name, ok := r.get("sasl.server.max.receive.size"); ok {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n < 0 {
@@ -162,18 +171,19 @@ func mechanismsSource(set bool) string {
 	return "Kafka's default when sasl.enabled.mechanisms is unset; "
 }
 
-// plainUsers reads PLAIN's users from the listener's JAAS configuration.
-func plainUsers(r sslReader, listener string) (map[string]string, bool) {
-	key := r.prefix + "plain.sasl.jaas.config"
+// mechanismJAAS reads the listener's JAAS configuration of mechanism: one
+// login module, as Kafka's JaasContext requires.
+func mechanismJAAS(r sslReader, listener, mechanism string) (jaasEntry, bool) {
+	key := r.prefix + strings.ToLower(mechanism) + ".sasl.jaas.config"
 	v, ok := r.p.get(key)
 	if !ok || v == "" {
-		reason := fmt.Sprintf("missing: the JAAS configuration of mechanism PLAIN on listener %s. Kafka would look for a 'KafkaServer' or '%sKafkaServer' "+
-			"entry in the JAAS file named by java.security.auth.login.config; strata reads it only from this key", listener, strings.TrimPrefix(r.prefix, "listener.name."))
+		reason := fmt.Sprintf("missing: the JAAS configuration of mechanism %s on listener %s. Kafka would look for a 'KafkaServer' or '%sKafkaServer' "+
+			"entry in the JAAS file named by java.security.auth.login.config; strata reads it only from this key", mechanism, listener, strings.TrimPrefix(r.prefix, "listener.name."))
 		if _, name, set := r.set("sasl.jaas.config"); set {
 			reason += fmt.Sprintf(" (%s is ignored, as Kafka ignores a broker's sasl.jaas.config not prefixed with the SASL mechanism name)", name)
 		}
 		r.fail(key, reason)
-		return nil, false
+		return jaasEntry{}, false
 	}
 	// A JAAS configuration holds passwords: errors show it as Kafka logs
 	// a password, hidden.
@@ -181,18 +191,25 @@ func plainUsers(r sslReader, listener string) (map[string]string, bool) {
 	entries, err := parseJAAS(v)
 	if err != nil {
 		fail(err.Error())
-		return nil, false
+		return jaasEntry{}, false
 	}
 	if len(entries) != 1 {
 		fail(fmt.Sprintf("JAAS config property contains %d login modules, should be 1 module", len(entries)))
-		return nil, false
+		return jaasEntry{}, false
 	}
-	if entries[0].module != plainLoginModule {
-		fail(fmt.Sprintf("login module %s: the users of PLAIN are the user_<name> options of %s", entries[0].module, plainLoginModule))
+	return entries[0], true
+}
+
+// plainUsers reads PLAIN's users from the listener's PLAIN JAAS entry.
+func plainUsers(r sslReader, entry jaasEntry) (map[string]string, bool) {
+	key := r.prefix + "plain.sasl.jaas.config"
+	fail := func(reason string) { r.p.fail(key, "[hidden]", reason) }
+	if entry.module != plainLoginModule {
+		fail(fmt.Sprintf("login module %s: the users of PLAIN are the user_<name> options of %s", entry.module, plainLoginModule))
 		return nil, false
 	}
 	users := map[string]string{}
-	for k, pw := range entries[0].options {
+	for k, pw := range entry.options {
 		if name, ok := strings.CutPrefix(k, "user_"); ok {
 			users[name] = pw
 		}

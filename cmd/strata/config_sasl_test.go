@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,6 +51,8 @@ func TestParseJAAS(t *testing.T) {
 	}
 }
 
+const scramLoginModule = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+
 // saslNode is a single node with a SASL_PLAINTEXT listener SASL.
 func saslNode(changes map[string]string) map[string]string {
 	return combined(withChanges(map[string]string{
@@ -82,10 +85,21 @@ func TestSASLListenerKeys(t *testing.T) {
 	if err != nil || s.ListenerSASL["SASL"].MaxReceiveSize != 524288 {
 		t.Errorf("listener-prefixed mechanisms: %v", err)
 	}
+	// SCRAM's users are in the metadata: its JAAS configuration is only
+	// required to be there, and PLAIN's is not read when PLAIN is off.
+	s, err = loadSettings(saslNode(map[string]string{"sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256", "listener.name.sasl.plain.sasl.jaas.config": "<unset>",
+		"listener.name.sasl.scram-sha-256.sasl.jaas.config": scramLoginModule, "listener.name.sasl.scram-sha-512.sasl.jaas.config": scramLoginModule}), zap.NewNop())
+	if err != nil || !slices.Equal(s.ListenerSASL["SASL"].Mechanisms, []string{"SCRAM-SHA-512", "SCRAM-SHA-256"}) || s.ListenerSASL["SASL"].PlainUsers != nil {
+		t.Errorf("SCRAM only: %v %+v", err, s.ListenerSASL["SASL"])
+	}
 	for _, tt := range []struct {
 		changes     map[string]string
 		key, reason string
 	}{
+		{map[string]string{"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256", "listener.name.sasl.scram-sha-512.sasl.jaas.config": scramLoginModule},
+			"listener.name.sasl.scram-sha-256.sasl.jaas.config", "missing: the JAAS configuration of mechanism SCRAM-SHA-256 on listener SASL"},
+		{map[string]string{"sasl.enabled.mechanisms": "SCRAM-SHA-512", "listener.name.sasl.scram-sha-512.sasl.jaas.config": "a required; b required;"},
+			"listener.name.sasl.scram-sha-512.sasl.jaas.config", "JAAS config property contains 2 login modules, should be 1 module"},
 		{map[string]string{"listener.name.sasl.plain.sasl.jaas.config": "<unset>", "sasl.jaas.config": plainLoginModule + ` required user_a="b";`},
 			"listener.name.sasl.plain.sasl.jaas.config", "sasl.jaas.config is ignored, as Kafka ignores"},
 		{map[string]string{"listener.name.sasl.plain.sasl.jaas.config": "<unset>", "listener.name.sasl.sasl.jaas.config": plainLoginModule + ` required user_a="b";`},

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -65,7 +66,7 @@ func loadSSLListeners(p *propReader, s *settings, clients []listenerEndpoint) {
 		if e.protocol != "SSL" || p.err != nil {
 			continue
 		}
-		lt := sslListenerSides(sslReader{p: p, prefix: "listener.name." + strings.ToLower(e.name) + "."}, e.name, true)
+		lt := servedListenerTLS(p, e)
 		if p.err != nil {
 			return
 		}
@@ -74,6 +75,56 @@ func loadSSLListeners(p *propReader, s *settings, clients []listenerEndpoint) {
 		}
 		s.ListenerTLS[e.name] = lt
 	}
+}
+
+// servedListenerTLS is the TLS of client listener e, an SSL or SASL_SSL
+// one, able to rebuild itself with dynamic keys (Rebuild).
+func servedListenerTLS(p *propReader, e listenerEndpoint) *broker.ListenerTLS {
+	lt := readServedListenerTLS(p, e)
+	if lt == nil {
+		return nil
+	}
+	static := maps.Clone(p.props)
+	lt.Rebuild = func(dynamic map[string]string) (*tls.Config, error) {
+		merged := maps.Clone(static)
+		maps.Copy(merged, dynamic)
+		p := &propReader{props: merged}
+		again := readServedListenerTLS(p, e)
+		if p.err != nil {
+			return nil, p.err
+		}
+		return again.Config, nil
+	}
+	return lt
+}
+
+// readServedListenerTLS reads the keys of client listener e. On SASL_SSL,
+// ssl.client.auth applies only with the listener's prefix, as in Kafka.
+func readServedListenerTLS(p *propReader, e listenerEndpoint) *broker.ListenerTLS {
+	r := sslReader{p: p, prefix: "listener.name." + strings.ToLower(e.name) + "."}
+	lt := sslListenerSides(r, e.name, true)
+	if p.err != nil {
+		return nil
+	}
+	if e.protocol == "SASL_SSL" {
+		if _, ok := p.get(r.prefix + "ssl.client.auth"); !ok {
+			lt.Config.ClientAuth = tls.NoClientCert
+		}
+	}
+	for key, allow := range map[string]*bool{"ssl.allow.dn.changes": &lt.AllowDNChanges, "ssl.allow.san.changes": &lt.AllowSANChanges} {
+		v, name, ok := r.get(key)
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(v) {
+		case "true", "false":
+			*allow = strings.EqualFold(v, "true")
+		default:
+			r.fail(name, "Expected value to be either true or false")
+			return nil
+		}
+	}
+	return lt
 }
 
 // sslListenerSides reads a listener's server and client sides; a
@@ -366,6 +417,7 @@ var sslKeys = []string{
 	"ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates",
 	"ssl.client.auth", "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.principal.mapping.rules",
 	"ssl.engine.factory.class", "ssl.endpoint.identification.algorithm",
+	"ssl.allow.dn.changes", "ssl.allow.san.changes",
 	"ssl.protocol", "ssl.provider",
 	"ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
 }

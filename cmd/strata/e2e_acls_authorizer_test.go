@@ -360,12 +360,12 @@ func TestStandardAuthorizerAgainstKafka(t *testing.T) {
 func TestClusterStandardAuthorizer(t *testing.T) {
 	e2e(t)
 	ctrl, via, other := startAuthorizerCluster(t, "User:admin;User:ANONYMOUS")
-	admin := kadm.NewClient(newClient(t, via.sasl, user("admin")...))
+	admin := kadm.NewClient(newClient(t, via.addr2, user("admin")...))
 	if _, err := admin.CreateTopics(timeoutCtx(t, 30*time.Second), 1, 3, nil, "t"); err != nil {
 		t.Fatal(err)
 	}
 	produce := func(n *clusterNode) string {
-		cl := newClient(t, n.sasl, append(user("alice"), kgo.RequestRetries(2), kgo.RecordRetries(2))...)
+		cl := newClient(t, n.addr2, append(user("alice"), kgo.RequestRetries(2), kgo.RecordRetries(2))...)
 		defer cl.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -382,7 +382,7 @@ func TestClusterStandardAuthorizer(t *testing.T) {
 	c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, "t", kmsg.ACLResourcePatternTypeLiteral
 	c.Principal, c.Host, c.Operation, c.PermissionType = "User:alice", "*", kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow
 	createACL.Creations = []kmsg.CreateACLsRequestCreation{c}
-	resp, err := createACL.RequestWith(timeoutCtx(t, 30*time.Second), newClient(t, via.sasl, user("alice")...).Broker(int(via.id)))
+	resp, err := createACL.RequestWith(timeoutCtx(t, 30*time.Second), newClient(t, via.addr2, user("alice")...).Broker(int(via.id)))
 	if err != nil || len(resp.Results) != 1 || resp.Results[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
 		t.Errorf("alice's CreateAcls through node %d (forwarded): %v, %+v; want CLUSTER_AUTHORIZATION_FAILED", via.id, err, resp)
 	}
@@ -393,7 +393,7 @@ func TestClusterStandardAuthorizer(t *testing.T) {
 		"sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"admin\" password=\"admin-secret\";\n")
 	kafkaACLs := func(n *clusterNode, args ...string) string {
 		stdout, stderr, err := runKafkaTool(t, home, "", "org.apache.kafka.tools.AclCommand",
-			append([]string{"--bootstrap-server", n.sasl, "--command-config", config}, args...)...)
+			append([]string{"--bootstrap-server", n.addr2, "--command-config", config}, args...)...)
 		if err != nil {
 			t.Fatalf("kafka-acls %v through node %d: %v\n%s%s", args, n.id, err, stdout, stderr)
 		}
@@ -435,8 +435,8 @@ func startAuthorizerCluster(t *testing.T, superUsers string) (ctrl, via, other *
 // superUsers.
 func authorizerClusterLines(superUsers string) []string {
 	return []string{
-		"listeners=PLAINTEXT://{addr},CONTROLLER://{ctrl},SASL_PLAINTEXT://{sasl}",
-		"advertised.listeners=PLAINTEXT://{addr},CONTROLLER://{ctrl},SASL_PLAINTEXT://{sasl}",
+		"listeners=PLAINTEXT://{addr},CONTROLLER://{controller},SASL_PLAINTEXT://{addr2}",
+		"advertised.listeners=PLAINTEXT://{addr},CONTROLLER://{controller},SASL_PLAINTEXT://{addr2}",
 		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
 		"sasl.enabled.mechanisms=PLAIN",
 		"listener.name.sasl_plaintext.plain.sasl.jaas.config=" + saslJAAS,
@@ -487,7 +487,7 @@ func TestClusterNodesNeedClusterAction(t *testing.T) {
 // saslRequest sends req at version to node n's SASL listener on a
 // connection of its own, authenticated as user with PLAIN.
 func saslRequest(t *testing.T, n *clusterNode, as string, req kmsg.Request, version int16) kmsg.Response {
-	nc, err := net.DialTimeout("tcp", n.sasl, 5*time.Second)
+	nc, err := net.DialTimeout("tcp", n.addr2, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

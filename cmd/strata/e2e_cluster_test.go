@@ -26,7 +26,7 @@ import (
 type clusterNode struct {
 	id    int32
 	addr  string // the client listener
-	sasl  string // a free address for a listener extra lines add ({sasl})
+	addr2 string // a free address for a second client listener: {addr2} in startCluster's extra lines
 	props string // the server.properties file
 	dir   string
 	p     *proc
@@ -34,9 +34,9 @@ type clusterNode struct {
 
 // startCluster writes three Kafka-style server.properties (the voters,
 // listeners with a CONTROLLER listener, no format step) and starts a
-// strata process on each; extra lines go in every file, {id}, {addr},
-// {ctrl} and {sasl} in them replaced by the node's id, client and
-// controller listeners' addresses and a free address of its own.
+// strata process on each; extra lines go in every file, {id} in them
+// replaced by the node's id, {addr}, {addr2} and {controller} by its
+// client address, addr2 and controller listener's address.
 func startCluster(t *testing.T, extra ...string) []*clusterNode {
 	t.Helper()
 	base := t.TempDir()
@@ -44,7 +44,7 @@ func startCluster(t *testing.T, extra ...string) []*clusterNode {
 	var voters []string
 	ctrl := map[int32]string{}
 	for i := int32(1); i <= 3; i++ {
-		n := &clusterNode{id: i, addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), sasl: "127.0.0.1:" + strconv.Itoa(freePort(t)), dir: filepath.Join(base, fmt.Sprint("data", i)),
+		n := &clusterNode{id: i, addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), addr2: "127.0.0.1:" + strconv.Itoa(freePort(t)), dir: filepath.Join(base, fmt.Sprint("data", i)),
 			props: filepath.Join(base, fmt.Sprintf("server%d.properties", i))}
 		ctrl[i] = "127.0.0.1:" + strconv.Itoa(freePort(t))
 		voters = append(voters, fmt.Sprintf("%d@%s", i, ctrl[i]))
@@ -69,7 +69,7 @@ func startCluster(t *testing.T, extra ...string) []*clusterNode {
 			"log.dirs=" + n.dir,
 		}
 		for _, l := range extra {
-			lines = append(lines, strings.NewReplacer("{id}", strconv.Itoa(int(n.id)), "{addr}", n.addr, "{ctrl}", ctrl[n.id], "{sasl}", n.sasl).Replace(l))
+			lines = append(lines, strings.NewReplacer("{id}", strconv.Itoa(int(n.id)), "{addr}", n.addr, "{addr2}", n.addr2, "{controller}", ctrl[n.id]).Replace(l))
 		}
 		if err := os.WriteFile(n.props, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)

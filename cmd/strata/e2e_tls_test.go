@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -27,20 +30,38 @@ import (
 // SSL one (the returned address) keyed by keys.
 func sslBroker(t *testing.T, keys map[string]string) (*proc, string) {
 	t.Helper()
-	dir := t.TempDir()
-	plain := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	ssl := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	args := []string{
-		"--override", "listeners=PLAINTEXT://" + plain + ",SSL://" + ssl,
+	l := newSSLLaunch(t, keys)
+	return l.start(), l.ssl
+}
+
+// sslLaunch is how sslBroker starts a strata process, kept so that a test
+// can start it again on the same directory.
+type sslLaunch struct {
+	t          *testing.T
+	dir        string
+	plain, ssl string // the listeners' addresses
+	args       []string
+}
+
+func newSSLLaunch(t *testing.T, keys map[string]string) *sslLaunch {
+	l := &sslLaunch{t: t, dir: t.TempDir(), plain: "127.0.0.1:" + strconv.Itoa(freePort(t)), ssl: "127.0.0.1:" + strconv.Itoa(freePort(t))}
+	l.args = []string{
+		"--override", "listeners=PLAINTEXT://" + l.plain + ",SSL://" + l.ssl,
 		"--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL",
-		"--override", "log.dirs=" + dir,
+		"--override", "log.dirs=" + l.dir,
 	}
 	for k, v := range keys {
-		args = append(args, "--override", k+"="+v)
+		l.args = append(l.args, "--override", k+"="+v)
 	}
-	p := launchArgs(t, dir, plain, args...)
+	return l
+}
+
+// start launches the process and waits until it accepts connections.
+func (l *sslLaunch) start() *proc {
+	l.t.Helper()
+	p := launchArgs(l.t, l.dir, l.plain, l.args...)
 	p.waitReady(30 * time.Second)
-	return p, ssl
+	return p
 }
 
 func (p *testPKI) rootCAs() *x509.CertPool {
@@ -228,7 +249,9 @@ func TestTLSJavaConsole(t *testing.T) {
 // TestTLSClusterClients: three nodes replicate over a PLAINTEXT INTERNAL
 // listener and serve clients on an SSL EXTERNAL one; franz-go over TLS is
 // told of the EXTERNAL endpoints, produces with acks=all to a topic of
-// three replicas and reads every record back.
+// three replicas and reads every record back. Then each node's EXTERNAL
+// key store changes through its own resource and the node serves the new
+// certificate; one of another subject is refused.
 func TestTLSClusterClients(t *testing.T) {
 	e2e(t)
 	pki := newTestPKI(t)
@@ -254,9 +277,8 @@ func TestTLSClusterClients(t *testing.T) {
 			"controller.listener.names=CONTROLLER",
 			"inter.broker.listener.name=INTERNAL",
 			"listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:SSL,CONTROLLER:PLAINTEXT",
-			"listener.name.external.ssl.keystore.type=PKCS12",
-			"listener.name.external.ssl.keystore.location=" + pki.serverP12,
-			"listener.name.external.ssl.keystore.password=" + storePass,
+			"listener.name.external.ssl.keystore.type=PEM",
+			"listener.name.external.ssl.keystore.location=" + pki.serverPEM,
 			"log.dirs=" + n.dir,
 		}, "\n")+"\n")
 		n.start(t)
@@ -319,10 +341,42 @@ func TestTLSClusterClients(t *testing.T) {
 		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Key)] = true })
 	}
 	mu.Lock()
-	defer mu.Unlock()
 	for a := range dialled {
 		if a != external[1] && a != external[2] && a != external[3] {
 			t.Fatalf("the client dialled %s, not an EXTERNAL endpoint (all dialled: %v)", a, dialled)
+		}
+	}
+	mu.Unlock()
+
+	// Each node's key store changes through its own resource, whether
+	// that node is the active controller (served there) or not
+	// (checked there, then forwarded); another subject is refused.
+	adm := kadm.NewClient(newClient(t, nodes[0].addr))
+	for _, n := range nodes {
+		store := filepath.Join(base, fmt.Sprintf("dynamic%d.pem", n.id))
+		cert := pki.writeServerPEM(t, store, pkix.Name{CommonName: "localhost"})
+		set := func(location string) kadm.AlterConfigsResponses {
+			resps, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+				{Op: kadm.SetConfig, Name: "listener.name.external.ssl.keystore.location", Value: kadm.StringPtr(location)},
+			}, n.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resps
+		}
+		if resps := set(store); resps[0].Err != nil {
+			t.Fatalf("node %d: a new key store: %+v", n.id, resps)
+		}
+		if got := servedSerial(t, external[n.id], pki.rootCAs()); got.Cmp(cert.SerialNumber) != 0 {
+			t.Fatalf("node %d serves serial %v after its key store changed, want %v", n.id, got, cert.SerialNumber)
+		}
+		other := filepath.Join(base, fmt.Sprintf("mallory%d.pem", n.id))
+		pki.writeServerPEM(t, other, pkix.Name{CommonName: "mallory"})
+		if resps := set(other); !errors.Is(resps[0].Err, kerr.InvalidRequest) || !strings.Contains(resps[0].ErrMessage, "Keystore DistinguishedName does not match") {
+			t.Fatalf("node %d: a key store of another subject: %+v, want INVALID_REQUEST", n.id, resps)
+		}
+		if got := servedSerial(t, external[n.id], pki.rootCAs()); got.Cmp(cert.SerialNumber) != 0 {
+			t.Fatalf("node %d serves serial %v after a refused change, want %v", n.id, got, cert.SerialNumber)
 		}
 	}
 }

@@ -28,6 +28,7 @@ import (
 type testPKI struct {
 	dir          string
 	ca           *x509.Certificate
+	caKey        *ecdsa.PrivateKey
 	caPEM        string // the CA certificate, PEM file
 	serverPEM    string // server key (PKCS#8) and certificate chain, one PEM file
 	serverKey    string // the server's key alone, PEM (inline ssl.keystore.key)
@@ -53,7 +54,7 @@ func newTestPKI(t *testing.T) *testPKI {
 	dir := t.TempDir()
 	p := &testPKI{dir: dir}
 	caKey, ca := makeCert(t, nil, nil, pkix.Name{CommonName: "strata test CA"}, true)
-	p.ca = ca
+	p.ca, p.caKey = ca, caKey
 	serverKey, server := makeCert(t, ca, caKey, pkix.Name{CommonName: "localhost"}, false)
 	clientKey, client := makeCert(t, ca, caKey, pkix.Name{Organization: []string{"Acme"}, OrganizationalUnit: []string{"eng"}, CommonName: "alice"}, false)
 	otherCAKey, otherCA := makeCert(t, nil, nil, pkix.Name{CommonName: "other CA"}, true)
@@ -170,6 +171,24 @@ func makeCert(t *testing.T, parent *x509.Certificate, parentKey *ecdsa.PrivateKe
 		t.Fatal(err)
 	}
 	return key, cert
+}
+
+// writeServerPEM writes to path a PEM key store (PKCS#8 key and chain) of
+// a new server certificate for subject, signed by the CA, and returns the
+// certificate.
+func (p *testPKI) writeServerPEM(t *testing.T, path string, subject pkix.Name) *x509.Certificate {
+	t.Helper()
+	key, cert := makeCert(t, p.ca, p.caKey, subject, false)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := slices.Concat(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.ca.Raw}))
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cert
 }
 
 // encryptedKeyPEM is key encrypted by openssl pkcs8 (PBES2, AES-256-CBC,

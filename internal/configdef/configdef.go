@@ -28,6 +28,9 @@ const (
 	Long    Type = 5
 	Double  Type = 6
 	List    Type = 7
+	// Password is a secret (Kafka's ConfigDef.Type.PASSWORD): described
+	// as sensitive, without its value.
+	Password Type = 9
 )
 
 // Scope says where a config is set.

@@ -33,6 +33,7 @@ func main() {
 		workloads = flag.String("workloads", "", "comma-separated subset of W1..W7,PERF,FAILOVER (default all; the cluster pass runs W1, W3, W5, FAILOVER)")
 		quick     = flag.Bool("quick", false, "tiny record counts: a smoke test, not a measurement")
 		noFsync   = flag.Bool("no-fsync", false, "skip the fsync-on-every-produce pass")
+		noSecure  = flag.Bool("no-sasl-ssl", false, "skip the SASL_SSL pass (W1 and W4 with clients on a SASL_SSL listener, SASL/PLAIN over TLS)")
 		noPin     = flag.Bool("no-pinned", false, "skip the pinned pass (broker on CPU 1, load generator on CPU 0: W1, W4, W2)")
 		noCluster = flag.Bool("no-cluster", false, "skip the cluster pass (three brokers of each kind, RF=3, acks=all: W1, W3, W5 and the failover)")
 		onlyClust = flag.Bool("cluster-only", false, "run the cluster pass alone; with -out, rewrite only its section of the report")
@@ -80,7 +81,7 @@ func main() {
 		ClusterDisabled:  *noCluster, SingleDisabled: *onlyClust, ClusterW1Records: *cw1, ClusterW3Records: *cw3, Failovers: *failovers,
 		WorkDir:   filepath.Join(root, ".cache", "bench"),
 		W1Records: *w1, W2Records: *w2, W3Records: *w3, W5Rate: *w5rate, W5Duration: *w5dur,
-		W6Records: *w6, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, PinDisabled: *noPin, PerfRecords: *perfN, BatchBytes: *batch,
+		W6Records: *w6, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, SASLSSLDisabled: *noSecure, PinDisabled: *noPin, PerfRecords: *perfN, BatchBytes: *batch,
 		Workloads: map[string]bool{}, PprofOut: *pprofOut, PprofSeconds: *pprofSecs, PprofWorkload: *pprofW, Keep: *keep,
 	}
 	outSet := false
