@@ -80,12 +80,12 @@ func strataACLTarget(t *testing.T) *aclTarget {
 	}}
 }
 
-// kafkaACLTarget is Apache Kafka in KRaft combined mode, chaos's
-// server.properties followed by aclProps (a later key wins in Java's
-// properties).
-func kafkaACLTarget(t *testing.T) *aclTarget {
+// kafkaACLTarget is Apache Kafka installed in home in KRaft combined
+// mode, chaos's server.properties followed by aclProps (a later key wins
+// in Java's properties).
+func kafkaACLTarget(t *testing.T, name, home string) *aclTarget {
 	dir := t.TempDir()
-	k := newKafka(t, dir)
+	k := newKafkaFrom(t, home, dir)
 	props := filepath.Join(dir, "server.properties")
 	data, err := os.ReadFile(props)
 	if err != nil {
@@ -103,7 +103,7 @@ func kafkaACLTarget(t *testing.T) *aclTarget {
 		}
 	}
 	start()
-	return &aclTarget{name: "kafka", sasl: saslAddr, restart: func() {
+	return &aclTarget{name: name, sasl: saslAddr, restart: func() {
 		if err := k.Stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -321,30 +321,36 @@ func aclEdgeCases(t *testing.T, tg *aclTarget) []string {
 }
 
 // TestStandardAuthorizerAgainstKafka runs the ACL script against Strata
-// and Apache Kafka 4.1.1 from the same server.properties: alice may not
-// produce, consume or see the topic until admin's kafka-acls allows her;
-// a prefixed ALLOW and a DENY override apply; the ACLs survive a restart;
-// and each step's outcome, and each edge case's answer, is the same on
-// both.
+// and Apache Kafka 4.1.1 and 4.4.0 from the same server.properties: alice
+// may not produce, consume or see the topic until admin's kafka-acls
+// allows her; a prefixed ALLOW and a DENY override apply; the ACLs survive
+// a restart; and each step's outcome, and each edge case's answer, is the
+// same on all three.
 func TestStandardAuthorizerAgainstKafka(t *testing.T) {
 	e2e(t)
 	if _, err := os.Stat(filepath.Join(kafkaToolsHome(t), "libs")); err != nil {
 		t.Skip("Kafka's jars are not cached; run compat-tests/scripts/install-kafka.sh")
 	}
 	strata := aclScript(t, strataACLTarget(t))
-	kafka := aclScript(t, kafkaACLTarget(t))
-	for i := range max(len(strata), len(kafka)) {
-		var s, k string
-		if i < len(strata) {
-			s = strata[i]
+	for _, k := range []struct{ name, home string }{{"kafka 4.1.1", kafkaHome}, {"kafka 4.4.0", kafkaHome + "-4.4.0"}} {
+		if _, err := os.Stat(filepath.Join(k.home, "libs")); err != nil {
+			t.Logf("%s is not installed in %s: not compared", k.name, k.home)
+			continue
 		}
-		if i < len(kafka) {
-			k = kafka[i]
-		}
-		if s != k {
-			t.Errorf("differs from Kafka:\nstrata: %s\nkafka:  %s", s, k)
-		} else {
-			t.Logf("same as Kafka: %s", s)
+		kafka := aclScript(t, kafkaACLTarget(t, k.name, k.home))
+		for i := range max(len(strata), len(kafka)) {
+			var s, got string
+			if i < len(strata) {
+				s = strata[i]
+			}
+			if i < len(kafka) {
+				got = kafka[i]
+			}
+			if s != got {
+				t.Errorf("differs from %s:\nstrata: %s\n%s: %s", k.name, s, k.name, got)
+			} else {
+				t.Logf("same as %s: %s", k.name, s)
+			}
 		}
 	}
 }
