@@ -415,6 +415,25 @@ func TestClusterStandardAuthorizer(t *testing.T) {
 	if out := kafkaACLs(other, "--list", "--topic", "t"); !strings.Contains(out, "(principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW)") {
 		t.Errorf("kafka-acls --list through node %d:\n%s", other.id, out)
 	}
+	// kafka-acls --bootstrap-controller lists them from the controllers
+	// (PLAINTEXT: User:ANONYMOUS, a super user).
+	props, err := os.ReadFile(ctrl.props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	voters := regexp.MustCompile(`(?m)^controller\.quorum\.voters=(.*)$`).FindSubmatch(props)
+	if voters == nil {
+		t.Fatalf("no controller.quorum.voters in %s", ctrl.props)
+	}
+	var controllers []string
+	for _, v := range strings.Split(string(voters[1]), ",") {
+		_, addr, _ := strings.Cut(v, "@")
+		controllers = append(controllers, addr)
+	}
+	stdout, stderr, err := runKafkaTool(t, home, "", "org.apache.kafka.tools.AclCommand", "--bootstrap-controller", strings.Join(controllers, ","), "--list", "--topic", "t")
+	if err != nil || !strings.Contains(stdout, "(principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW)") {
+		t.Errorf("kafka-acls --bootstrap-controller --list: %v\n%s%s", err, stdout, stderr)
+	}
 }
 
 // startAuthorizerCluster starts a three-node cluster of
