@@ -19,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/protocol"
 )
@@ -105,7 +106,10 @@ func handleEnvelope(r *registry) handler {
 		client.principal, client.clientHost, client.req = p.Type+":"+p.Name, net.IP(env.ClientHostAddress).String(), inner
 		innerResp, err := r.apis[inner.Key].serve(&client)
 		if err != nil {
-			return nil, fmt.Errorf("forwarded %s: %w", kmsg.NameForKey(inner.Key), err)
+			// Not a reason to close the forwarding node's connection.
+			rc.svc.logger.Warn("refusing a forwarded request", zap.String("request", kmsg.NameForKey(inner.Key)), zap.Error(err))
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return resp, nil
 		}
 		resp.ResponseData = protocol.AppendResponse(nil, inner, innerResp)[4:]
 		return resp, nil

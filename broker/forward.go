@@ -120,6 +120,9 @@ func (f *forwarder) forwarding(r *registry) {
 			if f.store.IsLeader() {
 				return local(rc)
 			}
+			if err := unparsable(rc.req.Body); err != nil {
+				return nil, err
+			}
 			body, merge := splitForwarded(rc.req.Body, f.node, rc.svc)
 			if body == nil {
 				return merge(rc.req.Body.ResponseKind()), nil
@@ -140,6 +143,27 @@ func (f *forwarder) forwarding(r *registry) {
 		}
 		r.apis[int16(k)] = a
 	}
+}
+
+// unparsable is the error closing the connection of a request Kafka's
+// parser refuses (an ACL request with an UNKNOWN code), as this node would
+// refuse it itself: Kafka's broker parses a request before it forwards it.
+func unparsable(req kmsg.Request) error {
+	switch r := req.(type) {
+	case *kmsg.CreateACLsRequest:
+		for _, c := range r.Creations {
+			if _, _, err := creationACL(c); err != nil {
+				return err
+			}
+		}
+	case *kmsg.DeleteACLsRequest:
+		for _, q := range r.Filters {
+			if _, err := aclFilter(q.ResourceType, q.ResourceName, q.ResourcePatternType, q.Principal, q.Host, q.Operation, q.PermissionType); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // notControllerResponse answers each item of req NOT_CONTROLLER.

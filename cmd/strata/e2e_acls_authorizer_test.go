@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -392,6 +393,19 @@ func TestClusterStandardAuthorizer(t *testing.T) {
 	if err != nil || len(resp.Results) != 1 || resp.Results[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
 		t.Errorf("alice's CreateAcls through node %d (forwarded): %v, %+v; want CLUSTER_AUTHORIZATION_FAILED", via.id, err, resp)
 	}
+	// An UNKNOWN operation closes the connection there, as Kafka's broker
+	// refuses to parse it before it would forward it.
+	nc := saslConn(t, via, "admin")
+	defer nc.Close()
+	createACL.Creations[0].Operation = kmsg.ACLOperationUnknown
+	createACL.SetVersion(3)
+	if _, err := nc.Write(kmsg.NewRequestFormatter().AppendRequest(nil, createACL, 9)); err != nil {
+		t.Fatal(err)
+	}
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	if n, err := nc.Read(make([]byte, 4)); !errors.Is(err, io.EOF) {
+		t.Errorf("CreateAcls with operation UNKNOWN through node %d: read %d bytes, %v; want the connection closed", via.id, n, err)
+	}
 
 	home := kafkaToolsHome(t)
 	config := filepath.Join(t.TempDir(), "admin.properties")
@@ -512,11 +526,18 @@ func TestClusterNodesNeedClusterAction(t *testing.T) {
 // saslRequest sends req at version to node n's SASL listener on a
 // connection of its own, authenticated as user with PLAIN.
 func saslRequest(t *testing.T, n *clusterNode, as string, req kmsg.Request, version int16) kmsg.Response {
+	nc := saslConn(t, n, as)
+	defer nc.Close()
+	return rawRequest(t, nc, req, version, 3)
+}
+
+// saslConn is a connection to node n's SASL listener, authenticated as
+// user with PLAIN.
+func saslConn(t *testing.T, n *clusterNode, as string) net.Conn {
 	nc, err := net.DialTimeout("tcp", n.addr2, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Mechanism = "PLAIN"
 	if r := rawRequest(t, nc, hs, 1, 1).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
@@ -527,7 +548,7 @@ func saslRequest(t *testing.T, n *clusterNode, as string, req kmsg.Request, vers
 	if r := rawRequest(t, nc, auth, 2, 2).(*kmsg.SASLAuthenticateResponse); r.ErrorCode != 0 {
 		t.Fatalf("SASL authenticate as %s: %v", as, kerr.ErrorForCode(r.ErrorCode))
 	}
-	return rawRequest(t, nc, req, version, 3)
+	return nc
 }
 
 // createTopicAt sends a CreateTopics of topic as user to node n itself
