@@ -416,3 +416,45 @@ func BenchmarkProduceWithACLs(b *testing.B) {
 		})
 	}
 }
+
+// TestACLHostIsJavasHostAddress: an ACL's host matches the client's
+// address as Kafka's clientAddress().getHostAddress() writes it: IPv6 in
+// eight uncompressed groups, an IPv4-mapped address as IPv4. A client on
+// [::1] is allowed by an ACL for 0:0:0:0:0:0:0:1, as on Kafka, and not by
+// one for ::1.
+func TestACLHostIsJavasHostAddress(t *testing.T) {
+	for in, want := range map[string]string{"127.0.0.1": "127.0.0.1", "::ffff:10.0.0.1": "10.0.0.1", "::1": "0:0:0:0:0:0:0:1",
+		"2001:db8::ff00:42:8329": "2001:db8:0:0:0:ff00:42:8329", "fe80::1:0:0:abcd": "fe80:0:0:0:1:0:0:abcd"} {
+		if got := javaHostAddress(net.ParseIP(in)); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	ln.Close()
+	b := startBroker(t, func(c *Config) {
+		c.Listeners = "PLAINTEXT://[::1]:0"
+		c.StandardAuthorizer = &StandardAuthorizerConfig{}
+	})
+	describe := func() int16 {
+		req := kmsg.NewPtrDescribeACLsRequest()
+		req.ResourceType, req.ResourcePatternType, req.Operation, req.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny,
+			kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		return adminRoundTrip[*kmsg.DescribeACLsResponse](t, b, req, 3).ErrorCode
+	}
+	for _, tc := range []struct {
+		host string
+		want *kerr.Error
+	}{{"::1", kerr.ClusterAuthorizationFailed}, {"0:0:0:0:0:0:0:1", nil}} {
+		if _, err := b.meta.Propose(metadata.AccessControlEntryRecord{ID: [16]byte{1, byte(len(tc.host))}, ResourceType: metadata.ACLResourceCluster,
+			ResourceName: clusterName, PatternType: metadata.ACLPatternLiteral, Principal: anonymousPrincipal, Host: tc.host,
+			Operation: metadata.ACLOpDescribe, PermissionType: metadata.ACLAllow}); err != nil {
+			t.Fatal(err)
+		}
+		if got := kerr.ErrorForCode(describe()); got != tc.want && !(got == nil && tc.want == nil) {
+			t.Errorf("DESCRIBE on the cluster allowed from host %s: DescribeAcls from [::1] %v, want %v", tc.host, got, tc.want)
+		}
+	}
+}

@@ -14,6 +14,10 @@ package broker
 // allows; without an Authorizer, all of them.
 
 import (
+	"net"
+	"strconv"
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -66,6 +70,34 @@ type Authorizer interface {
 // the answer is no.
 type ResourceTypeAuthorizer interface {
 	AuthorizeByResourceType(principal, host string, op Operation, resource ResourceType) bool
+}
+
+// hostAddress is the host ACLs match a client connected from addr
+// against: its IP address as Java's InetAddress.getHostAddress writes it,
+// addr's text when it has none.
+func hostAddress(addr net.Addr) string {
+	if a, ok := addr.(*net.TCPAddr); ok {
+		return javaHostAddress(a.IP)
+	}
+	return addr.String()
+}
+
+// javaHostAddress is ip as Java writes it: an IPv4 address (or an IPv6
+// one mapping one, which Java reads as IPv4) dotted, an IPv6 address as
+// eight groups of hexadecimal without the :: shortening, so that an ACL's
+// host written for Kafka matches here too.
+func javaHostAddress(ip net.IP) string {
+	if v4 := ip.To4(); v4 != nil {
+		return v4.String()
+	}
+	if len(ip) != net.IPv6len {
+		return ip.String()
+	}
+	groups := make([]string, 8)
+	for i := range groups {
+		groups[i] = strconv.FormatUint(uint64(ip[2*i])<<8|uint64(ip[2*i+1]), 16)
+	}
+	return strings.Join(groups, ":")
 }
 
 // allowAll is the Authorizer of a broker configured without one.

@@ -157,7 +157,7 @@ func newConn(b *Broker, nc net.Conn) *conn {
 		r:      bufio.NewReaderSize(nc, 64<<10),
 		log:    b.logger.With(zap.String("remote", remote)),
 		remote: remote,
-		host:   remoteIP(nc),
+		host:   hostAddress(nc.RemoteAddr()),
 		apis:   b.apis,
 		svc:    b.svc,
 

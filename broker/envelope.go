@@ -103,7 +103,7 @@ func handleEnvelope(r *registry) handler {
 			return resp, nil
 		}
 		client := *rc
-		client.principal, client.clientHost, client.req = p.Type+":"+p.Name, net.IP(env.ClientHostAddress).String(), inner
+		client.principal, client.clientHost, client.req = p.Type+":"+p.Name, javaHostAddress(net.IP(env.ClientHostAddress)), inner
 		innerResp, err := r.apis[inner.Key].serve(&client)
 		if err != nil {
 			// Not a reason to close the forwarding node's connection.
