@@ -209,7 +209,7 @@ func TestACLRequestsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		nc.SetDeadline(time.Now().Add(10 * time.Second))
-		if _, err := nc.Write(requestFrame(req, 3)); err != nil {
+		if _, err := nc.Write(requestFrame(req, "admin", 3)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := protocol.ReadFrame(nc, 1<<20, nil); err == nil {

@@ -27,8 +27,15 @@ func adminRoundTrip[R kmsg.Response](t *testing.T, b *Broker, req kmsg.Request, 
 		t.Fatal(err)
 	}
 	defer nc.Close()
+	return roundTripOn[R](t, nc, "admin", req, version)
+}
+
+// roundTripOn sends req at version as clientID on nc and returns the
+// decoded response.
+func roundTripOn[R kmsg.Response](t *testing.T, nc net.Conn, clientID string, req kmsg.Request, version int16) R {
+	t.Helper()
 	nc.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := nc.Write(requestFrame(req, version)); err != nil {
+	if _, err := nc.Write(requestFrame(req, clientID, version)); err != nil {
 		t.Fatal(err)
 	}
 	body, err := protocol.ReadFrame(nc, 64<<20, nil)
@@ -51,15 +58,15 @@ func adminRoundTrip[R kmsg.Response](t *testing.T, b *Broker, req kmsg.Request, 
 }
 
 // requestFrame is req at version as one request frame, correlation id 7,
-// client id admin.
-func requestFrame(req kmsg.Request, version int16) []byte {
+// from clientID.
+func requestFrame(req kmsg.Request, clientID string, version int16) []byte {
 	req.SetVersion(version)
 	frame := []byte{0, 0, 0, 0}
 	frame = binary.BigEndian.AppendUint16(frame, uint16(req.Key()))
 	frame = binary.BigEndian.AppendUint16(frame, uint16(version))
 	frame = binary.BigEndian.AppendUint32(frame, 7)
-	frame = binary.BigEndian.AppendUint16(frame, 5)
-	frame = append(frame, "admin"...)
+	frame = binary.BigEndian.AppendUint16(frame, uint16(len(clientID)))
+	frame = append(frame, clientID...)
 	if req.IsFlexible() {
 		frame = append(frame, 0)
 	}

@@ -104,6 +104,9 @@ func TestDenyAllAuthorizer(t *testing.T) {
 	if resp := adminRoundTrip[*kmsg.OffsetFetchResponse](t, b, fetchOffsets, 7); len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].Offset != 5 {
 		t.Errorf("after the refusals group g has %+v, want offset 5 for t-0", resp.Topics)
 	}
+	if e := b.meta.Image().Access.ClientQuotas.Entities(); len(e) != 0 {
+		t.Errorf("after the refusals the client quotas are %v, want none", e)
+	}
 	if len(authz.principals) != 1 || !authz.principals[anonymousPrincipal] {
 		t.Errorf("authorizer asked about %v, want only %s", authz.principals, anonymousPrincipal)
 	}
@@ -401,6 +404,18 @@ func denyAllCases(topicID [16]byte) []authzCase {
 			if len(r.Dirs) != 0 {
 				t.Errorf("%d dirs disclosed", len(r.Dirs))
 			}
+		}},
+		{"DescribeClientQuotas", func() kmsg.Request { return kmsg.NewPtrDescribeClientQuotasRequest() }, 1, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.DescribeClientQuotasResponse)
+			code(t, "top level", r.ErrorCode, clusterAuth)
+		}},
+		{"AlterClientQuotas", func() kmsg.Request {
+			r := kmsg.NewPtrAlterClientQuotasRequest()
+			r.Entries = []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: kmsg.StringPtr("alice")}},
+				Ops: []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 1024}}}}
+			return r
+		}, 1, func(t *testing.T, resp kmsg.Response) {
+			code(t, "entry", resp.(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode, clusterAuth)
 		}},
 		{"ElectLeaders", func() kmsg.Request {
 			r := kmsg.NewPtrElectLeadersRequest()

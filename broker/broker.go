@@ -41,6 +41,9 @@ type Config struct {
 	// Limits are max.connections, max.connections.per.ip and
 	// connections.max.idle.ms (limits.go).
 	Limits ConnLimits
+	// Quotas are the client quotas' windows and
+	// max.connection.creation.rate (quotas.go).
+	Quotas QuotaConfig
 	// Authorizer decides what each request may do (authz.go); nil allows
 	// everything, as Kafka without authorizer.class.name.
 	Authorizer Authorizer
@@ -145,6 +148,8 @@ type Broker struct {
 	apis  *registry  // the keys and versions served, and their handlers
 	svc   *services  // what handlers see of the broker
 	authz Authorizer // cfg.Authorizer, or allowAll
+
+	quotas *clientQuotas // the client quotas of the image (quotas.go)
 
 	// A cluster node's controller, lifecycle and forwarder; nil on one node.
 	controller *controller
@@ -284,6 +289,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		apis:      newRegistry(),
 		authz:     cfg.Authorizer,
 		forward:   fwd,
+		quotas:    newClientQuotas(cfg.Quotas),
 	}
 	if cfg.StandardAuthorizer != nil {
 		b.authz = newStandardAuthorizer(cfg.StandardAuthorizer, meta)
@@ -291,8 +297,9 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if b.authz == nil {
 		b.authz = allowAll{}
 	}
-	b.unpublish = meta.Subscribe(func(_, new *metadata.Image) { pub.update(new) })
+	b.unpublish = meta.Subscribe(func(_, new *metadata.Image) { pub.update(new); b.quotas.update(new) })
 	pub.update(meta.Image())
+	b.quotas.update(meta.Image())
 	if cfg.Metadata != nil && cfg.Cluster.AutoLeaderRebalance && cfg.Cluster.LeaderImbalanceCheckInterval > 0 {
 		go balanceLeaders(meta, cfg.Cluster.LeaderImbalanceCheckInterval, b.shutdown, logger)
 	}
@@ -410,7 +417,7 @@ func (b *Broker) accept(l *clientListener) error {
 func (b *Broker) add(nc net.Conn, l *clientListener) bool {
 	b.acceptMu.Lock()
 	defer b.acceptMu.Unlock()
-	if !b.waitForSlot() {
+	if !b.waitForSlot() || !b.waitConnectionRate() {
 		nc.Close()
 		return false
 	}

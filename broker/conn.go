@@ -139,6 +139,11 @@ type conn struct {
 
 	fetchErr int16 // top-level error code of the fetch response just written, for metrics
 
+	// start is when the request being served was read; mute is how long
+	// the connection stays muted after its response (conn_quota.go).
+	start time.Time
+	mute  time.Duration
+
 	rc reqCtx // the request being served
 
 	// apis and svc are what the connection serves: the broker's APIs, or on
@@ -262,6 +267,7 @@ func (c *conn) serveOne() error {
 		return c.idleErr(err)
 	}
 	start := time.Now()
+	c.start = start
 	req, err := protocol.ParseRequest(frame, c.apis.supports)
 	// kmsg decodes byte fields as slices of the frame. Produce and Fetch
 	// never keep them past the request, so their buffer is reused; other
@@ -304,11 +310,18 @@ func (c *conn) serveOne() error {
 		c.rc.fetch = c
 	}
 	resp, err := c.apis.apis[req.Key].serve(&c.rc)
+	if err == nil && req.Key != int16(kmsg.Fetch) {
+		c.mute = c.throttleResponse(req, start, resp)
+	}
 	c.rc = reqCtx{} // an idle connection keeps no request (and frame) alive
 	if err == nil && resp != nil {
 		err = c.reply(req, resp)
 	}
 	c.observe(req, start, resp, err)
+	if mute := c.mute; err == nil && mute > 0 {
+		c.mute = 0
+		c.waitMuted(mute)
+	}
 	return err
 }
 

@@ -35,6 +35,9 @@ package broker
 // read_committed (1) reads only below it and lists the aborted
 // transactions with records in the returned range, as Kafka does, so
 // clients drop their records (and the markers).
+// A consumer's fetch asks for at most what its consumer_byte_rate allows
+// in the quota windows, and one over its quota is answered without
+// records, carrying the throttle time (conn_quota.go).
 
 import (
 	"fmt"
@@ -70,6 +73,9 @@ func handleFetch(rc *reqCtx) (kmsg.Response, error) {
 	access := fetchAccess{rc: rc, follower: replicaID >= 0, replicaID: replicaID}
 	access.clusterAction = access.follower && rc.authorizeCluster(OpClusterAction)
 	access.replica = access.follower && rc.svc.cfg.Metadata != nil
+	if !access.follower {
+		rc.capFetchToQuota(r)
+	}
 	return nil, rc.svc.serveFetch(rc.fetch, rc.req, access)
 }
 
@@ -113,7 +119,10 @@ func (b *services) serveFetch(c fetchWriter, req *protocol.Request, access fetch
 			return c.writeFetch(req, 0, read.topics, read.nodes)
 		}
 		releaseFetch(read.topics)
-		if !b.waitAny(waits, b.clock.Until(deadline)) {
+		waitStart := time.Now()
+		woken := b.waitAny(waits, b.clock.Until(deadline))
+		access.rc.waited += time.Since(waitStart)
+		if !woken {
 			read = b.readFetch(r, req.Version, access)
 			return c.writeFetch(req, 0, read.topics, read.nodes)
 		}
@@ -304,13 +313,18 @@ func releaseFetch(topics []fetchTopic) {
 // the segment files in place.
 func (c *conn) writeFetch(req *protocol.Request, errorCode int16, topics []fetchTopic, nodes []fetchNode) error {
 	defer releaseFetch(topics)
+	out := protocol.AppendResponseHeader(c.out[:0], req.Key, req.Version, req.CorrelationID)
+	e := encodeFetch(out, req.Version, 0, errorCode, topics, nodes)
+	if throttle := c.fetchThrottle(req, len(e.body)-len(out)+e.extra); throttle > 0 {
+		// Kafka answers a throttled fetch without its records.
+		topics, nodes = nil, nil
+		e = encodeFetch(e.body[:len(out)], req.Version, int32(throttle), errorCode, nil, nil)
+	}
 	c.observeFetch(req.Key, errorCode, topics)
 	if c.b.cfg.LogRequests {
 		c.log.Info("response", zap.String("api", "Fetch"), zap.Int16("version", req.Version),
 			zap.Int32("correlation_id", req.CorrelationID), zap.Int16("error_code", errorCode), zap.Any("topics", topics))
 	}
-	out := protocol.AppendResponseHeader(c.out[:0], req.Key, req.Version, req.CorrelationID)
-	e := encodeFetch(out, req.Version, errorCode, topics, nodes)
 	protocol.FinishFrame(e.body, 0, e.extra)
 	c.out = e.body[:0]
 	from := 0

@@ -59,10 +59,10 @@ type fetchBody struct {
 	extra  int // total chunk bytes
 }
 
-func encodeFetch(dst []byte, version int16, errorCode int16, topics []fetchTopic, nodes []fetchNode) fetchBody {
+func encodeFetch(dst []byte, version int16, throttleMs int32, errorCode int16, topics []fetchTopic, nodes []fetchNode) fetchBody {
 	flex := version >= 12
 	e := fetchBody{body: dst}
-	e.body = binary.BigEndian.AppendUint32(e.body, 0) // throttle_time_ms
+	e.body = binary.BigEndian.AppendUint32(e.body, uint32(throttleMs))
 	if version >= 7 {
 		e.body = binary.BigEndian.AppendUint16(e.body, uint16(errorCode))
 		e.body = binary.BigEndian.AppendUint32(e.body, 0) // session_id: sessionless

@@ -55,7 +55,7 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 		topics[0].partitions[5].leaderID, topics[0].partitions[5].leaderEpoch = 3, 7
 		topics[0].partitions[3].leaderID, topics[0].partitions[3].leaderEpoch = 0, 2
 		nodes := []fetchNode{{id: 0, host: "h0", port: 9092}, {id: 3, host: "host-3", port: 19092, rack: "r3"}}
-		e := encodeFetch(nil, version, 0, topics, nodes)
+		e := encodeFetch(nil, version, 0, 0, topics, nodes)
 		var got []byte
 		from := 0
 		for i, hole := range e.holes {

@@ -4,7 +4,7 @@ package broker
 // admin changes clients send (CreateTopics, DeleteTopics,
 // CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
 // AlterPartitionReassignments, UnregisterBroker,
-// AlterUserScramCredentials, CreateAcls, DeleteAcls) and the quorum's
+// AlterUserScramCredentials, AlterClientQuotas, CreateAcls, DeleteAcls) and the quorum's
 // DescribeQuorum, AddRaftVoter and RemoveRaftVoter go to the
 // active controller over its controller listener, at the client's version,
 // and its answer is relayed, as Kafka brokers forward them
@@ -38,7 +38,7 @@ import (
 // controller.
 var forwardedKeys = []kmsg.Key{kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
 	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter, kmsg.UnregisterBroker,
-	kmsg.AlterUserSCRAMCredentials, kmsg.CreateACLs, kmsg.DeleteACLs}
+	kmsg.AlterUserSCRAMCredentials, kmsg.AlterClientQuotas, kmsg.CreateACLs, kmsg.DeleteACLs}
 
 // errNoController is a forward with no active controller known.
 var errNoController = fmt.Errorf("no active controller is known: %w", kerr.NotController)
@@ -265,6 +265,8 @@ func itemsResponse(req kmsg.Request, code int16) (kmsg.Response, error) {
 		return resp, nil
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return alterScramFailed(r, code, nil), nil
+	case *kmsg.AlterClientQuotasRequest:
+		return alterClientQuotasAnswer(r, code), nil
 	case *kmsg.CreateACLsRequest:
 		resp := kmsg.NewPtrCreateACLsResponse()
 		for range r.Creations {

@@ -95,6 +95,10 @@ func awaitedChanges(before *metadata.Image, req kmsg.Request, resp kmsg.Response
 		}
 	case *kmsg.ElectLeadersRequest:
 		return electedLeaders(before, resp.(*kmsg.ElectLeadersResponse))
+	case *kmsg.AlterClientQuotasRequest:
+		if !r.ValidateOnly {
+			return alteredClientQuotas(r, resp.(*kmsg.AlterClientQuotasResponse))
+		}
 	case *kmsg.AlterPartitionAssignmentsRequest:
 		return reassignedPartitions(r, resp.(*kmsg.AlterPartitionAssignmentsResponse))
 	case *kmsg.AlterUserSCRAMCredentialsRequest:

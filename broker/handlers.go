@@ -62,6 +62,7 @@ func newRegistry() *registry {
 		registerAddPartitionsToTxn, registerAddOffsetsToTxn, registerEndTxn, registerTxnOffsetCommit,
 		registerDescribeTransactions, registerListTransactions, registerWriteTxnMarkers, registerSASL, registerACLs,
 		registerScramCredentials,
+		registerClientQuotas,
 	} {
 		register(r)
 	}

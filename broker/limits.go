@@ -22,9 +22,10 @@ package broker
 // does (ConnectionQuotas.waitForConnectionSlot): new connections wait in the
 // kernel's backlog and are served, in turn, once a slot frees. Over
 // max.connections.per.ip the new connection is closed at once, as Kafka does.
-// Differences from Kafka:
-// max.connections.per.ip.overrides and the per-listener and rate limits
-// (max.connection.creation.rate) are not implemented.
+// Connection creation rates (max.connection.creation.rate, the
+// connection_creation_rate quotas) are connquotas.go's. Differences from
+// Kafka: max.connections.per.ip.overrides and the per-listener limits are
+// not implemented.
 
 import (
 	"errors"
@@ -86,6 +87,9 @@ func (b *Broker) waitForSlot() bool {
 // at a time (Broker.add), so a count checked here cannot grow before track.
 func (b *Broker) admit(c *conn) bool {
 	ip := remoteIP(c.nc)
+	if b.throttledByIP(c, ip) {
+		return false
+	}
 	l := b.cfg.Limits
 	b.mu.Lock()
 	var reason string

@@ -37,6 +37,7 @@ func (b *Broker) openMetrics() error {
 	}
 	m.SetStorage(b.logs)
 	m.SetBuildInfo(b.cfg.Build)
+	m.SetClientQuotas(b.quotas)
 	if b.groups != nil {
 		m.SetGroupOffsets(groupOffsets{b.groups})
 	}

@@ -35,6 +35,8 @@ package broker
 // Kafka. Internal topics (__consumer_offsets, __transaction_state) are
 // written only by the coordinators: producing to them is
 // INVALID_TOPIC_EXCEPTION, as Kafka answers clients other than its admin.
+// Client quotas (producer_byte_rate, request_percentage) are checked on
+// the answered request by the connection (conn_quota.go).
 
 import (
 	"errors"

@@ -39,6 +39,9 @@ type reqCtx struct {
 	// conn is the connection the request came on: a broker's heartbeats
 	// bind its session to it (controller.go).
 	conn *conn
+	// waited is how long a fetch waited in its long poll, which the
+	// request quota does not count (conn_quota.go).
+	waited time.Duration
 }
 
 // fetchWriter sends a Fetch response; Fetch's handler returns no response
@@ -66,6 +69,7 @@ type services struct {
 	served   []VersionRange  // what ApiVersions advertises
 	shutdown <-chan struct{} // closed when Shutdown starts: ends long polls
 	forward  *forwarder      // a cluster node's way to the active controller; nil on one node
+	quotas   *clientQuotas   // the client quotas (quotas.go)
 	// controllerListener: these serve the controller listener, the
 	// requests brokers forward, whose BROKER resources may name any node.
 	controllerListener bool
@@ -147,6 +151,7 @@ func newServices(b *Broker, listener string) *services {
 		served:   b.apis.ranges(),
 		shutdown: b.shutdown,
 		forward:  b.forward,
+		quotas:   b.quotas,
 	}
 }
 

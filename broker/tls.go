@@ -21,6 +21,7 @@ package broker
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -79,6 +80,12 @@ func serverTLS(nc net.Conn, lt *ListenerTLS) (net.Conn, *tls.Conn) {
 	return tc, tc
 }
 
+// notTLSAlert is what Java's TLS (and so Kafka) answers a first record
+// that is not TLS, a plaintext Kafka request say: a fatal internal_error
+// alert in a TLS 1.2 record. Clients recognise it and tell their users the
+// broker expects TLS.
+var notTLSAlert = []byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x50}
+
 // handshake completes c's TLS handshake and sets its principal; on a
 // PLAINTEXT listener it does nothing.
 func (c *conn) handshake() error {
@@ -93,6 +100,11 @@ func (c *conn) handshake() error {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	if err := c.tlsConn.HandshakeContext(ctx); err != nil {
+		var notTLS tls.RecordHeaderError
+		if errors.As(err, &notTLS) && notTLS.Conn != nil {
+			// Best effort, as the connection closes next.
+			_, _ = notTLS.Conn.Write(notTLSAlert)
+		}
 		return fmt.Errorf("TLS handshake on SSL listener %s: %w", c.svc.listener, err)
 	}
 	state := c.tlsConn.ConnectionState()

@@ -1,10 +1,12 @@
 package metadata
 
-// The image's access state: who may connect (SCRAM credentials, scram.go)
-// and, as they come, what each may do and how fast. Storage keeps none of
-// it in its own files, so a single node keeps these records as they are,
-// in one batch (AccessRecords); a cluster keeps them in its log like any
-// other record.
+// The image's access state: who may connect (SCRAM credentials, scram.go),
+// what each may do (ACLs, acls.go) and how fast (client quotas,
+// quotas.go). Storage keeps none of it in its own files, so a single node
+// keeps these records as they are, in one batch (AccessRecords); a
+// cluster keeps them in its log like any other record.
+
+import "slices"
 
 // AccessRecord is a record of the access state.
 type AccessRecord interface {
@@ -12,17 +14,19 @@ type AccessRecord interface {
 	accessRecord()
 }
 
-// AccessImage is the access state (Kafka's ScramImage, AclsImage and, to
-// come, ClientQuotasImage).
+// AccessImage is the access state (Kafka's ScramImage, AclsImage and
+// ClientQuotasImage).
 type AccessImage struct {
-	Scram ScramImage
-	ACLs  ACLsImage
+	Scram        ScramImage
+	ACLs         ACLsImage
+	ClientQuotas ClientQuotasImage
 }
 
 // accessDelta is the changes to an AccessImage.
 type accessDelta struct {
-	scram scramDelta
-	acls  aclsDelta
+	scram        scramDelta
+	acls         aclsDelta
+	clientQuotas clientQuotasDelta
 }
 
 // replay applies one access record on base; as Delta.Replay, a record
@@ -37,6 +41,8 @@ func (d *accessDelta) replay(base *AccessImage, r AccessRecord) error {
 		return d.acls.put(base.ACLs, r)
 	case RemoveAccessControlEntryRecord:
 		return d.acls.remove(base.ACLs, r)
+	case ClientQuotaRecord:
+		return d.clientQuotas.replay(r)
 	}
 	return nil
 }
@@ -45,11 +51,12 @@ func (d *accessDelta) replay(base *AccessImage, r AccessRecord) error {
 func (d *accessDelta) apply(base AccessImage) AccessImage {
 	base.Scram = d.scram.apply(base.Scram)
 	base.ACLs = d.acls.apply(base.ACLs)
+	base.ClientQuotas = d.clientQuotas.apply(base.ClientQuotas)
 	return base
 }
 
 // AccessRecords lists the records that rebuild img's access state from
 // none.
 func AccessRecords(img *Image) []Record {
-	return append(img.Access.Scram.records(), img.Access.ACLs.records()...)
+	return slices.Concat(img.Access.Scram.records(), img.Access.ACLs.records(), img.Access.ClientQuotas.records())
 }

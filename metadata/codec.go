@@ -70,6 +70,7 @@ var decoders = map[string]func(json.RawMessage) (Record, error){
 
 	"UserScramCredentialRecord":       decodeAs[UserScramCredentialRecord],
 	"RemoveUserScramCredentialRecord": decodeAs[RemoveUserScramCredentialRecord],
+	"ClientQuotaRecord":               decodeAs[ClientQuotaRecord],
 	"AccessControlEntryRecord":        decodeAs[AccessControlEntryRecord],
 	"RemoveAccessControlEntryRecord":  decodeAs[RemoveAccessControlEntryRecord],
 }

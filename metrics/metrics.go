@@ -90,6 +90,7 @@ type Metrics struct {
 	groups  atomic.Pointer[groupSource]
 	build   atomic.Pointer[BuildInfo] // build.go
 	ready   atomic.Bool
+	quotas  atomic.Pointer[quotaSource] // client quotas (quotas.go)
 }
 
 // New returns metrics registered in a fresh registry, with the Go runtime
@@ -134,7 +135,7 @@ func New() *Metrics {
 	m.reg.MustRegister(m.requests, m.partitionErrors, m.latency, m.connsOpen, m.connsAccepted, m.connsClosed, m.fsync,
 		m.recoverySegments, m.recoveryBytes, m.recoveryBatches,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&topicCollector{m: m}, &storageCollector{m: m}, &buildCollector{m: m})
+		&topicCollector{m: m}, &storageCollector{m: m}, &buildCollector{m: m}, &quotaCollector{m: m})
 	return m
 }
 

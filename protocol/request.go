@@ -23,6 +23,7 @@ type Request struct {
 	CorrelationID int32
 	ClientID      *string
 	Body          kmsg.Request
+	BodySize      int // the body's bytes in the frame (Kafka's RequestChannel.Request.sizeInBytes)
 }
 
 // ParseRequest decodes a request header and, when served reports its key and
@@ -52,6 +53,7 @@ func ParseRequest(frame []byte, served func(key, version int16) bool) (*Request,
 			return req, fmt.Errorf("%w: header tags: %v", ErrMalformed, err)
 		}
 	}
+	req.BodySize = len(rest)
 	if err := body.ReadFrom(rest); err != nil {
 		return req, fmt.Errorf("%w: %s v%d body: %v", ErrMalformed, kmsg.NameForKey(req.Key), req.Version, err)
 	}

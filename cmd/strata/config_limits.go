@@ -14,6 +14,10 @@ type limitSettings struct {
 	MaxConnections      int32 // max.connections
 	MaxConnectionsPerIP int32 // max.connections.per.ip
 	MaxIdleMs           int64 // connections.max.idle.ms; negative disables idle expiry
+
+	MaxConnectionCreationRate int32 // max.connection.creation.rate
+	QuotaWindowNum            int32 // quota.window.num
+	QuotaWindowSizeSeconds    int32 // quota.window.size.seconds
 }
 
 func defaultLimitSettings() limitSettings {
@@ -21,6 +25,10 @@ func defaultLimitSettings() limitSettings {
 		MaxConnections:      int32(defaultInt("max.connections")),
 		MaxConnectionsPerIP: int32(defaultInt("max.connections.per.ip")),
 		MaxIdleMs:           defaultInt("connections.max.idle.ms"),
+
+		MaxConnectionCreationRate: int32(defaultInt("max.connection.creation.rate")),
+		QuotaWindowNum:            int32(defaultInt("quota.window.num")),
+		QuotaWindowSizeSeconds:    int32(defaultInt("quota.window.size.seconds")),
 	}
 }
 
@@ -35,6 +43,9 @@ func loadLimitSettings(p *propReader, s *settings) {
 	p.setInt32(&l.MaxConnections, "max.connections")
 	p.setInt32(&l.MaxConnectionsPerIP, "max.connections.per.ip")
 	p.setInt64(&l.MaxIdleMs, "connections.max.idle.ms")
+	p.setInt32(&l.MaxConnectionCreationRate, "max.connection.creation.rate")
+	p.setInt32(&l.QuotaWindowNum, "quota.window.num")
+	p.setInt32(&l.QuotaWindowSizeSeconds, "quota.window.size.seconds")
 	if l.MaxIdleMs == 0 && p.err == nil {
 		p.fail("connections.max.idle.ms", strconv.FormatInt(l.MaxIdleMs, 10),
 			"0 would close every connection at once; use a negative value to never close idle connections")
@@ -53,4 +64,14 @@ func (l limitSettings) config() broker.ConnLimits {
 		MaxConnectionsPerIP: int(l.MaxConnectionsPerIP),
 		MaxIdle:             idle,
 	}
+}
+
+// quotas are the client quotas' windows and the broker's connection
+// creation rate (Kafka's default, 2^31-1, is none).
+func (l limitSettings) quotas() broker.QuotaConfig {
+	q := broker.QuotaConfig{WindowNum: int(l.QuotaWindowNum), WindowSize: time.Duration(l.QuotaWindowSizeSeconds) * time.Second}
+	if l.MaxConnectionCreationRate < math.MaxInt32 {
+		q.MaxConnectionCreationRate = int(l.MaxConnectionCreationRate)
+	}
+	return q
 }

@@ -101,8 +101,9 @@ func TestDefaults(t *testing.T) {
 		GroupInitialRebalanceDelayMs: 3000,
 		GroupMaxSize:                 math.MaxInt32,
 		OffsetsSegmentBytes:          104857600,
-		Limits:                       limitSettings{MaxConnections: math.MaxInt32, MaxConnectionsPerIP: math.MaxInt32, MaxIdleMs: 600000},
-		Retention:                    retentionSettings{RetentionMs: 604800000, RetentionBytes: -1, CheckIntervalMs: 300000, SegmentDeleteMs: 60000},
+		Limits: limitSettings{MaxConnections: math.MaxInt32, MaxConnectionsPerIP: math.MaxInt32, MaxIdleMs: 600000,
+			MaxConnectionCreationRate: math.MaxInt32, QuotaWindowNum: 11, QuotaWindowSizeSeconds: 1},
+		Retention: retentionSettings{RetentionMs: 604800000, RetentionBytes: -1, CheckIntervalMs: 300000, SegmentDeleteMs: 60000},
 		Txn: txnSettings{StateLogPartitions: 50, MaxTimeoutMs: 900000, AbortCheckIntervalMs: 10000,
 			IDExpirationMs: 604800000, IDExpirationCheckMs: 3600000},
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -125,8 +126,9 @@ func TestTLSFranzGo(t *testing.T) {
 
 // TestTLSClientRefused: with ssl.client.auth=required, a client without a
 // certificate, or with one of another CA, cannot talk to the broker, and
-// each refused connection is one log line. A plaintext Kafka client on the SSL port
-// fails the handshake: its connection is closed and logged once.
+// each refused connection is one log line. A plaintext Kafka client on the
+// SSL port fails the handshake: it gets Kafka's TLS alert, and its
+// connection is closed and logged once.
 func TestTLSClientRefused(t *testing.T) {
 	e2e(t)
 	pki := newTestPKI(t)
@@ -169,8 +171,14 @@ func TestTLSClientRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.ReadAll(c); err != nil && !errors.Is(err, net.ErrClosed) && !isReset(err) {
+	answer, err := io.ReadAll(c)
+	if err != nil && !errors.Is(err, net.ErrClosed) && !isReset(err) {
 		t.Fatalf("plaintext client on the SSL port: %v, want the connection closed", err)
+	}
+	// Kafka (Java's TLS) answers 15 03 03 00 02 02 50: a fatal
+	// internal_error alert, which clients report as "expecting TLS".
+	if want := []byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x50}; !bytes.Equal(answer, want) {
+		t.Fatalf("plaintext client on the SSL port got % x, want Kafka's TLS alert % x", answer, want)
 	}
 	line := regexp.MustCompile(`TLS handshake on SSL listener SSL: [^"]*first record does not look like a TLS handshake`)
 	p.waitLog(line, 10*time.Second)

@@ -170,6 +170,7 @@ func brokerConfig(s settings, logRequests bool, build buildInfo) broker.Config {
 		LogRequests:           logRequests,
 		MetricsListener:       s.MetricsListener,
 		Limits:                s.Limits.config(),
+		Quotas:                s.Limits.quotas(),
 		StaticConfigs:         s.Static,
 		StandardAuthorizer:    s.Authorizer,
 		Groups: coordinator.GroupConfig{

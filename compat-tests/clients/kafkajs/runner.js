@@ -19,6 +19,7 @@ const {
 const SnappyCodec = require('kafkajs-snappy')
 const lz4js = require('lz4js')
 const zstd = require('@bokuweb/zstd-wasm')
+const auth = require('./auth')
 
 const CLIENT = 'kafkajs'
 const BUDGET_MS = 45000
@@ -170,6 +171,7 @@ class Runner {
       connectionTimeout: 5000,
       requestTimeout: 15000,
       retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 2000 },
+      ...auth.securityOptions(o.args),
     })
     this.closers = []
   }
@@ -699,6 +701,12 @@ async function main() {
       group_consumer_protocol: () => { throw new Outcome('skip', 'kafkajs implements only the classic group protocol (no ConsumerGroupHeartbeat / KIP-848)') },
       cross_produce: () => r.cross_produce(),
       cross_consume: () => r.cross_consume(),
+      auth_plain: () => auth.authenticated(r, DATA, fail, errText),
+      auth_scram_sha_256: () => auth.authenticated(r, DATA, fail, errText),
+      auth_scram_sha_512: () => auth.authenticated(r, DATA, fail, errText),
+      auth_mtls: () => auth.authenticated(r, DATA, fail, errText),
+      auth_bad_password: () => auth.refused(r, o.scenario, DATA, fail, errText),
+      auth_no_tls: () => auth.refused(r, o.scenario, DATA, fail, errText),
     }
     try {
       if (!scenarios[o.scenario]) throw new Outcome('skip', `unknown scenario ${o.scenario}`)

@@ -17,6 +17,8 @@ from runner_common import (ALTER_RETENTION_MS, BASE_TS, CROSS, CROSS_HEADER, DEL
                            TS_STEP, Deadline, check_cross, check_produce_consume, check_replicas, fail, group_name,
                            headers_key, headers_value, main, skip, wait_ready)
 
+from auth_common import AUTH_RECORDS, REFUSAL_BOUND_S, check_auth, how, librdkafka_config, refused  # noqa: E402
+
 CLIENT = "confluent-kafka-python"
 
 
@@ -39,6 +41,7 @@ class Runner:
         self.dl = Deadline()
         self.closers = []
         self._admin = None
+        self.security = librdkafka_config(args)
 
     def on_error(self, err):
         """librdkafka's background errors (e.g. coordinator lookups) end up in the failure detail."""
@@ -59,12 +62,12 @@ class Runner:
     # ------------------------------------------------------------ clients
     def admin(self):
         if self._admin is None:
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, "client.id": "compat-confluent-admin"})
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, "client.id": "compat-confluent-admin", **self.security})
         return self._admin
 
     def producer(self, **kw):
         cfg = {"bootstrap.servers": self.bootstrap, "client.id": "compat-confluent-producer", "acks": "all",
-               "linger.ms": 5, "message.timeout.ms": 30000}
+               "linger.ms": 5, "message.timeout.ms": 30000, **self.security}
         cfg.update(kw)
         return Producer(cfg)
 
@@ -73,7 +76,7 @@ class Runner:
                # librdkafka requires a group.id; without subscribe() and commits it is not used.
                "group.id": f"{self.topic}-confluent-unused", "enable.auto.commit": False,
                "auto.offset.reset": "earliest", "enable.partition.eof": False,
-               "error_cb": self.on_error}
+               "error_cb": self.on_error, **self.security}
         cfg.update(kw)
         c = Consumer(cfg)
         self.closers.append(c.close)
@@ -449,6 +452,37 @@ class Runner:
                  "headers": [[k, bytes(v).decode()] for k, v in (m.headers() or [])]} for m in got]
         self.data["records"] = recs
         return check_cross(recs, self.args.get("expect_from"))
+
+
+    # ------------------------------------------------------------ secure columns
+    def _auth(self):
+        try:
+            self.produce_all(self.producer(), [{"key": k.encode(), "value": v.encode(), "partition": 0} for k, v in AUTH_RECORDS])
+        except Exception as e:
+            raise fail(f"{how(self.args)}: produce: {e}")
+        msgs = self.read_all(self.consumer(), 1, len(AUTH_RECORDS), cap=20.0)
+        return check_auth(self.args, [(m.key().decode(), m.value().decode()) for m in msgs])
+
+    s_auth_plain = s_auth_scram_sha_256 = s_auth_scram_sha_512 = s_auth_mtls = _auth
+
+    def _refused(self, scenario):
+        """librdkafka retries the connection by itself and reports each failure to error_cb: the first one
+        that names the failure (_ALL_BROKERS_DOWN only if none does within 3 s of it)."""
+        errors = []
+        p = self.producer(error_cb=errors.append)
+        end = time.monotonic() + REFUSAL_BOUND_S
+        while time.monotonic() < end and all(e.code() == KafkaError._ALL_BROKERS_DOWN for e in errors):
+            if len(errors) == 1:
+                end = min(end, time.monotonic() + 3)
+            p.poll(0.2)
+        named = [e for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN] or errors
+        return refused(scenario, self.data, str(named[0]) if named else f"hung: no error within {REFUSAL_BOUND_S}s")
+
+    def s_auth_bad_password(self):
+        return self._refused("auth_bad_password")
+
+    def s_auth_no_tls(self):
+        return self._refused("auth_no_tls")
 
 
 if __name__ == "__main__":

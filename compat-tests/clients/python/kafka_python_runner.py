@@ -22,6 +22,8 @@ from runner_common import (ALTER_RETENTION_MS, BASE_TS, CROSS, CROSS_HEADER, DEL
                            check_produce_consume, check_replicas, fail, group_name, headers_key, headers_value,
                            main, skip, wait_ready)
 
+from auth_common import AUTH_RECORDS, REFUSAL_BOUND_S, check_auth, how, kafka_python_config, refused  # noqa: E402
+
 CLIENT = "kafka-python"
 
 
@@ -38,6 +40,7 @@ class Runner:
         self.dl = Deadline()
         self.closers = []
         self._admin = None
+        self.security = kafka_python_config(args)
 
     def close(self):
         for c in reversed(self.closers):
@@ -50,13 +53,13 @@ class Runner:
     def admin(self):
         if self._admin is None:
             self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="compat-kafka-python-admin",
-                                           request_timeout_ms=15000)
+                                           request_timeout_ms=15000, **self.security)
             self.closers.append(self._admin.close)
         return self._admin
 
     def producer(self, **kw):
         cfg = dict(bootstrap_servers=self.bootstrap, client_id="compat-kafka-python-producer", acks="all",
-                   linger_ms=5, request_timeout_ms=15000, max_block_ms=20000)
+                   linger_ms=5, request_timeout_ms=15000, max_block_ms=20000, **self.security)
         cfg.update(kw)
         p = KafkaProducer(**cfg)
         self.closers.append(lambda: p.close(timeout=3))
@@ -64,7 +67,7 @@ class Runner:
 
     def consumer(self, **kw):
         cfg = dict(bootstrap_servers=self.bootstrap, client_id="compat-kafka-python-consumer", group_id=None,
-                   auto_offset_reset="earliest", enable_auto_commit=False, request_timeout_ms=30000)
+                   auto_offset_reset="earliest", enable_auto_commit=False, request_timeout_ms=30000, **self.security)
         cfg.update(kw)
         c = KafkaConsumer(**cfg)
         self.closers.append(lambda: c.close(autocommit=False))
@@ -463,6 +466,40 @@ class Runner:
                  "headers": [[k, bytes(v).decode()] for k, v in r.headers]} for r in got]
         self.data["records"] = recs
         return check_cross(recs, self.args.get("expect_from"))
+
+
+    # ------------------------------------------------------------ secure columns
+    def _auth(self):
+        try:
+            p = self.producer()
+            futures = [p.send(self.topic, key=k.encode(), value=v.encode(), partition=0) for k, v in AUTH_RECORDS]
+            p.flush(timeout=20)
+            for f in futures:
+                f.get(timeout=20)
+        except Exception as e:
+            raise fail(f"{how(self.args)}: produce: {err_name(e)}: {e}")
+        recs = self.read_all(self.consumer(), 1, len(AUTH_RECORDS), cap=20.0)
+        return check_auth(self.args, [(r.key.decode(), r.value.decode()) for r in recs])
+
+    s_auth_plain = s_auth_scram_sha_256 = s_auth_scram_sha_512 = s_auth_mtls = _auth
+
+    def _refused(self, scenario):
+        # kafka-python retries a failed authentication as any failed connection and raises only when its
+        # bootstrap times out; the SaslAuthenticationFailedError goes to its log.
+        block = (REFUSAL_BOUND_S - 5) * 1000
+        try:
+            p = self.producer(max_block_ms=block, bootstrap_timeout_ms=block)
+            p.send(self.topic, value=b"refused", partition=0).get(timeout=block / 1000)
+            err = None
+        except Exception as e:
+            err = f"{type(e).__name__}: {e}"
+        return refused(scenario, self.data, err)
+
+    def s_auth_bad_password(self):
+        return self._refused("auth_bad_password")
+
+    def s_auth_no_tls(self):
+        return self._refused("auth_no_tls")
 
 
 if __name__ == "__main__":

@@ -266,7 +266,7 @@ func (h *harness) run(targets targetSel, onlyClients, onlyScen map[string]bool, 
 		fmt.Printf("compat: client %-22s %s (%s)\n", c.Name, status, time.Since(t).Round(100*time.Millisecond))
 	}
 	var scen []string
-	for _, s := range scenarios {
+	for _, s := range allScenarios() {
 		if onlyScen == nil || onlyScen[s] {
 			scen = append(scen, s)
 		}
@@ -298,7 +298,11 @@ func (h *harness) run(targets targetSel, onlyClients, onlyScen map[string]bool, 
 				if s == "cross_consume" {
 					continue
 				}
-				jobs = append(jobs, job{client: c, scenario: s, broker: b, topic: h.topic(c.Name, s, b)})
+				j := job{client: c, scenario: s, broker: b, topic: h.topic(c.Name, s, b)}
+				if b.sec != nil {
+					j.bootstrap, j.extra = b.sec.runnerArgs(s)
+				}
+				jobs = append(jobs, j)
 			}
 		}
 	}
@@ -313,7 +317,9 @@ func (h *harness) run(targets targetSel, onlyClients, onlyScen map[string]bool, 
 	// 6. On-disk compatibility.
 	if onlyScen == nil || onlyScen["dump_log"] {
 		for _, p := range pairs {
-			h.dumpLog(p)
+			if !h.targets[p.strata].secure {
+				h.dumpLog(p)
+			}
 		}
 	}
 
@@ -337,6 +343,11 @@ type job struct {
 	broker   *broker
 	topic    string
 	extra    []string // --arg K=V values
+	// bootstrap, if set, is the runner's --bootstrap instead of the target's
+	// PLAINTEXT addresses (a secure scenario's listener).
+	bootstrap string
+	// logSuffix follows the scenario in the run's log file name.
+	logSuffix string
 	// sink, if set, receives the result instead of the matrix.
 	sink func(cell)
 }
@@ -385,7 +396,9 @@ func (h *harness) runOne(j job) (c cell) {
 	c = cell{Client: j.client.Name, Scenario: j.scenario, Broker: j.broker.name}
 	t := time.Now()
 	defer func() { c.Secs = time.Since(t).Seconds() }()
-	if j.client.PreCreate && j.scenario != "create_topic" && j.scenario != "create_partitions" && j.scenario != "delete_topic" && j.scenario != "cross_consume" && !slices.Contains(j.client.SelfCreate, j.scenario) {
+	// The secure scenarios' topics are created through the PLAINTEXT listener
+	// for every client: what they test is the client's secured connection.
+	if isSecureScenario(j.scenario) || j.client.PreCreate && j.scenario != "create_topic" && j.scenario != "create_partitions" && j.scenario != "delete_topic" && j.scenario != "cross_consume" && !slices.Contains(j.client.SelfCreate, j.scenario) {
 		if err := createTopic(j.broker.seeds(), j.topic, rt.Partitions(j.scenario), j.broker.rf); err != nil {
 			c.Result, c.Detail = "fail", "orchestrator pre-create of the topic (franz-go) failed: "+err.Error()
 			c.Secs = time.Since(t).Seconds()
@@ -393,7 +406,11 @@ func (h *harness) runOne(j job) (c cell) {
 		}
 	}
 	argv := append([]string{}, j.client.Argv...)
-	argv = append(argv, "--bootstrap", j.broker.addr, "--scenario", j.scenario, "--topic", j.topic,
+	bootstrap := j.broker.addr
+	if j.bootstrap != "" {
+		bootstrap = j.bootstrap
+	}
+	argv = append(argv, "--bootstrap", bootstrap, "--scenario", j.scenario, "--topic", j.topic,
 		"--replication-factor", strconv.Itoa(int(j.broker.rf)))
 	for _, e := range j.extra {
 		argv = append(argv, "--arg", e)
@@ -422,7 +439,7 @@ func (h *harness) runOne(j job) (c cell) {
 	}
 	// Kill leftovers of the process group (JVM/node helpers), if any.
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	logName := filepath.Join(h.logDir, j.broker.name, j.client.Name+"."+j.scenario+strings.ReplaceAll(strings.Join(j.extra, "."), "=", "-")+".log")
+	logName := filepath.Join(h.logDir, j.broker.name, j.client.Name+"."+j.scenario+j.logSuffix+".log")
 	os.MkdirAll(filepath.Dir(logName), 0o755)
 	os.WriteFile(logName, []byte(strings.Join(argv, " ")+"\n--- stdout\n"+stdout.String()+"\n--- stderr\n"+stderr.String()), 0o644)
 	if timedOut {
@@ -490,7 +507,7 @@ func (h *harness) crossPhase(clients []clientDef, skipReason map[string]string, 
 					continue
 				}
 				pr := pair{c.Name, p.Name}
-				jobs = append(jobs, job{client: c, scenario: "cross_consume", broker: b, topic: topic, extra: []string{"expect_from=" + p.Name},
+				jobs = append(jobs, job{client: c, scenario: "cross_consume", broker: b, topic: topic, extra: []string{"expect_from=" + p.Name}, logSuffix: "expect_from-" + p.Name,
 					sink: func(x cell) { rmu.Lock(); results[pr] = x; rmu.Unlock() }})
 			}
 		}
@@ -558,19 +575,25 @@ func (h *harness) find(client, scenario, broker string) *cell {
 	return nil
 }
 
-// compareErrors downgrades a Strata max_message_size pass whose error differs from Kafka's.
+// comparedErrors are the scenarios whose error (data.error) must be Kafka's.
+var comparedErrors = []string{"max_message_size", "auth_bad_password", "auth_no_tls"}
+
+// compareErrors downgrades a Strata pass of a comparedErrors scenario whose
+// error differs from Kafka's, the topic's name (which differs per target)
+// read as TOPIC (and the secure ones' addresses taken out, see comparableError).
 func (h *harness) compareErrors(pairs []brokerPair) {
 	for _, p := range pairs {
 		for i := range h.cells {
 			s := &h.cells[i]
-			if s.Broker != p.strata || s.Scenario != "max_message_size" || s.Result != "pass" {
+			if s.Broker != p.strata || !slices.Contains(comparedErrors, s.Scenario) || s.Result != "pass" {
 				continue
 			}
 			k := h.find(s.Client, s.Scenario, p.kafka)
 			if k == nil || k.Result != "pass" {
 				continue
 			}
-			se, ke := fmt.Sprint(s.Data["error"]), fmt.Sprint(k.Data["error"])
+			se := comparableError(s.Scenario, strings.ReplaceAll(fmt.Sprint(s.Data["error"]), h.topic(s.Client, s.Scenario, h.targets[p.strata]), "TOPIC"))
+			ke := comparableError(k.Scenario, strings.ReplaceAll(fmt.Sprint(k.Data["error"]), h.topic(k.Client, k.Scenario, h.targets[p.kafka]), "TOPIC"))
 			if se != ke {
 				s.Result = "fail"
 				s.Detail = fmt.Sprintf("error differs from Kafka's: strata reports %q, kafka %q (%s)", se, ke, s.Detail)
@@ -605,7 +628,7 @@ func (h *harness) verdict(path string, onlyClients, onlyScen map[string]bool) in
 		if len(fs) == 2 {
 			fs = append(fs, "strata")
 		}
-		if len(fs) != 3 || (fs[2] != "strata" && fs[2] != "strata-cluster") {
+		if len(fs) != 3 || (fs[2] != "strata" && fs[2] != "strata-cluster" && fs[2] != "strata-secure") {
 			fmt.Printf("compat: %s: bad line %q\n", path, line)
 			code = 2
 			continue
@@ -644,7 +667,7 @@ func sortCells(cells []cell) {
 	}
 	ci[dumpLogClient] = len(ci)
 	si := map[string]int{}
-	for i, s := range scenarios {
+	for i, s := range allScenarios() {
 		si[s] = i
 	}
 	si["dump_log"] = len(si)

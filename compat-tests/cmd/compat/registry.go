@@ -86,5 +86,8 @@ var scenarios = []string{
 	"cross_produce", "cross_consume",
 }
 
+// allScenarios are the scenarios, then the secure columns' (secure.go).
+func allScenarios() []string { return append(append([]string{}, scenarios...), secureScenarios...) }
+
 // dumpLogClient is the matrix's name for the on-disk check (Kafka's DumpLogSegments).
 const dumpLogClient = "kafka-dump-log"

@@ -17,6 +17,9 @@ type targetDef struct {
 	nodes int
 	// home is the Kafka install (relative to compat-tests/) a Kafka target runs from.
 	home string
+	// secure: the target serves SASL_SSL and SSL listeners and runs the
+	// secureScenarios only (secure.go).
+	secure bool
 }
 
 // targetDefs are the matrix's columns: a single node of each broker (Kafka
@@ -27,13 +30,15 @@ var targetDefs = []targetDef{
 	{name: "kafka", tag: "k", kafka: true, nodes: 1, home: ".cache/kafka"},
 	{name: "strata-cluster", tag: "s3", nodes: 3},
 	{name: "kafka-cluster", tag: "k3", kafka: true, nodes: 3, home: ".cache/kafka-4.4.0"},
+	{name: "strata-secure", tag: "ss", nodes: 1, secure: true},
+	{name: "kafka-secure", tag: "ks", kafka: true, nodes: 1, home: ".cache/kafka", secure: true},
 }
 
 // brokerPair is a Strata target and the Kafka target it is held to: a cell
 // that passes on kafka must pass on strata.
 type brokerPair struct{ strata, kafka string }
 
-var brokerPairs = []brokerPair{{"strata", "kafka"}, {"strata-cluster", "kafka-cluster"}}
+var brokerPairs = []brokerPair{{"strata", "kafka"}, {"strata-cluster", "kafka-cluster"}, {"strata-secure", "kafka-secure"}}
 
 // defaultClusterSkip is what the cluster targets leave out by default, to keep
 // `make compat` within CI's time: kafka-cli, which starts a JVM per tool run and
@@ -50,9 +55,10 @@ type targetSel struct {
 }
 
 // covers says whether the target runs client's scenario: the single nodes run
-// every cell, the clusters those -cluster-skip does not name.
+// every cell but the secure scenarios, the clusters those -cluster-skip does
+// not name, the secure targets the secure scenarios only.
 func (b *broker) covers(client, scenario string) bool {
-	return !b.skip[client] && !b.skip[scenario]
+	return !b.skip[client] && !b.skip[scenario] && isSecureScenario(scenario) == b.secure
 }
 
 // startTargets installs what the selected targets need and starts them in
@@ -82,14 +88,15 @@ func (h *harness) startTargets(sel targetSel) ([]*broker, []brokerPair) {
 				rf = int16(d.nodes)
 			}
 			if !d.kafka {
-				got[i], errs[i] = h.startStrata(d.name, d.tag, d.nodes, rf)
-				return
-			}
-			if _, err := os.Stat(filepath.Join(h.root, d.home, "VERSION")); err != nil {
+				got[i], errs[i] = h.startStrata(d.name, d.tag, d.nodes, rf, d.secure)
+			} else if _, err := os.Stat(filepath.Join(h.root, d.home, "VERSION")); err != nil {
 				errs[i] = fmt.Errorf("Kafka not installed in %s (scripts/install-kafka.sh failed)", d.home)
-				return
+			} else {
+				got[i], errs[i] = h.startKafka(d.name, d.tag, d.home, d.nodes, rf, d.secure)
 			}
-			got[i], errs[i] = h.startKafka(d.name, d.tag, d.home, d.nodes, rf)
+			if errs[i] == nil && d.secure {
+				h.scramUsers(got[i], d.kafka)
+			}
 		}()
 	}
 	wg.Wait()
@@ -100,7 +107,7 @@ func (h *harness) startTargets(sel targetSel) ([]*broker, []brokerPair) {
 			if !d.kafka {
 				return nil, nil
 			}
-			h.down = append(h.down, &broker{name: d.name, nodes: make([]*node, d.nodes)})
+			h.down = append(h.down, &broker{name: d.name, nodes: make([]*node, d.nodes), secure: d.secure})
 			h.downErr = append(h.downErr, errs[i])
 			continue
 		}
@@ -146,7 +153,7 @@ func parseTargets(s string) (map[string]bool, error) {
 			return nil, fmt.Errorf("-targets: unknown target %q", n)
 		}
 	}
-	if !m["strata"] && !m["strata-cluster"] {
+	if !m["strata"] && !m["strata-cluster"] && !m["strata-secure"] {
 		return nil, errors.New("-targets: no Strata target")
 	}
 	return m, nil
@@ -168,4 +175,18 @@ func targetIndex(name string) int {
 		}
 	}
 	return len(targetDefs)
+}
+
+// scramUsers creates the secure target's SCRAM credentials. Kafka failing to
+// is a broken harness; Strata failing to is logged, and its SCRAM cells fail.
+func (h *harness) scramUsers(b *broker, kafka bool) {
+	err := createScramUsers(b.seeds())
+	switch {
+	case err == nil:
+		fmt.Printf("compat: %s: SCRAM-SHA-256/512 credentials of %s created\n", b.name, secureUser)
+	case kafka:
+		h.breakf("%s: SCRAM credentials: %v", b.name, err)
+	default:
+		fmt.Printf("compat: %s: SCRAM credentials not created (its SCRAM cells fail): %v\n", b.name, err)
+	}
 }

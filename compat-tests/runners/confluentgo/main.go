@@ -25,6 +25,8 @@ func run(a rt.Args) rt.Result {
 	defer cancel()
 	e := env{a, ctx}
 	return rt.Dispatch(a.Scenario, rt.Handlers{
+		Auth:                  e.auth,
+		AuthRefused:           e.authRefused,
 		Metadata:              e.metadata,
 		CreateTopic:           e.createTopic,
 		ProduceConsume:        e.produceConsume,
@@ -51,6 +53,9 @@ func run(a rt.Args) rt.Result {
 
 func (e env) conf(extra kafka.ConfigMap) *kafka.ConfigMap {
 	c := kafka.ConfigMap{"bootstrap.servers": e.a.Bootstrap, "client.id": "compat-confluent-go", "broker.address.family": "v4"}
+	for k, v := range e.a.Security().Librdkafka() {
+		c[k] = v
+	}
 	for k, v := range extra {
 		c[k] = v
 	}

@@ -29,10 +29,11 @@ type env struct {
 	a    rt.Args
 	ring *rt.Ring
 	ctx  context.Context
+	sec  []kgo.Opt // securityOpts of the arguments
 }
 
 func (e *env) client(opts ...kgo.Opt) *kgo.Client {
-	base := []kgo.Opt{kgo.SeedBrokers(e.a.Brokers()...), kgo.WithLogger(logger{e.ring}), kgo.RetryTimeout(15 * time.Second)}
+	base := append([]kgo.Opt{kgo.SeedBrokers(e.a.Brokers()...), kgo.WithLogger(logger{e.ring}), kgo.RetryTimeout(15 * time.Second)}, e.sec...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		panic(err)
@@ -69,7 +70,13 @@ func run(a rt.Args) rt.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	e := &env{a: a, ring: &rt.Ring{}, ctx: ctx}
+	var err error
+	if e.sec, err = securityOpts(a.Security()); err != nil {
+		return rt.Failf("security arguments: %v", err)
+	}
 	return rt.Dispatch(a.Scenario, rt.Handlers{
+		Auth:                  e.auth,
+		AuthRefused:           e.authRefused,
 		Metadata:              e.metadata,
 		CreateTopic:           e.createTopic,
 		ProduceConsume:        e.produceConsume,

@@ -50,6 +50,8 @@ func run(a rt.Args) rt.Result {
 		return rt.Skip("Kafka tools not installed (scripts/install-kafka.sh)")
 	}
 	return rt.Dispatch(a.Scenario, rt.Handlers{
+		Auth:                  e.auth,
+		AuthRefused:           e.authRefused,
 		Metadata:              e.metadata,
 		CreateTopic:           e.createTopic,
 		ProduceConsume:        e.produceConsume,

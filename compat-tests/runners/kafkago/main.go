@@ -28,6 +28,8 @@ func run(a rt.Args) rt.Result {
 	defer cancel()
 	e := env{a: a, ctx: ctx, cl: &kafka.Client{Addr: kafka.TCP(a.Brokers()...), Timeout: 15 * time.Second}}
 	return rt.Dispatch(a.Scenario, rt.Handlers{
+		Auth:                  e.auth,
+		AuthRefused:           e.authRefused,
 		Metadata:              e.metadata,
 		CreateTopic:           e.createTopic,
 		ProduceConsume:        e.produceConsume,

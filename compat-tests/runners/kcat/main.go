@@ -23,6 +23,8 @@ type env struct{ a rt.Args }
 func run(a rt.Args) rt.Result {
 	e := env{a}
 	return rt.Dispatch(a.Scenario, rt.Handlers{
+		Auth:                  e.auth,
+		AuthRefused:           e.authRefused,
 		Metadata:              e.metadata,
 		CreateTopic:           rt.Skipping("kcat has no admin API"),
 		CreatePartitions:      rt.Skipping("kcat has no admin API"),
@@ -51,7 +53,7 @@ func run(a rt.Args) rt.Result {
 func (e env) kcat(stdin []byte, timeout time.Duration, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "kcat", append([]string{"-b", e.a.Bootstrap}, args...)...)
+	cmd := exec.CommandContext(ctx, "kcat", append(append([]string{"-b", e.a.Bootstrap}, e.securityArgs()...), args...)...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}

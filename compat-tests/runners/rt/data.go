@@ -57,6 +57,12 @@ type scenarioData struct {
 	LogDirs struct {
 		Produce int `json:"produce"`
 	} `json:"log_dirs"`
+	Auth struct {
+		Records       int    `json:"records"`
+		KeyPrefix     string `json:"key_prefix"`
+		ValuePrefix   string `json:"value_prefix"`
+		RefusalBoundS int    `json:"refusal_bound_s"`
+	} `json:"auth"`
 	Group string `json:"group"`
 }
 

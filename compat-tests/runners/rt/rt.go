@@ -321,6 +321,12 @@ type Handlers struct {
 	MaxMessageSize, AlterConfigs, DescribeTopic, LogDirs, DeleteRecords, ConsumerGroupsCLI,
 	GroupConsumerProtocol, CrossProduce, CrossConsume func() Result
 	ProduceConsume func(codec string) Result // produce_consume_<codec>
+	// Auth runs auth_plain, auth_scram_sha_256, auth_scram_sha_512 and
+	// auth_mtls: with the Security of the arguments, produce AuthRecords
+	// to the (pre-created) topic and consume them back (AuthResult).
+	// AuthRefused runs auth_bad_password and auth_no_tls: one request with
+	// the Security of the arguments, which must fail (RefusedResult).
+	Auth, AuthRefused func() Result
 }
 
 // Skipping is a handler that skips with reason.
@@ -341,6 +347,8 @@ func Dispatch(scenario string, h Handlers) Result {
 		"describe_topic": h.DescribeTopic, "log_dirs": h.LogDirs, "delete_records": h.DeleteRecords,
 		"consumer_groups_cli": h.ConsumerGroupsCLI, "group_consumer_protocol": h.GroupConsumerProtocol,
 		"cross_produce": h.CrossProduce, "cross_consume": h.CrossConsume,
+		"auth_plain": h.Auth, "auth_scram_sha_256": h.Auth, "auth_scram_sha_512": h.Auth, "auth_mtls": h.Auth,
+		"auth_bad_password": h.AuthRefused, "auth_no_tls": h.AuthRefused,
 	}[scenario]
 	if fn == nil {
 		return Skip("unknown scenario " + scenario)

@@ -28,6 +28,7 @@ func config() *sarama.Config {
 	c.Consumer.Return.Errors = true
 	c.Net.DialTimeout = 5 * time.Second
 	c.Net.ReadTimeout = 15 * time.Second
+	secure(c)
 	return c
 }
 
@@ -35,7 +36,12 @@ type env struct{ a rt.Args }
 
 func run(a rt.Args) rt.Result {
 	e := env{a}
+	if err := setSecurity(a.Security()); err != nil {
+		return rt.Failf("security arguments: %v", err)
+	}
 	return rt.Dispatch(a.Scenario, rt.Handlers{
+		Auth:                  e.auth,
+		AuthRefused:           e.authRefused,
 		Metadata:              e.metadata,
 		CreateTopic:           e.createTopic,
 		ProduceConsume:        e.produceConsume,

@@ -79,12 +79,15 @@ public final class Runner {
     final short rf;
     final Map<String, Object> data = new LinkedHashMap<>();
     final long deadline = System.currentTimeMillis() + SCENARIO_BUDGET_MS;
+    /** The security arguments as client properties (Auth.properties), in every client. */
+    final Map<String, Object> security;
 
     Runner(String bootstrap, String topic, Map<String, String> args, short rf) {
         this.bootstrap = bootstrap;
         this.topic = topic;
         this.args = args;
         this.rf = rf;
+        this.security = Auth.properties(args);
     }
 
     public static void main(String[] argv) {
@@ -166,6 +169,8 @@ public final class Runner {
             case "group_consumer_protocol": return groupConsumerProtocol();
             case "cross_produce": return crossProduce();
             case "cross_consume": return crossConsume();
+            case "auth_plain", "auth_scram_sha_256", "auth_scram_sha_512", "auth_mtls": return Auth.authenticated(this);
+            case "auth_bad_password", "auth_no_tls": return Auth.refused(this, scenario);
             default: throw new Outcome("skip", "unknown scenario " + scenario);
         }
     }
@@ -178,6 +183,7 @@ public final class Runner {
         p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 15_000);
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 20_000);
         p.put(AdminClientConfig.CLIENT_ID_CONFIG, "compat-java-admin");
+        p.putAll(security);
         return Admin.create(p);
     }
 
@@ -190,6 +196,7 @@ public final class Runner {
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 15_000);
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 30_000);
         p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+        p.putAll(security);
         p.putAll(extra);
         return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
     }
@@ -202,6 +209,7 @@ public final class Runner {
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
         p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, 15_000);
         p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 20_000);
+        p.putAll(security);
         p.putAll(extra);
         return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }

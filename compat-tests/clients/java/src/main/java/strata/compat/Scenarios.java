@@ -37,6 +37,10 @@ final class Scenarios {
     static final int LOG_DIRS_PRODUCE = num(section("log_dirs").get("produce"));
     static final String CROSS_HEADER = (String) section("cross").get("header");
     static final List<Rec> CROSS = recs(section("cross").get("records"));
+    static final int AUTH_RECORDS = num(section("auth").get("records"));
+    static final String AUTH_KEY_PREFIX = (String) section("auth").get("key_prefix");
+    static final String AUTH_VALUE_PREFIX = (String) section("auth").get("value_prefix");
+    static final long AUTH_REFUSAL_BOUND_MS = 1000L * num(section("auth").get("refusal_bound_s"));
 
     /** The headers scenario's header list (order and duplicates kept), fresh for each record. */
     static List<Header> headers() {

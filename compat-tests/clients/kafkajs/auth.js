@@ -1,0 +1,63 @@
+'use strict'
+// The secure columns for kafkajs: the security arguments (clients/RUNNERS.md) as kafkajs's ssl and sasl options,
+// and the auth_* scenarios.
+
+const fs = require('fs')
+
+// Kafka constructor options from --arg security.protocol, sasl.*, ssl.*.location.
+function securityOptions(args) {
+  const protocol = (args['security.protocol'] || 'PLAINTEXT').toUpperCase()
+  const o = {}
+  if (protocol === 'SSL' || protocol === 'SASL_SSL') {
+    o.ssl = {}
+    if (args['ssl.ca.location']) o.ssl.ca = [fs.readFileSync(args['ssl.ca.location'], 'utf8')]
+    if (args['ssl.certificate.location']) o.ssl.cert = fs.readFileSync(args['ssl.certificate.location'], 'utf8')
+    if (args['ssl.key.location']) o.ssl.key = fs.readFileSync(args['ssl.key.location'], 'utf8')
+  }
+  if (protocol.startsWith('SASL_')) {
+    o.sasl = { mechanism: (args['sasl.mechanism'] || '').toLowerCase(), username: args['sasl.username'], password: args['sasl.password'] }
+  }
+  return o
+}
+
+function how(args) {
+  const protocol = args['security.protocol'] || 'PLAINTEXT'
+  if (protocol.startsWith('SASL_')) return `${args['sasl.mechanism']} over ${protocol} as ${args['sasl.username']}`
+  return args['ssl.certificate.location'] ? `${protocol} with a client certificate` : protocol
+}
+
+// auth_plain, auth_scram_sha_256/512, auth_mtls: produce the auth records, consume them back.
+async function authenticated(r, DATA, fail, errText) {
+  const a = DATA.auth
+  const want = []
+  for (let i = 0; i < a.records; i++) want.push({ key: `${a.key_prefix}${i}`, value: `${a.value_prefix}${i}` })
+  try {
+    const producer = await r.producer()
+    await producer.send({ topic: r.topic, acks: -1, messages: want.map(m => ({ ...m, partition: 0 })) })
+  } catch (e) {
+    throw fail(`${how(r.args)}: produce: ${errText(e)}`)
+  }
+  const { got, crashed } = await r.consume({ want: want.length, capMs: 20000 })
+  if (crashed) throw fail(`${how(r.args)}: consume: ${errText(crashed)}`)
+  const seen = got.map(m => `${m.key}=${m.value}`).join(',')
+  const exp = want.map(m => `${m.key}=${m.value}`).join(',')
+  if (seen !== exp) throw fail(`${how(r.args)}: consumed ${seen}, want ${exp}`)
+  return `${how(r.args)}: produced and consumed ${got.length} records`
+}
+
+// auth_bad_password, auth_no_tls: connecting a producer must fail within the refusal bound.
+async function refused(r, scenario, DATA, fail, errText) {
+  let timer
+  const bound = new Promise(resolve => (timer = setTimeout(() => resolve('hung'), DATA.auth.refusal_bound_s * 1000)))
+  const attempt = r.producer().then(() => 'served', e => e)
+  const res = await Promise.race([attempt, bound])
+  clearTimeout(timer)
+  if (res === 'served') throw fail('the client was served')
+  const err = res === 'hung' ? `hung: no error within ${DATA.auth.refusal_bound_s}s` : errText(res)
+  r.data.error = err
+  if (res === 'hung') throw fail(err)
+  if (scenario === 'auth_bad_password' && !err.toLowerCase().includes('authentication')) throw fail(`failed, but not with an authentication error: ${err}`)
+  return `refused: ${err}`
+}
+
+module.exports = { securityOptions, authenticated, refused }

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"errors"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/strata-io/strata/compat-tests/runners/rt"
+)
+
+func (e env) auth() rt.Result {
+	s := e.a.Security()
+	if err := e.produce(nil, rt.AuthRecords()); err != nil {
+		return rt.Failf("%s: produce: %v", s, err)
+	}
+	got, err := e.consume(1, len(rt.AuthRecords()), 0, nil)
+	return rt.AuthResult(s, err, got)
+}
+
+// authRefused starts a producer and waits for librdkafka's first error
+// event that names the failure (it retries the connection by itself,
+// reporting each failure); ALL_BROKERS_DOWN only if no other comes
+// within 3 s of it.
+func (e env) authRefused() rt.Result {
+	p, err := kafka.NewProducer(e.conf(nil))
+	if err != nil {
+		return rt.Failf("NewProducer: %v", err)
+	}
+	defer p.Close()
+	deadline := time.After(rt.RefusalBound)
+	var down error
+	for {
+		select {
+		case ev := <-p.Events():
+			kerr, ok := ev.(kafka.Error)
+			switch {
+			case !ok:
+			case kerr.Code() != kafka.ErrAllBrokersDown:
+				return rt.RefusedResult(e.a.Scenario, errors.New(kerr.Error()), false)
+			case down == nil:
+				down = errors.New(kerr.Error())
+				deadline = time.After(3 * time.Second)
+			}
+		case <-deadline:
+			return rt.RefusedResult(e.a.Scenario, down, down == nil)
+		}
+	}
+}

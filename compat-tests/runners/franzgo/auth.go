@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/strata-io/strata/compat-tests/runners/rt"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// securityOpts are the client options of the runner's security arguments:
+// kgo.DialTLSConfig over TLS, kgo.SASL with franz-go's PLAIN or SCRAM.
+func securityOpts(s rt.Security) ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	cfg, err := s.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	if cfg != nil {
+		opts = append(opts, kgo.DialTLSConfig(cfg))
+	}
+	if s.SASL() {
+		var m sasl.Mechanism
+		switch s.Mechanism {
+		case "PLAIN":
+			m = plain.Auth{User: s.Username, Pass: s.Password}.AsMechanism()
+		case "SCRAM-SHA-256":
+			m = scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism()
+		case "SCRAM-SHA-512":
+			m = scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism()
+		default:
+			return nil, fmt.Errorf("sasl.mechanism %q: franz-go's runner serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512", s.Mechanism)
+		}
+		opts = append(opts, kgo.SASL(m))
+	}
+	return opts, nil
+}
+
+func (e *env) auth() rt.Result {
+	s := e.a.Security()
+	if err := e.produce(nil, rt.AuthRecords()); err != nil {
+		return e.failf("%s: produce: %v", s, err)
+	}
+	got, err := e.consume(len(rt.AuthRecords()), 0)
+	return rt.AuthResult(s, err, got)
+}
+
+// authRefused pings the broker (ApiVersions, then SASL) once, within rt.RefusalBound.
+func (e *env) authRefused() rt.Result {
+	cl := e.client(kgo.RequestRetries(0))
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(e.ctx, rt.RefusalBound)
+	defer cancel()
+	return rt.RefusedResult(e.a.Scenario, cl.Ping(ctx), false)
+}
