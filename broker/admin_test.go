@@ -35,19 +35,7 @@ func adminRoundTrip[R kmsg.Response](t *testing.T, b *Broker, req kmsg.Request, 
 func roundTripOn[R kmsg.Response](t *testing.T, nc net.Conn, clientID string, req kmsg.Request, version int16) R {
 	t.Helper()
 	nc.SetDeadline(time.Now().Add(30 * time.Second))
-	req.SetVersion(version)
-	frame := []byte{0, 0, 0, 0}
-	frame = binary.BigEndian.AppendUint16(frame, uint16(req.Key()))
-	frame = binary.BigEndian.AppendUint16(frame, uint16(version))
-	frame = binary.BigEndian.AppendUint32(frame, 7)
-	frame = binary.BigEndian.AppendUint16(frame, uint16(len(clientID)))
-	frame = append(frame, clientID...)
-	if req.IsFlexible() {
-		frame = append(frame, 0)
-	}
-	frame = req.AppendTo(frame)
-	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
-	if _, err := nc.Write(frame); err != nil {
+	if _, err := nc.Write(requestFrame(req, clientID, version)); err != nil {
 		t.Fatal(err)
 	}
 	body, err := protocol.ReadFrame(nc, 64<<20, nil)
@@ -67,6 +55,24 @@ func roundTripOn[R kmsg.Response](t *testing.T, nc net.Conn, clientID string, re
 		t.Fatalf("%s v%d: decode response: %v", kmsg.NameForKey(req.Key()), version, err)
 	}
 	return resp.(R)
+}
+
+// requestFrame is req at version as one request frame, correlation id 7,
+// from clientID.
+func requestFrame(req kmsg.Request, clientID string, version int16) []byte {
+	req.SetVersion(version)
+	frame := []byte{0, 0, 0, 0}
+	frame = binary.BigEndian.AppendUint16(frame, uint16(req.Key()))
+	frame = binary.BigEndian.AppendUint16(frame, uint16(version))
+	frame = binary.BigEndian.AppendUint32(frame, 7)
+	frame = binary.BigEndian.AppendUint16(frame, uint16(len(clientID)))
+	frame = append(frame, clientID...)
+	if req.IsFlexible() {
+		frame = append(frame, 0)
+	}
+	frame = req.AppendTo(frame)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	return frame
 }
 
 func testCtx(t *testing.T) context.Context {

@@ -23,7 +23,7 @@ type ruleAuthorizer struct {
 	deny map[authzRule]bool
 }
 
-func (a *ruleAuthorizer) Authorize(_ string, op Operation, resource ResourceType, name string) bool {
+func (a *ruleAuthorizer) Authorize(_, _ string, op Operation, resource ResourceType, name string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return !a.deny[authzRule{op, resource, name}]

@@ -19,7 +19,7 @@ type switchAuthorizer struct {
 	principals map[string]bool
 }
 
-func (a *switchAuthorizer) Authorize(principal string, _ Operation, _ ResourceType, _ string) bool {
+func (a *switchAuthorizer) Authorize(principal, _ string, _ Operation, _ ResourceType, _ string) bool {
 	a.mu.Lock()
 	a.principals[principal] = true
 	a.mu.Unlock()
@@ -163,19 +163,30 @@ func denyAllCases(topicID [16]byte) []authzCase {
 				t.Errorf("error %d, %d keys", r.ErrorCode, len(r.ApiKeys))
 			}
 		}},
-		{"DescribeAcls", func() kmsg.Request { return kmsg.NewPtrDescribeACLsRequest() }, 3, func(t *testing.T, resp kmsg.Response) {
+		{"DescribeAcls", func() kmsg.Request {
+			r := kmsg.NewPtrDescribeACLsRequest()
+			r.ResourceType, r.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+			r.Operation, r.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+			return r
+		}, 3, func(t *testing.T, resp kmsg.Response) {
 			code(t, "describe acls", resp.(*kmsg.DescribeACLsResponse).ErrorCode, clusterAuth)
 		}},
 		{"CreateAcls", func() kmsg.Request {
 			r := kmsg.NewPtrCreateACLsRequest()
-			r.Creations = []kmsg.CreateACLsRequestCreation{kmsg.NewCreateACLsRequestCreation()}
+			c := kmsg.NewCreateACLsRequestCreation()
+			c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, "t", kmsg.ACLResourcePatternTypeLiteral
+			c.Principal, c.Host, c.Operation, c.PermissionType = "User:alice", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+			r.Creations = []kmsg.CreateACLsRequestCreation{c}
 			return r
 		}, 3, func(t *testing.T, resp kmsg.Response) {
 			code(t, "create acls", resp.(*kmsg.CreateACLsResponse).Results[0].ErrorCode, clusterAuth)
 		}},
 		{"DeleteAcls", func() kmsg.Request {
 			r := kmsg.NewPtrDeleteACLsRequest()
-			r.Filters = []kmsg.DeleteACLsRequestFilter{kmsg.NewDeleteACLsRequestFilter()}
+			f := kmsg.NewDeleteACLsRequestFilter()
+			f.ResourceType, f.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+			f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+			r.Filters = []kmsg.DeleteACLsRequestFilter{f}
 			return r
 		}, 3, func(t *testing.T, resp kmsg.Response) {
 			code(t, "delete acls", resp.(*kmsg.DeleteACLsResponse).Results[0].ErrorCode, clusterAuth)

@@ -47,6 +47,10 @@ type Config struct {
 	// Authorizer decides what each request may do (authz.go); nil allows
 	// everything, as Kafka without authorizer.class.name.
 	Authorizer Authorizer
+	// StandardAuthorizer, when set, is the Authorizer instead: Kafka's
+	// StandardAuthorizer on the ACLs of the metadata image, which the ACL
+	// APIs then change (standardauthorizer.go).
+	StandardAuthorizer *StandardAuthorizerConfig
 	// StaticConfigs are the server.properties keys and values as given,
 	// reported by DescribeConfigs as STATIC_BROKER_CONFIG; nil = derive
 	// them from Log (configs.go).
@@ -289,6 +293,9 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		authz:     cfg.Authorizer,
 		forward:   fwd,
 		quotas:    newClientQuotas(cfg.Quotas),
+	}
+	if cfg.StandardAuthorizer != nil {
+		b.authz = newStandardAuthorizer(cfg.StandardAuthorizer, meta)
 	}
 	if b.authz == nil {
 		b.authz = allowAll{}

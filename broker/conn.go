@@ -122,6 +122,7 @@ type conn struct {
 	frame  []byte
 	out    []byte
 	remote string
+	host   string // the client's IP address (reqCtx.clientHost)
 	ip     string // counted against max.connections.per.ip (limits.go)
 
 	sniffed bool // the first frame was checked for TLS or HTTP (sniffFirstFrame)
@@ -163,6 +164,7 @@ func newConn(b *Broker, nc net.Conn) *conn {
 		r:      bufio.NewReaderSize(nc, 64<<10),
 		log:    b.logger.With(zap.String("remote", remote)),
 		remote: remote,
+		host:   hostAddress(nc.RemoteAddr()),
 		apis:   b.apis,
 		svc:    b.svc,
 
@@ -305,6 +307,7 @@ func (c *conn) serveOne() error {
 	c.rc = reqCtx{
 		principal:  c.principal,
 		clientAddr: c.remote,
+		clientHost: c.host,
 		listener:   c.svc.listener,
 		req:        req,
 		svc:        c.svc,

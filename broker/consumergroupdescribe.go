@@ -6,7 +6,8 @@ package broker
 // members of consumer-protocol groups with their current and target
 // assignments (topic ids and names); v1 adds the member type (1, consumer).
 // A group that does not exist or is a classic group is GROUP_ID_NOT_FOUND,
-// as in Kafka. Authorized operations are INT32_MIN: there are no ACLs.
+// as in Kafka. Authorized operations are computed when asked for, for a
+// group described without an error, else INT32_MIN (not requested).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,7 +30,11 @@ func handleConsumerGroupDescribe(rc *reqCtx) (kmsg.Response, error) {
 			resp.Groups = append(resp.Groups, g)
 			continue
 		}
-		resp.Groups = append(resp.Groups, b.groups.ConsumerGroupDescribe(id, req.Version))
+		g := b.groups.ConsumerGroupDescribe(id, req.Version)
+		if r.IncludeAuthorizedOperations && g.ErrorCode == 0 {
+			g.AuthorizedOperations = rc.authorizedOperations(ResourceGroup, id)
+		}
+		resp.Groups = append(resp.Groups, g)
 	}
 	return resp, nil
 }

@@ -6,7 +6,9 @@ package broker
 // BrokerHeartbeat (ClusterControlManager, BrokerHeartbeatManager) and
 // AllocateProducerIds (ProducerIdControlManager) on the controller
 // listener (controllerlistener.go). On another node these are
-// NOT_CONTROLLER, and the brokers look for the leader.
+// NOT_CONTROLLER, and the brokers look for the leader. Each of them, and
+// AlterPartition, needs CLUSTER_ACTION on the cluster first, as Kafka's
+// ControllerApis asks: the nodes' own principal (a super user) has it.
 //
 // A registered broker has a session. The active controller fences a
 // broker whose session passes broker.session.timeout.ms without a
@@ -323,6 +325,10 @@ func (c *controller) errCode(key kmsg.Key, err error) int16 {
 func (c *controller) handleRegistration(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.BrokerRegistrationRequest)
 	resp := kmsg.NewPtrBrokerRegistrationResponse()
+	if !rc.authorizeCluster(OpClusterAction) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if !c.isActive() {
 		resp.ErrorCode = kerr.NotController.Code
 		return resp, nil
@@ -383,6 +389,10 @@ func (c *controller) handleHeartbeat(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.BrokerHeartbeatRequest)
 	resp := kmsg.NewPtrBrokerHeartbeatResponse()
 	resp.IsFenced = true
+	if !rc.authorizeCluster(OpClusterAction) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if !c.isActive() {
 		resp.ErrorCode = kerr.NotController.Code
 		return resp, nil
@@ -432,6 +442,10 @@ func (c *controller) handleHeartbeat(rc *reqCtx) (kmsg.Response, error) {
 func (c *controller) handleAllocateProducerIDs(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.AllocateProducerIDsRequest)
 	resp := kmsg.NewPtrAllocateProducerIDsResponse()
+	if !rc.authorizeCluster(OpClusterAction) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if !c.isActive() {
 		resp.ErrorCode = kerr.NotController.Code
 		return resp, nil
@@ -459,6 +473,11 @@ func (c *controller) handleAllocateProducerIDs(rc *reqCtx) (kmsg.Response, error
 // answers NOT_CONTROLLER, and the leader asks again.
 func (c *controller) handleAlterPartition(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.AlterPartitionRequest)
+	if !rc.authorizeCluster(OpClusterAction) {
+		resp := kmsg.NewPtrAlterPartitionResponse()
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if !c.isActive() {
 		resp := kmsg.NewPtrAlterPartitionResponse()
 		resp.ErrorCode = kerr.NotController.Code

@@ -11,22 +11,26 @@ import (
 	"net"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 )
 
 // controllerRegistry is what the controller listener serves: ApiVersions,
-// the controller's APIs (DescribeQuorum among them), and the admin
-// changes brokers forward.
+// the controller's APIs (DescribeQuorum among them), the admin changes
+// brokers forward, in an Envelope (envelope.go) or not, and DescribeAcls.
 func (b *Broker) controllerRegistry() *registry {
 	r := &registry{apis: map[int16]api{}}
 	registerApiVersions(r)
 	b.controller.register(r)
 	local := newRegistry() // the admin handlers, not forwarding again
-	for _, k := range forwardedKeys {
+	// DescribeAcls too, as Kafka's ControllerApis serves kafka-acls
+	// --bootstrap-controller.
+	for _, k := range append([]kmsg.Key{kmsg.DescribeACLs}, forwardedKeys...) {
 		if a, ok := local.apis[int16(k)]; ok {
 			r.apis[int16(k)] = a
 		}
 	}
+	r.add(kmsg.Envelope, 0, 0, handleEnvelope(r))
 	return r
 }
 

@@ -10,8 +10,9 @@ package broker
 // asks for brokers; 2 (controllers) sent to a broker is
 // MISMATCHED_ENDPOINT_TYPE and any other UNSUPPORTED_ENDPOINT_TYPE (v0:
 // INVALID_REQUEST), as Kafka's AuthHelper.computeDescribeClusterResponse
-// answers. Authorized operations are not computed (no ACLs):
-// ClusterAuthorizedOperations is Kafka's "not requested" value, -2^31.
+// answers. The cluster's authorized operations are computed when asked
+// for (0 without DESCRIBE on the cluster), else Kafka's "not requested"
+// value, -2^31.
 //
 // On a controller listener (KIP-919, what an admin client given
 // --bootstrap-controller asks first) it lists the quorum's voters at their
@@ -68,6 +69,9 @@ func handleDescribeCluster(rc *reqCtx) (kmsg.Response, error) {
 	}
 	if resp.ErrorCode, resp.ErrorMessage = endpointTypeError(req.Version, r.EndpointType, endpointTypeBroker); resp.ErrorCode != 0 {
 		return resp, nil
+	}
+	if r.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = rc.clusterAuthorizedOperations()
 	}
 	resp.ClusterID = b.clusterID()
 	img := b.meta.Image()

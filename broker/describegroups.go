@@ -7,7 +7,8 @@ package broker
 // group, and a group that does not exist described as Dead without an
 // error. A KIP-848 consumer group is also described as Dead, as Kafka does
 // before v6 (ConsumerGroupDescribe describes it). Authorized operations are
-// INT32_MIN (not requested): there are no ACLs. After a restart the members
+// computed when asked for (v3+), for a group described without an error,
+// else INT32_MIN (not requested). After a restart the members
 // come from the group metadata replayed from __consumer_offsets.
 
 import (
@@ -29,7 +30,11 @@ func handleDescribeGroups(rc *reqCtx) (kmsg.Response, error) {
 			resp.Groups = append(resp.Groups, g)
 			continue
 		}
-		resp.Groups = append(resp.Groups, b.groups.DescribeGroup(id))
+		g := b.groups.DescribeGroup(id)
+		if r.IncludeAuthorizedOperations && req.Version >= 3 && g.ErrorCode == 0 {
+			g.AuthorizedOperations = rc.authorizedOperations(ResourceGroup, id)
+		}
+		resp.Groups = append(resp.Groups, g)
 	}
 	return resp, nil
 }

@@ -20,7 +20,9 @@ package broker
 // brokers that are gone, fenced or without the listener are offline.
 // Strata has no eligible leader replicas (a Kafka cluster without the
 // eligible.leader.replicas.version feature): both ELR lists are empty.
-// Authorized operations are reported as not requested (INT32_MIN).
+// Each topic described has its authorized operations, as Kafka's
+// DescribeTopicPartitionsRequestHandler always computes them; a refused
+// one has "not requested" (INT32_MIN).
 
 import (
 	"errors"
@@ -109,6 +111,9 @@ func handleDescribeTopicPartitions(rc *reqCtx) (kmsg.Response, error) {
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: next}
 			break
 		}
+	}
+	for i := range resp.Topics {
+		resp.Topics[i].AuthorizedOperations = rc.authorizedOperations(ResourceTopic, *resp.Topics[i].Topic)
 	}
 	resp.Topics = append(resp.Topics, refused...)
 	return resp, nil

@@ -18,7 +18,7 @@ import (
 // denyDescribeAuthorizer refuses DESCRIBE on one topic and allows the rest.
 type denyDescribeAuthorizer struct{ topic string }
 
-func (a denyDescribeAuthorizer) Authorize(_ string, op Operation, resource ResourceType, name string) bool {
+func (a denyDescribeAuthorizer) Authorize(_, _ string, op Operation, resource ResourceType, name string) bool {
 	return op != OpDescribe || resource != ResourceTopic || name != a.topic
 }
 

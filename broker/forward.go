@@ -4,13 +4,13 @@ package broker
 // admin changes clients send (CreateTopics, DeleteTopics,
 // CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
 // AlterPartitionReassignments, UnregisterBroker,
-// AlterUserScramCredentials, AlterClientQuotas) and the quorum's
+// AlterUserScramCredentials, AlterClientQuotas, CreateAcls, DeleteAcls) and the quorum's
 // DescribeQuorum, AddRaftVoter and RemoveRaftVoter go to the
 // active controller over its controller listener, at the client's version,
 // and its answer is relayed, as Kafka brokers forward them
-// (ForwardingManager; Strata sends the request itself, not in an
-// Envelope: every listener is PLAINTEXT, so the controller authorizes the
-// same ANONYMOUS principal the broker would). With no active controller
+// (ForwardingManager), in an Envelope that carries the client's principal
+// and address (envelope.go), so that the controller authorizes the client.
+// With no active controller
 // known, or when it cannot be reached, each item is NOT_CONTROLLER and the
 // client retries. A BROKER config resource naming another node is refused
 // here first (forward_configs.go). Topics this node creates on its own
@@ -38,7 +38,7 @@ import (
 // controller.
 var forwardedKeys = []kmsg.Key{kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
 	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter, kmsg.UnregisterBroker,
-	kmsg.AlterUserSCRAMCredentials, kmsg.AlterClientQuotas}
+	kmsg.AlterUserSCRAMCredentials, kmsg.AlterClientQuotas, kmsg.CreateACLs, kmsg.DeleteACLs}
 
 // errNoController is a forward with no active controller known.
 var errNoController = fmt.Errorf("no active controller is known: %w", kerr.NotController)
@@ -87,6 +87,20 @@ func (f *forwarder) send(req kmsg.Request) (kmsg.Response, error) {
 	return resp, err
 }
 
+// sendFor sends req, forwarded for rc's client, in an Envelope and
+// returns the controller's answer to it.
+func (f *forwarder) sendFor(rc *reqCtx, req kmsg.Request) (kmsg.Response, error) {
+	env, err := envelope(rc, req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.send(env)
+	if err != nil {
+		return nil, err
+	}
+	return unwrap(req, resp.(*kmsg.EnvelopeResponse))
+}
+
 func (f *forwarder) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -106,12 +120,15 @@ func (f *forwarder) forwarding(r *registry) {
 			if f.store.IsLeader() {
 				return local(rc)
 			}
+			if err := unparsable(rc.req.Body); err != nil {
+				return nil, err
+			}
 			body, merge := splitForwarded(rc.req.Body, f.node, rc.svc)
 			if body == nil {
 				return merge(rc.req.Body.ResponseKind()), nil
 			}
 			before, start := f.store.Image(), time.Now()
-			resp, err := f.send(body)
+			resp, err := f.sendFor(rc, body)
 			if err != nil {
 				f.logger.Info("cannot forward a request to the active controller; answering NOT_CONTROLLER",
 					zap.String("request", k.Name()), zap.Error(err))
@@ -128,9 +145,34 @@ func (f *forwarder) forwarding(r *registry) {
 	}
 }
 
+// unparsable is the error closing the connection of a request Kafka's
+// parser refuses (an ACL request with an UNKNOWN code), as this node would
+// refuse it itself: Kafka's broker parses a request before it forwards it.
+func unparsable(req kmsg.Request) error {
+	switch r := req.(type) {
+	case *kmsg.CreateACLsRequest:
+		for _, c := range r.Creations {
+			if _, _, err := creationACL(c); err != nil {
+				return err
+			}
+		}
+	case *kmsg.DeleteACLsRequest:
+		for _, q := range r.Filters {
+			if _, err := aclFilter(q.ResourceType, q.ResourceName, q.ResourcePatternType, q.Principal, q.Host, q.Operation, q.PermissionType); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // notControllerResponse answers each item of req NOT_CONTROLLER.
 func notControllerResponse(req kmsg.Request) (kmsg.Response, error) {
-	code := kerr.NotController.Code
+	return itemsResponse(req, kerr.NotController.Code)
+}
+
+// itemsResponse answers each item of a forwarded req with code.
+func itemsResponse(req kmsg.Request, code int16) (kmsg.Response, error) {
 	switch r := req.(type) {
 	case *kmsg.CreateTopicsRequest:
 		resp := kmsg.NewPtrCreateTopicsResponse()
@@ -225,6 +267,22 @@ func notControllerResponse(req kmsg.Request) (kmsg.Response, error) {
 		return alterScramFailed(r, code, nil), nil
 	case *kmsg.AlterClientQuotasRequest:
 		return alterClientQuotasAnswer(r, code), nil
+	case *kmsg.CreateACLsRequest:
+		resp := kmsg.NewPtrCreateACLsResponse()
+		for range r.Creations {
+			res := kmsg.NewCreateACLsResponseResult()
+			res.ErrorCode = code
+			resp.Results = append(resp.Results, res)
+		}
+		return resp, nil
+	case *kmsg.DeleteACLsRequest:
+		resp := kmsg.NewPtrDeleteACLsResponse()
+		for range r.Filters {
+			res := kmsg.NewDeleteACLsResponseResult()
+			res.ErrorCode = code
+			resp.Results = append(resp.Results, res)
+		}
+		return resp, nil
 	}
 	return nil, fmt.Errorf("%T is not a request a broker forwards", req)
 }

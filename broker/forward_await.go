@@ -103,8 +103,51 @@ func awaitedChanges(before *metadata.Image, req kmsg.Request, resp kmsg.Response
 		return reassignedPartitions(r, resp.(*kmsg.AlterPartitionAssignmentsResponse))
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return alteredScramCredentials(r, resp.(*kmsg.AlterUserSCRAMCredentialsResponse))
+	case *kmsg.CreateACLsRequest:
+		return createdACLs(r, resp.(*kmsg.CreateACLsResponse))
+	case *kmsg.DeleteACLsRequest:
+		return deletedACLs(resp.(*kmsg.DeleteACLsResponse))
 	}
 	return nil
+}
+
+// createdACLs: each ACL created is in the image.
+func createdACLs(req *kmsg.CreateACLsRequest, resp *kmsg.CreateACLsResponse) []imageCheck {
+	var checks []imageCheck
+	for i, res := range resp.Results {
+		if res.ErrorCode != 0 || i >= len(req.Creations) {
+			continue
+		}
+		a, _, err := creationACL(req.Creations[i])
+		if err != nil {
+			continue
+		}
+		checks = append(checks, func(img *metadata.Image) bool {
+			_, ok := img.Access.ACLs.ID(a)
+			return ok
+		})
+	}
+	return checks
+}
+
+// deletedACLs: no ACL deleted is in the image.
+func deletedACLs(resp *kmsg.DeleteACLsResponse) []imageCheck {
+	var checks []imageCheck
+	for _, res := range resp.Results {
+		if res.ErrorCode != 0 {
+			continue
+		}
+		for _, m := range res.MatchingACLs {
+			a := metadata.ACL{ResourceType: metadata.ACLResourceType(m.ResourceType), ResourceName: m.ResourceName,
+				PatternType: metadata.ACLPatternType(m.ResourcePatternType), Principal: m.Principal, Host: m.Host,
+				Operation: metadata.ACLOperation(m.Operation), Permission: metadata.ACLPermission(m.PermissionType)}
+			checks = append(checks, func(img *metadata.Image) bool {
+				_, ok := img.Access.ACLs.ID(a)
+				return !ok
+			})
+		}
+	}
+	return checks
 }
 
 // createdTopics: each created topic is in the image, by its id when the

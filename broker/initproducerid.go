@@ -33,13 +33,12 @@ func handleInitProducerID(rc *reqCtx) (kmsg.Response, error) {
 		return resp, nil
 	}
 	// Authorization first, as Kafka: WRITE on the transactional id, or for
-	// an idempotent producer IDEMPOTENT_WRITE on the cluster. (Kafka also
-	// accepts WRITE on some topic, which needs an authorizer that can list
-	// its grants.)
+	// an idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE on
+	// some topic.
 	switch {
 	case r.TransactionalID != nil && !rc.authorize(OpWrite, ResourceTransactionalID, *r.TransactionalID):
 		return fail(kerr.TransactionalIDAuthorizationFailed.Code)
-	case r.TransactionalID == nil && !rc.authorizeCluster(OpIdempotentWrite):
+	case r.TransactionalID == nil && !rc.authorizeCluster(OpIdempotentWrite) && !rc.authorizeByResourceType(OpWrite, ResourceTopic):
 		return fail(kerr.ClusterAuthorizationFailed.Code)
 	}
 	switch {

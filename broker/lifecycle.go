@@ -17,6 +17,7 @@ package broker
 
 import (
 	"crypto/rand"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,13 +92,17 @@ func (l *lifecycle) run() {
 	defer cancel()
 	fenced := true
 	var failingSince time.Time // zero while the controller answers
-	warned := false
+	warned, refused := false, false
 	for {
 		wait := l.cfg.HeartbeatInterval
 		if err := l.step(&fenced); err != nil {
 			l.drop()
 			wait = lifecycleRetry
 			l.logger.Debug("controller request failed", zap.Error(err))
+			if errors.Is(err, kerr.ClusterAuthorizationFailed) && !refused {
+				refused = true
+				l.logger.Warn("the active controller refuses this broker: this node's principal needs CLUSTER_ACTION on the cluster (super.users, or an ACL)", zap.Error(err))
+			}
 			if failingSince.IsZero() {
 				failingSince = time.Now()
 			}
@@ -106,7 +111,7 @@ func (l *lifecycle) run() {
 				l.logger.Warn("no active controller has answered for broker.session.timeout.ms; still trying", zap.Error(err))
 			}
 		} else {
-			failingSince, warned = time.Time{}, false
+			failingSince, warned, refused = time.Time{}, false, false
 			if fenced {
 				wait = min(wait, lifecycleRetry)
 			}

@@ -19,7 +19,8 @@ package broker
 // and is TOPIC_AUTHORIZATION_FAILED when named (by id: without its name),
 // and a missing topic is auto-created only with CREATE on the cluster or
 // the topic, else TOPIC_AUTHORIZATION_FAILED. Authorized operations are
-// reported as "not requested" (INT32_MIN).
+// computed when asked for (metadataAuthorizedOperations), else "not
+// requested" (INT32_MIN).
 
 import (
 	"errors"
@@ -64,7 +65,7 @@ func handleMetadata(rc *reqCtx) (kmsg.Response, error) {
 				resp.Topics = append(resp.Topics, b.describeTopic(img, t, req.Version))
 			}
 		}
-		return resp, nil
+		return metadataAuthorizedOperations(rc, r, resp), nil
 	}
 	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || r.AllowAutoTopicCreation)
 	for _, rt := range r.Topics {
@@ -93,7 +94,25 @@ func handleMetadata(rc *reqCtx) (kmsg.Response, error) {
 			resp.Topics = append(resp.Topics, b.describeTopicByName(img, name, autoCreate, req.Version))
 		}
 	}
-	return resp, nil
+	return metadataAuthorizedOperations(rc, r, resp), nil
+}
+
+// metadataAuthorizedOperations sets the authorized operations r asks for,
+// as Kafka's handleTopicMetadataRequest: the cluster's (v8-10) and each
+// topic's that the principal may describe; the others stay "not
+// requested".
+func metadataAuthorizedOperations(rc *reqCtx, r *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) *kmsg.MetadataResponse {
+	if r.IncludeClusterAuthorizedOperations && rc.req.Version >= 8 && rc.req.Version <= 10 {
+		resp.AuthorizedOperations = rc.clusterAuthorizedOperations()
+	}
+	if r.IncludeTopicAuthorizedOperations && rc.req.Version >= 8 {
+		for i := range resp.Topics {
+			if t := &resp.Topics[i]; t.Topic != nil && t.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+				t.AuthorizedOperations = rc.authorizedOperations(ResourceTopic, *t.Topic)
+			}
+		}
+	}
+	return resp
 }
 
 func (b *services) describeTopicByID(img *metadata.Image, id [16]byte, version int16) kmsg.MetadataResponseTopic {

@@ -26,6 +26,7 @@ const anonymousPrincipal = "User:ANONYMOUS"
 type reqCtx struct {
 	principal  string // KafkaPrincipal string form, e.g. User:ANONYMOUS
 	clientAddr string // the client's host:port
+	clientHost string // the client's IP address, what ACLs' hosts match
 	listener   string // the listener's name, e.g. PLAINTEXT
 	req        *protocol.Request
 

@@ -332,7 +332,7 @@ func (c *conn) readSASLFrame() ([]byte, error) {
 // serveBeforeAuthentication serves ApiVersions as the broker's handler
 // does, to a client not yet authenticated.
 func (c *conn) serveBeforeAuthentication(req *protocol.Request) error {
-	c.rc = reqCtx{principal: c.principal, clientAddr: c.remote, listener: c.svc.listener, req: req, svc: c.svc, authz: c.b.authz, conn: c}
+	c.rc = reqCtx{principal: c.principal, clientAddr: c.remote, clientHost: c.host, listener: c.svc.listener, req: req, svc: c.svc, authz: c.b.authz, conn: c}
 	resp, err := c.apis.apis[req.Key].serve(&c.rc)
 	c.rc = reqCtx{}
 	if err != nil {

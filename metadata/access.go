@@ -1,10 +1,12 @@
 package metadata
 
-// The image's access state: who may connect (SCRAM credentials, scram.go)
-// and, as they come, what each may do and how fast. Storage keeps none of
-// it in its own files, so a single node keeps these records as they are,
-// in one batch (AccessRecords); a cluster keeps them in its log like any
-// other record.
+// The image's access state: who may connect (SCRAM credentials, scram.go),
+// what each may do (ACLs, acls.go) and how fast (client quotas,
+// quotas.go). Storage keeps none of it in its own files, so a single node
+// keeps these records as they are, in one batch (AccessRecords); a
+// cluster keeps them in its log like any other record.
+
+import "slices"
 
 // AccessRecord is a record of the access state.
 type AccessRecord interface {
@@ -12,16 +14,18 @@ type AccessRecord interface {
 	accessRecord()
 }
 
-// AccessImage is the access state (Kafka's ScramImage and, to come,
-// AclsImage and ClientQuotasImage).
+// AccessImage is the access state (Kafka's ScramImage, AclsImage and
+// ClientQuotasImage).
 type AccessImage struct {
 	Scram        ScramImage
+	ACLs         ACLsImage
 	ClientQuotas ClientQuotasImage
 }
 
 // accessDelta is the changes to an AccessImage.
 type accessDelta struct {
 	scram        scramDelta
+	acls         aclsDelta
 	clientQuotas clientQuotasDelta
 }
 
@@ -33,6 +37,10 @@ func (d *accessDelta) replay(base *AccessImage, r AccessRecord) error {
 		d.scram.put(r)
 	case RemoveUserScramCredentialRecord:
 		return d.scram.remove(base.Scram, r)
+	case AccessControlEntryRecord:
+		return d.acls.put(base.ACLs, r)
+	case RemoveAccessControlEntryRecord:
+		return d.acls.remove(base.ACLs, r)
 	case ClientQuotaRecord:
 		return d.clientQuotas.replay(r)
 	}
@@ -42,6 +50,7 @@ func (d *accessDelta) replay(base *AccessImage, r AccessRecord) error {
 // apply returns base with the changes.
 func (d *accessDelta) apply(base AccessImage) AccessImage {
 	base.Scram = d.scram.apply(base.Scram)
+	base.ACLs = d.acls.apply(base.ACLs)
 	base.ClientQuotas = d.clientQuotas.apply(base.ClientQuotas)
 	return base
 }
@@ -49,5 +58,5 @@ func (d *accessDelta) apply(base AccessImage) AccessImage {
 // AccessRecords lists the records that rebuild img's access state from
 // none.
 func AccessRecords(img *Image) []Record {
-	return append(img.Access.Scram.records(), img.Access.ClientQuotas.records()...)
+	return slices.Concat(img.Access.Scram.records(), img.Access.ACLs.records(), img.Access.ClientQuotas.records())
 }

@@ -71,6 +71,8 @@ var decoders = map[string]func(json.RawMessage) (Record, error){
 	"UserScramCredentialRecord":       decodeAs[UserScramCredentialRecord],
 	"RemoveUserScramCredentialRecord": decodeAs[RemoveUserScramCredentialRecord],
 	"ClientQuotaRecord":               decodeAs[ClientQuotaRecord],
+	"AccessControlEntryRecord":        decodeAs[AccessControlEntryRecord],
+	"RemoveAccessControlEntryRecord":  decodeAs[RemoveAccessControlEntryRecord],
 }
 
 // recordType is r's name in a batch: its type's, if decoders knows it.

@@ -29,6 +29,9 @@ var everyRecord = []metadata.Record{
 	metadata.UserScramCredentialRecord{Name: "alice", Mechanism: metadata.ScramSHA512, Salt: []byte{1}, StoredKey: []byte{2}, ServerKey: []byte{3}, Iterations: 4096},
 	metadata.RemoveUserScramCredentialRecord{Name: "alice", Mechanism: metadata.ScramSHA512},
 	metadata.ClientQuotaRecord{Entity: []metadata.QuotaEntityData{{EntityType: "user", EntityName: str("alice")}, {EntityType: "client-id"}}, Key: "producer_byte_rate", Value: 1024, Remove: true},
+	metadata.AccessControlEntryRecord{ID: [16]byte{7}, ResourceType: metadata.ACLResourceTopic, ResourceName: "t", PatternType: metadata.ACLPatternPrefixed,
+		Principal: "User:alice", Host: "*", Operation: metadata.ACLOpRead, PermissionType: metadata.ACLAllow},
+	metadata.RemoveAccessControlEntryRecord{ID: [16]byte{7}},
 }
 
 func TestBatchRoundTripsEveryRecordType(t *testing.T) {

@@ -76,6 +76,8 @@ type settings struct {
 
 	ListenerSASL map[string]*broker.ListenerSASL // the SASL of each SASL client listener, by name (config_sasl.go)
 
+	Authorizer *broker.StandardAuthorizerConfig // authorizer.class.name's StandardAuthorizer (config_authorizer.go); nil: none
+
 	// KIP-848 consumer groups.
 	ConsumerSessionTimeoutMs       int64 // group.consumer.session.timeout.ms
 	ConsumerMinSessionTimeoutMs    int64 // group.consumer.min.session.timeout.ms
@@ -196,7 +198,7 @@ var ignoredKeys = []string{
 	"log.preallocate",
 	"delete.topic.enable", "compression.type",
 	"request.timeout.ms",
-	"super.users", "allow.everyone.if.no.acl.found", "metric.reporters",
+	"metric.reporters",
 	"fetch.max.bytes", "producer.id.expiration.ms",
 	"initial.broker.registration.timeout.ms", "num.replica.alter.log.dirs.threads",
 }
@@ -332,6 +334,7 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	loadLimitSettings(&p, &s)
 	loadRetentionSettings(&p, &s)
 	loadTxnSettings(&p, &s)
+	loadAuthorizerSettings(&p, &s)
 	if v, ok := p.get("metrics.listener"); ok && v != "" && p.err == nil {
 		if _, err := metrics.ParseListener(v); err != nil {
 			p.fail("metrics.listener", props["metrics.listener"], err.Error())

@@ -19,7 +19,6 @@ func (e *unsupportedError) Error() string {
 // unsupportedKeys are refused when set to a non-empty value (empty is Kafka's
 // default: the feature off), each with the feature it configures.
 var unsupportedKeys = map[string]string{
-	"authorizer.class.name":          "authorization (ACLs)",
 	"delegation.token.secret.key":    "delegation tokens",
 	"delegation.token.master.key":    "delegation tokens",
 	"create.topic.policy.class.name": "create topic policies",

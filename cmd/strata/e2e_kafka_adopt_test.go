@@ -35,7 +35,13 @@ var kafkaHome = filepath.Join("..", "..", "compat-tests", ".cache", "kafka")
 // dir/kafka.log, printed when the test fails; it is killed at the end.
 func newKafka(t *testing.T, dir string) *chaos.KafkaTarget {
 	t.Helper()
-	home, err := filepath.Abs(kafkaHome)
+	return newKafkaFrom(t, kafkaHome, dir)
+}
+
+// newKafkaFrom is newKafka with the Kafka installed in home.
+func newKafkaFrom(t *testing.T, home, dir string) *chaos.KafkaTarget {
+	t.Helper()
+	home, err := filepath.Abs(home)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -172,6 +172,7 @@ func brokerConfig(s settings, logRequests bool, build buildInfo) broker.Config {
 		Limits:                s.Limits.config(),
 		Quotas:                s.Limits.quotas(),
 		StaticConfigs:         s.Static,
+		StandardAuthorizer:    s.Authorizer,
 		Groups: coordinator.GroupConfig{
 			OffsetsTopicPartitions: s.OffsetsTopicPartitions,
 			OffsetsRetention:       time.Duration(s.OffsetsRetentionMinutes) * time.Minute,
