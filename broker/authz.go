@@ -20,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/metadata"
 )
@@ -105,9 +106,40 @@ type allowAll struct{}
 
 func (allowAll) Authorize(string, string, Operation, ResourceType, string) bool { return true }
 
-// authorize asks the request's authorizer about its principal.
+// authorize asks the request's authorizer about its principal. With an
+// authorizer configured, each decision is counted and each denial logged:
+// one info line with the principal, host, operation, resource and request,
+// as Kafka's kafka.authorizer.logger logs it.
 func (rc *reqCtx) authorize(op Operation, resource ResourceType, name string) bool {
-	return rc.authz.Authorize(rc.principal, rc.clientHost, op, resource, name)
+	allowed := rc.decide(op, resource, name)
+	if !allowed && rc.svc != nil && rc.req != nil && !rc.isAllowAll() {
+		rc.svc.logger.Info("authorization denied", zap.String("principal", rc.principal), zap.String("host", rc.clientHost),
+			zap.Stringer("operation", op), zap.String("resource", resource.String()+":"+name),
+			zap.String("request", kmsg.NameForKey(rc.req.Key)))
+	}
+	return allowed
+}
+
+// authorizeQuietly is authorize without the denial's log line, for the
+// requests that leave out what may not be seen (Metadata of every topic,
+// ListGroups, authorized operations), as Kafka's logIfDenied=false.
+func (rc *reqCtx) authorizeQuietly(op Operation, resource ResourceType, name string) bool {
+	return rc.decide(op, resource, name)
+}
+
+// decide asks the authorizer and counts its decision.
+func (rc *reqCtx) decide(op Operation, resource ResourceType, name string) bool {
+	allowed := rc.authz.Authorize(rc.principal, rc.clientHost, op, resource, name)
+	if rc.svc != nil && rc.svc.metrics != nil && !rc.isAllowAll() {
+		rc.svc.metrics.Authorization(op.String(), resource.String(), allowed)
+	}
+	return allowed
+}
+
+// isAllowAll says whether no authorizer is configured.
+func (rc *reqCtx) isAllowAll() bool {
+	_, ok := rc.authz.(allowAll)
+	return ok
 }
 
 // authorizeByResourceType asks whether the principal may perform op on
@@ -135,7 +167,7 @@ var supportedOperations = map[ResourceType][]Operation{
 func (rc *reqCtx) authorizedOperations(resource ResourceType, name string) int32 {
 	var ops int32
 	for _, op := range supportedOperations[resource] {
-		if rc.authorize(op, resource, name) {
+		if rc.authorizeQuietly(op, resource, name) {
 			ops |= 1 << op
 		}
 	}

@@ -29,7 +29,7 @@ func handleListGroups(rc *reqCtx) (kmsg.Response, error) {
 	// describe, as Kafka.
 	if !rc.authorizeCluster(OpDescribe) {
 		groups = slices.DeleteFunc(groups, func(g kmsg.ListGroupsResponseGroup) bool {
-			return !rc.authorize(OpDescribe, ResourceGroup, g.Group)
+			return !rc.authorizeQuietly(OpDescribe, ResourceGroup, g.Group)
 		})
 	}
 	resp.Groups = groups

@@ -131,6 +131,7 @@ type txnCoordinator interface {
 type requestMetrics interface {
 	Topic(name string) *metrics.TopicStats
 	PartitionError(key, errorCode int16)
+	Authorization(operation, resourceType string, allowed bool)
 }
 
 // newServices is the part of b its handlers see.

@@ -59,6 +59,10 @@ const (
 	SuccessfulReauthentications = "strata_successful_reauthentication_total"
 	FailedAuthentications       = "strata_failed_authentication_total"
 	FailedReauthentications     = "strata_failed_reauthentication_total"
+	// The StandardAuthorizer's decisions (Kafka's authorizer-metrics,
+	// KIP-801), by operation and resource type.
+	AuthorizationsAllowed = "strata_authorization_allowed_total"
+	AuthorizationsDenied  = "strata_authorization_denied_total"
 )
 
 // fsyncBuckets span a page-cache-only fsync (tens of microseconds) to a
@@ -89,6 +93,8 @@ type Metrics struct {
 	// auths counts SASL authentications by outcome (auths[reauth][ok]),
 	// each by listener.
 	auths [2][2]*prometheus.CounterVec
+	// authz counts the authorizer's decisions (authz[allowed]).
+	authz [2]*prometheus.CounterVec
 	// recovery sums what log recovery checked and dropped, at start and at
 	// revivals (storage's OnRecovered and OnLogRevived events).
 	recoverySegments, recoveryBytes, recoveryBatches prometheus.Counter
@@ -148,6 +154,13 @@ func New() *Metrics {
 	} {
 		m.auths[i/2][i%2] = prometheus.NewCounterVec(prometheus.CounterOpts{Name: c.name, Help: c.help}, []string{"listener"})
 		m.reg.MustRegister(m.auths[i/2][i%2])
+	}
+	for i, c := range []struct{ name, help string }{
+		{AuthorizationsDenied, "Authorizations the authorizer denied, by operation and resource type (Kafka's authorization-denied-rate-per-minute)."},
+		{AuthorizationsAllowed, "Authorizations the authorizer allowed, by operation and resource type (Kafka's authorization-allowed-rate-per-minute)."},
+	} {
+		m.authz[i] = prometheus.NewCounterVec(prometheus.CounterOpts{Name: c.name, Help: c.help}, []string{"operation", "resource_type"})
+		m.reg.MustRegister(m.authz[i])
 	}
 	m.reg.MustRegister(m.requests, m.partitionErrors, m.latency, m.connsOpen, m.connsAccepted, m.connsClosed, m.fsync,
 		m.recoverySegments, m.recoveryBytes, m.recoveryBatches,
@@ -232,6 +245,18 @@ func (m *Metrics) Authentication(listener string, reauth, ok bool) {
 		j = 1
 	}
 	m.auths[i][j].WithLabelValues(listener).Inc()
+}
+
+// Authorization counts one decision of the authorizer.
+func (m *Metrics) Authorization(operation, resourceType string, allowed bool) {
+	if m == nil {
+		return
+	}
+	i := 0
+	if allowed {
+		i = 1
+	}
+	m.authz[i].WithLabelValues(operation, resourceType).Inc()
 }
 
 // Disconnected is the error label of a request that ended its connection
