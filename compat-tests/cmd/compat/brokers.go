@@ -233,44 +233,17 @@ func (b *broker) writeProps() error {
 func (n *node) props() string { return filepath.Join(n.dir, "server.properties") }
 
 // startStrata starts a Strata target of n nodes, each from its server.properties.
-// A secure one that refuses SCRAM (which it did not serve before issue 15's
-// SCRAM step) is started again with sasl.enabled.mechanisms=PLAIN, so that
-// its SCRAM cells fail rather than the whole column.
 func (h *harness) startStrata(name, tag string, n int, rf int16, secure bool) (*broker, error) {
 	b, err := h.newTarget(name, tag, n, rf, secure)
 	if err != nil {
 		return nil, err
 	}
-	launch := func() error {
-		for _, nd := range b.nodes {
-			if err := h.launch(nd, filepath.Join(h.root, ".cache/bin/strata"), "--config", nd.props()); err != nil {
-				return err
-			}
-		}
-		return h.waitReady(b, 60*time.Second)
-	}
-	err = launch()
-	if err == nil || b.sec == nil || !strings.Contains(err.Error(), "SCRAM") {
-		return b, err
-	}
-	fmt.Printf("compat: %s refuses SCRAM, started again with sasl.enabled.mechanisms=PLAIN (its SCRAM cells fail): %s\n", name, scramRefusal(b))
-	h.stop(b)
-	b.sec.mechanisms = "PLAIN"
-	if err := b.writeProps(); err != nil {
-		return nil, err
-	}
-	return b, launch()
-}
-
-// scramRefusal is the line of a node's log that refuses SCRAM.
-func scramRefusal(b *broker) string {
-	data, _ := os.ReadFile(b.nodes[0].log)
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.Contains(l, "SCRAM") {
-			return tailStr(l, 300)
+	for _, nd := range b.nodes {
+		if err := h.launch(nd, filepath.Join(h.root, ".cache/bin/strata"), "--config", nd.props()); err != nil {
+			return b, err
 		}
 	}
-	return "(no log line names SCRAM)"
+	return b, h.waitReady(b, 60*time.Second)
 }
 
 // startKafka starts an Apache Kafka target of n nodes from the jars in home

@@ -61,8 +61,7 @@ type security struct {
 	serverPEM         string // the broker's PKCS#8 key and certificate chain
 	clientCert        string // the client certificate (CN=alice), PEM
 	clientKey         string // its PKCS#8 key, PEM
-	// mechanisms is the template's sasl.enabled.mechanisms (allMechanisms
-	// unless the broker refused SCRAM).
+	// mechanisms is the template's sasl.enabled.mechanisms.
 	mechanisms string
 	// authorizer is the template's authorizer.class.name knob ("" leaves it out).
 	authorizer string
