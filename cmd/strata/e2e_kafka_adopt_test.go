@@ -41,12 +41,20 @@ func newKafka(t *testing.T, dir string) *chaos.KafkaTarget {
 // newKafkaFrom is newKafka with the Kafka installed in home.
 func newKafkaFrom(t *testing.T, home, dir string) *chaos.KafkaTarget {
 	t.Helper()
+	return kafkaTargetFrom(t, home, dir, "offsets.topic.num.partitions=50", "transaction.state.log.num.partitions=50",
+		"metadata.log.max.snapshot.interval.ms=1000")
+}
+
+// kafkaTargetFrom prepares Apache Kafka installed in home with its data in
+// dir and extra server.properties lines; it is killed at the end of the
+// test, and its log shown when the test failed.
+func kafkaTargetFrom(t *testing.T, home, dir string, extra ...string) *chaos.KafkaTarget {
+	t.Helper()
 	home, err := filepath.Abs(home)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := chaos.NewKafka(home, dir, "offsets.topic.num.partitions=50", "transaction.state.log.num.partitions=50",
-		"metadata.log.max.snapshot.interval.ms=1000")
+	k, err := chaos.NewKafka(home, dir, extra...)
 	if err != nil {
 		t.Fatalf("%v (make tools installs Kafka)", err)
 	}

@@ -19,8 +19,6 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
-
-	"github.com/strata-io/strata/chaos"
 )
 
 // oauthServerJAAS is the broker side of OAUTHBEARER in the tests: Kafka's
@@ -52,24 +50,8 @@ var kafka44Home = filepath.Join("..", "..", "compat-tests", ".cache", "kafka-4.4
 // returned; it is killed at the end.
 func oauthKafka(t *testing.T, kafkaHome string, props []string, extra ...string) string {
 	t.Helper()
-	home, err := filepath.Abs(kafkaHome)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	k, err := chaos.NewKafka(home, dir)
-	if err != nil {
-		t.Skipf("%v (make tools installs Kafka)", err)
-	}
-	t.Cleanup(func() {
-		if err := k.Kill(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			log, _ := os.ReadFile(filepath.Join(dir, "kafka.log"))
-			t.Logf("kafka log:\n%s", tail(string(log), 8<<10))
-		}
-	})
+	k := kafkaTargetFrom(t, kafkaHome, dir)
 	if len(props) > 0 {
 		k.JVM = append([]string{"-Xmx512m", "-XX:+UseSerialGC"}, props...)
 	}

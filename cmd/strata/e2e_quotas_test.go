@@ -9,8 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -288,24 +286,7 @@ func TestClientQuotasAsKafka(t *testing.T) {
 // server.properties lines.
 func newKafkaWith(t *testing.T, dir string, extra ...string) *chaos.KafkaTarget {
 	t.Helper()
-	home, err := filepath.Abs(kafkaHome)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := chaos.NewKafka(home, dir, extra...)
-	if err != nil {
-		t.Fatalf("%v (make tools installs Kafka)", err)
-	}
-	t.Cleanup(func() {
-		if err := k.Kill(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			log, _ := os.ReadFile(filepath.Join(dir, "kafka.log"))
-			t.Logf("kafka log:\n%s", tail(string(log), 8<<10))
-		}
-	})
-	return k
+	return kafkaTargetFrom(t, kafkaHome, dir, extra...)
 }
 
 // TestClusterClientQuotasForwarded checks AlterClientQuotas sent to a
