@@ -77,3 +77,15 @@ func (e env) authRefused() rt.Result {
 	})
 	return rt.RefusedResult(e.a.Scenario, err, hung)
 }
+
+// aclDenied produces the auth records once, within rt.RefusalBound.
+func (e env) aclDenied() rt.Result {
+	cfg, m, err := security(e.a.Security())
+	if err != nil {
+		return rt.Failf("security arguments: %v", err)
+	}
+	w := e.writer(compress.None)
+	w.Transport = &kafka.Transport{TLS: cfg, SASL: m, DialTimeout: 10 * time.Second}
+	err, hung := rt.Bounded(func() error { return e.produce(w, rt.AuthRecords()) })
+	return rt.RefusedResult(e.a.Scenario, err, hung)
+}

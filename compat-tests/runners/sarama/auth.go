@@ -84,3 +84,9 @@ func (e env) authRefused() rt.Result {
 	})
 	return rt.RefusedResult(e.a.Scenario, err, hung)
 }
+
+// aclDenied produces the auth records once, within rt.RefusalBound.
+func (e env) aclDenied() rt.Result {
+	err, hung := rt.Bounded(func() error { return e.produce(config(), rt.AuthRecords()) })
+	return rt.RefusedResult(e.a.Scenario, err, hung)
+}
