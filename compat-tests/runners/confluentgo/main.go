@@ -212,7 +212,7 @@ func fromMsg(m *kafka.Message) rt.Rec {
 
 // consume assigns every partition from the beginning (no group) and reads n records.
 func (e env) consume(parts, n int, extra time.Duration, cfg kafka.ConfigMap) ([]rt.Rec, error) {
-	base := kafka.ConfigMap{"group.id": e.a.Topic + "-unused", "enable.auto.commit": false, "auto.offset.reset": "earliest"}
+	base := kafka.ConfigMap{"group.id": "unused-" + e.a.Topic, "enable.auto.commit": false, "auto.offset.reset": "earliest"}
 	for k, v := range cfg {
 		base[k] = v
 	}
