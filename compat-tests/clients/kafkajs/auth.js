@@ -26,7 +26,7 @@ function how(args) {
   return args['ssl.certificate.location'] ? `${protocol} with a client certificate` : protocol
 }
 
-// auth_plain, auth_scram_sha_256/512, auth_mtls: produce the auth records, consume them back.
+// auth_plain, auth_scram_sha_256/512, auth_mtls, acl_allowed: produce the auth records, consume them back.
 async function authenticated(r, DATA, fail, errText) {
   const a = DATA.auth
   const want = []
@@ -60,4 +60,25 @@ async function refused(r, scenario, DATA, fail, errText) {
   return `refused: ${err}`
 }
 
-module.exports = { securityOptions, authenticated, refused }
+// acl_denied: producing the auth records as a user without ACLs must fail with an authorization error within the
+// refusal bound.
+async function denied(r, DATA, fail, errText) {
+  const a = DATA.auth
+  let timer
+  const bound = new Promise(resolve => (timer = setTimeout(() => resolve('hung'), a.refusal_bound_s * 1000)))
+  const messages = []
+  for (let i = 0; i < a.records; i++) messages.push({ key: `${a.key_prefix}${i}`, value: `${a.value_prefix}${i}`, partition: 0 })
+  const attempt = r.producer({ retry: { retries: 0 } })
+    .then(p => p.send({ topic: r.topic, acks: -1, messages }))
+    .then(() => 'served', e => e)
+  const res = await Promise.race([attempt, bound])
+  clearTimeout(timer)
+  if (res === 'served') throw fail('the client was served')
+  const err = res === 'hung' ? `hung: no error within ${a.refusal_bound_s}s` : errText(res)
+  r.data.error = err
+  if (res === 'hung') throw fail(err)
+  if (!err.toLowerCase().includes('authoriz')) throw fail(`failed, but not with an authorization error: ${err}`)
+  return `denied: ${err}`
+}
+
+module.exports = { securityOptions, authenticated, refused, denied }

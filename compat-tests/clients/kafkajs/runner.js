@@ -707,6 +707,8 @@ async function main() {
       auth_mtls: () => auth.authenticated(r, DATA, fail, errText),
       auth_bad_password: () => auth.refused(r, o.scenario, DATA, fail, errText),
       auth_no_tls: () => auth.refused(r, o.scenario, DATA, fail, errText),
+      acl_allowed: () => auth.authenticated(r, DATA, fail, errText),
+      acl_denied: () => auth.denied(r, DATA, fail, errText),
     }
     try {
       if (!scenarios[o.scenario]) throw new Outcome('skip', `unknown scenario ${o.scenario}`)

@@ -62,4 +62,6 @@ def refused(scenario, data, err):
         raise fail(err)
     if scenario == "auth_bad_password" and "authentication" not in err.lower():
         raise fail(f"failed, but not with an authentication error: {err}")
+    if scenario == "acl_denied" and "authoriz" not in err.lower():
+        raise fail(f"failed, but not with an authorization error: {err}")
     return f"refused: {err}"

@@ -463,7 +463,7 @@ class Runner:
         msgs = self.read_all(self.consumer(), 1, len(AUTH_RECORDS), cap=20.0)
         return check_auth(self.args, [(m.key().decode(), m.value().decode()) for m in msgs])
 
-    s_auth_plain = s_auth_scram_sha_256 = s_auth_scram_sha_512 = s_auth_mtls = _auth
+    s_auth_plain = s_auth_scram_sha_256 = s_auth_scram_sha_512 = s_auth_mtls = s_acl_allowed = _auth
 
     def _refused(self, scenario):
         """librdkafka retries the connection by itself and reports each failure to error_cb: the first one
@@ -483,6 +483,16 @@ class Runner:
 
     def s_auth_no_tls(self):
         return self._refused("auth_no_tls")
+
+    def s_acl_denied(self):
+        """Producing the auth records as a user without ACLs: the delivery reports' first error."""
+        p = self.producer(**{"message.timeout.ms": (REFUSAL_BOUND_S - 5) * 1000})
+        try:
+            self.produce_all(p, [{"key": k.encode(), "value": v.encode(), "partition": 0} for k, v in AUTH_RECORDS])
+            err = None
+        except Exception as e:
+            err = str(e)
+        return refused("acl_denied", self.data, err)
 
 
 if __name__ == "__main__":

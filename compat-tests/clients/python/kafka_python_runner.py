@@ -481,7 +481,7 @@ class Runner:
         recs = self.read_all(self.consumer(), 1, len(AUTH_RECORDS), cap=20.0)
         return check_auth(self.args, [(r.key.decode(), r.value.decode()) for r in recs])
 
-    s_auth_plain = s_auth_scram_sha_256 = s_auth_scram_sha_512 = s_auth_mtls = _auth
+    s_auth_plain = s_auth_scram_sha_256 = s_auth_scram_sha_512 = s_auth_mtls = s_acl_allowed = _auth
 
     def _refused(self, scenario):
         # kafka-python retries a failed authentication as any failed connection and raises only when its
@@ -500,6 +500,9 @@ class Runner:
 
     def s_auth_no_tls(self):
         return self._refused("auth_no_tls")
+
+    def s_acl_denied(self):
+        return self._refused("acl_denied")
 
 
 if __name__ == "__main__":

@@ -27,11 +27,15 @@ import (
 // harness creates with AlterUserScramCredentials), and an SSL listener with
 // ssl.client.auth=required whose principal is the certificate's CN. The
 // PLAINTEXT listener stays for the harness's own set-up (topics, SCRAM
-// users). The certificates come from a CA generated per run.
+// users, ACLs). The certificates come from a CA generated per run. Both
+// run Kafka's StandardAuthorizer with admin, alice and ANONYMOUS (the
+// PLAINTEXT and controller listeners) as super users and no allow-everyone,
+// so the acl_* scenarios' user bob may do only what the harness grants.
 
 // secureScenarios run on the secure targets only, and only they run there.
 var secureScenarios = []string{
 	"auth_plain", "auth_scram_sha_256", "auth_scram_sha_512", "auth_mtls", "auth_bad_password", "auth_no_tls",
+	"acl_denied", "acl_allowed",
 }
 
 func isSecureScenario(s string) bool {
@@ -43,15 +47,21 @@ func isSecureScenario(s string) bool {
 	return false
 }
 
-// The users: admin and alice with PLAIN passwords, alice with SCRAM
-// credentials of the same password, and the client certificate's CN.
+// The users: admin, alice and bob with PLAIN passwords, alice with SCRAM
+// credentials of the same password, and the client certificate's CN. bob
+// is no super user: acl_denied runs as bob with no ACLs, acl_allowed as bob
+// once grantACLs has run.
 const (
 	secureUser     = "alice"
 	securePassword = "alice-secret"
+	aclUser        = "bob"
+	aclPassword    = "bob-secret"
 	plainJAAS      = `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" ` +
-		`user_admin="admin-secret" user_alice="alice-secret";`
-	scramJAAS     = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-	allMechanisms = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+		`user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";`
+	standardAuthorizer = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+	superUsers         = "User:admin;User:alice;User:ANONYMOUS"
+	scramJAAS          = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+	allMechanisms      = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
 )
 
 // security is a secure target's listeners and certificate files.
@@ -81,7 +91,7 @@ func (s *security) properties() string {
 	b.WriteString("listener.name.ssl.ssl.client.auth=required\n")
 	b.WriteString("ssl.principal.mapping.rules=RULE:^CN=([^,]*).*$/$1/,DEFAULT\n")
 	if s.authorizer != "" {
-		fmt.Fprintf(&b, "authorizer.class.name=%s\n", s.authorizer)
+		fmt.Fprintf(&b, "authorizer.class.name=%s\nsuper.users=%s\n", s.authorizer, superUsers)
 	}
 	return b.String()
 }
@@ -90,7 +100,7 @@ func (s *security) properties() string {
 // broker's certificate (127.0.0.1 and localhost) and a client certificate
 // into dir.
 func newSecurity(dir string) (*security, error) {
-	s := &security{mechanisms: allMechanisms}
+	s := &security{mechanisms: allMechanisms, authorizer: standardAuthorizer}
 	for _, a := range []*string{&s.saslAddr, &s.sslAddr} {
 		p, err := freePort()
 		if err != nil {
@@ -180,11 +190,14 @@ func makeCert(parent *x509.Certificate, parentKey *ecdsa.PrivateKey, subject pki
 // runnerArgs are a secure scenario's bootstrap address and --arg values
 // (see clients/RUNNERS.md).
 func (s *security) runnerArgs(scenario string) (string, []string) {
-	sasl := func(mechanism, password string) []string {
-		return []string{"security.protocol=SASL_SSL", "sasl.mechanism=" + mechanism, "sasl.username=" + secureUser,
+	saslAs := func(mechanism, user, password string) []string {
+		return []string{"security.protocol=SASL_SSL", "sasl.mechanism=" + mechanism, "sasl.username=" + user,
 			"sasl.password=" + password, "ssl.ca.location=" + s.caPEM}
 	}
+	sasl := func(mechanism, password string) []string { return saslAs(mechanism, secureUser, password) }
 	switch scenario {
+	case "acl_denied", "acl_allowed":
+		return s.saslAddr, saslAs("PLAIN", aclUser, aclPassword)
 	case "auth_plain":
 		return s.saslAddr, sasl("PLAIN", securePassword)
 	case "auth_scram_sha_256":
@@ -232,6 +245,55 @@ func createScramUsers(seeds []string) error {
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("DescribeUserScramCredentials does not list both credentials of %s: %v", secureUser, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// grantACLs allows bob to write and read topic and to read the groups whose
+// names start with it (the runners' groups are named after the topic),
+// through the PLAINTEXT listener, and waits until DescribeAcls lists both
+// bindings, as the authorizer then has them.
+func grantACLs(seeds []string, topic string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	principal := "User:" + aclUser
+	grants := []*kadm.ACLBuilder{
+		kadm.NewACLs().Allow(principal).AllowHosts("*").Topics(topic).Operations(kadm.OpWrite, kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral),
+		kadm.NewACLs().Allow(principal).AllowHosts("*").Groups(topic).Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternPrefixed),
+	}
+	for _, g := range grants {
+		res, err := adm.CreateACLs(ctx, g)
+		for _, r := range res {
+			if err == nil && r.Err != nil {
+				err = fmt.Errorf("%w %s", r.Err, r.ErrMessage)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("CreateAcls: %w", err)
+		}
+	}
+	for {
+		n := 0
+		for _, g := range grants {
+			res, err := adm.DescribeACLs(ctx, g)
+			for _, r := range res {
+				if err == nil && r.Err == nil {
+					n += len(r.Described)
+				}
+			}
+		}
+		if n == 3 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("DescribeAcls lists %d of the 3 ACLs granted to %s", n, principal)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

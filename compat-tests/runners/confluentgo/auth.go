@@ -46,3 +46,9 @@ func (e env) authRefused() rt.Result {
 		}
 	}
 }
+
+// aclDenied produces the auth records once, within rt.RefusalBound.
+func (e env) aclDenied() rt.Result {
+	err, hung := rt.Bounded(func() error { return e.produce(nil, rt.AuthRecords()) })
+	return rt.RefusedResult(e.a.Scenario, err, hung)
+}

@@ -56,3 +56,9 @@ func (e *env) authRefused() rt.Result {
 	defer cancel()
 	return rt.RefusedResult(e.a.Scenario, cl.Ping(ctx), false)
 }
+
+// aclDenied produces the auth records once, within rt.RefusalBound.
+func (e *env) aclDenied() rt.Result {
+	err, hung := rt.Bounded(func() error { return e.produce([]kgo.Opt{kgo.RecordRetries(0)}, rt.AuthRecords()) })
+	return rt.RefusedResult(e.a.Scenario, err, hung)
+}

@@ -52,6 +52,7 @@ func run(a rt.Args) rt.Result {
 	return rt.Dispatch(a.Scenario, rt.Handlers{
 		Auth:                  e.auth,
 		AuthRefused:           e.authRefused,
+		AclDenied:             e.authRefused,
 		Metadata:              e.metadata,
 		CreateTopic:           e.createTopic,
 		ProduceConsume:        e.produceConsume,

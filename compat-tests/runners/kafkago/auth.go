@@ -77,3 +77,30 @@ func (e env) authRefused() rt.Result {
 	})
 	return rt.RefusedResult(e.a.Scenario, err, hung)
 }
+
+// aclDenied produces the auth records once through a Conn (DialLeader,
+// WriteMessages), within rt.RefusalBound: the Writer's Transport looks the
+// topic up in its cache of the cluster's metadata, which lists only the
+// topics the user may describe, so it names an unauthorized topic
+// UNKNOWN_TOPIC_OR_PARTITION; DialLeader asks for the topic itself.
+func (e env) aclDenied() rt.Result {
+	cfg, m, err := security(e.a.Security())
+	if err != nil {
+		return rt.Failf("security arguments: %v", err)
+	}
+	d := &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, TLS: cfg, SASLMechanism: m}
+	err, hung := rt.Bounded(func() error {
+		conn, err := d.DialLeader(e.ctx, "tcp", e.a.Brokers()[0], e.a.Topic, 0)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		var msgs []kafka.Message
+		for _, r := range rt.AuthRecords() {
+			msgs = append(msgs, kafka.Message{Key: r.Key, Value: r.Value})
+		}
+		_, err = conn.WriteMessages(msgs...)
+		return err
+	})
+	return rt.RefusedResult(e.a.Scenario, err, hung)
+}

@@ -86,3 +86,9 @@ func (e env) authRefused() rt.Result {
 	}
 	return rt.RefusedResult(e.a.Scenario, errors.New(msg), false)
 }
+
+// aclDenied produces the auth records once (kcat -P), within rt.RefusalBound.
+func (e env) aclDenied() rt.Result {
+	err, hung := rt.Bounded(func() error { return e.produce(rt.AuthRecords()) })
+	return rt.RefusedResult(e.a.Scenario, err, hung)
+}

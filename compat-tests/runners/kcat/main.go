@@ -25,6 +25,7 @@ func run(a rt.Args) rt.Result {
 	return rt.Dispatch(a.Scenario, rt.Handlers{
 		Auth:                  e.auth,
 		AuthRefused:           e.authRefused,
+		AclDenied:             e.aclDenied,
 		Metadata:              e.metadata,
 		CreateTopic:           rt.Skipping("kcat has no admin API"),
 		CreatePartitions:      rt.Skipping("kcat has no admin API"),

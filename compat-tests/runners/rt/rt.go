@@ -326,7 +326,11 @@ type Handlers struct {
 	// to the (pre-created) topic and consume them back (AuthResult).
 	// AuthRefused runs auth_bad_password and auth_no_tls: one request with
 	// the Security of the arguments, which must fail (RefusedResult).
-	Auth, AuthRefused func() Result
+	// acl_allowed is Auth as a user the orchestrator granted the topic's
+	// and group's ACLs; AclDenied runs acl_denied: one produce as a user
+	// with no ACLs, which must fail with an authorization error
+	// (RefusedResult).
+	Auth, AuthRefused, AclDenied func() Result
 }
 
 // Skipping is a handler that skips with reason.
@@ -349,6 +353,7 @@ func Dispatch(scenario string, h Handlers) Result {
 		"cross_produce": h.CrossProduce, "cross_consume": h.CrossConsume,
 		"auth_plain": h.Auth, "auth_scram_sha_256": h.Auth, "auth_scram_sha_512": h.Auth, "auth_mtls": h.Auth,
 		"auth_bad_password": h.AuthRefused, "auth_no_tls": h.AuthRefused,
+		"acl_allowed": h.Auth, "acl_denied": h.AclDenied,
 	}[scenario]
 	if fn == nil {
 		return Skip("unknown scenario " + scenario)

@@ -111,10 +111,10 @@ func AuthResult(s Security, err error, got []Rec) Result {
 	return Pass(fmt.Sprintf("%s: produced and consumed %d records", s, len(got)), nil)
 }
 
-// RefusedResult judges auth_bad_password and auth_no_tls from the error
-// the client reported (nil: it was served), hung saying the runner gave up
-// after RefusalBound. auth_bad_password wants an authentication error
-// (IsAuthError). The error goes to data.error, which the orchestrator
+// RefusedResult judges auth_bad_password, auth_no_tls and acl_denied from
+// the error the client reported (nil: it was served), hung saying the runner
+// gave up after RefusalBound. auth_bad_password wants an authentication
+// error (IsAuthError), acl_denied an authorization one (IsAuthzError). The error goes to data.error, which the orchestrator
 // compares across the brokers.
 func RefusedResult(scenario string, err error, hung bool) Result {
 	if err == nil && !hung {
@@ -131,6 +131,9 @@ func RefusedResult(scenario string, err error, hung bool) Result {
 	if scenario == "auth_bad_password" && !IsAuthError(msg) {
 		return Fail("failed, but not with an authentication error: "+msg, data)
 	}
+	if scenario == "acl_denied" && !IsAuthzError(msg) {
+		return Fail("failed, but not with an authorization error: "+msg, data)
+	}
 	return Pass("refused: "+msg, data)
 }
 
@@ -138,6 +141,13 @@ func RefusedResult(scenario string, err error, hung bool) Result {
 // authentication (Kafka's SASL_AUTHENTICATION_FAILED as each client names it).
 func IsAuthError(msg string) bool {
 	return strings.Contains(strings.ToLower(msg), "authentication")
+}
+
+// IsAuthzError says whether a client's error text reports a denied
+// request (Kafka's TOPIC_AUTHORIZATION_FAILED as each client names it:
+// TopicAuthorizationException, "Topic authorization failed", ...).
+func IsAuthzError(msg string) bool {
+	return strings.Contains(strings.ToLower(msg), "authoriz")
 }
 
 // Bounded runs fn and waits for it up to RefusalBound; hung says it had not

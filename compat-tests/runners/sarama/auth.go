@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"crypto/sha512"
+	"errors"
 	"fmt"
 
 	"github.com/IBM/sarama"
@@ -79,6 +80,20 @@ func (e env) authRefused() rt.Result {
 		cl, err := sarama.NewClient(e.a.Brokers(), cfg)
 		if err == nil {
 			cl.Close()
+		}
+		return err
+	})
+	return rt.RefusedResult(e.a.Scenario, err, hung)
+}
+
+// aclDenied produces the auth records once, within rt.RefusalBound; the
+// error is the first record's (SendMessages' own only counts them).
+func (e env) aclDenied() rt.Result {
+	err, hung := rt.Bounded(func() error {
+		err := e.produce(config(), rt.AuthRecords())
+		var pes sarama.ProducerErrors
+		if errors.As(err, &pes) && len(pes) > 0 {
+			return pes[0]
 		}
 		return err
 	})

@@ -62,7 +62,7 @@ final class Auth {
         return a.containsKey("ssl.certificate.location") ? protocol + " with a client certificate" : protocol;
     }
 
-    /** auth_plain, auth_scram_sha_256/512, auth_mtls: produce the auth records and consume them back. */
+    /** auth_plain, auth_scram_sha_256/512, auth_mtls, acl_allowed: produce the auth records and consume them back. */
     static String authenticated(Runner r) throws Exception {
         List<String> want = new ArrayList<>();
         try (KafkaProducer<byte[], byte[]> p = r.producer(Map.of())) {
@@ -88,7 +88,10 @@ final class Auth {
         return how(r) + ": produced and consumed " + got.size() + " records";
     }
 
-    /** auth_bad_password, auth_no_tls: one produce, which must fail within the refusal bound. */
+    /**
+     * auth_bad_password, auth_no_tls, acl_denied: one produce, which must fail within the refusal bound (acl_denied:
+     * with an authorization error).
+     */
     static String refused(Runner r, String scenario) {
         long bound = Scenarios.AUTH_REFUSAL_BOUND_MS - 5_000;
         String err = null;
@@ -101,6 +104,8 @@ final class Auth {
         r.data.put("error", err);
         if (scenario.equals("auth_bad_password") && !err.toLowerCase().contains("authentication"))
             throw Runner.fail("failed, but not with an authentication error: " + err);
+        if (scenario.equals("acl_denied") && !err.toLowerCase().contains("authoriz"))
+            throw Runner.fail("failed, but not with an authorization error: " + err);
         return "refused: " + err;
     }
 }
