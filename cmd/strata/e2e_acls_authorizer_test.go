@@ -329,9 +329,7 @@ func aclEdgeCases(t *testing.T, tg *aclTarget) []string {
 // same on all three.
 func TestStandardAuthorizerAgainstKafka(t *testing.T) {
 	e2e(t)
-	if _, err := os.Stat(filepath.Join(kafkaToolsHome(t), "libs")); err != nil {
-		t.Skip("Kafka's jars are not cached; run compat-tests/scripts/install-kafka.sh")
-	}
+	installedKafkaTools(t)
 	strata := aclScript(t, strataACLTarget(t))
 	for _, k := range []struct{ name, home string }{{"kafka 4.1.1", kafkaHome}, {"kafka 4.4.0", kafkaHome + "-4.4.0"}} {
 		if _, err := os.Stat(filepath.Join(k.home, "libs")); err != nil {

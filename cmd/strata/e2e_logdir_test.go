@@ -127,6 +127,20 @@ func kafkaToolsHome(t testing.TB) string {
 	return home
 }
 
+// installedKafkaTools is kafkaToolsHome, the test skipped when java or
+// Kafka's jars are not installed.
+func installedKafkaTools(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Skip("java not installed")
+	}
+	home := kafkaToolsHome(t)
+	if _, err := os.Stat(filepath.Join(home, "libs")); err != nil {
+		t.Skip("Kafka's jars are not cached; run compat-tests/scripts/install-kafka.sh")
+	}
+	return home
+}
+
 // runKafkaTool runs Kafka's tool class from home, stdin fed to it, and
 // returns what it wrote and how it exited; one running past 2 minutes
 // fails the test.

@@ -145,12 +145,7 @@ func oauthOutcomes(t *testing.T, addr string) map[string]string {
 // and an expired token gets SASL_AUTHENTICATION_FAILED {"status":"invalid_token"}.
 func TestOAuthBearerSideBySide(t *testing.T) {
 	e2e(t)
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Skip("java not installed")
-	}
-	if _, err := os.Stat(filepath.Join(kafkaToolsHome(t), "libs")); err != nil {
-		t.Skip("Kafka's jars are not cached; run compat-tests/scripts/install-kafka.sh")
-	}
+	installedKafkaTools(t)
 	_, strataAddr := oauthStrata(t, nil)
 	kafkaAddr := oauthKafka(t, kafkaHome, nil)
 	want := map[string]string{

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -45,13 +44,7 @@ func saslCounter(t *testing.T, metricsURL, name string) int {
 // re-authentications, none failed, and closes no session as expired.
 func TestReauthJavaConsole(t *testing.T) {
 	e2e(t)
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Skip("java not installed")
-	}
-	home := kafkaToolsHome(t)
-	if _, err := os.Stat(filepath.Join(home, "libs")); err != nil {
-		t.Skip("Kafka's jars are not cached; run compat-tests/scripts/install-kafka.sh")
-	}
+	home := installedKafkaTools(t)
 	metricsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	p, addr := oauthStrata(t, map[string]string{"connections.max.reauth.ms": "2000", "metrics.listener": "http://" + metricsAddr})
 	metricsURL := "http://" + metricsAddr + "/metrics"

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -165,13 +164,7 @@ func TestSASLKcat(t *testing.T) {
 // broker's message.
 func TestSASLJavaConsole(t *testing.T) {
 	e2e(t)
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Skip("java not installed")
-	}
-	home := kafkaToolsHome(t)
-	if _, err := os.Stat(filepath.Join(home, "libs")); err != nil {
-		t.Skip("Kafka's jars are not cached; run compat-tests/scripts/install-kafka.sh")
-	}
+	home := installedKafkaTools(t)
 	_, addr := saslBroker(t, "SASL_PLAINTEXT", nil)
 	dir := t.TempDir()
 	props := func(pass string) string {

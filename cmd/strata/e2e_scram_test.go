@@ -177,12 +177,7 @@ func sortedMechanisms(line string) string {
 // version.
 func TestScramKafkaToolsLikeKafka(t *testing.T) {
 	e2e(t)
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Skip("java not installed")
-	}
-	if _, err := os.Stat(filepath.Join(kafkaToolsHome(t), "libs")); err != nil {
-		t.Skip("Kafka's jars are not cached; run compat-tests/scripts/install-kafka.sh")
-	}
+	installedKafkaTools(t)
 	dir := t.TempDir()
 	plain, saslAddr := "127.0.0.1:"+strconv.Itoa(freePort(t)), "127.0.0.1:"+strconv.Itoa(freePort(t))
 	startScramStrata(t, filepath.Join(dir, "strata"), plain, saslAddr)

@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -218,13 +216,7 @@ func TestTLSKcat(t *testing.T) {
 // store; the broker's key is inline PEM.
 func TestTLSJavaConsole(t *testing.T) {
 	e2e(t)
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Skip("java not installed")
-	}
-	home := kafkaToolsHome(t)
-	if _, err := os.Stat(filepath.Join(home, "libs")); err != nil {
-		t.Skip("Kafka's jars are not cached; run compat-tests/scripts/install-kafka.sh")
-	}
+	home := installedKafkaTools(t)
 	pki := newTestPKI(t)
 	_, addr := sslBroker(t, map[string]string{
 		"ssl.keystore.type": "PEM", "ssl.keystore.key": strings.ReplaceAll(pki.serverKey, "\n", " "),
