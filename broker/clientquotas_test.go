@@ -1,17 +1,13 @@
 package broker
 
 import (
-	"context"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
-
-	"github.com/strata-io/strata/storage"
 )
 
 type quotaOp struct {
@@ -189,45 +185,4 @@ func TestClientQuotasAlterAndDescribe(t *testing.T) {
 	stop()
 	b, _ = startStoppable(t, cfgDir, logger)
 	check(b)
-}
-
-// startStoppable starts a broker as startBroker does and returns with it
-// a stop that shuts it down (at most once; the test's end stops it
-// otherwise).
-func startStoppable(t *testing.T, mutate func(*Config), logger *zap.Logger) (*Broker, func()) {
-	t.Helper()
-	cfg := Config{
-		Listeners:             "PLAINTEXT://127.0.0.1:0",
-		LogDirs:               t.TempDir(),
-		NodeID:                testNodeID,
-		NumPartitions:         1,
-		AutoCreateTopics:      true,
-		SocketRequestMaxBytes: 100 << 20,
-		Log:                   storage.DefaultConfig(),
-		Groups:                testGroupConfig(),
-	}
-	mutate(&cfg)
-	b, err := New(cfg, logger)
-	if err != nil {
-		t.Fatalf("start broker: %v", err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- b.Serve() }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := b.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}
-	t.Cleanup(stop)
-	return b, stop
 }

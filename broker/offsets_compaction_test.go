@@ -2,7 +2,6 @@ package broker
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"io/fs"
 	"net"
@@ -15,43 +14,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/protocol"
 	"github.com/strata-io/strata/storage"
 )
-
-// runBroker starts a broker with cfg (a fixed log dir, so a test can
-// restart on it) and returns it with a stop function that shuts it down
-// and checks Serve's return. Unlike startBroker, stopping is the caller's.
-func runBroker(t *testing.T, cfg Config) (*Broker, func()) {
-	t.Helper()
-	b, err := New(cfg, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
-	if err != nil {
-		t.Fatalf("start broker: %v", err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- b.Serve() }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := b.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}
-	t.Cleanup(stop)
-	return b, stop
-}
 
 // dirUsage is the apparent size (sum of file sizes), the bytes actually
 // allocated on disk (pre-allocated index files are sparse) and the size

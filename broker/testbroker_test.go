@@ -29,6 +29,15 @@ func startBroker(t testing.TB, mutate func(*Config)) *Broker {
 // startBrokerLogging is startBroker with the broker logging to logger.
 func startBrokerLogging(t testing.TB, mutate func(*Config), logger *zap.Logger) *Broker {
 	t.Helper()
+	b, _ := startStoppable(t, mutate, logger)
+	return b
+}
+
+// startStoppable starts a broker as startBroker does and returns with it
+// a stop that shuts it down (at most once; the test's end stops it
+// otherwise).
+func startStoppable(t testing.TB, mutate func(*Config), logger *zap.Logger) (*Broker, func()) {
+	t.Helper()
 	cfg := Config{
 		Listeners:             "PLAINTEXT://127.0.0.1:0",
 		LogDirs:               t.TempDir(),
@@ -42,13 +51,32 @@ func startBrokerLogging(t testing.TB, mutate func(*Config), logger *zap.Logger) 
 	if mutate != nil {
 		mutate(&cfg)
 	}
+	return runBrokerLogging(t, cfg, logger)
+}
+
+// runBroker starts a broker with cfg (a fixed log dir, so a test can
+// restart on it) and returns it with a stop function that shuts it down
+// and checks Serve's return. Unlike startBroker, stopping is the caller's.
+func runBroker(t testing.TB, cfg Config) (*Broker, func()) {
+	t.Helper()
+	return runBrokerLogging(t, cfg, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
+}
+
+// runBrokerLogging is runBroker with the broker logging to logger.
+func runBrokerLogging(t testing.TB, cfg Config, logger *zap.Logger) (*Broker, func()) {
+	t.Helper()
 	b, err := New(cfg, logger)
 	if err != nil {
 		t.Fatalf("start broker: %v", err)
 	}
 	served := make(chan error, 1)
 	go func() { served <- b.Serve() }()
-	t.Cleanup(func() {
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := b.Shutdown(ctx); err != nil {
@@ -57,8 +85,9 @@ func startBrokerLogging(t testing.TB, mutate func(*Config), logger *zap.Logger) 
 		if err := <-served; err != nil {
 			t.Errorf("serve: %v", err)
 		}
-	})
-	return b
+	}
+	t.Cleanup(stop)
+	return b, stop
 }
 
 // testGroupConfig is Kafka's group defaults, except that a new group
