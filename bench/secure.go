@@ -9,17 +9,9 @@ package bench
 // brokers are configured with the same Kafka keys.
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -127,47 +119,14 @@ func newSecureListener(dir string) (*secureListener, error) {
 	if err != nil {
 		return nil, err
 	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "strata-bench CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "localhost"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	pki, err := chaos.NewPKI("strata-bench CA")
 	if err != nil {
 		return nil, err
 	}
 	store := filepath.Join(dir, "keystore.pem")
-	data := append(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := pki.WriteKeyStore(store, "localhost"); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(store, data, 0o600); err != nil {
-		return nil, err
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(ca)
 	jaas := fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required username="%[1]s" password="%[2]s" user_%[1]s="%[2]s";`,
 		benchUser, benchPassword)
 	return &secureListener{
@@ -178,7 +137,7 @@ func newSecureListener(dir string) (*secureListener, error) {
 			"ssl.keystore.type=PEM",
 			"ssl.keystore.location=" + store,
 		},
-		client: &clientSecurity{tls: &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}},
+		client: &clientSecurity{tls: &tls.Config{RootCAs: pki.Roots(), ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}},
 	}, nil
 }
 

@@ -2,17 +2,10 @@ package chaos
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,49 +189,21 @@ func (s *securityRun) consume(group string, opts ...kgo.Opt) string {
 // certificate under dir.
 func securityPKI(t *testing.T, dir string) (caFile, storeFile string, pool *x509.CertPool, carol tls.Certificate) {
 	t.Helper()
-	mk := func(parent *x509.Certificate, parentKey *ecdsa.PrivateKey, cn string, ca bool) (*ecdsa.PrivateKey, *x509.Certificate) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-		tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-		if ca {
-			tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage = true, true, x509.KeyUsageCertSign
-		} else {
-			tmpl.DNSNames, tmpl.IPAddresses = []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)}
-		}
-		if parent == nil {
-			parent, parentKey = tmpl, key
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cert, err := x509.ParseCertificate(der)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return key, cert
-	}
-	caKey, ca := mk(nil, nil, "security script CA", true)
-	serverKey, server := mk(ca, caKey, "localhost", false)
-	carolKey, carolCert := mk(ca, caKey, "carol", false)
-	certPEM := func(c *x509.Certificate) []byte {
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(serverKey)
+	pki, err := NewPKI("security script CA")
 	if err != nil {
 		t.Fatal(err)
 	}
 	caFile, storeFile = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "server.pem")
-	writeFile(t, caFile, string(certPEM(ca)))
-	writeFile(t, storeFile, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))+string(certPEM(server))+string(certPEM(ca)))
-	pool = x509.NewCertPool()
-	pool.AddCert(ca)
-	return caFile, storeFile, pool, tls.Certificate{Certificate: [][]byte{carolCert.Raw}, PrivateKey: carolKey}
+	if err := pki.WriteCA(caFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := pki.WriteKeyStore(storeFile, "localhost"); err != nil {
+		t.Fatal(err)
+	}
+	if carol, err = pki.Issue("carol"); err != nil {
+		t.Fatal(err)
+	}
+	return caFile, storeFile, pki.Roots(), carol
 }
 
 // securityListeners gives target its SASL_SSL and SSL listeners, keyed as
