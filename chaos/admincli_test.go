@@ -44,6 +44,19 @@ func toolLibs(t *testing.T) string {
 	return ""
 }
 
+// toolClass is the main class of Kafka's tool name in home. 4.1.1 (what
+// make test installs) still has ConfigCommand in Scala's core jar as
+// kafka.admin.ConfigCommand; 4.4.0 has it in org.apache.kafka.tools with
+// the others.
+func toolClass(home, name string) string {
+	if name == "ConfigCommand" {
+		if jars, _ := filepath.Glob(filepath.Join(home, "libs", "kafka_2.13-4.1.*.jar")); len(jars) > 0 {
+			return "kafka.admin.ConfigCommand"
+		}
+	}
+	return "org.apache.kafka.tools." + name
+}
+
 // adminCLI runs Kafka's tool classes from home against one cluster.
 type adminCLI struct {
 	t    *testing.T
@@ -68,7 +81,7 @@ func (a *adminCLI) try(class string, args ...string) (string, error) {
 	defer cancel()
 	argv := append([]string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dlog4j2.configurationFile=" + filepath.Join(a.home, "tools-log4j2.properties"),
-		"-cp", filepath.Join(a.home, "libs", "*"), "org.apache.kafka.tools." + class,
+		"-cp", filepath.Join(a.home, "libs", "*"), toolClass(a.home, class),
 		"--bootstrap-server", strings.Join(a.c.Bootstrap(), ",")}, args...)
 	cmd := exec.CommandContext(ctx, "java", argv...)
 	var stdout, stderr bytes.Buffer

@@ -51,10 +51,10 @@ type securityRun struct {
 
 var securitySteps = []securityStep{
 	{"admin creates topic t with kafka-topics (PLAIN over SASL_SSL)", "ok", func(s *securityRun) string {
-		return s.tool("org.apache.kafka.tools.TopicCommand", "--create", "--topic", "t", "--partitions", "1", "--replication-factor", "1")
+		return s.tool("TopicCommand", "--create", "--topic", "t", "--partitions", "1", "--replication-factor", "1")
 	}},
 	{"admin adds bob's SCRAM-SHA-512 credential with kafka-configs", "ok", func(s *securityRun) string {
-		return s.tool("org.apache.kafka.tools.ConfigCommand", "--alter", "--entity-type", "users", "--entity-name", "bob",
+		return s.tool("ConfigCommand", "--alter", "--entity-type", "users", "--entity-name", "bob",
 			"--add-config", "SCRAM-SHA-512=[iterations=8192,password=bob-secret]")
 	}},
 	{"a plaintext client on the SASL_SSL listener", "refused", func(s *securityRun) string {
@@ -69,13 +69,13 @@ var securitySteps = []securityStep{
 	{"bob lists the topics", "t absent", func(s *securityRun) string { return s.listTopics(s.bob()...) }},
 	{"bob produces to t", "TOPIC_AUTHORIZATION_FAILED", func(s *securityRun) string { return s.produce(s.bob()...) }},
 	{"admin grants bob Write on t with kafka-acls", "ok", func(s *securityRun) string {
-		return s.tool("org.apache.kafka.tools.AclCommand", "--add", "--allow-principal", "User:bob", "--operation", "Write", "--topic", "t")
+		return s.tool("AclCommand", "--add", "--allow-principal", "User:bob", "--operation", "Write", "--topic", "t")
 	}},
 	{"bob produces to t", "ok", func(s *securityRun) string { return s.produce(s.bob()...) }},
 	{"bob lists the topics", "t listed", func(s *securityRun) string { return s.listTopics(s.bob()...) }},
 	{"bob consumes t in group g", "GROUP_AUTHORIZATION_FAILED", func(s *securityRun) string { return s.consume("g", s.bob()...) }},
 	{"admin grants bob Read on t and on group g with kafka-acls", "ok", func(s *securityRun) string {
-		return s.tool("org.apache.kafka.tools.AclCommand", "--add", "--allow-principal", "User:bob", "--operation", "Read", "--topic", "t", "--group", "g")
+		return s.tool("AclCommand", "--add", "--allow-principal", "User:bob", "--operation", "Read", "--topic", "t", "--group", "g")
 	}},
 	{"bob consumes t in group g", "read 1 record", func(s *securityRun) string { return s.consume("g", s.bob()...) }},
 	{"carol (a client certificate) produces to t on the SSL listener", "TOPIC_AUTHORIZATION_FAILED", func(s *securityRun) string {
@@ -87,18 +87,19 @@ var securitySteps = []securityStep{
 	{"the broker restarts", "ok", func(s *securityRun) string { s.restart(); return "ok" }},
 	{"bob produces to t", "ok", func(s *securityRun) string { return s.produce(s.bob()...) }},
 	{"admin lists the ACLs with kafka-acls", "3 ACLs of User:bob", func(s *securityRun) string {
-		out := s.tool("org.apache.kafka.tools.AclCommand", "--list")
+		out := s.tool("AclCommand", "--list")
 		return fmt.Sprintf("%d ACLs of User:bob", strings.Count(out, "principal=User:bob"))
 	}},
 }
 
-// tool runs one of Kafka's tools as admin over SASL_SSL: "ok", or its
-// output when it fails; on success the output is returned when asked.
-func (s *securityRun) tool(class string, args ...string) string {
+// tool runs one of Kafka's tools (TopicCommand, ConfigCommand, AclCommand)
+// as admin over SASL_SSL: "ok", or its output when it fails; on success the
+// output is returned when asked.
+func (s *securityRun) tool(name string, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	argv := append([]string{"-Xmx256m", "-Dlog4j2.configurationFile=" + filepath.Join(s.home, "tools-log4j2.properties"),
-		"-cp", filepath.Join(s.home, "libs", "*"), class, "--bootstrap-server", s.saslAddr, "--command-config", s.adminProps}, args...)
+		"-cp", filepath.Join(s.home, "libs", "*"), toolClass(s.home, name), "--bootstrap-server", s.saslAddr, "--command-config", s.adminProps}, args...)
 	out, err := exec.CommandContext(ctx, "java", argv...).CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("failed: %v: %s", err, out)
