@@ -90,8 +90,8 @@ type Config struct {
 	// upper-case name (tls.go); the others are PLAINTEXT.
 	ListenerTLS map[string]*ListenerTLS
 	// ListenerSASL is the SASL of each SASL_PLAINTEXT and SASL_SSL client
-	// listener, by its upper-case name (sasl.go); a SASL_SSL one has its
-	// ListenerTLS too.
+	// listener, and of such a controller listener, by its upper-case name
+	// (sasl.go); a SASL_SSL one has its ListenerTLS too.
 	ListenerSASL map[string]*ListenerSASL
 	// BoundListeners, when set, are the client listeners already bound,
 	// in the order of Listeners: a broker-only node's carry raft's
@@ -191,7 +191,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	}
 	var fwd *forwarder
 	if cfg.Quorum != nil {
-		fwd = &forwarder{store: cfg.Quorum, node: cfg.NodeID, tls: cfg.Cluster.ControllerTLS, logger: logger, maxIdle: cfg.Limits.idle() / 2}
+		fwd = &forwarder{store: cfg.Quorum, node: cfg.NodeID, sec: cfg.Cluster.controller(), logger: logger, maxIdle: cfg.Limits.idle() / 2}
 	}
 	var replicas *replica.Manager
 	var meta metadata.Store
@@ -204,7 +204,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		meta = cfg.Metadata
 		follower = &imageHost{logs: logs, node: cfg.NodeID, logger: logger, stopReplicas: replicas.StopReplicas}
 		follower.caughtUp.Store(cfg.Quorum == nil) // a shared store's image is current, never replayed
-		fetchers = &replicaFetchers{node: cfg.NodeID, cfg: repl.ReplicaFetch, listener: repl.InterBrokerListener, tls: repl.InterBrokerTLS,
+		fetchers = &replicaFetchers{node: cfg.NodeID, cfg: repl.ReplicaFetch, listener: repl.InterBrokerListener, sec: repl.interBroker(),
 			logs: logs, replicas: replicas, logger: logger.Named("replica-fetcher"), threads: map[fetcherKey]*fetcherThread{}}
 		alter := cfg.AlterPartition
 		switch {
@@ -260,7 +260,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	local := coordinator.LocalMarkers(logs, replicas, groups)
 	var markers *clusterMarkers
 	if cfg.Metadata != nil {
-		markers = &clusterMarkers{node: cfg.NodeID, listener: withReplicationDefaults(cfg.Cluster).InterBrokerListener, tls: cfg.Cluster.InterBrokerTLS,
+		markers = &clusterMarkers{node: cfg.NodeID, listener: withReplicationDefaults(cfg.Cluster).InterBrokerListener, sec: cfg.Cluster.interBroker(),
 			meta: meta, local: local, stop: shutdown, logger: logger.Named("txn-markers"), idle: map[string][]*ctrlClient{}}
 		txnCfg.Markers = markers
 	}

@@ -19,7 +19,12 @@ type ClusterConfig struct {
 	// nil: PLAINTEXT.
 	InterBrokerTLS *tls.Config
 	ControllerTLS  *tls.Config
-	Rack           string // broker.rack; "" = none
+	// InterBrokerSASL and ControllerSASL are the SASL logins to those
+	// listeners when they are SASL_PLAINTEXT or SASL_SSL (peerlogin.go);
+	// nil: none.
+	InterBrokerSASL *PeerLogin
+	ControllerSASL  *PeerLogin
+	Rack            string // broker.rack; "" = none
 	// ReplicaSelector is replica.selector.class: RackAwareReplicaSelector
 	// or "" (Kafka's default: consumers read from the leader).
 	ReplicaSelector string

@@ -113,7 +113,7 @@ func startQuorumNode(t *testing.T, cluster ClusterConfig) (*Broker, string) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	cl, err := quorum.NewControllerListener(ln, addr, quorum.TLS{}, logger)
+	cl, err := quorum.NewControllerListener(ln, addr, quorum.Security{}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestControllerRegistersFencesAndUnfencesBrokers(t *testing.T) {
 	cluster.ClusterID, cluster.HeartbeatInterval = "test-cluster", 50*time.Millisecond
 	b, addr := startQuorumNode(t, cluster)
 	store := b.cfg.Quorum
-	c, err := dialController(addr, 9, time.Second, nil)
+	c, err := dialController(addr, 9, time.Second, peerSecurity{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestControllerRegistersFencesAndUnfencesBrokers(t *testing.T) {
 	}
 	t.Logf("fenced %v after its heartbeat connection closed", time.Since(closed))
 
-	c2, err := dialController(addr, 9, time.Second, nil)
+	c2, err := dialController(addr, 9, time.Second, peerSecurity{})
 	if err != nil {
 		t.Fatal(err)
 	}

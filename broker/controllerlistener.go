@@ -16,11 +16,13 @@ import (
 )
 
 // controllerRegistry is what the controller listener serves: ApiVersions,
-// the controller's APIs (DescribeQuorum among them), the admin changes
-// brokers forward, in an Envelope (envelope.go) or not, and DescribeAcls.
+// SaslHandshake and SaslAuthenticate (sasl.go), the controller's APIs
+// (DescribeQuorum among them), the admin changes brokers forward, in an
+// Envelope (envelope.go) or not, and DescribeAcls.
 func (b *Broker) controllerRegistry() *registry {
 	r := &registry{apis: map[int16]api{}}
 	registerApiVersions(r)
+	registerSASL(r)
 	b.controller.register(r)
 	local := newRegistry() // the admin handlers, not forwarding again
 	// DescribeAcls too, as Kafka's ControllerApis serves kafka-acls
@@ -53,6 +55,7 @@ func (b *Broker) serveController(ln net.Listener) {
 		nc, tc := serverTLS(nc, lt)
 		c := newConn(b, nc)
 		c.apis, c.svc, c.onClose = apis, &svc, b.controller.connClosed
+		c.sasl = b.cfg.ListenerSASL[name]
 		if tc != nil {
 			c.tls, c.tlsConn = lt, tc
 		}

@@ -6,10 +6,9 @@ package broker
 // forwards (forward.go).
 
 import (
-	"bufio"
-	"crypto/tls"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"time"
 
@@ -28,24 +27,30 @@ const controllerRequestTimeout = 10 * time.Second
 type ctrlClient struct {
 	addr string
 	nc   net.Conn
-	r    *bufio.Reader
+	r    io.Reader // buffered, but for a login whose connection is handed on (loginConn)
 	fmt  *kmsg.RequestFormatter
 	corr int32
 	buf  []byte
 }
 
 // dialController connects to the controller listener at addr (or to
-// another broker's inter-broker listener), in TLS with tc when it is set.
-func dialController(addr string, node int32, timeout time.Duration, tc *tls.Config) (*ctrlClient, error) {
+// another broker's inter-broker listener), secured as sec says.
+func dialController(addr string, node int32, timeout time.Duration, sec peerSecurity) (*ctrlClient, error) {
 	nc, err := net.DialTimeout("tcp", addr, timeout)
-	if err == nil && tc != nil {
-		nc, err = quorum.HandshakeClient(nc, tc, addr, timeout)
+	if err == nil && sec.tls != nil {
+		nc, err = quorum.HandshakeClient(nc, sec.tls, addr, timeout)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("controller %s: %w", addr, err)
 	}
-	return &ctrlClient{addr: addr, nc: nc, r: bufio.NewReader(nc),
-		fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("strata-broker-%d", node)))}, nil
+	c := newCtrlClient(addr, nc, node)
+	if sec.login != nil {
+		if err := c.login(sec.login); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 func (c *ctrlClient) Close() error { return c.nc.Close() }

@@ -39,7 +39,7 @@ func TestDescribeQuorumListsRaftNonVotersAsObservers(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ocl, err := quorum.NewControllerListener(ln, addr, quorum.TLS{}, zap.NewNop())
+	ocl, err := quorum.NewControllerListener(ln, addr, quorum.Security{}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

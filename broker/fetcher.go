@@ -28,7 +28,6 @@ package broker
 // stopped following, and after, so that the new followers fetch.
 
 import (
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -67,7 +66,7 @@ type replicaFetchers struct {
 	node     int32
 	cfg      ReplicaFetchConfig
 	listener string
-	tls      *tls.Config // the inter-broker listener's client side; nil: PLAINTEXT
+	sec      peerSecurity // the inter-broker listener's client side
 	logs     *storage.Manager
 	replicas *replica.Manager
 	logger   *zap.Logger
@@ -358,7 +357,7 @@ func (t *fetcherThread) dial() (net.Conn, error) {
 	if c != nil {
 		return c, nil
 	}
-	c, err := dialPeer(t.key.addr, t.f.tls)
+	c, err := dialPeer(t.key.addr, t.f.node, t.f.sec)
 	if err != nil {
 		return nil, fmt.Errorf("dial leader %d at %s: %w", t.key.leader, t.key.addr, err)
 	}

@@ -21,7 +21,6 @@ package broker
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"sync"
 	"time"
@@ -47,7 +46,7 @@ var errNoController = fmt.Errorf("no active controller is known: %w", kerr.NotCo
 type forwarder struct {
 	store  *quorum.Store
 	node   int32
-	tls    *tls.Config // the controller listener's client side; nil: PLAINTEXT
+	sec    peerSecurity // the controller listener's client side
 	logger *zap.Logger
 	// maxIdle is how long the connection may stay unused: half of
 	// connections.max.idle.ms, after which the controller would close it
@@ -72,7 +71,7 @@ func (f *forwarder) send(req kmsg.Request) (kmsg.Response, error) {
 		f.client = nil
 	}
 	if f.client == nil {
-		c, err := dialController(addr, f.node, controllerRequestTimeout, f.tls)
+		c, err := dialController(addr, f.node, controllerRequestTimeout, f.sec)
 		if err != nil {
 			return nil, err
 		}

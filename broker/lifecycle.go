@@ -141,7 +141,7 @@ func (l *lifecycle) step(fenced *bool) error {
 		if addr == "" {
 			return errNoController
 		}
-		c, err := dialController(addr, l.node, l.cfg.HeartbeatInterval, l.cfg.ControllerTLS)
+		c, err := dialController(addr, l.node, l.cfg.HeartbeatInterval, l.cfg.controller())
 		if err != nil {
 			return err
 		}

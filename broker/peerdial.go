@@ -15,7 +15,6 @@ package broker
 
 import (
 	"context"
-	"crypto/tls"
 	"net"
 	"syscall"
 	"time"
@@ -36,15 +35,22 @@ var peerDialer = net.Dialer{
 	Control:         boundUnacknowledged(peerSilence),
 }
 
-// dialPeer connects to another node of the cluster, in TLS with tc when
-// it is set; the keepalive and TCP_USER_TIMEOUT are the TCP connection's
-// under it.
-func dialPeer(addr string, tc *tls.Config) (net.Conn, error) {
+// dialPeer connects node to another node of the cluster, secured as sec
+// says; the keepalive and TCP_USER_TIMEOUT are the TCP connection's under
+// its TLS.
+func dialPeer(addr string, node int32, sec peerSecurity) (net.Conn, error) {
 	c, err := peerDialer.DialContext(context.Background(), "tcp", addr)
-	if err != nil || tc == nil {
+	if err == nil && sec.tls != nil {
+		c, err = quorum.HandshakeClient(c, sec.tls, addr, peerDialTimeout)
+	}
+	if err != nil || sec.login == nil {
 		return c, err
 	}
-	return quorum.HandshakeClient(c, tc, addr, peerDialTimeout)
+	if err := loginConn(addr, c, node, sec.login); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // boundUnacknowledged has a connection fail once data it sent has gone

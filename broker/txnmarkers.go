@@ -17,7 +17,6 @@ package broker
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -45,8 +44,8 @@ const (
 
 type clusterMarkers struct {
 	node     int32
-	listener string      // inter.broker.listener.name
-	tls      *tls.Config // its client side; nil: PLAINTEXT
+	listener string       // inter.broker.listener.name
+	sec      peerSecurity // its client side
 	meta     metadata.Store
 	local    coordinator.MarkerWriter
 	stop     <-chan struct{} // closed at shutdown: retries end
@@ -282,7 +281,7 @@ func (w *clusterMarkers) roundTrip(d markerDest, req *kmsg.WriteTxnMarkersReques
 	w.mu.Unlock()
 	if c == nil {
 		var err error
-		if c, err = dialController(d.addr, w.node, min(timeout, 10*time.Second), w.tls); err != nil {
+		if c, err = dialController(d.addr, w.node, min(timeout, 10*time.Second), w.sec); err != nil {
 			return nil, err
 		}
 	}

@@ -31,6 +31,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/broker"
+	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/metadata/quorum"
 )
 
@@ -41,9 +42,15 @@ func startQuorum(s settings, cfg *broker.Config, log *zap.Logger) (stop func() e
 	dir := filepath.Join(s.LogDir, quorum.DirName)
 	var cl *quorum.ControllerListener
 	var opened atomic.Pointer[quorum.Store]
+	image := func() *metadata.Image {
+		if st := opened.Load(); st != nil {
+			return st.Image()
+		}
+		return nil
+	}
 	if s.BrokerOnly {
-		cl, err = brokerListeners(s, logger)
-	} else if cl, err = controllerListener(s, logger); err == nil {
+		cl, err = brokerListeners(s, image, logger)
+	} else if cl, err = controllerListener(s, image, logger); err == nil {
 		cl.ServeIdentity(s.NodeID, func() string {
 			if st := opened.Load(); st != nil {
 				if voters, err := st.CurrentVoters(); err == nil {
@@ -100,7 +107,7 @@ func learnVoters(s *settings, dir string, cl *quorum.ControllerListener, log *za
 	}
 	for logged := false; !ok; {
 		var waiting []string
-		if voters, waiting, err = quorum.DiscoverVoters(s.Bootstrap, s.ControllerTLS, discoverTimeout); err != nil {
+		if voters, waiting, err = quorum.DiscoverVoters(s.Bootstrap, dialSecurity(*s), discoverTimeout); err != nil {
 			return fmt.Errorf("controller.quorum.bootstrap.servers: %w", err)
 		}
 		if ok = len(waiting) == 0; !ok {
@@ -144,7 +151,7 @@ const (
 // controllerListener binds the controller listener of a node with the
 // controller role. Raft names it by its voter entry; a node still to learn
 // its voters starts with its listener's own address.
-func controllerListener(s settings, logger *zap.Logger) (*quorum.ControllerListener, error) {
+func controllerListener(s settings, image func() *metadata.Image, logger *zap.Logger) (*quorum.ControllerListener, error) {
 	name, addr, _ := strings.Cut(s.ControllerListener, "://")
 	self := addr
 	for _, v := range s.Voters {
@@ -156,11 +163,12 @@ func controllerListener(s settings, logger *zap.Logger) (*quorum.ControllerListe
 	if err != nil {
 		return nil, fmt.Errorf("controller listener %s: %w", s.ControllerListener, err)
 	}
-	t := quorum.TLS{Dial: s.ControllerTLS}
+	sec := dialSecurity(s)
 	if lt := s.ListenerTLS[name]; lt != nil {
-		t.Listeners = []*tls.Config{lt.Config}
+		sec.TLS.Listeners = []*tls.Config{lt.Config}
 	}
-	cl, err := quorum.NewControllerListener(ln, self, t, logger)
+	sec.SASL.Listeners = []func(net.Conn) error{nodeAuthenticator(s, name, image)}
+	cl, err := quorum.NewControllerListener(ln, self, sec, logger)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("controller listener %s: %w", s.ControllerListener, err)
@@ -172,7 +180,7 @@ func controllerListener(s settings, logger *zap.Logger) (*quorum.ControllerListe
 // order of s.Listeners. The address raft knows it by is its inter-broker
 // listener's advertised endpoint, the one the active controller adds it
 // at.
-func brokerListeners(s settings, logger *zap.Logger) (*quorum.ControllerListener, error) {
+func brokerListeners(s settings, image func() *metadata.Image, logger *zap.Logger) (*quorum.ControllerListener, error) {
 	var lns []net.Listener
 	fail := func(err error) (*quorum.ControllerListener, error) {
 		for _, ln := range lns {
@@ -181,7 +189,7 @@ func brokerListeners(s settings, logger *zap.Logger) (*quorum.ControllerListener
 		return nil, err
 	}
 	bound := map[string]net.Addr{}
-	t := quorum.TLS{Dial: s.ControllerTLS}
+	sec := dialSecurity(s)
 	for _, l := range csvList(s.Listeners) {
 		name, addr, _ := strings.Cut(l, "://")
 		ln, err := net.Listen("tcp", addr)
@@ -193,7 +201,8 @@ func brokerListeners(s settings, logger *zap.Logger) (*quorum.ControllerListener
 		if lt := s.ListenerTLS[name]; lt != nil {
 			srv = lt.Config
 		}
-		t.Listeners = append(t.Listeners, srv)
+		sec.TLS.Listeners = append(sec.TLS.Listeners, srv)
+		sec.SASL.Listeners = append(sec.SASL.Listeners, nodeAuthenticator(s, name, image))
 		bound[name] = ln.Addr()
 	}
 	self := ""
@@ -211,9 +220,30 @@ func brokerListeners(s settings, logger *zap.Logger) (*quorum.ControllerListener
 		}
 		self = net.JoinHostPort(host, port)
 	}
-	cl, err := quorum.NewBrokerListeners(lns, self, t, logger)
+	cl, err := quorum.NewBrokerListeners(lns, self, sec, logger)
 	if err != nil {
 		return fail(fmt.Errorf("listeners %s: %w", s.Listeners, err))
 	}
 	return cl, nil
+}
+
+// dialSecurity is how this node dials the other nodes' controller
+// listeners (and, as the active controller, broker-only nodes'
+// inter-broker listeners) for raft and AskIdentity: TLS, then SASL.
+func dialSecurity(s settings) quorum.Security {
+	sec := quorum.Security{TLS: quorum.TLS{Dial: s.ControllerTLS}}
+	if s.ControllerSASL != nil {
+		sec.SASL.Login = s.ControllerSASL.Login(s.NodeID)
+	}
+	return sec
+}
+
+// nodeAuthenticator authenticates the raft and identity connections of
+// listener name, when it has SASL; nil when it has not.
+func nodeAuthenticator(s settings, name string, image func() *metadata.Image) func(net.Conn) error {
+	ls := s.ListenerSASL[name]
+	if ls == nil {
+		return nil
+	}
+	return broker.NodeAuthenticator(ls, s.Authorizer, image)
 }

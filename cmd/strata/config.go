@@ -73,8 +73,12 @@ type settings struct {
 	// inter-broker and controller listeners of a cluster node, when SSL
 	// (config_ssl_cluster.go).
 	InterBrokerTLS, ControllerTLS *tls.Config
+	// InterBrokerSASL and ControllerSASL are a cluster node's SASL logins
+	// to the inter-broker and controller listeners, when they have SASL
+	// (config_sasl_cluster.go).
+	InterBrokerSASL, ControllerSASL *broker.PeerLogin
 
-	ListenerSASL map[string]*broker.ListenerSASL // the SASL of each SASL client listener, by name (config_sasl.go)
+	ListenerSASL map[string]*broker.ListenerSASL // the SASL of each SASL client listener, and a controller's SASL controller listener, by name (config_sasl.go)
 
 	Authorizer *broker.StandardAuthorizerConfig // authorizer.class.name's StandardAuthorizer (config_authorizer.go); nil: none
 

@@ -74,6 +74,7 @@ func loadClusterSettings(p *propReader, s *settings, log *zap.Logger) {
 	s.Cluster = broker.DefaultClusterConfig()
 	c := &s.Cluster
 	c.InterBrokerTLS, c.ControllerTLS = s.InterBrokerTLS, s.ControllerTLS
+	c.InterBrokerSASL, c.ControllerSASL = s.InterBrokerSASL, s.ControllerSASL
 	c.ControllerListener = s.ControllerListener
 	var voters []string
 	for _, v := range s.Voters {

@@ -21,8 +21,8 @@ import (
 // client listener is served, each answering with its own endpoints
 // (broker/listeners.go). A node whose quorum is named only by
 // controller.quorum.bootstrap.servers learns its voters from them. What
-// Strata cannot do (join an external quorum as a new voter, TLS or SASL
-// between cluster nodes) is refused rather than ignored.
+// Strata cannot do (join an external quorum as a new voter, GSSAPI or
+// OAUTHBEARER between cluster nodes) is refused rather than ignored.
 
 // listenerEndpoint is one entry of listeners or advertised.listeners.
 type listenerEndpoint struct {
@@ -139,6 +139,7 @@ func loadListenerSettings(p *propReader, s *settings) {
 			return
 		}
 		loadSSLCluster(p, s, "", protocols, controllerNames)
+		loadSASLCluster(p, s, "", protocols, controllerNames, controllers)
 		s.ControllerListener = controllers[0].String()
 		s.Listeners, s.AdvertisedListeners = "", ""
 		return
@@ -152,8 +153,13 @@ func loadListenerSettings(p *propReader, s *settings) {
 		return
 	}
 	loadSSLListeners(p, s, clients)
-	loadSSLCluster(p, s, interBroker, protocols, controllerNames)
 	loadSASLListeners(p, s, clients)
+	loadSSLCluster(p, s, interBroker, protocols, controllerNames)
+	var served []listenerEndpoint // the controller listener, when this node serves it
+	if kraft && !s.BrokerOnly {
+		served = controllers
+	}
+	loadSASLCluster(p, s, interBroker, protocols, controllerNames, served)
 	// checkBrokerListeners made sure advertisedClients is non-empty and a
 	// subset of the client listeners: a listener left out of it is served
 	// but registers no endpoint, as in Kafka.

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/broker"
 )
 
 // TestParseJAAS: sasl.jaas.config strings parse as Kafka's JaasConfig
@@ -149,27 +151,57 @@ func TestSASLSSLClientAuth(t *testing.T) {
 	}
 }
 
-// TestSASLBetweenNodesRefused: on a node of a cluster an inter-broker or
-// controller listener that is SASL is refused in one line; a client SASL
-// listener is not.
-func TestSASLBetweenNodesRefused(t *testing.T) {
+// TestSASLBetweenNodesKeys: on a node of a cluster, an inter-broker
+// listener with SASL is dialed with sasl.mechanism.inter.broker.protocol
+// and a controller listener with sasl.mechanism.controller.protocol, each
+// logging in with the username and password of that listener's JAAS
+// configuration; GSSAPI (Kafka's default for both) and OAUTHBEARER are
+// refused as not served between nodes, and Kafka's check that the
+// inter-broker mechanism is enabled on its listener holds.
+func TestSASLBetweenNodesKeys(t *testing.T) {
 	three := "1@127.0.0.1:9093,2@127.0.0.1:9193,3@127.0.0.1:9293"
-	for _, tt := range []struct {
-		changes map[string]string
-		feature string
-	}{
-		{map[string]string{"controller.quorum.voters": three, "inter.broker.listener.name": "SASL"},
-			"the SASL_PLAINTEXT security protocol on the inter-broker listener SASL of a cluster node (SASL between nodes is not served yet)"},
-		{map[string]string{"controller.quorum.voters": three, "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"},
-			"the SASL_PLAINTEXT security protocol on the controller listener CONTROLLER of a cluster node"},
-	} {
-		_, err := loadSettings(saslNode(tt.changes), zap.NewNop())
-		var ue *unsupportedError
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.feature) {
-			t.Errorf("%v: error %v, want strata does not support %s", tt.changes, err, tt.feature)
-		}
+	controllerJAAS := plainLoginModule + ` required username="node" password="node-pw" user_node="node-pw";`
+	sasl := func(changes map[string]string) map[string]string {
+		return withChanges(map[string]string{"controller.quorum.voters": three, "inter.broker.listener.name": "SASL",
+			"sasl.mechanism.inter.broker.protocol": "PLAIN"}, changes)
 	}
-	if s, err := loadSettings(saslNode(map[string]string{"controller.quorum.voters": three}), zap.NewNop()); err != nil || s.ListenerSASL["SASL"] == nil {
-		t.Errorf("cluster node with a SASL client listener: %v", err)
+	s, err := loadSettings(saslNode(sasl(nil)), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.InterBrokerSASL; got == nil || *got != (broker.PeerLogin{Mechanism: "PLAIN", Username: "admin", Password: "pw"}) || s.ControllerSASL != nil {
+		t.Errorf("inter-broker login %+v, controller login %+v: want PLAIN as admin, none", got, s.ControllerSASL)
+	}
+	s, err = loadSettings(saslNode(sasl(map[string]string{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+		"sasl.mechanism.controller.protocol": "PLAIN", "listener.name.controller.plain.sasl.jaas.config": controllerJAAS})), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ControllerSASL; got == nil || *got != (broker.PeerLogin{Mechanism: "PLAIN", Username: "node", Password: "node-pw"}) ||
+		s.ListenerSASL["CONTROLLER"] == nil || s.ListenerSASL["CONTROLLER"].PlainUsers["node"] != "node-pw" {
+		t.Errorf("controller login %+v, controller listener SASL %+v: want PLAIN as node, its users", got, s.ListenerSASL["CONTROLLER"])
+	}
+	for _, tt := range []struct {
+		changes     map[string]string
+		key, reason string
+		unsupported bool
+	}{
+		{map[string]string{"sasl.mechanism.inter.broker.protocol": "<unset>"}, "sasl.mechanism.inter.broker.protocol",
+			"the SASL mechanism GSSAPI (Kerberos) between nodes (Kafka's default when sasl.mechanism.inter.broker.protocol is unset)", true},
+		{map[string]string{"sasl.mechanism.inter.broker.protocol": "OAUTHBEARER"}, "sasl.mechanism.inter.broker.protocol", "OAUTHBEARER between nodes", true},
+		{map[string]string{"sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256"}, "sasl.mechanism.inter.broker.protocol",
+			"sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when SASL is used for inter-broker communication", false},
+		{map[string]string{"listener.name.sasl.plain.sasl.jaas.config": plainLoginModule + ` required user_admin="pw";`}, "listener.name.sasl.plain.sasl.jaas.config",
+			"no username option", false},
+		{map[string]string{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+			"listener.name.controller.plain.sasl.jaas.config": controllerJAAS}, "sasl.mechanism.controller.protocol", "GSSAPI (Kerberos) between nodes", true},
+		{map[string]string{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT", "sasl.mechanism.controller.protocol": "SCRAM-SHA-512",
+			"listener.name.controller.plain.sasl.jaas.config": controllerJAAS}, "sasl.mechanism.controller.protocol", "must include sasl.mechanism.controller.protocol in its sasl.enabled.mechanisms", false},
+	} {
+		_, err := loadSettings(saslNode(sasl(tt.changes)), zap.NewNop())
+		var ue *unsupportedError
+		if err == nil || !strings.Contains(err.Error(), tt.key) || !strings.Contains(err.Error(), tt.reason) || errors.As(err, &ue) != tt.unsupported {
+			t.Errorf("%v: error %v, want %s: %s (unsupported %v)", tt.changes, err, tt.key, tt.reason, tt.unsupported)
+		}
 	}
 }

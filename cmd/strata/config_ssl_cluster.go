@@ -22,26 +22,12 @@ import (
 // active controller, which dials it as it dials controllers: the two
 // listeners must have the same security protocol.
 
-// checkClusterSecurity refuses, on a node of a cluster, an inter-broker
-// or controller listener that is neither PLAINTEXT nor SSL, and on a
-// broker-only node an inter-broker listener whose protocol is not the
-// controller listener's. A single node dials neither.
+// checkClusterSecurity refuses, on a broker-only node, an inter-broker
+// listener whose security protocol is not the controller listener's. A
+// single node dials neither.
 func checkClusterSecurity(p *propReader, s *settings, interBroker string, protocols map[string]string, controllerNames []string) bool {
 	if !s.clustered() {
 		return true
-	}
-	refuse := func(listener, sp, role string) bool {
-		p.err = &unsupportedError{Key: "listener.security.protocol.map", Value: p.props["listener.security.protocol.map"],
-			Feature: fmt.Sprintf("the %s security protocol on the %s listener %s of a cluster node (SASL between nodes is not served yet)", sp, role, listener)}
-		return false
-	}
-	if sp := protocols[interBroker]; interBroker != "" && sp != "PLAINTEXT" && sp != "SSL" {
-		return refuse(interBroker, sp, "inter-broker")
-	}
-	for _, n := range controllerNames {
-		if sp := protocols[n]; sp != "PLAINTEXT" && sp != "SSL" {
-			return refuse(n, sp, "controller")
-		}
 	}
 	if s.BrokerOnly && len(controllerNames) > 0 && protocols[interBroker] != protocols[controllerNames[0]] {
 		p.fail("listener.security.protocol.map", p.props["listener.security.protocol.map"], fmt.Sprintf(
@@ -54,8 +40,10 @@ func checkClusterSecurity(p *propReader, s *settings, interBroker string, protoc
 }
 
 // loadSSLCluster sets, on a node of a cluster, the client sides of its
-// inter-broker and controller listeners when they are SSL, and the
-// controller listener's server side on a node that serves it.
+// inter-broker and controller listeners when they are SSL or SASL_SSL,
+// and the controller listener's server side on a node that serves it
+// (with ssl.client.auth only from the listener's prefix on SASL_SSL, as
+// on a client listener).
 func loadSSLCluster(p *propReader, s *settings, interBroker string, protocols map[string]string, controllerNames []string) {
 	if p.err != nil || !s.clustered() {
 		return
@@ -63,13 +51,17 @@ func loadSSLCluster(p *propReader, s *settings, interBroker string, protocols ma
 	if lt := s.ListenerTLS[interBroker]; lt != nil {
 		s.InterBrokerTLS = lt.Client
 	}
-	if len(controllerNames) == 0 || protocols[controllerNames[0]] != "SSL" {
+	if len(controllerNames) == 0 || protocols[controllerNames[0]] != "SSL" && protocols[controllerNames[0]] != "SASL_SSL" {
 		return
 	}
 	name := controllerNames[0]
-	lt := sslListenerSides(sslReader{p: p, prefix: "listener.name." + strings.ToLower(name) + "."}, name, !s.BrokerOnly)
+	r := sslReader{p: p, prefix: "listener.name." + strings.ToLower(name) + "."}
+	lt := sslListenerSides(r, name, !s.BrokerOnly)
 	if p.err != nil {
 		return
+	}
+	if _, ok := p.get(r.prefix + "ssl.client.auth"); !ok && protocols[name] == "SASL_SSL" && lt.Config != nil {
+		lt.Config.ClientAuth = tls.NoClientCert
 	}
 	s.ControllerTLS = lt.Client
 	if !s.BrokerOnly {

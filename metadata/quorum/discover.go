@@ -16,7 +16,6 @@ package quorum
 
 import (
 	"bufio"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,17 +68,14 @@ func (l *ControllerListener) answerIdentity(c net.Conn) {
 
 // AskIdentity asks the controller listener at addr who it is, with TLS
 // when dial is set.
-func AskIdentity(addr string, dial *tls.Config, timeout time.Duration) (Identity, error) {
+func AskIdentity(addr string, sec Security, timeout time.Duration) (Identity, error) {
 	var id Identity
-	c, err := TLS{Dial: dial}.dial(addr, timeout)
+	c, err := sec.dial(addr, identityMagic, timeout)
 	if err != nil {
 		return id, err
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(timeout))
-	if _, err := c.Write(identityMagic[:]); err != nil {
-		return id, err
-	}
 	line, err := bufio.NewReader(c).ReadBytes('\n')
 	if err != nil {
 		return id, fmt.Errorf("controller %s: no identity: %w", addr, err)
@@ -93,10 +89,10 @@ func AskIdentity(addr string, dial *tls.Config, timeout time.Duration) (Identity
 // DiscoverVoters asks each of bootstrap once (AskIdentity) and returns the
 // voters when it can tell them: a formed quorum's, or every bootstrap
 // server with its id. waiting lists the servers that did not answer.
-func DiscoverVoters(bootstrap []string, dial *tls.Config, timeout time.Duration) (voters []Voter, waiting []string, err error) {
+func DiscoverVoters(bootstrap []string, sec Security, timeout time.Duration) (voters []Voter, waiting []string, err error) {
 	var found []Voter
 	for _, addr := range bootstrap {
-		id, err := AskIdentity(addr, dial, timeout)
+		id, err := AskIdentity(addr, sec, timeout)
 		switch {
 		case err != nil:
 			waiting = append(waiting, addr)

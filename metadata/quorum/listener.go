@@ -52,29 +52,30 @@ type ControllerListener struct {
 	// identity answers AskIdentity (discover.go); nil: such connections
 	// are closed.
 	identity   atomic.Pointer[identityServer]
-	tls        TLS
+	sec        Security
 	handshakes handshakeLog // failed TLS handshakes, logged (tls.go)
 }
 
 // NewControllerListener serves ln; self is this node's voter address.
-func NewControllerListener(ln net.Listener, self string, t TLS, logger *zap.Logger) (*ControllerListener, error) {
-	return newSplitListener([]net.Listener{ln}, self, t, logger)
+func NewControllerListener(ln net.Listener, self string, sec Security, logger *zap.Logger) (*ControllerListener, error) {
+	return newSplitListener([]net.Listener{ln}, self, sec, logger)
 }
 
 // NewBrokerListeners serves a broker-only node's client listeners; self
 // is the address the leader reaches it at, one of their advertised
 // endpoints. Their Kafka sides are KafkaListeners, in the order of lns.
-func NewBrokerListeners(lns []net.Listener, self string, t TLS, logger *zap.Logger) (*ControllerListener, error) {
-	return newSplitListener(lns, self, t, logger)
+func NewBrokerListeners(lns []net.Listener, self string, sec Security, logger *zap.Logger) (*ControllerListener, error) {
+	return newSplitListener(lns, self, sec, logger)
 }
 
-func newSplitListener(lns []net.Listener, self string, t TLS, logger *zap.Logger) (*ControllerListener, error) {
-	l := &ControllerListener{lns: lns, logger: logger, raftConns: make(chan net.Conn), done: make(chan struct{}), tls: t}
+func newSplitListener(lns []net.Listener, self string, sec Security, logger *zap.Logger) (*ControllerListener, error) {
+	l := &ControllerListener{lns: lns, logger: logger, raftConns: make(chan net.Conn), done: make(chan struct{}), sec: sec}
 	if err := l.SetSelf(self); err != nil {
 		return nil, err
 	}
 	for i, ln := range lns {
-		l.kafka = append(l.kafka, &kafkaListener{l: l, ln: ln, tls: t.listener(i), conns: make(chan net.Conn), closed: make(chan struct{})})
+		l.kafka = append(l.kafka, &kafkaListener{l: l, ln: ln, tls: sec.TLS.listener(i), authenticate: sec.SASL.listener(i),
+			conns: make(chan net.Conn), closed: make(chan struct{})})
 	}
 	for _, k := range l.kafka {
 		go l.accept(k)
@@ -143,7 +144,12 @@ func (l *ControllerListener) sniffInTLS(c net.Conn, k *kafkaListener) {
 
 // handOn hands c, whose first four bytes were hdr, to who serves it:
 // kafka is c as the Kafka side reads it, with those bytes still unread.
+// On a SASL listener a raft or identity connection authenticates first
+// (sasl.go).
 func (l *ControllerListener) handOn(c net.Conn, hdr [4]byte, kafka net.Conn, k *kafkaListener) {
+	if (hdr == raftMagic || hdr == identityMagic) && !l.authenticated(c, k) {
+		return
+	}
 	if hdr == identityMagic {
 		l.answerIdentity(c)
 		return
@@ -287,36 +293,30 @@ const (
 
 func (s streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	deadline := time.Now().Add(min(timeout, refusedRedial))
-	c, err := s.l.tls.dial(string(address), timeout)
+	c, err := s.l.sec.dial(string(address), raftMagic, timeout)
 	for err != nil && errors.Is(err, syscall.ECONNREFUSED) && time.Now().Before(deadline) {
 		select {
 		case <-s.l.done:
 			return nil, err
 		case <-time.After(refusedRedialEvery):
 		}
-		c, err = s.l.tls.dial(string(address), timeout)
+		c, err = s.l.sec.dial(string(address), raftMagic, timeout)
 	}
-	if err != nil {
-		return nil, err
-	}
-	c.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := c.Write(raftMagic[:]); err != nil {
-		c.Close()
-		return nil, err
-	}
-	c.SetWriteDeadline(time.Time{})
-	return c, nil
+	return c, err
 }
 
 // kafkaListener is the net.Listener of one listener's Kafka-protocol
 // connections; closing it refuses later ones, and leaves raft's.
 type kafkaListener struct {
-	l         *ControllerListener
-	ln        net.Listener
-	tls       *tls.Config // an SSL listener's; nil on a PLAINTEXT one
-	conns     chan net.Conn
-	closed    chan struct{}
-	closeOnce sync.Once
+	l   *ControllerListener
+	ln  net.Listener
+	tls *tls.Config // an SSL listener's; nil on a PLAINTEXT one
+	// authenticate is a SASL listener's authentication of the raft and
+	// identity connections; nil on one without SASL.
+	authenticate func(net.Conn) error
+	conns        chan net.Conn
+	closed       chan struct{}
+	closeOnce    sync.Once
 }
 
 func (k *kafkaListener) Accept() (net.Conn, error) {

@@ -35,7 +35,7 @@ func TestControllerListenerCarriesRaftAndKafka(t *testing.T) {
 	var cls []*ControllerListener
 	for i, v := range voters {
 		logger := zaptest.NewLogger(t)
-		cl, err := NewControllerListener(lns[i], v.Addr, TLS{}, logger)
+		cl, err := NewControllerListener(lns[i], v.Addr, Security{}, logger)
 		if err != nil {
 			t.Fatal(err)
 		}

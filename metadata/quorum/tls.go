@@ -70,15 +70,6 @@ func HandshakeClient(c net.Conn, cfg *tls.Config, addr string, timeout time.Dura
 	return tc, nil
 }
 
-// dial connects to addr within timeout, with TLS when t.Dial is set.
-func (t TLS) dial(addr string, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", addr, timeout)
-	if err != nil || t.Dial == nil {
-		return c, err
-	}
-	return HandshakeClient(c, t.Dial, addr, timeout)
-}
-
 // sniffTLS completes c's server handshake with cfg and reads its first
 // four bytes, within c's deadline; nil when the connection failed.
 func (l *ControllerListener) sniffTLS(c net.Conn, cfg *tls.Config) (*tls.Conn, [4]byte) {

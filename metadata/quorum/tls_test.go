@@ -81,7 +81,7 @@ func TestControllerListenerOverTLS(t *testing.T) {
 	var cls []*ControllerListener
 	for i, v := range voters {
 		logger := zaptest.NewLogger(t)
-		cl, err := NewControllerListener(lns[i], v.Addr, TLS{Listeners: []*tls.Config{server}, Dial: client}, logger)
+		cl, err := NewControllerListener(lns[i], v.Addr, Security{TLS: TLS{Listeners: []*tls.Config{server}, Dial: client}}, logger)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,14 +159,14 @@ func TestControllerListenerOverTLS(t *testing.T) {
 		t.Fatal("the Kafka side accepted no connection")
 	}
 
-	if id, err := AskIdentity(voters[2].Addr, client, time.Second); err != nil || id.NodeID != 3 {
+	if id, err := AskIdentity(voters[2].Addr, Security{TLS: TLS{Dial: client}}, time.Second); err != nil || id.NodeID != 3 {
 		t.Fatalf("AskIdentity over TLS: %+v, %v; want node 3", id, err)
 	}
-	if _, err := AskIdentity(voters[2].Addr, nil, time.Second); err == nil {
+	if _, err := AskIdentity(voters[2].Addr, Security{}, time.Second); err == nil {
 		t.Fatal("AskIdentity without TLS answered by an SSL listener")
 	}
 	other := &tls.Config{Certificates: []tls.Certificate{intruder}, RootCAs: pool}
-	if id, err := AskIdentity(voters[2].Addr, other, time.Second); err == nil {
+	if id, err := AskIdentity(voters[2].Addr, Security{TLS: TLS{Dial: other}}, time.Second); err == nil {
 		t.Fatalf("AskIdentity with another CA's certificate answered: %+v", id)
 	}
 
