@@ -17,7 +17,8 @@ from runner_common import (ALTER_RETENTION_MS, BASE_TS, CROSS, CROSS_HEADER, DEL
                            TS_STEP, Deadline, check_cross, check_produce_consume, check_replicas, fail, group_name,
                            headers_key, headers_value, main, skip, wait_ready)
 
-from auth_common import AUTH_RECORDS, REFUSAL_BOUND_S, check_auth, how, librdkafka_config, refused  # noqa: E402
+from auth_common import (AUTH_RECORDS, REFUSAL_BOUND_S, check_auth, group_refused, how,  # noqa: E402
+                         librdkafka_config, refused)
 
 CLIENT = "confluent-kafka-python"
 
@@ -493,6 +494,21 @@ class Runner:
         except Exception as e:
             err = str(e)
         return refused("acl_denied", self.data, err)
+
+    s_acl_deny_wins = s_acl_denied
+
+    def s_acl_group_denied(self):
+        """Consuming in the scenario's group as a user who may read the topic but not the group: librdkafka's first
+        error, a consumed message's or error_cb's."""
+        errors = []
+        c = self.consumer(**{"group.id": group_name(self.topic, self.args), "error_cb": errors.append})
+        c.subscribe([self.topic])
+        end = time.monotonic() + REFUSAL_BOUND_S
+        while time.monotonic() < end and not errors:
+            for m in c.consume(num_messages=1, timeout=0.2):
+                errors.append(m.error())
+        err = str(errors[0]) if errors else f"hung: no error within {REFUSAL_BOUND_S}s"
+        return group_refused(self.topic, self.data, err)
 
 
 if __name__ == "__main__":

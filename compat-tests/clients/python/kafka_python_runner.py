@@ -22,7 +22,8 @@ from runner_common import (ALTER_RETENTION_MS, BASE_TS, CROSS, CROSS_HEADER, DEL
                            check_produce_consume, check_replicas, fail, group_name, headers_key, headers_value,
                            main, skip, wait_ready)
 
-from auth_common import AUTH_RECORDS, REFUSAL_BOUND_S, check_auth, how, kafka_python_config, refused  # noqa: E402
+from auth_common import (AUTH_RECORDS, REFUSAL_BOUND_S, check_auth, group_refused, how,  # noqa: E402
+                         kafka_python_config, refused)
 
 CLIENT = "kafka-python"
 
@@ -503,6 +504,22 @@ class Runner:
 
     def s_acl_denied(self):
         return self._refused("acl_denied")
+
+    def s_acl_deny_wins(self):
+        return self._refused("acl_deny_wins")
+
+    def s_acl_group_denied(self):
+        """Consuming in the scenario's group as a user who may read the topic but not the group: poll raises."""
+        c = self.consumer(group_id=group_name(self.topic, self.args))
+        c.subscribe([self.topic])
+        end = time.monotonic() + REFUSAL_BOUND_S
+        err = f"hung: no error within {REFUSAL_BOUND_S}s"
+        try:
+            while time.monotonic() < end:
+                c.poll(timeout_ms=200)
+        except Exception as e:
+            err = f"{type(e).__name__}: {e}"
+        return group_refused(self.topic, self.data, err)
 
 
 if __name__ == "__main__":

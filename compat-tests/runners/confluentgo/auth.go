@@ -52,3 +52,23 @@ func (e env) aclDenied() rt.Result {
 	err, hung := rt.Bounded(func() error { return e.produce(nil, rt.AuthRecords()) })
 	return rt.RefusedResult(e.a.Scenario, err, hung)
 }
+
+// aclGroupDenied subscribes a consumer in the scenario's group and polls
+// until librdkafka's first error (an error event or a message's), within
+// rt.RefusalBound.
+func (e env) aclGroupDenied() rt.Result {
+	c, err := e.groupConsumer()
+	if err != nil {
+		return rt.Failf("consumer: %v", err)
+	}
+	defer c.Close()
+	for deadline := time.Now().Add(rt.RefusalBound); time.Now().Before(deadline); {
+		switch ev := c.Poll(200).(type) {
+		case kafka.Error:
+			return rt.GroupRefusedResult(e.a.Topic, errors.New(ev.Error()), false)
+		case *kafka.Message:
+			return rt.GroupRefusedResult(e.a.Topic, ev.TopicPartition.Error, false)
+		}
+	}
+	return rt.GroupRefusedResult(e.a.Topic, nil, true)
+}

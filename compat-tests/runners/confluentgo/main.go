@@ -28,6 +28,7 @@ func run(a rt.Args) rt.Result {
 		Auth:                  e.auth,
 		AuthRefused:           e.authRefused,
 		AclDenied:             e.aclDenied,
+		AclGroupDenied:        e.aclGroupDenied,
 		Metadata:              e.metadata,
 		CreateTopic:           e.createTopic,
 		ProduceConsume:        e.produceConsume,

@@ -62,3 +62,14 @@ func (e *env) aclDenied() rt.Result {
 	err, hung := rt.Bounded(func() error { return e.produce([]kgo.Opt{kgo.RecordRetries(0)}, rt.AuthRecords()) })
 	return rt.RefusedResult(e.a.Scenario, err, hung)
 }
+
+// aclGroupDenied consumes in the scenario's group once, within
+// rt.RefusalBound: franz-go hands a group management error to PollFetches.
+func (e *env) aclGroupDenied() rt.Result {
+	err, hung := rt.Bounded(func() error {
+		cl, _, err := e.groupConsume(len(rt.AuthRecords()))
+		cl.Close()
+		return err
+	})
+	return rt.GroupRefusedResult(e.a.Topic, err, hung)
+}

@@ -85,3 +85,15 @@ func (e env) authRefused() rt.Result {
 	}
 	return rt.RefusedResult(e.a.Scenario, errors.New(why(serr)), false)
 }
+
+// aclGroupDenied runs the console consumer in the scenario's group
+// (groupConsume); the error is what it logged.
+func (e env) aclGroupDenied() rt.Result {
+	cfg, err := e.clientConfig(nil)
+	if err != nil {
+		return rt.Failf("client properties: %v", err)
+	}
+	defer os.RemoveAll(filepath.Dir(cfg))
+	_, err = e.groupConsume(len(rt.AuthRecords()), "--consumer.config", cfg)
+	return rt.GroupRefusedResult(e.a.Topic, err, false)
+}

@@ -104,3 +104,24 @@ func (e env) aclDenied() rt.Result {
 	})
 	return rt.RefusedResult(e.a.Scenario, err, hung)
 }
+
+// aclGroupDenied asks a ConsumerGroup for its first generation, within
+// rt.RefusalBound: Next returns the coordinator lookup's or the join's
+// error (the Reader would only log it and retry).
+func (e env) aclGroupDenied() rt.Result {
+	cfg, m, err := security(e.a.Security())
+	if err != nil {
+		return rt.Failf("security arguments: %v", err)
+	}
+	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{ID: e.a.Group(), Brokers: e.a.Brokers(), Topics: []string{e.a.Topic},
+		Dialer: &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, TLS: cfg, SASLMechanism: m}})
+	if err != nil {
+		return rt.Failf("NewConsumerGroup: %v", err)
+	}
+	defer cg.Close()
+	err, hung := rt.Bounded(func() error {
+		_, err := cg.Next(e.ctx)
+		return err
+	})
+	return rt.GroupRefusedResult(e.a.Topic, err, hung)
+}

@@ -92,3 +92,16 @@ func (e env) aclDenied() rt.Result {
 	err, hung := rt.Bounded(func() error { return e.produce(rt.AuthRecords()) })
 	return rt.RefusedResult(e.a.Scenario, err, hung)
 }
+
+// aclGroupDenied consumes in the scenario's group (kcat -G) within
+// rt.RefusalBound; the error is kcat's.
+func (e env) aclGroupDenied() rt.Result {
+	_, serr, err := e.kcat(nil, rt.RefusalBound, "-G", e.a.Group(), "-c", "1", "-q", "-X", "auto.offset.reset=earliest", e.a.Topic)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "timed out"):
+		return rt.GroupRefusedResult(e.a.Topic, nil, true)
+	case err == nil && !strings.Contains(serr, "ERROR"):
+		return rt.GroupRefusedResult(e.a.Topic, nil, false)
+	}
+	return rt.GroupRefusedResult(e.a.Topic, errors.New(short(serr)), false)
+}

@@ -26,6 +26,7 @@ func run(a rt.Args) rt.Result {
 		Auth:                  e.auth,
 		AuthRefused:           e.authRefused,
 		AclDenied:             e.aclDenied,
+		AclGroupDenied:        e.aclGroupDenied,
 		Metadata:              e.metadata,
 		CreateTopic:           rt.Skipping("kcat has no admin API"),
 		CreatePartitions:      rt.Skipping("kcat has no admin API"),

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -11,6 +12,7 @@ import java.util.Map;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -89,8 +91,8 @@ final class Auth {
     }
 
     /**
-     * auth_bad_password, auth_no_tls, acl_denied: one produce, which must fail within the refusal bound (acl_denied:
-     * with an authorization error).
+     * auth_bad_password, auth_no_tls, acl_denied, acl_deny_wins: one produce, which must fail within the refusal bound
+     * (acl_denied and acl_deny_wins: with an authorization error).
      */
     static String refused(Runner r, String scenario) {
         long bound = Scenarios.AUTH_REFUSAL_BOUND_MS - 5_000;
@@ -104,8 +106,29 @@ final class Auth {
         r.data.put("error", err);
         if (scenario.equals("auth_bad_password") && !err.toLowerCase().contains("authentication"))
             throw Runner.fail("failed, but not with an authentication error: " + err);
-        if (scenario.equals("acl_denied") && !err.toLowerCase().contains("authoriz"))
+        if ((scenario.equals("acl_denied") || scenario.equals("acl_deny_wins")) && !err.toLowerCase().contains("authoriz"))
             throw Runner.fail("failed, but not with an authorization error: " + err);
+        return "refused: " + err;
+    }
+
+    /**
+     * acl_group_denied: a consumer in the scenario's group polls until poll throws, which must happen within the refusal
+     * bound with a group authorization error (the topic's name, which holds "group", taken out before looking).
+     */
+    static String groupRefused(Runner r) {
+        String err = null;
+        long end = System.currentTimeMillis() + Scenarios.AUTH_REFUSAL_BOUND_MS;
+        try (KafkaConsumer<byte[], byte[]> c = r.consumer(Map.of(ConsumerConfig.GROUP_ID_CONFIG, Scenarios.group(r.topic, r.args)))) {
+            c.subscribe(List.of(r.topic));
+            while (System.currentTimeMillis() < end) c.poll(Duration.ofMillis(200));
+        } catch (Exception e) {
+            err = Runner.describe(e);
+        }
+        if (err == null) throw Runner.fail("hung: no error within " + Scenarios.AUTH_REFUSAL_BOUND_MS + " ms");
+        r.data.put("error", err);
+        String l = err.replace(r.topic, "TOPIC").toLowerCase();
+        if (!l.contains("authoriz") || !l.contains("group"))
+            throw Runner.fail("failed, but not with a group authorization error: " + err);
         return "refused: " + err;
     }
 }
