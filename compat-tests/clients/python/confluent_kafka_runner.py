@@ -456,15 +456,24 @@ class Runner:
 
 
     # ------------------------------------------------------------ secure columns
-    def _auth(self):
+    def _auth(self, in_group=False):
+        """Produce the auth records and consume them back, from partition 0 or (acl_allowed) in the group."""
         try:
             self.produce_all(self.producer(), [{"key": k.encode(), "value": v.encode(), "partition": 0} for k, v in AUTH_RECORDS])
         except Exception as e:
             raise fail(f"{how(self.args)}: produce: {e}")
-        msgs = self.read_all(self.consumer(), 1, len(AUTH_RECORDS), cap=20.0)
+        if in_group:
+            c = self.consumer(**{"group.id": group_name(self.topic, self.args), "session.timeout.ms": 10000})
+            c.subscribe([self.topic])
+            msgs = self.group_consume(c, len(AUTH_RECORDS), 20)
+        else:
+            msgs = self.read_all(self.consumer(), 1, len(AUTH_RECORDS), cap=20.0)
         return check_auth(self.args, [(m.key().decode(), m.value().decode()) for m in msgs])
 
-    s_auth_plain = s_auth_scram_sha_256 = s_auth_scram_sha_512 = s_auth_mtls = s_acl_allowed = _auth
+    s_auth_plain = s_auth_scram_sha_256 = s_auth_scram_sha_512 = s_auth_mtls = _auth
+
+    def s_acl_allowed(self):
+        return self._auth(in_group=True)
 
     def _refused(self, scenario):
         """librdkafka retries the connection by itself and reports each failure to error_cb: the first one

@@ -17,6 +17,22 @@ func (e env) auth() rt.Result {
 	return rt.AuthResult(s, err, got)
 }
 
+// aclAllowed produces the auth records and consumes them back in the
+// scenario's group.
+func (e env) aclAllowed() rt.Result {
+	s := e.a.Security()
+	if err := e.produce(nil, rt.AuthRecords()); err != nil {
+		return rt.Failf("%s: produce: %v", s, err)
+	}
+	c, err := e.groupConsumer()
+	if err != nil {
+		return rt.Failf("consumer: %v", err)
+	}
+	defer c.Close()
+	got, err := poll(c, len(rt.AuthRecords()), 0)
+	return rt.AuthResult(s, err, got)
+}
+
 // authRefused starts a producer and waits for librdkafka's first error
 // event that names the failure (it retries the connection by itself,
 // reporting each failure); ALL_BROKERS_DOWN only if no other comes

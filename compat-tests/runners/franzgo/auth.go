@@ -48,6 +48,18 @@ func (e *env) auth() rt.Result {
 	return rt.AuthResult(s, err, got)
 }
 
+// aclAllowed produces the auth records and consumes them back in the
+// scenario's group.
+func (e *env) aclAllowed() rt.Result {
+	s := e.a.Security()
+	if err := e.produce(nil, rt.AuthRecords()); err != nil {
+		return e.failf("%s: produce: %v", s, err)
+	}
+	cl, got, err := e.groupConsume(len(rt.AuthRecords()))
+	cl.Close()
+	return rt.AuthResult(s, err, got)
+}
+
 // authRefused pings the broker (ApiVersions, then SASL) once, within rt.RefusalBound.
 func (e *env) authRefused() rt.Result {
 	cl := e.client(kgo.RequestRetries(0))

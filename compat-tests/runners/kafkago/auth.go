@@ -36,7 +36,14 @@ func security(s rt.Security) (*tls.Config, sasl.Mechanism, error) {
 	return cfg, m, err
 }
 
-func (e env) auth() rt.Result {
+func (e env) auth() rt.Result { return e.authConsume("") }
+
+// aclAllowed is auth with the records consumed back in the scenario's group.
+func (e env) aclAllowed() rt.Result { return e.authConsume(e.a.Group()) }
+
+// authConsume produces the auth records and reads them back from partition
+// 0, or in group if one is given.
+func (e env) authConsume(group string) rt.Result {
 	s := e.a.Security()
 	cfg, m, err := security(s)
 	if err != nil {
@@ -47,10 +54,13 @@ func (e env) auth() rt.Result {
 	if err := e.produce(w, rt.AuthRecords()); err != nil {
 		return rt.Failf("%s: produce: %v", s, err)
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.a.Brokers(), Topic: e.a.Topic, Partition: 0, MaxWait: 200 * time.Millisecond,
-		MinBytes: 1, MaxBytes: 10 << 20, Dialer: &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, TLS: cfg, SASLMechanism: m}})
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.a.Brokers(), Topic: e.a.Topic, GroupID: group, StartOffset: kafka.FirstOffset,
+		MaxWait: 200 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20,
+		Dialer: &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, TLS: cfg, SASLMechanism: m}})
 	defer r.Close()
-	r.SetOffset(kafka.FirstOffset)
+	if group == "" {
+		r.SetOffset(kafka.FirstOffset)
+	}
 	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
 	defer cancel()
 	var got []rt.Rec

@@ -65,6 +65,17 @@ func (e env) auth() rt.Result {
 	return rt.AuthResult(s, err, got)
 }
 
+// aclAllowed produces the auth records and consumes them back in the
+// scenario's group (kcat -G).
+func (e env) aclAllowed() rt.Result {
+	s := e.a.Security()
+	if err := e.produce(rt.AuthRecords()); err != nil {
+		return rt.Failf("%s: produce: %v", s, err)
+	}
+	got, err := e.groupRun(len(rt.AuthRecords()))
+	return rt.AuthResult(s, err, got)
+}
+
 // failRE is librdkafka's log line of a failed connection, without its
 // timestamp: "%3|1796167272.225|FAIL|rdkafka#producer-1| [thrd:...]: <message>".
 var failRE = regexp.MustCompile(`(?m)\|FAIL\|[^|]*\| \[thrd:[^\]]*\]: (.*)$`)

@@ -326,8 +326,10 @@ type Handlers struct {
 	// to the (pre-created) topic and consume them back (AuthResult).
 	// AuthRefused runs auth_bad_password and auth_no_tls: one request with
 	// the Security of the arguments, which must fail (RefusedResult).
-	// acl_allowed is Auth as a user the orchestrator granted the topic's
-	// and group's ACLs; AclDenied runs acl_denied (one produce as a user
+	// AclAllowed runs acl_allowed: as a user the orchestrator granted the
+	// topic's ACLs and READ on the groups prefixed by its name, produce
+	// AuthRecords and consume them back in the scenario's group
+	// (Args.Group; AuthResult). AclDenied runs acl_denied (one produce as a user
 	// with no ACLs) and acl_deny_wins (one produce as a user allowed to
 	// write the topic by a prefixed ACL and denied by a literal one), which
 	// must fail with an authorization error (RefusedResult).
@@ -335,7 +337,7 @@ type Handlers struct {
 	// group (Args.Group) as a user allowed to read the topic but not the
 	// group, which must fail with a group authorization error
 	// (GroupRefusedResult).
-	Auth, AuthRefused, AclDenied, AclGroupDenied func() Result
+	Auth, AuthRefused, AclAllowed, AclDenied, AclGroupDenied func() Result
 }
 
 // Skipping is a handler that skips with reason.
@@ -358,7 +360,7 @@ func Dispatch(scenario string, h Handlers) Result {
 		"cross_produce": h.CrossProduce, "cross_consume": h.CrossConsume,
 		"auth_plain": h.Auth, "auth_scram_sha_256": h.Auth, "auth_scram_sha_512": h.Auth, "auth_mtls": h.Auth,
 		"auth_bad_password": h.AuthRefused, "auth_no_tls": h.AuthRefused,
-		"acl_allowed": h.Auth, "acl_denied": h.AclDenied, "acl_deny_wins": h.AclDenied,
+		"acl_allowed": h.AclAllowed, "acl_denied": h.AclDenied, "acl_deny_wins": h.AclDenied,
 		"acl_group_denied": h.AclGroupDenied,
 	}[scenario]
 	if fn == nil {

@@ -73,6 +73,18 @@ func (e env) auth() rt.Result {
 	return rt.AuthResult(s, err, got)
 }
 
+// aclAllowed produces the auth records and consumes them back in the
+// scenario's group (groupRun).
+func (e env) aclAllowed() rt.Result {
+	s := e.a.Security()
+	if err := e.produce(config(), rt.AuthRecords()); err != nil {
+		return rt.Failf("%s: produce: %v", s, err)
+	}
+	got, stop, err := e.groupRun(len(rt.AuthRecords()), -1)
+	stop()
+	return rt.AuthResult(s, err, got)
+}
+
 // authRefused connects a client (ApiVersions, SASL, Metadata) once.
 func (e env) authRefused() rt.Result {
 	err, hung := rt.Bounded(func() error {

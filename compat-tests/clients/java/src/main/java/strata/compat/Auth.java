@@ -64,8 +64,11 @@ final class Auth {
         return a.containsKey("ssl.certificate.location") ? protocol + " with a client certificate" : protocol;
     }
 
-    /** auth_plain, auth_scram_sha_256/512, auth_mtls, acl_allowed: produce the auth records and consume them back. */
-    static String authenticated(Runner r) throws Exception {
+    /**
+     * auth_plain, auth_scram_sha_256/512, auth_mtls, acl_allowed: produce the auth records and consume them back, from
+     * partition 0 or (acl_allowed) in the scenario's group.
+     */
+    static String authenticated(Runner r, boolean inGroup) throws Exception {
         List<String> want = new ArrayList<>();
         try (KafkaProducer<byte[], byte[]> p = r.producer(Map.of())) {
             List<Future<RecordMetadata>> fs = new ArrayList<>();
@@ -79,8 +82,9 @@ final class Auth {
             throw Runner.fail(how(r) + ": produce: " + Runner.describe(e));
         }
         List<ConsumerRecord<byte[], byte[]>> got;
-        try (KafkaConsumer<byte[], byte[]> c = r.consumer(Map.of())) {
-            got = r.readAll(c, Runner.partitions(r.topic, 1), Scenarios.AUTH_RECORDS, 20_000);
+        try (KafkaConsumer<byte[], byte[]> c = r.consumer(inGroup ? Map.of(ConsumerConfig.GROUP_ID_CONFIG, Scenarios.group(r.topic, r.args)) : Map.of())) {
+            got = inGroup ? groupRead(c, r.topic, Scenarios.AUTH_RECORDS, 20_000)
+                    : r.readAll(c, Runner.partitions(r.topic, 1), Scenarios.AUTH_RECORDS, 20_000);
         } catch (Exception e) {
             throw Runner.fail(how(r) + ": consume: " + Runner.describe(e));
         }
@@ -88,6 +92,17 @@ final class Auth {
         for (ConsumerRecord<byte[], byte[]> rec : got) seen.add(Runner.s(rec.key()) + "=" + Runner.s(rec.value()));
         if (!seen.equals(want)) throw Runner.fail(how(r) + ": consumed " + seen + ", want " + want);
         return how(r) + ": produced and consumed " + got.size() + " records";
+    }
+
+    /** Subscribes c (in a group) to topic and polls until want records or timeoutMs. */
+    static List<ConsumerRecord<byte[], byte[]>> groupRead(KafkaConsumer<byte[], byte[]> c, String topic, int want, long timeoutMs) {
+        c.subscribe(List.of(topic));
+        List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
+        long until = System.currentTimeMillis() + timeoutMs;
+        while (out.size() < want && System.currentTimeMillis() < until) {
+            for (ConsumerRecord<byte[], byte[]> rec : c.poll(Duration.ofMillis(200))) out.add(rec);
+        }
+        return out;
     }
 
     /**
