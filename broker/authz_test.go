@@ -449,8 +449,19 @@ func denyAllCases(topicID [16]byte) []authzCase {
 				t.Errorf("node %d disclosed", c.NodeID)
 			}
 		}},
+		{"FindCoordinator group v2", findCoordinator(0, "g"), 2, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.FindCoordinatorResponse)
+			code(t, "top level", r.ErrorCode, groupAuth)
+			if r.ErrorMessage == nil || *r.ErrorMessage != "Group authorization failed." {
+				t.Errorf("message %q, want Kafka's Errors.message(), %q", derefOr(r.ErrorMessage), "Group authorization failed.")
+			}
+		}},
 		{"FindCoordinator transaction v3", findCoordinator(1, "tx"), 3, func(t *testing.T, resp kmsg.Response) {
-			code(t, "top level", resp.(*kmsg.FindCoordinatorResponse).ErrorCode, txnAuth)
+			r := resp.(*kmsg.FindCoordinatorResponse)
+			code(t, "top level", r.ErrorCode, txnAuth)
+			if r.ErrorMessage == nil || *r.ErrorMessage != "Transactional Id authorization failed." {
+				t.Errorf("message %q, want Kafka's Errors.message(), %q", derefOr(r.ErrorMessage), "Transactional Id authorization failed.")
+			}
 		}},
 		{"JoinGroup", func() kmsg.Request {
 			r := kmsg.NewPtrJoinGroupRequest()

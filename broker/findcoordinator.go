@@ -111,16 +111,26 @@ func (b *services) findCoordinator(key string, keyType int8, version int16) kmsg
 }
 
 // coordinatorMessage is Kafka's error_message: before v4 the error's
-// description ("NONE" for success, as Errors.NONE.message()), from v4 an
-// empty string (handleFindCoordinatorRequestV4AndAbove sets none).
+// Errors.message() ("NONE" for success), from v4 an empty string
+// (handleFindCoordinatorRequestV4AndAbove sets none).
 func coordinatorMessage(err *kerr.Error, version int16) *string {
 	msg := ""
 	switch {
 	case version >= 4:
 	case err == nil:
 		msg = "NONE"
+	case refusalMessages[err] != "":
+		msg = refusalMessages[err]
 	default:
 		msg = err.Description
 	}
 	return &msg
+}
+
+// refusalMessages are Kafka's Errors.message() of the authorization
+// refusals, which franz-go's descriptions word otherwise ("Not authorized
+// to access group: Group authorization failed.", "Transactional ID").
+var refusalMessages = map[*kerr.Error]string{
+	kerr.GroupAuthorizationFailed:           "Group authorization failed.",
+	kerr.TransactionalIDAuthorizationFailed: "Transactional Id authorization failed.",
 }

@@ -60,7 +60,7 @@ async function refused(r, scenario, DATA, fail, errText) {
   return `refused: ${err}`
 }
 
-// acl_denied: producing the auth records as a user without ACLs must fail with an authorization error within the
+// acl_denied, acl_deny_wins: producing the auth records as a user without ACLs (denied a literal ACL) must fail with an authorization error within the
 // refusal bound.
 async function denied(r, DATA, fail, errText) {
   const a = DATA.auth
@@ -81,4 +81,24 @@ async function denied(r, DATA, fail, errText) {
   return `denied: ${err}`
 }
 
-module.exports = { securityOptions, authenticated, refused, denied }
+// acl_group_denied: consuming in the scenario's group as a user who may read the topic but not the group must crash
+// the consumer with a group authorization error within the refusal bound (the topic's name, which holds "group",
+// taken out before looking).
+async function groupDenied(r, DATA, fail, errText) {
+  const bound = DATA.auth.refusal_bound_s
+  let err
+  try {
+    const { got, crashed } = await r.consume({ want: DATA.auth.records, capMs: bound * 1000 })
+    err = crashed ? errText(crashed) : got.length ? null : `hung: no error within ${bound}s`
+  } catch (e) {
+    err = errText(e)
+  }
+  if (err === null) throw fail('the client was served')
+  r.data.error = err
+  if (err.startsWith('hung')) throw fail(err)
+  const low = err.split(r.topic).join('TOPIC').toLowerCase()
+  if (!low.includes('authoriz') || !low.includes('group')) throw fail(`failed, but not with a group authorization error: ${err}`)
+  return `denied: ${err}`
+}
+
+module.exports = { securityOptions, authenticated, refused, denied, groupDenied }

@@ -709,6 +709,8 @@ async function main() {
       auth_no_tls: () => auth.refused(r, o.scenario, DATA, fail, errText),
       acl_allowed: () => auth.authenticated(r, DATA, fail, errText),
       acl_denied: () => auth.denied(r, DATA, fail, errText),
+      acl_deny_wins: () => auth.denied(r, DATA, fail, errText),
+      acl_group_denied: () => auth.groupDenied(r, DATA, fail, errText),
     }
     try {
       if (!scenarios[o.scenario]) throw new Outcome('skip', `unknown scenario ${o.scenario}`)

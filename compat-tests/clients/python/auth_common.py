@@ -62,6 +62,16 @@ def refused(scenario, data, err):
         raise fail(err)
     if scenario == "auth_bad_password" and "authentication" not in err.lower():
         raise fail(f"failed, but not with an authentication error: {err}")
-    if scenario == "acl_denied" and "authoriz" not in err.lower():
+    if scenario in ("acl_denied", "acl_deny_wins") and "authoriz" not in err.lower():
         raise fail(f"failed, but not with an authorization error: {err}")
+    return f"refused: {err}"
+
+
+def group_refused(topic, data, err):
+    """acl_group_denied: err as refused's, which must be a group authorization error (the topic's name, which
+    holds "group", taken out before looking)."""
+    refused("acl_group_denied", data, err)
+    low = err.replace(topic, "TOPIC").lower()
+    if "authoriz" not in low or "group" not in low:
+        raise fail(f"failed, but not with a group authorization error: {err}")
     return f"refused: {err}"

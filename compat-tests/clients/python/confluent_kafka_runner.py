@@ -17,7 +17,8 @@ from runner_common import (ALTER_RETENTION_MS, BASE_TS, CROSS, CROSS_HEADER, DEL
                            TS_STEP, Deadline, check_cross, check_produce_consume, check_replicas, fail, group_name,
                            headers_key, headers_value, main, skip, wait_ready)
 
-from auth_common import AUTH_RECORDS, REFUSAL_BOUND_S, check_auth, how, librdkafka_config, refused  # noqa: E402
+from auth_common import (AUTH_RECORDS, REFUSAL_BOUND_S, check_auth, group_refused, how,  # noqa: E402
+                         librdkafka_config, refused)
 
 CLIENT = "confluent-kafka-python"
 
@@ -455,15 +456,24 @@ class Runner:
 
 
     # ------------------------------------------------------------ secure columns
-    def _auth(self):
+    def _auth(self, in_group=False):
+        """Produce the auth records and consume them back, from partition 0 or (acl_allowed) in the group."""
         try:
             self.produce_all(self.producer(), [{"key": k.encode(), "value": v.encode(), "partition": 0} for k, v in AUTH_RECORDS])
         except Exception as e:
             raise fail(f"{how(self.args)}: produce: {e}")
-        msgs = self.read_all(self.consumer(), 1, len(AUTH_RECORDS), cap=20.0)
+        if in_group:
+            c = self.consumer(**{"group.id": group_name(self.topic, self.args), "session.timeout.ms": 10000})
+            c.subscribe([self.topic])
+            msgs = self.group_consume(c, len(AUTH_RECORDS), 20)
+        else:
+            msgs = self.read_all(self.consumer(), 1, len(AUTH_RECORDS), cap=20.0)
         return check_auth(self.args, [(m.key().decode(), m.value().decode()) for m in msgs])
 
-    s_auth_plain = s_auth_scram_sha_256 = s_auth_scram_sha_512 = s_auth_mtls = s_acl_allowed = _auth
+    s_auth_plain = s_auth_scram_sha_256 = s_auth_scram_sha_512 = s_auth_mtls = _auth
+
+    def s_acl_allowed(self):
+        return self._auth(in_group=True)
 
     def _refused(self, scenario):
         """librdkafka retries the connection by itself and reports each failure to error_cb: the first one
@@ -493,6 +503,21 @@ class Runner:
         except Exception as e:
             err = str(e)
         return refused("acl_denied", self.data, err)
+
+    s_acl_deny_wins = s_acl_denied
+
+    def s_acl_group_denied(self):
+        """Consuming in the scenario's group as a user who may read the topic but not the group: librdkafka's first
+        error, a consumed message's or error_cb's."""
+        errors = []
+        c = self.consumer(**{"group.id": group_name(self.topic, self.args), "error_cb": errors.append})
+        c.subscribe([self.topic])
+        end = time.monotonic() + REFUSAL_BOUND_S
+        while time.monotonic() < end and not errors:
+            for m in c.consume(num_messages=1, timeout=0.2):
+                errors.append(m.error())
+        err = str(errors[0]) if errors else f"hung: no error within {REFUSAL_BOUND_S}s"
+        return group_refused(self.topic, self.data, err)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ from runner_common import (ALTER_RETENTION_MS, BASE_TS, CROSS, CROSS_HEADER, DEL
                            check_produce_consume, check_replicas, fail, group_name, headers_key, headers_value,
                            main, skip, wait_ready)
 
-from auth_common import AUTH_RECORDS, REFUSAL_BOUND_S, check_auth, how, kafka_python_config, refused  # noqa: E402
+from auth_common import (AUTH_RECORDS, REFUSAL_BOUND_S, check_auth, group_refused, how,  # noqa: E402
+                         kafka_python_config, refused)
 
 CLIENT = "kafka-python"
 
@@ -469,7 +470,8 @@ class Runner:
 
 
     # ------------------------------------------------------------ secure columns
-    def _auth(self):
+    def _auth(self, in_group=False):
+        """Produce the auth records and consume them back, from partition 0 or (acl_allowed) in the group."""
         try:
             p = self.producer()
             futures = [p.send(self.topic, key=k.encode(), value=v.encode(), partition=0) for k, v in AUTH_RECORDS]
@@ -478,10 +480,27 @@ class Runner:
                 f.get(timeout=20)
         except Exception as e:
             raise fail(f"{how(self.args)}: produce: {err_name(e)}: {e}")
-        recs = self.read_all(self.consumer(), 1, len(AUTH_RECORDS), cap=20.0)
+        if in_group:
+            recs = self.group_read(len(AUTH_RECORDS), cap=20.0)
+        else:
+            recs = self.read_all(self.consumer(), 1, len(AUTH_RECORDS), cap=20.0)
         return check_auth(self.args, [(r.key.decode(), r.value.decode()) for r in recs])
 
-    s_auth_plain = s_auth_scram_sha_256 = s_auth_scram_sha_512 = s_auth_mtls = s_acl_allowed = _auth
+    s_auth_plain = s_auth_scram_sha_256 = s_auth_scram_sha_512 = s_auth_mtls = _auth
+
+    def s_acl_allowed(self):
+        return self._auth(in_group=True)
+
+    def group_read(self, want, cap):
+        """acl_allowed's consume: in the scenario's group, until want records or cap seconds."""
+        c = self.consumer(group_id=group_name(self.topic, self.args))
+        c.subscribe([self.topic])
+        out = []
+        end = time.monotonic() + self.dl.remaining(cap)
+        while len(out) < want and time.monotonic() < end:
+            for recs in c.poll(timeout_ms=200).values():
+                out.extend(recs)
+        return out
 
     def _refused(self, scenario):
         # kafka-python retries a failed authentication as any failed connection and raises only when its
@@ -503,6 +522,22 @@ class Runner:
 
     def s_acl_denied(self):
         return self._refused("acl_denied")
+
+    def s_acl_deny_wins(self):
+        return self._refused("acl_deny_wins")
+
+    def s_acl_group_denied(self):
+        """Consuming in the scenario's group as a user who may read the topic but not the group: poll raises."""
+        c = self.consumer(group_id=group_name(self.topic, self.args))
+        c.subscribe([self.topic])
+        end = time.monotonic() + REFUSAL_BOUND_S
+        err = f"hung: no error within {REFUSAL_BOUND_S}s"
+        try:
+            while time.monotonic() < end:
+                c.poll(timeout_ms=200)
+        except Exception as e:
+            err = f"{type(e).__name__}: {e}"
+        return group_refused(self.topic, self.data, err)
 
 
 if __name__ == "__main__":

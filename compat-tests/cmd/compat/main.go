@@ -405,8 +405,8 @@ func (h *harness) runOne(j job) (c cell) {
 			return c
 		}
 	}
-	if j.scenario == "acl_allowed" {
-		if err := grantACLs(j.broker.seeds(), j.topic); err != nil {
+	if strings.HasPrefix(j.scenario, "acl_") {
+		if err := grantACLs(j.broker.seeds(), j.scenario, j.topic); err != nil {
 			c.Result, c.Detail = "fail", "orchestrator grant of bob's ACLs (franz-go) failed: "+err.Error()
 			return c
 		}
@@ -582,7 +582,7 @@ func (h *harness) find(client, scenario, broker string) *cell {
 }
 
 // comparedErrors are the scenarios whose error (data.error) must be Kafka's.
-var comparedErrors = []string{"max_message_size", "auth_bad_password", "auth_no_tls", "acl_denied"}
+var comparedErrors = []string{"max_message_size", "auth_bad_password", "auth_no_tls", "acl_denied", "acl_group_denied", "acl_deny_wins"}
 
 // compareErrors downgrades a Strata pass of a comparedErrors scenario whose
 // error differs from Kafka's, the topic's name (which differs per target)

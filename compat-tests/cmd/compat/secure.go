@@ -35,7 +35,7 @@ import (
 // secureScenarios run on the secure targets only, and only they run there.
 var secureScenarios = []string{
 	"auth_plain", "auth_scram_sha_256", "auth_scram_sha_512", "auth_mtls", "auth_bad_password", "auth_no_tls",
-	"acl_denied", "acl_allowed",
+	"acl_denied", "acl_allowed", "acl_group_denied", "acl_deny_wins",
 }
 
 func isSecureScenario(s string) bool {
@@ -49,8 +49,8 @@ func isSecureScenario(s string) bool {
 
 // The users: admin, alice and bob with PLAIN passwords, alice with SCRAM
 // credentials of the same password, and the client certificate's CN. bob
-// is no super user: acl_denied runs as bob with no ACLs, acl_allowed as bob
-// once grantACLs has run.
+// is no super user: acl_denied runs as bob with no ACLs, the other acl_*
+// scenarios as bob once grantACLs has given him the scenario's ACLs.
 const (
 	secureUser     = "alice"
 	securePassword = "alice-secret"
@@ -196,7 +196,7 @@ func (s *security) runnerArgs(scenario string) (string, []string) {
 	}
 	sasl := func(mechanism, password string) []string { return saslAs(mechanism, secureUser, password) }
 	switch scenario {
-	case "acl_denied", "acl_allowed":
+	case "acl_denied", "acl_allowed", "acl_group_denied", "acl_deny_wins":
 		return s.saslAddr, saslAs("PLAIN", aclUser, aclPassword)
 	case "auth_plain":
 		return s.saslAddr, sasl("PLAIN", securePassword)
@@ -250,11 +250,40 @@ func createScramUsers(seeds []string) error {
 	}
 }
 
-// grantACLs allows bob to write and read topic and to read the groups whose
-// names start with it (the runners' groups are named after the topic),
-// through the PLAINTEXT listener, and waits until DescribeAcls lists both
-// bindings, as the authorizer then has them.
-func grantACLs(seeds []string, topic string) error {
+// bobsACLs are the ACLs grantACLs gives bob for scenario on topic:
+// acl_allowed may write and read topic and read the groups whose names start
+// with it (the runners' groups are named after the topic); acl_group_denied
+// may read topic but no group; acl_deny_wins is allowed to write the topics
+// prefixed by topic's name without its target tag and denied to write topic
+// itself, which must win.
+func bobsACLs(scenario, topic string) []*kadm.ACLBuilder {
+	principal := "User:" + aclUser
+	allow := func() *kadm.ACLBuilder { return kadm.NewACLs().Allow(principal).AllowHosts("*") }
+	switch scenario {
+	case "acl_allowed":
+		return []*kadm.ACLBuilder{
+			allow().Topics(topic).Operations(kadm.OpWrite, kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral),
+			allow().Groups(topic).Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternPrefixed),
+		}
+	case "acl_group_denied":
+		return []*kadm.ACLBuilder{allow().Topics(topic).Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral)}
+	case "acl_deny_wins":
+		prefix := topic[:strings.LastIndex(topic, "-")+1]
+		return []*kadm.ACLBuilder{
+			allow().Topics(prefix).Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternPrefixed),
+			kadm.NewACLs().Deny(principal).DenyHosts("*").Topics(topic).Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral),
+		}
+	}
+	return nil
+}
+
+// grantACLs creates bobsACLs through the PLAINTEXT listener and waits until
+// DescribeAcls lists every one, as the authorizer then has them.
+func grantACLs(seeds []string, scenario, topic string) error {
+	grants := bobsACLs(scenario, topic)
+	if len(grants) == 0 {
+		return nil
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		return err
@@ -263,11 +292,7 @@ func grantACLs(seeds []string, topic string) error {
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	principal := "User:" + aclUser
-	grants := []*kadm.ACLBuilder{
-		kadm.NewACLs().Allow(principal).AllowHosts("*").Topics(topic).Operations(kadm.OpWrite, kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral),
-		kadm.NewACLs().Allow(principal).AllowHosts("*").Groups(topic).Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternPrefixed),
-	}
+	created := 0
 	for _, g := range grants {
 		res, err := adm.CreateACLs(ctx, g)
 		for _, r := range res {
@@ -278,6 +303,7 @@ func grantACLs(seeds []string, topic string) error {
 		if err != nil {
 			return fmt.Errorf("CreateAcls: %w", err)
 		}
+		created += len(res)
 	}
 	for {
 		n := 0
@@ -289,11 +315,11 @@ func grantACLs(seeds []string, topic string) error {
 				}
 			}
 		}
-		if n == 3 {
+		if n == created {
 			return nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("DescribeAcls lists %d of the 3 ACLs granted to %s", n, principal)
+			return fmt.Errorf("DescribeAcls lists %d of the %d ACLs granted to User:%s", n, created, aclUser)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

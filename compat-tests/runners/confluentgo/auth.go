@@ -17,6 +17,22 @@ func (e env) auth() rt.Result {
 	return rt.AuthResult(s, err, got)
 }
 
+// aclAllowed produces the auth records and consumes them back in the
+// scenario's group.
+func (e env) aclAllowed() rt.Result {
+	s := e.a.Security()
+	if err := e.produce(nil, rt.AuthRecords()); err != nil {
+		return rt.Failf("%s: produce: %v", s, err)
+	}
+	c, err := e.groupConsumer()
+	if err != nil {
+		return rt.Failf("consumer: %v", err)
+	}
+	defer c.Close()
+	got, err := poll(c, len(rt.AuthRecords()), 0)
+	return rt.AuthResult(s, err, got)
+}
+
 // authRefused starts a producer and waits for librdkafka's first error
 // event that names the failure (it retries the connection by itself,
 // reporting each failure); ALL_BROKERS_DOWN only if no other comes
@@ -51,4 +67,24 @@ func (e env) authRefused() rt.Result {
 func (e env) aclDenied() rt.Result {
 	err, hung := rt.Bounded(func() error { return e.produce(nil, rt.AuthRecords()) })
 	return rt.RefusedResult(e.a.Scenario, err, hung)
+}
+
+// aclGroupDenied subscribes a consumer in the scenario's group and polls
+// until librdkafka's first error (an error event or a message's), within
+// rt.RefusalBound.
+func (e env) aclGroupDenied() rt.Result {
+	c, err := e.groupConsumer()
+	if err != nil {
+		return rt.Failf("consumer: %v", err)
+	}
+	defer c.Close()
+	for deadline := time.Now().Add(rt.RefusalBound); time.Now().Before(deadline); {
+		switch ev := c.Poll(200).(type) {
+		case kafka.Error:
+			return rt.GroupRefusedResult(e.a.Topic, errors.New(ev.Error()), false)
+		case *kafka.Message:
+			return rt.GroupRefusedResult(e.a.Topic, ev.TopicPartition.Error, false)
+		}
+	}
+	return rt.GroupRefusedResult(e.a.Topic, nil, true)
 }

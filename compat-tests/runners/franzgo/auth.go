@@ -48,6 +48,18 @@ func (e *env) auth() rt.Result {
 	return rt.AuthResult(s, err, got)
 }
 
+// aclAllowed produces the auth records and consumes them back in the
+// scenario's group.
+func (e *env) aclAllowed() rt.Result {
+	s := e.a.Security()
+	if err := e.produce(nil, rt.AuthRecords()); err != nil {
+		return e.failf("%s: produce: %v", s, err)
+	}
+	cl, got, err := e.groupConsume(len(rt.AuthRecords()))
+	cl.Close()
+	return rt.AuthResult(s, err, got)
+}
+
 // authRefused pings the broker (ApiVersions, then SASL) once, within rt.RefusalBound.
 func (e *env) authRefused() rt.Result {
 	cl := e.client(kgo.RequestRetries(0))
@@ -61,4 +73,15 @@ func (e *env) authRefused() rt.Result {
 func (e *env) aclDenied() rt.Result {
 	err, hung := rt.Bounded(func() error { return e.produce([]kgo.Opt{kgo.RecordRetries(0)}, rt.AuthRecords()) })
 	return rt.RefusedResult(e.a.Scenario, err, hung)
+}
+
+// aclGroupDenied consumes in the scenario's group once, within
+// rt.RefusalBound: franz-go hands a group management error to PollFetches.
+func (e *env) aclGroupDenied() rt.Result {
+	err, hung := rt.Bounded(func() error {
+		cl, _, err := e.groupConsume(len(rt.AuthRecords()))
+		cl.Close()
+		return err
+	})
+	return rt.GroupRefusedResult(e.a.Topic, err, hung)
 }

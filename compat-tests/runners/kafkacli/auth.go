@@ -66,6 +66,22 @@ func (e env) auth() rt.Result {
 	return rt.AuthResult(s, err, got)
 }
 
+// aclAllowed produces the auth records and consumes them back with the
+// console consumer in the scenario's group (groupConsume).
+func (e env) aclAllowed() rt.Result {
+	s := e.a.Security()
+	cfg, err := e.clientConfig(nil)
+	if err != nil {
+		return rt.Failf("client properties: %v", err)
+	}
+	defer os.RemoveAll(filepath.Dir(cfg))
+	if _, err := e.produce(rt.AuthRecords(), "", "--producer.config", cfg); err != nil {
+		return rt.Failf("%s: produce: %v", s, err)
+	}
+	got, err := e.groupConsume(len(rt.AuthRecords()), "--consumer.config", cfg)
+	return rt.AuthResult(s, err, got)
+}
+
 // authRefused produces one record with the console producer, whose
 // metadata wait (max.block.ms) ends within rt.RefusalBound.
 func (e env) authRefused() rt.Result {
@@ -84,4 +100,16 @@ func (e env) authRefused() rt.Result {
 		return rt.RefusedResult(e.a.Scenario, nil, false)
 	}
 	return rt.RefusedResult(e.a.Scenario, errors.New(why(serr)), false)
+}
+
+// aclGroupDenied runs the console consumer in the scenario's group
+// (groupConsume); the error is what it logged.
+func (e env) aclGroupDenied() rt.Result {
+	cfg, err := e.clientConfig(nil)
+	if err != nil {
+		return rt.Failf("client properties: %v", err)
+	}
+	defer os.RemoveAll(filepath.Dir(cfg))
+	_, err = e.groupConsume(len(rt.AuthRecords()), "--consumer.config", cfg)
+	return rt.GroupRefusedResult(e.a.Topic, err, false)
 }

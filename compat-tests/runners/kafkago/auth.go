@@ -36,7 +36,14 @@ func security(s rt.Security) (*tls.Config, sasl.Mechanism, error) {
 	return cfg, m, err
 }
 
-func (e env) auth() rt.Result {
+func (e env) auth() rt.Result { return e.authConsume("") }
+
+// aclAllowed is auth with the records consumed back in the scenario's group.
+func (e env) aclAllowed() rt.Result { return e.authConsume(e.a.Group()) }
+
+// authConsume produces the auth records and reads them back from partition
+// 0, or in group if one is given.
+func (e env) authConsume(group string) rt.Result {
 	s := e.a.Security()
 	cfg, m, err := security(s)
 	if err != nil {
@@ -47,10 +54,13 @@ func (e env) auth() rt.Result {
 	if err := e.produce(w, rt.AuthRecords()); err != nil {
 		return rt.Failf("%s: produce: %v", s, err)
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.a.Brokers(), Topic: e.a.Topic, Partition: 0, MaxWait: 200 * time.Millisecond,
-		MinBytes: 1, MaxBytes: 10 << 20, Dialer: &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, TLS: cfg, SASLMechanism: m}})
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.a.Brokers(), Topic: e.a.Topic, GroupID: group, StartOffset: kafka.FirstOffset,
+		MaxWait: 200 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20,
+		Dialer: &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, TLS: cfg, SASLMechanism: m}})
 	defer r.Close()
-	r.SetOffset(kafka.FirstOffset)
+	if group == "" {
+		r.SetOffset(kafka.FirstOffset)
+	}
 	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
 	defer cancel()
 	var got []rt.Rec
@@ -103,4 +113,25 @@ func (e env) aclDenied() rt.Result {
 		return err
 	})
 	return rt.RefusedResult(e.a.Scenario, err, hung)
+}
+
+// aclGroupDenied asks a ConsumerGroup for its first generation, within
+// rt.RefusalBound: Next returns the coordinator lookup's or the join's
+// error (the Reader would only log it and retry).
+func (e env) aclGroupDenied() rt.Result {
+	cfg, m, err := security(e.a.Security())
+	if err != nil {
+		return rt.Failf("security arguments: %v", err)
+	}
+	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{ID: e.a.Group(), Brokers: e.a.Brokers(), Topics: []string{e.a.Topic},
+		Dialer: &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, TLS: cfg, SASLMechanism: m}})
+	if err != nil {
+		return rt.Failf("NewConsumerGroup: %v", err)
+	}
+	defer cg.Close()
+	err, hung := rt.Bounded(func() error {
+		_, err := cg.Next(e.ctx)
+		return err
+	})
+	return rt.GroupRefusedResult(e.a.Topic, err, hung)
 }

@@ -65,6 +65,17 @@ func (e env) auth() rt.Result {
 	return rt.AuthResult(s, err, got)
 }
 
+// aclAllowed produces the auth records and consumes them back in the
+// scenario's group (kcat -G).
+func (e env) aclAllowed() rt.Result {
+	s := e.a.Security()
+	if err := e.produce(rt.AuthRecords()); err != nil {
+		return rt.Failf("%s: produce: %v", s, err)
+	}
+	got, err := e.groupRun(len(rt.AuthRecords()))
+	return rt.AuthResult(s, err, got)
+}
+
 // failRE is librdkafka's log line of a failed connection, without its
 // timestamp: "%3|1796167272.225|FAIL|rdkafka#producer-1| [thrd:...]: <message>".
 var failRE = regexp.MustCompile(`(?m)\|FAIL\|[^|]*\| \[thrd:[^\]]*\]: (.*)$`)
@@ -91,4 +102,17 @@ func (e env) authRefused() rt.Result {
 func (e env) aclDenied() rt.Result {
 	err, hung := rt.Bounded(func() error { return e.produce(rt.AuthRecords()) })
 	return rt.RefusedResult(e.a.Scenario, err, hung)
+}
+
+// aclGroupDenied consumes in the scenario's group (kcat -G) within
+// rt.RefusalBound; the error is kcat's.
+func (e env) aclGroupDenied() rt.Result {
+	_, serr, err := e.kcat(nil, rt.RefusalBound, "-G", e.a.Group(), "-c", "1", "-q", "-X", "auto.offset.reset=earliest", e.a.Topic)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "timed out"):
+		return rt.GroupRefusedResult(e.a.Topic, nil, true)
+	case err == nil && !strings.Contains(serr, "ERROR"):
+		return rt.GroupRefusedResult(e.a.Topic, nil, false)
+	}
+	return rt.GroupRefusedResult(e.a.Topic, errors.New(short(serr)), false)
 }

@@ -25,7 +25,9 @@ func run(a rt.Args) rt.Result {
 	return rt.Dispatch(a.Scenario, rt.Handlers{
 		Auth:                  e.auth,
 		AuthRefused:           e.authRefused,
+		AclAllowed:            e.aclAllowed,
 		AclDenied:             e.aclDenied,
+		AclGroupDenied:        e.aclGroupDenied,
 		Metadata:              e.metadata,
 		CreateTopic:           rt.Skipping("kcat has no admin API"),
 		CreatePartitions:      rt.Skipping("kcat has no admin API"),

@@ -326,11 +326,18 @@ type Handlers struct {
 	// to the (pre-created) topic and consume them back (AuthResult).
 	// AuthRefused runs auth_bad_password and auth_no_tls: one request with
 	// the Security of the arguments, which must fail (RefusedResult).
-	// acl_allowed is Auth as a user the orchestrator granted the topic's
-	// and group's ACLs; AclDenied runs acl_denied: one produce as a user
-	// with no ACLs, which must fail with an authorization error
-	// (RefusedResult).
-	Auth, AuthRefused, AclDenied func() Result
+	// AclAllowed runs acl_allowed: as a user the orchestrator granted the
+	// topic's ACLs and READ on the groups prefixed by its name, produce
+	// AuthRecords and consume them back in the scenario's group
+	// (Args.Group; AuthResult). AclDenied runs acl_denied (one produce as a user
+	// with no ACLs) and acl_deny_wins (one produce as a user allowed to
+	// write the topic by a prefixed ACL and denied by a literal one), which
+	// must fail with an authorization error (RefusedResult).
+	// AclGroupDenied runs acl_group_denied: a consume in the scenario's
+	// group (Args.Group) as a user allowed to read the topic but not the
+	// group, which must fail with a group authorization error
+	// (GroupRefusedResult).
+	Auth, AuthRefused, AclAllowed, AclDenied, AclGroupDenied func() Result
 }
 
 // Skipping is a handler that skips with reason.
@@ -353,7 +360,8 @@ func Dispatch(scenario string, h Handlers) Result {
 		"cross_produce": h.CrossProduce, "cross_consume": h.CrossConsume,
 		"auth_plain": h.Auth, "auth_scram_sha_256": h.Auth, "auth_scram_sha_512": h.Auth, "auth_mtls": h.Auth,
 		"auth_bad_password": h.AuthRefused, "auth_no_tls": h.AuthRefused,
-		"acl_allowed": h.Auth, "acl_denied": h.AclDenied,
+		"acl_allowed": h.AclAllowed, "acl_denied": h.AclDenied, "acl_deny_wins": h.AclDenied,
+		"acl_group_denied": h.AclGroupDenied,
 	}[scenario]
 	if fn == nil {
 		return Skip("unknown scenario " + scenario)

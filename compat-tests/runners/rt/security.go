@@ -111,11 +111,12 @@ func AuthResult(s Security, err error, got []Rec) Result {
 	return Pass(fmt.Sprintf("%s: produced and consumed %d records", s, len(got)), nil)
 }
 
-// RefusedResult judges auth_bad_password, auth_no_tls and acl_denied from
-// the error the client reported (nil: it was served), hung saying the runner
-// gave up after RefusalBound. auth_bad_password wants an authentication
-// error (IsAuthError), acl_denied an authorization one (IsAuthzError). The error goes to data.error, which the orchestrator
-// compares across the brokers.
+// RefusedResult judges auth_bad_password, auth_no_tls, acl_denied and
+// acl_deny_wins from the error the client reported (nil: it was served),
+// hung saying the runner gave up after RefusalBound. auth_bad_password wants
+// an authentication error (IsAuthError), acl_denied and acl_deny_wins an
+// authorization one (IsAuthzError). The error goes to data.error, which the
+// orchestrator compares across the brokers.
 func RefusedResult(scenario string, err error, hung bool) Result {
 	if err == nil && !hung {
 		return Failf("the client was served")
@@ -131,10 +132,22 @@ func RefusedResult(scenario string, err error, hung bool) Result {
 	if scenario == "auth_bad_password" && !IsAuthError(msg) {
 		return Fail("failed, but not with an authentication error: "+msg, data)
 	}
-	if scenario == "acl_denied" && !IsAuthzError(msg) {
+	if (scenario == "acl_denied" || scenario == "acl_deny_wins") && !IsAuthzError(msg) {
 		return Fail("failed, but not with an authorization error: "+msg, data)
 	}
 	return Pass("refused: "+msg, data)
+}
+
+// GroupRefusedResult judges acl_group_denied from the error of the
+// client's group consume of topic (nil: it was served), hung saying the
+// runner gave up after RefusalBound: it wants a group authorization error
+// (IsGroupAuthzError), which goes to data.error as RefusedResult's does.
+func GroupRefusedResult(topic string, err error, hung bool) Result {
+	r := RefusedResult("acl_group_denied", err, hung)
+	if r.Result == "pass" && !IsGroupAuthzError(topic, err.Error()) {
+		return Fail("failed, but not with a group authorization error: "+err.Error(), r.Data)
+	}
+	return r
 }
 
 // IsAuthError says whether a client's error text reports a failed
@@ -148,6 +161,16 @@ func IsAuthError(msg string) bool {
 // TopicAuthorizationException, "Topic authorization failed", ...).
 func IsAuthzError(msg string) bool {
 	return strings.Contains(strings.ToLower(msg), "authoriz")
+}
+
+// IsGroupAuthzError says whether a client's error text reports a denied
+// group (Kafka's GROUP_AUTHORIZATION_FAILED as each client names it:
+// GroupAuthorizationException, "Group authorization failed", "not
+// authorized to access group", ...). The topic's name is taken out first:
+// the scenario's topic and group names hold "group" themselves.
+func IsGroupAuthzError(topic, msg string) bool {
+	msg = strings.ToLower(strings.ReplaceAll(msg, topic, "TOPIC"))
+	return strings.Contains(msg, "authoriz") && strings.Contains(msg, "group")
 }
 
 // Bounded runs fn and waits for it up to RefusalBound; hung says it had not

@@ -67,6 +67,8 @@ func TestRefusedResult(t *testing.T) {
 		{"auth_no_tls", errors.New("EOF"), false, "pass"},
 		{"auth_no_tls", nil, true, "fail"},
 		{"auth_no_tls", nil, false, "fail"},
+		{"acl_deny_wins", errors.New("TOPIC_AUTHORIZATION_FAILED: Topic authorization failed."), false, "pass"},
+		{"acl_deny_wins", errors.New("UNKNOWN_TOPIC_OR_PARTITION"), false, "fail"},
 	} {
 		r := RefusedResult(tc.scenario, tc.err, tc.hung)
 		if r.Result != tc.want {
@@ -74,6 +76,25 @@ func TestRefusedResult(t *testing.T) {
 		}
 		if tc.err != nil && (r.Data == nil || !strings.Contains(r.Data["error"].(string), tc.err.Error())) {
 			t.Errorf("%s err=%v: data %v, want the error", tc.scenario, tc.err, r.Data)
+		}
+	}
+}
+
+func TestGroupRefusedResult(t *testing.T) {
+	const topic = "c1-franz-acl-group-denied-ss"
+	for _, tc := range []struct {
+		err  error
+		hung bool
+		want string
+	}{
+		{errors.New("unable to join group session: GROUP_AUTHORIZATION_FAILED: Group authorization failed."), false, "pass"},
+		{errors.New("Not authorized to access group: " + topic + "-g"), false, "pass"},
+		{errors.New("Not authorized to access topics: [" + topic + "]"), false, "fail"},
+		{nil, true, "fail"},
+		{nil, false, "fail"},
+	} {
+		if r := GroupRefusedResult(topic, tc.err, tc.hung); r.Result != tc.want {
+			t.Errorf("err=%v hung=%v: %+v, want %s", tc.err, tc.hung, r, tc.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/sha512"
 	"errors"
@@ -72,6 +73,18 @@ func (e env) auth() rt.Result {
 	return rt.AuthResult(s, err, got)
 }
 
+// aclAllowed produces the auth records and consumes them back in the
+// scenario's group (groupRun).
+func (e env) aclAllowed() rt.Result {
+	s := e.a.Security()
+	if err := e.produce(config(), rt.AuthRecords()); err != nil {
+		return rt.Failf("%s: produce: %v", s, err)
+	}
+	got, stop, err := e.groupRun(len(rt.AuthRecords()), -1)
+	stop()
+	return rt.AuthResult(s, err, got)
+}
+
 // authRefused connects a client (ApiVersions, SASL, Metadata) once.
 func (e env) authRefused() rt.Result {
 	err, hung := rt.Bounded(func() error {
@@ -98,4 +111,25 @@ func (e env) aclDenied() rt.Result {
 		return err
 	})
 	return rt.RefusedResult(e.a.Scenario, err, hung)
+}
+
+// aclGroupDenied runs one ConsumerGroup.Consume session in the scenario's
+// group, within rt.RefusalBound: its error is the coordinator lookup's or
+// the join's (a served session consumes until the bound). Sarama retries
+// GROUP_AUTHORIZATION_FAILED from FindCoordinator Metadata.Retry.Max times
+// and the session Rebalance.Retry.Max times, 2 s apart: no retries here.
+func (e env) aclGroupDenied() rt.Result {
+	err, hung := rt.Bounded(func() error {
+		cfg := config()
+		cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+		cfg.Metadata.Retry.Max, cfg.Consumer.Group.Rebalance.Retry.Max = 0, 0
+		cg, err := sarama.NewConsumerGroup(e.a.Brokers(), e.a.Group(), cfg)
+		if err != nil {
+			return err
+		}
+		defer cg.Close()
+		h := &handler{want: len(rt.AuthRecords()), commit: -1, done: make(chan struct{})}
+		return cg.Consume(context.Background(), []string{e.a.Topic}, h)
+	})
+	return rt.GroupRefusedResult(e.a.Topic, err, hung)
 }

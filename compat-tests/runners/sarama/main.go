@@ -42,7 +42,9 @@ func run(a rt.Args) rt.Result {
 	return rt.Dispatch(a.Scenario, rt.Handlers{
 		Auth:                  e.auth,
 		AuthRefused:           e.authRefused,
+		AclAllowed:            e.aclAllowed,
 		AclDenied:             e.aclDenied,
+		AclGroupDenied:        e.aclGroupDenied,
 		Metadata:              e.metadata,
 		CreateTopic:           e.createTopic,
 		ProduceConsume:        e.produceConsume,

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -11,6 +12,7 @@ import java.util.Map;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -62,8 +64,11 @@ final class Auth {
         return a.containsKey("ssl.certificate.location") ? protocol + " with a client certificate" : protocol;
     }
 
-    /** auth_plain, auth_scram_sha_256/512, auth_mtls, acl_allowed: produce the auth records and consume them back. */
-    static String authenticated(Runner r) throws Exception {
+    /**
+     * auth_plain, auth_scram_sha_256/512, auth_mtls, acl_allowed: produce the auth records and consume them back, from
+     * partition 0 or (acl_allowed) in the scenario's group.
+     */
+    static String authenticated(Runner r, boolean inGroup) throws Exception {
         List<String> want = new ArrayList<>();
         try (KafkaProducer<byte[], byte[]> p = r.producer(Map.of())) {
             List<Future<RecordMetadata>> fs = new ArrayList<>();
@@ -77,8 +82,9 @@ final class Auth {
             throw Runner.fail(how(r) + ": produce: " + Runner.describe(e));
         }
         List<ConsumerRecord<byte[], byte[]>> got;
-        try (KafkaConsumer<byte[], byte[]> c = r.consumer(Map.of())) {
-            got = r.readAll(c, Runner.partitions(r.topic, 1), Scenarios.AUTH_RECORDS, 20_000);
+        try (KafkaConsumer<byte[], byte[]> c = r.consumer(inGroup ? Map.of(ConsumerConfig.GROUP_ID_CONFIG, Scenarios.group(r.topic, r.args)) : Map.of())) {
+            got = inGroup ? groupRead(c, r.topic, Scenarios.AUTH_RECORDS, 20_000)
+                    : r.readAll(c, Runner.partitions(r.topic, 1), Scenarios.AUTH_RECORDS, 20_000);
         } catch (Exception e) {
             throw Runner.fail(how(r) + ": consume: " + Runner.describe(e));
         }
@@ -88,9 +94,20 @@ final class Auth {
         return how(r) + ": produced and consumed " + got.size() + " records";
     }
 
+    /** Subscribes c (in a group) to topic and polls until want records or timeoutMs. */
+    static List<ConsumerRecord<byte[], byte[]>> groupRead(KafkaConsumer<byte[], byte[]> c, String topic, int want, long timeoutMs) {
+        c.subscribe(List.of(topic));
+        List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
+        long until = System.currentTimeMillis() + timeoutMs;
+        while (out.size() < want && System.currentTimeMillis() < until) {
+            for (ConsumerRecord<byte[], byte[]> rec : c.poll(Duration.ofMillis(200))) out.add(rec);
+        }
+        return out;
+    }
+
     /**
-     * auth_bad_password, auth_no_tls, acl_denied: one produce, which must fail within the refusal bound (acl_denied:
-     * with an authorization error).
+     * auth_bad_password, auth_no_tls, acl_denied, acl_deny_wins: one produce, which must fail within the refusal bound
+     * (acl_denied and acl_deny_wins: with an authorization error).
      */
     static String refused(Runner r, String scenario) {
         long bound = Scenarios.AUTH_REFUSAL_BOUND_MS - 5_000;
@@ -104,8 +121,29 @@ final class Auth {
         r.data.put("error", err);
         if (scenario.equals("auth_bad_password") && !err.toLowerCase().contains("authentication"))
             throw Runner.fail("failed, but not with an authentication error: " + err);
-        if (scenario.equals("acl_denied") && !err.toLowerCase().contains("authoriz"))
+        if ((scenario.equals("acl_denied") || scenario.equals("acl_deny_wins")) && !err.toLowerCase().contains("authoriz"))
             throw Runner.fail("failed, but not with an authorization error: " + err);
+        return "refused: " + err;
+    }
+
+    /**
+     * acl_group_denied: a consumer in the scenario's group polls until poll throws, which must happen within the refusal
+     * bound with a group authorization error (the topic's name, which holds "group", taken out before looking).
+     */
+    static String groupRefused(Runner r) {
+        String err = null;
+        long end = System.currentTimeMillis() + Scenarios.AUTH_REFUSAL_BOUND_MS;
+        try (KafkaConsumer<byte[], byte[]> c = r.consumer(Map.of(ConsumerConfig.GROUP_ID_CONFIG, Scenarios.group(r.topic, r.args)))) {
+            c.subscribe(List.of(r.topic));
+            while (System.currentTimeMillis() < end) c.poll(Duration.ofMillis(200));
+        } catch (Exception e) {
+            err = Runner.describe(e);
+        }
+        if (err == null) throw Runner.fail("hung: no error within " + Scenarios.AUTH_REFUSAL_BOUND_MS + " ms");
+        r.data.put("error", err);
+        String l = err.replace(r.topic, "TOPIC").toLowerCase();
+        if (!l.contains("authoriz") || !l.contains("group"))
+            throw Runner.fail("failed, but not with a group authorization error: " + err);
         return "refused: " + err;
     }
 }

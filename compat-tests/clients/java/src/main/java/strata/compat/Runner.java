@@ -169,8 +169,10 @@ public final class Runner {
             case "group_consumer_protocol": return groupConsumerProtocol();
             case "cross_produce": return crossProduce();
             case "cross_consume": return crossConsume();
-            case "auth_plain", "auth_scram_sha_256", "auth_scram_sha_512", "auth_mtls", "acl_allowed": return Auth.authenticated(this);
-            case "auth_bad_password", "auth_no_tls", "acl_denied": return Auth.refused(this, scenario);
+            case "auth_plain", "auth_scram_sha_256", "auth_scram_sha_512", "auth_mtls": return Auth.authenticated(this, false);
+            case "acl_allowed": return Auth.authenticated(this, true);
+            case "auth_bad_password", "auth_no_tls", "acl_denied", "acl_deny_wins": return Auth.refused(this, scenario);
+            case "acl_group_denied": return Auth.groupRefused(this);
             default: throw new Outcome("skip", "unknown scenario " + scenario);
         }
     }
