@@ -78,7 +78,7 @@ func (c *conn) throttleResponse(req *protocol.Request, start time.Time, resp kms
 	switch {
 	case ms == 0:
 		return 0
-	case produce == ms:
+	case produce > request && produce >= mutation:
 		c.b.quotas.produce.throttled(c.principal, quotaClientID(req), ms, now)
 	case mutation > request:
 		c.b.quotas.mutation.throttled(c.principal, quotaClientID(req), ms, now)

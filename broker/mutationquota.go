@@ -101,14 +101,21 @@ func refillMs(tokens, bound float64) int64 {
 }
 
 // mutationQuota is one request's controller mutation quota, Kafka's
-// ControllerMutationQuota: the client it charges, its mode, and the last
-// throttle time it measured.
+// ControllerMutationQuota: the client it charges, its mode, the time its
+// topics are charged at, and the last throttle time it measured.
+//
+// Every topic of a request is charged at the time the request is
+// decided, as Kafka's controller decides a request's topics in one
+// event before it writes any; Strata writes each topic before it looks
+// at the next, which on one node takes a metadata fsync each, and a
+// bucket refilling meanwhile would let a request through more topics
+// than Kafka does.
 type mutationQuota struct {
 	m                   *clientQuotaManager // nil: no controller_mutation_rate is set
 	principal, clientID string
 	strict              bool
+	at                  time.Time
 	throttleMs          int64
-	measured            time.Time
 }
 
 // mutationQuota is the request's controller mutation quota, strict from
@@ -118,7 +125,7 @@ func (rc *reqCtx) mutationQuota(strictSince int16) mutationQuota {
 	if !m.enabled() {
 		return mutationQuota{}
 	}
-	return mutationQuota{m: m, principal: rc.principal, clientID: quotaClientID(rc.req), strict: rc.req.Version >= strictSince}
+	return mutationQuota{m: m, principal: rc.principal, clientID: quotaClientID(rc.req), strict: rc.req.Version >= strictSince, at: time.Now()}
 }
 
 // allow charges a topic's partitions mutations and reports whether they
@@ -127,10 +134,9 @@ func (q *mutationQuota) allow(partitions int32) bool {
 	if q.m == nil {
 		return true
 	}
-	now := time.Now()
-	ms, ok := q.m.recordMutations(q.principal, q.clientID, float64(partitions), q.strict, now)
+	ms, ok := q.m.recordMutations(q.principal, q.clientID, float64(partitions), q.strict, q.at)
 	if ms > 0 {
-		q.throttleMs, q.measured = ms, now
+		q.throttleMs = ms
 	}
 	return ok
 }
@@ -141,5 +147,5 @@ func (q *mutationQuota) throttle() int32 {
 	if q.throttleMs == 0 {
 		return 0
 	}
-	return int32(max(0, q.throttleMs-time.Since(q.measured).Milliseconds()))
+	return int32(max(0, q.throttleMs-time.Since(q.at).Milliseconds()))
 }
