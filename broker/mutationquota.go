@@ -29,6 +29,11 @@ package broker
 // its client. As in the KRaft controller, a topic is charged after its
 // other checks pass, a validate-only request is charged too, and an
 // unauthorized, unknown or invalid topic is not.
+//
+// Difference from Kafka: topics a node creates on its own (Metadata's
+// auto-creation, the coordinators' internal topics) are not charged to
+// anyone; Kafka's broker forwards an auto-creation for the client that
+// asked, charged to it strictly.
 
 import (
 	"math"
