@@ -7,8 +7,12 @@ package broker
 // from it, for that long; clients that honour throttle_time_ms also wait
 // before they send again. A throttled fetch is answered without records
 // (its bytes are taken back from the consumer's rate), as Kafka's
-// getThrottledResponse. Requests on the controller listener, which
-// brokers forward, and followers' fetches are not throttled, as in Kafka.
+// getThrottledResponse. The controller mutation quota's throttle
+// (mutationquota.go) comes in the CreateTopics, DeleteTopics and
+// CreatePartitions responses and mutes the same way. Requests on the
+// controller listener, which brokers forward, and followers' fetches are
+// not throttled, as in Kafka: a forwarded request's throttle time goes
+// back in its response for the forwarding node to mute its client.
 
 import (
 	"time"
@@ -46,10 +50,17 @@ func (c *conn) requestThrottle(req *protocol.Request, start, now time.Time) int6
 }
 
 // throttleResponse checks a request other than Fetch against the
-// produce and request quotas and returns how long to mute the
-// connection; resp, when there is one, carries the throttle time.
+// produce and request quotas, takes the controller mutation quota's
+// throttle from resp, and returns how long to mute the connection: the
+// longest, as Kafka's sendResponseMaybeThrottleWithControllerQuota and,
+// for a forwarded request, sendForwardedResponse; resp, when there is
+// one, carries the throttle time.
 func (c *conn) throttleResponse(req *protocol.Request, start time.Time, resp kmsg.Response) time.Duration {
-	if !c.quotasApply() || !c.b.quotas.produce.enabled() && !c.b.quotas.request.enabled() {
+	if !c.quotasApply() {
+		return 0
+	}
+	mutation := mutationThrottle(resp)
+	if mutation == 0 && !c.b.quotas.produce.enabled() && !c.b.quotas.request.enabled() {
 		return 0
 	}
 	now := time.Now()
@@ -63,19 +74,37 @@ func (c *conn) throttleResponse(req *protocol.Request, start time.Time, resp kms
 		// quota.
 		request = c.requestThrottle(req, start, now)
 	}
-	if produce == 0 && request == 0 {
+	ms := max(produce, request, mutation)
+	switch {
+	case ms == 0:
 		return 0
-	}
-	ms := max(produce, request)
-	if produce > request {
+	case produce > request && produce >= mutation:
 		c.b.quotas.produce.throttled(c.principal, quotaClientID(req), ms, now)
-	} else {
+	case mutation > request:
+		c.b.quotas.mutation.throttled(c.principal, quotaClientID(req), ms, now)
+	default:
 		c.b.quotas.request.throttled(c.principal, quotaClientID(req), ms, now)
 	}
 	if t, ok := resp.(kmsg.SetThrottleResponse); ok {
 		t.SetThrottle(int32(ms))
 	}
 	return time.Duration(ms) * time.Millisecond
+}
+
+// mutationThrottle is the controller mutation quota's throttle time a
+// CreateTopics, DeleteTopics or CreatePartitions response carries, set by
+// this node's handler or by the active controller it was forwarded to;
+// 0 for other responses.
+func mutationThrottle(resp kmsg.Response) int64 {
+	switch r := resp.(type) {
+	case *kmsg.CreateTopicsResponse:
+		return int64(r.ThrottleMillis)
+	case *kmsg.DeleteTopicsResponse:
+		return int64(r.ThrottleMillis)
+	case *kmsg.CreatePartitionsResponse:
+		return int64(r.ThrottleMillis)
+	}
+	return 0
 }
 
 // fetchThrottle checks a consumer's fetch response of size bytes against

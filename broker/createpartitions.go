@@ -12,7 +12,8 @@ package broker
 // replication factor (on one node, [node.id]), else
 // INVALID_REPLICA_ASSIGNMENT; without one the new partitions are placed as
 // a new topic's (placement.go). ValidateOnly runs every check and adds
-// nothing.
+// nothing. The added partitions are charged to the client's
+// controller_mutation_rate, validate-only too (mutationquota.go).
 //
 // Partitions are added locally before the response, so TimeoutMillis is
 // ignored.
@@ -37,6 +38,7 @@ func handleCreatePartitions(rc *reqCtx) (kmsg.Response, error) {
 		count[t.Topic]++
 	}
 	resp := kmsg.NewPtrCreatePartitionsResponse()
+	quota := rc.mutationQuota(strictCreatePartitions)
 	var dups []kmsg.CreatePartitionsResponseTopic
 	for _, t := range r.Topics {
 		switch n := count[t.Topic]; {
@@ -48,14 +50,18 @@ func handleCreatePartitions(rc *reqCtx) (kmsg.Response, error) {
 			st.Topic, st.ErrorCode = t.Topic, kerr.TopicAuthorizationFailed.Code
 			resp.Topics = append(resp.Topics, st)
 		case n == 1:
-			resp.Topics = append(resp.Topics, b.createPartitions(t, r.ValidateOnly))
+			resp.Topics = append(resp.Topics, b.createPartitions(t, r.ValidateOnly, &quota))
 		}
 	}
 	resp.Topics = append(resp.Topics, dups...)
+	resp.ThrottleMillis = quota.throttle()
 	return resp, nil
 }
 
-func (b *services) createPartitions(t kmsg.CreatePartitionsRequestTopic, validateOnly bool) kmsg.CreatePartitionsResponseTopic {
+// createPartitions adds t's partitions, or with validateOnly checks them,
+// charged to quota once the count is known good, before the assignment's
+// brokers are checked, in Kafka's order.
+func (b *services) createPartitions(t kmsg.CreatePartitionsRequestTopic, validateOnly bool, quota *mutationQuota) kmsg.CreatePartitionsResponseTopic {
 	topic := b.meta.Image().Topics.ByName(t.Topic)
 	if topic == nil {
 		st := kmsg.NewCreatePartitionsResponseTopic()
@@ -72,12 +78,16 @@ func (b *services) createPartitions(t kmsg.CreatePartitionsRequestTopic, validat
 		return createPartitionsFailed(t.Topic, kerr.InvalidPartitions.Code,
 			fmt.Sprintf("The topic %s currently has %d partition(s); %d would not be an increase.", t.Topic, current, t.Count))
 	}
+	added := t.Count - current
+	if t.Assignment != nil && int64(len(t.Assignment)) != int64(added) {
+		return createPartitionsFailed(t.Topic, kerr.InvalidReplicaAssignment.Code,
+			fmt.Sprintf("Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", added, len(t.Assignment)))
+	}
+	if !quota.allow(added) {
+		return createPartitionsFailed(t.Topic, kerr.ThrottlingQuotaExceeded.Code, throttlingQuotaExceeded)
+	}
 	var manual [][]int32
 	if t.Assignment != nil {
-		if added := t.Count - current; int64(len(t.Assignment)) != int64(added) {
-			return createPartitionsFailed(t.Topic, kerr.InvalidReplicaAssignment.Code,
-				fmt.Sprintf("Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", added, len(t.Assignment)))
-		}
 		for _, a := range t.Assignment {
 			if msg := b.checkReplicas(a.Replicas, len(topic.Partitions[0].Replicas)); msg != "" {
 				return createPartitionsFailed(t.Topic, kerr.InvalidReplicaAssignment.Code, msg)

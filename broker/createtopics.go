@@ -23,7 +23,8 @@ package broker
 // ValidateOnly runs every check and creates nothing; its result carries topic
 // id zero, where Kafka draws a random id it then discards. The v5+ result
 // carries the partition count, the replication factor and the topic's
-// configs.
+// configs. A topic's partitions are charged to the client's
+// controller_mutation_rate last (mutationquota.go), validate-only too.
 //
 // Difference from Kafka: the configs returned are the ones Strata applies to
 // a log (flush.*, index.interval.bytes, max.message.bytes, segment.*), with
@@ -82,6 +83,7 @@ func handleCreateTopics(rc *reqCtx) (kmsg.Response, error) {
 	// CREATE on the cluster creates any topic, else CREATE on the topic,
 	// as the KRaft controller (ControllerApis.createTopics).
 	clusterCreate := rc.authorizeCluster(OpCreate)
+	quota := rc.mutationQuota(strictCreateTopics)
 	var dups []kmsg.CreateTopicsResponseTopic
 	for _, t := range r.Topics {
 		switch n := count[t.Topic]; {
@@ -91,7 +93,7 @@ func handleCreateTopics(rc *reqCtx) (kmsg.Response, error) {
 		case n == 1 && !clusterCreate && !rc.authorize(OpCreate, ResourceTopic, t.Topic):
 			resp.Topics = append(resp.Topics, createTopicFailed(t.Topic, kerr.TopicAuthorizationFailed.Code, "Authorization failed."))
 		case n == 1:
-			st := b.createTopic(t, r.ValidateOnly)
+			st := b.createTopic(t, r.ValidateOnly, &quota)
 			if st.ErrorCode == 0 && !rc.authorize(OpDescribeConfigs, ResourceTopic, t.Topic) {
 				// Created, but its configs are not the principal's to see.
 				st.NumPartitions, st.ReplicationFactor, st.Configs = -1, -1, nil
@@ -101,10 +103,13 @@ func handleCreateTopics(rc *reqCtx) (kmsg.Response, error) {
 		}
 	}
 	resp.Topics = append(resp.Topics, dups...)
+	resp.ThrottleMillis = quota.throttle()
 	return resp, nil
 }
 
-func (b *services) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool) kmsg.CreateTopicsResponseTopic {
+// createTopic creates t, or with validateOnly checks it, its partitions
+// charged to quota once every other check has passed.
+func (b *services) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool, quota *mutationQuota) kmsg.CreateTopicsResponseTopic {
 	// Name rules and existence come first in Kafka.
 	if err := checkNewTopicName(b.meta.Image(), t.Topic); err != nil {
 		return b.createTopicError(t.Topic, err)
@@ -130,15 +135,20 @@ func (b *services) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly boo
 	if code != 0 {
 		return createTopicFailed(t.Topic, code, msg)
 	}
+	// Placement is checked as creation will place, before the quota is
+	// charged, as Kafka places first.
+	if _, err := partitionRecords(b.meta.Image(), [16]byte{}, 0, layout); err != nil {
+		return b.createTopicError(t.Topic, err)
+	}
+	if !quota.allow(layout.partitions) {
+		return createTopicFailed(t.Topic, kerr.ThrottlingQuotaExceeded.Code, throttlingQuotaExceeded)
+	}
 	st := kmsg.NewCreateTopicsResponseTopic()
 	st.Topic = t.Topic
-	if validateOnly {
-		// Placement is checked as creation would place.
-		if _, err := partitionRecords(b.meta.Image(), [16]byte{}, 0, layout); err != nil {
+	if !validateOnly {
+		if st.TopicID, err = proposeTopic(b.meta, t.Topic, layout, configs); err != nil {
 			return b.createTopicError(t.Topic, err)
 		}
-	} else if st.TopicID, err = proposeTopic(b.meta, t.Topic, layout, configs); err != nil {
-		return b.createTopicError(t.Topic, err)
 	}
 	st.NumPartitions = layout.partitions
 	st.ReplicationFactor = layout.rf

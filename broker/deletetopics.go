@@ -7,7 +7,9 @@ package broker
 // or both is INVALID_REQUEST, a name or id given twice is INVALID_REQUEST
 // ("Duplicate topic name." / "Duplicate topic id.", once, after the other
 // results), an unknown name is UNKNOWN_TOPIC_OR_PARTITION and an unknown id
-// UNKNOWN_TOPIC_ID. The v6 result carries both the name and the id.
+// UNKNOWN_TOPIC_ID. The v6 result carries both the name and the id. A
+// topic's partitions are charged to the client's controller_mutation_rate
+// before it is deleted (mutationquota.go).
 //
 // Deletion is local and done before the response, so TimeoutMillis is
 // ignored; topic deletion cannot be disabled (delete.topic.enable is true).
@@ -48,6 +50,7 @@ func handleDeleteTopics(rc *reqCtx) (kmsg.Response, error) {
 		}
 	}
 	resp := kmsg.NewPtrDeleteTopicsResponse()
+	quota := rc.mutationQuota(strictDeleteTopics)
 	var dups []kmsg.DeleteTopicsResponseTopic
 	for _, e := range entries {
 		st := kmsg.NewDeleteTopicsResponseTopic()
@@ -64,10 +67,11 @@ func handleDeleteTopics(rc *reqCtx) (kmsg.Response, error) {
 			dups = append(dups, deleteTopicFailed(st, kerr.InvalidRequest.Code, "Duplicate topic id."))
 			ids[e.TopicID] = -1
 		case e.Topic != nil && names[*e.Topic] == 1, e.Topic == nil && ids[e.TopicID] == 1:
-			resp.Topics = append(resp.Topics, deleteAuthorized(rc, st))
+			resp.Topics = append(resp.Topics, deleteAuthorized(rc, st, &quota))
 		}
 	}
 	resp.Topics = append(resp.Topics, dups...)
+	resp.ThrottleMillis = quota.throttle()
 	return resp, nil
 }
 
@@ -75,9 +79,9 @@ func handleDeleteTopics(rc *reqCtx) (kmsg.Response, error) {
 // the KRaft controller decides: DELETE on the cluster, or DELETE on the
 // topic; a topic it may not DESCRIBE is refused before its existence is
 // looked at, and one named by id is answered without its name.
-func deleteAuthorized(rc *reqCtx, st kmsg.DeleteTopicsResponseTopic) kmsg.DeleteTopicsResponseTopic {
+func deleteAuthorized(rc *reqCtx, st kmsg.DeleteTopicsResponseTopic, quota *mutationQuota) kmsg.DeleteTopicsResponseTopic {
 	if rc.authorizeCluster(OpDelete) {
-		return rc.svc.deleteTopic(st)
+		return rc.svc.deleteTopic(st, quota)
 	}
 	if st.Topic == nil {
 		t := rc.svc.meta.Image().Topics.ByID(st.TopicID)
@@ -91,22 +95,23 @@ func deleteAuthorized(rc *reqCtx, st kmsg.DeleteTopicsResponseTopic) kmsg.Delete
 			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			return st
 		}
-		return rc.svc.deleteTopic(st)
+		return rc.svc.deleteTopic(st, quota)
 	}
 	switch {
 	case !rc.authorize(OpDescribe, ResourceTopic, *st.Topic):
 	case rc.svc.meta.Image().Topics.ByName(*st.Topic) == nil:
-		return rc.svc.deleteTopic(st)
+		return rc.svc.deleteTopic(st, quota)
 	case rc.authorize(OpDelete, ResourceTopic, *st.Topic):
-		return rc.svc.deleteTopic(st)
+		return rc.svc.deleteTopic(st, quota)
 	}
 	st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 	return st
 }
 
 // deleteTopic deletes the topic st names, by name or else by id, and fills
-// in the other of the two.
-func (b *services) deleteTopic(st kmsg.DeleteTopicsResponseTopic) kmsg.DeleteTopicsResponseTopic {
+// in the other of the two; its partitions are charged to quota once it
+// is known to exist and may be deleted.
+func (b *services) deleteTopic(st kmsg.DeleteTopicsResponseTopic, quota *mutationQuota) kmsg.DeleteTopicsResponseTopic {
 	img := b.meta.Image()
 	if st.Topic == nil {
 		t := img.Topics.ByID(st.TopicID)
@@ -119,8 +124,13 @@ func (b *services) deleteTopic(st kmsg.DeleteTopicsResponseTopic) kmsg.DeleteTop
 	} else if t := img.Topics.ByName(*st.Topic); t != nil {
 		st.TopicID = t.ID
 	}
-	if img.Topics.ByName(*st.Topic) != nil && storage.IsInternalTopic(*st.Topic) {
-		return deleteTopicFailed(st, kerr.InvalidRequest.Code, "Topic "+*st.Topic+" is an internal topic and cannot be deleted.")
+	if t := img.Topics.ByName(*st.Topic); t != nil {
+		if storage.IsInternalTopic(*st.Topic) {
+			return deleteTopicFailed(st, kerr.InvalidRequest.Code, "Topic "+*st.Topic+" is an internal topic and cannot be deleted.")
+		}
+		if !quota.allow(int32(len(t.Partitions))) {
+			return deleteTopicFailed(st, kerr.ThrottlingQuotaExceeded.Code, throttlingQuotaExceeded)
+		}
 	}
 	hosted := b.logs.Topic(*st.Topic)
 	if err := b.removeTopic(*st.Topic); err != nil {

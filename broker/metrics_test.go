@@ -23,7 +23,19 @@ import (
 
 func startMeteredBroker(t *testing.T) *Broker {
 	t.Helper()
-	b := startBroker(t, func(c *Config) { c.MetricsListener = "http://127.0.0.1:0" })
+	return startMeteredBrokerWith(t, nil)
+}
+
+// startMeteredBrokerWith is startMeteredBroker with mutate applied to
+// the config first.
+func startMeteredBrokerWith(t *testing.T, mutate func(*Config)) *Broker {
+	t.Helper()
+	b := startBroker(t, func(c *Config) {
+		if mutate != nil {
+			mutate(c)
+		}
+		c.MetricsListener = "http://127.0.0.1:0"
+	})
 	if b.MetricsAddr() == nil || b.Metrics() == nil {
 		t.Fatal("metrics.listener set but the broker has no metrics listener")
 	}

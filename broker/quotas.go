@@ -12,8 +12,12 @@ package broker
 // over quota.window.num windows of quota.window.size.seconds
 // (quotaRate); a value that takes it over the bound is still counted,
 // and the throttle time is how long the rate needs to come back to the
-// bound: (rate - bound) / bound * window, as Kafka's QuotaUtils. With no
-// quota of a type set, that type's check is one atomic load.
+// bound: (rate - bound) / bound * window, as Kafka's QuotaUtils. The
+// controller mutation quota (controller_mutation_rate, mutationquota.go)
+// has the same precedence and sensors, measured instead with Kafka's
+// TokenBucket over controller.quota.window.num windows of
+// controller.quota.window.size.seconds. With no quota of a type set, that
+// type's check is one atomic load.
 
 import (
 	"math"
@@ -30,6 +34,12 @@ import (
 type QuotaConfig struct {
 	WindowNum  int           // quota.window.num; 0 = 11
 	WindowSize time.Duration // quota.window.size.seconds; 0 = 1s
+	// ControllerWindowNum and ControllerWindowSize are
+	// controller.quota.window.num and
+	// controller.quota.window.size.seconds, the controller mutation
+	// quota's; 0 = 11 and 1s.
+	ControllerWindowNum  int
+	ControllerWindowSize time.Duration
 	// MaxConnectionCreationRate is max.connection.creation.rate, new
 	// connections per second on the broker; 0 = no limit.
 	MaxConnectionCreationRate int
@@ -204,7 +214,8 @@ func (t *quotaTable) limit(tags quotaTags) (float64, bool) {
 // quotaSensor is one (user, client-id) sensor of a quota type.
 type quotaSensor struct {
 	rate       quotaRate
-	lastRecord int64 // ms, for expiry
+	tokens     tokenBucket // the controller mutation quota's measure instead of rate
+	lastRecord int64       // ms, for expiry
 	throttle   throttleStats
 }
 
@@ -212,7 +223,7 @@ type quotaSensor struct {
 type throttleStats struct {
 	count    int64
 	totalMs  int64
-	recorded float64 // everything recorded (bytes; percent-seconds for the request quota), for the metrics
+	recorded float64 // everything recorded (bytes; percent-seconds for the request quota; partition mutations), for the metrics
 }
 
 // quotaSensorExpiry is how long an unused sensor is kept: Kafka's
@@ -356,7 +367,8 @@ func (m *clientQuotaManager) sensor(tags quotaTags, nowMs int64) *quotaSensor {
 // clientQuotas are a broker's quota managers.
 type clientQuotas struct {
 	produce, fetch, request *clientQuotaManager
-	conns                   *connectionRates // connquotas.go
+	mutation                *clientQuotaManager // controller_mutation_rate, mutationquota.go
+	conns                   *connectionRates    // connquotas.go
 }
 
 func newClientQuotas(cfg QuotaConfig) *clientQuotas {
@@ -364,7 +376,9 @@ func newClientQuotas(cfg QuotaConfig) *clientQuotas {
 		produce: newClientQuotaManager(cfg, quotaProducerByteRate),
 		fetch:   newClientQuotaManager(cfg, quotaConsumerByteRate),
 		request: newClientQuotaManager(cfg, quotaRequestPercentage),
-		conns:   newConnectionRates(cfg),
+		mutation: newClientQuotaManager(QuotaConfig{WindowNum: cfg.ControllerWindowNum, WindowSize: cfg.ControllerWindowSize},
+			quotaControllerMutationRate),
+		conns: newConnectionRates(cfg),
 	}
 	q.request.maxThrottleMs = cfg.windowMs()
 	return q
@@ -374,6 +388,7 @@ func (q *clientQuotas) update(img *metadata.Image) {
 	q.produce.update(img)
 	q.fetch.update(img)
 	q.request.update(img)
+	q.mutation.update(img)
 	q.conns.update(img)
 }
 
@@ -383,7 +398,7 @@ func (q *clientQuotas) EachClientQuota(fn func(quotaType, user, clientID string,
 		name  string
 		m     *clientQuotaManager
 		scale float64
-	}{{"Produce", q.produce, 1}, {"Fetch", q.fetch, 1}, {"Request", q.request, 0.01}} {
+	}{{"Produce", q.produce, 1}, {"Fetch", q.fetch, 1}, {"Request", q.request, 0.01}, {"ControllerMutation", q.mutation, 1}} {
 		m.m.mu.Lock()
 		stats := make(map[quotaTags]throttleStats, len(m.m.sensors))
 		for tags, s := range m.m.sensors {

@@ -15,9 +15,11 @@ type limitSettings struct {
 	MaxConnectionsPerIP int32 // max.connections.per.ip
 	MaxIdleMs           int64 // connections.max.idle.ms; negative disables idle expiry
 
-	MaxConnectionCreationRate int32 // max.connection.creation.rate
-	QuotaWindowNum            int32 // quota.window.num
-	QuotaWindowSizeSeconds    int32 // quota.window.size.seconds
+	MaxConnectionCreationRate        int32 // max.connection.creation.rate
+	QuotaWindowNum                   int32 // quota.window.num
+	QuotaWindowSizeSeconds           int32 // quota.window.size.seconds
+	ControllerQuotaWindowNum         int32 // controller.quota.window.num
+	ControllerQuotaWindowSizeSeconds int32 // controller.quota.window.size.seconds
 }
 
 func defaultLimitSettings() limitSettings {
@@ -26,9 +28,11 @@ func defaultLimitSettings() limitSettings {
 		MaxConnectionsPerIP: int32(defaultInt("max.connections.per.ip")),
 		MaxIdleMs:           defaultInt("connections.max.idle.ms"),
 
-		MaxConnectionCreationRate: int32(defaultInt("max.connection.creation.rate")),
-		QuotaWindowNum:            int32(defaultInt("quota.window.num")),
-		QuotaWindowSizeSeconds:    int32(defaultInt("quota.window.size.seconds")),
+		MaxConnectionCreationRate:        int32(defaultInt("max.connection.creation.rate")),
+		QuotaWindowNum:                   int32(defaultInt("quota.window.num")),
+		QuotaWindowSizeSeconds:           int32(defaultInt("quota.window.size.seconds")),
+		ControllerQuotaWindowNum:         int32(defaultInt("controller.quota.window.num")),
+		ControllerQuotaWindowSizeSeconds: int32(defaultInt("controller.quota.window.size.seconds")),
 	}
 }
 
@@ -46,6 +50,8 @@ func loadLimitSettings(p *propReader, s *settings) {
 	p.setInt32(&l.MaxConnectionCreationRate, "max.connection.creation.rate")
 	p.setInt32(&l.QuotaWindowNum, "quota.window.num")
 	p.setInt32(&l.QuotaWindowSizeSeconds, "quota.window.size.seconds")
+	p.setInt32(&l.ControllerQuotaWindowNum, "controller.quota.window.num")
+	p.setInt32(&l.ControllerQuotaWindowSizeSeconds, "controller.quota.window.size.seconds")
 	if l.MaxIdleMs == 0 && p.err == nil {
 		p.fail("connections.max.idle.ms", strconv.FormatInt(l.MaxIdleMs, 10),
 			"0 would close every connection at once; use a negative value to never close idle connections")
@@ -66,10 +72,12 @@ func (l limitSettings) config() broker.ConnLimits {
 	}
 }
 
-// quotas are the client quotas' windows and the broker's connection
-// creation rate (Kafka's default, 2^31-1, is none).
+// quotas are the client quotas' windows, the controller mutation
+// quota's, and the broker's connection creation rate (Kafka's default,
+// 2^31-1, is none).
 func (l limitSettings) quotas() broker.QuotaConfig {
-	q := broker.QuotaConfig{WindowNum: int(l.QuotaWindowNum), WindowSize: time.Duration(l.QuotaWindowSizeSeconds) * time.Second}
+	q := broker.QuotaConfig{WindowNum: int(l.QuotaWindowNum), WindowSize: time.Duration(l.QuotaWindowSizeSeconds) * time.Second,
+		ControllerWindowNum: int(l.ControllerQuotaWindowNum), ControllerWindowSize: time.Duration(l.ControllerQuotaWindowSizeSeconds) * time.Second}
 	if l.MaxConnectionCreationRate < math.MaxInt32 {
 		q.MaxConnectionCreationRate = int(l.MaxConnectionCreationRate)
 	}

@@ -68,24 +68,27 @@ func TestLimitSettings(t *testing.T) {
 	}
 }
 
-// TestQuotaSettings reads quota.window.num, quota.window.size.seconds and
+// TestQuotaSettings reads quota.window.num, quota.window.size.seconds,
+// controller.quota.window.num, controller.quota.window.size.seconds and
 // max.connection.creation.rate, whose Kafka default 2^31-1 is no limit.
 func TestQuotaSettings(t *testing.T) {
 	s, err := loadSettings(nil, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := s.Limits.quotas(), (broker.QuotaConfig{WindowNum: 11, WindowSize: time.Second}); got != want {
+	if got, want := s.Limits.quotas(), (broker.QuotaConfig{WindowNum: 11, WindowSize: time.Second, ControllerWindowNum: 11, ControllerWindowSize: time.Second}); got != want {
 		t.Errorf("defaults: %+v, want %+v", got, want)
 	}
-	s, err = loadSettings(map[string]string{"quota.window.num": "2", "quota.window.size.seconds": "3", "max.connection.creation.rate": "50"}, zap.NewNop())
+	s, err = loadSettings(map[string]string{"quota.window.num": "2", "quota.window.size.seconds": "3", "max.connection.creation.rate": "50",
+		"controller.quota.window.num": "4", "controller.quota.window.size.seconds": "5"}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := s.Limits.quotas(), (broker.QuotaConfig{WindowNum: 2, WindowSize: 3 * time.Second, MaxConnectionCreationRate: 50}); got != want {
+	if got, want := s.Limits.quotas(), (broker.QuotaConfig{WindowNum: 2, WindowSize: 3 * time.Second, ControllerWindowNum: 4, ControllerWindowSize: 5 * time.Second,
+		MaxConnectionCreationRate: 50}); got != want {
 		t.Errorf("set: %+v, want %+v", got, want)
 	}
-	for _, k := range []string{"quota.window.num", "quota.window.size.seconds", "max.connection.creation.rate"} {
+	for _, k := range []string{"quota.window.num", "quota.window.size.seconds", "controller.quota.window.num", "controller.quota.window.size.seconds", "max.connection.creation.rate"} {
 		if _, err := loadSettings(map[string]string{k: "0"}, zap.NewNop()); err == nil {
 			t.Errorf("%s=0 accepted", k)
 		}

@@ -94,10 +94,11 @@ func request(addr string, req kmsg.Request) (kmsg.Response, error) {
 	return roundTrip(nc, req)
 }
 
-// roundTrip sends req on nc and reads its response.
-func roundTrip(nc net.Conn, req kmsg.Request) (kmsg.Response, error) {
+// roundTrip sends req on nc, framed with opts (a client id), and reads
+// its response.
+func roundTrip(nc net.Conn, req kmsg.Request, opts ...kmsg.RequestFormatterOpt) (kmsg.Response, error) {
 	nc.SetDeadline(time.Now().Add(15 * time.Second))
-	if _, err := nc.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)); err != nil {
+	if _, err := nc.Write(kmsg.NewRequestFormatter(opts...).AppendRequest(nil, req, 1)); err != nil {
 		return nil, err
 	}
 	frame, err := protocol.ReadFrame(bufio.NewReader(nc), 64<<20, nil)
