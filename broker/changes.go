@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/internal/kafkaerr"
 	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/storage"
 )
@@ -77,9 +78,9 @@ func partitionRecords(img *metadata.Image, id [16]byte, start int32, l replicaLa
 		p := start + int32(i)
 		switch {
 		case len(isr) == 0 && l.manual != nil:
-			return nil, kafkaError(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", p)
+			return nil, kafkaerr.New(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", p)
 		case len(isr) == 0:
-			return nil, kafkaError(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): All brokers are currently fenced or in controlled shutdown.", l.rf)
+			return nil, kafkaerr.New(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): All brokers are currently fenced or in controlled shutdown.", l.rf)
 		}
 		records = append(records, metadata.PartitionRecord{PartitionID: p, TopicID: id,
 			Replicas: slices.Clone(replicas), ISR: isr, Leader: isr[0]})
