@@ -27,7 +27,7 @@ func checkNewTopicName(img *metadata.Image, name string) error {
 		return err
 	}
 	if img.Topics.ByName(name) != nil {
-		return fmt.Errorf("topic %s already exists: %w", name, kerr.TopicAlreadyExists)
+		return kafkaerr.New(kerr.TopicAlreadyExists, "Topic '%s' already exists.", name)
 	}
 	unified := strings.ReplaceAll(name, ".", "_")
 	var collides []string
@@ -37,7 +37,7 @@ func checkNewTopicName(img *metadata.Image, name string) error {
 		}
 	}
 	if len(collides) > 0 {
-		return fmt.Errorf("topic %q collides with existing topics: %s: %w", name, strings.Join(collides, ", "), kerr.InvalidTopicException)
+		return kafkaerr.New(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", name, collides[0])
 	}
 	return nil
 }
