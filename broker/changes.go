@@ -7,7 +7,6 @@ package broker
 // are the ones storage gave when it decided, so clients read the same.
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -144,11 +143,11 @@ func (b *services) addPartitions(name string, total int32, manual [][]int32) err
 	_, err := b.meta.Update(func(img *metadata.Image) ([]metadata.Record, error) {
 		t := img.Topics.ByName(name)
 		if t == nil {
-			return nil, fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
+			return nil, kerr.UnknownTopicOrPartition
 		}
 		if int(total) <= len(t.Partitions) {
-			return nil, fmt.Errorf("topic %s currently has %d partitions, %d would not be an increase: %w",
-				name, len(t.Partitions), total, kerr.InvalidPartitions)
+			return nil, kafkaerr.New(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.",
+				name, len(t.Partitions), total)
 		}
 		current := int32(len(t.Partitions))
 		l := replicaLayout{partitions: total - current, rf: int16(len(t.Partitions[0].Replicas)), manual: manual}
@@ -162,7 +161,7 @@ func (b *services) removeTopic(name string) error {
 	_, err := b.meta.Update(func(img *metadata.Image) ([]metadata.Record, error) {
 		t := img.Topics.ByName(name)
 		if t == nil {
-			return nil, fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
+			return nil, kerr.UnknownTopicOrPartition // Kafka's message is the code's description
 		}
 		return []metadata.Record{metadata.RemoveTopicRecord{TopicID: t.ID}}, nil
 	})
