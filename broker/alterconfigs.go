@@ -84,7 +84,7 @@ func handleAlterConfigs(rc *reqCtx) (kmsg.Response, error) {
 func (b *services) replaceConfigs(typ kmsg.ConfigResourceType, name string, configs map[string]string, validateOnly bool) error {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
-		if _, err := b.configTopic(name); err != nil {
+		if _, err := b.alteredConfigTopic(name); err != nil {
 			return err
 		}
 		res := metadata.ConfigResource{Type: metadata.TopicResource, Name: name}

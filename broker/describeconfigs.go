@@ -109,6 +109,16 @@ func (b *services) configTopic(name string) (map[string]string, error) {
 	return maps.Clone(img.Configs.Of(metadata.ConfigResource{Type: metadata.TopicResource, Name: name})), nil
 }
 
+// alteredConfigTopic is configTopic for a change of the resource's
+// configs, whose empty name Kafka's controller refuses as a default topic
+// resource.
+func (b *services) alteredConfigTopic(name string) (map[string]string, error) {
+	if name == "" {
+		return nil, kafkaerr.New(kerr.InvalidRequest, "Default topic resources are not allowed.")
+	}
+	return b.configTopic(name)
+}
+
 // unknownConfigTopic is the error of a TOPIC resource naming no topic, as
 // Kafka's controller checks a config change's resource exists.
 func unknownConfigTopic(name string) error {

@@ -69,7 +69,7 @@ func (b *services) incrementalNext(rr kmsg.IncrementalAlterConfigsRequestResourc
 	switch rr.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
 		var err error
-		if current, err = b.configTopic(rr.ResourceName); err != nil {
+		if current, err = b.alteredConfigTopic(rr.ResourceName); err != nil {
 			return nil, err
 		}
 	case kmsg.ConfigResourceTypeBroker:
