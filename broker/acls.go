@@ -31,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/kafkaerr"
 	"github.com/strata-io/strata/metadata"
 )
 
@@ -141,11 +142,11 @@ func creationACL(c kmsg.CreateACLsRequestCreation) (a metadata.ACL, anyElement b
 func checkNewACL(a metadata.ACL) error {
 	switch {
 	case a.ResourceType == metadata.ACLResourceCluster && a.ResourceName != clusterName:
-		return kafkaError(kerr.InvalidRequest, "The only valid name for the CLUSTER resource is %s", clusterName)
+		return kafkaerr.New(kerr.InvalidRequest, "The only valid name for the CLUSTER resource is %s", clusterName)
 	case a.ResourceName == "":
-		return kafkaError(kerr.InvalidRequest, "Invalid empty resource name")
+		return kafkaerr.New(kerr.InvalidRequest, "Invalid empty resource name")
 	case !strings.Contains(a.Principal, ":"):
-		return kafkaError(kerr.InvalidRequest, "Could not parse principal from `%s` (no colon is present separating the principal type from the principal name)", a.Principal)
+		return kafkaerr.New(kerr.InvalidRequest, "Could not parse principal from `%s` (no colon is present separating the principal type from the principal name)", a.Principal)
 	}
 	return nil
 }

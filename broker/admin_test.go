@@ -264,6 +264,9 @@ func TestDeleteTopics(t *testing.T) {
 		t.Fatalf("delete a: %v", err)
 	}
 	wantErr(t, "delete missing", resps["missing"].Err, kerr.UnknownTopicOrPartition)
+	if got := resps["missing"].ErrMessage; got != kerr.UnknownTopicOrPartition.Description {
+		t.Errorf("delete missing: message %q, want Kafka's (its code's description)", got)
+	}
 
 	bID := b.logs.Topic("b").ID
 	cID := b.logs.Topic("c").ID

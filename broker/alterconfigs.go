@@ -21,12 +21,13 @@ package broker
 // (INVALID_REQUEST).
 
 import (
-	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/kafkaerr"
 	"github.com/strata-io/strata/metadata"
 )
 
@@ -51,12 +52,16 @@ func handleAlterConfigs(rc *reqCtx) (kmsg.Response, error) {
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
 		configs := make(map[string]string, len(rr.Configs))
 		var err error
+		var nulls []string
 		for _, c := range rr.Configs {
 			if c.Value == nil {
-				err = fmt.Errorf("null value not supported for: %s: %w", c.Name, kerr.InvalidRequest)
-				break
+				nulls = append(nulls, c.Name)
+				continue
 			}
 			configs[c.Name] = *c.Value
+		}
+		if len(nulls) > 0 {
+			err = kafkaerr.New(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
 		}
 		// Duplicates, then authorization, then the values, as the KRaft
 		// controller.
@@ -64,7 +69,7 @@ func handleAlterConfigs(rc *reqCtx) (kmsg.Response, error) {
 			err = refused
 		}
 		if seen[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
-			err = fmt.Errorf("duplicate resource %s %q in one request: %w", rr.ResourceType, rr.ResourceName, kerr.InvalidRequest)
+			err = kafkaerr.New(kerr.InvalidRequest, "Each resource must appear at most once.")
 		}
 		if err == nil {
 			err = b.replaceConfigs(rr.ResourceType, rr.ResourceName, configs, r.ValidateOnly)
@@ -79,13 +84,13 @@ func handleAlterConfigs(rc *reqCtx) (kmsg.Response, error) {
 func (b *services) replaceConfigs(typ kmsg.ConfigResourceType, name string, configs map[string]string, validateOnly bool) error {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
-		if _, err := b.configTopic(name); err != nil {
+		if _, err := b.alteredConfigTopic(name); err != nil {
 			return err
 		}
 		res := metadata.ConfigResource{Type: metadata.TopicResource, Name: name}
 		return b.replaceConfigsOf(res, configs, validateOnly, func(img *metadata.Image) error {
 			if img.Topics.ByName(name) == nil {
-				return fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
+				return unknownConfigTopic(name)
 			}
 			return b.logs.AlterTopicConfigs(name, configs, true)
 		})

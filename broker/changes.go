@@ -7,13 +7,13 @@ package broker
 // are the ones storage gave when it decided, so clients read the same.
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/internal/kafkaerr"
 	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/storage"
 )
@@ -26,7 +26,7 @@ func checkNewTopicName(img *metadata.Image, name string) error {
 		return err
 	}
 	if img.Topics.ByName(name) != nil {
-		return fmt.Errorf("topic %s already exists: %w", name, kerr.TopicAlreadyExists)
+		return kafkaerr.New(kerr.TopicAlreadyExists, "Topic '%s' already exists.", name)
 	}
 	unified := strings.ReplaceAll(name, ".", "_")
 	var collides []string
@@ -36,7 +36,7 @@ func checkNewTopicName(img *metadata.Image, name string) error {
 		}
 	}
 	if len(collides) > 0 {
-		return fmt.Errorf("topic %q collides with existing topics: %s: %w", name, strings.Join(collides, ", "), kerr.InvalidTopicException)
+		return kafkaerr.New(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", name, collides[0])
 	}
 	return nil
 }
@@ -77,9 +77,9 @@ func partitionRecords(img *metadata.Image, id [16]byte, start int32, l replicaLa
 		p := start + int32(i)
 		switch {
 		case len(isr) == 0 && l.manual != nil:
-			return nil, kafkaError(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", p)
+			return nil, kafkaerr.New(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", p)
 		case len(isr) == 0:
-			return nil, kafkaError(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): All brokers are currently fenced or in controlled shutdown.", l.rf)
+			return nil, kafkaerr.New(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): All brokers are currently fenced or in controlled shutdown.", l.rf)
 		}
 		records = append(records, metadata.PartitionRecord{PartitionID: p, TopicID: id,
 			Replicas: slices.Clone(replicas), ISR: isr, Leader: isr[0]})
@@ -143,11 +143,11 @@ func (b *services) addPartitions(name string, total int32, manual [][]int32) err
 	_, err := b.meta.Update(func(img *metadata.Image) ([]metadata.Record, error) {
 		t := img.Topics.ByName(name)
 		if t == nil {
-			return nil, fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
+			return nil, kerr.UnknownTopicOrPartition
 		}
 		if int(total) <= len(t.Partitions) {
-			return nil, fmt.Errorf("topic %s currently has %d partitions, %d would not be an increase: %w",
-				name, len(t.Partitions), total, kerr.InvalidPartitions)
+			return nil, kafkaerr.New(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.",
+				name, len(t.Partitions), total)
 		}
 		current := int32(len(t.Partitions))
 		l := replicaLayout{partitions: total - current, rf: int16(len(t.Partitions[0].Replicas)), manual: manual}
@@ -161,7 +161,7 @@ func (b *services) removeTopic(name string) error {
 	_, err := b.meta.Update(func(img *metadata.Image) ([]metadata.Record, error) {
 		t := img.Topics.ByName(name)
 		if t == nil {
-			return nil, fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
+			return nil, kerr.UnknownTopicOrPartition // Kafka's message is the code's description
 		}
 		return []metadata.Record{metadata.RemoveTopicRecord{TopicID: t.ID}}, nil
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/kafkaerr"
 	"github.com/strata-io/strata/metadata"
 )
 
@@ -68,18 +69,9 @@ func handleDescribeClientQuotas(rc *reqCtx) (kmsg.Response, error) {
 		resp.Entries, err = describeClientQuotas(rc.svc.meta.Image().Access.ClientQuotas, r)
 	}
 	if err != nil {
-		resp.ErrorCode, resp.ErrorMessage, resp.Entries = rc.svc.errorCode(kmsg.DescribeClientQuotas, err), quotaErrorMessage(err), nil
+		resp.ErrorCode, resp.ErrorMessage, resp.Entries = rc.svc.errorCode(kmsg.DescribeClientQuotas, err), errorMessage(err), nil
 	}
 	return resp, nil
-}
-
-// quotaErrorMessage is err's message, Kafka's description for a bare
-// Kafka error (as ApiError carries the exception's default message).
-func quotaErrorMessage(err error) *string {
-	if ke, ok := err.(*kerr.Error); ok {
-		return &ke.Description
-	}
-	return errorMessage(err)
 }
 
 // describeClientQuotas is Kafka's ClientQuotasImage.describe: each
@@ -91,39 +83,39 @@ func describeClientQuotas(quotas metadata.ClientQuotasImage, r *kmsg.DescribeCli
 	for _, c := range r.Components {
 		typ := c.EntityType
 		if typ == "" {
-			return nil, kafkaError(kerr.InvalidRequest, "Invalid empty entity type.")
+			return nil, kafkaerr.New(kerr.InvalidRequest, "Invalid empty entity type.")
 		}
 		if _, ok := exact[typ]; ok || any[typ] {
-			return nil, kafkaError(kerr.InvalidRequest, "Entity type %s cannot appear more than once in the filter.", typ)
+			return nil, kafkaerr.New(kerr.InvalidRequest, "Entity type %s cannot appear more than once in the filter.", typ)
 		}
 		if typ != metadata.QuotaIP && typ != metadata.QuotaUser && typ != metadata.QuotaClientID {
-			return nil, kafkaError(kerr.UnsupportedVersion, "Unsupported entity type %s", typ)
+			return nil, kafkaerr.New(kerr.UnsupportedVersion, "Unsupported entity type %s", typ)
 		}
 		switch c.MatchType {
 		case 0:
 			if c.Match == nil {
-				return nil, kafkaError(kerr.InvalidRequest, "Request specified MATCH_TYPE_EXACT, but set match string to null.")
+				return nil, kafkaerr.New(kerr.InvalidRequest, "Request specified MATCH_TYPE_EXACT, but set match string to null.")
 			}
 			exact[typ] = metadata.Named(*c.Match)
 		case 1:
 			if c.Match != nil {
-				return nil, kafkaError(kerr.InvalidRequest, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.")
+				return nil, kafkaerr.New(kerr.InvalidRequest, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.")
 			}
 			exact[typ] = metadata.DefaultName()
 		case 2:
 			if c.Match != nil {
-				return nil, kafkaError(kerr.InvalidRequest, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.")
+				return nil, kafkaerr.New(kerr.InvalidRequest, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.")
 			}
 			any[typ] = true
 		default:
-			return nil, kafkaError(kerr.InvalidRequest, "Unknown match type %d", c.MatchType)
+			return nil, kafkaerr.New(kerr.InvalidRequest, "Unknown match type %d", c.MatchType)
 		}
 	}
 	_, ipExact := exact[metadata.QuotaIP]
 	_, userExact := exact[metadata.QuotaUser]
 	_, clientExact := exact[metadata.QuotaClientID]
 	if (ipExact || any[metadata.QuotaIP]) && (userExact || any[metadata.QuotaUser] || clientExact || any[metadata.QuotaClientID]) {
-		return nil, kafkaError(kerr.InvalidRequest, "Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component.")
+		return nil, kafkaerr.New(kerr.InvalidRequest, "Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component.")
 	}
 	entries := []kmsg.DescribeClientQuotasResponseEntry{}
 	for _, e := range quotas.Entities() {
@@ -182,7 +174,7 @@ func handleAlterClientQuotas(rc *reqCtx) (kmsg.Response, error) {
 	resp := alterClientQuotasAnswer(r, 0)
 	for i, err := range errs {
 		if err != nil {
-			resp.Entries[i].ErrorCode, resp.Entries[i].ErrorMessage = rc.svc.errorCode(kmsg.AlterClientQuotas, err), quotaErrorMessage(err)
+			resp.Entries[i].ErrorCode, resp.Entries[i].ErrorMessage = rc.svc.errorCode(kmsg.AlterClientQuotas, err), errorMessage(err)
 		}
 	}
 	return resp, nil
@@ -200,7 +192,7 @@ func (b *services) alterClientQuotas(r *kmsg.AlterClientQuotasRequest) (errs []e
 		for i, e := range r.Entries {
 			entity, err := quotaEntityOf(e.Entity)
 			if err == nil && seen[entity] {
-				err = kafkaError(kerr.InvalidRequest, "Ignoring duplicate entity %s", describeEntity(e.Entity))
+				err = kafkaerr.New(kerr.InvalidRequest, "Ignoring duplicate entity %s", describeEntity(e.Entity))
 			}
 			seen[entity] = true
 			var rs []metadata.Record
@@ -232,16 +224,16 @@ func quotaEntityOf(parts []kmsg.AlterClientQuotasRequestEntryEntity) (metadata.Q
 		byType[p.Type] = p.Name
 	}
 	if len(byType) == 0 {
-		return metadata.QuotaEntity{}, kafkaError(kerr.InvalidRequest, "Invalid empty client quota entity")
+		return metadata.QuotaEntity{}, kafkaerr.New(kerr.InvalidRequest, "Invalid empty client quota entity")
 	}
 	var data []metadata.QuotaEntityData
 	for _, typ := range slices.Sorted(maps.Keys(byType)) {
 		name := byType[typ]
 		if typ != metadata.QuotaUser && typ != metadata.QuotaClientID && typ != metadata.QuotaIP {
-			return metadata.QuotaEntity{}, kafkaError(kerr.InvalidRequest, "Unhandled client quota entity type: %s", typ)
+			return metadata.QuotaEntity{}, kafkaerr.New(kerr.InvalidRequest, "Unhandled client quota entity type: %s", typ)
 		}
 		if name != nil && *name == "" {
-			return metadata.QuotaEntity{}, kafkaError(kerr.InvalidRequest, "Empty %s not supported", typ)
+			return metadata.QuotaEntity{}, kafkaerr.New(kerr.InvalidRequest, "Empty %s not supported", typ)
 		}
 		data = append(data, metadata.QuotaEntityData{EntityType: typ, EntityName: name})
 	}
@@ -252,11 +244,11 @@ func quotaEntityOf(parts []kmsg.AlterClientQuotasRequestEntryEntity) (metadata.Q
 	if entity.IP.Set {
 		if entity.User.Set || entity.ClientID.Set {
 			// Kafka's message, its missing space included.
-			return metadata.QuotaEntity{}, kafkaError(kerr.InvalidRequest, "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId")
+			return metadata.QuotaEntity{}, kafkaerr.New(kerr.InvalidRequest, "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId")
 		}
 		if !entity.IP.Default && net.ParseIP(entity.IP.Name) == nil {
 			if _, err := net.LookupHost(entity.IP.Name); err != nil {
-				return metadata.QuotaEntity{}, kafkaError(kerr.InvalidRequest, "%s is not a valid IP or resolvable host.", entity.IP.Name)
+				return metadata.QuotaEntity{}, kafkaerr.New(kerr.InvalidRequest, "%s is not a valid IP or resolvable host.", entity.IP.Name)
 			}
 		}
 	}
@@ -275,7 +267,7 @@ func quotaRecords(current map[string]float64, entity metadata.QuotaEntity, e kms
 	ops := map[string]*float64{}
 	for _, op := range e.Ops {
 		if _, dup := ops[op.Key]; dup {
-			return nil, kafkaError(kerr.InvalidRequest, "Duplicate quota key %s not updating quota for this entity %s", op.Key, describeEntity(e.Entity))
+			return nil, kafkaerr.New(kerr.InvalidRequest, "Duplicate quota key %s not updating quota for this entity %s", op.Key, describeEntity(e.Entity))
 		}
 		if op.Remove {
 			ops[op.Key] = nil
@@ -306,21 +298,21 @@ func quotaRecords(current map[string]float64, entity metadata.QuotaEntity, e kms
 func checkQuotaValue(keys map[string]quotaKeyType, key string, v float64) error {
 	typ, ok := keys[key]
 	if !ok {
-		return kafkaError(kerr.InvalidRequest, "Invalid configuration key %s", key)
+		return kafkaerr.New(kerr.InvalidRequest, "Invalid configuration key %s", key)
 	}
 	if !(v > 0) {
-		return kafkaError(kerr.InvalidRequest, "Quota %s must be greater than 0", key)
+		return kafkaerr.New(kerr.InvalidRequest, "Quota %s must be greater than 0", key)
 	}
 	switch {
 	case typ == quotaDouble:
 		return nil
 	case typ == quotaInt && v > math.MaxInt32:
-		return kafkaError(kerr.InvalidRequest, "Proposed value for %s is too large for an INT.", key)
+		return kafkaerr.New(kerr.InvalidRequest, "Proposed value for %s is too large for an INT.", key)
 	case typ == quotaLong && v > math.MaxInt64:
-		return kafkaError(kerr.InvalidRequest, "Proposed value for %s is too large for a LONG.", key)
+		return kafkaerr.New(kerr.InvalidRequest, "Proposed value for %s is too large for a LONG.", key)
 	}
 	if math.Abs(math.Mod(v, 1)) > 1e-6 {
-		return kafkaError(kerr.InvalidRequest, "%s cannot be a fractional value.", key)
+		return kafkaerr.New(kerr.InvalidRequest, "%s cannot be a fractional value.", key)
 	}
 	return nil
 }

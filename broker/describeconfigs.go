@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/configdef"
+	"github.com/strata-io/strata/internal/kafkaerr"
 	"github.com/strata-io/strata/metadata"
 )
 
@@ -63,6 +64,9 @@ func handleDescribeConfigs(rc *reqCtx) (kmsg.Response, error) {
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			topic, err := b.configTopic(rr.ResourceName)
+			if errors.Is(err, kerr.UnknownTopicOrPartition) {
+				err = kafkaerr.New(kerr.UnknownTopicOrPartition, "") // Kafka's ConfigHelper sets the code alone
+			}
 			if err != nil {
 				res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.DescribeConfigs, err), errorMessage(err)
 				break
@@ -93,16 +97,32 @@ func handleDescribeConfigs(rc *reqCtx) (kmsg.Response, error) {
 // in the metadata image.
 func (b *services) configTopic(name string) (map[string]string, error) {
 	if name == "" {
-		return nil, fmt.Errorf("topic name is illegal, it can't be empty: %w", kerr.InvalidTopicException)
+		return nil, kafkaerr.New(kerr.InvalidTopicException, "Topic name is invalid: the empty string is not allowed")
 	}
 	img := b.meta.Image()
 	if img.Topics.ByName(name) == nil {
 		if err := checkNewTopicName(img, name); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return nil, err // an invalid name
 		}
-		return nil, fmt.Errorf("topic %s: %w", name, kerr.UnknownTopicOrPartition)
+		return nil, unknownConfigTopic(name)
 	}
 	return maps.Clone(img.Configs.Of(metadata.ConfigResource{Type: metadata.TopicResource, Name: name})), nil
+}
+
+// alteredConfigTopic is configTopic for a change of the resource's
+// configs, whose empty name Kafka's controller refuses as a default topic
+// resource.
+func (b *services) alteredConfigTopic(name string) (map[string]string, error) {
+	if name == "" {
+		return nil, kafkaerr.New(kerr.InvalidRequest, "Default topic resources are not allowed.")
+	}
+	return b.configTopic(name)
+}
+
+// unknownConfigTopic is the error of a TOPIC resource naming no topic, as
+// Kafka's controller checks a config change's resource exists.
+func unknownConfigTopic(name string) error {
+	return kafkaerr.New(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", name)
 }
 
 // brokerConfigs are copies of the dynamic broker configs in the metadata
@@ -126,7 +146,7 @@ func (b *services) configBroker(name string) (node int32, err error) {
 	if perr == nil && (int32(id) == b.cfg.NodeID || b.controllerListener && id >= 0) {
 		return int32(id), nil
 	}
-	return -1, fmt.Errorf("unexpected broker id, expected %d or empty string, but received %s: %w", b.cfg.NodeID, name, kerr.InvalidRequest)
+	return -1, kafkaerr.New(kerr.InvalidRequest, "Unexpected broker id, expected %d or empty string, but received %s", b.cfg.NodeID, name)
 }
 
 func unsupportedResource(t kmsg.ConfigResourceType) error {

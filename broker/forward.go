@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/internal/kafkaerr"
 	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/metadata/quorum"
 )
@@ -317,12 +318,12 @@ func (f *forwarder) createTopic(meta metadata.Store, name string, layout replica
 		return [16]byte{}, fmt.Errorf("the controller answered %d topics to the creation of one", len(resp.Topics))
 	}
 	st := resp.Topics[0]
-	if err := kerr.ErrorForCode(st.ErrorCode); err != nil {
-		msg := ""
+	if code, ok := kerr.ErrorForCode(st.ErrorCode).(*kerr.Error); ok {
+		msg := code.Description
 		if st.ErrorMessage != nil {
 			msg = *st.ErrorMessage
 		}
-		return [16]byte{}, fmt.Errorf("the controller refused topic %s: %s: %w", name, msg, err)
+		return [16]byte{}, fmt.Errorf("the controller refused topic %s: %w", name, &kafkaerr.Error{Code: code, Message: msg})
 	}
 	if !waitForImage(f.store, imageWait, func(img *metadata.Image) bool { return img.Topics.ByID(st.TopicID) != nil }) {
 		return st.TopicID, fmt.Errorf("topic %s was created but is not in this node's metadata after %v: %w", name, imageWait, kerr.RequestTimedOut)

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/internal/kafkaerr"
 	"github.com/strata-io/strata/metadata/quorum"
 )
 
@@ -111,12 +112,13 @@ func (b *services) errorCode(key kmsg.Key, err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 
-// errorMessage is the text sent in responses that carry one: nil for
-// success, so clients print the code's own description otherwise.
+// errorMessage is the message sent in responses that carry one: nil for
+// success, otherwise kafkaerr.Message, Kafka's message alone without the
+// name and description of the code err wraps.
 func errorMessage(err error) *string {
 	if err == nil {
 		return nil
 	}
-	s := err.Error()
+	s := kafkaerr.Message(err)
 	return &s
 }

@@ -15,7 +15,6 @@ package broker
 // SUBTRACT are INVALID_REQUEST.
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/internal/configdef"
+	"github.com/strata-io/strata/internal/kafkaerr"
 )
 
 // registerIncrementalAlterConfigs serves IncrementalAlterConfigs; its versions are here and nowhere else.
@@ -44,7 +44,7 @@ func handleIncrementalAlterConfigs(rc *reqCtx) (kmsg.Response, error) {
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
 		var err error
 		if seen[configResource{rr.ResourceType, rr.ResourceName}] > 1 {
-			err = fmt.Errorf("duplicate resource %s %q in one request: %w", rr.ResourceType, rr.ResourceName, kerr.InvalidRequest)
+			err = kafkaerr.New(kerr.InvalidRequest, "Each resource must appear at most once.")
 		} else if err = configRefused(rc, OpAlterConfigs, rr.ResourceType, rr.ResourceName); err == nil {
 			err = b.alterIncrementally(rr, r.ValidateOnly)
 		}
@@ -69,7 +69,7 @@ func (b *services) incrementalNext(rr kmsg.IncrementalAlterConfigsRequestResourc
 	switch rr.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
 		var err error
-		if current, err = b.configTopic(rr.ResourceName); err != nil {
+		if current, err = b.alteredConfigTopic(rr.ResourceName); err != nil {
 			return nil, err
 		}
 	case kmsg.ConfigResourceTypeBroker:
@@ -89,22 +89,29 @@ func (b *services) incrementalNext(rr kmsg.IncrementalAlterConfigsRequestResourc
 	if next == nil {
 		next = map[string]string{}
 	}
+	// Duplicate keys, then null values, as Kafka's ConfigAdminManager.
 	named := map[string]bool{}
+	var nulls []string
 	for _, c := range rr.Configs {
 		if named[c.Name] {
-			return nil, fmt.Errorf("error due to duplicate config keys: %s: %w", c.Name, kerr.InvalidRequest)
+			return nil, kafkaerr.New(kerr.InvalidRequest, "Error due to duplicate config keys")
 		}
 		named[c.Name] = true
 		if c.Op != kmsg.IncrementalAlterConfigOpDelete && c.Value == nil {
-			return nil, fmt.Errorf("null value not supported for: %s: %w", c.Name, kerr.InvalidRequest)
+			nulls = append(nulls, c.Name)
 		}
+	}
+	if len(nulls) > 0 {
+		return nil, kafkaerr.New(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
+	}
+	for _, c := range rr.Configs {
 		switch c.Op {
 		case kmsg.IncrementalAlterConfigOpSet:
 			next[c.Name] = *c.Value
 		case kmsg.IncrementalAlterConfigOpDelete:
 			delete(next, c.Name)
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			items, err := b.listConfig(rr.ResourceType, c.Name, next)
+			items, err := b.listConfig(rr.ResourceType, c.Op, c.Name, next)
 			if err != nil {
 				return nil, err
 			}
@@ -119,26 +126,31 @@ func (b *services) incrementalNext(rr kmsg.IncrementalAlterConfigsRequestResourc
 			}
 			next[c.Name] = strings.Join(items, ",")
 		default:
-			return nil, fmt.Errorf("unknown config operation %d for %s: %w", c.Op, c.Name, kerr.InvalidRequest)
+			return nil, kafkaerr.New(kerr.InvalidRequest, "Unknown operations type %d", c.Op)
 		}
 	}
 	return next, nil
 }
 
 // listConfig returns the current items of a LIST config: its value in
-// configs, else Kafka's default. Other configs are INVALID_CONFIG.
-func (b *services) listConfig(typ kmsg.ConfigResourceType, name string, configs map[string]string) ([]string, error) {
+// configs, else Kafka's default. Other configs are INVALID_CONFIG with
+// Kafka's messages: the broker's ConfigAdminManager's for a broker config,
+// the controller's for a topic config.
+func (b *services) listConfig(typ kmsg.ConfigResourceType, op kmsg.IncrementalAlterConfigOp, name string, configs map[string]string) ([]string, error) {
 	key := name
 	if typ == kmsg.ConfigResourceTypeBroker {
 		topicKey, _, ok := configdef.BrokerSynonymOf(name)
-		if !ok {
-			return nil, fmt.Errorf("config value append/subtract is not allowed for config key %s: %w", name, kerr.InvalidConfig)
+		if def, known := configdef.BrokerDef(name); !ok || !known || def.Type != configdef.List {
+			if !known {
+				return nil, kafkaerr.New(kerr.InvalidConfig, "Unknown config name: %s", name)
+			}
+			return nil, kafkaerr.New(kerr.InvalidConfig, "Config value %s is not allowed for config key: %s", strings.ToLower(op.String()), name)
 		}
 		key = topicKey
 	}
 	def, ok := configdef.TopicDef(key)
 	if !ok || def.Type != configdef.List {
-		return nil, fmt.Errorf("config value append/subtract is not allowed for config key %s, whose type is not LIST: %w", name, kerr.InvalidConfig)
+		return nil, kafkaerr.New(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", op, name)
 	}
 	if v, ok := configs[name]; ok {
 		return splitList(v), nil

@@ -166,7 +166,10 @@ func TestDescribeAndAlterBrokerConfigs(t *testing.T) {
 	resps, _ = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "num.partitions", Value: kadm.StringPtr("3")}})
 	wantErr(t, "read-only broker config", resps[0].Err, kerr.InvalidRequest)
 	resps, _ = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "log.retention.ms", Value: kadm.StringPtr("x")}})
-	wantErr(t, "bad broker value", resps[0].Err, kerr.InvalidConfig)
+	wantErr(t, "bad broker value", resps[0].Err, kerr.InvalidRequest) // as Kafka's ConfigAdminManager
+	if want := "Invalid value x for configuration log.retention.ms: Not a number of type LONG"; resps[0].ErrMessage != want {
+		t.Fatalf("bad broker value: message %q, want Kafka's %q", resps[0].ErrMessage, want)
+	}
 	brc, err = adm.DescribeBrokerConfigs(ctx, 7)
 	if err == nil {
 		if rc, _ := brc.On("7", nil); !errors.Is(rc.Err, kerr.InvalidRequest) {

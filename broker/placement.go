@@ -14,13 +14,13 @@ package broker
 
 import (
 	"cmp"
-	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strata-io/strata/internal/kafkaerr"
 	"github.com/strata-io/strata/metadata"
 )
 
@@ -175,13 +175,13 @@ func (l *rackList) shuffle() {
 func placeReplicas(rnd randomSource, brokers []metadata.BrokerRegistration, partitions int32, rf int16) ([][]int32, error) {
 	l := newRackList(rnd, brokers)
 	if rf <= 0 {
-		return nil, kafkaError(kerr.InvalidReplicationFactor, "Invalid replication factor %d: the replication factor must be positive.", rf)
+		return nil, kafkaerr.New(kerr.InvalidReplicationFactor, "Invalid replication factor %d: the replication factor must be positive.", rf)
 	}
 	if l.unfenced == 0 {
-		return nil, kafkaError(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): All brokers are currently fenced.", rf)
+		return nil, kafkaerr.New(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): All brokers are currently fenced.", rf)
 	}
 	if int(rf) > l.total {
-		return nil, kafkaError(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): "+
+		return nil, kafkaerr.New(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): "+
 			"The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, l.total)
 	}
 	out := make([][]int32, partitions)
@@ -190,17 +190,3 @@ func placeReplicas(rnd randomSource, brokers []metadata.BrokerRegistration, part
 	}
 	return out, nil
 }
-
-// kafkaErr is an error whose message is Kafka's, word for word, and whose
-// code is code: clients read the message as Kafka writes it.
-type kafkaErr struct {
-	code *kerr.Error
-	msg  string
-}
-
-func kafkaError(code *kerr.Error, format string, args ...any) error {
-	return &kafkaErr{code: code, msg: fmt.Sprintf(format, args...)}
-}
-
-func (e *kafkaErr) Error() string { return e.msg }
-func (e *kafkaErr) Unwrap() error { return e.code }

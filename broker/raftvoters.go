@@ -53,8 +53,7 @@ func (c *controller) voterCode(key kmsg.Key, err error) (int16, *string) {
 	default:
 		code = c.errCode(key, err)
 	}
-	msg := err.Error()
-	return code, &msg
+	return code, errorMessage(err)
 }
 
 // refuseVoterChange is the code refusing a voter change: an unauthorized

@@ -31,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/kafkaerr"
 	"github.com/strata-io/strata/metadata"
 )
 
@@ -93,11 +94,11 @@ func handleAlterPartitionReassignments(rc *reqCtx) (kmsg.Response, error) {
 func (b *services) reassign(img *metadata.Image, topic string, p int32, target []int32) (*metadata.PartitionChangeRecord, error) {
 	t := img.Topics.ByName(topic)
 	if t == nil {
-		return nil, kafkaError(kerr.UnknownTopicOrPartition, "Unable to find a topic named %s.", topic)
+		return nil, kafkaerr.New(kerr.UnknownTopicOrPartition, "Unable to find a topic named %s.", topic)
 	}
 	part, ok := t.Partition(p)
 	if !ok {
-		return nil, kafkaError(kerr.UnknownTopicOrPartition, "Unable to find partition %s:%d.", topic, p)
+		return nil, kafkaerr.New(kerr.UnknownTopicOrPartition, "Unable to find partition %s:%d.", topic, p)
 	}
 	c := newPartitionChange(img, t.ID, p, part)
 	if b.uncleanElection(img, topic) {
@@ -105,7 +106,7 @@ func (b *services) reassign(img *metadata.Image, topic string, p int32, target [
 	}
 	if target == nil {
 		if !part.Reassigning() {
-			return nil, kafkaError(kerr.NoReassignmentInProgress, "%s", kerr.NoReassignmentInProgress.Description)
+			return nil, kafkaerr.New(kerr.NoReassignmentInProgress, "%s", kerr.NoReassignmentInProgress.Description)
 		}
 		// PartitionReassignmentRevert: the replicas before, the ISR without
 		// the added ones, or, if that leaves none, the first replica alone
@@ -114,7 +115,7 @@ func (b *services) reassign(img *metadata.Image, topic string, p int32, target [
 		isr := slices.DeleteFunc(slices.Clone(part.ISR), func(r int32) bool { return slices.Contains(part.AddingReplicas, r) })
 		if len(isr) == 0 {
 			if c.election != electionUnclean {
-				return nil, kafkaError(kerr.InvalidReplicaAssignment,
+				return nil, kafkaerr.New(kerr.InvalidReplicaAssignment,
 					"Unable to revert partition assignment for %s:%d because it would require an unclean leader election.", topic, p)
 			}
 			isr = original[:1]
@@ -122,7 +123,7 @@ func (b *services) reassign(img *metadata.Image, topic string, p int32, target [
 		c.replicas, c.isr, c.adding, c.removing = original, isr, nil, nil
 	} else {
 		if msg := checkReplicasOn(img, target, -1); msg != "" {
-			return nil, kafkaError(kerr.InvalidReplicaAssignment, "%s", msg)
+			return nil, kafkaerr.New(kerr.InvalidReplicaAssignment, "%s", msg)
 		}
 		removing := difference(part.Replicas, target)
 		c.replicas = append(slices.Clone(target), removing...)

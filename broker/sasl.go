@@ -44,6 +44,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/strata-io/strata/internal/kafkaerr"
 	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/protocol"
 )
@@ -228,7 +229,7 @@ func (c *conn) authenticateSASL(reauth *protocol.Request) error {
 			}
 			resp := kmsg.NewPtrSASLAuthenticateResponse()
 			if err != nil {
-				msg := err.Error()
+				msg := kafkaerr.Message(err)
 				if errors.Is(err, errSASLInvalidCredentials) {
 					msg = "Authentication failed during " + x.what() + " due to invalid credentials with SASL mechanism " + x.mechanism
 				}

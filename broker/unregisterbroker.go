@@ -50,7 +50,7 @@ func (c *controller) handleUnregisterBroker(rc *reqCtx) (kmsg.Response, error) {
 		c.mu.Unlock()
 		c.logger.Info("unregistered a broker", zap.Int32("broker", r.BrokerID))
 	} else if !errors.Is(err, kerr.BrokerIDNotRegistered) {
-		resp.ErrorMessage = kmsg.StringPtr(err.Error())
+		resp.ErrorMessage = errorMessage(err)
 	}
 	return resp, nil
 }

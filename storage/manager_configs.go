@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/internal/configdef"
+	"github.com/strata-io/strata/internal/kafkaerr"
 )
 
 // brokerConfigsFile holds the dynamic broker configs (AlterConfigs on a
@@ -110,7 +111,7 @@ func (m *Manager) dynamic() brokerConfigsJSON {
 // dynamically (Kafka's DynamicLogConfig), and per node a listener's key
 // and trust stores (listener.name.<l>.ssl.keystore.location, ..., kept as
 // they are: the broker checks them); any other key is
-// kerr.InvalidRequest, an invalid value kerr.InvalidConfig. The new
+// kerr.InvalidRequest, as is an invalid value (as Kafka). The new
 // defaults apply to every topic at once and persist in
 // strata-broker-configs.json.
 func (m *Manager) AlterBrokerConfigs(configs map[string]string, node, validateOnly bool) error {
@@ -126,22 +127,22 @@ func (m *Manager) AlterBrokerConfigs(configs map[string]string, node, validateOn
 	sort.Strings(keys)
 	for _, k := range keys {
 		if configdef.IsSSLReconfigurable(k) {
-			return fmt.Errorf("These security configs can be dynamically updated only per-listener using the listener prefix: HashSet(%s): %w", k, kerr.InvalidRequest)
+			return kafkaerr.New(kerr.InvalidRequest, "These security configs can be dynamically updated only per-listener using the listener prefix: HashSet(%s)", k)
 		}
 		if _, _, ok := configdef.ListenerSSLKey(k); ok {
 			// The listener's TLS is the broker's to check (its stores are
 			// files storage does not read); here it is kept.
 			if !node {
-				return fmt.Errorf("Cannot update these configs at default cluster level, broker id must be specified: Set(%s): %w", k, kerr.InvalidRequest)
+				return kafkaerr.New(kerr.InvalidRequest, "Cannot update these configs at default cluster level, broker id must be specified: Set(%s)", k)
 			}
 			continue
 		}
 		topicKey, scale, ok := configdef.BrokerSynonymOf(k)
 		if !ok {
-			return fmt.Errorf("cannot update broker config %s dynamically: %w", k, kerr.InvalidRequest)
+			return kafkaerr.New(kerr.InvalidRequest, "Cannot update these configs dynamically: Set(%s)", k)
 		}
-		if _, err := validateTopicConfig(topicKey, configdef.ScaleBrokerValue(configs[k], scale)); err != nil {
-			return fmt.Errorf("broker config %s=%q: %w", k, configs[k], kerr.InvalidConfig)
+		if err := validateBrokerConfig(k, configs[k], topicKey, scale); err != nil {
+			return err
 		}
 	}
 	d := m.dynamic()
@@ -188,6 +189,25 @@ func (m *Manager) AlterBrokerConfigs(configs map[string]string, node, validateOn
 		}
 	}
 	m.logger.Info("altered dynamic broker configs", zap.Bool("node", node), zap.Any("configs", configs))
+	return nil
+}
+
+// validateBrokerConfig checks the value of broker config key, the synonym
+// of topicKey: as the broker config it is, then as the topic config value
+// it gives. A value refused is INVALID_REQUEST with ConfigException's
+// message, as Kafka's ConfigAdminManager answers a dynamic broker config
+// that does not validate.
+func validateBrokerConfig(key, value, topicKey string, scale int64) error {
+	var err error
+	if def, ok := configdef.BrokerDef(key); ok {
+		_, err = validateConfig(def, value)
+	}
+	if err == nil {
+		_, err = validateTopicConfig(topicKey, configdef.ScaleBrokerValue(value, scale))
+	}
+	if err != nil {
+		return kafkaerr.New(kerr.InvalidRequest, "%s", kafkaerr.Message(err))
+	}
 	return nil
 }
 

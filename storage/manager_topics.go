@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/internal/kafkaerr"
 )
 
 // maxTopicNameLen is Kafka's Topic.MAX_NAME_LENGTH: a partition directory
@@ -20,18 +22,18 @@ const maxTopicNameLen = 249
 func ValidateTopicName(name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("topic name is illegal, it can't be empty: %w", kerr.InvalidTopicException)
+		return kafkaerr.New(kerr.InvalidTopicException, "Topic name is invalid: the empty string is not allowed")
 	case name == "." || name == "..":
-		return fmt.Errorf("topic name cannot be \".\" or \"..\": %w", kerr.InvalidTopicException)
+		return kafkaerr.New(kerr.InvalidTopicException, "Topic name is invalid: '%s' is not allowed", name)
 	case len(name) > maxTopicNameLen:
-		return fmt.Errorf("topic name is illegal, it can't be longer than %d characters, topic name: %s: %w",
-			maxTopicNameLen, name, kerr.InvalidTopicException)
+		return kafkaerr.New(kerr.InvalidTopicException, "Topic name is invalid: the length of '%s' is longer than the max allowed length %d",
+			name, maxTopicNameLen)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-': %w",
-				name, kerr.InvalidTopicException)
+			return kafkaerr.New(kerr.InvalidTopicException,
+				"Topic name is invalid: '%s' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'", name)
 		}
 	}
 	return nil
@@ -87,10 +89,10 @@ func (m *Manager) createTopic(name string, id [16]byte, partitions int32, config
 	}
 	m.mu.RUnlock()
 	if exists {
-		return nil, fmt.Errorf("topic %s already exists: %w", name, kerr.TopicAlreadyExists)
+		return nil, kafkaerr.New(kerr.TopicAlreadyExists, "Topic '%s' already exists.", name)
 	}
 	if len(collides) > 0 {
-		return nil, fmt.Errorf("topic %q collides with existing topics: %s: %w", name, strings.Join(collides, ", "), kerr.InvalidTopicException)
+		return nil, kafkaerr.New(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", name, collides[0])
 	}
 	switch {
 	case validateOnly:

@@ -297,8 +297,9 @@ func TestAlterTopicAndBrokerConfigs(t *testing.T) {
 	if err := m.AlterBrokerConfigs(map[string]string{"num.partitions": "3"}, false, false); !errors.Is(err, kerr.InvalidRequest) {
 		t.Fatalf("read-only broker config: %v", err)
 	}
-	if err := m.AlterBrokerConfigs(map[string]string{"log.retention.hours": "-5x"}, false, false); !errors.Is(err, kerr.InvalidConfig) {
-		t.Fatalf("bad broker value: %v", err)
+	if err := m.AlterBrokerConfigs(map[string]string{"log.retention.hours": "-5x"}, false, false); !errors.Is(err, kerr.InvalidRequest) ||
+		err.Error() != "Invalid value -5x for configuration log.retention.hours: Not a number of type INT" {
+		t.Fatalf("bad broker value: %v, want INVALID_REQUEST with Kafka's message", err)
 	}
 	if err := m.AlterBrokerConfigs(map[string]string{"log.retention.hours": "2", "log.retention.bytes": "5000"}, false, false); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,72 +11,112 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/internal/configdef"
+	"github.com/strata-io/strata/internal/kafkaerr"
 )
 
-func invalidConfig(key, value, why string) error {
-	return fmt.Errorf("topic config %s=%q: %s: %w", key, value, why, kerr.InvalidConfig)
-}
-
-// validateTopicConfig checks one value against its definition
-// (configdef) and returns its number for Int and Long configs. Like Kafka's
-// ConfigDef, surrounding whitespace is ignored and booleans are
-// case-insensitive.
+// validateTopicConfig checks one topic config value against its
+// definition (configdef) and returns its number for Int and Long configs;
+// an unknown key is INVALID_CONFIG with Kafka's message
+// (LogConfig.validateNames).
 func validateTopicConfig(key, raw string) (int64, error) {
 	def, ok := configdef.TopicDef(key)
 	if !ok {
-		return 0, fmt.Errorf("unknown topic config %q: %w", key, kerr.InvalidConfig)
+		return 0, kafkaerr.New(kerr.InvalidConfig, "Unknown topic config name: %s", key)
 	}
+	return validateConfig(def, raw)
+}
+
+// validateConfig checks a value as Kafka's ConfigDef parses and validates
+// it: surrounding whitespace is ignored and booleans are case-insensitive.
+// A value refused is INVALID_CONFIG with ConfigException's message
+// ("Invalid value <value> for configuration <name>: <why>"), the value as
+// Kafka prints it: as given when it does not parse, parsed when out of
+// range, the item of a list that is not allowed.
+func validateConfig(def configdef.Def, raw string) (int64, error) {
 	v := strings.TrimSpace(raw)
 	switch def.Type {
 	case configdef.Int, configdef.Long:
-		bits := 64
+		bits, typ := 64, "LONG"
 		if def.Type == configdef.Int {
-			bits = 32
+			bits, typ = 32, "INT"
 		}
 		n, err := strconv.ParseInt(v, 10, bits)
 		if err != nil {
-			return 0, invalidConfig(key, raw, "not a valid number")
+			return 0, invalidValue(def.Name, raw, "Not a number of type "+typ)
 		}
 		if n < def.Check.Min {
-			return 0, invalidConfig(key, raw, fmt.Sprintf("value must be at least %d", def.Check.Min))
+			return 0, invalidValue(def.Name, strconv.FormatInt(n, 10), fmt.Sprintf("Value must be at least %d", def.Check.Min))
 		}
 		return n, nil
 	case configdef.Double:
 		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 0 || f > 1 {
-			return 0, invalidConfig(key, raw, "value must be a number between 0 and 1")
+		switch {
+		case err != nil:
+			return 0, invalidValue(def.Name, raw, "Not a number of type DOUBLE")
+		case f < 0:
+			return 0, invalidValue(def.Name, javaDouble(f), "Value must be at least 0")
+		case f > 1:
+			return 0, invalidValue(def.Name, javaDouble(f), "Value must be no more than 1")
 		}
 	case configdef.List:
 		if v == "" {
 			break
 		}
 		for _, item := range strings.Split(v, ",") {
-			if err := checkEnum(key, raw, strings.TrimSpace(item), def.Check.OneOf); err != nil {
+			if err := checkEnum(def, strings.TrimSpace(item)); err != nil {
 				return 0, err
 			}
 		}
 	case configdef.Boolean:
-		if err := checkEnum(key, raw, strings.ToLower(v), []string{"true", "false"}); err != nil {
-			return 0, err
+		if b := strings.ToLower(v); b != "true" && b != "false" {
+			return 0, invalidValue(def.Name, raw, "Expected value to be either true or false")
 		}
 	default:
-		if err := checkEnum(key, raw, v, def.Check.OneOf); err != nil {
+		if err := checkEnum(def, v); err != nil {
 			return 0, err
 		}
 	}
 	return 0, nil
 }
 
-func checkEnum(key, raw, v string, allowed []string) error {
-	if len(allowed) == 0 {
+// invalidValue is Kafka's ConfigException(name, value, why) as a response
+// carries it.
+func invalidValue(name, value, why string) error {
+	return kafkaerr.New(kerr.InvalidConfig, "Invalid value %s for configuration %s: %s", value, name, why)
+}
+
+// checkEnum is Kafka's ValidString.
+func checkEnum(def configdef.Def, v string) error {
+	if len(def.Check.OneOf) == 0 || slices.Contains(def.Check.OneOf, v) {
 		return nil
 	}
-	for _, a := range allowed {
-		if v == a {
-			return nil
-		}
+	return invalidValue(def.Name, v, "String must be one of: "+strings.Join(def.Check.OneOf, ", "))
+}
+
+// javaDouble is f as Java's Double.toString writes it, which Kafka's
+// messages print: 2.0, 1.5E-4, 1.0E7, Infinity.
+func javaDouble(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	case math.IsNaN(f):
+		return "NaN"
 	}
-	return invalidConfig(key, raw, "must be one of "+strings.Join(allowed, ", "))
+	if a := math.Abs(f); a == 0 || (a >= 1e-3 && a < 1e7) {
+		s := strconv.FormatFloat(f, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return s
+	}
+	mantissa, exp, _ := strings.Cut(strconv.FormatFloat(f, 'E', -1, 64), "E")
+	if !strings.Contains(mantissa, ".") {
+		mantissa += ".0"
+	}
+	e, _ := strconv.Atoi(exp)
+	return mantissa + "E" + strconv.Itoa(e)
 }
 
 // WithTopicConfigs overlays Kafka topic-level configs on c. segment.bytes,
@@ -85,8 +127,8 @@ func checkEnum(key, raw, v string, allowed []string) error {
 // cleanup.policy lacks "delete") and file.delete.delay.ms change the
 // returned Config; the other known
 // Kafka topic configs are validated and otherwise ignored (the caller keeps
-// the map). An unknown key or an invalid value yields kerr.InvalidConfig
-// wrapped with a message naming the key. Keys are checked in sorted order so
+// the map). An unknown key or an invalid value is kerr.InvalidConfig with
+// Kafka's message, which names the key. Keys are checked in sorted order so
 // the reported key is deterministic.
 func (c Config) WithTopicConfigs(m map[string]string) (Config, error) {
 	keys := make([]string, 0, len(m))
