@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-io/strata/internal/kafkaerr"
 	"github.com/strata-io/strata/metadata"
 	"github.com/strata-io/strata/protocol"
 )
@@ -100,7 +101,7 @@ func (a *nodeAuthentication) run() (string, error) {
 		challenge, done, err := server.step(req.Body.(*kmsg.SASLAuthenticateRequest).SASLAuthBytes)
 		resp := kmsg.NewPtrSASLAuthenticateResponse()
 		if err != nil {
-			msg := err.Error()
+			msg := kafkaerr.Message(err)
 			if errors.Is(err, errSASLInvalidCredentials) {
 				msg = "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mechanism
 			}
