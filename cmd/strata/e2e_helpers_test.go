@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -95,17 +96,44 @@ type proc struct {
 	err  error         // from Wait, valid after done
 }
 
-// freePort asks the kernel for an unused port. Another process may take it before
-// strata binds it; that is rare enough on a test machine.
+// freePort is a port no listener holds now and no other call returned.
+// Another process may still bind it before strata does, as rarely as two
+// random picks of some 12,000 ports meet.
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 1000 {
+		port := freePortsFrom + rand.IntN(freePortsTo-freePortsFrom)
+		if portsGiven[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		portsGiven[port] = true
+		return port
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatalf("no free port in [%d, %d)", freePortsFrom, freePortsTo)
+	return 0
 }
+
+// freePort hands out ports below Linux's ephemeral range (32768-60999),
+// each once per test process: a port the kernel picked for a listener and
+// freed again may be the next one it picks for a connection any process
+// dials, which then holds it when the node it was meant for binds it
+// (startCluster's nodes dial each other while later ones start).
+const (
+	freePortsFrom = 20000
+	freePortsTo   = 32768
+)
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // launch starts strata on 127.0.0.1:port with its data in dir, without waiting for it.
 func launch(t testing.TB, dir string, port int, args ...string) *proc {
