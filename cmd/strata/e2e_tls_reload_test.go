@@ -39,6 +39,7 @@ func servedSerial(t *testing.T, addr string, roots *x509.CertPool) *big.Int {
 // and the unprefixed key are refused with Kafka's messages; a PKCS12
 // store's password is described as sensitive, without its value.
 func TestTLSKeyStoreReload(t *testing.T) {
+	e2e(t)
 	pki := newTestPKI(t)
 	launch := newSSLLaunch(t, map[string]string{"ssl.keystore.type": "PEM", "ssl.keystore.location": pki.serverPEM})
 	p, ssl := launch.start(), launch.ssl
