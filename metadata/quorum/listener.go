@@ -12,7 +12,8 @@ package quorum
 // are peeked, not read, so a Kafka connection reaches the Kafka side
 // untouched: still a *net.TCPConn, which Fetch sends segments to with
 // sendfile. On an SSL listener the bytes are read after the TLS handshake
-// instead (tls.go).
+// instead (tls.go); on a SASL listener a raft connection authenticates
+// after them (sasl.go).
 
 import (
 	"crypto/tls"
