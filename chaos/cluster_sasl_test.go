@@ -83,8 +83,8 @@ var clusterSASLSteps = []clusterSASLStep{
 		run: func(r *clusterSASLRun) string { return r.createTopic() }},
 	{what: "acks=all produce to t before admin has a SCRAM-SHA-512 credential", want: "REQUEST_TIMED_OUT", scram: true,
 		run: func(r *clusterSASLRun) string { return r.produceServed() }},
-	{what: "a node logs the followers' failed login", want: "logged", scram: true, run: func(r *clusterSASLRun) string {
-		return r.failedLoginLogged()
+	{what: "each follower logs its failed login", want: "logged", scram: true, run: func(r *clusterSASLRun) string {
+		return r.followersLogFailedLogin()
 	}},
 	{what: "admin adds its SCRAM-SHA-512 credential with AlterUserScramCredentials", want: "ok", scram: true,
 		run: func(r *clusterSASLRun) string { return r.addSCRAM() }},
@@ -239,21 +239,35 @@ func (r *clusterSASLRun) produceUntilOK() string {
 	return got
 }
 
-// failedLoginLogged waits up to 10 s for a node's log to say a login
-// failed: Kafka's "Failed authentication with /127.0.0.1 (...invalid
-// credentials with SASL mechanism SCRAM-SHA-512)", Strata's "failed
-// authentication".
-func (r *clusterSASLRun) failedLoginLogged() string {
-	err := waitFor(context.Background(), 10*time.Second, "a failed login logged", func(context.Context) (bool, string) {
+// followersLogFailedLogin waits up to 10 s for the log of each follower
+// of t to say its login to the leader failed, as Kafka's replica fetcher
+// logs it: "Connection to node 2 (...) failed authentication due to:
+// Authentication failed during authentication due to invalid credentials
+// with SASL mechanism SCRAM-SHA-512". (Only followers dial the leader's
+// inter-broker listener; the nodes' controller logins are PLAIN.)
+func (r *clusterSASLRun) followersLogFailedLogin() string {
+	err := waitFor(context.Background(), 10*time.Second, "each follower logging its failed login", func(ctx context.Context) (bool, string) {
+		leader, err := r.c.LeaderOf(ctx, "t", 0)
+		if err != nil {
+			return false, err.Error()
+		}
 		for _, id := range r.c.IDs() {
+			if id == leader {
+				continue
+			}
+			logged := false
 			for _, l := range strings.Split(r.c.LogTail(id, 1<<20), "\n") {
-				if strings.Contains(strings.ToLower(l), "failed authentication") {
+				if strings.Contains(l, "failed authentication") {
 					r.t.Logf("%s node %d: %s", r.c.Name(), id, l)
-					return true, ""
+					logged = true
+					break
 				}
 			}
+			if !logged {
+				return false, fmt.Sprintf("follower %d logged none (leader %d)", id, leader)
+			}
 		}
-		return false, "no node logged one"
+		return true, ""
 	})
 	if err != nil {
 		return err.Error()
