@@ -160,7 +160,7 @@ func (r *clusterSASLRun) produce() string {
 		return saslOutcome(err)
 	}
 	if len(m.Topics) != 1 || len(m.Topics[0].Partitions) != 1 {
-		return fmt.Sprintf("Metadata lists %d topics, not t's one partition", len(m.Topics))
+		return partitionUnknown
 	}
 	if err := kerr.ErrorForCode(m.Topics[0].ErrorCode); err != nil {
 		return clientOutcome(err)
@@ -211,10 +211,15 @@ func saslOutcome(err error) string {
 	return "no Kafka error: " + err.Error()
 }
 
+// partitionUnknown is produce's outcome while r.via's Metadata does not
+// list t's partition yet (Kafka's, just after CreateTopics, can list t with
+// none).
+const partitionUnknown = "t's partition not in Metadata yet"
+
 // notServedYet is an outcome of a partition whose leader does not serve it
 // yet.
 func notServedYet(outcome string) bool {
-	return outcome == "UNKNOWN_TOPIC_OR_PARTITION" || outcome == "NOT_LEADER_FOR_PARTITION" || outcome == "LEADER_NOT_AVAILABLE"
+	return outcome == partitionUnknown || outcome == "UNKNOWN_TOPIC_OR_PARTITION" || outcome == "NOT_LEADER_FOR_PARTITION" || outcome == "LEADER_NOT_AVAILABLE"
 }
 
 // produceServed is the first acks=all write's outcome once t's leader
