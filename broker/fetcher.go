@@ -253,8 +253,15 @@ func (t *fetcherThread) run() {
 			continue
 		}
 		conn, err := t.dial()
-		if err != nil {
+		if errors.Is(err, kerr.SaslAuthenticationFailed) {
+			// A wrong or missing credential between nodes stops
+			// replication until an operator acts, so it is told, as
+			// Kafka's replica fetcher logs it at ERROR.
+			log.Error("connection to the leader failed authentication", zap.Error(err))
+		} else if err != nil {
 			log.Debug("cannot reach the leader to fetch from it", zap.Error(err))
+		}
+		if err != nil {
 			if !t.sleep(t.f.cfg.Backoff) {
 				return
 			}

@@ -35,6 +35,9 @@ package chaos
 //     controller added with kafka-metadata-quorum add-controller,
 //     controller 1 removed with remove-controller, then controllers 1 and 2
 //     SIGKILLed under the producer; the quorum left must still commit.
+//   - The SASL script (cluster_sasl_test.go): both listeners SASL_PLAINTEXT,
+//     the nodes logging in to each other as admin under the
+//     StandardAuthorizer (ClusterConfig.ClientOpts logs the harness in).
 //
 // Run them with `make cluster-chaos` (Kafka 4.4.0 as the control needs
 // KAFKA_VERSION=4.4.0 compat-tests/scripts/install-kafka.sh; the Strata runs
@@ -131,6 +134,13 @@ type ClusterConfig struct {
 	// controller.quorum.bootstrap.servers (the controllers' addresses), not
 	// controller.quorum.voters: KIP-853's dynamic quorum (cluster_voters.go).
 	QuorumBootstrap bool
+	// ClientOpts are added to every client the harness opens itself (the
+	// serving checks, Describe, DescribeQuorum): a SASL login when the
+	// brokers' listener has SASL (cluster_sasl_test.go).
+	ClientOpts []kgo.Opt
+	// KafkaFormat are more kafka-storage format arguments for every Kafka
+	// node (--add-scram); Strata has no format step.
+	KafkaFormat []string
 }
 
 // clusterProps is the one server.properties template of both brokers
@@ -255,7 +265,7 @@ func NewKafkaCluster(home string, cfg ClusterConfig) (*Cluster, error) {
 	clusterID := kafkaClusterID()
 	c.format = func(ctx context.Context, n *clusterNode) error {
 		argv := append(java(n, "tools-log4j2.properties", "kafka.tools.StorageTool", "format", "-t", clusterID, "-c", n.props),
-			c.kafkaQuorumFormat(n)...)
+			append(c.kafkaQuorumFormat(n), cfg.KafkaFormat...)...)
 		if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
 			return fmt.Errorf("kafka storage format of node %d: %w\n%s", n.id, err, out)
 		}
@@ -398,7 +408,7 @@ func (c *Cluster) waitServing(ctx context.Context, n *clusterNode, watch []*clus
 			}
 		}
 		if n.broker() {
-			last = brokerServing(ctx, n)
+			last = brokerServing(ctx, n, c.cfg.ClientOpts)
 		} else {
 			last = c.controllerServing(ctx, n)
 		}
@@ -415,8 +425,8 @@ func (c *Cluster) waitServing(ctx context.Context, n *clusterNode, watch []*clus
 
 // brokerServing says why broker n does not serve yet: it must answer
 // Metadata listing itself.
-func brokerServing(ctx context.Context, n *clusterNode) error {
-	m, err := metadataOf(ctx, n.addr, nil)
+func brokerServing(ctx context.Context, n *clusterNode, opts []kgo.Opt) error {
+	m, err := metadataOf(ctx, n.addr, nil, opts...)
 	if err != nil {
 		return err
 	}
@@ -432,7 +442,7 @@ func brokerServing(ctx context.Context, n *clusterNode) error {
 // while it has not heard from n in its term; Strata's is n's last reply to
 // AppendEntries), saw n fetch since n started.
 func (c *Cluster) controllerServing(ctx context.Context, n *clusterNode) error {
-	if _, err := requestAt(ctx, n.ctrlAddr, kmsg.NewPtrApiVersionsRequest()); err != nil {
+	if _, err := requestAt(ctx, n.ctrlAddr, kmsg.NewPtrApiVersionsRequest(), c.cfg.ClientOpts...); err != nil {
 		return fmt.Errorf("ApiVersions on the controller listener: %w", err)
 	}
 	q, err := c.describeQuorum(ctx)
@@ -553,8 +563,9 @@ func (c *Cluster) LogTails(size int) string {
 }
 
 // metadataOf asks the broker at addr itself (not one it leads the client
-// to) for the metadata of topics, every topic when nil.
-func metadataOf(ctx context.Context, addr string, topics []string) (*kmsg.MetadataResponse, error) {
+// to) for the metadata of topics, every topic when nil, with opts added to
+// its client.
+func metadataOf(ctx context.Context, addr string, topics []string, opts ...kgo.Opt) (*kmsg.MetadataResponse, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	if topics != nil {
 		req.Topics = []kmsg.MetadataRequestTopic{}
@@ -564,7 +575,7 @@ func metadataOf(ctx context.Context, addr string, topics []string) (*kmsg.Metada
 			req.Topics = append(req.Topics, rt)
 		}
 	}
-	resp, err := requestAt(ctx, addr, req)
+	resp, err := requestAt(ctx, addr, req, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -597,7 +608,7 @@ func (p PartitionState) String() string {
 // Describe is the partitions of topics (every topic, internal ones too, when
 // none is named) as node id answers Metadata.
 func (c *Cluster) Describe(ctx context.Context, id int32, topics ...string) ([]PartitionState, error) {
-	m, err := metadataOf(ctx, c.node(id).addr, topics)
+	m, err := metadataOf(ctx, c.node(id).addr, topics, c.cfg.ClientOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("metadata from node %d: %w", id, err)
 	}
@@ -753,7 +764,7 @@ func (c *Cluster) describeQuorum(ctx context.Context) (kmsg.DescribeQuorumRespon
 		rt.Topic = "__cluster_metadata"
 		rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
 		req.Topics = append(req.Topics, rt)
-		resp, err := requestAt(ctx, addr, req)
+		resp, err := requestAt(ctx, addr, req, c.cfg.ClientOpts...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("node %d: %w", n.id, err))
 			continue
@@ -777,10 +788,11 @@ func (c *Cluster) describeQuorum(ctx context.Context) (kmsg.DescribeQuorumRespon
 	return kmsg.DescribeQuorumResponseTopicPartition{}, fmt.Errorf("no running node described the quorum: %w", errors.Join(errs...))
 }
 
-// requestAt sends req to the node at addr itself, with no retry.
-func requestAt(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestTimeoutOverhead(2*time.Second),
-		kgo.DialTimeout(time.Second), kgo.RequestRetries(0))
+// requestAt sends req to the node at addr itself, with no retry, by a
+// client with opts added.
+func requestAt(ctx context.Context, addr string, req kmsg.Request, opts ...kgo.Opt) (kmsg.Response, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestTimeoutOverhead(2 * time.Second),
+		kgo.DialTimeout(time.Second), kgo.RequestRetries(0)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
