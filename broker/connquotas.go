@@ -40,13 +40,11 @@ type connectionRates struct {
 	ips     atomic.Pointer[ipQuotas] // nil: no IP quota is set
 	mu      sync.Mutex
 	brokerR quotaRate
-	perIP   map[string]*quotaSensor
-	swept   int64
+	perIP   quotaSensors[string]
 }
 
 func newConnectionRates(cfg QuotaConfig) *connectionRates {
-	return &connectionRates{samples: cfg.samples(), windowMs: cfg.windowMs(), broker: float64(cfg.MaxConnectionCreationRate),
-		perIP: map[string]*quotaSensor{}}
+	return &connectionRates{samples: cfg.samples(), windowMs: cfg.windowMs(), broker: float64(cfg.MaxConnectionCreationRate)}
 }
 
 // update takes the IP quotas of img.
@@ -114,20 +112,7 @@ func (r *connectionRates) ipThrottle(ip string, now time.Time) time.Duration {
 	nowMs := now.UnixMilli()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if nowMs-r.swept >= time.Minute.Milliseconds() {
-		r.swept = nowMs
-		for k, s := range r.perIP {
-			if nowMs-s.lastRecord >= quotaSensorExpiry.Milliseconds() {
-				delete(r.perIP, k)
-			}
-		}
-	}
-	s := r.perIP[ip]
-	if s == nil {
-		s = &quotaSensor{}
-		r.perIP[ip] = s
-	}
-	s.lastRecord = nowMs
+	s := r.perIP.get(ip, nowMs)
 	ms := r.throttle(&s.rate, bound, nowMs)
 	if ms > 0 {
 		s.rate.record(r.samples, r.windowMs, -1, nowMs)

@@ -62,11 +62,11 @@ func TestConnectionCreationRatePerIP(t *testing.T) {
 	r := b.quotas.conns
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if got := len(r.perIP); got != 1 {
+	if got := len(r.perIP.byKey); got != 1 {
 		t.Fatalf("%d addresses counted, want 1", got)
 	}
 	var n float64
-	for _, sm := range r.perIP["127.0.0.1"].rate.samples {
+	for _, sm := range r.perIP.byKey["127.0.0.1"].rate.samples {
 		n += sm.value
 	}
 	if n != 10 {

@@ -241,12 +241,11 @@ type clientQuotaManager struct {
 
 	table   atomic.Pointer[quotaTable] // nil: no quota of this key is set
 	mu      sync.Mutex
-	sensors map[quotaTags]*quotaSensor
-	swept   int64
+	sensors quotaSensors[quotaTags]
 }
 
 func newClientQuotaManager(cfg QuotaConfig, key string) *clientQuotaManager {
-	return &clientQuotaManager{key: key, samples: cfg.samples(), windowMs: cfg.windowMs(), sensors: map[quotaTags]*quotaSensor{}}
+	return &clientQuotaManager{key: key, samples: cfg.samples(), windowMs: cfg.windowMs()}
 }
 
 // update takes the quotas of img.
@@ -344,21 +343,36 @@ func (m *clientQuotaManager) maxValueInWindow(principal, clientID string) float6
 	return bound * float64(m.samples-1) * float64(m.windowMs) / 1000
 }
 
-// sensor is the sensor of tags, created when missing; sensors unused for
-// quotaSensorExpiry go, checked at most once a minute. m.mu is held.
+// sensor is the sensor of tags; m.mu is held.
 func (m *clientQuotaManager) sensor(tags quotaTags, nowMs int64) *quotaSensor {
-	if nowMs-m.swept >= time.Minute.Milliseconds() {
-		m.swept = nowMs
-		for k, s := range m.sensors {
+	return m.sensors.get(tags, nowMs)
+}
+
+// quotaSensors are sensors by key, each made when first asked for; those
+// unused for quotaSensorExpiry go, checked at most once a minute, as
+// Kafka's sensors expire. The zero value is empty; its owner's lock
+// guards it.
+type quotaSensors[K comparable] struct {
+	byKey map[K]*quotaSensor
+	swept int64
+}
+
+func (q *quotaSensors[K]) get(k K, nowMs int64) *quotaSensor {
+	if nowMs-q.swept >= time.Minute.Milliseconds() {
+		q.swept = nowMs
+		for key, s := range q.byKey {
 			if nowMs-s.lastRecord >= quotaSensorExpiry.Milliseconds() {
-				delete(m.sensors, k)
+				delete(q.byKey, key)
 			}
 		}
 	}
-	s := m.sensors[tags]
+	s := q.byKey[k]
 	if s == nil {
+		if q.byKey == nil {
+			q.byKey = map[K]*quotaSensor{}
+		}
 		s = &quotaSensor{}
-		m.sensors[tags] = s
+		q.byKey[k] = s
 	}
 	s.lastRecord = nowMs
 	return s
@@ -400,8 +414,8 @@ func (q *clientQuotas) EachClientQuota(fn func(quotaType, user, clientID string,
 		scale float64
 	}{{"Produce", q.produce, 1}, {"Fetch", q.fetch, 1}, {"Request", q.request, 0.01}, {"ControllerMutation", q.mutation, 1}} {
 		m.m.mu.Lock()
-		stats := make(map[quotaTags]throttleStats, len(m.m.sensors))
-		for tags, s := range m.m.sensors {
+		stats := make(map[quotaTags]throttleStats, len(m.m.sensors.byKey))
+		for tags, s := range m.m.sensors.byKey {
 			stats[tags] = s.throttle
 		}
 		m.m.mu.Unlock()
