@@ -328,6 +328,9 @@ func (h *harness) run(targets targetSel, onlyClients, onlyScen map[string]bool, 
 	if err := h.writeReports(outDir, pairs); err != nil {
 		h.breakf("write report: %v", err)
 	}
+	if err := h.writeAPIVersions(outDir, pairs); err != nil {
+		h.breakf("write the ApiVersions report: %v", err)
+	}
 	return h.verdict(expectedPath, onlyClients, onlyScen)
 }
 
