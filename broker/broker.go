@@ -44,6 +44,9 @@ type Config struct {
 	// Quotas are the client quotas' windows and
 	// max.connection.creation.rate (quotas.go).
 	Quotas QuotaConfig
+	// DelegationTokens are the delegation.token.* keys
+	// (delegationtoken_auth.go).
+	DelegationTokens DelegationTokenConfig
 	// Authorizer decides what each request may do (authz.go); nil allows
 	// everything, as Kafka without authorizer.class.name.
 	Authorizer Authorizer
@@ -149,7 +152,8 @@ type Broker struct {
 	svc   *services  // what handlers see of the broker
 	authz Authorizer // cfg.Authorizer, or allowAll
 
-	quotas *clientQuotas // the client quotas of the image (quotas.go)
+	quotas *clientQuotas     // the client quotas of the image (quotas.go)
+	tokens *delegationTokens // delegation tokens' HMACs and logins (delegationtoken_auth.go)
 
 	// A cluster node's controller, lifecycle and forwarder; nil on one node.
 	controller *controller
@@ -294,6 +298,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		forward:   fwd,
 		quotas:    newClientQuotas(cfg.Quotas),
 	}
+	b.tokens = newDelegationTokens(cfg.DelegationTokens, meta.Image, clock.Now)
 	if cfg.StandardAuthorizer != nil {
 		b.authz = newStandardAuthorizer(cfg.StandardAuthorizer, meta)
 	}
@@ -306,6 +311,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	if cfg.Metadata != nil && cfg.Cluster.AutoLeaderRebalance && cfg.Cluster.LeaderImbalanceCheckInterval > 0 {
 		go balanceLeaders(meta, cfg.Cluster.LeaderImbalanceCheckInterval, b.shutdown, logger)
 	}
+	go sweepDelegationTokens(meta, b.tokens, func() bool { return cfg.Quorum == nil || cfg.Quorum.IsLeader() }, clock.Now, b.shutdown, logger)
 	if fwd != nil {
 		b.registerDescribeQuorum()
 		b.registerRaftVoters()

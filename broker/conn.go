@@ -305,14 +305,15 @@ func (c *conn) serveOne() error {
 	}
 	// One request at a time per connection, so its context is reused.
 	c.rc = reqCtx{
-		principal:  c.principal,
-		clientAddr: c.remote,
-		clientHost: c.host,
-		listener:   c.svc.listener,
-		req:        req,
-		svc:        c.svc,
-		authz:      c.b.authz,
-		conn:       c,
+		principal:          c.principal,
+		tokenAuthenticated: c.session.tokenAuthenticated,
+		clientAddr:         c.remote,
+		clientHost:         c.host,
+		listener:           c.svc.listener,
+		req:                req,
+		svc:                c.svc,
+		authz:              c.b.authz,
+		conn:               c,
 	}
 	if req.Key == int16(kmsg.Fetch) {
 		c.rc.fetch = c

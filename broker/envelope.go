@@ -40,7 +40,7 @@ func envelope(rc *reqCtx, req kmsg.Request) (*kmsg.EnvelopeRequest, error) {
 		return nil, fmt.Errorf("principal %q is not Type:name", rc.principal)
 	}
 	p := kmsg.NewDefaultPrincipalData()
-	p.Type, p.Name = typ, name
+	p.Type, p.Name, p.TokenAuthenticated = typ, name, rc.tokenAuthenticated
 	env.RequestPrincipal = p.AppendTo(nil)
 	ip := net.ParseIP(rc.clientHost)
 	if ip == nil {
@@ -104,6 +104,7 @@ func handleEnvelope(r *registry) handler {
 		}
 		client := *rc
 		client.principal, client.clientHost, client.req = p.Type+":"+p.Name, javaHostAddress(net.IP(env.ClientHostAddress)), inner
+		client.tokenAuthenticated, client.forwarded = p.TokenAuthenticated, true
 		innerResp, err := r.apis[inner.Key].serve(&client)
 		if err != nil {
 			// Not a reason to close the forwarding node's connection.

@@ -4,7 +4,8 @@ package broker
 // admin changes clients send (CreateTopics, DeleteTopics,
 // CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
 // AlterPartitionReassignments, UnregisterBroker,
-// AlterUserScramCredentials, AlterClientQuotas, CreateAcls, DeleteAcls) and the quorum's
+// AlterUserScramCredentials, AlterClientQuotas, CreateAcls, DeleteAcls,
+// CreateDelegationToken, RenewDelegationToken, ExpireDelegationToken) and the quorum's
 // DescribeQuorum, AddRaftVoter and RemoveRaftVoter go to the
 // active controller over its controller listener, at the client's version,
 // and its answer is relayed, as Kafka brokers forward them
@@ -38,7 +39,8 @@ import (
 // controller.
 var forwardedKeys = []kmsg.Key{kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
 	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter, kmsg.UnregisterBroker,
-	kmsg.AlterUserSCRAMCredentials, kmsg.AlterClientQuotas, kmsg.CreateACLs, kmsg.DeleteACLs}
+	kmsg.AlterUserSCRAMCredentials, kmsg.AlterClientQuotas, kmsg.CreateACLs, kmsg.DeleteACLs,
+	kmsg.CreateDelegationToken, kmsg.RenewDelegationToken, kmsg.ExpireDelegationToken}
 
 // errNoController is a forward with no active controller known.
 var errNoController = fmt.Errorf("no active controller is known: %w", kerr.NotController)
@@ -265,6 +267,18 @@ func itemsResponse(req kmsg.Request, code int16) (kmsg.Response, error) {
 		return resp, nil
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return alterScramFailed(r, code, nil), nil
+	case *kmsg.CreateDelegationTokenRequest:
+		resp := kmsg.NewPtrCreateDelegationTokenResponse()
+		resp.ErrorCode, resp.HMAC = code, []byte{}
+		return resp, nil
+	case *kmsg.RenewDelegationTokenRequest:
+		resp := kmsg.NewPtrRenewDelegationTokenResponse()
+		resp.ErrorCode = code
+		return resp, nil
+	case *kmsg.ExpireDelegationTokenRequest:
+		resp := kmsg.NewPtrExpireDelegationTokenResponse()
+		resp.ErrorCode = code
+		return resp, nil
 	case *kmsg.AlterClientQuotasRequest:
 		return alterClientQuotasAnswer(r, code), nil
 	case *kmsg.CreateACLsRequest:

@@ -105,6 +105,8 @@ func awaitedChanges(before *metadata.Image, req kmsg.Request, resp kmsg.Response
 		return alteredScramCredentials(r, resp.(*kmsg.AlterUserSCRAMCredentialsResponse))
 	case *kmsg.CreateACLsRequest:
 		return createdACLs(r, resp.(*kmsg.CreateACLsResponse))
+	case *kmsg.CreateDelegationTokenRequest, *kmsg.RenewDelegationTokenRequest, *kmsg.ExpireDelegationTokenRequest:
+		return changedTokens(before, resp)
 	case *kmsg.DeleteACLsRequest:
 		return deletedACLs(resp.(*kmsg.DeleteACLsResponse))
 	}
@@ -413,4 +415,38 @@ func alteredScramCredentials(req *kmsg.AlterUserSCRAMCredentialsRequest, resp *k
 		}
 	}
 	return checks
+}
+
+// changedTokens: a created token is in the image, a renewed one or one
+// whose expiry moved has the expiry answered, and one expired at once is
+// gone (an image with fewer tokens: the answer does not name the token,
+// and this node's HMAC of it is not checked here).
+func changedTokens(before *metadata.Image, resp kmsg.Response) []imageCheck {
+	switch r := resp.(type) {
+	case *kmsg.CreateDelegationTokenResponse:
+		if r.ErrorCode == 0 {
+			return []imageCheck{func(img *metadata.Image) bool {
+				_, ok := img.Access.Tokens.Token(r.TokenID)
+				return ok
+			}}
+		}
+	case *kmsg.RenewDelegationTokenResponse:
+		if r.ErrorCode == 0 {
+			return []imageCheck{tokenWithExpiry(r.ExpiryTimestamp)}
+		}
+	case *kmsg.ExpireDelegationTokenResponse:
+		if r.ErrorCode == 0 {
+			had := len(before.Access.Tokens.All())
+			return []imageCheck{func(img *metadata.Image) bool {
+				return tokenWithExpiry(r.ExpiryTimestamp)(img) || len(img.Access.Tokens.All()) < had
+			}}
+		}
+	}
+	return nil
+}
+
+func tokenWithExpiry(expiry int64) imageCheck {
+	return func(img *metadata.Image) bool {
+		return slices.ContainsFunc(img.Access.Tokens.All(), func(t metadata.DelegationToken) bool { return t.ExpirationTimestamp == expiry })
+	}
 }

@@ -62,7 +62,7 @@ func newRegistry() *registry {
 		registerConsumerGroupHeartbeat, registerConsumerGroupDescribe,
 		registerAddPartitionsToTxn, registerAddOffsetsToTxn, registerEndTxn, registerTxnOffsetCommit,
 		registerDescribeTransactions, registerListTransactions, registerWriteTxnMarkers, registerSASL, registerACLs,
-		registerScramCredentials,
+		registerScramCredentials, registerDelegationTokens,
 		registerClientQuotas,
 	} {
 		register(r)

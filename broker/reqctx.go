@@ -29,6 +29,11 @@ type reqCtx struct {
 	clientHost string // the client's IP address, what ACLs' hosts match
 	listener   string // the listener's name, e.g. PLAINTEXT
 	req        *protocol.Request
+	// tokenAuthenticated: the principal logged in with a delegation token
+	// (KafkaPrincipal.tokenAuthenticated); forwarded: the request came in
+	// an Envelope, from the node the client is connected to.
+	tokenAuthenticated bool
+	forwarded          bool
 
 	svc   *services
 	authz Authorizer // never nil: allowAll when none is configured
@@ -64,12 +69,13 @@ type services struct {
 	txns     txnCoordinator
 	markers  coordinator.MarkerWriter // writes markers on this node's own leaders (WriteTxnMarkers)
 	metrics  requestMetrics
-	meta     metadata.Store  // the cluster's metadata (image.go)
-	listener string          // the client listener's name: brokers' endpoints on it are what clients are told
-	served   []VersionRange  // what ApiVersions advertises
-	shutdown <-chan struct{} // closed when Shutdown starts: ends long polls
-	forward  *forwarder      // a cluster node's way to the active controller; nil on one node
-	quotas   *clientQuotas   // the client quotas (quotas.go)
+	meta     metadata.Store    // the cluster's metadata (image.go)
+	listener string            // the client listener's name: brokers' endpoints on it are what clients are told
+	served   []VersionRange    // what ApiVersions advertises
+	shutdown <-chan struct{}   // closed when Shutdown starts: ends long polls
+	forward  *forwarder        // a cluster node's way to the active controller; nil on one node
+	quotas   *clientQuotas     // the client quotas (quotas.go)
+	tokens   *delegationTokens // delegation tokens' HMACs and logins (delegationtoken_auth.go)
 	// controllerListener: these serve the controller listener, the
 	// requests brokers forward, whose BROKER resources may name any node.
 	controllerListener bool
@@ -153,6 +159,7 @@ func newServices(b *Broker, listener string) *services {
 		shutdown: b.shutdown,
 		forward:  b.forward,
 		quotas:   b.quotas,
+		tokens:   b.tokens,
 	}
 }
 

@@ -134,9 +134,17 @@ type saslServer interface {
 }
 
 // saslExpiring is a saslServer whose credential expires, as OAUTHBEARER's
-// token does: the session (KIP-368) ends no later than the credential.
+// token and a delegation token do: the session (KIP-368) ends no later than
+// the credential; a zero time does not expire.
 type saslExpiring interface {
 	expiry() time.Time
+}
+
+// saslDelegated is a saslServer that may have authenticated a delegation
+// token: the session's principal is then the token's owner, and it is
+// token-authenticated (KafkaPrincipal.tokenAuthenticated).
+type saslDelegated interface {
+	tokenOwner() (owner string, ok bool)
 }
 
 // errSASLInvalidCredentials marks a mechanism's error that the client is
@@ -296,7 +304,7 @@ func (c *conn) saslHandshake(x *saslExchange, req *protocol.Request) error {
 	resp.SupportedMechanisms = c.sasl.Mechanisms
 	server := c.sasl.newServer(asked, func(u metadata.ScramUser) (metadata.ScramCredential, bool) {
 		return c.svc.meta.Image().Access.Scram.Credential(u)
-	})
+	}, c.svc.tokens.login)
 	if server == nil {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		x.mechanism = asked
@@ -389,7 +397,7 @@ func openSASL(listeners map[string]*ListenerSASL, log *zap.Logger) error {
 // newServer is the server side of mechanism for one authentication, a
 // SCRAM one looking credentials up in scram; nil
 // when the mechanism is not enabled on l or not served.
-func (l *ListenerSASL) newServer(mechanism string, scram scramCredentials) saslServer {
+func (l *ListenerSASL) newServer(mechanism string, scram scramCredentials, tokens tokenCredentials) saslServer {
 	if !slices.Contains(l.Mechanisms, mechanism) {
 		return nil
 	}
@@ -398,7 +406,7 @@ func (l *ListenerSASL) newServer(mechanism string, scram scramCredentials) saslS
 		return &plainServer{users: l.PlainUsers}
 	case MechanismScramSHA256, MechanismScramSHA512:
 		m, _ := scramMechanismNamed(mechanism)
-		return newScramServer(m, scram)
+		return newScramServer(m, scram, tokens)
 	case MechanismOAuthBearer:
 		if l.OAuthBearer != nil {
 			return &oauthBearerServer{validator: l.OAuthBearer, now: time.Now}

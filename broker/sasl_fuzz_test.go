@@ -48,7 +48,7 @@ func FuzzSASLMechanisms(f *testing.F) {
 		if mech%2 == 1 {
 			mechanism = MechanismOAuthBearer
 		}
-		s := l.newServer(mechanism, nil)
+		s := l.newServer(mechanism, nil, nil)
 		var challenged string
 		for _, token := range [][]byte{t1, t2, t3} {
 			challenge, done, err := s.step(token)

@@ -82,7 +82,7 @@ func (a *nodeAuthentication) run() (string, error) {
 			return img.Access.Scram.Credential(u)
 		}
 		return metadata.ScramCredential{}, false
-	})
+	}, nil)
 	hs := kmsg.NewPtrSASLHandshakeResponse()
 	hs.SupportedMechanisms = a.ls.Mechanisms
 	if server == nil {

@@ -38,6 +38,7 @@ var errSASLSessionExpired = errors.New("SASL session expired")
 // saslSession is an authenticated connection's session.
 type saslSession struct {
 	mechanism, principal string
+	tokenAuthenticated   bool          // by a delegation token: principal is its owner
 	lifetime             time.Duration // SessionLifetimeMs answered
 	expires              time.Time     // zero: the session does not expire
 	reauthStarted        time.Time     // when the last re-authentication began
@@ -55,13 +56,18 @@ func (x *saslExchange) what() string {
 // the connection's principal and session are the new ones, unless a
 // re-authentication changed the principal.
 func (c *conn) saslComplete(x *saslExchange) error {
-	principal := "User:" + x.server.principal()
+	principal, delegated := "User:"+x.server.principal(), false
+	if d, ok := x.server.(saslDelegated); ok {
+		if owner, ok := d.tokenOwner(); ok {
+			principal, delegated = owner, true
+		}
+	}
 	if x.reauth != nil && principal != x.reauth.principal {
 		return fmt.Errorf("Cannot change principals during re-authentication from %s: %s",
 			strings.Replace(x.reauth.principal, ":", ".", 1), strings.Replace(principal, ":", ".", 1))
 	}
 	now := time.Now()
-	s := saslSession{mechanism: x.mechanism, principal: principal}
+	s := saslSession{mechanism: x.mechanism, principal: principal, tokenAuthenticated: delegated}
 	if x.reauth != nil {
 		s.reauthStarted = x.reauth.reauthStarted
 	}

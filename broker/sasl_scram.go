@@ -13,8 +13,11 @@ package broker
 //     "n," (no channel binding) with an optional authzid, which must be the
 //     user; the channel binding the final message carries is not checked,
 //     as Kafka does not; extensions are read, only tokenauth=true means
-//     anything, and it is refused as Kafka refuses a token it does not
-//     know (Strata has no delegation tokens);
+//     anything: the user is then a delegation token's id and the password
+//     its HMAC (delegationtoken_auth.go), the principal the token's owner,
+//     and the session ends no later than the token expires, as Kafka's
+//     DelegationTokenCredentialCallback has it; an unknown token id is
+//     "Invalid tokenId";
 //   - a failure whose message Kafka sends (its SaslAuthenticationException:
 //     the authzid) is answered with it, any other with Kafka's
 //     "Authentication failed during authentication due to invalid
@@ -44,6 +47,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/strata-io/strata/metadata"
 )
@@ -146,6 +150,19 @@ func (e *saslAbort) Unwrap() error { return e.cause }
 // scramCredentials looks a user's credential up.
 type scramCredentials func(metadata.ScramUser) (metadata.ScramCredential, bool)
 
+// tokenLogin is what a SCRAM exchange authenticating a delegation token
+// needs of it: the credential its HMAC derives for the mechanism, its owner
+// (the principal) and when it expires.
+type tokenLogin struct {
+	cred   metadata.ScramCredential
+	owner  string
+	expiry time.Time
+}
+
+// tokenCredentials looks a delegation token up by its id; nil where tokens
+// do not authenticate (the nodes' own logins).
+type tokenCredentials func(tokenID string, m scramMechanism) (tokenLogin, bool)
+
 type scramState int
 
 const (
@@ -160,6 +177,7 @@ const (
 type scramServer struct {
 	mech        scramMechanism
 	credentials scramCredentials
+	tokens      tokenCredentials
 	state       scramState
 
 	clientFirstBare string // as Kafka rebuilds it: n=<saslname>,r=<nonce>[,extensions]
@@ -168,10 +186,13 @@ type scramServer struct {
 	cred            metadata.ScramCredential
 	known           bool // cred is the user's, not a fake one
 	user            string
+	// token is the delegation token authenticated by, when the client asked
+	// for token authentication (user is then its id).
+	token *tokenLogin
 }
 
-func newScramServer(mech scramMechanism, credentials scramCredentials) *scramServer {
-	return &scramServer{mech: mech, credentials: credentials}
+func newScramServer(mech scramMechanism, credentials scramCredentials, tokens tokenCredentials) *scramServer {
+	return &scramServer{mech: mech, credentials: credentials, tokens: tokens}
 }
 
 // step evaluates the client's next message: the challenge to send, done
@@ -210,6 +231,24 @@ func (s *scramServer) step(token []byte) (challenge []byte, done bool, err error
 // principal is the authenticated user, once step is done.
 func (s *scramServer) principal() string { return s.user }
 
+// tokenOwner is the owner of the delegation token the client authenticated
+// with, ok false when it authenticated as a user.
+func (s *scramServer) tokenOwner() (owner string, ok bool) {
+	if s.token == nil {
+		return "", false
+	}
+	return s.token.owner, true
+}
+
+// expiry is when the delegation token authenticated with expires; zero for a
+// user's credential, which does not.
+func (s *scramServer) expiry() time.Time {
+	if s.token == nil {
+		return time.Time{}
+	}
+	return s.token.expiry
+}
+
 func (s *scramServer) clientFirst(token []byte) ([]byte, error) {
 	m := scramClientFirst.FindSubmatch(token)
 	if m == nil {
@@ -230,11 +269,20 @@ func (s *scramServer) clientFirst(token []byte) ([]byte, error) {
 		return nil, fmt.Errorf("Authentication failed: Credentials could not be obtained: %w", err)
 	}
 	if strings.EqualFold(extensions["tokenauth"], "true") {
-		return nil, fmt.Errorf("Token Authentication failed: Invalid tokenId : %s", user)
-	}
-	s.cred, s.known = s.credentials(metadata.ScramUser{Name: user, Mechanism: s.mech.id})
-	if !s.known {
-		s.cred = fakeScramCredential(s.mech, user)
+		var login tokenLogin
+		var ok bool
+		if s.tokens != nil {
+			login, ok = s.tokens(user, s.mech)
+		}
+		if !ok {
+			return nil, fmt.Errorf("Token Authentication failed: Invalid tokenId : %s", user)
+		}
+		s.cred, s.known, s.token = login.cred, true, &login
+	} else {
+		s.cred, s.known = s.credentials(metadata.ScramUser{Name: user, Mechanism: s.mech.id})
+		if !s.known {
+			s.cred = fakeScramCredential(s.mech, user)
+		}
 	}
 	if authzid != "" && authzid != user {
 		return nil, &saslAuthenticationError{"Authentication failed: Client requested an authorization id that is different from username"}

@@ -341,7 +341,7 @@ func FuzzScramServer(f *testing.F) {
 	}
 	mech, _ := scramMechanismNamed(MechanismScramSHA256)
 	f.Fuzz(func(t *testing.T, first, final []byte) {
-		s := newScramServer(mech, creds)
+		s := newScramServer(mech, creds, nil)
 		challenge, done, err := s.step(first)
 		if done || (err == nil) == (challenge == nil) {
 			t.Fatalf("client first %q: challenge %q, done %v, error %v", first, challenge, done, err)

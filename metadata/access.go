@@ -1,7 +1,7 @@
 package metadata
 
-// The image's access state: who may connect (SCRAM credentials, scram.go),
-// what each may do (ACLs, acls.go) and how fast (client quotas,
+// The image's access state: who may connect (SCRAM credentials, scram.go,
+// and delegation tokens, tokens.go), what each may do (ACLs, acls.go) and how fast (client quotas,
 // quotas.go). Storage keeps none of it in its own files, so a single node
 // keeps these records as they are, in one batch (AccessRecords); a
 // cluster keeps them in its log like any other record.
@@ -18,6 +18,7 @@ type AccessRecord interface {
 // ClientQuotasImage).
 type AccessImage struct {
 	Scram        ScramImage
+	Tokens       DelegationTokensImage
 	ACLs         ACLsImage
 	ClientQuotas ClientQuotasImage
 }
@@ -25,6 +26,7 @@ type AccessImage struct {
 // accessDelta is the changes to an AccessImage.
 type accessDelta struct {
 	scram        scramDelta
+	tokens       tokensDelta
 	acls         aclsDelta
 	clientQuotas clientQuotasDelta
 }
@@ -37,6 +39,10 @@ func (d *accessDelta) replay(base *AccessImage, r AccessRecord) error {
 		d.scram.put(r)
 	case RemoveUserScramCredentialRecord:
 		return d.scram.remove(base.Scram, r)
+	case DelegationTokenRecord:
+		return d.tokens.put(r)
+	case RemoveDelegationTokenRecord:
+		return d.tokens.remove(base.Tokens, r)
 	case AccessControlEntryRecord:
 		return d.acls.put(base.ACLs, r)
 	case RemoveAccessControlEntryRecord:
@@ -50,6 +56,7 @@ func (d *accessDelta) replay(base *AccessImage, r AccessRecord) error {
 // apply returns base with the changes.
 func (d *accessDelta) apply(base AccessImage) AccessImage {
 	base.Scram = d.scram.apply(base.Scram)
+	base.Tokens = d.tokens.apply(base.Tokens)
 	base.ACLs = d.acls.apply(base.ACLs)
 	base.ClientQuotas = d.clientQuotas.apply(base.ClientQuotas)
 	return base
@@ -58,5 +65,5 @@ func (d *accessDelta) apply(base AccessImage) AccessImage {
 // AccessRecords lists the records that rebuild img's access state from
 // none.
 func AccessRecords(img *Image) []Record {
-	return slices.Concat(img.Access.Scram.records(), img.Access.ACLs.records(), img.Access.ClientQuotas.records())
+	return slices.Concat(img.Access.Scram.records(), img.Access.Tokens.records(), img.Access.ACLs.records(), img.Access.ClientQuotas.records())
 }

@@ -70,6 +70,8 @@ var decoders = map[string]func(json.RawMessage) (Record, error){
 
 	"UserScramCredentialRecord":       decodeAs[UserScramCredentialRecord],
 	"RemoveUserScramCredentialRecord": decodeAs[RemoveUserScramCredentialRecord],
+	"DelegationTokenRecord":           decodeAs[DelegationTokenRecord],
+	"RemoveDelegationTokenRecord":     decodeAs[RemoveDelegationTokenRecord],
 	"ClientQuotaRecord":               decodeAs[ClientQuotaRecord],
 	"AccessControlEntryRecord":        decodeAs[AccessControlEntryRecord],
 	"RemoveAccessControlEntryRecord":  decodeAs[RemoveAccessControlEntryRecord],

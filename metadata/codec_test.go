@@ -28,6 +28,8 @@ var everyRecord = []metadata.Record{
 	metadata.UnregisterBrokerRecord{BrokerID: 2},
 	metadata.UserScramCredentialRecord{Name: "alice", Mechanism: metadata.ScramSHA512, Salt: []byte{1}, StoredKey: []byte{2}, ServerKey: []byte{3}, Iterations: 4096},
 	metadata.RemoveUserScramCredentialRecord{Name: "alice", Mechanism: metadata.ScramSHA512},
+	metadata.DelegationTokenRecord{Owner: "User:alice", Requester: "User:alice", Renewers: []string{"User:bob"}, IssueTimestamp: 1, MaxTimestamp: 3, ExpirationTimestamp: 2, TokenID: "t1"},
+	metadata.RemoveDelegationTokenRecord{TokenID: "t1"},
 	metadata.ClientQuotaRecord{Entity: []metadata.QuotaEntityData{{EntityType: "user", EntityName: str("alice")}, {EntityType: "client-id"}}, Key: "producer_byte_rate", Value: 1024, Remove: true},
 	metadata.AccessControlEntryRecord{ID: [16]byte{7}, ResourceType: metadata.ACLResourceTopic, ResourceName: "t", PatternType: metadata.ACLPatternPrefixed,
 		Principal: "User:alice", Host: "*", Operation: metadata.ACLOpRead, PermissionType: metadata.ACLAllow},

@@ -67,6 +67,8 @@ type settings struct {
 	Retention retentionSettings // log.retention.*, log.segment.delete.delay.ms (config_retention.go)
 
 	Txn txnSettings // transaction coordinator keys (config_txn.go)
+	// Tokens are the delegation token keys (config_tokens.go).
+	Tokens tokenSettings
 
 	ListenerTLS map[string]*broker.ListenerTLS // the TLS of each SSL client listener, and a controller's SSL controller listener, by name (config_ssl.go)
 	// InterBrokerTLS and ControllerTLS are the client sides of the
@@ -135,6 +137,7 @@ func defaultSettings() settings {
 		Limits:                       defaultLimitSettings(),
 		Retention:                    defaultRetentionSettings(),
 		Txn:                          defaultTxnSettings(),
+		Tokens:                       defaultTokenSettings(),
 
 		ConsumerSessionTimeoutMs:       defaultInt("group.consumer.session.timeout.ms"),
 		ConsumerMinSessionTimeoutMs:    defaultInt("group.consumer.min.session.timeout.ms"),
@@ -338,6 +341,7 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	loadLimitSettings(&p, &s)
 	loadRetentionSettings(&p, &s)
 	loadTxnSettings(&p, &s)
+	loadTokenSettings(&p, &s)
 	loadAuthorizerSettings(&p, &s)
 	if v, ok := p.get("metrics.listener"); ok && v != "" && p.err == nil {
 		if _, err := metrics.ParseListener(v); err != nil {

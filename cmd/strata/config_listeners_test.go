@@ -209,7 +209,6 @@ func TestUnsupportedSecurityRefused(t *testing.T) {
 		{map[string]string{"listener.name.sasl_ssl.plain.sasl.server.callback.handler.class": "com.example.Handler"},
 			"listener.name.sasl_ssl.plain.sasl.server.callback.handler.class", "custom SASL callback handlers"},
 		{map[string]string{"principal.builder.class": "com.example.Builder"}, "principal.builder.class", "a custom principal builder"},
-		{map[string]string{"delegation.token.secret.key": "k"}, "delegation.token.secret.key", "delegation tokens"},
 		{map[string]string{"create.topic.policy.class.name": "com.example.Policy"}, "create.topic.policy.class.name", "create topic policies"},
 	}
 	for _, tt := range tests {

@@ -19,8 +19,6 @@ func (e *unsupportedError) Error() string {
 // unsupportedKeys are refused when set to a non-empty value (empty is Kafka's
 // default: the feature off), each with the feature it configures.
 var unsupportedKeys = map[string]string{
-	"delegation.token.secret.key":    "delegation tokens",
-	"delegation.token.master.key":    "delegation tokens",
 	"create.topic.policy.class.name": "create topic policies",
 	"alter.config.policy.class.name": "alter config policies",
 	"client.quota.callback.class":    "client quotas",

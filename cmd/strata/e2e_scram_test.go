@@ -59,8 +59,8 @@ func startScramStrata(t *testing.T, dir, plain, saslAddr string) *proc {
 // startScramKafka starts Apache Kafka 4.1.1 in KRaft combined mode with the
 // same SCRAM listener next to its PLAINTEXT one (inter-broker and
 // controller listeners stay PLAINTEXT, so the controller needs nothing of
-// SASL).
-func startScramKafka(t *testing.T) scramTarget {
+// SASL), and the extra lines in its server.properties.
+func startScramKafka(t *testing.T, extra ...string) scramTarget {
 	t.Helper()
 	dir := t.TempDir()
 	k := newKafka(t, dir)
@@ -79,7 +79,7 @@ func startScramKafka(t *testing.T) scramTarget {
 			lines[i] = l + ",SASL_PLAINTEXT:SASL_PLAINTEXT"
 		}
 	}
-	writeFile(t, props, strings.Join(append(lines, scramLines...), "\n")+"\n")
+	writeFile(t, props, strings.Join(slices.Concat(lines, scramLines, extra), "\n")+"\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := k.Start(ctx); err != nil {

@@ -187,7 +187,8 @@ func brokerConfig(s settings, logRequests bool, build buildInfo) broker.Config {
 			ConsumerHeartbeatInterval: time.Duration(s.ConsumerHeartbeatIntervalMs) * time.Millisecond,
 			ConsumerMaxSize:           s.ConsumerMaxSize,
 		},
-		Txns: s.Txn.config(),
+		Txns:             s.Txn.config(),
+		DelegationTokens: s.Tokens.config(),
 		Log: storage.Config{
 			SegmentBytes:          s.SegmentBytes,
 			SegmentMs:             s.SegmentMs,
