@@ -39,11 +39,12 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-# Tools the end-to-end tests drive as real clients: kcat, and Apache Kafka's jars for its
-# command-line tools (cached in compat-tests/.cache, shared with make compat and make bench).
+# Tools the end-to-end tests drive as real clients: kcat, Kafka Streams 4.4 (chaos's word
+# count), and Apache Kafka's jars for its command-line tools (cached in compat-tests/.cache, shared with make compat and make bench).
 tools:
 	./scripts/install-kcat.sh
 	./compat-tests/scripts/install-kafka.sh
+	./compat-tests/scripts/install-streams.sh
 
 # Strata and the reference Kafka (compat-tests/scripts/install-kafka.sh) one after the
 # other under the same franz-go workloads, then three of each (RF=3, Kafka 4.4.0); BENCH_ARGS
