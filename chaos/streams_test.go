@@ -29,7 +29,7 @@ func streamsHome(t *testing.T) string {
 
 func runWordCount(t *testing.T, target Target, protocol string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	if err := target.Start(ctx); err != nil {
 		t.Fatal(err)

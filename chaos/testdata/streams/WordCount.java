@@ -34,6 +34,10 @@ public class WordCount {
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.consumerPrefix("max.poll.records"), 200);
+        // A killed instance's member leaves the group within 6 s, not
+        // Streams' 45, so the restarted one's rebalance is not held up.
+        p.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 6000);
+        p.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), 1500);
         // No record cache: every count goes out at once, inside the open
         // transaction, so a kill leaves output of aborted transactions in
         // the log for read_committed to skip.
