@@ -41,6 +41,10 @@ type Config struct {
 	// Limits are max.connections, max.connections.per.ip and
 	// connections.max.idle.ms (limits.go).
 	Limits ConnLimits
+	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots:
+	// the fetch sessions kept (fetch_session.go); 0 means Kafka's default,
+	// 1000, and a negative value none (Kafka's 0).
+	FetchSessionCacheSlots int
 	// Quotas are the client quotas' windows and
 	// max.connection.creation.rate (quotas.go).
 	Quotas QuotaConfig
@@ -150,6 +154,8 @@ type Broker struct {
 	authz Authorizer // cfg.Authorizer, or allowAll
 
 	quotas *clientQuotas // the client quotas of the image (quotas.go)
+
+	fetchSessions *fetchSessionCache // nil when there are none (Config.FetchSessionCacheSlots)
 
 	// A cluster node's controller, lifecycle and forwarder; nil on one node.
 	controller *controller
@@ -293,6 +299,12 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		authz:     cfg.Authorizer,
 		forward:   fwd,
 		quotas:    newClientQuotas(cfg.Quotas),
+	}
+	switch slots := cfg.FetchSessionCacheSlots; {
+	case slots == 0:
+		b.fetchSessions = newFetchSessionCache(defaultFetchSessionSlots, minFetchSessionEviction)
+	case slots > 0:
+		b.fetchSessions = newFetchSessionCache(slots, minFetchSessionEviction)
 	}
 	if cfg.StandardAuthorizer != nil {
 		b.authz = newStandardAuthorizer(cfg.StandardAuthorizer, meta)
