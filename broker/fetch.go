@@ -2,15 +2,13 @@ package broker
 
 // Fetch.
 //
-// Sessionless: every response carries session id 0, which tells clients to
-// send full fetches (KIP-227 allows a broker to decline sessions). As in
-// Kafka's FetchManager.newContext the epoch decides, whatever the session
-// id: epoch -1 (FINAL_EPOCH: close the session, if any, and fetch without
-// one) and epoch 0 (INITIAL_EPOCH: a new session, which is declined) are
-// full fetches and served; any other epoch names a session, which cannot
-// exist here, so it gets FETCH_SESSION_ID_NOT_FOUND. Topics are named by
-// id from v13. Records go from the segment file to the socket with
-// sendfile(2), never through a user-space buffer. The long poll waits on
+// Fetch sessions (KIP-227) are Kafka's: a full fetch opens one, an
+// incremental fetch names only what changed and is answered only what
+// changed (fetch_context.go, fetch_session.go). Topics are named by id
+// from v13; v18 adds the follower's high watermark (KIP-1166), which
+// Kafka's broker reads only in its KRaft replication and ignores here.
+// Records go from the segment file to the socket with sendfile(2), never
+// through a user-space buffer. The long poll waits on
 // MaxWaitMillis/MinBytes and wakes as soon as any requested partition's
 // high watermark moves. The first batch of the first non-empty partition is
 // sent even when it exceeds max_bytes or partition_max_bytes (the progress
