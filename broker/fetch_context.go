@@ -45,6 +45,10 @@ type fetchContext struct {
 	reqEpoch   int32 // the request's session epoch
 	cache      *fetchSessionCache
 	session    *fetchSession // incremental
+	// order is the session's partitions as read lists them: the answer's
+	// partitions come in the same order, so each finds its cache entry
+	// without a lookup.
+	order []*cachedPartition
 	now        time.Time
 }
 
@@ -105,7 +109,8 @@ func (c *fetchSessionCache) newContext(version int16, r *kmsg.FetchRequest, foll
 		sh.removeLocked(sess)
 		return fc
 	}
-	fc.kind, fc.session, fc.read = fetchIncremental, sess, sess.readRequest(r)
+	fc.kind, fc.session = fetchIncremental, sess
+	fc.read, fc.order = sess.readRequest(r)
 	sess.epoch = nextFetchEpoch(sess.epoch)
 	sess.mu.Unlock()
 	sh.touch(sess, now, size)
@@ -137,12 +142,15 @@ func (s *fetchSession) update(version int16, r *kmsg.FetchRequest) {
 }
 
 // readRequest is r with the session's partitions, in its order, a topic
-// for each run of one topic's partitions. s.mu is held.
-func (s *fetchSession) readRequest(r *kmsg.FetchRequest) *kmsg.FetchRequest {
+// for each run of one topic's partitions, and those partitions. s.mu is
+// held.
+func (s *fetchSession) readRequest(r *kmsg.FetchRequest) (*kmsg.FetchRequest, []*cachedPartition) {
 	read := *r
 	read.Topics, read.ForgottenTopics = nil, nil
+	order := make([]*cachedPartition, 0, len(s.parts))
 	var last *cachedPartition
 	for c := s.head; c != nil; c = c.next {
+		order = append(order, c)
 		if last == nil || c.topic != last.topic || c.topicID != last.topicID {
 			read.Topics = append(read.Topics, kmsg.FetchRequestTopic{Topic: c.topic, TopicID: c.topicID})
 		}
@@ -154,7 +162,7 @@ func (s *fetchSession) readRequest(r *kmsg.FetchRequest) *kmsg.FetchRequest {
 		t.Partitions = append(t.Partitions, rp)
 		last = c
 	}
-	return &read
+	return &read, order
 }
 
 // errCode is the response's top-level error code.
@@ -180,12 +188,16 @@ func (fc *fetchContext) prepare(topics []fetchTopic) []fetchTopic {
 		releaseFetch(topics)
 		return nil
 	}
-	kept := topics[:0]
+	kept, next := topics[:0], 0
+	var keptOrder []*cachedPartition
 	for _, t := range topics {
 		parts := t.partitions[:0]
 		for _, p := range t.partitions {
-			if c := s.parts[partKey(fc.version, t.name, t.id, p.partition)]; c == nil || c.mustRespond(&p, false) {
+			c := fc.order[next]
+			next++
+			if c.mustRespond(&p, false) {
 				parts = append(parts, p)
+				keptOrder = append(keptOrder, c)
 			} else {
 				p.chunk.Release()
 			}
@@ -195,6 +207,7 @@ func (fc *fetchContext) prepare(topics []fetchTopic) []fetchTopic {
 			kept = append(kept, t)
 		}
 	}
+	fc.order = keptOrder
 	return kept
 }
 
@@ -214,15 +227,13 @@ func (fc *fetchContext) generate(topics []fetchTopic) (int32, int16, bool) {
 		if s.epoch != nextFetchEpoch(fc.reqEpoch) {
 			return s.id, kerr.InvalidFetchSessionEpoch.Code, false
 		}
+		next := 0
 		for _, t := range topics {
 			for i := range t.partitions {
-				p := &t.partitions[i]
-				c := s.parts[partKey(fc.version, t.name, t.id, p.partition)]
-				if c == nil {
-					continue
-				}
+				p, c := &t.partitions[i], fc.order[next]
+				next++
 				c.mustRespond(p, true)
-				if p.chunk.Len() > 0 {
+				if p.chunk.Len() > 0 && s.parts[c.key] == c {
 					s.moveToBack(c)
 				}
 			}
