@@ -49,7 +49,7 @@ type fetchContext struct {
 	// partitions come in the same order, so each finds its cache entry
 	// without a lookup.
 	order []*cachedPartition
-	now        time.Time
+	now   time.Time
 }
 
 func partKey(version int16, topic string, id [16]byte, partition int32) sessionPartKey {
