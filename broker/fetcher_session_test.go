@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // followerSession is the leader's session of a follower's fetches, if
@@ -95,5 +97,46 @@ func TestFollowerFetchesInASessionAcrossLeaderRestart(t *testing.T) {
 	replicated(20)
 	if after := inSession(); after == before {
 		t.Fatalf("the restarted leader holds the follower's session %d it cannot know", after)
+	}
+}
+
+// TestReplicaFetchSessionAfterTheLeaderLostIt drives a follower's session
+// against a real broker over the wire: the full fetch opens it, the next
+// names no unchanged partition and moves the epoch on, and once the
+// session is gone from the leader (closed here by another FINAL_EPOCH
+// fetch of its id) the FETCH_SESSION_ID_NOT_FOUND answer makes the next
+// fetch a full one, with session id 0, that opens a new session.
+func TestReplicaFetchSessionAfterTheLeaderLostIt(t *testing.T) {
+	b := startBroker(t, nil)
+	produceSync(t, newClient(t, b, kgo.AllowAutoTopicCreation()), &kgo.Record{Topic: "rs", Value: []byte("v")})
+	full := sessionFetch{offsets: map[int32]int64{0: 1}, replica: 2}.request("rs", b.logs.Topic("rs").ID)
+	var s replicaFetchSession
+	send := func(want int16) *kmsg.FetchResponse {
+		t.Helper()
+		resp := adminRoundTrip[*kmsg.FetchResponse](t, b, s.request(full), 15)
+		if resp.ErrorCode != want {
+			t.Fatalf("fetch answered %v, want %v", kerr.ErrorForCode(resp.ErrorCode), kerr.ErrorForCode(want))
+		}
+		return resp
+	}
+	if !s.answered(send(0)) || s.id == 0 || s.epoch != 1 {
+		t.Fatalf("after the full fetch: session %d epoch %d", s.id, s.epoch)
+	}
+	if req := s.request(full); len(req.Topics) != 0 || req.SessionEpoch != 1 {
+		t.Fatalf("incremental fetch names %d topics at epoch %d, want none at 1", len(req.Topics), req.SessionEpoch)
+	}
+	if !s.answered(send(0)) || s.epoch != 2 {
+		t.Fatalf("after the incremental fetch: epoch %d, want 2", s.epoch)
+	}
+	closeIt := sessionFetch{id: s.id, epoch: -1, offsets: map[int32]int64{0: 1}}.request("rs", b.logs.Topic("rs").ID)
+	adminRoundTrip[*kmsg.FetchResponse](t, b, closeIt, 15)
+	if s.answered(send(kerr.FetchSessionIDNotFound.Code)) {
+		t.Fatal("a FETCH_SESSION_ID_NOT_FOUND answer was taken in")
+	}
+	if req := s.request(full); req.SessionID != 0 || req.SessionEpoch != 0 || len(req.Topics) != 1 {
+		t.Fatalf("after the lost session: session %d epoch %d with %d topics, want a full fetch of session 0", req.SessionID, req.SessionEpoch, len(req.Topics))
+	}
+	if old := s.id; !s.answered(send(0)) || s.id == 0 || s.id == old {
+		t.Fatalf("the full fetch after the lost session opened session %d (old %d)", s.id, old)
 	}
 }
