@@ -192,3 +192,54 @@ func TestFetchSessionIncremental(t *testing.T) {
 	}
 	want(fetch(sessionFetch{id: sid, epoch: 8}, 18), kerr.FetchSessionIDNotFound.Code)
 }
+
+// TestFranzGoConsumesInAFetchSession consumes with franz-go, which fetches
+// in a session by default: every record arrives, in order per partition,
+// including those produced while it polls (carried by incremental
+// fetches), and the broker holds its one session with the topic's
+// partitions. A consumer with kgo.DisableFetchSessions reads the same and
+// opens none.
+func TestFranzGoConsumesInAFetchSession(t *testing.T) {
+	b := startMeteredBroker(t)
+	createTopic(t, newAdmin(t, b), "kgo", 20)
+	prod := newClient(t, b, kgo.DefaultProduceTopic("kgo"))
+	batch := func(from int) []*kgo.Record {
+		var recs []*kgo.Record
+		for i := from; i < from+1000; i++ {
+			recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprint(i % 37)), Value: []byte(fmt.Sprint(i))})
+		}
+		return recs
+	}
+	produceSync(t, prod, batch(0)...)
+	consume := func(cl *kgo.Client, want int, during func()) {
+		t.Helper()
+		last := map[int32]int64{}
+		got := 0
+		for got < want {
+			fs := cl.PollFetches(testCtx(t))
+			if err := fs.Err0(); err != nil {
+				t.Fatalf("after %d records: %v", got, err)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				if o, ok := last[r.Partition]; ok && r.Offset != o+1 {
+					t.Fatalf("partition %d: offset %d after %d", r.Partition, r.Offset, o)
+				}
+				last[r.Partition] = r.Offset
+				got++
+			})
+			if during != nil && got >= want/2 {
+				during()
+				during = nil
+			}
+		}
+		if got != want {
+			t.Fatalf("consumed %d records, want %d", got, want)
+		}
+	}
+	sessions := newClient(t, b, kgo.ConsumeTopics("kgo"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	consume(sessions, 2000, func() { produceSync(t, prod, batch(1000)...) })
+	wantSessionMetrics(t, b, 1, 20, 0)
+	sessionless := newClient(t, b, kgo.ConsumeTopics("kgo"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableFetchSessions())
+	consume(sessionless, 2000, nil)
+	wantSessionMetrics(t, b, 1, 20, 0)
+}
