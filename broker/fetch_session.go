@@ -235,12 +235,6 @@ func (c *fetchSessionCache) Stats() (sessions, partitions, evictions int64) {
 	return sessions, partitions, c.evictions.Load()
 }
 
-func (s *fetchSessionShard) get(id int32) *fetchSession {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sessions[id]
-}
-
 // newSessionID is a random id of this shard's range not in use.
 func (s *fetchSessionShard) newSessionID() int32 {
 	lo, hi := max(1, s.num*fetchSessionIDRange), (s.num+1)*fetchSessionIDRange
@@ -318,14 +312,6 @@ func (s *fetchSessionShard) remove(id int32) bool {
 	}
 	s.removeLocked(sess)
 	return true
-}
-
-func (s *fetchSessionShard) removeSession(sess *fetchSession) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sessions[sess.id] == sess {
-		s.removeLocked(sess)
-	}
 }
 
 func (s *fetchSessionShard) removeLocked(sess *fetchSession) {
