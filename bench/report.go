@@ -160,6 +160,7 @@ func (run *Run) Markdown(command, preface string) string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(run.sessionsMarkdown())
 	if run.hasMode(Cluster) {
 		b.WriteString(run.ClusterMarkdown(""))
 	}

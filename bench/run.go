@@ -55,6 +55,8 @@ type Config struct {
 	PprofSeconds  int
 	PprofWorkload string
 	Keep          bool // keep the data dirs and broker logs under WorkDir
+	// SessionFetches is the fetches SESSIONS sends each way (sessions.go).
+	SessionFetches int
 }
 
 // Run is the full set of results.
@@ -87,7 +89,7 @@ func (c *Config) want(w string) bool { return len(c.Workloads) == 0 || c.Workloa
 func Execute(ctx context.Context, c Config) *Run {
 	run := &Run{Started: time.Now(), LoadBefore: loadAverage()}
 	var modes []Mode
-	if !c.SingleDisabled {
+	if !c.SingleDisabled && !c.onlySessions() {
 		modes = append(modes, Default)
 		if !c.FsyncDisabled {
 			modes = append(modes, Fsync)
@@ -118,6 +120,15 @@ func Execute(ctx context.Context, c Config) *Run {
 			fmt.Printf("== %s (%s): %s\n", k, mode, time.Since(t0).Round(time.Second))
 			if err != nil {
 				msg := fmt.Sprintf("%s %s: %v", k, mode, err)
+				fmt.Println("ERROR", msg)
+				run.Errors = append(run.Errors, msg)
+			}
+		}
+	}
+	if !c.SingleDisabled && c.want("SESSIONS") {
+		for _, k := range c.Brokers {
+			if err := c.runSessions(ctx, run, k); err != nil {
+				msg := fmt.Sprintf("%s %s: %v", k, Sessions, err)
 				fmt.Println("ERROR", msg)
 				run.Errors = append(run.Errors, msg)
 			}

@@ -41,6 +41,10 @@ type Config struct {
 	// Limits are max.connections, max.connections.per.ip and
 	// connections.max.idle.ms (limits.go).
 	Limits ConnLimits
+	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots:
+	// the fetch sessions kept (fetch_session.go); 0 means Kafka's default,
+	// 1000, and a negative value none (Kafka's 0).
+	FetchSessionCacheSlots int
 	// Quotas are the client quotas' windows and
 	// max.connection.creation.rate (quotas.go).
 	Quotas QuotaConfig
@@ -154,6 +158,8 @@ type Broker struct {
 
 	quotas *clientQuotas     // the client quotas of the image (quotas.go)
 	tokens *delegationTokens // delegation tokens' HMACs and logins (delegationtoken_auth.go)
+
+	fetchSessions *fetchSessionCache // nil when there are none (Config.FetchSessionCacheSlots)
 
 	// A cluster node's controller, lifecycle and forwarder; nil on one node.
 	controller *controller
@@ -299,6 +305,12 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		quotas:    newClientQuotas(cfg.Quotas),
 	}
 	b.tokens = newDelegationTokens(cfg.DelegationTokens, meta.Image, clock.Now)
+	switch slots := cfg.FetchSessionCacheSlots; {
+	case slots == 0:
+		b.fetchSessions = newFetchSessionCache(defaultFetchSessionSlots, minFetchSessionEviction)
+	case slots > 0:
+		b.fetchSessions = newFetchSessionCache(slots, minFetchSessionEviction)
+	}
 	if cfg.StandardAuthorizer != nil {
 		b.authz = newStandardAuthorizer(cfg.StandardAuthorizer, meta)
 	}

@@ -2,15 +2,13 @@ package broker
 
 // Fetch.
 //
-// Sessionless: every response carries session id 0, which tells clients to
-// send full fetches (KIP-227 allows a broker to decline sessions). As in
-// Kafka's FetchManager.newContext the epoch decides, whatever the session
-// id: epoch -1 (FINAL_EPOCH: close the session, if any, and fetch without
-// one) and epoch 0 (INITIAL_EPOCH: a new session, which is declined) are
-// full fetches and served; any other epoch names a session, which cannot
-// exist here, so it gets FETCH_SESSION_ID_NOT_FOUND. Topics are named by
-// id from v13. Records go from the segment file to the socket with
-// sendfile(2), never through a user-space buffer. The long poll waits on
+// Fetch sessions (KIP-227) are Kafka's: a full fetch opens one, an
+// incremental fetch names only what changed and is answered only what
+// changed (fetch_context.go, fetch_session.go). Topics are named by id
+// from v13; v18 adds the follower's high watermark (KIP-1166), which
+// Kafka's broker reads only in its KRaft replication and ignores here.
+// Records go from the segment file to the socket with sendfile(2), never
+// through a user-space buffer. The long poll waits on
 // MaxWaitMillis/MinBytes and wakes as soon as any requested partition's
 // high watermark moves. The first batch of the first non-empty partition is
 // sent even when it exceeds max_bytes or partition_max_bytes (the progress
@@ -40,6 +38,7 @@ package broker
 // records, carrying the throttle time (conn_quota.go).
 
 import (
+	"encoding/binary"
 	"fmt"
 	"reflect"
 	"time"
@@ -53,7 +52,7 @@ import (
 )
 
 // registerFetch serves Fetch; its versions are here and nowhere else.
-func registerFetch(r *registry) { r.add(kmsg.Fetch, 4, 17, handleFetch) }
+func registerFetch(r *registry) { r.add(kmsg.Fetch, 4, 18, handleFetch) }
 
 // The session epochs of a full fetch (KIP-227). Before v7 requests carry
 // no session fields and decode with epoch -1.
@@ -107,16 +106,17 @@ func (a fetchAccess) refused(t *storage.Topic, rt *kmsg.FetchRequestTopic, versi
 }
 
 func (b *services) serveFetch(c fetchWriter, req *protocol.Request, access fetchAccess) error {
-	r := req.Body.(*kmsg.FetchRequest)
-	if r.SessionEpoch != finalFetchEpoch && r.SessionEpoch != initialFetchEpoch {
-		return c.writeFetch(req, kerr.FetchSessionIDNotFound.Code, nil, nil)
+	fc := b.fetchSessions.newContext(req.Version, req.Body.(*kmsg.FetchRequest), access.follower, b.clock.Now())
+	if fc.kind == fetchSessionError {
+		return c.writeFetch(req, fc, nil, nil)
 	}
+	r := fc.read
 	deadline := b.clock.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	for {
 		waits := b.fetchWaits(r, req.Version, access.replica)
 		read := b.readFetch(r, req.Version, access)
 		if read.total >= int(r.MinBytes) || read.answerNow || !b.clock.Now().Before(deadline) {
-			return c.writeFetch(req, 0, read.topics, read.nodes)
+			return c.writeFetch(req, fc, read.topics, read.nodes)
 		}
 		releaseFetch(read.topics)
 		waitStart := time.Now()
@@ -124,7 +124,7 @@ func (b *services) serveFetch(c fetchWriter, req *protocol.Request, access fetch
 		access.rc.waited += time.Since(waitStart)
 		if !woken {
 			read = b.readFetch(r, req.Version, access)
-			return c.writeFetch(req, 0, read.topics, read.nodes)
+			return c.writeFetch(req, fc, read.topics, read.nodes)
 		}
 	}
 }
@@ -310,15 +310,33 @@ func releaseFetch(topics []fetchTopic) {
 }
 
 // writeFetch sends the response: encoded fields from memory, records from
-// the segment files in place.
-func (c *conn) writeFetch(req *protocol.Request, errorCode int16, topics []fetchTopic, nodes []fetchNode) error {
-	defer releaseFetch(topics)
+// the segment files in place. The fetch's context decides which
+// partitions go (fetch_context.go) and, once the answer is not throttled,
+// takes it in: the session id is known only then, and written into the
+// encoded header.
+func (c *conn) writeFetch(req *protocol.Request, fc *fetchContext, topics []fetchTopic, nodes []fetchNode) error {
+	topics = fc.prepare(topics)
+	defer func() { releaseFetch(topics) }()
 	out := protocol.AppendResponseHeader(c.out[:0], req.Key, req.Version, req.CorrelationID)
-	e := encodeFetch(out, req.Version, 0, errorCode, topics, nodes)
+	errorCode := fc.errCode()
+	e := encodeFetch(out, req.Version, 0, 0, errorCode, topics, nodes)
 	if throttle := c.fetchThrottle(req, len(e.body)-len(out)+e.extra); throttle > 0 {
 		// Kafka answers a throttled fetch without its records.
+		releaseFetch(topics)
 		topics, nodes = nil, nil
-		e = encodeFetch(e.body[:len(out)], req.Version, int32(throttle), errorCode, nil, nil)
+		var sessionID int32
+		sessionID, errorCode = fc.throttled()
+		e = encodeFetch(e.body[:len(out)], req.Version, int32(throttle), sessionID, errorCode, nil, nil)
+	} else {
+		sessionID, code, ok := fc.generate(topics)
+		if !ok {
+			releaseFetch(topics)
+			topics, nodes = nil, nil
+			e = encodeFetch(e.body[:len(out)], req.Version, 0, sessionID, code, nil, nil)
+		} else if req.Version >= 7 {
+			binary.BigEndian.PutUint32(e.body[len(out)+6:], uint32(sessionID))
+		}
+		errorCode = code
 	}
 	c.observeFetch(req.Key, errorCode, topics)
 	if c.b.cfg.LogRequests {

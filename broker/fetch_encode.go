@@ -49,7 +49,7 @@ type fetchTopic struct {
 
 // fetchBody is an encoded fetch response body with holes where file chunks
 // go: chunks[i] is sent after body[:holes[i]] and before the bytes up to the
-// next hole. It mirrors kmsg.FetchResponse.AppendTo for versions 4-17, minus
+// next hole. It mirrors kmsg.FetchResponse.AppendTo for versions 4-18, minus
 // the tagged field Strata never sets (SnapshotId); fetch_encode_test.go
 // checks the two agree byte for byte.
 type fetchBody struct {
@@ -59,13 +59,13 @@ type fetchBody struct {
 	extra  int // total chunk bytes
 }
 
-func encodeFetch(dst []byte, version int16, throttleMs int32, errorCode int16, topics []fetchTopic, nodes []fetchNode) fetchBody {
+func encodeFetch(dst []byte, version int16, throttleMs, sessionID int32, errorCode int16, topics []fetchTopic, nodes []fetchNode) fetchBody {
 	flex := version >= 12
 	e := fetchBody{body: dst}
 	e.body = binary.BigEndian.AppendUint32(e.body, uint32(throttleMs))
 	if version >= 7 {
 		e.body = binary.BigEndian.AppendUint16(e.body, uint16(errorCode))
-		e.body = binary.BigEndian.AppendUint32(e.body, 0) // session_id: sessionless
+		e.body = binary.BigEndian.AppendUint32(e.body, uint32(sessionID))
 	}
 	e.body = appendArrayLen(e.body, len(topics), flex)
 	for _, t := range topics {

@@ -12,7 +12,7 @@ import (
 )
 
 // TestEncodeFetchMatchesKmsg checks the streaming fetch encoder against
-// kmsg's own encoder at every served version, with records inlined, a
+// kmsg's own encoder at every served version, with a session id, records inlined, a
 // diverging epoch (v12+) for a follower, a preferred read replica (v11+),
 // and a current leader (v12+) with its endpoint (v16+).
 func TestEncodeFetchMatchesKmsg(t *testing.T) {
@@ -24,7 +24,7 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 	if res, err := l.Append(testBatch(t, 3), 0); err != nil || l.AdvanceHighWatermark(res.EndOffset) != nil {
 		t.Fatal(err)
 	}
-	for version := int16(4); version <= 17; version++ {
+	for version := int16(4); version <= 18; version++ {
 		res, err := l.Read(0, 1<<20, true)
 		if err != nil {
 			t.Fatal(err)
@@ -55,7 +55,7 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 		topics[0].partitions[5].leaderID, topics[0].partitions[5].leaderEpoch = 3, 7
 		topics[0].partitions[3].leaderID, topics[0].partitions[3].leaderEpoch = 0, 2
 		nodes := []fetchNode{{id: 0, host: "h0", port: 9092}, {id: 3, host: "host-3", port: 19092, rack: "r3"}}
-		e := encodeFetch(nil, version, 0, 0, topics, nodes)
+		e := encodeFetch(nil, version, 0, 1234567, 0, topics, nodes)
 		var got []byte
 		from := 0
 		for i, hole := range e.holes {
@@ -70,7 +70,7 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 		got = append(got, e.body[from:]...)
 
 		want := kmsg.NewPtrFetchResponse()
-		want.Version = version
+		want.Version, want.SessionID = version, 1234567
 		for _, ft := range topics {
 			kt := kmsg.NewFetchResponseTopic()
 			kt.Topic, kt.TopicID = ft.name, ft.id

@@ -3,9 +3,8 @@ package broker
 // Followers' fetchers, as Kafka's ReplicaFetcherManager and
 // ReplicaFetcherThread with num.replica.fetchers=1: one fetcher per
 // leader broker fetches every partition this node follows from it, over
-// Kafka's Fetch (v15: the replica state names this node; full fetches, as
-// Strata's leaders decline fetch sessions, where Kafka's followers use
-// KIP-227 sessions), on the leader's endpoint of inter.broker.listener.name
+// Kafka's Fetch (v15: the replica state names this node) in a KIP-227
+// fetch session (fetcher_session.go), on the leader's endpoint of inter.broker.listener.name
 // in the image. Each round asks for
 // every partition from its log end offset, with the epoch of its last
 // batch (LastFetchedEpoch) and the leader epoch the image gave it; the
@@ -203,6 +202,8 @@ type fetcherThread struct {
 	targets map[*storage.Partition]*fetchTarget
 	conn    net.Conn
 	stopped bool
+
+	session replicaFetchSession // used by run alone (fetcher_session.go)
 }
 
 // set replaces the partitions fetched, keeping a partition's backoff
@@ -269,8 +270,9 @@ func (t *fetcherThread) run() {
 		}
 		corr++
 		var resp *kmsg.FetchResponse
-		resp, buf, err = fetchRoundTrip(conn, req, corr, buf, t.f.cfg.MaxWait)
+		resp, buf, err = fetchRoundTrip(conn, t.session.request(req), corr, buf, t.f.cfg.MaxWait)
 		if err != nil {
+			t.session.lost()
 			t.closeConn()
 			select {
 			case <-t.done:
@@ -281,6 +283,10 @@ func (t *fetcherThread) run() {
 			if !t.sleep(t.f.cfg.Backoff) {
 				return
 			}
+			continue
+		}
+		if !t.session.answered(resp) && sessionError(resp.ErrorCode) {
+			log.Info("the leader ended the fetch session; fetching in full", zap.Error(kerr.ErrorForCode(resp.ErrorCode)))
 			continue
 		}
 		if resp.ErrorCode != 0 {

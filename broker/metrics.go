@@ -38,6 +38,9 @@ func (b *Broker) openMetrics() error {
 	m.SetStorage(b.logs)
 	m.SetBuildInfo(b.cfg.Build)
 	m.SetClientQuotas(b.quotas)
+	if b.fetchSessions != nil {
+		m.SetFetchSessions(b.fetchSessions)
+	}
 	if b.groups != nil {
 		m.SetGroupOffsets(groupOffsets{b.groups})
 	}

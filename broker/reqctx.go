@@ -52,7 +52,7 @@ type reqCtx struct {
 // fetchWriter sends a Fetch response; Fetch's handler returns no response
 // of its own.
 type fetchWriter interface {
-	writeFetch(req *protocol.Request, errorCode int16, topics []fetchTopic, nodes []fetchNode) error
+	writeFetch(req *protocol.Request, fc *fetchContext, topics []fetchTopic, nodes []fetchNode) error
 }
 
 // services is what handlers use of their broker, each part behind the
@@ -76,6 +76,9 @@ type services struct {
 	forward  *forwarder        // a cluster node's way to the active controller; nil on one node
 	quotas   *clientQuotas     // the client quotas (quotas.go)
 	tokens   *delegationTokens // delegation tokens' HMACs and logins (delegationtoken_auth.go)
+	// fetchSessions are the broker's fetch sessions (fetch_session.go);
+	// nil when max.incremental.fetch.session.cache.slots is 0.
+	fetchSessions *fetchSessionCache
 	// controllerListener: these serve the controller listener, the
 	// requests brokers forward, whose BROKER resources may name any node.
 	controllerListener bool
@@ -160,6 +163,8 @@ func newServices(b *Broker, listener string) *services {
 		forward:  b.forward,
 		quotas:   b.quotas,
 		tokens:   b.tokens,
+
+		fetchSessions: b.fetchSessions,
 	}
 }
 

@@ -105,6 +105,8 @@ type Metrics struct {
 	build   atomic.Pointer[BuildInfo] // build.go
 	ready   atomic.Bool
 	quotas  atomic.Pointer[quotaSource] // client quotas (quotas.go)
+
+	fetchSessions atomic.Pointer[fetchSessionSource] // the fetch session cache (fetchsessions.go)
 }
 
 // New returns metrics registered in a fresh registry, with the Go runtime
@@ -165,7 +167,8 @@ func New() *Metrics {
 	m.reg.MustRegister(m.requests, m.partitionErrors, m.latency, m.connsOpen, m.connsAccepted, m.connsClosed, m.fsync,
 		m.recoverySegments, m.recoveryBytes, m.recoveryBatches,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&topicCollector{m: m}, &storageCollector{m: m}, &buildCollector{m: m}, &quotaCollector{m: m})
+		&topicCollector{m: m}, &storageCollector{m: m}, &buildCollector{m: m}, &quotaCollector{m: m},
+		&fetchSessionCollector{m: m})
 	return m
 }
 

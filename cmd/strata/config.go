@@ -44,6 +44,7 @@ type settings struct {
 	MaxIndexSize          int                  // log.index.size.max.bytes
 	MaxMessageBytes       int                  // message.max.bytes
 	SocketRequestMaxBytes int32                // socket.request.max.bytes
+	FetchSessionSlots     int32                // max.incremental.fetch.session.cache.slots
 	FlushIntervalMessages int64                // log.flush.interval.messages
 	MinInSyncReplicas     int                  // min.insync.replicas
 	FlushIntervalMs       int64                // log.flush.interval.ms
@@ -119,6 +120,7 @@ func defaultSettings() settings {
 		MaxIndexSize:          int(defaultInt("log.index.size.max.bytes")),
 		MaxMessageBytes:       int(defaultInt("message.max.bytes")),
 		SocketRequestMaxBytes: int32(defaultInt("socket.request.max.bytes")),
+		FetchSessionSlots:     int32(defaultInt("max.incremental.fetch.session.cache.slots")),
 		FlushIntervalMessages: defaultInt("log.flush.interval.messages"),
 		MinInSyncReplicas:     int(defaultInt("min.insync.replicas")),
 		FlushIntervalMs:       defaultInt("log.flush.interval.ms"),
@@ -319,6 +321,7 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	p.setInt(&s.MaxIndexSize, "log.index.size.max.bytes")
 	p.setInt(&s.MaxMessageBytes, "message.max.bytes")
 	p.setInt32(&s.SocketRequestMaxBytes, "socket.request.max.bytes")
+	p.setInt32(&s.FetchSessionSlots, "max.incremental.fetch.session.cache.slots")
 	p.setInt64(&s.FlushIntervalMessages, "log.flush.interval.messages")
 	p.setInt(&s.MinInSyncReplicas, "min.insync.replicas")
 	p.setInt64(&s.FlushIntervalMs, "log.flush.interval.ms")

@@ -83,3 +83,12 @@ func (l limitSettings) quotas() broker.QuotaConfig {
 	}
 	return q
 }
+
+// fetchSessionSlots is max.incremental.fetch.session.cache.slots as
+// broker.Config takes it: Kafka's 0 (no sessions) is negative there.
+func fetchSessionSlots(slots int32) int {
+	if slots == 0 {
+		return -1
+	}
+	return int(slots)
+}

@@ -116,6 +116,8 @@ func TestDefaults(t *testing.T) {
 		ConsumerMaxHeartbeatIntervalMs: 15000,
 		ConsumerMaxSize:                math.MaxInt32,
 
+		FetchSessionSlots: 1000,
+
 		CleanerEnable:     true,
 		CleanerBackoffMs:  15000,
 		DeleteRetentionMs: 86400000,

@@ -173,6 +173,8 @@ func brokerConfig(s settings, logRequests bool, build buildInfo) broker.Config {
 		Quotas:                s.Limits.quotas(),
 		StaticConfigs:         s.Static,
 		StandardAuthorizer:    s.Authorizer,
+
+		FetchSessionCacheSlots: fetchSessionSlots(s.FetchSessionSlots),
 		Groups: coordinator.GroupConfig{
 			OffsetsTopicPartitions: s.OffsetsTopicPartitions,
 			OffsetsRetention:       time.Duration(s.OffsetsRetentionMinutes) * time.Minute,

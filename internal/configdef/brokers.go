@@ -65,6 +65,8 @@ var brokerDefs = []Def{
 		Row: &Row{Notes: "the windows a `controller_mutation_rate` quota's burst spans (Client quotas, below); at least 1"}},
 	{Name: "controller.quota.window.size.seconds", Type: Int, Default: "1", Check: Check{Min: 1},
 		Row: &Row{Notes: "the length of one such window; at least 1"}},
+	{Name: "max.incremental.fetch.session.cache.slots", Type: Int, Default: "1000", Check: Check{Min: 0},
+		Row: &Row{Notes: "the fetch sessions (KIP-227) the broker keeps, split over 8 shards of `slots/8` each, with Kafka's eviction (a session unused for 2 minutes, then a consumer's for a follower's or a smaller one for a bigger); 0 = none, every fetch sessionless; at least 0"}},
 	{Name: "authorizer.class.name", Type: String,
 		Row: &Row{Default: "empty", Notes: "`org.apache.kafka.metadata.authorizer.StandardAuthorizer` turns on ACLs kept in the cluster metadata (ACLs, below); empty allows everything; any other class is refused at start"}},
 	{Name: "super.users", Type: String,

@@ -30,7 +30,7 @@ func main() {
 	var (
 		repo      = flag.String("repo", ".", "repository root (holds go.mod)")
 		brokers   = flag.String("brokers", "strata,kafka", "brokers to run, in order")
-		workloads = flag.String("workloads", "", "comma-separated subset of W1..W7,PERF,FAILOVER (default all; the cluster pass runs W1, W3, W5, FAILOVER)")
+		workloads = flag.String("workloads", "", "comma-separated subset of W1..W7,PERF,SESSIONS,FAILOVER (default all; the cluster pass runs W1, W3, W5, FAILOVER)")
 		quick     = flag.Bool("quick", false, "tiny record counts: a smoke test, not a measurement")
 		noFsync   = flag.Bool("no-fsync", false, "skip the fsync-on-every-produce pass")
 		noSecure  = flag.Bool("no-sasl-ssl", false, "skip the SASL_SSL pass (W1 and W4 with clients on a SASL_SSL listener, SASL/PLAIN over TLS)")
@@ -51,6 +51,7 @@ func main() {
 		w7        = flag.Int64("w7-bytes", 1_000_000_000, "W7 bytes written before kill -9")
 		fsyncN    = flag.Int64("fsync-records", 200_000, "W1 and W3 records in the fsync pass (W5 runs as in the default pass)")
 		perfN     = flag.Int64("perf-records", 1_000_000, "kafka-producer-perf-test records")
+		sessN     = flag.Int("session-fetches", 3000, "SESSIONS fetches with and without a fetch session")
 		batch     = flag.Int("batch-bytes", 16384, "record batch size of the wire generator (W1, W2); 16 KiB is the Java producer's default batch.size")
 		notes     = flag.String("notes", "bench/notes.md", "markdown appended to the report when the file exists (relative to -repo)")
 		keep      = flag.Bool("keep", false, "keep the brokers' data dirs and logs under .cache/bench")
@@ -82,7 +83,7 @@ func main() {
 		WorkDir:   filepath.Join(root, ".cache", "bench"),
 		W1Records: *w1, W2Records: *w2, W3Records: *w3, W5Rate: *w5rate, W5Duration: *w5dur,
 		W6Records: *w6, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, SASLSSLDisabled: *noSecure, PinDisabled: *noPin, PerfRecords: *perfN, BatchBytes: *batch,
-		Workloads: map[string]bool{}, PprofOut: *pprofOut, PprofSeconds: *pprofSecs, PprofWorkload: *pprofW, Keep: *keep,
+		SessionFetches: *sessN, Workloads: map[string]bool{}, PprofOut: *pprofOut, PprofSeconds: *pprofSecs, PprofWorkload: *pprofW, Keep: *keep,
 	}
 	outSet := false
 	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
