@@ -31,10 +31,17 @@ const (
 func versions44Setup(t *testing.T) (string, [16]byte, int64) {
 	t.Helper()
 	p := startBroker(t, "")
-	cl := newClient(t, p.addr)
+	id, pid := versions44State(t, p.addr)
+	return p.addr, id, pid
+}
+
+// versions44State is versions44Setup's state made on the broker at addr.
+func versions44State(t *testing.T, addr string) ([16]byte, int64) {
+	t.Helper()
+	cl := newClient(t, addr)
 	createTopic(t, cl, "t", 2)
 	ctx := timeoutCtx(t, time.Minute)
-	tx := newClient(t, p.addr, kgo.TransactionalID("tx1"), kgo.DefaultProduceTopic("t"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	tx := newClient(t, addr, kgo.TransactionalID("tx1"), kgo.TransactionTimeout(5*time.Minute), kgo.DefaultProduceTopic("t"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for i, end := range []bool{true, false} {
 		if err := tx.BeginTransaction(); err != nil {
 			t.Fatal(err)
@@ -48,7 +55,7 @@ func versions44Setup(t *testing.T) (string, [16]byte, int64) {
 			}
 		}
 	}
-	g, err := kgo.NewClient(kgo.SeedBrokers(p.addr), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"))
+	g, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +79,7 @@ func versions44Setup(t *testing.T) (string, [16]byte, int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.addr, id, pid
+	return id, pid
 }
 
 // TestKafka44DescribeAnswers: Metadata 13, DescribeCluster 2,
