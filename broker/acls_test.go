@@ -282,7 +282,8 @@ func TestAuthorizedOperations(t *testing.T) {
 	for _, g := range []string{"g", "h"} {
 		commit := kmsg.NewPtrOffsetCommitRequest()
 		commit.Group, commit.Generation = g, -1
-		commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+		commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", TopicID: b.logs.Topic("t").ID,
+			Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
 		if r := saslRoundTrip(t, b, "admin", "admin-secret", commit).(*kmsg.OffsetCommitResponse); r.Topics[0].Partitions[0].ErrorCode != 0 {
 			t.Fatalf("commit for %s: %v", g, kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
 		}

@@ -636,6 +636,17 @@ func denyAllCases(topicID [16]byte) []authzCase {
 				t.Errorf("error %d, transactions %+v: want none", r.ErrorCode, r.TransactionStates)
 			}
 		}},
+		{"DescribeProducers", func() kmsg.Request {
+			r := kmsg.NewPtrDescribeProducersRequest()
+			r.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+			return r
+		}, 0, func(t *testing.T, resp kmsg.Response) {
+			p := resp.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0]
+			code(t, "partition", p.ErrorCode, topicAuth)
+			if len(p.ActiveProducers) != 0 {
+				t.Errorf("producers %+v disclosed", p.ActiveProducers)
+			}
+		}},
 		{"AlterUserScramCredentials", func() kmsg.Request {
 			r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
 			r.Upsertions = []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{{Name: "bob", Mechanism: 1, Iterations: 4096, Salt: []byte("s"), SaltedPassword: []byte("p")}}

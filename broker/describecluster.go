@@ -12,13 +12,16 @@ package broker
 // INVALID_REQUEST), as Kafka's AuthHelper.computeDescribeClusterResponse
 // answers. The cluster's authorized operations are computed when asked
 // for (0 without DESCRIBE on the cluster), else Kafka's "not requested"
-// value, -2^31.
+// value, -2^31. IncludeFencedBrokers (v2, KIP-1073) adds the fenced
+// brokers on the listener, marked IsFenced, as Kafka's getBrokerNodes.
 //
 // On a controller listener (KIP-919, what an admin client given
 // --bootstrap-controller asks first) it lists the quorum's voters at their
 // controller listeners, with the active controller as ControllerId (-1
 // while none is known), and requires ALTER on the cluster, as Kafka's
-// ControllerApis; EndpointType 1 there is MISMATCHED_ENDPOINT_TYPE.
+// ControllerApis; EndpointType 1 there is MISMATCHED_ENDPOINT_TYPE. Voters
+// are never fenced there: the controller ignores IncludeFencedBrokers, as
+// Kafka's.
 
 import (
 	"fmt"
@@ -31,7 +34,7 @@ import (
 )
 
 // registerDescribeCluster serves DescribeCluster; its versions are here and nowhere else.
-func registerDescribeCluster(r *registry) { r.add(kmsg.DescribeCluster, 0, 1, handleDescribeCluster) }
+func registerDescribeCluster(r *registry) { r.add(kmsg.DescribeCluster, 0, 2, handleDescribeCluster) }
 
 const (
 	endpointTypeBroker     = 1
@@ -76,10 +79,13 @@ func handleDescribeCluster(rc *reqCtx) (kmsg.Response, error) {
 	resp.ClusterID = b.clusterID()
 	img := b.meta.Image()
 	resp.ControllerID = b.controllerID(img, true)
-	for _, reg := range b.liveBrokers(img) {
+	for _, reg := range img.Cluster.Brokers() {
+		host, port, listens := b.endpoint(reg)
+		if !listens || reg.Fenced && !r.IncludeFencedBrokers {
+			continue
+		}
 		br := kmsg.NewDescribeClusterResponseBroker()
-		br.NodeID = reg.ID
-		br.Host, br.Port, _ = b.endpoint(reg)
+		br.NodeID, br.Host, br.Port, br.IsFenced = reg.ID, host, port, reg.Fenced
 		if reg.Rack != "" {
 			rack := reg.Rack
 			br.Rack = &rack

@@ -7,8 +7,10 @@ package broker
 // false (no replica movement between dirs). Null Topics describes every
 // partition; named topics or partitions that do not exist are left out, as
 // in Kafka. v4 adds the file system's total and usable bytes (statfs);
-// when statfs fails they are -1, Kafka's "unknown". Only the partitions
-// this node is a replica of are listed.
+// when statfs fails they are -1, Kafka's "unknown". v5's IsCordoned
+// (KIP-1066) is false: Strata has no cordoned.log.dirs, so its one dir
+// always takes new partitions. Only the partitions this node is a replica
+// of are listed.
 
 import (
 	"path/filepath"
@@ -24,7 +26,7 @@ import (
 )
 
 // registerDescribeLogDirs serves DescribeLogDirs; its versions are here and nowhere else.
-func registerDescribeLogDirs(r *registry) { r.add(kmsg.DescribeLogDirs, 0, 4, handleDescribeLogDirs) }
+func registerDescribeLogDirs(r *registry) { r.add(kmsg.DescribeLogDirs, 0, 5, handleDescribeLogDirs) }
 
 func handleDescribeLogDirs(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req

@@ -61,7 +61,7 @@ func newRegistry() *registry {
 		registerOffsetCommit, registerOffsetFetch, registerOffsetDelete,
 		registerConsumerGroupHeartbeat, registerConsumerGroupDescribe,
 		registerAddPartitionsToTxn, registerAddOffsetsToTxn, registerEndTxn, registerTxnOffsetCommit,
-		registerDescribeTransactions, registerListTransactions, registerWriteTxnMarkers, registerSASL, registerACLs,
+		registerDescribeTransactions, registerListTransactions, registerDescribeProducers, registerWriteTxnMarkers, registerSASL, registerACLs,
 		registerScramCredentials, registerDelegationTokens,
 		registerClientQuotas,
 	} {

@@ -16,8 +16,9 @@ package broker
 //     offset for read_committed (v2+ IsolationLevel 1). A request from a
 //     replica or the debug id (ReplicaID != -1) gets the log end offset, as
 //     in Kafka. Timestamp lookups are bounded the same way.
-//   - -5 latest tiered (v9+): offset -1 and epoch -1, Kafka's answer when
-//     remote storage is disabled.
+//   - -5 latest tiered (v9+) and -6 earliest pending upload (v11,
+//     KIP-1023): offset -1 and epoch -1, Kafka's answer when remote storage
+//     is disabled.
 //   - -3 max timestamp (v7+): the first record carrying the largest timestamp.
 //   - anything else: the first record whose timestamp is >= Timestamp.
 //
@@ -40,7 +41,7 @@ import (
 )
 
 // registerListOffsets serves ListOffsets; its versions are here and nowhere else.
-func registerListOffsets(r *registry) { r.add(kmsg.ListOffsets, 1, 10, handleListOffsets) }
+func registerListOffsets(r *registry) { r.add(kmsg.ListOffsets, 1, 11, handleListOffsets) }
 
 // ListOffsets special timestamps (Kafka's ListOffsetsRequest constants).
 const (
@@ -49,6 +50,7 @@ const (
 	maxTimestamp           = -3
 	earliestLocalTimestamp = -4
 	latestTieredTimestamp  = -5
+	earliestPendingUpload  = -6
 )
 
 // consumerReplicaID is the ReplicaID of requests sent by clients, as opposed
@@ -128,7 +130,7 @@ func (b *services) listOffset(p *storage.Partition, rp kmsg.ListOffsetsRequestTo
 		sp.Offset, sp.LeaderEpoch = l.LogStartOffset(), epoch
 	case latestTimestamp:
 		sp.Offset, sp.LeaderEpoch = lastFetchable, epoch
-	case latestTieredTimestamp:
+	case latestTieredTimestamp, earliestPendingUpload:
 		// The defaults already say "none": offset -1, epoch -1.
 	default:
 		var (

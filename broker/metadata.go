@@ -20,7 +20,9 @@ package broker
 // and a missing topic is auto-created only with CREATE on the cluster or
 // the topic, else TOPIC_AUTHORIZATION_FAILED. Authorized operations are
 // computed when asked for (metadataAuthorizedOperations), else "not
-// requested" (INT32_MIN).
+// requested" (INT32_MIN). v13's top-level ErrorCode is 0: Kafka sets it
+// only in the answer to a request its handler failed on as a whole
+// (MetadataRequest.getErrorResponse), which Strata's never does.
 
 import (
 	"errors"
@@ -37,7 +39,7 @@ import (
 )
 
 // registerMetadata serves Metadata; its versions are here and nowhere else.
-func registerMetadata(r *registry) { r.add(kmsg.Metadata, 0, 12, handleMetadata) }
+func registerMetadata(r *registry) { r.add(kmsg.Metadata, 0, 13, handleMetadata) }
 
 func handleMetadata(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req

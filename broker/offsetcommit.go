@@ -24,7 +24,9 @@ package broker
 // when set, becomes the record's expire timestamp (value v1), as in Kafka.
 // Metadata longer than 4096 bytes (offset.metadata.max.bytes) is
 // OFFSET_METADATA_TOO_LARGE; partitions that do not exist are
-// UNKNOWN_TOPIC_OR_PARTITION.
+// UNKNOWN_TOPIC_OR_PARTITION. v10 (KIP-848) names topics by id, answered by
+// id: an id the metadata image does not know is UNKNOWN_TOPIC_ID for each
+// of its partitions, as Kafka's handleOffsetCommitRequest.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,7 +36,7 @@ import (
 )
 
 // registerOffsetCommit serves OffsetCommit; its versions are here and nowhere else.
-func registerOffsetCommit(r *registry) { r.add(kmsg.OffsetCommit, 2, 9, handleOffsetCommit) }
+func registerOffsetCommit(r *registry) { r.add(kmsg.OffsetCommit, 2, 10, handleOffsetCommit) }
 
 func handleOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
@@ -48,16 +50,27 @@ func handleOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 	// READ on the group, then on each topic; refused topics are not
 	// committed (Kafka's handleOffsetCommitRequest).
 	groupOK := rc.authorize(OpRead, ResourceGroup, r.Group)
+	names := make([]string, len(r.Topics))
+	for i, t := range r.Topics {
+		names[i] = t.Topic
+	}
+	byID := req.Version >= 10
+	if byID {
+		names = topicNamesByID(b, r.Topics, func(t kmsg.OffsetCommitRequestTopic) [16]byte { return t.TopicID })
+	}
+	unknownID := func(ti int) bool { return byID && names[ti] == "" }
 	var allowed map[string]bool
 	if groupOK {
-		names := make([]string, len(r.Topics))
-		for i, t := range r.Topics {
-			names[i] = t.Topic
+		known := make([]string, 0, len(names))
+		for ti, n := range names {
+			if !unknownID(ti) {
+				known = append(known, n)
+			}
 		}
-		allowed = rc.authorizedTopics(OpRead, names)
+		allowed = rc.authorizedTopics(OpRead, known)
 	}
-	for _, t := range r.Topics {
-		if !allowed[t.Topic] {
+	for ti, t := range r.Topics {
+		if unknownID(ti) || !allowed[names[ti]] {
 			continue
 		}
 		for _, p := range t.Partitions {
@@ -65,7 +78,7 @@ func handleOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 			if req.Version >= 6 {
 				epoch = p.LeaderEpoch
 			}
-			cr.Commits = append(cr.Commits, coordinator.Commit{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
+			cr.Commits = append(cr.Commits, coordinator.Commit{Topic: names[ti], Partition: p.Partition, Offset: p.Offset,
 				LeaderEpoch: epoch, Metadata: p.Metadata, ExpireTime: expire})
 		}
 	}
@@ -75,16 +88,18 @@ func handleOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 	}
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	i := 0
-	for _, t := range r.Topics {
+	for ti, t := range r.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
 			switch {
 			case !groupOK:
 				rp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-			case !allowed[t.Topic]:
+			case unknownID(ti):
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+			case !allowed[names[ti]]:
 				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			default:
 				if errs[i] != nil {
@@ -97,4 +112,18 @@ func handleOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// topicNamesByID is the name of each topic a v10 OffsetCommit or
+// OffsetFetch names by id, "" for an id the metadata image does not know
+// (or the zero id), as Kafka's metadataCache.getTopicName.
+func topicNamesByID[T any](b *services, topics []T, id func(T) [16]byte) []string {
+	img := b.meta.Image()
+	names := make([]string, len(topics))
+	for i, t := range topics {
+		if ti := img.Topics.ByID(id(t)); ti != nil && id(t) != [16]byte{} {
+			names[i] = ti.Name
+		}
+	}
+	return names
 }

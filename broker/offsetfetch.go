@@ -12,7 +12,11 @@ package broker
 // UNSTABLE_OFFSET_COMMIT and offset -1, as in Kafka (the client retries). The
 // v9 member id and epoch apply to KIP-848 consumer groups: when given, they
 // must name a member at its current epoch (UNKNOWN_MEMBER_ID,
-// STALE_MEMBER_EPOCH), as Kafka; classic groups ignore them.
+// STALE_MEMBER_EPOCH), as Kafka; classic groups ignore them. v10 (KIP-848)
+// names topics by id and answers by id: an id the metadata image does not
+// know is UNKNOWN_TOPIC_ID with offset -1 for each partition asked, and a
+// fetch of all topics leaves out the committed topics that no longer exist
+// (they have no id to answer with).
 
 import (
 	"slices"
@@ -21,22 +25,42 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-io/strata/coordinator"
+	"github.com/strata-io/strata/metadata"
 )
 
 // registerOffsetFetch serves OffsetFetch; its versions are here and nowhere else.
-func registerOffsetFetch(r *registry) { r.add(kmsg.OffsetFetch, 1, 9, handleOffsetFetch) }
+func registerOffsetFetch(r *registry) { r.add(kmsg.OffsetFetch, 1, 10, handleOffsetFetch) }
 
 func handleOffsetFetch(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.OffsetFetchRequest)
 	resp := kmsg.NewPtrOffsetFetchResponse()
 	if req.Version >= 8 {
+		byID := req.Version >= 10
+		img := b.meta.Image()
 		for _, rg := range r.Groups {
 			var topics []coordinator.TopicPartitions
+			var unknownIDs []kmsg.OffsetFetchRequestGroupTopic
+			var ids map[string][16]byte
 			if rg.Topics != nil {
 				topics = []coordinator.TopicPartitions{}
-				for _, t := range rg.Topics {
-					topics = append(topics, coordinator.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
+				names := make([]string, len(rg.Topics))
+				for i, t := range rg.Topics {
+					names[i] = t.Topic
+				}
+				if byID {
+					names = topicNamesByID(b, rg.Topics, func(t kmsg.OffsetFetchRequestGroupTopic) [16]byte { return t.TopicID })
+					ids = make(map[string][16]byte, len(names))
+				}
+				for i, t := range rg.Topics {
+					if byID && names[i] == "" {
+						unknownIDs = append(unknownIDs, t)
+						continue
+					}
+					if byID {
+						ids[names[i]] = t.TopicID
+					}
+					topics = append(topics, coordinator.TopicPartitions{Topic: names[i], Partitions: t.Partitions})
 				}
 			}
 			memberEpoch := int32(-1)
@@ -56,6 +80,14 @@ func handleOffsetFetch(rc *reqCtx) (kmsg.Response, error) {
 				if n := len(g.Topics); n == 0 || g.Topics[n-1].Topic != o.Topic {
 					t := kmsg.NewOffsetFetchResponseGroupTopic()
 					t.Topic = o.Topic
+					if byID {
+						if t.TopicID = ids[o.Topic]; rg.Topics == nil {
+							t.TopicID = topicID(img, o.Topic)
+						}
+						if t.TopicID == ([16]byte{}) {
+							continue // committed to a topic that no longer exists
+						}
+					}
 					g.Topics = append(g.Topics, t)
 				}
 				p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
@@ -69,6 +101,19 @@ func handleOffsetFetch(rc *reqCtx) (kmsg.Response, error) {
 				}
 				t := &g.Topics[len(g.Topics)-1]
 				t.Partitions = append(t.Partitions, p)
+			}
+			if err == nil {
+				for _, u := range unknownIDs {
+					t := kmsg.NewOffsetFetchResponseGroupTopic()
+					t.TopicID = u.TopicID
+					for _, part := range u.Partitions {
+						p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+						p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = part, -1, -1, kmsg.StringPtr("")
+						p.ErrorCode = kerr.UnknownTopicID.Code
+						t.Partitions = append(t.Partitions, p)
+					}
+					g.Topics = append(g.Topics, t)
+				}
 			}
 			resp.Groups = append(resp.Groups, g)
 		}
@@ -172,4 +217,12 @@ func errCode(err *kerr.Error) int16 {
 		return 0
 	}
 	return err.Code
+}
+
+// topicID is the id of the topic named name in img, zero when there is none.
+func topicID(img *metadata.Image, name string) [16]byte {
+	if t := img.Topics.ByName(name); t != nil {
+		return t.ID
+	}
+	return [16]byte{}
 }

@@ -527,7 +527,7 @@ func (l *Log) replayHeaders(s *segment, pos, from int64, ps *producerStates) err
 			if !ok {
 				break
 			}
-			a, aborted := completeTxn(ps, h.ProducerID, h.ProducerEpoch, commit, coordEpoch, h.BaseOffset)
+			a, aborted := completeTxn(ps, h.ProducerID, h.ProducerEpoch, commit, coordEpoch, h.BaseOffset, h.MaxTimestamp)
 			if aborted && s.recovered {
 				l.aborted = append(l.aborted, a)
 				if err := appendTxnIndex(l.fsys, l.dir, s.base, a); err != nil {

@@ -183,7 +183,7 @@ func parseControlBatch(b []byte) (commit bool, coordinatorEpoch int32, ok bool) 
 // state and returns the aborted transaction to index, if any: an abort of
 // a transaction that wrote to this partition. Caller holds l.mu (or owns
 // ps during recovery).
-func completeTxn(ps *producerStates, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, offset int64) (abortedTxn, bool) {
+func completeTxn(ps *producerStates, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, offset, timestamp int64) (abortedTxn, bool) {
 	e, ok := ps.entries[producerID]
 	if !ok {
 		e = newProducerEntry(epoch)
@@ -194,6 +194,7 @@ func completeTxn(ps *producerStates, producerID int64, epoch int16, commit bool,
 		e.Batches = e.Batches[:0]
 	}
 	e.CoordinatorEpoch = coordinatorEpoch
+	e.LastTimestamp = timestamp // the marker's, as Kafka's appendEndTxnMarker
 	first := e.TxnFirstOffset
 	e.TxnFirstOffset = -1
 	delete(ps.ongoing, producerID)
@@ -244,7 +245,7 @@ func (l *Log) onControlAppended(h *batch.Header, b []byte) error {
 	if !ok {
 		return nil
 	}
-	a, aborted := completeTxn(l.producers, h.ProducerID, h.ProducerEpoch, commit, coordEpoch, h.BaseOffset)
+	a, aborted := completeTxn(l.producers, h.ProducerID, h.ProducerEpoch, commit, coordEpoch, h.BaseOffset, h.MaxTimestamp)
 	if !aborted {
 		return nil
 	}
