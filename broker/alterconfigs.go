@@ -12,7 +12,8 @@ package broker
 // synonyms of topic configs (log.retention.ms, log.segment.bytes, ...) and,
 // per node, a listener's key and trust stores (tlsreload.go) are
 // dynamic, any other key is INVALID_REQUEST, as Kafka answers for
-// configs it cannot update dynamically. A null value is INVALID_REQUEST, a
+// configs it cannot update dynamically. GROUP resources replace a group's
+// configs (groupconfigs.go). A null value is INVALID_REQUEST, a
 // resource named twice INVALID_REQUEST, an invalid value INVALID_CONFIG,
 // an unknown topic UNKNOWN_TOPIC_OR_PARTITION. ValidateOnly checks
 // everything and changes nothing.
@@ -112,6 +113,8 @@ func (b *services) replaceConfigs(typ kmsg.ConfigResourceType, name string, conf
 			}
 			return nil
 		})
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return b.replaceGroupConfigs(name, configs, validateOnly)
 	default:
 		return unsupportedResource(typ)
 	}
