@@ -63,7 +63,7 @@ func newRegistry() *registry {
 		registerAddPartitionsToTxn, registerAddOffsetsToTxn, registerEndTxn, registerTxnOffsetCommit,
 		registerDescribeTransactions, registerListTransactions, registerWriteTxnMarkers, registerSASL, registerACLs,
 		registerScramCredentials,
-		registerClientQuotas,
+		registerClientQuotas, registerListConfigResources,
 	} {
 		register(r)
 	}
