@@ -8,11 +8,14 @@ package broker
 // CreateTopics, persisted in strata-topics.json, applied to the open logs
 // at once). BROKER resources replace the dynamic broker configs of the
 // cluster default (name "") or of this node (name = node.id), persisted in
-// strata-broker-configs.json and applied to every topic; only the broker
-// synonyms of topic configs (log.retention.ms, log.segment.bytes, ...) and,
-// per node, a listener's key and trust stores (tlsreload.go) are
-// dynamic, any other key is INVALID_REQUEST, as Kafka answers for
-// configs it cannot update dynamically. A null value is INVALID_REQUEST, a
+// strata-broker-configs.json and checked as Kafka 4.4 checks them
+// (storage's checkDynamicBrokerConfigs: Kafka's non-dynamic keys, per-broker
+// keys at the default level, unprefixed key and trust stores and
+// ill-typed values are INVALID_REQUEST); the broker synonyms of topic
+// configs (log.retention.ms, log.segment.bytes, ...) apply to every topic
+// and, per node, a listener's key and trust stores (tlsreload.go) to the
+// listener; the others are kept and described, as Kafka keeps them.
+// GROUP resources replace a group's configs (groupconfigs.go). A null value is INVALID_REQUEST, a
 // resource named twice INVALID_REQUEST, an invalid value INVALID_CONFIG,
 // an unknown topic UNKNOWN_TOPIC_OR_PARTITION. ValidateOnly checks
 // everything and changes nothing.
@@ -112,6 +115,8 @@ func (b *services) replaceConfigs(typ kmsg.ConfigResourceType, name string, conf
 			}
 			return nil
 		})
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return b.replaceGroupConfigs(name, configs, validateOnly)
 	default:
 		return unsupportedResource(typ)
 	}

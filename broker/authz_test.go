@@ -405,6 +405,13 @@ func denyAllCases(topicID [16]byte) []authzCase {
 				t.Errorf("%d dirs disclosed", len(r.Dirs))
 			}
 		}},
+		{"ListConfigResources", func() kmsg.Request { return kmsg.NewPtrListConfigResourcesRequest() }, 1, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.ListConfigResourcesResponse)
+			code(t, "top level", r.ErrorCode, clusterAuth)
+			if len(r.ConfigResources) != 0 {
+				t.Errorf("%d config resources disclosed", len(r.ConfigResources))
+			}
+		}},
 		{"DescribeClientQuotas", func() kmsg.Request { return kmsg.NewPtrDescribeClientQuotasRequest() }, 1, func(t *testing.T, resp kmsg.Response) {
 			r := resp.(*kmsg.DescribeClientQuotasResponse)
 			code(t, "top level", r.ErrorCode, clusterAuth)

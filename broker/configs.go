@@ -221,7 +221,7 @@ func (b *services) describeBrokerConfigs(node bool, names map[string]bool, synon
 			if len(syns) > 0 {
 				value, source = syns[0].value, syns[0].source
 			}
-			add(s.Name, configdef.SynonymType(def, s), value, source, false, def.Doc, syns)
+			add(s.Name, configdef.SynonymType(def, s), value, source, configdef.IsNonDynamicBroker(s.Name), def.Doc, syns)
 		}
 	}
 	if node {
@@ -243,9 +243,12 @@ func (b *services) describeBrokerConfigs(node bool, names map[string]bool, synon
 			}
 		}
 	}
-	// Secrets are described, never shown (Kafka's ConfigDef.Type.PASSWORD).
+	b.describeOtherDynamicBrokerConfigs(node, src, add)
+	// Secrets are described, never shown (Kafka's ConfigDef.Type.PASSWORD),
+	// and so are keys Kafka does not know (of no type), as Kafka describes
+	// them.
 	for i := range out {
-		if configdef.IsSensitive(out[i].Name) {
+		if t := out[i].ConfigType; configdef.IsSensitive(out[i].Name) || t == kmsg.ConfigType(configdef.Password) || t == 0 {
 			out[i].Value, out[i].IsSensitive = nil, true
 			for j := range out[i].ConfigSynonyms {
 				out[i].ConfigSynonyms[j].Value = nil
@@ -254,4 +257,57 @@ func (b *services) describeBrokerConfigs(node bool, names map[string]bool, synon
 	}
 	slices.SortFunc(out, func(x, y kmsg.DescribeConfigsResponseResourceConfig) int { return strings.Compare(x.Name, y.Name) })
 	return out
+}
+
+// describeOtherDynamicBrokerConfigs describes the dynamic broker configs
+// kept that are neither synonyms of topic configs nor a listener's key and
+// trust stores, as Kafka describes them: one of Kafka's dynamic configs
+// with its value, its layers and Kafka's default; a listener-prefixed one
+// read-only, typed as the config it prefixes; a key Kafka does not know
+// read-only, sensitive, without a type. The node's resource shows Kafka's
+// dynamic configs set at either level, the cluster default's only its own.
+func (b *services) describeOtherDynamicBrokerConfigs(node bool, src brokerConfigSources,
+	add func(name string, typ configdef.Type, value *string, source int8, readOnly bool, doc string, syns []configSynonym)) {
+	layers := []struct {
+		m      map[string]string
+		source int8
+	}{{src.node, configSourceDynamicBroker}, {src.clusterDefault, configSourceDynamicDefaultBroker}}
+	if !node {
+		layers = layers[1:]
+	}
+	seen := map[string]bool{}
+	for i, layer := range layers {
+		for _, name := range slices.Sorted(maps.Keys(layer.m)) {
+			if _, _, ok := configdef.BrokerSynonymOf(name); ok || seen[name] {
+				continue
+			}
+			if _, _, ok := configdef.ListenerSSLKey(name); ok {
+				continue
+			}
+			seen[name] = true
+			base, prefixed := configdef.ListenerBase(name)
+			d, known := configdef.DynamicBrokerDef(base)
+			v := layer.m[name]
+			switch {
+			case known && !prefixed:
+				var syns []configSynonym
+				for _, l := range layers[i:] {
+					if lv, ok := l.m[name]; ok {
+						syns = append(syns, configSynonym{name, &lv, l.source})
+					}
+				}
+				if d.Default != "" {
+					def := d.Default
+					syns = append(syns, configSynonym{name, &def, configSourceDefault})
+				}
+				add(name, d.Type, &v, layer.source, false, "", syns)
+			case known:
+				add(name, d.Type, &v, layer.source, true, "", []configSynonym{{name, &v, layer.source}})
+			case node && i > 0:
+				// A key Kafka does not know shows on its own level only.
+			default:
+				add(name, 0, nil, layer.source, true, "", []configSynonym{{name, nil, layer.source}})
+			}
+		}
+	}
 }

@@ -10,14 +10,16 @@ package broker
 // (the topic configs' log.* synonyms) and the read-only settings Strata
 // implements, and this node's dynamic listener key and trust stores
 // (tlsreload.go); the cluster default resource (name "") lists only the
-// dynamic default configs, as Kafka. Passwords are sensitive, without
+// dynamic default configs, as Kafka. GROUP resources list Kafka's group
+// configs with the group's own values or the broker's (groupconfigs.go);
+// an empty group name is INVALID_REQUEST. Passwords are sensitive, without
 // their values. ConfigNames filters by name; unknown names are
 // left out.
 //
 // Errors per resource, as Kafka: an unknown topic is
 // UNKNOWN_TOPIC_OR_PARTITION, an invalid name INVALID_TOPIC_EXCEPTION, a
-// broker id other than node.id or "" INVALID_REQUEST, and the BROKER_LOGGER,
-// CLIENT_METRICS and GROUP resource types INVALID_REQUEST.
+// broker id other than node.id or "" INVALID_REQUEST, and the BROKER_LOGGER
+// and CLIENT_METRICS resource types INVALID_REQUEST.
 //
 // Differences from Kafka: a broker resource lists the configs Strata
 // implements, not Kafka's few hundred; without
@@ -84,6 +86,12 @@ func handleDescribeConfigs(rc *reqCtx) (kmsg.Response, error) {
 				break
 			}
 			res.Configs = b.describeBrokerConfigs(node >= 0, names, synonyms, docs)
+		case kmsg.ConfigResourceTypeGroupConfig:
+			if err := describedGroup(rr.ResourceName); err != nil {
+				res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.DescribeConfigs, err), errorMessage(err)
+				break
+			}
+			res.Configs = b.describeGroupConfigs(rr.ResourceName, names, synonyms, docs)
 		default:
 			err := unsupportedResource(rr.ResourceType)
 			res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.DescribeConfigs, err), errorMessage(err)

@@ -63,7 +63,7 @@ func newRegistry() *registry {
 		registerAddPartitionsToTxn, registerAddOffsetsToTxn, registerEndTxn, registerTxnOffsetCommit,
 		registerDescribeTransactions, registerListTransactions, registerDescribeProducers, registerWriteTxnMarkers, registerSASL, registerACLs,
 		registerScramCredentials, registerDelegationTokens,
-		registerClientQuotas,
+		registerClientQuotas, registerListConfigResources,
 	} {
 		register(r)
 	}

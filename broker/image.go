@@ -7,7 +7,8 @@ package broker
 // changes.go); the store makes the change durable through logHost.commit
 // before it publishes, and on one node durable is storage opening or
 // removing the logs the image says this node hosts and writing
-// strata-topics.json and strata-broker-configs.json, as before, and the
+// strata-topics.json, strata-broker-configs.json and
+// strata-group-configs.json, and the
 // access state (SCRAM credentials, ...) as its records in
 // strata-access.json. At start the image is read back from those files
 // (imageOf).
@@ -42,6 +43,13 @@ func imageOf(logs *storage.Manager, reg metadata.RegisterBrokerRecord) (*metadat
 	clusterDefault, own := logs.BrokerConfigs()
 	records = append(records, configRecords(metadata.ConfigResource{Type: metadata.BrokerResource}, nil, clusterDefault)...)
 	records = append(records, configRecords(metadata.ConfigResource{Type: metadata.BrokerResource, Name: strconv.Itoa(int(node))}, nil, own)...)
+	groups, err := logs.GroupConfigs()
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
+		records = append(records, configRecords(metadata.ConfigResource{Type: metadata.GroupResource, Name: g}, nil, groups[g])...)
+	}
 	access, err := logs.AccessState()
 	if err != nil {
 		return nil, err
@@ -164,7 +172,9 @@ func (h logHost) commit(old, new *metadata.Image, records []metadata.Record) err
 			add("access", func() error { return h.setAccess(new) })
 		case metadata.ConfigRecord:
 			res := metadata.ConfigResource{Type: r.ResourceType, Name: r.ResourceName}
-			if res.Type != metadata.TopicResource || !created[res.Name] {
+			if res.Type == metadata.GroupResource {
+				add("group configs", func() error { return h.logs.SetGroupConfigs(groupConfigsOf(new)) })
+			} else if res.Type != metadata.TopicResource || !created[res.Name] {
 				add(res, func() error { return h.setConfigs(res, new.Configs.Of(res)) })
 			}
 		default:
@@ -207,6 +217,17 @@ func (h logHost) setAccess(img *metadata.Image) error {
 		return err
 	}
 	return h.logs.SetAccessState(data)
+}
+
+// groupConfigsOf is the configs of every group of img that has some.
+func groupConfigsOf(img *metadata.Image) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, res := range img.Configs.Resources() {
+		if res.Type == metadata.GroupResource {
+			out[res.Name] = maps.Clone(img.Configs.Of(res))
+		}
+	}
+	return out
 }
 
 func (h logHost) setConfigs(res metadata.ConfigResource, configs map[string]string) error {

@@ -4,7 +4,8 @@ package broker
 //
 // Each resource's operations apply to its current dynamic configs (a
 // topic's overrides, or the cluster-default or this node's dynamic broker
-// configs), and the result replaces them as AlterConfigs does (see
+// configs, or a group's configs), and the result replaces them as
+// AlterConfigs does (see
 // alterconfigs.go for validation, persistence and errors). SET sets a
 // value, DELETE removes it (back to the default; deleting an unset config
 // is fine), APPEND and SUBTRACT add or remove items of a LIST config
@@ -82,6 +83,11 @@ func (b *services) incrementalNext(rr kmsg.IncrementalAlterConfigsRequestResourc
 		if node >= 0 {
 			current = own
 		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if err := alteredGroup(rr.ResourceName); err != nil {
+			return nil, err
+		}
+		current = b.groupConfigs(rr.ResourceName)
 	default:
 		return nil, unsupportedResource(rr.ResourceType)
 	}
@@ -137,6 +143,9 @@ func (b *services) incrementalNext(rr kmsg.IncrementalAlterConfigsRequestResourc
 // Kafka's messages: the broker's ConfigAdminManager's for a broker config,
 // the controller's for a topic config.
 func (b *services) listConfig(typ kmsg.ConfigResourceType, op kmsg.IncrementalAlterConfigOp, name string, configs map[string]string) ([]string, error) {
+	if typ == kmsg.ConfigResourceTypeGroupConfig {
+		return groupListConfig(op, name, configs)
+	}
 	key := name
 	if typ == kmsg.ConfigResourceTypeBroker {
 		topicKey, _, ok := configdef.BrokerSynonymOf(name)

@@ -332,7 +332,7 @@ func (s *groupShard) consumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequ
 	id := m.id
 	resp.MemberID = &id
 	resp.MemberEpoch = m.epoch
-	resp.HeartbeatIntervalMillis = int32(s.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	resp.HeartbeatIntervalMillis = int32(s.consumerHeartbeatInterval(g.id).Milliseconds())
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
 	if joining || full || !before.equal(m.assigned) {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
@@ -528,7 +528,29 @@ func (s *groupShard) fenceConsumerMember(g *group, m *cmember, why string) {
 
 // scheduleConsumerSession (re)starts m's session timer.
 func (s *groupShard) scheduleConsumerSession(g *group, m *cmember) {
-	s.schedule(timerKey{kind: timerConsumerSession, group: g.id, member: m.id}, s.cfg.ConsumerSessionTimeout)
+	s.schedule(timerKey{kind: timerConsumerSession, group: g.id, member: m.id}, s.consumerSessionTimeout(g.id))
+}
+
+// consumerSessionTimeout is the group's own session timeout, else the
+// broker's, as Kafka's GroupMetadataManager reads a group's config.
+func (s *groupShard) consumerSessionTimeout(group string) time.Duration {
+	if s.cfg.GroupOverrides != nil {
+		if d, _ := s.cfg.GroupOverrides(group); d > 0 {
+			return d
+		}
+	}
+	return s.cfg.ConsumerSessionTimeout
+}
+
+// consumerHeartbeatInterval is the group's own heartbeat interval, else
+// the broker's.
+func (s *groupShard) consumerHeartbeatInterval(group string) time.Duration {
+	if s.cfg.GroupOverrides != nil {
+		if _, d := s.cfg.GroupOverrides(group); d > 0 {
+			return d
+		}
+	}
+	return s.cfg.ConsumerHeartbeatInterval
 }
 
 func (s *groupShard) stopRevokeTimer(g *group, m *cmember) {

@@ -51,6 +51,10 @@ type GroupConfig struct {
 	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms
 	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
 	ConsumerMaxSize           int           // group.consumer.max.size; 0 = no limit
+	// GroupOverrides, when set, is a group's own consumer.session.timeout.ms
+	// and consumer.heartbeat.interval.ms (its GROUP config resource), zero
+	// where the group sets none.
+	GroupOverrides func(group string) (session, heartbeat time.Duration)
 
 	Clock clockwork.Clock // nil: the real clock
 }

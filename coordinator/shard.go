@@ -193,7 +193,7 @@ func (s *groupShard) fire(k timerKey) {
 		}
 	case timerConsumerSession:
 		if m := g.consumerMember(k.member); m != nil {
-			s.fenceConsumerMember(g, m, "session timeout of "+s.cfg.ConsumerSessionTimeout.String()+" expired")
+			s.fenceConsumerMember(g, m, "session timeout of "+s.consumerSessionTimeout(g.id).String()+" expired")
 		}
 	case timerConsumerRevoke:
 		if m := g.consumerMember(k.member); m != nil && m.state == cmemberUnrevoked {

@@ -150,10 +150,12 @@ type ConfigResourceType int8
 const (
 	TopicResource  ConfigResourceType = 2
 	BrokerResource ConfigResourceType = 4
+	GroupResource  ConfigResourceType = 32
 )
 
 // ConfigResource names what configs are set on: a topic by name, a broker
-// by its id in decimal, or "" for the cluster-wide broker default.
+// by its id in decimal, or "" for the cluster-wide broker default, a group
+// by its id.
 type ConfigResource struct {
 	Type ConfigResourceType
 	Name string

@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
@@ -106,13 +108,12 @@ func (m *Manager) dynamic() brokerConfigsJSON {
 }
 
 // AlterBrokerConfigs replaces the whole set of dynamic broker configs of
-// the cluster default (node false) or of this node (node true). Only
-// broker configs that are synonyms of topic configs can change
-// dynamically (Kafka's DynamicLogConfig), and per node a listener's key
-// and trust stores (listener.name.<l>.ssl.keystore.location, ..., kept as
-// they are: the broker checks them); any other key is
-// kerr.InvalidRequest, as is an invalid value (as Kafka). The new
-// defaults apply to every topic at once and persist in
+// the cluster default (node false) or of this node (node true), checked
+// as Kafka 4.4 checks them (checkDynamicBrokerConfigs). The broker
+// synonyms of topic configs apply to every topic at once; a listener's
+// key and trust stores (listener.name.<l>.ssl.keystore.location, ...)
+// are the broker's to check and apply; every other key Kafka takes is
+// kept and described but changes nothing in Strata. They persist in
 // strata-broker-configs.json.
 func (m *Manager) AlterBrokerConfigs(configs map[string]string, node, validateOnly bool) error {
 	m.adminMu.Lock()
@@ -120,30 +121,8 @@ func (m *Manager) AlterBrokerConfigs(configs map[string]string, node, validateOn
 	if err := m.ensureOpen(); err != nil {
 		return err
 	}
-	keys := make([]string, 0, len(configs))
-	for k := range configs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if configdef.IsSSLReconfigurable(k) {
-			return kafkaerr.New(kerr.InvalidRequest, "These security configs can be dynamically updated only per-listener using the listener prefix: HashSet(%s)", k)
-		}
-		if _, _, ok := configdef.ListenerSSLKey(k); ok {
-			// The listener's TLS is the broker's to check (its stores are
-			// files storage does not read); here it is kept.
-			if !node {
-				return kafkaerr.New(kerr.InvalidRequest, "Cannot update these configs at default cluster level, broker id must be specified: Set(%s)", k)
-			}
-			continue
-		}
-		topicKey, scale, ok := configdef.BrokerSynonymOf(k)
-		if !ok {
-			return kafkaerr.New(kerr.InvalidRequest, "Cannot update these configs dynamically: Set(%s)", k)
-		}
-		if err := validateBrokerConfig(k, configs[k], topicKey, scale); err != nil {
-			return err
-		}
+	if err := checkDynamicBrokerConfigs(configs, node); err != nil {
+		return err
 	}
 	d := m.dynamic()
 	if node {
@@ -189,6 +168,95 @@ func (m *Manager) AlterBrokerConfigs(configs map[string]string, node, validateOn
 		}
 	}
 	m.logger.Info("altered dynamic broker configs", zap.Bool("node", node), zap.Any("configs", configs))
+	return nil
+}
+
+// checkDynamicBrokerConfigs refuses, as Kafka 4.4's
+// DynamicBrokerConfig.validateConfigs does and in its order, with
+// kerr.InvalidRequest and its messages: Kafka broker configs that cannot
+// change dynamically; a listener's key and trust store keys without the
+// listener prefix; values that are not of their config's type or out of
+// its bounds (a listener-prefixed key checked as the config it prefixes;
+// a broker synonym of a topic config also as the topic config's value);
+// at the cluster default level, the configs Kafka takes only per broker
+// (listener-prefixed keys among them). Other keys, Kafka's or not, are
+// taken, as Kafka takes them.
+func checkDynamicBrokerConfigs(configs map[string]string, node bool) error {
+	keys := slices.Sorted(maps.Keys(configs))
+	refuse := func(why string, match func(string) bool) error {
+		if found := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return !match(k) }); len(found) > 0 {
+			return kafkaerr.New(kerr.InvalidRequest, "%s: [%s]", why, strings.Join(found, ", "))
+		}
+		return nil
+	}
+	if err := refuse("Cannot update these configs dynamically", configdef.IsNonDynamicBroker); err != nil {
+		return err
+	}
+	if err := refuse("These security configs can be dynamically updated only per-listener using the listener prefix", func(k string) bool {
+		d, ok := configdef.DynamicBrokerDef(k)
+		return ok && d.Security
+	}); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if topicKey, scale, ok := configdef.BrokerSynonymOf(k); ok {
+			if err := validateBrokerConfig(k, configs[k], topicKey, scale); err != nil {
+				return err
+			}
+			continue
+		}
+		base, _ := configdef.ListenerBase(k)
+		if d, ok := configdef.DynamicBrokerDef(base); ok {
+			if err := validateDynamicBrokerValue(d, configs[k]); err != nil {
+				return err
+			}
+		}
+	}
+	if node {
+		return nil
+	}
+	return refuse("Cannot update these configs at default cluster level, broker id must be specified", configdef.IsPerBrokerOnly)
+}
+
+// validateDynamicBrokerValue checks a value as Kafka's ConfigDef parses
+// and validates one of its dynamic broker configs.
+func validateDynamicBrokerValue(d configdef.DynamicBroker, raw string) error {
+	v := strings.TrimSpace(raw)
+	invalid := func(value, why string) error {
+		return kafkaerr.New(kerr.InvalidRequest, "Invalid value %s for configuration %s: %s", value, d.Name, why)
+	}
+	switch d.Type {
+	case configdef.Int, configdef.Short, configdef.Long:
+		bits, typ := map[configdef.Type]int{configdef.Int: 32, configdef.Short: 16, configdef.Long: 64}[d.Type],
+			map[configdef.Type]string{configdef.Int: "INT", configdef.Short: "SHORT", configdef.Long: "LONG"}[d.Type]
+		n, err := strconv.ParseInt(v, 10, bits)
+		switch {
+		case err != nil:
+			return invalid(raw, "Not a number of type "+typ)
+		case d.HasMin && n < d.Min:
+			return invalid(strconv.FormatInt(n, 10), fmt.Sprintf("Value must be at least %d", d.Min))
+		case d.HasMax && n > d.Max:
+			return invalid(strconv.FormatInt(n, 10), fmt.Sprintf("Value must be no more than %d", d.Max))
+		}
+	case configdef.Double:
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			return invalid(raw, "Not a number of type DOUBLE")
+		}
+	case configdef.Boolean:
+		if b := strings.ToLower(v); b != "true" && b != "false" {
+			return invalid(raw, "Expected value to be either true or false")
+		}
+	case configdef.String, configdef.List:
+		items := []string{v}
+		if d.Type == configdef.List {
+			items = strings.Split(v, ",")
+		}
+		for _, item := range items {
+			if item = strings.TrimSpace(item); len(d.OneOf) > 0 && !slices.Contains(d.OneOf, item) {
+				return invalid(item, "String must be one of: "+strings.Join(d.OneOf, ", "))
+			}
+		}
+	}
 	return nil
 }
 

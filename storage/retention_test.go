@@ -297,11 +297,15 @@ func TestAlterTopicAndBrokerConfigs(t *testing.T) {
 	if err := m.AlterBrokerConfigs(map[string]string{"num.partitions": "3"}, false, false); !errors.Is(err, kerr.InvalidRequest) {
 		t.Fatalf("read-only broker config: %v", err)
 	}
-	if err := m.AlterBrokerConfigs(map[string]string{"log.retention.hours": "-5x"}, false, false); !errors.Is(err, kerr.InvalidRequest) ||
-		err.Error() != "Invalid value -5x for configuration log.retention.hours: Not a number of type INT" {
+	if err := m.AlterBrokerConfigs(map[string]string{"log.retention.ms": "-5x"}, false, false); !errors.Is(err, kerr.InvalidRequest) ||
+		err.Error() != "Invalid value -5x for configuration log.retention.ms: Not a number of type LONG" {
 		t.Fatalf("bad broker value: %v, want INVALID_REQUEST with Kafka's message", err)
 	}
-	if err := m.AlterBrokerConfigs(map[string]string{"log.retention.hours": "2", "log.retention.bytes": "5000"}, false, false); err != nil {
+	if err := m.AlterBrokerConfigs(map[string]string{"log.retention.hours": "2"}, false, false); !errors.Is(err, kerr.InvalidRequest) ||
+		err.Error() != "Cannot update these configs dynamically: [log.retention.hours]" {
+		t.Fatalf("log.retention.hours, not dynamic in Kafka 4.4: %v, want INVALID_REQUEST with Kafka's message", err)
+	}
+	if err := m.AlterBrokerConfigs(map[string]string{"log.retention.ms": "7200000", "log.retention.bytes": "5000"}, false, false); err != nil {
 		t.Fatal(err)
 	}
 	if c := l.Config(); c.RetentionMs != 1000 || c.RetentionBytes != 5000 {
@@ -317,7 +321,7 @@ func TestAlterTopicAndBrokerConfigs(t *testing.T) {
 		t.Fatalf("topic configs after restart: %v", got)
 	}
 	def, node := m.BrokerConfigs()
-	if def["log.retention.hours"] != "2" || len(node) != 0 {
+	if def["log.retention.ms"] != "7200000" || len(node) != 0 {
 		t.Fatalf("broker configs after restart: %v %v", def, node)
 	}
 	if c := top.LogConfig(); c.RetentionBytes != 5000 || c.SegmentBytes != 2000 {

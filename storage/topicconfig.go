@@ -190,3 +190,11 @@ func (c Config) WithTopicConfigs(m map[string]string) (Config, error) {
 	}
 	return c, nil
 }
+
+// ValidateConfig checks a value of a config Strata does not keep itself
+// (a group's, whose storage is the metadata image) as validateConfig
+// does.
+func ValidateConfig(def configdef.Def, raw string) error {
+	_, err := validateConfig(def, raw)
+	return err
+}

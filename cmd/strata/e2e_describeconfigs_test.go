@@ -45,7 +45,7 @@ func TestDescribeConfigsGolden(t *testing.T) {
 			}
 		}
 	}
-	resps, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.retention.minutes", Value: ptr("90")}}, 1)
+	resps, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.segment.bytes", Value: ptr("40000000")}, {Name: "sasl.kerberos.min.time.before.relogin", Value: ptr("70000")}}, 1)
 	alter("node configs", resps, err)
 	resps, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.retention.ms", Value: ptr("7200000")}, {Name: "log.flush.interval.ms", Value: ptr("100")}})
 	alter("cluster default configs", resps, err)

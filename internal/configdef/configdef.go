@@ -25,9 +25,11 @@ const (
 	Boolean Type = 1
 	String  Type = 2
 	Int     Type = 3
+	Short   Type = 4
 	Long    Type = 5
 	Double  Type = 6
 	List    Type = 7
+	Class   Type = 8
 	// Password is a secret (Kafka's ConfigDef.Type.PASSWORD): described
 	// as sensitive, without its value.
 	Password Type = 9

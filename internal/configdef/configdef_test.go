@@ -1,7 +1,9 @@
 package configdef
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -75,5 +77,13 @@ func TestDefaultsParse(t *testing.T) {
 		if err != nil {
 			t.Errorf("default of %s: %v", d.Name, err)
 		}
+	}
+}
+
+// TestDynamicBrokersSorted: DynamicBrokerDef's binary search needs the
+// table sorted by name.
+func TestDynamicBrokersSorted(t *testing.T) {
+	if !slices.IsSortedFunc(dynamicBrokers, func(a, b DynamicBroker) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Fatal("dynamicBrokers is not sorted by name")
 	}
 }
