@@ -2,8 +2,14 @@ package coordinator
 
 import (
 	"bytes"
+	"encoding/base64"
 	"os"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/strata-io/strata/internal/batch"
+	"go.uber.org/zap"
 )
 
 // kafkaConsumerGroupsLog is a segment of __consumer_offsets-0 that Kafka
@@ -142,6 +148,84 @@ func TestConsumerGroupRecordsRejectMalformed(t *testing.T) {
 		}
 		if err := tt.decode(append(append([]byte{}, tt.value...), 0)); err == nil {
 			t.Errorf("%s with a byte after the end decoded", name)
+		}
+	}
+}
+
+// TestReplayKafkaConsumerGroups loads the segment Kafka 4.4.0 wrote: the
+// consumer group keeps its epoch, its member's epoch, instance, rack and
+// partitions; the deleted group is gone; the group Kafka upgraded to the
+// consumer protocol and downgraded again is classic, with its offsets.
+func TestReplayKafkaConsumerGroups(t *testing.T) {
+	data, err := os.ReadFile(kafkaConsumerGroupsLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uuid := func(s string) (id [16]byte) {
+		b, err := base64.RawURLEncoding.DecodeString(s)
+		if err != nil || len(b) != 16 {
+			t.Fatalf("topic id %s: %v", s, err)
+		}
+		copy(id[:], b)
+		return id
+	}
+	topicT, topicU := uuid("agcKHt__RSaDiLAZNG0oAA"), uuid("ns7cGKFvQHizVPTcI8nqoQ")
+	topics := &scriptTopics{byName: map[string]topicMeta{
+		"t": {name: "t", id: topicT, partitions: 3},
+		"u": {name: "u", id: topicU, partitions: 2},
+	}}
+	s := newGroupShard(0, DefaultGroupConfig(), topics, zap.NewNop())
+	s.begin(time.UnixMilli(1796187610000))
+	for len(data) > 0 {
+		raw, rest, ok := batch.Next(data)
+		if !ok {
+			t.Fatalf("torn segment: %d bytes left", len(data))
+		}
+		if err := s.replayBatch(raw); err != nil {
+			t.Fatal(err)
+		}
+		data = rest
+	}
+	s.activate()
+	g := s.groups["g848"]
+	if g == nil || g.consumer == nil {
+		t.Fatalf("g848 = %+v, want a consumer group", g)
+	}
+	cg := g.consumer
+	if cg.epoch != 5 || cg.assignmentEpoch != 5 || len(cg.members) != 1 {
+		t.Fatalf("g848 epoch %d assignment epoch %d members %d, want 5 5 1", cg.epoch, cg.assignmentEpoch, len(cg.members))
+	}
+	m := cg.members["OHH7SgAjbLc3SytOndOedA=="]
+	if m == nil || m.epoch != 5 || m.prevEpoch != 4 || m.state != cmemberStable || m.instanceID != "inst-a" || m.rackID != "r1" ||
+		cg.static["inst-a"] != m.id || m.assignor != "uniform" || m.rebalanceTimeout != time.Minute {
+		t.Fatalf("g848 member %+v", m)
+	}
+	want := partitionSet{topicT: {0, 1, 2}, topicU: {0, 1}}
+	if !m.assigned.equal(want) || !cg.target[m.id].equal(want) || m.revoking.count() != 0 {
+		t.Fatalf("g848 member assigned %v target %v revoking %v, want %v", m.assigned, cg.target[m.id], m.revoking, want)
+	}
+	if !slices.Contains(s.timers.keys(), timerKey{kind: timerConsumerSession, group: "g848", member: m.id}) {
+		t.Error("g848 member has no session timer after load")
+	}
+	if g := s.groups["gdel"]; g != nil {
+		t.Errorf("deleted group gdel loaded: %+v", g)
+	}
+	mig := s.groups["gmig"]
+	if mig == nil || mig.consumer != nil || mig.generation != 3 || mig.protocol != "range" || len(mig.members) != 1 {
+		t.Fatalf("gmig = %+v, want the classic group at generation 3 with its Java member", mig)
+	}
+	if n := s.offsets.count("gmig"); n != 2 {
+		t.Errorf("gmig has %d offsets after load, want u-0 and u-1", n)
+	}
+	// Written again as Strata holds it, the group keeps Kafka's records
+	// but for the current assignment, whose per-partition assignment
+	// epochs (KIP-1251) Strata does not keep.
+	s.persistConsumer(g, func(error) {})
+	for _, w := range s.end().writes {
+		for _, r := range w.batch.recs {
+			if typ, _ := keyVersion(r.key); typ != cgCurrentType || r.value == nil {
+				t.Errorf("persisting the loaded group rewrites %s", formatConsumerRecord(r, func(id [16]byte) string { return string(id[:]) }))
+			}
 		}
 	}
 }
