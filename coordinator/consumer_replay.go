@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"hash/fnv"
@@ -64,7 +65,7 @@ func (s *groupShard) replayConsumer(key, value []byte) error {
 		img = consumerImage{}
 		s.consumerImages[k.group] = img
 	}
-	img[string(key)] = value
+	img[string(key)] = bytes.Clone(value) // the batch's buffer is reused
 	return nil
 }
 
