@@ -96,6 +96,8 @@ type member848 struct {
 	lastChangeCause string
 }
 
+// startMember848 starts a member with addr as its seed brokers (comma
+// separated).
 func startMember848(t *testing.T, addr, group, topic string) *member848 {
 	t.Helper()
 	m := &member848{done: make(chan struct{})}
@@ -109,7 +111,7 @@ func startMember848(t *testing.T, addr, group, topic string) *member848 {
 			}
 		}
 	}
-	m.cl = newClient(t, addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer(),
+	m.cl = newClient(t, addr, kgo.SeedBrokers(strings.Split(addr, ",")...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer(),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.OnPartitionsAssigned(note("assigned")), kgo.OnPartitionsRevoked(note("revoked")), kgo.OnPartitionsLost(note("lost")))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -208,5 +210,129 @@ func TestConsumerGroup848SurvivesRestart(t *testing.T) {
 	}
 	if got := a.consumed.Load() + c.consumed.Load() - consumedBefore; got != 600 {
 		t.Errorf("the members consumed %d records after the restart, want 600 (none twice)", got)
+	}
+}
+
+// waitStable848 waits until the group has n members at the group epoch
+// sharing all partitions of its topic, and returns the group epoch and
+// members.
+func waitStable848(t *testing.T, cl *kgo.Client, group string, n, partitions int) (int32, map[string]describedMember) {
+	t.Helper()
+	var epoch int32
+	var members map[string]describedMember
+	waitFor(t, fmt.Sprintf("%d members sharing %d partitions at the group epoch", n, partitions), 60*time.Second, func() bool {
+		e, ms, ok := describe848(t, cl, group)
+		if !ok || len(ms) != n {
+			return false
+		}
+		total := 0
+		for _, m := range ms {
+			if m.epoch != e || m.partitions == 0 {
+				return false
+			}
+			total += m.partitions
+		}
+		epoch, members = e, ms
+		return total == partitions
+	})
+	return epoch, members
+}
+
+// coordinatorOf is the node FindCoordinator through addr names for group.
+func coordinatorOf(addr, group string) (int32, error) {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.Version = 4
+	req.CoordinatorKeys = []string{group}
+	resp, err := request(addr, req)
+	if err != nil {
+		return -1, err
+	}
+	c := resp.(*kmsg.FindCoordinatorResponse).Coordinators
+	if len(c) != 1 || c[0].ErrorCode != 0 {
+		return -1, fmt.Errorf("FindCoordinator %s: %+v", group, c)
+	}
+	return c[0].NodeID, nil
+}
+
+// TestClusterConsumerGroup848SurvivesCoordinatorFailover: on a three-node
+// cluster with __consumer_offsets replicated three ways, the node
+// coordinating a KIP-848 group is killed (-9). The partition's new leader
+// replays the group's records: the same group epoch, members, member
+// epochs and assignments; the members heartbeat to it without being given,
+// revoked or losing a partition.
+func TestClusterConsumerGroup848SurvivesCoordinatorFailover(t *testing.T) {
+	e2e(t)
+	nodes := startCluster(t, "default.replication.factor=3", "min.insync.replicas=2", "offsets.topic.replication.factor=3",
+		"offsets.topic.num.partitions=3", "broker.session.timeout.ms=2000", "broker.heartbeat.interval.ms=500",
+		"group.initial.rebalance.delay.ms=0", "group.consumer.min.heartbeat.interval.ms=100", "group.consumer.heartbeat.interval.ms=300",
+		"metrics.listener=http://127.0.0.1:0")
+	waitFormed(t, nodes, 30*time.Second)
+	var seeds []string
+	for _, n := range nodes {
+		seeds = append(seeds, n.addr)
+	}
+	seed := strings.Join(seeds, ",")
+	cl := newClient(t, seed, kgo.SeedBrokers(seeds...))
+	const topic, group = "kip848-failover", "kip848-failover-group"
+	createTopic(t, cl, topic, 6)
+	a := startMember848(t, seed, group, topic)
+	c := startMember848(t, seed, group, topic)
+	epoch, before := waitStable848(t, cl, group, 2, 6)
+	t.Logf("before the failover: group epoch %d, members %v", epoch, before)
+	a.armed.Store(true)
+	c.armed.Store(true)
+
+	old, err := coordinatorOf(nodes[0].addr, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rest []*clusterNode
+	for _, n := range nodes {
+		if n.id == old {
+			n.p.kill()
+		} else {
+			rest = append(rest, n)
+		}
+	}
+	var coord *clusterNode
+	waitUntil(t, 60*time.Second, "a new coordinator for the group", func() (bool, string) {
+		id, err := coordinatorOf(rest[0].addr, group)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, n := range rest {
+			if n.id == id {
+				coord = n
+			}
+		}
+		return coord != nil, fmt.Sprint("coordinator ", id)
+	})
+	metricsURL := metricsURLOf(t, coord.p)
+	cl.Close()
+	cl = newClient(t, coord.addr)
+	var after map[string]describedMember
+	var afterEpoch int32
+	waitFor(t, "the group loaded by the new coordinator", 60*time.Second, func() bool {
+		var ok bool
+		afterEpoch, after, ok = describe848(t, cl, group)
+		return ok
+	})
+	if afterEpoch != epoch || fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("after the failover (node %d to %d): group epoch %d, members %v; want epoch %d, members %v",
+			old, coord.id, afterEpoch, after, epoch, before)
+	}
+	waitFor(t, "heartbeats answered by the new coordinator", 30*time.Second, func() bool {
+		return heartbeatsAnswered(t, metricsURL) >= 4
+	})
+	afterEpoch, after, _ = describe848(t, cl, group)
+	if afterEpoch != epoch || fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("after consuming: group epoch %d, members %v; want epoch %d, members %v", afterEpoch, after, epoch, before)
+	}
+	for name, m := range map[string]*member848{"a": a, "c": c} {
+		if n := m.changes.Load(); n != 0 {
+			m.mu.Lock()
+			t.Errorf("member %s saw %d partition changes after the failover, last %s", name, n, m.lastChangeCause)
+			m.mu.Unlock()
+		}
 	}
 }
