@@ -143,8 +143,9 @@ type consumerGroup struct {
 	metadataHash    int64           // of the subscribed topics' metadata (subscriptionHash)
 	assignmentTime  int64           // unix ms of the last target assignment
 
-	stored          consumerImage // the group's records as last made durable (consumer_replay.go)
-	replacesClassic bool          // an empty classic group turned into this one; its record goes with the first write
+	stored          consumerImage       // the group's records as last made durable (consumer_replay.go)
+	storedIDs       map[string]struct{} // its members then
+	replacesClassic bool                // an empty classic group turned into this one; its record goes with the first write
 }
 
 func newConsumerGroup() *consumerGroup {
@@ -285,7 +286,7 @@ func (s *groupShard) consumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequ
 		// An empty classic group (offsets only, or left over from a
 		// restart) becomes a consumer group, keeping its offsets.
 		g.consumer = newConsumerGroup()
-		g.consumer.replacesClassic = g.generation > 0
+		g.consumer.replacesClassic = g.generation > 0 || s.offsets.count(g.id) > 0 // it may have a GroupMetadata record
 		g.protocolType, g.protocol, g.leader = "consumer", "", ""
 	}
 	cg := g.consumer

@@ -189,7 +189,7 @@ func (s *groupShard) consumerGroupFromRecords(img consumerImage) (*consumerGroup
 			cg.static[m.instanceID] = m.id
 		}
 	}
-	cg.stored = img
+	cg.stored, cg.storedIDs = img, cg.memberIDs()
 	return cg, nil
 }
 
@@ -241,10 +241,14 @@ func optional(s string) *string {
 	return &s
 }
 
-// consumerRecords is g's consumer group as records, in Kafka's write order.
-func consumerRecords(g *group) []kv {
+// consumerRecords is g's consumer group as records, in Kafka's write
+// order; with only set, the group's records and only's.
+func consumerRecords(g *group, only *cmember) []kv {
 	cg := g.consumer
-	members := cg.sortedMembers()
+	members := []*cmember{only}
+	if only == nil {
+		members = cg.sortedMembers()
+	}
 	recs := make([]kv, 0, 3*len(members)+2)
 	key := func(typ int16, sub string) []byte { return cgKey{typ: typ, group: g.id, sub: sub}.encode() }
 	for _, m := range members {
@@ -280,8 +284,23 @@ var tombstoneOrder = map[int16]int{cgCurrentType: 0, cgTargetMemberType: 1, cgMe
 	cgTargetMetadataType: 4, cgPartitionMetadataType: 5, cgMetadataType: 6}
 
 // consumerDiff is the records that turn stored into want: tombstones for
-// the keys want lacks (Kafka's order), then want's new or changed values.
-func consumerDiff(stored consumerImage, want []kv) []kv {
+// the keys want lacks (Kafka's order; none when want is partial), then
+// want's new or changed values.
+func consumerDiff(stored consumerImage, want []kv, partial bool) []kv {
+	var out []kv
+	if !partial {
+		out = tombstones(stored, want)
+	}
+	for _, r := range want {
+		if v, ok := stored[string(r.key)]; !ok || string(v) != string(r.value) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// tombstones deletes the keys of stored that want lacks, in Kafka's order.
+func tombstones(stored consumerImage, want []kv) []kv {
 	wanted := make(map[string]bool, len(want))
 	for _, r := range want {
 		wanted[string(r.key)] = true
@@ -306,14 +325,9 @@ func consumerDiff(stored consumerImage, want []kv) []kv {
 	slices.SortFunc(gone, func(a, b cgKey) int {
 		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a.sub, b.sub), cmp.Compare(tombstoneOrder[a.typ], tombstoneOrder[b.typ]))
 	})
-	var out []kv
+	out := make([]kv, 0, len(gone))
 	for _, k := range gone {
 		out = append(out, kv{key: k.encode()})
-	}
-	for _, r := range want {
-		if v, ok := stored[string(r.key)]; !ok || string(v) != string(r.value) {
-			out = append(out, r)
-		}
 	}
 	return out
 }
@@ -329,7 +343,7 @@ type heartbeatReply struct {
 func (s *groupShard) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, version int16, client Client, re *regexp.Regexp) *heartbeatReply {
 	reply := &heartbeatReply{resp: s.consumerGroupHeartbeat(req, version, client, re)}
 	if g := s.groups[req.Group]; g != nil {
-		s.persistConsumer(g, func(err error) {
+		s.persistConsumerMember(g, deref(reply.resp.MemberID), func(err error) {
 			if err != nil {
 				reply.resp = heartbeatError(storeError(err), "")
 			}
@@ -342,6 +356,14 @@ func (s *groupShard) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, 
 // durable write; then learns the outcome, after which a failed write has
 // put the group back as it was stored.
 func (s *groupShard) persistConsumer(g *group, then func(error)) {
+	s.persistConsumerMember(g, "", then)
+}
+
+// persistConsumerMember is persistConsumer after an input of member id: when
+// the group's epochs and members are as stored, only that member's records
+// can have changed, and only they are compared (a heartbeat costs one
+// member's records, not the group's).
+func (s *groupShard) persistConsumerMember(g *group, id string, then func(error)) {
 	cg := g.consumer
 	if cg == nil {
 		then(nil)
@@ -351,7 +373,19 @@ func (s *groupShard) persistConsumer(g *group, then func(error)) {
 		then(nil) // created by a heartbeat that failed: nothing happened
 		return
 	}
-	recs := consumerDiff(cg.stored, consumerRecords(g))
+	var recs []kv
+	if m := cg.members[id]; m != nil && cg.sameMembersAsStored(id) {
+		recs = consumerDiff(cg.stored, consumerRecords(g, m), true)
+		for _, r := range recs {
+			if typ, _ := keyVersion(r.key); typ == cgMetadataType || typ == cgTargetMetadataType {
+				recs = nil // the epochs moved: compare everything
+				break
+			}
+		}
+	}
+	if recs == nil {
+		recs = consumerDiff(cg.stored, consumerRecords(g, nil), false)
+	}
 	if cg.replacesClassic {
 		recs = append([]kv{{key: groupMetadataKey(g.id)}}, recs...)
 	}
@@ -369,9 +403,33 @@ func (s *groupShard) persistConsumer(g *group, then func(error)) {
 		if g.consumer == cg {
 			cg.replacesClassic = false
 			cg.stored = applyRecords(cg.stored, recs)
+			cg.storedIDs = cg.memberIDs()
 		}
 		then(nil)
 	})
+}
+
+// memberIDs is the set of the group's member ids.
+func (cg *consumerGroup) memberIDs() map[string]struct{} {
+	ids := make(map[string]struct{}, len(cg.members))
+	for id := range cg.members {
+		ids[id] = struct{}{}
+	}
+	return ids
+}
+
+// sameMembersAsStored reports whether the group has the members it had at
+// its last write, id among them.
+func (cg *consumerGroup) sameMembersAsStored(id string) bool {
+	if _, ok := cg.storedIDs[id]; !ok || len(cg.storedIDs) != len(cg.members) {
+		return false
+	}
+	for mid := range cg.members {
+		if _, ok := cg.storedIDs[mid]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // applyRecords is stored after recs.
@@ -438,7 +496,7 @@ func consumerTombstones(g *group) []kv {
 	for _, typ := range []int16{cgTargetMetadataType, cgPartitionMetadataType, cgMetadataType} {
 		stored[string(cgKey{typ: typ, group: g.id}.encode())] = []byte{}
 	}
-	return consumerDiff(stored, nil)
+	return tombstones(stored, nil)
 }
 
 // subscriptionHash is a hash of the subscribed topics' names, ids and
