@@ -6,6 +6,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -334,5 +337,68 @@ func TestClusterConsumerGroup848SurvivesCoordinatorFailover(t *testing.T) {
 			t.Errorf("member %s saw %d partition changes after the failover, last %s", name, n, m.lastChangeCause)
 			m.mu.Unlock()
 		}
+	}
+}
+
+// TestJavaConsumerGroup848SurvivesRestart: the same with two Java console
+// consumers (group.protocol=consumer, Kafka 4.4.0's client when cached,
+// else 4.1.1's): after kill -9 and a restart, the group, its member ids,
+// epochs and assignments are what they were, and stay so while the members
+// heartbeat to the new process.
+func TestJavaConsumerGroup848SurvivesRestart(t *testing.T) {
+	e2e(t)
+	home := installedKafkaTools(t)
+	if abs, err := filepath.Abs(kafka44Home); err == nil {
+		if _, err := os.Stat(filepath.Join(abs, "libs")); err == nil {
+			home = abs
+		}
+	}
+	b := startBroker(t, "", kip848Args...)
+	cl := newClient(t, b.addr)
+	const topic, group = "kip848-java", "kip848-java-group"
+	createTopic(t, cl, topic, 4)
+	for i := range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		cmd := exec.CommandContext(ctx, "java", "-Xmx256m", "-Dlog4j2.configurationFile="+filepath.Join(home, "tools-log4j2.properties"),
+			"-cp", filepath.Join(home, "libs")+"/*", "org.apache.kafka.tools.consumer.ConsoleConsumer",
+			"--bootstrap-server", b.addr, "--topic", topic, "--group", group,
+			"--consumer-property", "group.protocol=consumer", "--consumer-property", fmt.Sprintf("client.id=java-%d", i))
+		out := &syncBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cancel()
+			_ = cmd.Wait()
+			if t.Failed() {
+				t.Logf("java consumer %d:\n%s", i, tail(out.String(), 4<<10))
+			}
+		})
+	}
+	epoch, before := waitStable848(t, cl, group, 2, 4)
+	t.Logf("before the restart: group epoch %d, members %v", epoch, before)
+	cl.Close()
+
+	b.kill()
+	b = b.restart(append(kip848Args, "--override", "metrics.listener=http://127.0.0.1:0")...)
+	metricsURL := metricsURLOf(t, b)
+	cl = newClient(t, b.addr)
+	var after map[string]describedMember
+	var afterEpoch int32
+	waitFor(t, "the group loaded after the restart", 60*time.Second, func() bool {
+		var ok bool
+		afterEpoch, after, ok = describe848(t, cl, group)
+		return ok
+	})
+	if afterEpoch != epoch || fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("after the restart: group epoch %d, members %v; want epoch %d, members %v", afterEpoch, after, epoch, before)
+	}
+	waitFor(t, "heartbeats answered by the restarted broker", 60*time.Second, func() bool {
+		return heartbeatsAnswered(t, metricsURL) >= 4
+	})
+	afterEpoch, after, _ = describe848(t, cl, group)
+	if afterEpoch != epoch || fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("after the members heartbeated: group epoch %d, members %v; want epoch %d, members %v", afterEpoch, after, epoch, before)
 	}
 }
