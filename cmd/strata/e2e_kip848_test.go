@@ -87,15 +87,19 @@ func describe848(t *testing.T, cl *kgo.Client, group string) (epoch int32, membe
 }
 
 // member848 is a franz-go KIP-848 group member polling in the background,
-// counting the partitions it was given or lost after armed is set.
+// counting, once armed is set, the partitions it was given that it did not
+// own, and those it had revoked or lost. (franz-go may hand a partition it
+// already owns to OnPartitionsAssigned again, after a full heartbeat to a
+// new coordinator answered the same assignment; that is not a change.)
 type member848 struct {
 	cl              *kgo.Client
 	armed           atomic.Bool
-	changes         atomic.Int32 // assigned, revoked or lost callbacks once armed
+	changes         atomic.Int32
 	consumed        atomic.Int64
 	stop            context.CancelFunc
 	done            chan struct{}
 	mu              sync.Mutex
+	owned           map[string]bool // "topic/partition"
 	lastChangeCause string
 }
 
@@ -103,20 +107,28 @@ type member848 struct {
 // separated).
 func startMember848(t *testing.T, addr, group, topic string) *member848 {
 	t.Helper()
-	m := &member848{done: make(chan struct{})}
-	note := func(what string) func(context.Context, *kgo.Client, map[string][]int32) {
+	m := &member848{done: make(chan struct{}), owned: map[string]bool{}}
+	note := func(what string, gained bool) func(context.Context, *kgo.Client, map[string][]int32) {
 		return func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
-			if m.armed.Load() && len(ps) > 0 {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			changed := false
+			for topic, parts := range ps {
+				for _, p := range parts {
+					k := fmt.Sprintf("%s/%d", topic, p)
+					changed = changed || m.owned[k] != gained
+					m.owned[k] = gained
+				}
+			}
+			if changed && m.armed.Load() {
 				m.changes.Add(1)
-				m.mu.Lock()
 				m.lastChangeCause = fmt.Sprintf("%s %v", what, ps)
-				m.mu.Unlock()
 			}
 		}
 	}
 	m.cl = newClient(t, addr, kgo.SeedBrokers(strings.Split(addr, ",")...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer(),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.FetchMaxWait(200*time.Millisecond),
-		kgo.OnPartitionsAssigned(note("assigned")), kgo.OnPartitionsRevoked(note("revoked")), kgo.OnPartitionsLost(note("lost")))
+		kgo.OnPartitionsAssigned(note("assigned", true)), kgo.OnPartitionsRevoked(note("revoked", false)), kgo.OnPartitionsLost(note("lost", false)))
 	ctx, cancel := context.WithCancel(context.Background())
 	m.stop = cancel
 	go func() {
