@@ -110,7 +110,7 @@ func (s *groupShard) deleteGroupRequest(id string) *groupDeleteReply {
 	for _, tp := range tps {
 		recs = append(recs, kv{key: offsetCommitKey(g.id, tp.topic, tp.partition)})
 	}
-	recs = append(recs, kv{key: groupMetadataKey(g.id)})
+	recs = append(recs, groupTombstones(g)...)
 	reply := &groupDeleteReply{}
 	s.write(recs, func(err error) {
 		if err != nil {
@@ -119,7 +119,7 @@ func (s *groupShard) deleteGroupRequest(id string) *groupDeleteReply {
 			return
 		}
 		s.deleteGroup(g)
-		s.logger.Info("deleted group", zap.String("group", id), zap.Int("offsets", len(recs)-1))
+		s.logger.Info("deleted group", zap.String("group", id), zap.Int("offsets", len(tps)))
 	})
 	return reply
 }

@@ -40,11 +40,11 @@ import (
 //     keeps its assignment until its session expires, and a new member id
 //     with the same group.instance.id takes it over.
 //
-// Membership is kept in memory only: Strata does not write Kafka's
-// ConsumerGroup* records to __consumer_offsets (kmsg has no encoders for
-// them), so after a restart members get UNKNOWN_MEMBER_ID and rejoin, as
-// they would after their session expired. Committed offsets are the same
-// OffsetCommit records as for classic groups and do survive.
+// The group lives in __consumer_offsets as Kafka's ConsumerGroup* records
+// (consumer_records.go, consumer_replay.go): every change is durable before
+// the heartbeat that made it is answered, and a restart or a coordinator
+// move keeps members, epochs and assignments. Committed offsets are the
+// same OffsetCommit records as for classic groups.
 
 // Consumer group member states (Kafka's MemberState).
 type cmemberState int8
@@ -127,6 +127,8 @@ type cmember struct {
 
 	assigned partitionSet // what the member should own now
 	revoking partitionSet // what it must still give up
+
+	classic *cgClassicMember // as a Kafka record of a member on the classic protocol said
 }
 
 // consumerGroup is the KIP-848 part of a group; nil for classic groups.
@@ -138,7 +140,12 @@ type consumerGroup struct {
 	static          map[string]string // instance id -> member id
 	target          map[string]partitionSet
 	owners          map[tpID]string // partition -> member holding it (assigned or pending revocation)
-	metadata        string          // signature of the subscribed topics' metadata
+	metadataHash    int64           // of the subscribed topics' metadata (subscriptionHash)
+	assignmentTime  int64           // unix ms of the last target assignment
+
+	stored          consumerImage       // the group's records as last made durable (consumer_replay.go)
+	storedIDs       map[string]struct{} // its members then
+	replacesClassic bool                // an empty classic group turned into this one; its record goes with the first write
 }
 
 func newConsumerGroup() *consumerGroup {
@@ -279,6 +286,7 @@ func (s *groupShard) consumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequ
 		// An empty classic group (offsets only, or left over from a
 		// restart) becomes a consumer group, keeping its offsets.
 		g.consumer = newConsumerGroup()
+		g.consumer.replacesClassic = g.generation > 0 || s.offsets.count(g.id) > 0 // it may have a GroupMetadata record
 		g.protocolType, g.protocol, g.leader = "consumer", "", ""
 	}
 	cg := g.consumer
@@ -305,8 +313,8 @@ func (s *groupShard) consumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequ
 		bump = true
 		s.logger.Info("member joined consumer group", zap.String("group", g.id), zap.String("member", m.id))
 	}
-	if sig := s.subscriptionMetadata(cg); sig != cg.metadata {
-		cg.metadata = sig
+	if h := s.subscriptionHash(cg); h != cg.metadataHash {
+		cg.metadataHash = h
 		bump = true
 	}
 	if bump {

@@ -1,10 +1,7 @@
 package coordinator
 
 import (
-	"encoding/hex"
 	"sort"
-	"strconv"
-	"strings"
 
 	"go.uber.org/zap"
 )
@@ -52,21 +49,6 @@ func (s *groupShard) subscribedTopicMeta(cg *consumerGroup) []topicMeta {
 	return out
 }
 
-// subscriptionMetadata is a signature of the subscribed topics' ids and
-// partition counts: when it changes, the group epoch is bumped.
-func (s *groupShard) subscriptionMetadata(cg *consumerGroup) string {
-	var b strings.Builder
-	for _, t := range s.subscribedTopicMeta(cg) {
-		b.WriteString(t.name)
-		b.WriteByte('/')
-		b.WriteString(hex.EncodeToString(t.id[:]))
-		b.WriteByte('/')
-		b.WriteString(strconv.Itoa(int(t.partitions)))
-		b.WriteByte(',')
-	}
-	return b.String()
-}
-
 // preferredAssignor is Kafka's: the server assignor most members ask for
 // (ties to the earlier in group.consumer.assignors), else the first one.
 func preferredAssignor(cg *consumerGroup) string {
@@ -97,7 +79,7 @@ func (s *groupShard) computeTargetAssignment(g *group) {
 	} else {
 		cg.target = assignUniform(members, topics, cg.target)
 	}
-	cg.assignmentEpoch = cg.epoch
+	cg.assignmentEpoch, cg.assignmentTime = cg.epoch, s.now.UnixMilli()
 	s.logger.Info("computed consumer group target assignment", zap.String("group", g.id), zap.Int32("epoch", cg.epoch),
 		zap.String("assignor", cg.assignor), zap.Int("members", len(members)), zap.Int("topics", len(topics)))
 }

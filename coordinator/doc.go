@@ -19,7 +19,15 @@
 //     consumer_assign.go and consumer_admin.go, offsets in offsets.go with
 //     the committed and pending transactional offsets kept apart in
 //     offsetstore.go and txnoffsets.go, describe/list/delete in admin.go,
-//     replay in load.go, the record formats in records.go.
+//     replay in load.go, the record formats in records.go. A consumer
+//     group's state is Kafka's KIP-848 records (consumer_records.go, the
+//     codecs of ConsumerGroupMetadata, -MemberMetadata,
+//     -TargetAssignmentMetadata/-Member, -CurrentMemberAssignment and
+//     -RegularExpression, byte for byte as Kafka 4.4 writes them):
+//     consumer_replay.go writes what an input changed, as a difference from
+//     the records last made durable, before the heartbeat is answered, puts
+//     the group back as stored when a write fails, and builds the groups
+//     from the records on load.
 //   - Groups (groups.go, groups_api.go) is the driver: the shards this node
 //     leads (OnElected replays a partition, answering
 //     COORDINATOR_LOAD_IN_PROGRESS for its groups until done; OnResigned

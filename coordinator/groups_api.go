@@ -278,11 +278,11 @@ func (c *Groups) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest,
 	if err := c.ensure(); err != nil {
 		return heartbeatError(err, "")
 	}
-	var resp *kmsg.ConsumerGroupHeartbeatResponse
-	if err := c.run(req.Group, func(s *groupShard) { resp = s.consumerGroupHeartbeat(req, version, client, re) }); err != nil {
+	var reply *heartbeatReply
+	if err := c.run(req.Group, func(s *groupShard) { reply = s.consumerHeartbeat(req, version, client, re) }); err != nil {
 		return heartbeatError(err, "")
 	}
-	return resp
+	return reply.resp
 }
 
 // ConsumerGroupDescribe describes a KIP-848 group as Kafka's

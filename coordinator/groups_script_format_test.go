@@ -158,10 +158,13 @@ func (h *scriptHarness) consumerHeartbeat(t *testing.T, a scriptArgs, group stri
 	var resp *kmsg.ConsumerGroupHeartbeatResponse
 	if err, msg := validateHeartbeat(req, 1); err != nil {
 		resp = heartbeatError(err, msg)
-	} else if err := h.run(group, func(s *groupShard) {
-		resp = s.consumerGroupHeartbeat(req, 1, Client{ID: "c", Host: "/127.0.0.1"}, nil)
-	}); err != nil {
-		resp = heartbeatError(err, "")
+	} else {
+		var reply *heartbeatReply
+		if err := h.run(group, func(s *groupShard) { reply = s.consumerHeartbeat(req, 1, Client{ID: "c", Host: "/127.0.0.1"}, nil) }); err != nil {
+			resp = heartbeatError(err, "")
+		} else {
+			resp = reply.resp
+		}
 	}
 	if resp.ErrorCode != 0 {
 		fmt.Fprintf(h.out, "heartbeat: %s\n", errName(kerr.ErrorForCode(resp.ErrorCode).(*kerr.Error)))
@@ -227,7 +230,7 @@ func formatSync(r syncResult) string {
 }
 
 // formatRecord describes a __consumer_offsets record.
-func formatRecord(r kv) string {
+func formatRecord(r kv, topicName func([16]byte) string) string {
 	version, err := keyVersion(r.key)
 	if err != nil {
 		return err.Error()
@@ -257,7 +260,7 @@ func formatRecord(r kv) string {
 		return fmt.Sprintf("group %s gen=%d protocol=%s leader=%s members=(%s)", k.Group, v.Generation,
 			deref(v.Protocol), deref(v.Leader), strings.Join(ms, ","))
 	}
-	return fmt.Sprintf("key version %d", version)
+	return formatConsumerRecord(r, topicName)
 }
 
 // dumpGroup prints a group's state, members and offsets.

@@ -137,7 +137,7 @@ func (h *scriptHarness) append(p int32, b recordBatch) error {
 	}
 	h.log[p] = append(h.log[p], raw)
 	for _, r := range b.recs {
-		fmt.Fprintf(h.out, "append p%d: %s%s\n", p, prefix, formatRecord(r))
+		fmt.Fprintf(h.out, "append p%d: %s%s\n", p, prefix, formatRecord(r, h.topics.name))
 	}
 	return nil
 }

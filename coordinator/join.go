@@ -72,6 +72,13 @@ func (s *groupShard) join(g *group, jr *joinRequest) (r joinResult, waiting bool
 			// (KIP-848 online downgrade); Strata does not mix them.
 			return fail(kerr.InconsistentGroupProtocol, jr.memberID)
 		}
+		if len(g.consumer.stored) > 0 {
+			s.write(consumerTombstones(g), func(err error) {
+				if err != nil {
+					s.logger.Error("deleting the records of an empty consumer group turning classic", zap.String("group", g.id), zap.Error(err))
+				}
+			})
+		}
 		g.consumer, g.protocolType = nil, ""
 	}
 	if !g.supportsProtocols(jr.protocolType, jr.protocols) {

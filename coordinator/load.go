@@ -93,8 +93,13 @@ func (s *groupShard) replay(key, value []byte) error {
 			return fmt.Errorf("group metadata key: %w", err)
 		}
 		if value == nil {
+			// The group's membership goes; its offsets have their own
+			// tombstones (Kafka's online upgrade to a consumer group
+			// deletes the classic record and keeps the offsets).
 			delete(s.groups, k.Group)
-			s.offsets.dropGroup(k.Group)
+			if s.offsets.count(k.Group) > 0 {
+				s.replayGroup(k.Group)
+			}
 			return nil
 		}
 		var v kmsg.GroupMetadataValue
@@ -102,6 +107,8 @@ func (s *groupShard) replay(key, value []byte) error {
 			return fmt.Errorf("group metadata value of group %s: %w", k.Group, err)
 		}
 		replayGroupMetadata(s.replayGroup(k.Group), &v)
+	default:
+		return s.replayConsumer(key, value)
 	}
 	return nil
 }

@@ -348,7 +348,7 @@ func (s *groupShard) expireGroup(g *group) {
 	}
 	dead := g.state == stateEmpty && len(offsets) == len(expired) && (g.consumer == nil || len(g.consumer.members) == 0)
 	if dead {
-		recs = append(recs, kv{key: groupMetadataKey(g.id)})
+		recs = append(recs, groupTombstones(g)...)
 	}
 	if len(recs) == 0 {
 		return

@@ -12,7 +12,7 @@ import (
 
 // Record key versions of __consumer_offsets, as Kafka's coordinator writes
 // them: the key's version is the record type (0 and 1 offset commits, 2
-// group metadata; 3 and above are KIP-848 records, skipped on replay).
+// group metadata; 3 and above are KIP-848 records, consumer_records.go).
 const (
 	offsetCommitKeyVersion  = 1
 	groupMetadataKeyVersion = 2

@@ -32,6 +32,8 @@ type groupShard struct {
 	offsets offsetStore
 	timers  timerQueue
 
+	consumerImages map[string]consumerImage // KIP-848 records read while loading, by group
+
 	eff effects // of the input being handled
 }
 
@@ -194,10 +196,12 @@ func (s *groupShard) fire(k timerKey) {
 	case timerConsumerSession:
 		if m := g.consumerMember(k.member); m != nil {
 			s.fenceConsumerMember(g, m, "session timeout of "+s.consumerSessionTimeout(g.id).String()+" expired")
+			s.persistConsumer(g, func(error) {})
 		}
 	case timerConsumerRevoke:
 		if m := g.consumerMember(k.member); m != nil && m.state == cmemberUnrevoked {
 			s.fenceConsumerMember(g, m, "partitions not revoked within the rebalance timeout of "+s.revokeTimeout(m).String())
+			s.persistConsumer(g, func(error) {})
 		}
 	}
 }
@@ -252,12 +256,13 @@ func (s *groupShard) answerSync(m *member, r syncResult) {
 // activate starts the shard's periodic work once its partition is loaded:
 // the members' session timers and the offset retention check.
 func (s *groupShard) activate() {
+	s.activateConsumerGroups()
 	for _, id := range s.sortedGroupIDs() {
 		g := s.groups[id]
 		for _, m := range g.sortedMembers() {
 			s.scheduleHeartbeat(g, m)
 		}
-		if len(g.members) == 0 && s.offsets.count(g.id) == 0 && g.generation == 0 {
+		if len(g.members) == 0 && s.offsets.count(g.id) == 0 && g.generation == 0 && g.consumer == nil {
 			delete(s.groups, g.id)
 		}
 		if g.stateTime.After(s.now) {

@@ -301,6 +301,16 @@
 // descriptors without holding the log lock. It is how a compacted topic
 // such as __consumer_offsets is replayed.
 //
+// __consumer_offsets holds Kafka's coordinator records: a key whose first
+// int16 is the record type (0-1 OffsetCommit, 2 GroupMetadata, then the
+// KIP-848 types: 3 ConsumerGroupMetadata, 4 ConsumerGroupPartitionMetadata
+// (only tombstoned since Kafka 4.1), 5 ConsumerGroupMemberMetadata,
+// 6 ConsumerGroupTargetAssignmentMetadata, 7 ConsumerGroupTargetAssignmentMember,
+// 8 ConsumerGroupCurrentMemberAssignment, 16 ConsumerGroupRegularExpression),
+// the key's fields in the non-flexible encoding, and a value of its own
+// version in the flexible one, null for a tombstone (package coordinator,
+// records.go and consumer_records.go).
+//
 // # Follower writes (log_follower.go)
 //
 // For package replica, a log takes batches as a follower and truncates, as

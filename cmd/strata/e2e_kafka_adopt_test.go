@@ -258,6 +258,15 @@ func TestAdoptKafkaLogDir(t *testing.T) {
 	if kafkaOffsets["kip848-group"][0] != 5 {
 		t.Fatalf("kip848-group committed %v on kafka, want compacted-0 at 5", kafkaOffsets["kip848-group"])
 	}
+	// The KIP-848 group Kafka keeps in __consumer_offsets (ConsumerGroup*
+	// records): Empty now that its member left, at the epoch it reached.
+	kafkaCG, err := adm.DescribeConsumerGroups(ctx, "kip848-group")
+	if err != nil || kafkaCG.Error() != nil {
+		t.Fatalf("describe kip848-group on kafka: %v %v", err, kafkaCG.Error())
+	}
+	if d := kafkaCG["kip848-group"]; d.State != "Empty" || d.Epoch < 2 {
+		t.Fatalf("kip848-group on kafka: state %s epoch %d, want Empty after a member came and went", d.State, d.Epoch)
+	}
 	if err := k.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -335,6 +344,15 @@ func TestAdoptKafkaLogDir(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("group %s committed %v on strata, %v on kafka", g, got, want)
 		}
+	}
+	strataCG, err := sadm.DescribeConsumerGroups(ctx, "kip848-group")
+	if err != nil || strataCG.Error() != nil {
+		t.Fatalf("describe kip848-group on strata: %v %v", err, strataCG.Error())
+	}
+	if got, want := strataCG["kip848-group"], kafkaCG["kip848-group"]; got.State != want.State || got.Epoch != want.Epoch ||
+		got.AssignmentEpoch != want.AssignmentEpoch {
+		t.Errorf("kip848-group on strata: state %s epoch %d assignment epoch %d; on kafka %s %d %d",
+			got.State, got.Epoch, got.AssignmentEpoch, want.State, want.Epoch, want.AssignmentEpoch)
 	}
 	resumed := newClient(t, s.addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics("orders"), kgo.FetchMaxWait(200*time.Millisecond))
 	firsts := map[int32]int64{}
