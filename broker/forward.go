@@ -4,7 +4,8 @@ package broker
 // admin changes clients send (CreateTopics, DeleteTopics,
 // CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
 // AlterPartitionReassignments, UnregisterBroker,
-// AlterUserScramCredentials, AlterClientQuotas, CreateAcls, DeleteAcls) and the quorum's
+// AlterUserScramCredentials, AlterClientQuotas, CreateAcls, DeleteAcls,
+// UpdateFeatures) and the quorum's
 // DescribeQuorum, AddRaftVoter and RemoveRaftVoter go to the
 // active controller over its controller listener, at the client's version,
 // and its answer is relayed, as Kafka brokers forward them
@@ -38,7 +39,7 @@ import (
 // controller.
 var forwardedKeys = []kmsg.Key{kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
 	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter, kmsg.UnregisterBroker,
-	kmsg.AlterUserSCRAMCredentials, kmsg.AlterClientQuotas, kmsg.CreateACLs, kmsg.DeleteACLs}
+	kmsg.AlterUserSCRAMCredentials, kmsg.AlterClientQuotas, kmsg.CreateACLs, kmsg.DeleteACLs, kmsg.UpdateFeatures}
 
 // errNoController is a forward with no active controller known.
 var errNoController = fmt.Errorf("no active controller is known: %w", kerr.NotController)
@@ -282,6 +283,10 @@ func itemsResponse(req kmsg.Request, code int16) (kmsg.Response, error) {
 			res.ErrorCode = code
 			resp.Results = append(resp.Results, res)
 		}
+		return resp, nil
+	case *kmsg.UpdateFeaturesRequest:
+		resp := kmsg.NewPtrUpdateFeaturesResponse()
+		resp.ErrorCode = code
 		return resp, nil
 	}
 	return nil, fmt.Errorf("%T is not a request a broker forwards", req)
