@@ -96,6 +96,9 @@ func TestDenyAllAuthorizer(t *testing.T) {
 	if n := len(adminRoundTrip[*kmsg.MetadataResponse](t, b, kmsg.NewPtrMetadataRequest(), 12).Topics); n != allTopics {
 		t.Errorf("after the refusals metadata lists %d topics, want %d", n, allTopics)
 	}
+	if level := b.svc.meta.Image().Features.Level("group.version"); level != 1 {
+		t.Errorf("after the refusals group.version is finalized at %d, want 1", level)
+	}
 	if parts := b.logs.Topic("t").Partitions(); len(parts) != 1 || parts[0].Log.HighWatermark() != 0 {
 		t.Errorf("after the refusals t has %d partitions, want 1 and empty", len(parts))
 	}
@@ -432,6 +435,17 @@ func denyAllCases(topicID [16]byte) []authzCase {
 			r := resp.(*kmsg.ElectLeadersResponse)
 			code(t, "top level", r.ErrorCode, clusterAuth)
 			code(t, "partition", r.Topics[0].Partitions[0].ErrorCode, clusterAuth)
+		}},
+		{"UpdateFeatures", func() kmsg.Request {
+			r := kmsg.NewPtrUpdateFeaturesRequest()
+			r.FeatureUpdates = []kmsg.UpdateFeaturesRequestFeatureUpdate{{Feature: "group.version", MaxVersionLevel: 0, UpgradeType: 2}}
+			return r
+		}, 1, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.UpdateFeaturesResponse)
+			code(t, "top level", r.ErrorCode, clusterAuth)
+			if len(r.Results) != 0 {
+				t.Errorf("results %v, want none", r.Results)
+			}
 		}},
 		{"AlterPartitionReassignments", func() kmsg.Request {
 			r := kmsg.NewPtrAlterPartitionAssignmentsRequest()

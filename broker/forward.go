@@ -5,7 +5,8 @@ package broker
 // CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
 // AlterPartitionReassignments, UnregisterBroker,
 // AlterUserScramCredentials, AlterClientQuotas, CreateAcls, DeleteAcls,
-// CreateDelegationToken, RenewDelegationToken, ExpireDelegationToken) and the quorum's
+// CreateDelegationToken, RenewDelegationToken, ExpireDelegationToken,
+// UpdateFeatures) and the quorum's
 // DescribeQuorum, AddRaftVoter and RemoveRaftVoter go to the
 // active controller over its controller listener, at the client's version,
 // and its answer is relayed, as Kafka brokers forward them
@@ -40,7 +41,7 @@ import (
 var forwardedKeys = []kmsg.Key{kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
 	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter, kmsg.UnregisterBroker,
 	kmsg.AlterUserSCRAMCredentials, kmsg.AlterClientQuotas, kmsg.CreateACLs, kmsg.DeleteACLs,
-	kmsg.CreateDelegationToken, kmsg.RenewDelegationToken, kmsg.ExpireDelegationToken}
+	kmsg.CreateDelegationToken, kmsg.RenewDelegationToken, kmsg.ExpireDelegationToken, kmsg.UpdateFeatures}
 
 // errNoController is a forward with no active controller known.
 var errNoController = fmt.Errorf("no active controller is known: %w", kerr.NotController)
@@ -296,6 +297,10 @@ func itemsResponse(req kmsg.Request, code int16) (kmsg.Response, error) {
 			res.ErrorCode = code
 			resp.Results = append(resp.Results, res)
 		}
+		return resp, nil
+	case *kmsg.UpdateFeaturesRequest:
+		resp := kmsg.NewPtrUpdateFeaturesResponse()
+		resp.ErrorCode = code
 		return resp, nil
 	}
 	return nil, fmt.Errorf("%T is not a request a broker forwards", req)

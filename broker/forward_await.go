@@ -67,6 +67,8 @@ func requestTimeoutMillis(req kmsg.Request) int32 {
 		return r.TimeoutMillis
 	case *kmsg.AlterPartitionAssignmentsRequest:
 		return r.TimeoutMillis
+	case *kmsg.UpdateFeaturesRequest:
+		return r.TimeoutMillis
 	}
 	return 0
 }
@@ -109,8 +111,29 @@ func awaitedChanges(before *metadata.Image, req kmsg.Request, resp kmsg.Response
 		return changedTokens(before, resp)
 	case *kmsg.DeleteACLsRequest:
 		return deletedACLs(resp.(*kmsg.DeleteACLsResponse))
+	case *kmsg.UpdateFeaturesRequest:
+		if !r.ValidateOnly && resp.(*kmsg.UpdateFeaturesResponse).ErrorCode == 0 {
+			return updatedFeatures(r)
+		}
 	}
 	return nil
+}
+
+// updatedFeatures: each feature is at its new level, the last update of
+// it in the request.
+func updatedFeatures(req *kmsg.UpdateFeaturesRequest) []imageCheck {
+	want := map[string]int16{}
+	for _, u := range req.FeatureUpdates {
+		want[u.Feature] = max(u.MaxVersionLevel, 0)
+	}
+	return []imageCheck{func(img *metadata.Image) bool {
+		for name, level := range want {
+			if img.Features.Level(name) != level {
+				return false
+			}
+		}
+		return true
+	}}
 }
 
 // createdACLs: each ACL created is in the image.

@@ -54,6 +54,7 @@ func newRegistry() *registry {
 		registerProduce, registerFetch, registerListOffsets, registerMetadata, registerApiVersions,
 		registerCreateTopics, registerDeleteTopics, registerInitProducerID, registerOffsetForLeaderEpoch,
 		registerCreatePartitions,
+		registerUpdateFeatures,
 		registerDescribeConfigs, registerAlterConfigs, registerIncrementalAlterConfigs, registerDeleteRecords,
 		registerDescribeCluster, registerDescribeTopicPartitions, registerDescribeLogDirs, registerElectLeaders, registerReassignments,
 		registerFindCoordinator, registerJoinGroup, registerSyncGroup, registerHeartbeat, registerLeaveGroup,
