@@ -24,13 +24,15 @@ import (
 
 // Config is the broker's part of server.properties, already validated.
 type Config struct {
-	Listeners             string // the client listeners, NAME://host:port,..., each served as PLAINTEXT or SSL (listeners.go)
-	AdvertisedListeners   string // advertised.listeners: the endpoints registered; empty means Listeners
-	LogDirs               string // log.dirs: one directory
-	NodeID                int32  // node.id
-	NumPartitions         int32  // num.partitions: default for auto-created topics
-	AutoCreateTopics      bool   // auto.create.topics.enable
-	SocketRequestMaxBytes int32  // socket.request.max.bytes
+	Listeners           string // the client listeners, NAME://host:port,..., each served as PLAINTEXT or SSL (listeners.go)
+	AdvertisedListeners string // advertised.listeners: the endpoints registered; empty means Listeners
+	LogDirs             string // log.dirs: one directory
+	NodeID              int32  // node.id
+	NumPartitions       int32  // num.partitions: default for auto-created topics
+	AutoCreateTopics    bool   // auto.create.topics.enable
+	// NoTxnVerification is transaction.partition.verification.enable=false.
+	NoTxnVerification     bool
+	SocketRequestMaxBytes int32 // socket.request.max.bytes
 	Log                   storage.Config
 	Groups                coordinator.GroupConfig
 	Txns                  coordinator.TxnConfig
