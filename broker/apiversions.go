@@ -4,7 +4,13 @@ package broker
 //
 // Advertises exactly the broker's registry (handlers.go). A request at a version we do not
 // serve is answered at v0 with UNSUPPORTED_VERSION and our ranges (KIP-511),
-// by conn.serveOne before the body is parsed. No features are finalized.
+// by conn.serveOne before the body is parsed. v3+ answers the supported and
+// the finalized features (features.go). v5 (KIP-1242) checks the ClusterId
+// and NodeId a client names on a client listener, as Kafka 4.4's brokers
+// do: a ClusterId without a NodeId is INVALID_REQUEST, another cluster's
+// or node's is REBOOTSTRAP_REQUIRED, both with no ApiKeys and no features;
+// a null ClusterId is not checked, and the controller listener checks
+// neither, as Kafka's controllers do not.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -12,14 +18,33 @@ import (
 )
 
 // registerApiVersions serves ApiVersions; its versions are here and nowhere else.
-func registerApiVersions(r *registry) { r.add(kmsg.ApiVersions, 0, 4, handleApiVersions) }
+func registerApiVersions(r *registry) { r.add(kmsg.ApiVersions, 0, 5, handleApiVersions) }
 
 func handleApiVersions(rc *reqCtx) (kmsg.Response, error) {
-	return apiVersionsResponse(rc.svc.served, 0), nil
+	req := rc.req.Body.(*kmsg.ApiVersionsRequest)
+	if req.ClusterID != nil && !rc.svc.controllerListener {
+		switch {
+		case req.NodeID < 0:
+			return errorAPIVersions(kerr.InvalidRequest.Code), nil
+		case *req.ClusterID != rc.svc.clusterID() || req.NodeID != rc.svc.cfg.NodeID:
+			return errorAPIVersions(kerr.RebootstrapRequired.Code), nil
+		}
+	}
+	resp := apiVersionsResponse(rc.svc.served, 0)
+	setFeatures(resp, rc.svc.meta.Image())
+	return resp, nil
 }
 
 func unsupportedAPIVersions(served []VersionRange) kmsg.Response {
 	return apiVersionsResponse(served, kerr.UnsupportedVersion.Code)
+}
+
+// errorAPIVersions is the answer of a v5 check that failed: Kafka's
+// ApiVersionsResponse with only the error code.
+func errorAPIVersions(code int16) kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.ErrorCode = code
+	return resp
 }
 
 func apiVersionsResponse(served []VersionRange, code int16) *kmsg.ApiVersionsResponse {

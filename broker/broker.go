@@ -232,6 +232,9 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 			return nil, errors.Join(err, logs.Close(), closeListeners(listeners))
 		}
 		meta = local.New(img, logHost{logs: logs, node: cfg.NodeID}.commit)
+		if err := finalizeDefaultFeatures(meta); err != nil {
+			return nil, errors.Join(err, logs.Close(), closeListeners(listeners))
+		}
 	}
 	if fwd == nil {
 		pids.OnBlock(func(end int64) {

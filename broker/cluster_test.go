@@ -72,6 +72,9 @@ func (c *testCluster) start(t *testing.T, node int32) *Broker {
 		Cluster:               DefaultClusterConfig(),
 	}
 	cfg.Cluster.ReplicaFetch.Backoff = 50 * time.Millisecond
+	// One cluster id for every node, as a cluster's nodes have: clients
+	// name it in ApiVersions v5, which a node of another id refuses.
+	cfg.Cluster.ClusterID = "c3RyYXRhLXRlc3QtY2x1cw"
 	if c.mutate != nil {
 		c.mutate(&cfg)
 	}

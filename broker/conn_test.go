@@ -117,8 +117,8 @@ func TestApiVersionsAtUnknownVersionGetsOurRanges(t *testing.T) {
 		t.Fatalf("%d keys advertised, want %d", len(resp.ApiKeys), len(ServedVersions()))
 	}
 	for _, k := range resp.ApiKeys {
-		if k.ApiKey == int16(kmsg.ApiVersions) && k.MaxVersion != 4 {
-			t.Fatalf("ApiVersions max %d, want 4", k.MaxVersion)
+		if k.ApiKey == int16(kmsg.ApiVersions) && k.MaxVersion != 5 {
+			t.Fatalf("ApiVersions max %d, want 5", k.MaxVersion)
 		}
 	}
 }

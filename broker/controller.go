@@ -120,6 +120,7 @@ func (c *controller) run() {
 		case <-t.C:
 		}
 		expired, probes := c.tick(time.Now())
+		c.finalizeFeatures()
 		for _, s := range expired {
 			c.fence(s.id, s.epoch, "broker.session.timeout.ms passed without a heartbeat")
 		}
@@ -197,6 +198,24 @@ func (c *controller) brokerAddr(endpoints []metadata.Endpoint) string {
 		}
 	}
 	return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))
+}
+
+// finalizeFeatures finalizes the default feature levels once, as the
+// first active controller of a new cluster: Kafka's writes the bootstrap
+// metadata's FeatureLevelRecords (features.go). Until that change
+// commits, each tick tries again.
+func (c *controller) finalizeFeatures() {
+	c.mu.Lock()
+	active := c.active
+	c.mu.Unlock()
+	if !active || c.store.Image().Features.Bootstrapped() {
+		return
+	}
+	if err := finalizeDefaultFeatures(c.store); err != nil {
+		c.logger.Warn("cannot finalize the default feature levels yet", zap.Error(err))
+		return
+	}
+	c.logger.Info("finalized the default feature levels", zap.Any("levels", c.store.Image().Features.Finalized()))
 }
 
 // probeSession fences a broker whose session has no connection yet if

@@ -8,8 +8,8 @@ package broker
 // before it publishes, and on one node durable is storage opening or
 // removing the logs the image says this node hosts and writing
 // strata-topics.json and strata-broker-configs.json, as before, and the
-// access state (SCRAM credentials, ...) as its records in
-// strata-access.json. At start the image is read back from those files
+// access state (SCRAM credentials, ...) and the finalized features as
+// their records in strata-access.json and strata-features.json. At start the image is read back from those files
 // (imageOf).
 
 import (
@@ -42,16 +42,21 @@ func imageOf(logs *storage.Manager, reg metadata.RegisterBrokerRecord) (*metadat
 	clusterDefault, own := logs.BrokerConfigs()
 	records = append(records, configRecords(metadata.ConfigResource{Type: metadata.BrokerResource}, nil, clusterDefault)...)
 	records = append(records, configRecords(metadata.ConfigResource{Type: metadata.BrokerResource, Name: strconv.Itoa(int(node))}, nil, own)...)
-	access, err := logs.AccessState()
-	if err != nil {
-		return nil, err
-	}
-	if access != nil {
-		kept, err := metadata.DecodeBatch(access)
+	for _, state := range []struct {
+		what string
+		read func() ([]byte, error)
+	}{{"access state", logs.AccessState}, {"finalized features", logs.FeatureState}} {
+		data, err := state.read()
 		if err != nil {
-			return nil, fmt.Errorf("the log dir's access state: %w", err)
+			return nil, err
 		}
-		records = append(records, kept...)
+		if data != nil {
+			kept, err := metadata.DecodeBatch(data)
+			if err != nil {
+				return nil, fmt.Errorf("the log dir's %s: %w", state.what, err)
+			}
+			records = append(records, kept...)
+		}
 	}
 	d := metadata.NewDelta(metadata.Empty)
 	for _, r := range records {
@@ -162,6 +167,8 @@ func (h logHost) commit(old, new *metadata.Image, records []metadata.Record) err
 			add(r.TopicID, func() error { return h.deleteTopic(t.Name) })
 		case metadata.AccessRecord:
 			add("access", func() error { return h.setAccess(new) })
+		case metadata.FeatureLevelRecord:
+			add("features", func() error { return h.setFeatures(new) })
 		case metadata.ConfigRecord:
 			res := metadata.ConfigResource{Type: r.ResourceType, Name: r.ResourceName}
 			if res.Type != metadata.TopicResource || !created[res.Name] {
@@ -207,6 +214,15 @@ func (h logHost) setAccess(img *metadata.Image) error {
 		return err
 	}
 	return h.logs.SetAccessState(data)
+}
+
+// setFeatures keeps img's finalized features, the whole of them.
+func (h logHost) setFeatures(img *metadata.Image) error {
+	data, err := metadata.EncodeBatch(metadata.FeatureRecords(img))
+	if err != nil {
+		return err
+	}
+	return h.logs.SetFeatureState(data)
 }
 
 func (h logHost) setConfigs(res metadata.ConfigResource, configs map[string]string) error {

@@ -67,6 +67,7 @@ var decoders = map[string]func(json.RawMessage) (Record, error){
 	"RemoveTopicRecord":      decodeAs[RemoveTopicRecord],
 	"ConfigRecord":           decodeAs[ConfigRecord],
 	"ProducerIdsRecord":      decodeAs[ProducerIdsRecord],
+	"FeatureLevelRecord":     decodeAs[FeatureLevelRecord],
 
 	"UserScramCredentialRecord":       decodeAs[UserScramCredentialRecord],
 	"RemoveUserScramCredentialRecord": decodeAs[RemoveUserScramCredentialRecord],
@@ -135,7 +136,8 @@ func strict(data []byte, v any) error {
 
 // ImageRecords lists the records that rebuild img from the empty image,
 // as Kafka writes an image into a snapshot: the brokers, the topics each
-// with its partitions, the configs, the producer ids, the access state.
+// with its partitions, the configs, the producer ids, the finalized features, the access
+// state.
 func ImageRecords(img *Image) []Record {
 	var out []Record
 	for _, b := range img.Cluster.Brokers() {
@@ -160,5 +162,6 @@ func ImageRecords(img *Image) []Record {
 	if next := img.ProducerIDs.NextProducerID; next != 0 {
 		out = append(out, ProducerIdsRecord{NextProducerID: next})
 	}
+	out = append(out, FeatureRecords(img)...)
 	return append(out, AccessRecords(img)...)
 }

@@ -21,6 +21,7 @@ type Delta struct {
 	configs map[ConfigResource]map[string]*string
 	nextPID *int64
 	access  accessDelta
+	feats   featuresDelta
 }
 
 // NewDelta starts a delta on base.
@@ -69,6 +70,8 @@ func (d *Delta) Replay(r Record) error {
 		}
 	case ConfigRecord:
 		d.setConfig(ConfigResource{Type: r.ResourceType, Name: r.ResourceName}, r.Name, r.Value)
+	case FeatureLevelRecord:
+		return d.feats.replay(d.base.Features, r)
 	case AccessRecord:
 		return d.access.replay(&d.base.Access, r)
 	case ProducerIdsRecord:
@@ -303,6 +306,7 @@ func (d *Delta) Apply() *Image {
 		img.ProducerIDs = ProducerIDsImage{NextProducerID: *d.nextPID}
 	}
 	img.Access = d.access.apply(d.base.Access)
+	img.Features = d.feats.apply(d.base.Features)
 	return &img
 }
 

@@ -1,7 +1,8 @@
 // Package metadata is the cluster's metadata as an immutable image, in
 // Kafka's shape (org.apache.kafka.image.MetadataImage): the brokers, the
 // topics and their partitions, the dynamic configs, the producer-id
-// blocks handed out, and who may connect and do what (access.go). An image
+// blocks handed out, who may connect and do what (access.go) and the
+// finalized features (features.go). An image
 // never changes; a change is a list of records (Kafka's metadata records,
 // records.go) replayed onto a Delta, whose Apply makes the next image
 // (Kafka's MetadataDelta). A Store (store.go) holds the current image,
@@ -21,6 +22,7 @@ type Image struct {
 	Configs     ConfigsImage
 	ProducerIDs ProducerIDsImage
 	Access      AccessImage
+	Features    FeaturesImage
 }
 
 // Empty is the image before any record: no brokers, no topics.

@@ -10,8 +10,9 @@
 // cleaner-offset-checkpoint, replication-offset-checkpoint,
 // .kafka_cleanshutdown, strata-topics.json and strata-broker-configs.json
 // (written by the Manager), strata-access.json (a single node's SCRAM
-// credentials, ACLs and quotas: the metadata layer's bytes, which the
-// Manager keeps unread, manager_access.go), and one directory per partition,
+// credentials, ACLs and quotas) and strata-features.json (its finalized
+// features), both the metadata layer's bytes, which the Manager keeps
+// unread (manager_access.go), and one directory per partition,
 // <topic>-<partition>, holding:
 //
 //	00000000000000000000.log        record batches, concatenated
