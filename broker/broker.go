@@ -257,6 +257,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		return logs.Topic(name), nil
 	}
 	groupCfg, txnCfg := coordinatorConfigs(&cfg, clock)
+	txnCfg.TransactionVersion = func() int16 { return meta.Image().Features.Level(transactionVersionFeature) }
 	groups, err := coordinator.OpenGroups(logs, replicas, create, groupCfg, logger)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("group coordinator: %w", err), logs.Close(), closeListeners(listeners))

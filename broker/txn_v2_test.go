@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -181,4 +182,26 @@ func TestProduceV13TopicIDs(t *testing.T) {
 	if got := consumeValues(t, b, "ids", kgo.ReadUncommitted(), 1, 200e6); got[0] != "x" {
 		t.Fatalf("consumed %v", got)
 	}
+}
+
+// TestTxnV2FranzGo: with transaction.version 2 finalized, franz-go runs
+// its transactions in the v2 flow: after three committed transactions
+// the coordinator has bumped the epoch three times, and read_committed
+// sees every record.
+func TestTxnV2FranzGo(t *testing.T) {
+	b := startBroker(t, nil)
+	createTopicN(t, b, "fg", 1)
+	cl := newClient(t, b, kgo.TransactionalID("fg-txn"), kgo.DefaultProduceTopic("fg"))
+	for i := range 3 {
+		produceTxn(t, cl, "fg", fmt.Sprintf("t%d-", i), 2, true)
+	}
+	ds, err := newAdmin(t, b).DescribeTransactions(testCtx(t), "fg-txn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := ds["fg-txn"]
+	if !ok || d.Err != nil || d.ProducerEpoch != 3 {
+		t.Fatalf("described fg-txn: %+v %v, want epoch 3 after three v2 transactions", d, ok)
+	}
+	consumeValues(t, b, "fg", kgo.ReadCommitted(), 6, 200e6)
 }
