@@ -72,7 +72,7 @@ func TestAuthorizationAuditLog(t *testing.T) {
 	produce := kmsg.NewPtrProduceRequest()
 	produce.Acks, produce.TimeoutMillis = -1, 5000
 	pt := kmsg.NewProduceRequestTopic()
-	pt.Topic = "secret"
+	pt.Topic, pt.TopicID = "secret", b.meta.Image().Topics.ByName("secret").ID // v13 names it by id
 	pt.Partitions = []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: testBatch(t, 1)}}
 	produce.Topics = append(produce.Topics, pt)
 	resp := saslRoundTrip(t, b, "alice", "alice-secret", produce).(*kmsg.ProduceResponse)

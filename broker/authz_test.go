@@ -604,6 +604,20 @@ func denyAllCases(topicID [16]byte) []authzCase {
 		}, 3, func(t *testing.T, resp kmsg.Response) {
 			code(t, "partition", resp.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode, txnAuth)
 		}},
+		{"AddPartitionsToTxn v4", func() kmsg.Request {
+			r := kmsg.NewPtrAddPartitionsToTxnRequest()
+			tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+			tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = "tx", 1, 0, true
+			tx.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "t", Partitions: []int32{0}}}
+			r.Transactions = append(r.Transactions, tx)
+			return r
+		}, 4, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.AddPartitionsToTxnResponse)
+			code(t, "top level", r.ErrorCode, clusterAuth)
+			if len(r.Transactions) != 0 {
+				t.Errorf("transactions answered past CLUSTER_AUTHORIZATION_FAILED: %+v", r.Transactions)
+			}
+		}},
 		{"AddOffsetsToTxn", func() kmsg.Request {
 			r := kmsg.NewPtrAddOffsetsToTxnRequest()
 			r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group = "tx", 1, 0, "g"

@@ -24,13 +24,15 @@ import (
 
 // Config is the broker's part of server.properties, already validated.
 type Config struct {
-	Listeners             string // the client listeners, NAME://host:port,..., each served as PLAINTEXT or SSL (listeners.go)
-	AdvertisedListeners   string // advertised.listeners: the endpoints registered; empty means Listeners
-	LogDirs               string // log.dirs: one directory
-	NodeID                int32  // node.id
-	NumPartitions         int32  // num.partitions: default for auto-created topics
-	AutoCreateTopics      bool   // auto.create.topics.enable
-	SocketRequestMaxBytes int32  // socket.request.max.bytes
+	Listeners           string // the client listeners, NAME://host:port,..., each served as PLAINTEXT or SSL (listeners.go)
+	AdvertisedListeners string // advertised.listeners: the endpoints registered; empty means Listeners
+	LogDirs             string // log.dirs: one directory
+	NodeID              int32  // node.id
+	NumPartitions       int32  // num.partitions: default for auto-created topics
+	AutoCreateTopics    bool   // auto.create.topics.enable
+	// NoTxnVerification is transaction.partition.verification.enable=false.
+	NoTxnVerification     bool
+	SocketRequestMaxBytes int32 // socket.request.max.bytes
 	Log                   storage.Config
 	Groups                coordinator.GroupConfig
 	Txns                  coordinator.TxnConfig
@@ -266,6 +268,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	}
 	groupCfg, txnCfg := coordinatorConfigs(&cfg, clock)
 	groupCfg.GroupOverrides = groupOverrides(meta, cfg.StaticConfigs)
+	txnCfg.TransactionVersion = func() int16 { return meta.Image().Features.Level(transactionVersionFeature) }
 	groups, err := coordinator.OpenGroups(logs, replicas, create, groupCfg, logger)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("group coordinator: %w", err), logs.Close(), closeListeners(listeners))

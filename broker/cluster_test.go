@@ -215,7 +215,7 @@ func TestClusterBrokersFollowTheImage(t *testing.T) {
 	produce := kmsg.NewPtrProduceRequest()
 	produce.Acks, produce.TimeoutMillis = -1, 5000
 	pt := kmsg.NewProduceRequestTopic()
-	pt.Topic = "spread"
+	pt.Topic, pt.TopicID = "spread", c.brokers[1].meta.Image().Topics.ByName("spread").ID // v13 names it by id
 	pp := kmsg.NewProduceRequestTopicPartition()
 	pp.Partition, pp.Records = 0, benchBatch(1)
 	pt.Partitions = append(pt.Partitions, pp)

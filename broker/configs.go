@@ -158,7 +158,8 @@ var readOnlyConfigValues = map[string]func(b *services) string{
 		}
 		return b.cfg.AdvertisedListeners
 	},
-	"auto.create.topics.enable":       func(b *services) string { return strconv.FormatBool(b.cfg.AutoCreateTopics) },
+	"auto.create.topics.enable":                 func(b *services) string { return strconv.FormatBool(b.cfg.AutoCreateTopics) },
+	"transaction.partition.verification.enable": func(b *services) string { return strconv.FormatBool(!b.cfg.NoTxnVerification) },
 	"broker.id":                       func(b *services) string { return i64(int64(b.cfg.NodeID)) },
 	"listeners":                       func(b *services) string { return b.cfg.Listeners },
 	"log.dirs":                        func(b *services) string { return b.cfg.LogDirs },

@@ -8,10 +8,11 @@ package broker
 // answer, rather than in the background after the PrepareCommit/
 // PrepareAbort record, so a client never sees CONCURRENT_TRANSACTIONS after
 // a successful EndTxn. PRODUCER_FENCED is sent as INVALID_PRODUCER_EPOCH
-// before v2. v5 (KIP-890 part 2: the epoch bumps with every transaction) is
-// not served, nor is the transaction.version feature advertised, so clients
-// run transactions in the KIP-98 mode (v4 only adds TRANSACTION_ABORTABLE,
-// which Strata never sends).
+// before v2. v5 is KIP-890 part 2, as in Kafka's KafkaApis: the request's
+// version picks the flow per transaction (v5: transaction.version 2, the
+// epoch bumps with every end and the answer carries the producer id and
+// epoch to continue with; below: the KIP-98 flow, whatever is finalized).
+// v4 only adds TRANSACTION_ABORTABLE, which Strata never sends.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,7 +20,7 @@ import (
 )
 
 // registerEndTxn serves EndTxn; its versions are here and nowhere else.
-func registerEndTxn(r *registry) { r.add(kmsg.EndTxn, 0, 4, handleEndTxn) }
+func registerEndTxn(r *registry) { r.add(kmsg.EndTxn, 0, 5, handleEndTxn) }
 
 func handleEndTxn(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
@@ -29,8 +30,14 @@ func handleEndTxn(rc *reqCtx) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp, nil
 	}
-	if err := b.txns.EndTxn(r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit); err != nil {
-		resp.ErrorCode = fencedCode(err, req.Version, 2)
+	tv := int16(0)
+	if req.Version >= 5 {
+		tv = 2
+	}
+	res := b.txns.EndTxn(r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit, tv)
+	resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.Epoch
+	if res.Err != nil {
+		resp.ErrorCode = fencedCode(res.Err, req.Version, 2)
 	}
 	return resp, nil
 }

@@ -25,10 +25,12 @@ package broker
 //     directory assignment (17), ELR (23), cordoned log dirs (30), CIDR
 //     ACLs (32) and controller unregistration (33). Kafka 4.4's range is
 //     7-33 and it finalizes 33.
-//   - transaction.version 0. TV_1 gates the flexible transaction log value
-//     (TransactionLogValue v1, transactionLogValueVersion), which Strata's
-//     coordinator does not write; TV_2 the transactions of KIP-890 part 2
-//     (supportsEpochBump: EndTxn v5, AddPartitionsToTxn v4+). Kafka: 2.
+//   - transaction.version 0-2, as Kafka. From 1 the coordinator writes the
+//     flexible transaction log value (TransactionLogValue v1,
+//     transactionLogValueVersion); 2 tells clients to run the transactions
+//     of KIP-890 part 2 (EndTxn v5, Produce v12, TxnOffsetCommit v5:
+//     coordinator/txn_end.go), which the coordinator chooses per request,
+//     so older clients keep the v1 flow.
 //   - group.version 1: KIP-848 consumer groups (ConsumerGroupHeartbeat).
 //   - eligible.leader.replicas.version, share.version, streams.version 0:
 //     ELR (KIP-966), share groups (KIP-932) and streams groups (KIP-1071)
@@ -64,13 +66,16 @@ const metadataVersionMin = 7
 // Feature.PRODUCTION_FEATURES after metadata.version.
 var features = []feature{
 	{name: metadata.MetadataVersionFeature, min: metadataVersionMin, max: 13},
-	{name: "transaction.version", max: 0},
+	{name: transactionVersionFeature, max: 2},
 	{name: "group.version", max: 1},
 	{name: "eligible.leader.replicas.version", max: 0,
 		requires: map[int16]map[string]int16{1: {metadata.MetadataVersionFeature: 23}}},
 	{name: "share.version", max: 0},
 	{name: "streams.version", max: 0},
 }
+
+// transactionVersionFeature is Kafka's transaction.version.
+const transactionVersionFeature = "transaction.version"
 
 // knownFeature is the feature called name, ok false if Strata knows none.
 func knownFeature(name string) (feature, bool) {

@@ -19,10 +19,11 @@ package broker
 // replication and its answer). A transactional batch (attributes bit 4) needs the
 // request's transactional id and is checked with the transaction
 // coordinator before it is appended, as Kafka's KIP-890 part 1 verification
-// does in-process: the producer's transaction must be Ongoing and hold the
+// does (txnverify.go): the producer's transaction must be Ongoing and hold the
 // partition, else INVALID_TXN_STATE (INVALID_PRODUCER_EPOCH for a stale
-// epoch). Produce v12 (KIP-890 part 2: partitions added implicitly) is not
-// served. From v10 a partition answered NOT_LEADER_OR_FOLLOWER names its
+// epoch); from v12 (KIP-890 part 2) the partition is added to the
+// transaction instead (txnverify.go). v13 names topics by id: an id no
+// topic has is UNKNOWN_TOPIC_ID, before authorization, as Kafka. From v10 a partition answered NOT_LEADER_OR_FOLLOWER names its
 // current leader and epoch, and the response that leader's endpoint
 // (KIP-951, leaderhints.go). On a compacted topic (cleanup.policy contains compact) a batch
 // holding records without a key is refused whole with INVALID_RECORD, as
@@ -51,7 +52,7 @@ import (
 )
 
 // registerProduce serves Produce; its versions are here and nowhere else.
-func registerProduce(r *registry) { r.add(kmsg.Produce, 3, 11, handleProduce) }
+func registerProduce(r *registry) { r.add(kmsg.Produce, 3, 13, handleProduce) }
 
 func handleProduce(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
@@ -66,14 +67,24 @@ func handleProduce(rc *reqCtx) (kmsg.Response, error) {
 	}
 	badAcks := r.Acks != 0 && r.Acks != 1 && r.Acks != -1
 	hints := leaderHints{b: b}
+	img := b.meta.Image()
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
-		st.Topic = rt.Topic
-		topic := b.logs.Topic(rt.Topic)
+		name := rt.Topic
+		if req.Version >= 13 {
+			name = ""
+			if t := img.Topics.ByID(rt.TopicID); t != nil {
+				name = t.Name
+			}
+		}
+		st.Topic, st.TopicID = name, rt.TopicID
+		topic := b.logs.Topic(name)
 		topicErr := requestErr
 		switch {
 		case topicErr != nil:
-		case !rc.authorize(OpWrite, ResourceTopic, rt.Topic):
+		case name == "" && req.Version >= 13:
+			topicErr = kerr.UnknownTopicID
+		case !rc.authorize(OpWrite, ResourceTopic, name):
 			topicErr = kerr.TopicAuthorizationFailed
 		case badAcks:
 			topicErr = kerr.InvalidRequiredAcks
@@ -86,7 +97,7 @@ func handleProduce(rc *reqCtx) (kmsg.Response, error) {
 				err = checkOneBatch(req.Version, rp.Records)
 			}
 			if err == nil {
-				err = b.verifyTxnBatch(r.TransactionID, rt.Topic, rp.Partition, rp.Records)
+				err = b.verifyTxnBatch(req.Version, r.TransactionID, name, rp.Partition, rp.Records)
 			}
 			if err == nil {
 				err = b.appendPartition(topic, rp.Partition, rp.Records, r.Acks, r.TimeoutMillis, &sp)
@@ -94,7 +105,7 @@ func handleProduce(rc *reqCtx) (kmsg.Response, error) {
 			sp.ErrorCode = b.errorCode(kmsg.Produce, err)
 			b.metrics.PartitionError(req.Key, sp.ErrorCode)
 			if sp.ErrorCode == kerr.NotLeaderForPartition.Code && req.Version >= 10 {
-				hints.add(&sp.CurrentLeader.LeaderID, &sp.CurrentLeader.LeaderEpoch, rt.Topic, rp.Partition)
+				hints.add(&sp.CurrentLeader.LeaderID, &sp.CurrentLeader.LeaderEpoch, name, rp.Partition)
 			}
 			if err != nil {
 				sp.BaseOffset = -1

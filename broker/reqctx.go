@@ -68,6 +68,7 @@ type services struct {
 	groups   groupCoordinator
 	txns     txnCoordinator
 	markers  coordinator.MarkerWriter // writes markers on this node's own leaders (WriteTxnMarkers)
+	peers    *clusterMarkers          // connections to other brokers (transaction markers, AddPartitionsToTxn); nil on one node
 	metrics  requestMetrics
 	meta     metadata.Store    // the cluster's metadata (image.go)
 	listener string            // the client listener's name: brokers' endpoints on it are what clients are told
@@ -127,10 +128,11 @@ type txnCoordinator interface {
 	Ensure() error
 	PartitionFor(transactionalID string) int32
 	InitProducerID(id string, timeoutMs int32, reqPid int64, reqEpoch int16) coordinator.InitProducerIDResult
-	AddPartitions(id string, pid int64, epoch int16, parts []coordinator.TxnPartition)
+	AddPartitions(id string, pid int64, epoch int16, parts []coordinator.TxnPartition, tv int16)
 	AddOffsets(id string, pid int64, epoch int16, group string) *kerr.Error
-	EndTxn(id string, pid int64, epoch int16, commit bool) *kerr.Error
+	EndTxn(id string, pid int64, epoch int16, commit bool, tv int16) coordinator.EndTxnResult
 	VerifyPartition(id string, pid int64, epoch int16, topic string, partition int32) *kerr.Error
+	VerifyPartitions(id string, pid int64, epoch int16, parts []coordinator.TxnPartition)
 	DescribeTransaction(id string) kmsg.DescribeTransactionsResponseTransactionState
 	ListTransactions(states []string, pids []int64, minDuration time.Duration) ([]kmsg.ListTransactionsResponseTransactionState, []string, *kerr.Error)
 }
@@ -155,6 +157,7 @@ func newServices(b *Broker, listener string) *services {
 		groups:   b.groups,
 		txns:     b.txns,
 		markers:  b.local,
+		peers:    b.markers,
 		metrics:  b.metrics,
 		meta:     b.meta,
 		listener: listener,

@@ -198,7 +198,11 @@ var errMarkerConn = errors.New("connection to the leader failed")
 func (w *clusterMarkers) send(d markerDest, batch []coordinator.TxnMarker, deadline time.Time) []error {
 	out := make([]error, len(batch))
 	req := markersRequest(batch)
-	resp, err := w.roundTrip(d, req, max(time.Until(deadline), time.Second))
+	kresp, err := w.roundTrip(d.addr, req, max(time.Until(deadline), time.Second))
+	var resp *kmsg.WriteTxnMarkersResponse
+	if err == nil {
+		resp = kresp.(*kmsg.WriteTxnMarkersResponse)
+	}
 	if err != nil {
 		for j := range out {
 			out[j] = fmt.Errorf("marker on %s-%d to broker %d: %w: %w", batch[j].Topic, batch[j].Partition, d.leader, errMarkerConn, err)
@@ -232,25 +236,28 @@ func (w *clusterMarkers) send(d markerDest, batch []coordinator.TxnMarker, deadl
 }
 
 // markersRequest is batch as a WriteTxnMarkers request: one entry per
-// producer, epoch, result and coordinator epoch, its partitions by topic.
+// producer, epoch, result, coordinator epoch and transaction version, its
+// partitions by topic.
 func markersRequest(batch []coordinator.TxnMarker) *kmsg.WriteTxnMarkersRequest {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	req.Version = 1
+	req.Version = 2
 	type head struct {
 		pid     int64
 		epoch   int16
 		commit  bool
 		coEpoch int32
+		tv      int8
 	}
 	entry := map[head]int{}
 	for _, mk := range batch {
-		h := head{mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch}
+		h := head{mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch, mk.TransactionVersion}
 		i, ok := entry[h]
 		if !ok {
 			i = len(req.Markers)
 			entry[h] = i
 			m := kmsg.NewWriteTxnMarkersRequestMarker()
 			m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = h.pid, h.epoch, h.commit, h.coEpoch
+			m.TransactionVersion = h.tv
 			req.Markers = append(req.Markers, m)
 		}
 		m := &req.Markers[i]
@@ -265,23 +272,25 @@ func markersRequest(batch []coordinator.TxnMarker) *kmsg.WriteTxnMarkersRequest 
 	return req
 }
 
-// roundTrip sends req to the leader at d on an idle connection or a new
-// one; a connection that failed is closed, one that answered kept.
-func (w *clusterMarkers) roundTrip(d markerDest, req *kmsg.WriteTxnMarkersRequest, timeout time.Duration) (*kmsg.WriteTxnMarkersResponse, error) {
+// roundTrip sends req to the broker at addr on an idle connection or a
+// new one; a connection that failed is closed, one that answered kept.
+// The pool also carries the AddPartitionsToTxn a leader sends a
+// transaction coordinator (txnverify.go).
+func (w *clusterMarkers) roundTrip(addr string, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		return nil, errors.New("shut down")
 	}
 	var c *ctrlClient
-	if n := len(w.idle[d.addr]); n > 0 {
-		c = w.idle[d.addr][n-1]
-		w.idle[d.addr] = w.idle[d.addr][:n-1]
+	if n := len(w.idle[addr]); n > 0 {
+		c = w.idle[addr][n-1]
+		w.idle[addr] = w.idle[addr][:n-1]
 	}
 	w.mu.Unlock()
 	if c == nil {
 		var err error
-		if c, err = dialController(d.addr, w.node, min(timeout, 10*time.Second), w.sec); err != nil {
+		if c, err = dialController(addr, w.node, min(timeout, 10*time.Second), w.sec); err != nil {
 			return nil, err
 		}
 	}
@@ -294,10 +303,10 @@ func (w *clusterMarkers) roundTrip(d markerDest, req *kmsg.WriteTxnMarkersReques
 	if w.closed {
 		c.Close()
 	} else {
-		w.idle[d.addr] = append(w.idle[d.addr], c)
+		w.idle[addr] = append(w.idle[addr], c)
 	}
 	w.mu.Unlock()
-	return resp.(*kmsg.WriteTxnMarkersResponse), nil
+	return resp, nil
 }
 
 // close closes the idle connections; one in use is closed when its

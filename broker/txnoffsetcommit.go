@@ -13,18 +13,25 @@ package broker
 // instance id, generation; KIP-848 groups: member and member epoch, a stale
 // epoch answered ILLEGAL_GENERATION), except that a rebalance in progress
 // does not refuse it. A producer epoch older than the one the partition has
-// seen is INVALID_PRODUCER_EPOCH. v5 (KIP-890 part 2) and v6 (topic
-// ids) are not served.
+// seen is INVALID_PRODUCER_EPOCH. From v5 (KIP-890 part 2) the group's
+// __consumer_offsets partition is added to the producer's transaction
+// first, at transaction.version 2, as the partition leader does for
+// Produce v12 (txnverify.go): a v2 client sends no AddOffsetsToTxn. Below
+// v5 it is verified to be in the transaction when
+// transaction.partition.verification.enable (else INVALID_TXN_STATE). v6
+// names topics by id: an id no topic has is UNKNOWN_TOPIC_ID for its
+// partitions, which are not committed.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/coordinator"
 )
 
 // registerTxnOffsetCommit serves TxnOffsetCommit; its versions are here and nowhere else.
-func registerTxnOffsetCommit(r *registry) { r.add(kmsg.TxnOffsetCommit, 0, 4, handleTxnOffsetCommit) }
+func registerTxnOffsetCommit(r *registry) { r.add(kmsg.TxnOffsetCommit, 0, 6, handleTxnOffsetCommit) }
 
 func handleTxnOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
@@ -44,16 +51,24 @@ func handleTxnOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 	case !rc.authorize(OpRead, ResourceGroup, r.Group):
 		refused = kerr.GroupAuthorizationFailed
 	}
+	names := make([]string, len(r.Topics))
+	img := b.meta.Image()
+	for i, t := range r.Topics {
+		names[i] = t.Topic
+		if req.Version >= 6 {
+			names[i] = ""
+			if ti := img.Topics.ByID(t.TopicID); ti != nil {
+				names[i] = ti.Name
+			}
+		}
+	}
 	var allowed map[string]bool
 	if refused == nil {
-		names := make([]string, len(r.Topics))
-		for i, t := range r.Topics {
-			names[i] = t.Topic
-		}
 		allowed = rc.authorizedTopics(OpRead, names)
+		refused = b.addOffsetsPartition(req.Version, r)
 	}
-	for _, t := range r.Topics {
-		if !allowed[t.Topic] {
+	for ti, t := range r.Topics {
+		if names[ti] == "" || !allowed[names[ti]] {
 			continue
 		}
 		for _, p := range t.Partitions {
@@ -61,7 +76,7 @@ func handleTxnOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 			if req.Version >= 2 {
 				epoch = p.LeaderEpoch
 			}
-			cr.Commits = append(cr.Commits, coordinator.Commit{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
+			cr.Commits = append(cr.Commits, coordinator.Commit{Topic: names[ti], Partition: p.Partition, Offset: p.Offset,
 				LeaderEpoch: epoch, Metadata: p.Metadata, ExpireTime: -1})
 		}
 	}
@@ -71,16 +86,18 @@ func handleTxnOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 	}
 	resp := kmsg.NewPtrTxnOffsetCommitResponse()
 	i := 0
-	for _, t := range r.Topics {
+	for ti, t := range r.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = names[ti], t.TopicID
 		for _, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
 			switch {
 			case refused != nil:
 				rp.ErrorCode = refused.Code
-			case !allowed[t.Topic]:
+			case names[ti] == "":
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+			case !allowed[names[ti]]:
 				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			default:
 				if errs[i] != nil {
@@ -93,4 +110,27 @@ func handleTxnOffsetCommit(rc *reqCtx) (kmsg.Response, error) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// addOffsetsPartition has the transaction coordinator add the group's
+// __consumer_offsets partition to the producer's transaction (v5+), or
+// verify it holds it (below v5, when verification is on). Its error, as
+// the producer sees it, applies to every partition.
+func (b *services) addOffsetsPartition(version int16, r *kmsg.TxnOffsetCommitRequest) *kerr.Error {
+	add := version >= 5
+	if !add && b.cfg.NoTxnVerification {
+		return nil
+	}
+	err, cause := b.checkTxnPartition(r.TransactionalID, r.ProducerID, r.ProducerEpoch,
+		coordinator.OffsetsTopic, b.groups.PartitionFor(r.Group), add)
+	if cause != nil {
+		b.logger.Warn("asking the transaction coordinator", zap.String("transactional_id", r.TransactionalID), zap.Error(cause))
+	}
+	switch err {
+	case kerr.ProducerFenced:
+		return kerr.InvalidProducerEpoch
+	case kerr.TransactionAbortable:
+		return kerr.InvalidTxnState
+	}
+	return err
 }

@@ -9,7 +9,10 @@ package broker
 // only follows NOT_LEADER_OR_FOLLOWER; a marker on __consumer_offsets also
 // completes the producer's pending transactional offsets there. Like
 // Kafka it is served on the broker's listener to whoever may ALTER or
-// CLUSTER_ACTION the cluster (with no authorizer, anyone).
+// CLUSTER_ACTION the cluster (with no authorizer, anyone). Kafka 4.4
+// serves v1-2: v2 (KIP-1228) says the transaction version of each marker,
+// and one of version 2 must bump the producer's epoch (storage's
+// Log.AppendMarker).
 
 import (
 	"context"
@@ -22,7 +25,7 @@ import (
 
 // registerWriteTxnMarkers serves WriteTxnMarkers; its versions are here
 // and nowhere else.
-func registerWriteTxnMarkers(r *registry) { r.add(kmsg.WriteTxnMarkers, 0, 1, handleWriteTxnMarkers) }
+func registerWriteTxnMarkers(r *registry) { r.add(kmsg.WriteTxnMarkers, 1, 2, handleWriteTxnMarkers) }
 
 func handleWriteTxnMarkers(rc *reqCtx) (kmsg.Response, error) {
 	b, r := rc.svc, rc.req.Body.(*kmsg.WriteTxnMarkersRequest)
@@ -59,7 +62,8 @@ func handleWriteTxnMarkers(rc *reqCtx) (kmsg.Response, error) {
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				default:
 					writes = append(writes, coordinator.TxnMarker{Topic: t.Topic, Partition: p, ProducerID: m.ProducerID,
-						ProducerEpoch: m.ProducerEpoch, Commit: m.Committed, CoordinatorEpoch: m.CoordinatorEpoch})
+						ProducerEpoch: m.ProducerEpoch, Commit: m.Committed, CoordinatorEpoch: m.CoordinatorEpoch,
+						TransactionVersion: m.TransactionVersion})
 					slots = append(slots, slot{mi, len(resp.Markers[mi].Topics), len(rt.Partitions)})
 				}
 				rt.Partitions = append(rt.Partitions, rp)

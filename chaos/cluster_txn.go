@@ -21,6 +21,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"go.uber.org/zap"
 )
 
@@ -42,6 +44,11 @@ type TxnOptions struct {
 	Seed       uint64
 	Tuning     ProducerTuning // only Log is used: the transformer's franz-go debug log
 	Logger     *zap.Logger
+	// TransactionsV1 caps the transformer's versions below KIP-890 part
+	// 2 (EndTxn 4, Produce 11, TxnOffsetCommit 4), so that it runs the
+	// original flow even where transaction.version 2 is finalized; else
+	// franz-go runs v2 where the cluster finalizes it.
+	TransactionsV1 bool
 }
 
 func (o *TxnOptions) defaults() {
@@ -102,12 +109,16 @@ type TxnRunReport struct {
 	EndErrors    []string       // distinct errors of failed transactions
 	ISRFullAfter time.Duration  // from the last restart to every ISR full
 	Took         time.Duration
-	Check        TxnReport
+	// FinalEpoch is the transactional id's producer epoch at the end:
+	// under transactions v2 every transaction bumps it, under v1 only
+	// each session's InitProducerId.
+	FinalEpoch int16
+	Check      TxnReport
 }
 
 func (r TxnRunReport) String() string {
-	return fmt.Sprintf("%d kills %v in %v, %d transformer sessions, every ISR full %d ms after the last restart; %s; end errors %q",
-		r.Kills, r.KillsOf, r.Took.Round(time.Second), r.Sessions, r.ISRFullAfter.Milliseconds(), r.Check.Summary(), r.EndErrors)
+	return fmt.Sprintf("%d kills %v in %v, %d transformer sessions, every ISR full %d ms after the last restart, final producer epoch %d; %s; end errors %q",
+		r.Kills, r.KillsOf, r.Took.Round(time.Second), r.Sessions, r.ISRFullAfter.Milliseconds(), r.FinalEpoch, r.Check.Summary(), r.EndErrors)
 }
 
 // transformer runs GroupTransactSessions until the group has committed
@@ -218,8 +229,29 @@ kills:
 	rep.Check = CheckTxn(TxnHistory{Inputs: inputs, Outcomes: tr.outcomes, ReadCommitted: committed, ReadUncommitted: uncommitted})
 	rep.Sessions, rep.EndErrors = tr.sessions, tr.errs
 	tr.mu.Unlock()
+	if rep.FinalEpoch, err = finalEpoch(ctx, c.Bootstrap(), opts.TxnID); err != nil {
+		return rep, err
+	}
 	rep.Took = time.Since(start)
 	return rep, nil
+}
+
+// finalEpoch is the producer epoch DescribeTransactions gives id.
+func finalEpoch(ctx context.Context, seeds []string, id string) (int16, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	ds, err := kadm.NewClient(cl).DescribeTransactions(ctx, id)
+	if err != nil {
+		return 0, fmt.Errorf("describe transaction %s: %w", id, err)
+	}
+	d, ok := ds[id]
+	if !ok || d.Err != nil {
+		return 0, fmt.Errorf("describe transaction %s: %v", id, d.Err)
+	}
+	return d.ProducerEpoch, nil
 }
 
 // txnVictim is the node a kill of kind hits now.
@@ -290,6 +322,13 @@ func (tr *transformer) session(ctx context.Context) (bool, error) {
 		kopts = append(kopts, kgo.WithLogger(kgo.BasicLogger(o.Tuning.Log, kgo.LogLevelDebug, func() string {
 			return time.Now().Format("15:04:05.000 ")
 		})))
+	}
+	if o.TransactionsV1 {
+		v := kversion.Stable()
+		v.SetMaxKeyVersion(int16(kmsg.EndTxn), 4)
+		v.SetMaxKeyVersion(int16(kmsg.Produce), 11)
+		v.SetMaxKeyVersion(int16(kmsg.TxnOffsetCommit), 4)
+		kopts = append(kopts, kgo.MaxVersions(v))
 	}
 	s, err := kgo.NewGroupTransactSession(kopts...)
 	if err != nil {

@@ -37,6 +37,10 @@ type TxnConfig struct {
 	IDExpiration        time.Duration   // transactional.id.expiration.ms
 	IDExpirationChecker time.Duration   // transaction.remove.expired.transaction.cleanup.interval.ms
 	Clock               clockwork.Clock // of timeouts, expiry and record timestamps; nil = the real clock
+	// TransactionVersion is the finalized transaction.version feature
+	// level: from 1 the records are TransactionLogValue v1, from 2 the
+	// coordinator's own aborts run at 2. nil = 0.
+	TransactionVersion func() int16
 	// Markers writes the markers of ending transactions; nil =
 	// LocalMarkers, a single node's.
 	Markers MarkerWriter

@@ -19,6 +19,9 @@ type TxnMarker struct {
 	ProducerEpoch    int16
 	Commit           bool
 	CoordinatorEpoch int32
+	// TransactionVersion is the transaction.version the transaction ran
+	// at (KIP-1228): from 2 a marker must bump the producer's epoch.
+	TransactionVersion int8
 }
 
 // MarkerWriter writes transaction markers to the leaders of their
@@ -59,7 +62,7 @@ func (w localMarkers) WriteMarkers(_ context.Context, markers []TxnMarker) []err
 		}
 		p, err := w.replicas.Partition(sp)
 		if err == nil {
-			_, err = p.AppendControl(mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch, appendTimeout)
+			_, err = p.AppendMarker(mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch, mk.TransactionVersion, appendTimeout)
 		}
 		if err != nil {
 			errs[i] = fmt.Errorf("marker on %s-%d: %w", mk.Topic, mk.Partition, err)

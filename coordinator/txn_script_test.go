@@ -75,8 +75,12 @@ func (w *scriptMarkers) WriteMarkers(ctx context.Context, markers []TxnMarker) [
 		return errs
 	}
 	for _, mk := range markers {
-		fmt.Fprintf(&w.h.out, "marker %s-%d pid=%d epoch=%d %s coordinator-epoch=%d\n", mk.Topic, mk.Partition,
+		fmt.Fprintf(&w.h.out, "marker %s-%d pid=%d epoch=%d %s coordinator-epoch=%d", mk.Topic, mk.Partition,
 			mk.ProducerID, mk.ProducerEpoch, map[bool]string{true: "commit", false: "abort"}[mk.Commit], mk.CoordinatorEpoch)
+		if mk.TransactionVersion > 0 {
+			fmt.Fprintf(&w.h.out, " tv=%d", mk.TransactionVersion)
+		}
+		w.h.out.WriteString("\n")
 	}
 	return w.next.WriteMarkers(ctx, markers)
 }
@@ -137,6 +141,7 @@ func (h *txnHarness) do(t *testing.T, d *datadriven.TestData) string {
 		group, name string
 		count       = 1
 		coordEpoch  int32
+		tv          int16
 	)
 	for _, a := range d.CmdArgs {
 		v := ""
@@ -166,6 +171,8 @@ func (h *txnHarness) do(t *testing.T, d *datadriven.TestData) string {
 			coordEpoch = int32(mustInt(t, v))
 		case "count":
 			count = int(mustInt(t, v))
+		case "tv":
+			tv = int16(mustInt(t, v))
 		case "parts":
 			for _, tp := range a.Vals {
 				i := strings.LastIndexByte(tp, '-')
@@ -186,7 +193,7 @@ func (h *txnHarness) do(t *testing.T, d *datadriven.TestData) string {
 		}
 		return fmt.Sprintf("pid=%d epoch=%d", r.ProducerID, r.Epoch)
 	case "add-partitions":
-		h.txns.AddPartitions(id, pid, epoch, parts)
+		h.txns.AddPartitions(id, pid, epoch, parts, tv)
 		var s []string
 		for _, p := range parts {
 			s = append(s, fmt.Sprintf("%s-%d: %s", p.Topic, p.Partition, txnErrName(p.Err)))
@@ -195,7 +202,19 @@ func (h *txnHarness) do(t *testing.T, d *datadriven.TestData) string {
 	case "add-offsets":
 		return txnErrName(h.txns.AddOffsets(id, pid, epoch, group))
 	case "end-txn":
-		return txnErrName(h.txns.EndTxn(id, pid, epoch, commit))
+		r := h.txns.EndTxn(id, pid, epoch, commit, tv)
+		if r.Err != nil || tv < 2 {
+			return txnErrName(r.Err)
+		}
+		return fmt.Sprintf("OK pid=%d epoch=%d", r.ProducerID, r.Epoch)
+	case "force-epoch":
+		// Test-only: jump id's epoch (as if after that many transactions).
+		sh, _ := h.txns.shardFor(id)
+		sh.mu.Lock()
+		sh.sm.txns[id].epoch = epoch
+		sh.mu.Unlock()
+		return ""
+
 	case "verify":
 		return txnErrName(h.txns.VerifyPartition(id, pid, epoch, parts[0].Topic, parts[0].Partition))
 	case "describe":
@@ -219,6 +238,10 @@ func (h *txnHarness) do(t *testing.T, d *datadriven.TestData) string {
 		// Before the first request: the partitions take it when elected.
 		if v, ok := d.Arg("id-expiration"); ok {
 			h.txns.cfg.IDExpiration = mustDuration(t, v.Vals[0])
+		}
+		if v, ok := d.Arg("transaction-version"); ok {
+			level := int16(mustInt(t, v.Vals[0]))
+			h.txns.cfg.TransactionVersion = func() int16 { return level }
 		}
 		return ""
 	case "resign-on-markers":
@@ -278,10 +301,14 @@ func (h *txnHarness) printRecords() {
 						tps = append(tps, fmt.Sprintf("%s-%d", tp.Topic, p))
 					}
 				}
-				fmt.Fprintf(out, "pid=%d epoch=%d state=%s timeout=%s start=%s update=%s partitions=[%s]\n",
+				fmt.Fprintf(out, "pid=%d epoch=%d state=%s timeout=%s start=%s update=%s partitions=[%s]",
 					v.ProducerID, v.ProducerEpoch, kmsg.TransactionState(v.State),
 					time.Duration(v.TimeoutMillis)*time.Millisecond, h.since(v.StartTimestamp), h.since(v.LastUpdateTimestamp),
 					strings.Join(tps, " "))
+				if v.Version >= 1 {
+					fmt.Fprintf(out, " v1 prev-pid=%d next-pid=%d client-tv=%d", v.PreviousProducerID, v.NextProducerID, v.ClientTransactionVersion)
+				}
+				out.WriteString("\n")
 				return nil
 			})
 			if next > h.seen[int32(i)] {

@@ -15,7 +15,10 @@ type txnMeta struct {
 	id         string
 	pid        int64
 	epoch      int16
-	lastEpoch  int16 // the epoch before a timeout abort bumped it, else -1
+	lastEpoch  int16 // the epoch before a fencing abort or a KIP-890 end bumped it, else -1
+	prevPid    int64 // the producer id before the last transition (Kafka's prevProducerId)
+	nextPid    int64 // the producer id a KIP-890 end rotates to once complete, else -1
+	clientTV   int16 // the transaction.version the client's last transition ran at
 	timeout    time.Duration
 	state      txnState
 	partitions map[topicPartition]struct{}
@@ -34,6 +37,8 @@ type txnTransit struct {
 	pid        int64
 	epoch      int16
 	lastEpoch  int16
+	nextPid    int64
+	clientTV   int16
 	timeout    time.Duration
 	state      txnState
 	partitions map[topicPartition]struct{}
@@ -144,6 +149,7 @@ func (s *txnPartition) replay(key, value []byte) error {
 		return fmt.Errorf("transaction log value of %q: %w", k.TransactionalID, err)
 	}
 	m := &txnMeta{id: k.TransactionalID, pid: v.ProducerID, epoch: v.ProducerEpoch, lastEpoch: -1,
+		prevPid: v.PreviousProducerID, nextPid: v.NextProducerID, clientTV: v.ClientTransactionVersion,
 		timeout: time.Duration(v.TimeoutMillis) * time.Millisecond, state: txnState(v.State),
 		partitions: make(map[topicPartition]struct{}), lastUpdate: time.UnixMilli(v.LastUpdateTimestamp)}
 	if v.StartTimestamp >= 0 {
@@ -230,9 +236,21 @@ func fail(id string, err *kerr.Error, cause error) txnEffects {
 }
 
 // persist starts the transition of m to t: its record is appended, then
-// t is applied and ok continues; a failed append leaves m as it was.
+// t is applied and ok continues; a failed append leaves m as it was. The
+// record is Kafka's TransactionLogValue at the version the finalized
+// transaction.version asks for (TransactionVersion.transactionLogValueVersion:
+// 0 below level 1, else 1 with the previous and next producer ids and the
+// client's transaction version as tagged fields).
 func (s *txnPartition) persist(m *txnMeta, t txnTransit, ok func(now time.Time) txnEffects, failed func(err error) txnEffects) txnEffects {
+	prevPid := m.pid
+	if prevPid < 0 {
+		prevPid = t.pid // a new id: Kafka's metadata holds the allocated id before its first record
+	}
 	v := kmsg.NewTxnMetadataValue()
+	if s.finalizedTV() >= 1 {
+		v.Version = 1
+		v.PreviousProducerID, v.NextProducerID, v.ClientTransactionVersion = prevPid, t.nextPid, t.clientTV
+	}
 	v.ProducerID, v.ProducerEpoch = t.pid, t.epoch
 	v.TimeoutMillis = int32(t.timeout.Milliseconds())
 	v.State = kmsg.TransactionState(t.state)
@@ -241,7 +259,8 @@ func (s *txnPartition) persist(m *txnMeta, t txnTransit, ok func(now time.Time) 
 	if !t.start.IsZero() {
 		v.StartTimestamp = t.start.UnixMilli()
 	}
-	if t.state != txnEmpty && t.state != txnCompleteCommit && t.state != txnCompleteAbort {
+	if t.state != txnEmpty {
+		v.Topics = []kmsg.TxnMetadataValueTopic{} // Kafka writes null only for Empty
 		for _, tp := range sortedTPs(t.partitions) {
 			if n := len(v.Topics); n == 0 || v.Topics[n-1].Topic != tp.topic {
 				vt := kmsg.NewTxnMetadataValueTopic()
@@ -255,7 +274,9 @@ func (s *txnPartition) persist(m *txnMeta, t txnTransit, ok func(now time.Time) 
 		if err != nil {
 			return failed(err)
 		}
+		m.prevPid = prevPid
 		m.pid, m.epoch, m.lastEpoch, m.timeout, m.state = t.pid, t.epoch, t.lastEpoch, t.timeout, t.state
+		m.nextPid, m.clientTV = t.nextPid, t.clientTV
 		m.partitions, m.start, m.lastUpdate = t.partitions, t.start, t.lastUpdate
 		if m.partitions == nil {
 			m.partitions = map[topicPartition]struct{}{}
@@ -265,10 +286,18 @@ func (s *txnPartition) persist(m *txnMeta, t txnTransit, ok func(now time.Time) 
 	return txnEffects{id: m.id, record: &txnRecord{partition: s.index, id: m.id, value: &v}}
 }
 
+// finalizedTV is the cluster's finalized transaction.version.
+func (s *txnPartition) finalizedTV() int16 {
+	if s.cfg.TransactionVersion == nil {
+		return 0
+	}
+	return s.cfg.TransactionVersion()
+}
+
 // transit is m's metadata as a transition's starting point.
 func (m *txnMeta) transit() txnTransit {
-	return txnTransit{pid: m.pid, epoch: m.epoch, lastEpoch: m.lastEpoch, timeout: m.timeout, state: m.state,
-		partitions: m.partitions, start: m.start, lastUpdate: m.lastUpdate}
+	return txnTransit{pid: m.pid, epoch: m.epoch, lastEpoch: m.lastEpoch, nextPid: m.nextPid, clientTV: m.clientTV,
+		timeout: m.timeout, state: m.state, partitions: m.partitions, start: m.start, lastUpdate: m.lastUpdate}
 }
 
 // finish writes the markers of m's PrepareCommit/PrepareAbort transaction
@@ -281,7 +310,7 @@ func (s *txnPartition) finish(m *txnMeta, ok func(now time.Time) txnEffects, fai
 	markers := make([]TxnMarker, 0, len(tps))
 	for _, tp := range tps {
 		markers = append(markers, TxnMarker{Topic: tp.topic, Partition: tp.partition, ProducerID: m.pid,
-			ProducerEpoch: m.epoch, Commit: commit, CoordinatorEpoch: s.coordinatorEpoch})
+			ProducerEpoch: m.epoch, Commit: commit, CoordinatorEpoch: s.coordinatorEpoch, TransactionVersion: int8(m.clientTV)})
 	}
 	m.pending = &txnPending{then: func(err error, now time.Time) txnEffects {
 		if err != nil {
@@ -292,21 +321,36 @@ func (s *txnPartition) finish(m *txnMeta, ok func(now time.Time) txnEffects, fai
 		if commit {
 			t.state = txnCompleteCommit
 		}
+		if t.clientTV >= 2 && t.nextPid >= 0 {
+			// The bump of a KIP-890 end exhausted the epochs: the
+			// producer continues as the id allocated at its Prepare.
+			t.pid, t.epoch = t.nextPid, 0
+		}
+		t.nextPid = -1
 		t.partitions, t.start, t.lastUpdate = nil, time.Time{}, now
 		return s.persist(m, t, ok, failed)
 	}}
 	return txnEffects{id: m.id, markers: markers}
 }
 
-// end moves m's Ongoing transaction to PrepareCommit/PrepareAbort at
-// epoch and finishes it. prepareFailed is called if the Prepare record
-// cannot be written, failed if a later step fails.
-func (s *txnPartition) end(m *txnMeta, epoch int16, commit bool, now time.Time, ok func(now time.Time) txnEffects,
+// end moves m's transaction to PrepareCommit/PrepareAbort at epoch and
+// finishes it; tv is the transaction.version the end runs at, and nextPid
+// (else -1) the producer id it rotates to. prepareFailed is called if the
+// Prepare record cannot be written, failed if a later step fails.
+func (s *txnPartition) end(m *txnMeta, epoch int16, tv int16, nextPid int64, commit bool, now time.Time, ok func(now time.Time) txnEffects,
 	prepareFailed, failed func(err error) txnEffects) txnEffects {
 	t := m.transit()
-	t.epoch, t.state, t.lastUpdate = epoch, txnPrepareAbort, now
+	t.epoch, t.state, t.lastUpdate, t.clientTV, t.nextPid = epoch, txnPrepareAbort, now, tv, nextPid
+	if epoch != m.epoch {
+		t.lastEpoch = m.epoch
+	}
 	if commit {
 		t.state = txnPrepareCommit
+	}
+	if m.state != txnOngoing {
+		// A KIP-890 abort with nothing added (Kafka's noPartitionAdded):
+		// a transaction of no partitions starts and ends now.
+		t.start = now
 	}
 	return s.persist(m, t, func(time.Time) txnEffects { return s.finish(m, ok, failed) }, prepareFailed)
 }
@@ -315,14 +359,13 @@ func (s *txnPartition) end(m *txnMeta, epoch int16, commit bool, now time.Time, 
 // producer (InitProducerId by a new producer, or a timeout); the old
 // epoch is remembered for the timed-out producer's re-initialization.
 func (s *txnPartition) abortFenced(m *txnMeta, now time.Time, ok func(now time.Time) txnEffects, failed func(err error) txnEffects) txnEffects {
+	tv := min(s.finalizedTV(), 2) // not the client's: the coordinator ends it (Kafka: the server's level)
 	if m.epoch >= math.MaxInt16-1 {
-		return s.end(m, m.epoch, false, now, ok, failed, failed)
+		// No epoch left to fence with: the abort keeps it, so its
+		// markers cannot be transaction version 2's (which bump).
+		return s.end(m, m.epoch, 0, -1, false, now, ok, failed, failed)
 	}
-	old := m.epoch
-	return s.end(m, m.epoch+1, false, now, func(now time.Time) txnEffects {
-		m.lastEpoch = old
-		return ok(now)
-	}, failed, failed)
+	return s.end(m, m.epoch+1, tv, -1, false, now, ok, failed, failed)
 }
 
 // tick is Kafka's abortTimedOutTransactions: transactions open longer

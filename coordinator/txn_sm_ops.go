@@ -48,7 +48,7 @@ func (s *txnPartition) initProducerID(id string, timeoutMs int32, reqPid int64, 
 		}
 		m = &txnMeta{id: id, pid: -1, epoch: -1, lastEpoch: -1, partitions: map[topicPartition]struct{}{}}
 		s.txns[id] = m
-		return s.persist(m, txnTransit{pid: pid, lastEpoch: -1, timeout: timeout, state: txnEmpty, lastUpdate: now},
+		return s.persist(m, txnTransit{pid: pid, lastEpoch: -1, nextPid: -1, timeout: timeout, state: txnEmpty, lastUpdate: now},
 			func(time.Time) txnEffects { return s.done(m, txnResult{}) },
 			func(err error) txnEffects {
 				delete(s.txns, id)
@@ -72,7 +72,8 @@ func (s *txnPartition) initProducerID(id string, timeoutMs int32, reqPid int64, 
 			}
 			epoch = 0
 		}
-		return s.persist(m, txnTransit{pid: pid, epoch: epoch, lastEpoch: -1, timeout: timeout, state: txnEmpty, lastUpdate: now},
+		return s.persist(m, txnTransit{pid: pid, epoch: epoch, lastEpoch: -1, nextPid: -1, clientTV: m.clientTV,
+			timeout: timeout, state: txnEmpty, lastUpdate: now},
 			func(time.Time) txnEffects { return s.done(m, txnResult{}) },
 			func(err error) txnEffects {
 				return fail(id, kerr.CoordinatorNotAvailable, fmt.Errorf("init producer id: %w", err))
@@ -108,8 +109,9 @@ func check(m *txnMeta, pid int64, epoch int16) *kerr.Error {
 
 // addPartitions is AddPartitionsToTxn (and AddOffsetsToTxn) for
 // partitions that exist: they join the transaction, which becomes
-// Ongoing.
-func (s *txnPartition) addPartitions(id string, pid int64, epoch int16, parts []topicPartition, now time.Time) txnEffects {
+// Ongoing, at transaction.version tv (2 when a partition leader adds them
+// for a KIP-890 client's produce or offset commit).
+func (s *txnPartition) addPartitions(id string, pid int64, epoch int16, parts []topicPartition, tv int16, now time.Time) txnEffects {
 	m, serr, wait := s.get(id)
 	switch {
 	case serr != nil:
@@ -137,7 +139,7 @@ func (s *txnPartition) addPartitions(id string, pid int64, epoch int16, parts []
 		return s.done(m, txnResult{})
 	}
 	t := m.transit()
-	t.state, t.partitions, t.lastUpdate = txnOngoing, next, now
+	t.state, t.partitions, t.lastUpdate, t.clientTV = txnOngoing, next, now, tv
 	if m.state != txnOngoing {
 		t.start = now
 	}
@@ -145,42 +147,6 @@ func (s *txnPartition) addPartitions(id string, pid int64, epoch int16, parts []
 		func(err error) txnEffects {
 			return fail(id, kerr.CoordinatorNotAvailable, fmt.Errorf("add partitions to transaction: %w", err))
 		})
-}
-
-// endTxn is EndTxn: commit or abort the ongoing transaction. A retry of a
-// completed end with the same result succeeds, as does one of an end
-// whose markers failed (which finishes it); ending with the other result,
-// or ending nothing, is INVALID_TXN_STATE.
-func (s *txnPartition) endTxn(id string, pid int64, epoch int16, commit bool, now time.Time) txnEffects {
-	m, serr, wait := s.get(id)
-	switch {
-	case serr != nil:
-		return fail(id, serr, nil)
-	case wait:
-		return waitEffects
-	case m == nil:
-		return fail(id, kerr.InvalidProducerIDMapping, nil)
-	}
-	ok := func(time.Time) txnEffects { return s.done(m, txnResult{}) }
-	failed := func(err error) txnEffects {
-		return fail(id, kerr.ConcurrentTransactions, fmt.Errorf("ending transaction (commit %t): %w", commit, err))
-	}
-	if m.pid == pid && m.epoch == epoch && (m.state == txnPrepareCommit && commit || m.state == txnPrepareAbort && !commit) {
-		return s.finish(m, ok, failed)
-	}
-	if err := check(m, pid, epoch); err != nil {
-		return fail(id, err, nil)
-	}
-	switch {
-	case m.state == txnOngoing:
-	case m.state == txnCompleteCommit && commit, m.state == txnCompleteAbort && !commit:
-		return s.done(m, txnResult{})
-	default:
-		return fail(id, kerr.InvalidTxnState, nil)
-	}
-	return s.end(m, m.epoch, commit, now, ok, func(err error) txnEffects {
-		return fail(id, kerr.CoordinatorNotAvailable, fmt.Errorf("ending transaction (commit %t): prepare: %w", commit, err))
-	}, failed)
 }
 
 // verify is Kafka's KIP-890 part 1 verification of a transactional batch:

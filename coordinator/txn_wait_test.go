@@ -34,7 +34,7 @@ func TestTxnRequestsWaitForTransitionInFlight(t *testing.T) {
 	}
 	r := h.txns.InitProducerID("t1", 60000, -1, -1)
 	parts := []TxnPartition{{Topic: "orders", Partition: 0}}
-	h.txns.AddPartitions("t1", r.ProducerID, r.Epoch, parts)
+	h.txns.AddPartitions("t1", r.ProducerID, r.Epoch, parts, 0)
 	if r.Err != nil || parts[0].Err != nil {
 		t.Fatalf("init %v, add partitions %v", r.Err, parts[0].Err)
 	}
@@ -42,7 +42,7 @@ func TestTxnRequestsWaitForTransitionInFlight(t *testing.T) {
 	h.txns.markers = w
 
 	ended := make(chan *kerr.Error, 1)
-	go func() { ended <- h.txns.EndTxn("t1", r.ProducerID, r.Epoch, true) }()
+	go func() { ended <- h.txns.EndTxn("t1", r.ProducerID, r.Epoch, true, 0).Err }()
 	select {
 	case <-w.entered:
 	case <-time.After(10 * time.Second):
@@ -101,9 +101,9 @@ func TestTxnLoadWaitsForGroups(t *testing.T) {
 	}
 	r := h.txns.InitProducerID("t1", 60000, -1, -1)
 	parts := []TxnPartition{{Topic: "orders", Partition: 0}}
-	h.txns.AddPartitions("t1", r.ProducerID, r.Epoch, parts)
+	h.txns.AddPartitions("t1", r.ProducerID, r.Epoch, parts, 0)
 	h.markers.fail = 1
-	if err := h.txns.EndTxn("t1", r.ProducerID, r.Epoch, true); err != kerr.ConcurrentTransactions {
+	if err := h.txns.EndTxn("t1", r.ProducerID, r.Epoch, true, 0).Err; err != kerr.ConcurrentTransactions {
 		t.Fatalf("EndTxn with failing markers: %v", err)
 	}
 	var groupsLoaded atomic.Bool

@@ -70,7 +70,7 @@ func (l *memLog) AppendCoordinator(records []byte, leaderEpoch int32) (storage.A
 	return l.appendAt(records, true, leaderEpoch)
 }
 
-func (l *memLog) AppendControl(_ int64, _ int16, _ bool, _, leaderEpoch int32) (int64, error) {
+func (l *memLog) AppendMarker(_ int64, _ int16, _ bool, _, leaderEpoch int32, _ int8) (int64, error) {
 	res, err := l.appendAt(memBatch(0, 1, 0), true, leaderEpoch)
 	return res.BaseOffset, err
 }

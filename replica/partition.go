@@ -23,7 +23,7 @@ import (
 type Log interface {
 	Append(records []byte, leaderEpoch int32) (storage.AppendResult, error)
 	AppendCoordinator(records []byte, leaderEpoch int32) (storage.AppendResult, error)
-	AppendControl(producerID int64, epoch int16, commit bool, coordinatorEpoch, leaderEpoch int32) (int64, error)
+	AppendMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch, leaderEpoch int32, tv int8) (int64, error)
 	AppendAsFollower(records []byte) (storage.AppendResult, error)
 	TruncateTo(offset int64) error
 	TruncateFullyAndStartAt(offset int64) error
@@ -263,12 +263,20 @@ func (p *Partition) AppendCoordinator(records []byte, timeout time.Duration) (st
 }
 
 // AppendControl writes a transaction marker as leader and returns its
-// offset once every in-sync replica holds it.
+// offset once every in-sync replica holds it: AppendMarker at transaction
+// version 0.
 func (p *Partition) AppendControl(producerID int64, epoch int16, commit bool, coordinatorEpoch int32, timeout time.Duration) (int64, error) {
+	return p.AppendMarker(producerID, epoch, commit, coordinatorEpoch, 0, timeout)
+}
+
+// AppendMarker writes a transaction marker of a transaction that ran at
+// transaction version tv (storage.Log.AppendMarker) as leader and returns
+// its offset once every in-sync replica holds it.
+func (p *Partition) AppendMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch int32, tv int8, timeout time.Duration) (int64, error) {
 	if err := p.checkMinISR(); err != nil {
 		return 0, err
 	}
-	off, err := p.log.AppendControl(producerID, epoch, commit, coordinatorEpoch, p.epoch.LeaderEpoch())
+	off, err := p.log.AppendMarker(producerID, epoch, commit, coordinatorEpoch, p.epoch.LeaderEpoch(), tv)
 	if err != nil {
 		return 0, err
 	}

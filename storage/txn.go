@@ -210,18 +210,33 @@ func completeTxn(ps *producerStates, producerID int64, epoch int16, commit bool,
 
 // AppendControl writes a transaction marker (commit or abort) for the
 // producer, as the transaction coordinator does for every partition of a
-// transaction it ends, and returns the marker's offset. The producer's open
-// transaction on this partition, if any, ends: an abort is added to the
-// aborted-transaction index. A marker epoch older than the producer's is
-// INVALID_PRODUCER_EPOCH and an older coordinator epoch is
-// TRANSACTION_COORDINATOR_FENCED, as in Kafka's ProducerAppendInfo.
+// transaction it ends, and returns the marker's offset: AppendMarker at
+// transaction version 0.
 func (l *Log) AppendControl(producerID int64, epoch int16, commit bool, coordinatorEpoch int32, leaderEpoch int32) (int64, error) {
+	return l.AppendMarker(producerID, epoch, commit, coordinatorEpoch, leaderEpoch, 0)
+}
+
+// AppendMarker writes a transaction marker of a transaction that ran at
+// transaction version tv. The producer's open transaction on this
+// partition, if any, ends: an abort is added to the aborted-transaction
+// index. As Kafka's ProducerAppendInfo.checkProducerEpoch, a marker epoch
+// older than the producer's is INVALID_PRODUCER_EPOCH, and from tv 2
+// (KIP-1228: every end bumps the epoch) so is one equal to it while the
+// producer has a transaction open here (a late marker of the previous
+// transaction must not end the next), while an equal one with none open
+// is a retry and is written again (KAFKA-19999). An older coordinator
+// epoch is TRANSACTION_COORDINATOR_FENCED.
+func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch int32, leaderEpoch int32, tv int8) (int64, error) {
 	l.mu.Lock()
 	if e, ok := l.producers.entries[producerID]; ok {
 		switch {
 		case epoch < e.Epoch:
 			l.mu.Unlock()
 			return 0, fmt.Errorf("marker for producer %d: epoch %d is older than %d: %w", producerID, epoch, e.Epoch, kerr.InvalidProducerEpoch)
+		case tv >= 2 && epoch == e.Epoch && e.TxnFirstOffset >= 0:
+			l.mu.Unlock()
+			return 0, fmt.Errorf("marker for producer %d (transaction version %d): epoch %d is not newer than the open transaction's %d: %w",
+				producerID, tv, epoch, e.Epoch, kerr.InvalidProducerEpoch)
 		case coordinatorEpoch < e.CoordinatorEpoch:
 			l.mu.Unlock()
 			return 0, fmt.Errorf("marker for producer %d: coordinator epoch %d is older than %d: %w",

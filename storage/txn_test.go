@@ -3,11 +3,14 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strata-io/strata/internal/batch"
 	"github.com/strata-io/strata/storage/vfs"
@@ -156,5 +159,32 @@ func TestTransactionsLSOAndAbortedIndex(t *testing.T) {
 	}
 	if got := l4.AbortedTransactions(0, 11); len(got) != 2 {
 		t.Fatalf("after a clean restart: aborted %v", got)
+	}
+}
+
+// TestMarkerEpochsOfTransactionVersion2: a marker of a transaction that ran
+// at transaction version 2 (KIP-1228) must carry a newer epoch than the
+// producer's open transaction; one at the same epoch is refused while a
+// transaction is open (a late marker of the previous transaction), and
+// accepted again once none is (a retry). A version 0 marker at the same
+// epoch ends the transaction as before.
+func TestMarkerEpochsOfTransactionVersion2(t *testing.T) {
+	l := openTestLog(t, vfs.Default, filepath.Join(t.TempDir(), "t-0"), testConfig(), OpenOptions{RecoveryPoint: -1})
+	appendOK(t, l, txnBatch(1, 0, 1)) // pid 1 epoch 0 open at 0
+	if _, err := l.AppendMarker(1, 0, true, 0, 0, 2); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("v2 marker at the open transaction's epoch: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	if got := l.LastStableOffset(); got != 0 {
+		t.Fatalf("LSO after a refused marker: %d, want 0", got)
+	}
+	if _, err := l.AppendMarker(1, 1, true, 0, 0, 2); err != nil {
+		t.Fatalf("v2 marker at epoch+1: %v", err)
+	}
+	if _, err := l.AppendMarker(1, 1, true, 0, 0, 2); err != nil {
+		t.Fatalf("retried v2 marker with no transaction open: %v", err)
+	}
+	appendOK(t, l, makeBatch(batchOpts{records: 1, valueSize: 8, ts: time.Now().UnixMilli(), pid: 2, epoch: 0, seq: 0, attrs: batch.AttrTransactional}))
+	if _, err := l.AppendMarker(2, 0, false, 0, 0, 0); err != nil {
+		t.Fatalf("v0 marker at the producer's epoch: %v", err)
 	}
 }

@@ -38,6 +38,7 @@ type settings struct {
 	NodeID                int32                // node.id (broker.id accepted as its alias)
 	NumPartitions         int32                // num.partitions
 	AutoCreateTopics      bool                 // auto.create.topics.enable
+	TxnVerification       bool                 // transaction.partition.verification.enable
 	SegmentBytes          int64                // log.segment.bytes
 	SegmentMs             int64                // log.roll.ms / log.roll.hours
 	IndexIntervalBytes    int                  // log.index.interval.bytes
@@ -114,6 +115,7 @@ func defaultSettings() settings {
 		NodeID:                int32(defaultInt("node.id")),
 		NumPartitions:         int32(defaultInt("num.partitions")),
 		AutoCreateTopics:      defaultBool("auto.create.topics.enable"),
+		TxnVerification:       defaultBool("transaction.partition.verification.enable"),
 		SegmentBytes:          defaultInt("log.segment.bytes"),
 		SegmentMs:             defaultInt("log.roll.hours") * 3600 * 1000,
 		IndexIntervalBytes:    int(defaultInt("log.index.interval.bytes")),
@@ -312,6 +314,7 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	loadListenerSettings(&p, &s)
 	p.setInt32(&s.NumPartitions, "num.partitions")
 	p.boolean(&s.AutoCreateTopics, "auto.create.topics.enable")
+	p.boolean(&s.TxnVerification, "transaction.partition.verification.enable")
 	p.setInt64(&s.SegmentBytes, "log.segment.bytes")
 	rollHours := defaultInt("log.roll.hours")
 	p.setInt64(&rollHours, "log.roll.hours")

@@ -53,12 +53,12 @@ func apiVersionsAt(addr string, version int16, clusterID *string, node int32) (f
 // strataSupported is what Strata advertises: Kafka 4.4's features, each up
 // to the level Strata implements.
 var strataSupported = map[string][2]int16{
-	"metadata.version": {7, 13}, "transaction.version": {0, 0}, "group.version": {0, 1},
+	"metadata.version": {7, 13}, "transaction.version": {0, 2}, "group.version": {0, 1},
 	"eligible.leader.replicas.version": {0, 0}, "share.version": {0, 0}, "streams.version": {0, 0},
 }
 
 // strataDefaults is what a new node or cluster finalizes.
-var strataDefaults = map[string]int16{"metadata.version": 13, "group.version": 1}
+var strataDefaults = map[string]int16{"metadata.version": 13, "transaction.version": 2, "group.version": 1}
 
 // TestApiVersionsFeaturesOnOneNode: a fresh node finalizes the defaults at
 // epoch 0 and advertises them from v3 on; v5 checks the cluster and node a

@@ -140,10 +140,14 @@ func lastBatch(t *testing.T, cl *kgo.Client, topic string, partition int32, offs
 // produceBatch sends batch as it is to the partition (acks all).
 func produceBatch(t *testing.T, cl *kgo.Client, topic string, partition int32, batch []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
+	td, err := kadm.NewClient(cl).ListTopics(timeoutCtx(t, 15*time.Second), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 10000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, td[topic].ID // v13 names it by id
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = partition, batch
 	rt.Partitions = append(rt.Partitions, rp)

@@ -166,6 +166,7 @@ func brokerConfig(s settings, logRequests bool, build buildInfo) broker.Config {
 		NodeID:                s.NodeID,
 		NumPartitions:         s.NumPartitions,
 		AutoCreateTopics:      s.AutoCreateTopics,
+		NoTxnVerification:     !s.TxnVerification,
 		SocketRequestMaxBytes: s.SocketRequestMaxBytes,
 		LogRequests:           logRequests,
 		MetricsListener:       s.MetricsListener,
