@@ -17,7 +17,8 @@ package broker
 //     needs CREATE_TOKENS on that USER (else
 //     DELEGATION_TOKEN_AUTHORIZATION_FAILED); a renewer of a type other than
 //     User is INVALID_PRINCIPAL_TYPE; no delegation.token.secret.key is
-//     DELEGATION_TOKEN_AUTH_DISABLED. The token's max timestamp is now plus
+//     DELEGATION_TOKEN_AUTH_DISABLED, a finalized metadata.version below 14
+//     (3.6-IV2) UNSUPPORTED_VERSION. The token's max timestamp is now plus
 //     the smaller of the request's max lifetime (if positive) and
 //     delegation.token.max.lifetime.ms, its expiry now plus
 //     delegation.token.expiry.time.ms, no later than the max;
@@ -118,6 +119,10 @@ func handleCreateDelegationToken(rc *reqCtx) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.DelegationTokenAuthDisabled.Code
 		return resp, nil
 	}
+	if !tokensInMetadata(rc) {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	cfg := rc.svc.tokens.cfg
 	now := rc.svc.clock.Now().UnixMilli()
 	maxLifetime := cfg.MaxLifetime.Milliseconds()
@@ -144,6 +149,16 @@ func handleCreateDelegationToken(rc *reqCtx) (kmsg.Response, error) {
 	return resp, nil
 }
 
+// delegationTokensMetadataVersion is Kafka's IBP_3_6_IV2, the
+// metadata.version from which the metadata holds delegation tokens.
+const delegationTokensMetadataVersion = 14
+
+// tokensInMetadata says whether the finalized metadata.version holds tokens;
+// below it Kafka's controller answers UNSUPPORTED_VERSION.
+func tokensInMetadata(rc *reqCtx) bool {
+	return rc.svc.meta.Image().Features.Level(metadata.MetadataVersionFeature) >= delegationTokensMetadataVersion
+}
+
 // saturatingAdd is Kafka's sum(now, duration): no overflow past the largest
 // long.
 func saturatingAdd(now, d int64) int64 {
@@ -163,6 +178,9 @@ func changeToken(rc *reqCtx, mac []byte, change func(t metadata.DelegationToken,
 	tokens := rc.svc.tokens
 	if !tokens.enabled() {
 		return kerr.DelegationTokenAuthDisabled.Code, 0
+	}
+	if !tokensInMetadata(rc) {
+		return kerr.UnsupportedVersion.Code, 0
 	}
 	var code int16
 	var expiry int64

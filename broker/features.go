@@ -15,13 +15,15 @@ package broker
 // a new cluster finalizes that level; where Kafka 4.4 finalizes more, the
 // README's "What differs" says why:
 //
-//   - metadata.version 7-13 (3.3-IV3 to 3.6-IV1). What the levels up to 13
+//   - metadata.version 7-14 (3.3-IV3 to 3.6-IV2). What the levels up to 14
 //     gate, Strata does: SCRAM credentials in the metadata (11, 3.5-IV2), no
 //     leader epoch bump when the controller shrinks an ISR (12, 3.6-IV0:
 //     PartitionChangeRecord bumps it only with a new leader), a change of
 //     many records applied atomically (13, 3.6-IV1: Kafka's metadata
-//     transactions; each Strata change is one batch). 14 (3.6-IV2) gates
-//     delegation tokens, which Strata does not serve; above are JBOD
+//     transactions; each Strata change is one batch), delegation tokens in
+//     the metadata (14, 3.6-IV2: DelegationTokenRecord). 15 (3.7-IV0) gates
+//     KIP-919's controller registration, which Strata's controllers do not
+//     send (they are the quorum's voters); above are JBOD
 //     directory assignment (17), ELR (23), cordoned log dirs (30), CIDR
 //     ACLs (32) and controller unregistration (33). Kafka 4.4's range is
 //     7-33 and it finalizes 33.
@@ -65,7 +67,7 @@ const metadataVersionMin = 7
 // features is every feature Strata knows, in Kafka's order of
 // Feature.PRODUCTION_FEATURES after metadata.version.
 var features = []feature{
-	{name: metadata.MetadataVersionFeature, min: metadataVersionMin, max: 13},
+	{name: metadata.MetadataVersionFeature, min: metadataVersionMin, max: 14},
 	{name: transactionVersionFeature, max: 2},
 	{name: "group.version", max: 1},
 	{name: "eligible.leader.replicas.version", max: 0,

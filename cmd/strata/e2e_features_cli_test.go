@@ -43,7 +43,7 @@ func TestKafkaFeaturesCLI(t *testing.T) {
 	p := startBroker(t, "")
 	describe := runFeatureCommand(t, home, p.addr, "describe")
 	for _, want := range []string{"Feature: group.version", "SupportedMaxVersion: 1", "Feature: metadata.version",
-		"SupportedMinVersion: 3.3-IV3", "FinalizedVersionLevel: 3.6-IV1", "Feature: transaction.version"} {
+		"SupportedMinVersion: 3.3-IV3", "FinalizedVersionLevel: 3.6-IV2", "Feature: transaction.version"} {
 		if !strings.Contains(describe, want) {
 			t.Fatalf("describe against strata lacks %q:\n%s", want, describe)
 		}

@@ -53,12 +53,12 @@ func apiVersionsAt(addr string, version int16, clusterID *string, node int32) (f
 // strataSupported is what Strata advertises: Kafka 4.4's features, each up
 // to the level Strata implements.
 var strataSupported = map[string][2]int16{
-	"metadata.version": {7, 13}, "transaction.version": {0, 2}, "group.version": {0, 1},
+	"metadata.version": {7, 14}, "transaction.version": {0, 2}, "group.version": {0, 1},
 	"eligible.leader.replicas.version": {0, 0}, "share.version": {0, 0}, "streams.version": {0, 0},
 }
 
 // strataDefaults is what a new node or cluster finalizes.
-var strataDefaults = map[string]int16{"metadata.version": 13, "transaction.version": 2, "group.version": 1}
+var strataDefaults = map[string]int16{"metadata.version": 14, "transaction.version": 2, "group.version": 1}
 
 // TestApiVersionsFeaturesOnOneNode: a fresh node finalizes the defaults at
 // epoch 0 and advertises them from v3 on; v5 checks the cluster and node a
@@ -199,14 +199,14 @@ func TestUpdateFeaturesOnOneNode(t *testing.T) {
 		{1, []featureUpdate{{"foo.version", 1, 1}}, "Invalid update version 1 for feature foo.version. Local controller 1 does not support this feature."},
 		{1, []featureUpdate{{"foo.version", 0, 2}}, "Invalid update version 0 for feature foo.version. Feature foo.version not found."},
 		{2, []featureUpdate{{"group.version", 2, 1}}, "Invalid update version 2 for feature group.version. Local controller 1 only supports versions 0-1"},
-		{2, []featureUpdate{{"transaction.version", 2, 1}}, "Invalid update version 2 for feature transaction.version. Local controller 1 only supports versions 0-0"},
+		{2, []featureUpdate{{"transaction.version", 3, 1}}, "Invalid update version 3 for feature transaction.version. Local controller 1 only supports versions 0-2"},
 		{1, []featureUpdate{{"group.version", 0, 1}}, "Invalid update version 0 for feature group.version. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade."},
 		{0, []featureUpdate{{"group.version", 0, 2}}, "Invalid update version 0 for feature group.version. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade."},
 		{1, []featureUpdate{{"group.version", 1, 4}}, "Invalid update version 1 for feature group.version. The controller does not support the given upgrade type."},
 		{1, []featureUpdate{{"group.version", -1, 2}}, "Invalid update version -1 for feature group.version. A feature version cannot be less than 0."},
-		{1, []featureUpdate{{"metadata.version", 14, 1}}, "Invalid update version 14 for feature metadata.version. Local controller 1 only supports versions 7-13"},
-		{1, []featureUpdate{{"metadata.version", 12, 2}}, "Unsupported metadata.version downgrade from 13 to 12. Refusing to perform the requested downgrade because it might delete metadata information."},
-		{1, []featureUpdate{{"metadata.version", 7, 3}}, "Unsupported metadata.version downgrade from 13 to 7. Unsafe metadata downgrade is not supported in this version."},
+		{1, []featureUpdate{{"metadata.version", 15, 1}}, "Invalid update version 15 for feature metadata.version. Local controller 1 only supports versions 7-14"},
+		{1, []featureUpdate{{"metadata.version", 12, 2}}, "Unsupported metadata.version downgrade from 14 to 12. Refusing to perform the requested downgrade because it might delete metadata information."},
+		{1, []featureUpdate{{"metadata.version", 7, 3}}, "Unsupported metadata.version downgrade from 14 to 7. Unsafe metadata downgrade is not supported in this version."},
 		{1, []featureUpdate{{"group.version", 0, 2}, {"share.version", 1, 1}}, "Invalid update version 1 for feature share.version. Local controller 1 only supports versions 0-0"},
 	} {
 		code, msg, results := updateFeatures(t, p.addr, c.version, false, c.updates...)
@@ -226,7 +226,7 @@ func TestUpdateFeaturesOnOneNode(t *testing.T) {
 	if code, msg, results := updateFeatures(t, p.addr, 2, false, featureUpdate{"group.version", 0, 2}); code != 0 || len(results) != 0 {
 		t.Fatalf("v2 safe downgrade of group.version: code %d %q, results %v", code, msg, results)
 	}
-	downgraded := map[string]int16{"metadata.version": 13}
+	downgraded := map[string]int16{"metadata.version": 14, "transaction.version": 2}
 	if seen, err := apiVersionsAt(p.addr, 4, nil, -1); err != nil || !maps.Equal(seen.finalized, downgraded) || seen.epoch != 1 {
 		t.Fatalf("after the downgrade: %v, %v", seen, err)
 	}
@@ -261,7 +261,7 @@ func TestClusterUpdateFeaturesSurvivesFailover(t *testing.T) {
 	if code, msg, results := updateFeatures(t, via.addr, 1, false, featureUpdate{"group.version", 0, 2}); code != 0 || !slices.Equal(results, []string{"group.version 0 NONE"}) {
 		t.Fatalf("downgrade through node %d: %d %q %v", via.id, code, msg, results)
 	}
-	downgraded := map[string]int16{"metadata.version": 13}
+	downgraded := map[string]int16{"metadata.version": 14, "transaction.version": 2}
 	if seen, err := apiVersionsAt(via.addr, 4, nil, -1); err != nil || !maps.Equal(seen.finalized, downgraded) || seen.epoch != 1 {
 		t.Fatalf("node %d right after its answer: %v, %v", via.id, seen, err)
 	}
