@@ -139,7 +139,7 @@ func (m *Manager) AlterBrokerConfigs(configs map[string]string, node, validateOn
 		}
 		topicKey, scale, ok := configdef.BrokerSynonymOf(k)
 		if !ok {
-			return kafkaerr.New(kerr.InvalidRequest, "Cannot update these configs dynamically: Set(%s)", k)
+			return kafkaerr.New(kerr.InvalidRequest, "Cannot update these configs dynamically: [%s]", k)
 		}
 		if err := validateBrokerConfig(k, configs[k], topicKey, scale); err != nil {
 			return err
