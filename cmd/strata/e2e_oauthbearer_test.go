@@ -193,8 +193,7 @@ func TestOAuthBearerJWKSFile(t *testing.T) {
 		"sasl.oauthbearer.expected.issuer":                                            "https://issuer.test",
 	}
 	_, strataAddr := oauthStrata(t, keys)
-	now := time.Now().Unix()
-	sign := func(k *rsa.PrivateKey, kid string, change map[string]any) string {
+	sign := func(now int64, k *rsa.PrivateKey, kid string, change map[string]any) string {
 		claims := map[string]any{"sub": "alice", "aud": "strata", "iss": "https://issuer.test", "iat": now, "exp": now + 600}
 		for n, v := range change {
 			if v == nil {
@@ -220,34 +219,41 @@ func TestOAuthBearerJWKSFile(t *testing.T) {
 		return token
 	}
 	const refused = `SASL_AUTHENTICATION_FAILED: SASL Authentication failed.: {"status":"invalid_token"}`
-	cases := map[string]struct{ token, want string }{
-		"good":                 {sign(key, "k", nil), "ok"},
-		"other key":            {sign(other, "k", nil), refused},
-		"wrong audience":       {sign(key, "k", map[string]any{"aud": "kafka"}), refused},
-		"one of the audiences": {sign(key, "k", map[string]any{"aud": []string{"kafka", "strata"}}), "ok"},
-		"no audience":          {sign(key, "k", map[string]any{"aud": nil}), refused},
-		"wrong issuer":         {sign(key, "k", map[string]any{"iss": "https://evil.test"}), refused},
-		"no issuer":            {sign(key, "k", map[string]any{"iss": nil}), refused},
-		"expired":              {sign(key, "k", map[string]any{"exp": now - 600}), refused},
-		// Accepted within the skew, but its session (KIP-368) has ended: the
-		// next request closes the connection, on Kafka too.
-		"expired, within skew":  {sign(key, "k", map[string]any{"exp": now - 10, "iat": now - 60}), "EOF"},
-		"exp before iat":        {sign(key, "k", map[string]any{"exp": now + 60, "iat": now + 120}), refused},
-		"exp before nbf":        {sign(key, "k", map[string]any{"exp": now + 60, "nbf": now + 70}), refused},
-		"no exp":                {sign(key, "k", map[string]any{"exp": nil}), refused},
-		"not before, in 10 min": {sign(key, "k", map[string]any{"nbf": now + 600}), refused},
-		"not before, in skew":   {sign(key, "k", map[string]any{"nbf": now + 10}), "ok"},
-		"no iat":                {sign(key, "k", map[string]any{"iat": nil}), refused},
-		"iat in 10 min":         {sign(key, "k", map[string]any{"iat": now + 600}), ""},
-		"no sub":                {sign(key, "k", map[string]any{"sub": nil}), refused},
-		"blank sub":             {sign(key, "k", map[string]any{"sub": " "}), refused},
-		"numeric sub":           {sign(key, "k", map[string]any{"sub": 42}), refused},
-		"no kid":                {sign(key, "", nil), ""},
-		"unsecured":             {unsecuredJWT(map[string]any{"sub": "alice", "aud": "strata", "iss": "https://issuer.test", "iat": now, "exp": now + 600}), refused},
+	// casesAt signs the tokens with the times relative to now: each broker
+	// gets tokens signed just before it is tried, so that a slow Kafka start
+	// does not push "expired, within skew" out of the 30 s skew.
+	casesAt := func(now int64) map[string]struct{ token, want string } {
+		sign := func(k *rsa.PrivateKey, kid string, change map[string]any) string { return sign(now, k, kid, change) }
+		return map[string]struct{ token, want string }{
+			"good":                 {sign(key, "k", nil), "ok"},
+			"other key":            {sign(other, "k", nil), refused},
+			"wrong audience":       {sign(key, "k", map[string]any{"aud": "kafka"}), refused},
+			"one of the audiences": {sign(key, "k", map[string]any{"aud": []string{"kafka", "strata"}}), "ok"},
+			"no audience":          {sign(key, "k", map[string]any{"aud": nil}), refused},
+			"wrong issuer":         {sign(key, "k", map[string]any{"iss": "https://evil.test"}), refused},
+			"no issuer":            {sign(key, "k", map[string]any{"iss": nil}), refused},
+			"expired":              {sign(key, "k", map[string]any{"exp": now - 600}), refused},
+			// Accepted within the skew, but its session (KIP-368) has ended: the
+			// next request closes the connection, on Kafka too.
+			"expired, within skew":  {sign(key, "k", map[string]any{"exp": now - 10, "iat": now - 60}), "EOF"},
+			"exp before iat":        {sign(key, "k", map[string]any{"exp": now + 60, "iat": now + 120}), refused},
+			"exp before nbf":        {sign(key, "k", map[string]any{"exp": now + 60, "nbf": now + 70}), refused},
+			"no exp":                {sign(key, "k", map[string]any{"exp": nil}), refused},
+			"not before, in 10 min": {sign(key, "k", map[string]any{"nbf": now + 600}), refused},
+			"not before, in skew":   {sign(key, "k", map[string]any{"nbf": now + 10}), "ok"},
+			"no iat":                {sign(key, "k", map[string]any{"iat": nil}), refused},
+			"iat in 10 min":         {sign(key, "k", map[string]any{"iat": now + 600}), ""},
+			"no sub":                {sign(key, "k", map[string]any{"sub": nil}), refused},
+			"blank sub":             {sign(key, "k", map[string]any{"sub": " "}), refused},
+			"numeric sub":           {sign(key, "k", map[string]any{"sub": 42}), refused},
+			"no kid":                {sign(key, "", nil), ""},
+			"unsecured":             {unsecuredJWT(map[string]any{"sub": "alice", "aud": "strata", "iss": "https://issuer.test", "iat": now, "exp": now + 600}), refused},
+		}
 	}
+	cases := casesAt(time.Now().Unix())
 	outcomes := func(addr string) map[string]string {
 		out := map[string]string{}
-		for name, c := range cases {
+		for name, c := range casesAt(time.Now().Unix()) {
 			err := newClient(t, addr, kgo.SASL(oauth.Auth{Token: c.token}.AsMechanism()), kgo.RequestRetries(0)).Ping(timeoutCtx(t, 20*time.Second))
 			out[name] = "ok"
 			if err != nil {
