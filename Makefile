@@ -39,20 +39,20 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-# Tools the end-to-end tests drive as real clients: kcat, Kafka Streams 4.4 (chaos's word
-# count), and Apache Kafka's jars for its command-line tools (cached in compat-tests/.cache, shared with make compat and make bench).
+# Tools the end-to-end tests drive as real clients: kcat, Apache Kafka 4.4.0's jars for its
+# command-line tools and as a control (cached in compat-tests/.cache/kafka-4.4.0, shared
+# with make compat, make bench and make chaos), and Kafka Streams 4.4.0 (chaos's word count).
 tools:
 	./scripts/install-kcat.sh
 	./compat-tests/scripts/install-kafka.sh
 	./compat-tests/scripts/install-streams.sh
 
-# Strata and the reference Kafka (compat-tests/scripts/install-kafka.sh) one after the
-# other under the same franz-go workloads, then three of each (RF=3, Kafka 4.4.0); BENCH_ARGS
+# Strata and the reference Apache Kafka 4.4.0 (compat-tests/scripts/install-kafka.sh) one
+# after the other under the same franz-go workloads, then three of each (RF=3); BENCH_ARGS
 # passes flags (-quick, -workloads W1,W4, -no-cluster, -cluster-only).
 BENCH_ARGS ?=
 bench:
 	./compat-tests/scripts/install-kafka.sh
-	KAFKA_VERSION=4.4.0 ./compat-tests/scripts/install-kafka.sh
 	$(GO) run ./bench/cmd/strata-bench $(BENCH_ARGS)
 
 gobench:
@@ -79,12 +79,12 @@ clean:
 	rm -rf bin
 
 # Longer process-kill runs (chaos/): CHAOS_ENV sets STRATA_KILLS, STRATA_CHAOS_KAFKA=1,
-# STRATA_CHAOS_POWERLOSS=1, STRATA_CHAOS_SEED (README, Testing).
+# STRATA_CHAOS_POWERLOSS=1, STRATA_CHAOS_SEED (README, Testing); the Kafka control is 4.4.0.
 CHAOS_ENV ?= STRATA_KILLS=200
 # The three-node random kills, then the split layout's (3 controllers, 3 brokers, any node
 # killed), follow the single node's (Strata's clusters always; Kafka's with STRATA_CHAOS_KAFKA=1).
 chaos:
-	KAFKA_VERSION=4.4.0 ./compat-tests/scripts/install-kafka.sh
+	./compat-tests/scripts/install-kafka.sh
 	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 180m -run '^Test(Strata|Kafka)Kills$$|PowerLoss' ./chaos
 	env STRATA_CLUSTER=1 $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 180m -run '^Test(Strata|Kafka)Cluster(Split)?Kills$$' ./chaos
 
@@ -94,10 +94,10 @@ chaos:
 # exactly-once consume-transform-produce run under leader and coordinator kills. CHAOS_ENV adds STRATA_CHAOS_KAFKA=1 for
 # the Apache Kafka 4.4.0 control and STRATA_CLUSTER=1 for Strata (README, Testing).
 cluster-chaos:
-	KAFKA_VERSION=4.4.0 ./compat-tests/scripts/install-kafka.sh
+	./compat-tests/scripts/install-kafka.sh
 	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 300m -run 'Cluster(Failover|SplitFailover|Kills|SplitKills|Partition|SlowFollower|GroupOffsets|ExactlyOnce|ChangesVoters)|Netns(Isolate|Shape)' ./chaos
 
-# Compatibility matrix: real clients against Strata and Apache Kafka 4.1
+# Compatibility matrix: real clients against Strata and Apache Kafka 4.4.0
 # (compat-tests/README.md). Writes compat-tests/report/matrix.{json,md}; fails only when a
 # cell of compat-tests/expected-pass.txt does not pass on Strata. COMPAT_ARGS passes flags.
 COMPAT_ARGS ?=

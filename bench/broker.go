@@ -3,9 +3,9 @@
 // writes BENCHMARKS.md and PNG charts from the measurements.
 //
 // The brokers are launched with the chaos package's targets (the real strata
-// binary; Kafka 4.1 in KRaft combined mode from compat-tests/.cache/kafka),
-// and the three-broker clusters with its cluster launcher (Kafka 4.4.0 from
-// compat-tests/.cache/kafka-4.4.0).
+// binary; Kafka 4.4.0 in KRaft combined mode from
+// compat-tests/.cache/kafka-4.4.0), and the three-broker clusters with its
+// cluster launcher from the same jars.
 package bench
 
 import (

@@ -62,7 +62,7 @@ func (c *Config) runCluster(ctx context.Context, run *Run, k Kind) error {
 	case Strata:
 		cl, err = chaos.NewStrataCluster(c.StrataBin, cfg)
 	case Kafka:
-		cl, err = chaos.NewKafkaCluster(c.ClusterKafkaHome, cfg)
+		cl, err = chaos.NewKafkaCluster(c.KafkaHome, cfg)
 	default:
 		err = fmt.Errorf("unknown broker %q", k)
 	}

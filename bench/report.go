@@ -57,7 +57,7 @@ func Machine() string {
 	fmt.Fprintf(&b, "- Memory: %s\n", mem)
 	fmt.Fprintf(&b, "- Linux %s\n", strings.TrimSpace(string(kernel)))
 	fmt.Fprintf(&b, "- Go: %s (Strata built with CGO_ENABLED=0 -trimpath)\n", runtime.Version())
-	fmt.Fprintf(&b, "- Java: %s; Kafka 4.1.1 (KRaft combined mode) for the single-broker passes, JVM options as kafka-server-start.sh: `%s`; Kafka 4.4.0 for the three-broker pass\n", strings.TrimSpace(jl), strings.Join(KafkaJVM, " "))
+	fmt.Fprintf(&b, "- Java: %s; Kafka 4.4.0 (KRaft combined mode), JVM options as kafka-server-start.sh: `%s`\n", strings.TrimSpace(jl), strings.Join(KafkaJVM, " "))
 	return b.String()
 }
 
@@ -212,7 +212,7 @@ func (run *Run) perfSection() string {
 	}
 	var b strings.Builder
 	b.WriteString("### Cross-check: kafka-producer-perf-test (W1's shape)\n\n")
-	b.WriteString("`org.apache.kafka.tools.ProducerPerformance` from the cached Kafka 4.1.1 jars, 100 B records, " +
+	b.WriteString("`org.apache.kafka.tools.ProducerPerformance` from the cached Kafka 4.4.0 jars, 100 B records, " +
 		"6 partitions, `acks=all enable.idempotence=true linger.ms=5`, `--throughput -1`.\n\n")
 	b.WriteString("| broker | records | records/s | MB/s | avg ms | p99 ms |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
 	var sp, kp *PerfResult

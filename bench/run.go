@@ -20,12 +20,10 @@ import (
 // Config sizes a run.
 type Config struct {
 	StrataBin string
-	KafkaHome string // compat-tests/.cache/kafka (4.1.1): the single-broker passes
-	// ClusterKafkaHome is compat-tests/.cache/kafka-4.4.0: the cluster pass.
-	ClusterKafkaHome string
-	WorkDir          string // data dirs go under it; removed after each broker
-	Brokers          []Kind
-	Workloads        map[string]bool // W1..W7, PERF, FAILOVER; empty means all
+	KafkaHome string // compat-tests/.cache/kafka-4.4.0: every Kafka pass
+	WorkDir   string // data dirs go under it; removed after each broker
+	Brokers   []Kind
+	Workloads map[string]bool // W1..W7, PERF, FAILOVER; empty means all
 
 	W1Records     int64 // 100 B values
 	W2Records     int64 // 1 KB values

@@ -42,7 +42,7 @@ func (c *Config) runSessions(ctx context.Context, run *Run, k Kind) error {
 	if !c.Keep {
 		defer os.RemoveAll(dir)
 	}
-	home := c.ClusterKafkaHome
+	home := c.KafkaHome
 	b, err := newBroker(k, Default, c.StrataBin, home, dir, "")
 	if err != nil {
 		return err

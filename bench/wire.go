@@ -22,8 +22,8 @@ import (
 // decoding, which on a 2-core machine caps records/s below what either
 // broker can take; this generator leaves the cores to the broker.
 
-// Versions both brokers serve: Produce v11 (Strata's highest; Kafka 4.1
-// serves 3-12), Fetch v12 (the last that names topics instead of topic
+// Versions both brokers serve: Produce v11 (Strata's highest; Kafka 4.4
+// serves 3-13), Fetch v12 (the last that names topics instead of topic
 // IDs), InitProducerID v4.
 const (
 	wireProduceVersion = 11

@@ -23,38 +23,30 @@ import (
 // TestAdminCLIShapeMatchesKafka, with STRATA_CHAOS_KAFKA=1, runs the same
 // sequence against Apache Kafka 4.4.0 and compares the outputs' shapes.
 
-// toolLibs is the libs directory of the Kafka whose tools the tests run:
-// 4.4.0 when cached (the cluster control's), else the 4.1.1 make test
-// installs.
+// kafkaHome is where compat-tests/scripts/install-kafka.sh (run by make
+// tools) installs Apache Kafka 4.4.0: the control of the Kafka runs, and
+// the tools the tests run against both brokers.
+const kafkaHome = "../compat-tests/.cache/kafka-4.4.0"
+
+// kafkaTools is the package of Kafka 4.4's command-line tools (kafka-tools):
+// kafka-topics is kafkaTools + "TopicCommand".
+const kafkaTools = "org.apache.kafka.tools."
+
+// toolLibs is kafkaHome as an absolute path, the test skipped when java or
+// Kafka's jars are not installed.
 func toolLibs(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Skip("java not installed")
 	}
-	for _, dir := range []string{"../compat-tests/.cache/kafka-4.4.0", "../compat-tests/.cache/kafka"} {
-		if _, err := os.Stat(filepath.Join(dir, "VERSION")); err == nil {
-			abs, err := filepath.Abs(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return abs
-		}
+	if _, err := os.Stat(filepath.Join(kafkaHome, "VERSION")); err != nil {
+		t.Skip("Kafka's jars are not cached; run compat-tests/scripts/install-kafka.sh")
 	}
-	t.Skip("Kafka's jars are not cached; run compat-tests/scripts/install-kafka.sh")
-	return ""
-}
-
-// toolClass is the main class of Kafka's tool name in home. 4.1.1 (what
-// make test installs) still has ConfigCommand in Scala's core jar as
-// kafka.admin.ConfigCommand; 4.4.0 has it in org.apache.kafka.tools with
-// the others.
-func toolClass(home, name string) string {
-	if name == "ConfigCommand" {
-		if jars, _ := filepath.Glob(filepath.Join(home, "libs", "kafka_2.13-4.1.*.jar")); len(jars) > 0 {
-			return "kafka.admin.ConfigCommand"
-		}
+	abs, err := filepath.Abs(kafkaHome)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return "org.apache.kafka.tools." + name
+	return abs
 }
 
 // adminCLI runs Kafka's tool classes from home against one cluster.
@@ -81,7 +73,7 @@ func (a *adminCLI) try(class string, args ...string) (string, error) {
 	defer cancel()
 	argv := append([]string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dlog4j2.configurationFile=" + filepath.Join(a.home, "tools-log4j2.properties"),
-		"-cp", filepath.Join(a.home, "libs", "*"), toolClass(a.home, class),
+		"-cp", filepath.Join(a.home, "libs", "*"), kafkaTools + class,
 		"--bootstrap-server", strings.Join(a.c.Bootstrap(), ",")}, args...)
 	cmd := exec.CommandContext(ctx, "java", argv...)
 	var stdout, stderr bytes.Buffer

@@ -90,13 +90,13 @@ func TestStrataKills(t *testing.T) {
 	runChaos(t, target, envInt(t, "STRATA_KILLS", 20))
 }
 
-// TestKafkaKills runs the same workload against Apache Kafka 4.1 as a
+// TestKafkaKills runs the same workload against Apache Kafka 4.4.0 as a
 // control, when STRATA_CHAOS_KAFKA=1 and compat-tests has installed it.
 func TestKafkaKills(t *testing.T) {
 	if os.Getenv("STRATA_CHAOS_KAFKA") == "" {
 		t.Skip("Apache Kafka control: set STRATA_CHAOS_KAFKA=1 to run it")
 	}
-	home, err := filepath.Abs("../compat-tests/.cache/kafka")
+	home, err := filepath.Abs(kafkaHome)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ package chaos
 //     StandardAuthorizer (ClusterConfig.ClientOpts logs the harness in).
 //
 // Run them with `make cluster-chaos` (Kafka 4.4.0 as the control needs
-// KAFKA_VERSION=4.4.0 compat-tests/scripts/install-kafka.sh; the Strata runs
+// compat-tests/scripts/install-kafka.sh; the Strata runs
 // need STRATA_CLUSTER=1, once the Strata cluster forms). cluster_test.go
 // lists the environment knobs.
 
@@ -245,7 +245,7 @@ func newCluster(name string, cfg ClusterConfig) (*Cluster, error) {
 // cluster id, then run as kafka.Kafka at -Xmx512m.
 func NewKafkaCluster(home string, cfg ClusterConfig) (*Cluster, error) {
 	if _, err := os.Stat(filepath.Join(home, "libs")); err != nil {
-		return nil, fmt.Errorf("kafka not installed in %s (run KAFKA_VERSION=4.4.0 compat-tests/scripts/install-kafka.sh): %w", home, err)
+		return nil, fmt.Errorf("kafka not installed in %s (run compat-tests/scripts/install-kafka.sh): %w", home, err)
 	}
 	c, err := newCluster("kafka", cfg)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 
 // Cluster runs (cluster.go), none of them part of `make test`:
 //
-//	STRATA_CHAOS_KAFKA=1        run the Apache Kafka 4.4.0 control (KAFKA_VERSION=4.4.0 compat-tests/scripts/install-kafka.sh)
+//	STRATA_CHAOS_KAFKA=1        run the Apache Kafka 4.4.0 control (compat-tests/scripts/install-kafka.sh)
 //	STRATA_CLUSTER=1            run the Strata cluster (issue 14)
 //	STRATA_FAILOVERS=3          failover repetitions per fault (default 3 for SIGKILL, 2 for SIGSTOP;
 //	                            1 round of leader and controller kills in the split run, cluster_split_test.go)
@@ -63,12 +63,12 @@ func kafkaClusterWith(t *testing.T, cfg ClusterConfig) *Cluster {
 	if os.Getenv("STRATA_CHAOS_KAFKA") == "" {
 		t.Skip("Apache Kafka cluster control: set STRATA_CHAOS_KAFKA=1 to run it")
 	}
-	home, err := filepath.Abs("../compat-tests/.cache/kafka-4.4.0")
+	home, err := filepath.Abs(kafkaHome)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(home, "libs")); err != nil {
-		t.Skipf("Apache Kafka cluster control: %s not installed; run KAFKA_VERSION=4.4.0 compat-tests/scripts/install-kafka.sh", home)
+		t.Skipf("Apache Kafka cluster control: %s not installed; run compat-tests/scripts/install-kafka.sh", home)
 	}
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Skip("Apache Kafka cluster control: java not installed")

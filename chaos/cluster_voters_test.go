@@ -57,7 +57,7 @@ func runChangeVoters(t *testing.T, c *Cluster, home string) {
 // controllers 1 and 2 SIGKILLed; {3, 7} must still commit a topic.
 func TestKafkaClusterChangesVoters(t *testing.T) {
 	c := kafkaClusterWith(t, votersConfig(t))
-	home, err := filepath.Abs("../compat-tests/.cache/kafka-4.4.0")
+	home, err := filepath.Abs(kafkaHome)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func (s *securityRun) tool(name string, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	argv := append([]string{"-Xmx256m", "-Dlog4j2.configurationFile=" + filepath.Join(s.home, "tools-log4j2.properties"),
-		"-cp", filepath.Join(s.home, "libs", "*"), toolClass(s.home, name), "--bootstrap-server", s.saslAddr, "--command-config", s.adminProps}, args...)
+		"-cp", filepath.Join(s.home, "libs", "*"), kafkaTools + name, "--bootstrap-server", s.saslAddr, "--command-config", s.adminProps}, args...)
 	out, err := exec.CommandContext(ctx, "java", argv...).CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("failed: %v: %s", err, out)
@@ -310,7 +310,7 @@ func TestKafkaSecurityScript(t *testing.T) {
 	if os.Getenv("STRATA_CHAOS_KAFKA") == "" {
 		t.Skip("Apache Kafka control: set STRATA_CHAOS_KAFKA=1 to run it")
 	}
-	home, err := filepath.Abs("../compat-tests/.cache/kafka-4.4.0")
+	home, err := filepath.Abs(kafkaHome)
 	if err != nil {
 		t.Fatal(err)
 	}

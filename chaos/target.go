@@ -250,7 +250,7 @@ func (t *StrataTarget) Start(ctx context.Context) error {
 // installs, configured as compat-tests/cmd/compat starts it.
 type KafkaTarget struct {
 	process
-	home      string // compat-tests/.cache/kafka
+	home      string // compat-tests/.cache/kafka-4.4.0
 	dir       string
 	props     string
 	formatted bool

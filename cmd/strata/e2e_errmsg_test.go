@@ -8,32 +8,34 @@ import (
 )
 
 // errorMessageCases are Kafka CLI invocations Kafka refuses with an error
-// message, each with the message Apache Kafka 4.1.1 sends: the message
+// message, each with the message Apache Kafka 4.4.0 sends: the message
 // alone, which the tool prints after the exception's name.
 var errorMessageCases = []struct {
 	class string
 	args  []string
 	want  string
 }{
-	{"kafka.admin.ConfigCommand", []string{"--alter", "--entity-type", "topics", "--entity-name", "errmsg", "--add-config", "retention.ms=abc"},
+	{"org.apache.kafka.tools.ConfigCommand", []string{"--alter", "--entity-type", "topics", "--entity-name", "errmsg", "--add-config", "retention.ms=abc"},
 		"InvalidConfigurationException: Invalid value abc for configuration retention.ms: Not a number of type LONG\n"},
-	{"kafka.admin.ConfigCommand", []string{"--alter", "--entity-type", "topics", "--entity-name", "errmsg", "--add-config", "no.such.config=1"},
+	{"org.apache.kafka.tools.ConfigCommand", []string{"--alter", "--entity-type", "topics", "--entity-name", "errmsg", "--add-config", "no.such.config=1"},
 		"InvalidConfigurationException: Unknown topic config name: no.such.config\n"},
-	{"kafka.admin.ConfigCommand", []string{"--alter", "--entity-type", "topics", "--entity-name", "errmsg", "--add-config", "cleanup.policy=[compact,forever]"},
+	{"org.apache.kafka.tools.ConfigCommand", []string{"--alter", "--entity-type", "topics", "--entity-name", "errmsg", "--add-config", "cleanup.policy=[compact,forever]"},
 		"InvalidConfigurationException: Invalid value forever for configuration cleanup.policy: String must be one of: compact, delete\n"},
-	{"kafka.admin.ConfigCommand", []string{"--alter", "--entity-type", "topics", "--entity-name", "errmsg", "--add-config", "min.cleanable.dirty.ratio=2"},
+	{"org.apache.kafka.tools.ConfigCommand", []string{"--alter", "--entity-type", "topics", "--entity-name", "errmsg", "--add-config", "min.cleanable.dirty.ratio=2"},
 		"InvalidConfigurationException: Invalid value 2.0 for configuration min.cleanable.dirty.ratio: Value must be no more than 1\n"},
-	{"kafka.admin.ConfigCommand", []string{"--alter", "--entity-type", "topics", "--entity-name", "no-such-topic", "--add-config", "retention.ms=1"},
-		"UnknownTopicOrPartitionException: \n"},
-	{"kafka.admin.ConfigCommand", []string{"--alter", "--entity-type", "brokers", "--entity-name", "1", "--add-config", "log.retention.ms=abc"},
+	{"org.apache.kafka.tools.ConfigCommand", []string{"--alter", "--entity-type", "topics", "--entity-name", "no-such-topic", "--add-config", "retention.ms=1"},
+		"UnknownTopicOrPartitionException: The topic 'no-such-topic' does not exist.\n"},
+	{"org.apache.kafka.tools.ConfigCommand", []string{"--alter", "--entity-type", "brokers", "--entity-name", "1", "--add-config", "log.retention.ms=abc"},
 		"InvalidRequestException: Invalid value abc for configuration log.retention.ms: Not a number of type LONG\n"},
+	{"org.apache.kafka.tools.ConfigCommand", []string{"--alter", "--entity-type", "brokers", "--entity-name", "1", "--add-config", "log.dirs=/elsewhere"},
+		"InvalidRequestException: Cannot update these configs dynamically: [log.dirs]\n"},
 	{"org.apache.kafka.tools.TopicCommand", []string{"--create", "--topic", "errmsg"},
 		"TopicExistsException: Topic 'errmsg' already exists.\n"},
 	{"org.apache.kafka.tools.AclCommand", []string{"--add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", ""},
 		"InvalidRequestException: Invalid empty resource name\n"},
-	{"kafka.admin.ConfigCommand", []string{"--alter", "--entity-type", "users", "--entity-name", "alice", "--add-config", "SCRAM-SHA-256=[iterations=20000,password=secret]"},
+	{"org.apache.kafka.tools.ConfigCommand", []string{"--alter", "--entity-type", "users", "--entity-name", "alice", "--add-config", "SCRAM-SHA-256=[iterations=20000,password=secret]"},
 		"UnacceptableCredentialException: Too many iterations\n"},
-	{"kafka.admin.ConfigCommand", []string{"--alter", "--entity-type", "users", "--entity-name", "alice", "--add-config", "producer_byte_rate=0"},
+	{"org.apache.kafka.tools.ConfigCommand", []string{"--alter", "--entity-type", "users", "--entity-name", "alice", "--add-config", "producer_byte_rate=0"},
 		"InvalidRequestException: Quota producer_byte_rate must be greater than 0\n"},
 }
 
@@ -72,13 +74,12 @@ func runErrorMessageCases(t *testing.T, home, addr string) []string {
 
 // TestErrorMessagesAsKafka runs Kafka's kafka-configs, kafka-topics and
 // kafka-acls with an invalid topic config value, an unknown topic config,
-// a topic that does not exist, an invalid dynamic broker config, a topic
-// that exists, an invalid ACL, a bad SCRAM iteration count and a bad quota
-// against Strata and against Apache Kafka 4.1.1, both with the
-// StandardAuthorizer (a read-only broker config, whose message Kafka 4.4
-// prints differently, is TestDynamicBrokerConfigsAsKafka44's): each tool
-// prints Kafka's message alone (not followed by the error code's name and
-// description) and prints the same against both.
+// a topic that does not exist, an invalid and a read-only dynamic broker
+// config, a topic that exists, an invalid ACL, a bad SCRAM iteration count
+// and a bad quota against Strata and against Apache Kafka 4.4.0, both with
+// the StandardAuthorizer: each tool prints Kafka's message alone (not
+// followed by the error code's name and description) and prints the same
+// against both.
 func TestErrorMessagesAsKafka(t *testing.T) {
 	e2e(t)
 	home := installedKafkaTools(t)

@@ -64,11 +64,11 @@ func TestKafkaFeaturesCLI(t *testing.T) {
 		t.Fatalf("feature-dependencies: %s", out)
 	}
 
-	if _, err := os.Stat(filepath.Join(kafka44Home, "libs")); err != nil {
-		t.Logf("Kafka 4.4.0 is not installed in %s: not compared", kafka44Home)
+	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
+		t.Logf("Kafka 4.4.0 is not installed in %s: not compared", kafkaHome)
 		return
 	}
-	home44, err := filepath.Abs(kafka44Home)
+	home44, err := filepath.Abs(kafkaHome)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,10 +20,10 @@ import (
 // Kafka 4.4.0, printing the same; Strata's survive a restart.
 func TestGroupConfigsCLIAsKafka44(t *testing.T) {
 	e2e(t)
-	if _, err := os.Stat(filepath.Join(kafka44Home, "libs")); err != nil {
+	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
 		t.Skip("Kafka 4.4.0's jars are not cached: no comparison with Kafka")
 	}
-	home, err := filepath.Abs(kafka44Home)
+	home, err := filepath.Abs(kafkaHome)
 	if err != nil {
 		t.Fatal(err)
 	}

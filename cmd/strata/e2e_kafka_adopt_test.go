@@ -1,6 +1,6 @@
 package main
 
-// Strata started on a log dir Apache Kafka 4.1.1 (KRaft, one combined node)
+// Strata started on a log dir Apache Kafka 4.4.0 (KRaft, one combined node)
 // wrote: it adopts Kafka's topics, data, committed offsets and producer state.
 
 import (
@@ -25,8 +25,9 @@ import (
 )
 
 // kafkaHome is where compat-tests/scripts/install-kafka.sh (run by make tools)
-// installs Apache Kafka's jars.
-var kafkaHome = filepath.Join("..", "..", "compat-tests", ".cache", "kafka")
+// installs Apache Kafka 4.4.0's jars: the Kafka the e2e tests run, as a
+// control and for its tools.
+var kafkaHome = filepath.Join("..", "..", "compat-tests", ".cache", "kafka-4.4.0")
 
 // newKafka prepares Apache Kafka in KRaft combined mode (node 1) as chaos
 // runs it, with the offsets and transaction topics at Kafka's default 50
@@ -246,7 +247,7 @@ func TestAdoptKafkaLogDir(t *testing.T) {
 	member.Close()
 	consoleOut, err := k.Tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", k.Addr(),
 		"--topic", "compacted", "--group", "kip848-group", "--from-beginning", "--max-messages", "5",
-		"--consumer-property", "group.protocol=consumer").CombinedOutput()
+		"--command-property", "group.protocol=consumer").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kafka console consumer (group.protocol=consumer): %v\n%s", err, consoleOut)
 	}
@@ -427,7 +428,7 @@ func TestAdoptKafkaLogDir(t *testing.T) {
 	if made, _ := filepath.Glob(filepath.Join(dataDir, "strata-made-0", "*.log")); len(made) < 2 {
 		t.Fatalf("strata-made-0 has %d segments, want several", len(made))
 	}
-	out, err := k.Tool("kafka.tools.DumpLogSegments", "--deep-iteration", "--files", strings.Join(files, ",")).CombinedOutput()
+	out, err := k.Tool("org.apache.kafka.tools.DumpLogSegments", "--deep-iteration", "--files", strings.Join(files, ",")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("DumpLogSegments: %v\n%s", err, tail(string(out), 8<<10))
 	}

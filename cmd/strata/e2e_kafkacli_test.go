@@ -19,7 +19,7 @@ func TestKafkaCLIWrapper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "compat-tests/.cache/kafka/VERSION")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, "compat-tests/.cache/kafka-4.4.0/VERSION")); err != nil {
 		t.Skip("Kafka's jars are not cached; run compat-tests/scripts/install-kafka.sh")
 	}
 	if _, err := exec.LookPath("java"); err != nil {

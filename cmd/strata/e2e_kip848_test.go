@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -353,18 +352,12 @@ func TestClusterConsumerGroup848SurvivesCoordinatorFailover(t *testing.T) {
 }
 
 // TestJavaConsumerGroup848SurvivesRestart: the same with two Java console
-// consumers (group.protocol=consumer, Kafka 4.4.0's client when cached,
-// else 4.1.1's): after kill -9 and a restart, the group, its member ids,
+// consumers (group.protocol=consumer, Kafka 4.4.0's client): after kill -9 and a restart, the group, its member ids,
 // epochs and assignments are what they were, and stay so while the members
 // heartbeat to the new process.
 func TestJavaConsumerGroup848SurvivesRestart(t *testing.T) {
 	e2e(t)
 	home := installedKafkaTools(t)
-	if abs, err := filepath.Abs(kafka44Home); err == nil {
-		if _, err := os.Stat(filepath.Join(abs, "libs")); err == nil {
-			home = abs
-		}
-	}
 	b := startBroker(t, "", kip848Args...)
 	cl := newClient(t, b.addr)
 	const topic, group = "kip848-java", "kip848-java-group"
@@ -374,7 +367,7 @@ func TestJavaConsumerGroup848SurvivesRestart(t *testing.T) {
 		cmd := exec.CommandContext(ctx, "java", "-Xmx256m", "-Dlog4j2.configurationFile="+filepath.Join(home, "tools-log4j2.properties"),
 			"-cp", filepath.Join(home, "libs")+"/*", "org.apache.kafka.tools.consumer.ConsoleConsumer",
 			"--bootstrap-server", b.addr, "--topic", topic, "--group", group,
-			"--consumer-property", "group.protocol=consumer", "--consumer-property", fmt.Sprintf("client.id=java-%d", i))
+			"--command-property", "group.protocol=consumer", "--command-property", fmt.Sprintf("client.id=java-%d", i))
 		out := &syncBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {

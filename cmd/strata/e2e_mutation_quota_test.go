@@ -4,7 +4,7 @@ package main
 // to end: set with Kafka's kafka-configs, then franz-go clients create,
 // delete and add partitions faster than the rate at the strict and the
 // permissive versions, against a single Strata node next to Apache Kafka
-// 4.1.1, and through a cluster node that forwards to the active
+// 4.4.0, and through a cluster node that forwards to the active
 // controller.
 
 import (
@@ -94,7 +94,7 @@ func mutationScenario(t *testing.T, addr string) mutationFigures {
 	t.Helper()
 	var f mutationFigures
 	configs := func(args ...string) string {
-		return kafkaTool(t, "kafka.admin.ConfigCommand", append([]string{"--bootstrap-server", addr}, args...)...)
+		return kafkaTool(t, "org.apache.kafka.tools.ConfigCommand", append([]string{"--bootstrap-server", addr}, args...)...)
 	}
 	if out := configs("--alter", "--entity-type", "clients", "--entity-name", "mutator", "--add-config", "controller_mutation_rate=1"); !strings.Contains(out, "Completed updating") {
 		t.Fatalf("kafka-configs --alter: %s", out)
@@ -255,7 +255,7 @@ func checkMutationFigures(t *testing.T, name string, f mutationFigures) {
 }
 
 // TestControllerMutationQuotaAsKafka runs the scenario against a single
-// Strata node and against Apache Kafka 4.1.1: the same kafka-configs
+// Strata node and against Apache Kafka 4.4.0: the same kafka-configs
 // output, the same outcome, Kafka's throttle times logged next to
 // Strata's.
 func TestControllerMutationQuotaAsKafka(t *testing.T) {
@@ -271,7 +271,7 @@ func TestControllerMutationQuotaAsKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	kafka := mutationScenario(t, k.Addr())
-	checkMutationFigures(t, "kafka 4.1.1", kafka)
+	checkMutationFigures(t, "kafka 4.4.0", kafka)
 	if kafka.describe != strata.describe {
 		t.Errorf("kafka-configs --describe against strata says\n%s\nagainst kafka\n%s", strata.describe, kafka.describe)
 	}

@@ -41,11 +41,7 @@ func oauthStrata(t *testing.T, keys map[string]string) (*proc, string) {
 	return saslBroker(t, "SASL_PLAINTEXT", all)
 }
 
-// kafka44Home holds Apache Kafka 4.4.0's jars, beside 4.1.1's.
-var kafka44Home = filepath.Join("..", "..", "compat-tests", ".cache", "kafka-4.4.0")
-
-// oauthKafka is Apache Kafka (4.1.1 from kafkaHome, or 4.4.0 from
-// kafka44Home) with the same SASL_PLAINTEXT listener as oauthStrata plus
+// oauthKafka is Apache Kafka from kafkaHome with the same SASL_PLAINTEXT listener as oauthStrata plus
 // the extra lines, its JVM given the system properties props, its address
 // returned; it is killed at the end.
 func oauthKafka(t *testing.T, kafkaHome string, props []string, extra ...string) string {
@@ -113,14 +109,14 @@ func oauthOutcomes(t *testing.T, addr string) map[string]string {
 	}
 	lines := []string{"oauth one", "oauth two", "oauth three"}
 	if o, err := java(strings.Join(lines, "\n")+"\n", "org.apache.kafka.tools.ConsoleProducer",
-		"--bootstrap-server", addr, "--topic", "oauth-java", "--producer.config", oauthClientProps(t, dir, "kafka")); err != nil {
+		"--bootstrap-server", addr, "--topic", "oauth-java", "--command-config", oauthClientProps(t, dir, "kafka")); err != nil {
 		t.Fatalf("console producer with OAUTHBEARER: %v\n%s", err, o)
 	}
 	got, err := java("", "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", addr, "--topic", "oauth-java",
-		"--from-beginning", "--max-messages", "3", "--timeout-ms", "60000", "--consumer.config", oauthClientProps(t, dir, "kafka"))
+		"--from-beginning", "--max-messages", "3", "--timeout-ms", "60000", "--command-config", oauthClientProps(t, dir, "kafka"))
 	out["java consumer"] = fmt.Sprintf("%v %v", err == nil, strings.HasPrefix(got, strings.Join(lines, "\n")+"\n"))
 	o, _ := java("refused\n", "org.apache.kafka.tools.ConsoleProducer",
-		"--bootstrap-server", addr, "--topic", "oauth-java", "--producer.config", oauthClientProps(t, dir, "other"))
+		"--bootstrap-server", addr, "--topic", "oauth-java", "--command-config", oauthClientProps(t, dir, "other"))
 	out["java producer, wrong scope"] = saslFailure.FindString(o)
 	if out["java producer, wrong scope"] == "" {
 		t.Logf("console producer with the wrong scope printed:\n%s", tail(o, 10))
@@ -138,7 +134,7 @@ func oauthOutcomes(t *testing.T, addr string) map[string]string {
 }
 
 // TestOAuthBearerSideBySide: the same OAUTHBEARER scenario against strata
-// and Apache Kafka 4.1.1, both with Kafka's unsecured validator requiring
+// and Apache Kafka 4.4.0, both with Kafka's unsecured validator requiring
 // the scope kafka, gives the same outcomes: Kafka's console tools produce
 // and consume, a token without the scope is refused with
 // {"status":"insufficient_scope", "scope":"[kafka]"}, franz-go produces,
@@ -197,8 +193,7 @@ func TestOAuthBearerJWKSFile(t *testing.T) {
 		"sasl.oauthbearer.expected.issuer":                                            "https://issuer.test",
 	}
 	_, strataAddr := oauthStrata(t, keys)
-	now := time.Now().Unix()
-	sign := func(k *rsa.PrivateKey, kid string, change map[string]any) string {
+	sign := func(now int64, k *rsa.PrivateKey, kid string, change map[string]any) string {
 		claims := map[string]any{"sub": "alice", "aud": "strata", "iss": "https://issuer.test", "iat": now, "exp": now + 600}
 		for n, v := range change {
 			if v == nil {
@@ -224,34 +219,41 @@ func TestOAuthBearerJWKSFile(t *testing.T) {
 		return token
 	}
 	const refused = `SASL_AUTHENTICATION_FAILED: SASL Authentication failed.: {"status":"invalid_token"}`
-	cases := map[string]struct{ token, want string }{
-		"good":                 {sign(key, "k", nil), "ok"},
-		"other key":            {sign(other, "k", nil), refused},
-		"wrong audience":       {sign(key, "k", map[string]any{"aud": "kafka"}), refused},
-		"one of the audiences": {sign(key, "k", map[string]any{"aud": []string{"kafka", "strata"}}), "ok"},
-		"no audience":          {sign(key, "k", map[string]any{"aud": nil}), refused},
-		"wrong issuer":         {sign(key, "k", map[string]any{"iss": "https://evil.test"}), refused},
-		"no issuer":            {sign(key, "k", map[string]any{"iss": nil}), refused},
-		"expired":              {sign(key, "k", map[string]any{"exp": now - 600}), refused},
-		// Accepted within the skew, but its session (KIP-368) has ended: the
-		// next request closes the connection, on Kafka too.
-		"expired, within skew":  {sign(key, "k", map[string]any{"exp": now - 10, "iat": now - 60}), "EOF"},
-		"exp before iat":        {sign(key, "k", map[string]any{"exp": now + 60, "iat": now + 120}), refused},
-		"exp before nbf":        {sign(key, "k", map[string]any{"exp": now + 60, "nbf": now + 70}), refused},
-		"no exp":                {sign(key, "k", map[string]any{"exp": nil}), refused},
-		"not before, in 10 min": {sign(key, "k", map[string]any{"nbf": now + 600}), refused},
-		"not before, in skew":   {sign(key, "k", map[string]any{"nbf": now + 10}), "ok"},
-		"no iat":                {sign(key, "k", map[string]any{"iat": nil}), refused},
-		"iat in 10 min":         {sign(key, "k", map[string]any{"iat": now + 600}), ""},
-		"no sub":                {sign(key, "k", map[string]any{"sub": nil}), refused},
-		"blank sub":             {sign(key, "k", map[string]any{"sub": " "}), refused},
-		"numeric sub":           {sign(key, "k", map[string]any{"sub": 42}), refused},
-		"no kid":                {sign(key, "", nil), ""},
-		"unsecured":             {unsecuredJWT(map[string]any{"sub": "alice", "aud": "strata", "iss": "https://issuer.test", "iat": now, "exp": now + 600}), refused},
+	// casesAt signs the tokens with the times relative to now: each broker
+	// gets tokens signed just before it is tried, so that a slow Kafka start
+	// does not push "expired, within skew" out of the 30 s skew.
+	casesAt := func(now int64) map[string]struct{ token, want string } {
+		sign := func(k *rsa.PrivateKey, kid string, change map[string]any) string { return sign(now, k, kid, change) }
+		return map[string]struct{ token, want string }{
+			"good":                 {sign(key, "k", nil), "ok"},
+			"other key":            {sign(other, "k", nil), refused},
+			"wrong audience":       {sign(key, "k", map[string]any{"aud": "kafka"}), refused},
+			"one of the audiences": {sign(key, "k", map[string]any{"aud": []string{"kafka", "strata"}}), "ok"},
+			"no audience":          {sign(key, "k", map[string]any{"aud": nil}), refused},
+			"wrong issuer":         {sign(key, "k", map[string]any{"iss": "https://evil.test"}), refused},
+			"no issuer":            {sign(key, "k", map[string]any{"iss": nil}), refused},
+			"expired":              {sign(key, "k", map[string]any{"exp": now - 600}), refused},
+			// Accepted within the skew, but its session (KIP-368) has ended: the
+			// next request closes the connection, on Kafka too.
+			"expired, within skew":  {sign(key, "k", map[string]any{"exp": now - 10, "iat": now - 60}), "EOF"},
+			"exp before iat":        {sign(key, "k", map[string]any{"exp": now + 60, "iat": now + 120}), refused},
+			"exp before nbf":        {sign(key, "k", map[string]any{"exp": now + 60, "nbf": now + 70}), refused},
+			"no exp":                {sign(key, "k", map[string]any{"exp": nil}), refused},
+			"not before, in 10 min": {sign(key, "k", map[string]any{"nbf": now + 600}), refused},
+			"not before, in skew":   {sign(key, "k", map[string]any{"nbf": now + 10}), "ok"},
+			"no iat":                {sign(key, "k", map[string]any{"iat": nil}), refused},
+			"iat in 10 min":         {sign(key, "k", map[string]any{"iat": now + 600}), ""},
+			"no sub":                {sign(key, "k", map[string]any{"sub": nil}), refused},
+			"blank sub":             {sign(key, "k", map[string]any{"sub": " "}), refused},
+			"numeric sub":           {sign(key, "k", map[string]any{"sub": 42}), refused},
+			"no kid":                {sign(key, "", nil), ""},
+			"unsecured":             {unsecuredJWT(map[string]any{"sub": "alice", "aud": "strata", "iss": "https://issuer.test", "iat": now, "exp": now + 600}), refused},
+		}
 	}
+	cases := casesAt(time.Now().Unix())
 	outcomes := func(addr string) map[string]string {
 		out := map[string]string{}
-		for name, c := range cases {
+		for name, c := range casesAt(time.Now().Unix()) {
 			err := newClient(t, addr, kgo.SASL(oauth.Auth{Token: c.token}.AsMechanism()), kgo.RequestRetries(0)).Ping(timeoutCtx(t, 20*time.Second))
 			out[name] = "ok"
 			if err != nil {
@@ -276,14 +278,14 @@ func TestOAuthBearerJWKSFile(t *testing.T) {
 	for k, v := range keys {
 		extra = append(extra, k+"="+v)
 	}
-	// Kafka 4.4.0, not 4.1.1: 4.1.1's OAuthBearerValidatorCallbackHandler,
-	// with the default sasl.oauthbearer.jwt.validator.class, validates with
-	// ClientJwtValidator, which checks no signature, audience or issuer;
-	// 4.4.0 verifies as documented.
-	if _, err := os.Stat(filepath.Join(kafka44Home, "libs")); err != nil {
-		t.Skip("Kafka 4.4.0's jars are not cached: no comparison with Kafka")
+	// Kafka 4.4.0 verifies as documented (4.1.1's
+	// OAuthBearerValidatorCallbackHandler, with the default
+	// sasl.oauthbearer.jwt.validator.class, validated with ClientJwtValidator,
+	// which checks no signature, audience or issuer).
+	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
+		t.Skip("Kafka's jars are not cached: no comparison with Kafka")
 	}
-	kafka := outcomes(oauthKafka(t, kafka44Home, []string{"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=file://" + jwks}, extra...))
+	kafka := outcomes(oauthKafka(t, kafkaHome, []string{"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=file://" + jwks}, extra...))
 	for name := range cases {
 		t.Logf("%s: strata %q, kafka %q", name, got[name], kafka[name])
 		if got[name] != kafka[name] {
@@ -333,7 +335,7 @@ func oauthWireOutcomes(t *testing.T, addr string) map[string]string {
 }
 
 // TestOAuthBearerWireSideBySide: raw OAUTHBEARER exchanges get the same
-// answers, byte for byte, from strata and Apache Kafka 4.1.1: success and
+// answers, byte for byte, from strata and Apache Kafka 4.4.0: success and
 // its session lifetime, the authorization id check, Kafka's generic
 // message for a malformed first message, the failure round's error JSON,
 // and a new first message after a refusal.

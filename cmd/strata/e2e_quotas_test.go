@@ -3,7 +3,7 @@ package main
 // Client quotas end to end: quotas set and described with Kafka's
 // kafka-configs, enforced on franz-go producers and consumers over TCP,
 // kept across a restart, and the same scenario run against Apache Kafka
-// 4.1.1 side by side.
+// 4.4.0 side by side.
 
 import (
 	"context"
@@ -146,7 +146,7 @@ func quotaScenario(t *testing.T, addr string) quotaFigures {
 	t.Helper()
 	var f quotaFigures
 	configs := func(args ...string) string {
-		return kafkaTool(t, "kafka.admin.ConfigCommand", append([]string{"--bootstrap-server", addr}, args...)...)
+		return kafkaTool(t, "org.apache.kafka.tools.ConfigCommand", append([]string{"--bootstrap-server", addr}, args...)...)
 	}
 	for _, entity := range [][]string{
 		{"--entity-type", "clients", "--entity-name", "slow-producer", "--add-config", "producer_byte_rate=1048576"},
@@ -213,7 +213,7 @@ func describeQuotas(t *testing.T, addr string) string {
 		{"--entity-type", "clients"},
 		{"--entity-type", "ips", "--entity-default"},
 	} {
-		out = append(out, strings.Split(strings.TrimSpace(kafkaTool(t, "kafka.admin.ConfigCommand", append([]string{"--bootstrap-server", addr, "--describe"}, entity...)...)), "\n")...)
+		out = append(out, strings.Split(strings.TrimSpace(kafkaTool(t, "org.apache.kafka.tools.ConfigCommand", append([]string{"--bootstrap-server", addr, "--describe"}, entity...)...)), "\n")...)
 	}
 	// Kafka lists the entities of a type in its map's order.
 	slices.Sort(out)
@@ -254,7 +254,7 @@ func checkQuotaFigures(t *testing.T, name string, f quotaFigures) {
 
 // TestClientQuotasAsKafka runs the quota scenario against Strata, checks
 // the quotas are still there after a restart, and runs it against Apache
-// Kafka 4.1.1: the same kafka-configs output; Kafka's rates are logged
+// Kafka 4.4.0: the same kafka-configs output; Kafka's rates are logged
 // next to Strata's, which must be within 10% of the quotas.
 func TestClientQuotasAsKafka(t *testing.T) {
 	e2e(t)
@@ -276,7 +276,7 @@ func TestClientQuotasAsKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	kafka := quotaScenario(t, k.Addr())
-	logQuotaFigures(t, "kafka 4.1.1", kafka)
+	logQuotaFigures(t, "kafka 4.4.0", kafka)
 	if kafka.describe != strata.describe {
 		t.Errorf("kafka-configs --describe against strata says\n%s\nagainst kafka\n%s", strata.describe, kafka.describe)
 	}

@@ -77,7 +77,7 @@ func TestReauthJavaConsole(t *testing.T) {
 	// records are the times they were produced.
 	consumer := exec.Command("java", "-Xmx256m", "-Dlog4j2.configurationFile="+filepath.Join(home, "tools-log4j2.properties"),
 		"-cp", filepath.Join(home, "libs")+"/*", "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", addr,
-		"--topic", "reauth-java", "--consumer.config", oauthClientProps(t, t.TempDir(), "kafka"))
+		"--topic", "reauth-java", "--command-config", oauthClientProps(t, t.TempDir(), "kafka"))
 	var stderr syncBuffer
 	consumer.Stderr = &stderr
 	out, err := consumer.StdoutPipe()
@@ -263,7 +263,7 @@ func reauthOutcomes(t *testing.T, addr string) map[string]string {
 	return out
 }
 
-// TestReauthSideBySide: strata and Apache Kafka 4.1.1, both with
+// TestReauthSideBySide: strata and Apache Kafka 4.4.0, both with
 // connections.max.reauth.ms=1000, answer a raw client alike: SessionLifetimeMs
 // 1000, re-authentication in place, ILLEGAL_SASL_STATE for a second
 // handshake within a second, the connection closed at its first request

@@ -179,16 +179,16 @@ func TestSASLJavaConsole(t *testing.T) {
 	}
 	lines := []string{"java one", "java two", "java three"}
 	if out, err := java(strings.Join(lines, "\n")+"\n", "org.apache.kafka.tools.ConsoleProducer",
-		"--bootstrap-server", addr, "--topic", "sasl-java", "--producer.config", props("alice-secret")); err != nil {
+		"--bootstrap-server", addr, "--topic", "sasl-java", "--command-config", props("alice-secret")); err != nil {
 		t.Fatalf("console producer: %v\n%s", err, out)
 	}
 	got, err := java("", "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", addr, "--topic", "sasl-java",
-		"--from-beginning", "--max-messages", "3", "--timeout-ms", "60000", "--consumer.config", props("alice-secret"))
+		"--from-beginning", "--max-messages", "3", "--timeout-ms", "60000", "--command-config", props("alice-secret"))
 	if err != nil || !strings.HasPrefix(got, strings.Join(lines, "\n")+"\n") {
 		t.Fatalf("console consumer over SASL: %v, printed %q, want %q first", err, got, lines)
 	}
 	out, err := java("refused\n", "org.apache.kafka.tools.ConsoleProducer",
-		"--bootstrap-server", addr, "--topic", "sasl-java", "--producer.config", props("wrong"))
+		"--bootstrap-server", addr, "--topic", "sasl-java", "--command-config", props("wrong"))
 	t.Logf("console producer with a wrong password: %v\n%s", err, tail(out, 5))
 	if !strings.Contains(out, "SaslAuthenticationException: Authentication failed: Invalid username or password") {
 		t.Fatalf("console producer with a wrong password printed:\n%s\nwant SaslAuthenticationException and the broker's message", out)

@@ -56,7 +56,7 @@ func startScramStrata(t *testing.T, dir, plain, saslAddr string) *proc {
 	return p
 }
 
-// startScramKafka starts Apache Kafka 4.1.1 in KRaft combined mode with the
+// startScramKafka starts Apache Kafka 4.4.0 in KRaft combined mode with the
 // same SCRAM listener next to its PLAINTEXT one (inter-broker and
 // controller listeners stay PLAINTEXT, so the controller needs nothing of
 // SASL), and the extra lines in its server.properties.
@@ -92,7 +92,7 @@ func startScramKafka(t *testing.T, extra ...string) scramTarget {
 // output on success, else the exception it reports.
 func kafkaConfigs(t *testing.T, tg scramTarget, args ...string) string {
 	t.Helper()
-	stdout, stderr, err := runKafkaTool(t, kafkaToolsHome(t), "", "kafka.admin.ConfigCommand", append([]string{"--bootstrap-server", tg.plain}, args...)...)
+	stdout, stderr, err := runKafkaTool(t, kafkaToolsHome(t), "", "org.apache.kafka.tools.ConfigCommand", append([]string{"--bootstrap-server", tg.plain}, args...)...)
 	if err == nil {
 		return strings.TrimSpace(stdout)
 	}
@@ -116,7 +116,7 @@ func scramProps(t *testing.T, dir, mechanism, user, password string) string {
 func consoleProduce(t *testing.T, tg scramTarget, props, topic string, lines ...string) string {
 	t.Helper()
 	stdout, stderr, err := runKafkaTool(t, kafkaToolsHome(t), strings.Join(lines, "\n")+"\n", "org.apache.kafka.tools.ConsoleProducer",
-		"--bootstrap-server", tg.sasl, "--topic", topic, "--producer.config", props)
+		"--bootstrap-server", tg.sasl, "--topic", topic, "--command-config", props)
 	out := stdout + stderr
 	if m := regexp.MustCompile(`SaslAuthenticationException: ([^\n]*)`).FindStringSubmatch(out); m != nil {
 		return m[1]
@@ -171,7 +171,7 @@ func sortedMechanisms(line string) string {
 }
 
 // TestScramKafkaToolsLikeKafka runs kafka-configs, the console producer and
-// consumer, kcat and franz-go with SCRAM against strata and Kafka 4.1.1
+// consumer, kcat and franz-go with SCRAM against strata and Kafka 4.4.0
 // side by side, step by step, and checks both answer each step the same,
 // and as written here where the answer does not depend on the client's
 // version.
@@ -209,7 +209,7 @@ func TestScramKafkaToolsLikeKafka(t *testing.T) {
 		{"console consumer SCRAM-SHA-256", func(tg scramTarget) string {
 			stdout, stderr, err := runKafkaTool(t, kafkaToolsHome(t), "", "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", tg.sasl,
 				"--topic", "scram-console", "--from-beginning", "--max-messages", "3", "--timeout-ms", "60000",
-				"--consumer.config", scramProps(t, dir, "SCRAM-SHA-256", "alice", "alice-secret"))
+				"--command-config", scramProps(t, dir, "SCRAM-SHA-256", "alice", "alice-secret"))
 			if err != nil {
 				return fmt.Sprintf("%v: %s", err, tail(stdout+stderr, 400))
 			}
@@ -221,7 +221,7 @@ func TestScramKafkaToolsLikeKafka(t *testing.T) {
 		{"console producer, unknown user", func(tg scramTarget) string {
 			return consoleProduce(t, tg, scramProps(t, dir, "SCRAM-SHA-512", "mallory", "alice-secret"), "scram-console", "refused")
 		}, refused + "SCRAM-SHA-512"},
-		{"kcat SCRAM-SHA-256 (librdkafka 2.0.2 sends its nonce and the server's, which Kafka 4.1 refuses)", func(tg scramTarget) string {
+		{"kcat SCRAM-SHA-256 (librdkafka 2.0.2 sends its nonce and the server's, which Kafka 4 refuses)", func(tg scramTarget) string {
 			bin, err := exec.LookPath("kcat")
 			if err != nil {
 				return "kcat not installed"

@@ -49,7 +49,7 @@ func TestTLSKeyStoreReload(t *testing.T) {
 	dynamic := filepath.Join(t.TempDir(), "dynamic.pem")
 	second := pki.writeServerPEM(t, dynamic, pkix.Name{CommonName: "localhost"})
 	alter := func(config string) string {
-		return kafkaTool(t, "kafka.admin.ConfigCommand", "--bootstrap-server", p.addr, "--entity-type", "brokers", "--entity-name", "1",
+		return kafkaTool(t, "org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", p.addr, "--entity-type", "brokers", "--entity-name", "1",
 			"--alter", "--add-config", config)
 	}
 	alter("listener.name.ssl.ssl.keystore.location=" + dynamic)

@@ -238,9 +238,9 @@ func TestTLSJavaConsole(t *testing.T) {
 	}
 	lines := []string{"java one", "java two", "java three"}
 	java(strings.Join(lines, "\n")+"\n", "org.apache.kafka.tools.ConsoleProducer",
-		"--bootstrap-server", addr, "--topic", "tls-java", "--producer.config", clientProps)
+		"--bootstrap-server", addr, "--topic", "tls-java", "--command-config", clientProps)
 	got := java("", "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", addr, "--topic", "tls-java",
-		"--from-beginning", "--max-messages", "3", "--timeout-ms", "60000", "--consumer.config", clientProps)
+		"--from-beginning", "--max-messages", "3", "--timeout-ms", "60000", "--command-config", clientProps)
 	if want := strings.Join(lines, "\n") + "\n"; got != want {
 		t.Fatalf("console consumer over TLS printed %q, want %q", got, want)
 	}

@@ -23,7 +23,7 @@ import (
 // client's transaction version 2). Kafka 4.4.0 itself is the control.
 func TestJava44ProducerUsesTransactionsV2(t *testing.T) {
 	e2e(t)
-	home, err := filepath.Abs(kafka44Home)
+	home, err := filepath.Abs(kafkaHome)
 	if err != nil {
 		t.Fatal(err)
 	}

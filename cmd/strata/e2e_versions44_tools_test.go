@@ -28,7 +28,7 @@ func TestKafka44ToolsSideBySide(t *testing.T) {
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Skip("java not installed")
 	}
-	home, err := filepath.Abs(kafka44Home)
+	home, err := filepath.Abs(kafkaHome)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Installs the reference broker for the compat suite: Apache Kafka (kafka_2.13) and its
-# command-line tools (kafka-tools) from Maven Central, with a log4j2 backend (Kafka 4.1 and
-# 4.4 use slf4j-api 1.7, so the binding is log4j-slf4j-impl, not log4j-slf4j2-impl), into
-# compat-tests/.cache/kafka/libs. Idempotent: a completed install (marked by
-# .cache/kafka/VERSION) is reused. Usage: scripts/install-kafka.sh [--verify]
+# Installs the reference broker for the compat suite, the bench, the chaos controls and the
+# e2e tests' Kafka tools: Apache Kafka (kafka_2.13) and its command-line tools (kafka-tools)
+# from Maven Central, with a log4j2 backend (Kafka 4.x uses slf4j-api 1.7, so the binding is
+# log4j-slf4j-impl, not log4j-slf4j2-impl), into compat-tests/.cache/kafka-$KAFKA_VERSION/libs
+# (KAFKA_VERSION defaults to 4.4.0, the one release the repo runs; another, e.g. 4.1.1, goes
+# into its own directory beside it). Idempotent: a completed install (marked by
+# .cache/kafka-$KAFKA_VERSION/VERSION) is reused. Usage: scripts/install-kafka.sh [--verify]
 #   --verify  also format a KRaft combined-mode broker, start it, check it answers, stop it.
-# KAFKA_VERSION=4.4.0 installs another release into its own .cache/kafka-4.4.0 (the cluster
-# chaos control, chaos/cluster.go), leaving the 4.1.1 in .cache/kafka that the compat suite
-# uses untouched; the log4j2 backend then defaults to the log4j version that release
-# depends on (kafka-server's log4j-core).
+# The log4j2 backend defaults to the log4j version the release depends on (kafka-server's
+# log4j-core).
 set -euo pipefail
 
-KAFKA_VERSION="${KAFKA_VERSION:-4.1.1}"
+KAFKA_VERSION="${KAFKA_VERSION:-4.4.0}"
 case "$KAFKA_VERSION" in
 4.4.*) LOG4J_VERSION="${LOG4J_VERSION:-2.25.5}" ;;
 *) LOG4J_VERSION="${LOG4J_VERSION:-2.24.3}" ;;
@@ -19,8 +19,7 @@ esac
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="$here/.cache"
-kdir="$cache/kafka"
-[ "$KAFKA_VERSION" = 4.1.1 ] || kdir="$cache/kafka-$KAFKA_VERSION"
+kdir="$cache/kafka-$KAFKA_VERSION"
 libs="$kdir/libs"
 marker="$kdir/VERSION"
 want="kafka_2.13-$KAFKA_VERSION log4j-slf4j-impl-$LOG4J_VERSION"

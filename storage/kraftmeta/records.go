@@ -7,7 +7,7 @@ import (
 )
 
 // Metadata record api keys (metadata/src/main/resources/common/metadata/*.json
-// in Apache Kafka 4.1) and the newest version of each this decoder knows.
+// in Apache Kafka 4.4) and the newest version of each this decoder knows.
 const (
 	keyTopic            = 2
 	keyPartition        = 3
@@ -20,15 +20,16 @@ const (
 	keyAbortTransaction = 25
 )
 
-// knownVersions maps every metadata record type of Kafka 4.1 to its newest
-// version. Types Strata does not need (brokers, features, ACLs, quotas,
+// knownVersions maps every metadata record type of Kafka 4.4 to its newest
+// version (4.4 added RegisterBrokerRecord v4, BrokerRegistrationChangeRecord
+// v3 and UnregisterControllerRecord, 29). Types Strata does not need (brokers, features, ACLs, quotas,
 // SCRAM, delegation tokens, producer ids, ...) are known so that they are
 // not counted as skipped.
 var knownVersions = map[uint16]uint16{
-	0: 3, 1: 0, keyTopic: 0, keyPartition: 2, keyConfig: 0, keyPartitionChange: 2,
-	7: 0, 8: 0, keyRemoveTopic: 0, 10: 0, 11: 0, 12: 0, 14: 0, keyProducerIDs: 0, 17: 2, 18: 0,
+	0: 4, 1: 0, keyTopic: 0, keyPartition: 2, keyConfig: 0, keyPartitionChange: 2,
+	7: 0, 8: 0, keyRemoveTopic: 0, 10: 0, 11: 0, 12: 0, 14: 0, keyProducerIDs: 0, 17: 3, 18: 0,
 	19: 0, 20: 0, 21: 0, 22: 0, keyBeginTransaction: 0, keyEndTransaction: 0,
-	keyAbortTransaction: 0, 26: 0, 27: 0, 28: 0,
+	keyAbortTransaction: 0, 26: 0, 27: 0, 28: 0, 29: 0,
 }
 
 // Config resource types of ConfigRecord (ConfigResource.Type).

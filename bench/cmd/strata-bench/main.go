@@ -1,8 +1,7 @@
 // Command strata-bench builds strata from the tree, runs the bench
 // workloads against it and against the reference Apache Kafka (installed by
-// compat-tests/scripts/install-kafka.sh: 4.1.1 for the single-broker passes,
-// KAFKA_VERSION=4.4.0 for the three-broker cluster pass), one after the
-// other, and writes BENCHMARKS.md, bench/report/*.png, results.json and
+// compat-tests/scripts/install-kafka.sh: 4.4.0, for the single-broker and
+// the three-broker cluster passes), one after the other, and writes BENCHMARKS.md, bench/report/*.png, results.json and
 // cluster.json.
 //
 //	go run ./bench/cmd/strata-bench            # full run (make bench)
@@ -77,9 +76,8 @@ func main() {
 		return
 	}
 	cfg := bench.Config{
-		KafkaHome:        filepath.Join(root, "compat-tests", ".cache", "kafka"),
-		ClusterKafkaHome: filepath.Join(root, "compat-tests", ".cache", "kafka-4.4.0"),
-		ClusterDisabled:  *noCluster, SingleDisabled: *onlyClust, ClusterW1Records: *cw1, ClusterW3Records: *cw3, Failovers: *failovers,
+		KafkaHome:       filepath.Join(root, "compat-tests", ".cache", "kafka-4.4.0"),
+		ClusterDisabled: *noCluster, SingleDisabled: *onlyClust, ClusterW1Records: *cw1, ClusterW3Records: *cw3, Failovers: *failovers,
 		WorkDir:   filepath.Join(root, ".cache", "bench"),
 		W1Records: *w1, W2Records: *w2, W3Records: *w3, W5Rate: *w5rate, W5Duration: *w5dur,
 		W6Records: *w6, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, SASLSSLDisabled: *noSecure, PinDisabled: *noPin, PerfRecords: *perfN, BatchBytes: *batch,

@@ -102,8 +102,8 @@ func (h *harness) dumpSegments(b *broker, topic string) (map[int][]batch, string
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "java", "-Xmx256m", "-XX:TieredStopAtLevel=1",
-		"-Dlog4j2.configurationFile="+filepath.Join(h.root, ".cache/kafka/tools-log4j2.properties"),
-		"-cp", filepath.Join(h.root, ".cache/kafka/libs/*"), "kafka.tools.DumpLogSegments", "--print-data-log", "--files", strings.Join(files, ","))
+		"-Dlog4j2.configurationFile="+filepath.Join(h.root, kafkaHome, "tools-log4j2.properties"),
+		"-cp", filepath.Join(h.root, kafkaHome, "libs", "*"), "org.apache.kafka.tools.DumpLogSegments", "--print-data-log", "--files", strings.Join(files, ","))
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	err := cmd.Run()

@@ -196,7 +196,7 @@ func (h *harness) runScript(name, script string) error {
 }
 
 func (h *harness) kafkaInstalled() error {
-	if _, err := os.Stat(filepath.Join(h.root, ".cache/kafka/VERSION")); err != nil {
+	if _, err := os.Stat(filepath.Join(h.root, kafkaHome, "VERSION")); err != nil {
 		return errors.New("Kafka jars not installed (scripts/install-kafka.sh failed)")
 	}
 	return nil

@@ -22,16 +22,21 @@ type targetDef struct {
 	secure bool
 }
 
-// targetDefs are the matrix's columns: a single node of each broker (Kafka
-// 4.1.1), and a three-node cluster of each (Kafka 4.4.0, as the cluster chaos
-// control runs) whose topics are RF=3 with min.insync.replicas=2.
+// kafkaHome is the reference Kafka's install (relative to compat-tests/), what
+// scripts/install-kafka.sh installs by default: Apache Kafka 4.4.0, whose
+// tools the kafka-cli runner and the on-disk check run too.
+const kafkaHome = ".cache/kafka-4.4.0"
+
+// targetDefs are the matrix's columns: a single node of each broker, a
+// three-node cluster of each whose topics are RF=3 with min.insync.replicas=2,
+// and a secured single node of each; every Kafka column is kafkaHome's.
 var targetDefs = []targetDef{
 	{name: "strata", tag: "s", nodes: 1},
-	{name: "kafka", tag: "k", kafka: true, nodes: 1, home: ".cache/kafka"},
+	{name: "kafka", tag: "k", kafka: true, nodes: 1, home: kafkaHome},
 	{name: "strata-cluster", tag: "s3", nodes: 3},
-	{name: "kafka-cluster", tag: "k3", kafka: true, nodes: 3, home: ".cache/kafka-4.4.0"},
+	{name: "kafka-cluster", tag: "k3", kafka: true, nodes: 3, home: kafkaHome},
 	{name: "strata-secure", tag: "ss", nodes: 1, secure: true},
-	{name: "kafka-secure", tag: "ks", kafka: true, nodes: 1, home: ".cache/kafka", secure: true},
+	{name: "kafka-secure", tag: "ks", kafka: true, nodes: 1, home: kafkaHome, secure: true},
 }
 
 // brokerPair is a Strata target and the Kafka target it is held to: a cell
@@ -69,11 +74,6 @@ func (h *harness) startTargets(sel targetSel) ([]*broker, []brokerPair) {
 	for _, d := range targetDefs {
 		if sel.names[d.name] {
 			defs = append(defs, d)
-		}
-	}
-	if sel.names["kafka-cluster"] {
-		if err := h.command("install-kafka-4.4.0", h.root, []string{"KAFKA_VERSION=4.4.0"}, "bash", "scripts/install-kafka.sh"); err != nil {
-			h.breakf("install kafka 4.4.0: %v", err)
 		}
 	}
 	got := make([]*broker, len(defs))

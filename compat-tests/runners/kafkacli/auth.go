@@ -16,7 +16,7 @@ import (
 // clientConfig writes the security arguments as a client properties file
 // (rt.Security.JavaProperties, newlines of the PEM values escaped as
 // Properties.load reads them) with extra properties, for the console
-// tools' --producer.config and --consumer.config.
+// tools' --command-config.
 func (e env) clientConfig(extra map[string]string) (string, error) {
 	p, err := e.a.Security().JavaProperties()
 	if err != nil {
@@ -49,12 +49,12 @@ func (e env) auth() rt.Result {
 		return rt.Failf("client properties: %v", err)
 	}
 	defer os.RemoveAll(filepath.Dir(cfg))
-	if _, err := e.produce(rt.AuthRecords(), "", "--producer.config", cfg); err != nil {
+	if _, err := e.produce(rt.AuthRecords(), "", "--command-config", cfg); err != nil {
 		return rt.Failf("%s: produce: %v", s, err)
 	}
 	n := len(rt.AuthRecords())
 	args := append(e.bs(), "--topic", e.a.Topic, "--partition", "0", "--offset", "earliest",
-		"--max-messages", strconv.Itoa(n), "--timeout-ms", "15000", "--consumer.config", cfg)
+		"--max-messages", strconv.Itoa(n), "--timeout-ms", "15000", "--command-config", cfg)
 	out, serr, err := e.tool(nil, 40*time.Second, consumerCmd, append(args, consumerProps...)...)
 	if err != nil {
 		return rt.AuthResult(s, fmt.Errorf("kafka-console-consumer: %v: %s", err, why(serr)), nil)
@@ -75,10 +75,10 @@ func (e env) aclAllowed() rt.Result {
 		return rt.Failf("client properties: %v", err)
 	}
 	defer os.RemoveAll(filepath.Dir(cfg))
-	if _, err := e.produce(rt.AuthRecords(), "", "--producer.config", cfg); err != nil {
+	if _, err := e.produce(rt.AuthRecords(), "", "--command-config", cfg); err != nil {
 		return rt.Failf("%s: produce: %v", s, err)
 	}
-	got, err := e.groupConsume(len(rt.AuthRecords()), "--consumer.config", cfg)
+	got, err := e.groupConsume(len(rt.AuthRecords()), "--command-config", cfg)
 	return rt.AuthResult(s, err, got)
 }
 
@@ -91,7 +91,7 @@ func (e env) authRefused() rt.Result {
 		return rt.Failf("client properties: %v", err)
 	}
 	defer os.RemoveAll(filepath.Dir(cfg))
-	args := append(e.bs(), "--topic", e.a.Topic, "--producer.config", cfg)
+	args := append(e.bs(), "--topic", e.a.Topic, "--command-config", cfg)
 	_, serr, err := e.tool([]byte("refused\n"), rt.RefusalBound+20*time.Second, producerCmd, args...)
 	if err != nil && strings.Contains(err.Error(), "timed out") {
 		return rt.RefusedResult(e.a.Scenario, nil, true)
@@ -110,6 +110,6 @@ func (e env) aclGroupDenied() rt.Result {
 		return rt.Failf("client properties: %v", err)
 	}
 	defer os.RemoveAll(filepath.Dir(cfg))
-	_, err = e.groupConsume(len(rt.AuthRecords()), "--consumer.config", cfg)
+	_, err = e.groupConsume(len(rt.AuthRecords()), "--command-config", cfg)
 	return rt.GroupRefusedResult(e.a.Topic, err, false)
 }

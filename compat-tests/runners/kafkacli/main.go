@@ -1,5 +1,5 @@
 // Command kafkacli-runner drives Apache Kafka's own command-line tools, run from their
-// classes in the cached jars (compat-tests/.cache/kafka/libs, scripts/install-kafka.sh):
+// classes in the cached jars (compat-tests/.cache/kafka-4.4.0/libs, scripts/install-kafka.sh):
 // kafka-topics (TopicCommand), kafka-console-producer/consumer, kafka-get-offsets
 // (GetOffsetShell), kafka-broker-api-versions, kafka-consumer-groups and kafka-configs.
 // Each tool run is a JVM start (~1-2 s), so scenarios use as few runs as they can.
@@ -32,7 +32,7 @@ const (
 	offsetsCmd  = "org.apache.kafka.tools.GetOffsetShell"
 	apiVersions = "org.apache.kafka.tools.BrokerApiVersionsCommand"
 	groupsCmd   = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
-	configsCmd  = "kafka.admin.ConfigCommand"
+	configsCmd  = "org.apache.kafka.tools.ConfigCommand"
 	logDirsCmd  = "org.apache.kafka.tools.LogDirsCommand"
 	deleteRecs  = "org.apache.kafka.tools.DeleteRecordsCommand"
 )
@@ -45,8 +45,9 @@ type env struct {
 
 func run(a rt.Args) rt.Result {
 	root, _ := os.Getwd()
-	e := env{a: a, libs: filepath.Join(root, ".cache/kafka/libs/*"), l4j: filepath.Join(root, ".cache/kafka/tools-log4j2.properties")}
-	if _, err := os.Stat(filepath.Join(root, ".cache/kafka/libs")); err != nil {
+	home := filepath.Join(root, ".cache", "kafka-4.4.0")
+	e := env{a: a, libs: filepath.Join(home, "libs", "*"), l4j: filepath.Join(home, "tools-log4j2.properties")}
+	if _, err := os.Stat(filepath.Join(home, "libs")); err != nil {
 		return rt.Skip("Kafka tools not installed (scripts/install-kafka.sh)")
 	}
 	return rt.Dispatch(a.Scenario, rt.Handlers{
@@ -209,10 +210,10 @@ func lines(rs []rt.Rec, headers string) []byte {
 // produce pipes "key<TAB>value" lines into kafka-console-producer; lines without a tab get a
 // null key (ignore.error=true). It returns stderr for error inspection.
 func (e env) produce(rs []rt.Rec, headers string, extra ...string) (string, error) {
-	args := append(e.bs(), "--topic", e.a.Topic, "--property", "parse.key=true", "--property", "ignore.error=true",
-		"--producer-property", "acks=all")
+	args := append(e.bs(), "--topic", e.a.Topic, "--reader-property", "parse.key=true", "--reader-property", "ignore.error=true",
+		"--command-property", "acks=all")
 	if headers != "" {
-		args = append(args, "--property", "parse.headers=true")
+		args = append(args, "--reader-property", "parse.headers=true")
 	}
 	args = append(args, extra...)
 	_, serr, err := e.tool(lines(rs, headers), 40*time.Second, producerCmd, args...)
@@ -254,7 +255,10 @@ func parseConsumer(out string) ([]rt.Rec, error) {
 	return recs, nil
 }
 
-var consumerProps = []string{"--property", "print.key=true", "--property", "print.offset=true", "--property", "print.partition=true", "--property", "print.headers=true"}
+// consumerProps are the formatter's options; Kafka 4.4's console tools print a deprecation line
+// on stdout for --property, --consumer-property and --consumer.config, so the runner uses the
+// names that replaced them (--formatter-property, --command-property, --command-config).
+var consumerProps = []string{"--formatter-property", "print.key=true", "--formatter-property", "print.offset=true", "--formatter-property", "print.partition=true", "--formatter-property", "print.headers=true"}
 
 // consumePartition reads n records of one partition from the earliest offset (no group).
 func (e env) consumePartition(p int, n int64) ([]rt.Rec, error) {
@@ -382,7 +386,7 @@ func (e env) idempotent() rt.Result {
 	for i := 0; i < 100; i++ {
 		rs = append(rs, rt.Rec{Key: []byte(fmt.Sprintf("i%d", i)), Value: []byte(fmt.Sprintf("idem-%d", i))})
 	}
-	if _, err := e.produce(rs, "", "--producer-property", "enable.idempotence=true"); err != nil {
+	if _, err := e.produce(rs, "", "--command-property", "enable.idempotence=true"); err != nil {
 		return rt.Failf("idempotent produce: %v", err)
 	}
 	got, err := e.consumeAll()
@@ -406,7 +410,7 @@ func (e env) idempotent() rt.Result {
 // the auto-commit on close commit exactly the consumed position.
 func (e env) groupConsume(n int, extra ...string) ([]rt.Rec, error) {
 	args := append(e.bs(), "--topic", e.a.Topic, "--group", e.a.Group(), "--from-beginning", "--max-messages", strconv.Itoa(n),
-		"--timeout-ms", "20000", "--consumer-property", "max.poll.records=1")
+		"--timeout-ms", "20000", "--command-property", "max.poll.records=1")
 	args = append(args, extra...)
 	out, serr, err := e.tool(nil, 45*time.Second, consumerCmd, append(args, consumerProps...)...)
 	if err != nil {
@@ -526,7 +530,7 @@ func (e env) deleteTopic() rt.Result {
 var tooLargeRE = regexp.MustCompile(`org\.apache\.kafka\.common\.errors\.(\w+)`)
 
 func (e env) maxMessageSize() rt.Result {
-	extra := []string{"--producer-property", "max.request.size=4000000", "--producer-property", "retries=0", "--compression-codec", "none"}
+	extra := []string{"--command-property", "max.request.size=4000000", "--command-property", "retries=0", "--compression-codec", "none"}
 	big := func(n int) []rt.Rec { return []rt.Rec{{Value: bytes.Repeat([]byte("x"), n)}} }
 	if _, err := e.produce(big(1_000_000), "", extra...); err != nil {
 		return rt.Failf("1_000_000-byte value rejected: %v", err)
@@ -806,7 +810,7 @@ func (e env) groupConsumerProtocol() rt.Result {
 	if err := e.produceN(20); err != nil {
 		return rt.Failf("produce: %v", err)
 	}
-	proto := []string{"--consumer-property", "group.protocol=consumer"}
+	proto := []string{"--command-property", "group.protocol=consumer"}
 	if _, err := e.groupConsume(10, proto...); err != nil {
 		return rt.Failf("first consumer (group.protocol=consumer): %v", err)
 	}

@@ -205,7 +205,7 @@ func (s Security) Librdkafka() map[string]string {
 }
 
 // JavaProperties is the security arguments as the Java client's
-// properties (kafka-cli's --producer.config / --consumer.config file):
+// properties (kafka-cli's --command-config file):
 // sasl.jaas.config with PlainLoginModule or ScramLoginModule, the CA as a
 // PEM trust store, the client certificate and key inline as a PEM key store.
 func (s Security) JavaProperties() (map[string]string, error) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Regenerates __cluster_metadata-0 here with Apache Kafka 4.1.1 (compat-tests/scripts/install-kafka.sh).
+# Regenerates __cluster_metadata-0 here with Apache Kafka 4.1.1 (KAFKA_VERSION=4.1.1 compat-tests/scripts/install-kafka.sh).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-kdir="$here/../../../compat-tests/.cache/kafka"; libs=$kdir/libs
+kdir="$here/../../../compat-tests/.cache/kafka-4.1.1"; libs=$kdir/libs
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 kport=19192; cport=19193
 cat >"$tmp/server.properties" <<PROPS
