@@ -708,5 +708,39 @@ func denyAllCases(topicID [16]byte) []authzCase {
 			}
 			code(t, "user", r.Results[0].ErrorCode, clusterAuth)
 		}},
+		// Over PLAINTEXT the token keys stop before any authorization, as
+		// Kafka's allowTokenRequests: nothing is created or disclosed.
+		{"CreateDelegationToken", func() kmsg.Request {
+			r := kmsg.NewPtrCreateDelegationTokenRequest()
+			r.OwnerPrincipalType, r.OwnerPrincipalName = kmsg.StringPtr("User"), kmsg.StringPtr("bob")
+			return r
+		}, 3, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.CreateDelegationTokenResponse)
+			code(t, "top level", r.ErrorCode, kerr.DelegationTokenRequestNotAllowed)
+			if r.TokenID != "" || len(r.HMAC) != 0 {
+				t.Errorf("a token %q was created", r.TokenID)
+			}
+		}},
+		{"RenewDelegationToken", func() kmsg.Request {
+			r := kmsg.NewPtrRenewDelegationTokenRequest()
+			r.HMAC = []byte("hmac")
+			return r
+		}, 2, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.RenewDelegationTokenResponse).ErrorCode, kerr.DelegationTokenRequestNotAllowed)
+		}},
+		{"ExpireDelegationToken", func() kmsg.Request {
+			r := kmsg.NewPtrExpireDelegationTokenRequest()
+			r.HMAC = []byte("hmac")
+			return r
+		}, 2, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.ExpireDelegationTokenResponse).ErrorCode, kerr.DelegationTokenRequestNotAllowed)
+		}},
+		{"DescribeDelegationToken", func() kmsg.Request { return kmsg.NewPtrDescribeDelegationTokenRequest() }, 3, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.DescribeDelegationTokenResponse)
+			code(t, "top level", r.ErrorCode, kerr.DelegationTokenRequestNotAllowed)
+			if len(r.TokenDetails) != 0 {
+				t.Errorf("%d tokens disclosed", len(r.TokenDetails))
+			}
+		}},
 	}
 }
