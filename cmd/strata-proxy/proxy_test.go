@@ -164,7 +164,8 @@ func TestProxyProducesAndConsumesThroughStrata(t *testing.T) {
 	// A produce request line carries the decoded body.
 	for _, e := range logs.FilterMessage("request").FilterField(zap.String("api", "Produce")).All() {
 		body, ok := e.ContextMap()["body"].(*kmsg.ProduceRequest)
-		if !ok || len(body.Topics) != 1 || body.Topics[0].Topic != "proxied" {
+		// From v13 a produce names its topic by id.
+		if !ok || len(body.Topics) != 1 || body.Topics[0].Topic != "proxied" && body.Topics[0].TopicID == ([16]byte{}) {
 			t.Errorf("produce request logged with body %#v", e.ContextMap()["body"])
 		}
 	}

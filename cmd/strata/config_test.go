@@ -107,6 +107,8 @@ func TestDefaults(t *testing.T) {
 		Retention: retentionSettings{RetentionMs: 604800000, RetentionBytes: -1, CheckIntervalMs: 300000, SegmentDeleteMs: 60000},
 		Txn: txnSettings{StateLogPartitions: 50, MaxTimeoutMs: 900000, AbortCheckIntervalMs: 10000,
 			IDExpirationMs: 604800000, IDExpirationCheckMs: 3600000},
+		Tokens:          tokenSettings{MaxLifetimeMs: 604800000, ExpiryTimeMs: 86400000, CheckIntervalMs: 3600000},
+		TxnVerification: true,
 
 		ConsumerSessionTimeoutMs:       45000,
 		ConsumerMinSessionTimeoutMs:    45000,

@@ -214,7 +214,8 @@ func TestClusterForwardedChangesShowOnTheForwardingNode(t *testing.T) {
 				preq := kmsg.NewPtrProduceRequest()
 				preq.Acks, preq.TimeoutMillis = 1, 10000
 				pt := kmsg.NewProduceRequestTopic()
-				pt.Topic = topic
+				// Produce v13 names the topic by its id.
+				pt.Topic, pt.TopicID = topic, n.ask(t, mreq).(*kmsg.MetadataResponse).Topics[0].TopicID
 				pp := kmsg.NewProduceRequestTopicPartition()
 				pp.Partition, pp.Records = 1, corruptBatch(t, true)
 				pt.Partitions = append(pt.Partitions, pp)

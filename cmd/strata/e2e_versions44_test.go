@@ -300,11 +300,12 @@ func TestKafka44TransactionsAnswers(t *testing.T) {
 		t.Fatalf("t-1: %+v, want tx1's producer", t1)
 	}
 	// Record 0 at offset 0, its commit marker at 1, record 1 opening the
-	// second transaction at 2.
+	// second transaction at 2: with transactions v2 the commit bumped the
+	// epoch, so the record is the new epoch's sequence 0, as on Kafka 4.4.0.
 	ap := t1.ActiveProducers[0]
-	if ap.ProducerID != pid || ap.LastSequence != 1 || ap.CurrentTxnStartOffset != 2 || ap.CoordinatorEpoch != 0 ||
+	if ap.ProducerID != pid || ap.ProducerEpoch != 1 || ap.LastSequence != 0 || ap.CurrentTxnStartOffset != 2 || ap.CoordinatorEpoch != 0 ||
 		time.Since(time.UnixMilli(ap.LastTimestamp)) > time.Minute {
-		t.Errorf("t-1 producer %+v, want id %d, last sequence 1, transaction from 2", ap, pid)
+		t.Errorf("t-1 producer %+v, want id %d at epoch 1, last sequence 0, transaction from 2", ap, pid)
 	}
 	if t7.ErrorCode != kerr.UnknownTopicOrPartition.Code || t7.ErrorMessage != nil {
 		t.Errorf("t-7: %v %v, want UNKNOWN_TOPIC_OR_PARTITION without a message", kerr.ErrorForCode(t7.ErrorCode), orEmpty(t7.ErrorMessage))
