@@ -22,8 +22,10 @@ package broker
 // The whole request is one change: every partition's records commit
 // together or, when one cannot be made, each partition gets its own error
 // and the ones that could are made, as Kafka's atomicOf. TimeoutMillis is
-// ignored. v0 only (Kafka 4.1's AllowReplicationFactorChange, v1, is not
-// served).
+// ignored. v1's AllowReplicationFactorChange false (KIP-860) refuses a
+// target of another size than the partition's replication factor (during a
+// reassignment, its target's) with INVALID_REPLICATION_FACTOR, as Kafka's
+// validatePartitionReplicationFactorUnchanged, and is echoed in the answer.
 
 import (
 	"slices"
@@ -36,7 +38,7 @@ import (
 )
 
 func registerReassignments(r *registry) {
-	r.add(kmsg.AlterPartitionAssignments, 0, 0, handleAlterPartitionReassignments)
+	r.add(kmsg.AlterPartitionAssignments, 0, 1, handleAlterPartitionReassignments)
 	r.add(kmsg.ListPartitionReassignments, 0, 0, handleListPartitionReassignments)
 }
 
@@ -44,6 +46,8 @@ func handleAlterPartitionReassignments(rc *reqCtx) (kmsg.Response, error) {
 	b, req := rc.svc, rc.req
 	r := req.Body.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := kmsg.NewPtrAlterPartitionAssignmentsResponse()
+	allowRFChange := req.Version < 1 || r.AllowReplicationFactorChange
+	resp.AllowReplicationFactorChange = allowRFChange
 	if !rc.authorizeCluster(OpAlter) {
 		// Kafka's getErrorResponse: the error at the top and on every
 		// named partition.
@@ -70,7 +74,7 @@ func handleAlterPartitionReassignments(rc *reqCtx) (kmsg.Response, error) {
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
 				sp.Partition = rp.Partition
-				rec, err := b.reassign(img, rt.Topic, rp.Partition, rp.Replicas)
+				rec, err := b.reassign(img, rt.Topic, rp.Partition, rp.Replicas, allowRFChange)
 				switch {
 				case err != nil:
 					sp.ErrorCode, sp.ErrorMessage = b.errorCode(kmsg.AlterPartitionAssignments, err), errorMessage(err)
@@ -90,8 +94,9 @@ func handleAlterPartitionReassignments(rc *reqCtx) (kmsg.Response, error) {
 }
 
 // reassign is the change reassigning one partition to target (nil:
-// cancelling), nil when none is needed.
-func (b *services) reassign(img *metadata.Image, topic string, p int32, target []int32) (*metadata.PartitionChangeRecord, error) {
+// cancelling), nil when none is needed; allowRFChange false refuses a target
+// that changes the replication factor.
+func (b *services) reassign(img *metadata.Image, topic string, p int32, target []int32, allowRFChange bool) (*metadata.PartitionChangeRecord, error) {
 	t := img.Topics.ByName(topic)
 	if t == nil {
 		return nil, kafkaerr.New(kerr.UnknownTopicOrPartition, "Unable to find a topic named %s.", topic)
@@ -125,6 +130,9 @@ func (b *services) reassign(img *metadata.Image, topic string, p int32, target [
 		if msg := checkReplicasOn(img, target, -1); msg != "" {
 			return nil, kafkaerr.New(kerr.InvalidReplicaAssignment, "%s", msg)
 		}
+		if rf := replicationFactor(part); !allowRFChange && rf != len(target) {
+			return nil, kafkaerr.New(kerr.InvalidReplicationFactor, "The replication factor is changed from %d to %d", rf, len(target))
+		}
 		removing := difference(part.Replicas, target)
 		c.replicas = append(slices.Clone(target), removing...)
 		c.adding = difference(target, part.Replicas)
@@ -135,6 +143,24 @@ func (b *services) reassign(img *metadata.Image, topic string, p int32, target [
 		return nil, nil
 	}
 	return &rec, nil
+}
+
+// replicationFactor is the partition's replication factor: during a
+// reassignment its target's (the replicas with the adding ones, without the
+// removing ones), as Kafka's validatePartitionReplicationFactorUnchanged
+// counts it.
+func replicationFactor(part metadata.PartitionRegistration) int {
+	if !part.Reassigning() {
+		return len(part.Replicas)
+	}
+	set := map[int32]bool{}
+	for _, r := range append(slices.Clone(part.Replicas), part.AddingReplicas...) {
+		set[r] = true
+	}
+	for _, r := range part.RemovingReplicas {
+		delete(set, r)
+	}
+	return len(set)
 }
 
 // difference is the elements of a not in b, in increasing order, as
