@@ -127,14 +127,19 @@ func describeTopicConfig(def configdef.Def, topic map[string]string, src brokerC
 	if first.source == configSourceDefault {
 		value = def.Default
 	}
+	return describedConfig(def.Name, def.Type, &value, first.source, false, def.Doc, syns, synonyms, docs)
+}
+
+// describedConfig is one entry of a DescribeConfigs answer: the value and
+// source given, its synonyms and documentation when the request asks.
+func describedConfig(name string, typ configdef.Type, value *string, source int8, readOnly bool, doc string, syns []configSynonym,
+	synonyms, docs bool) kmsg.DescribeConfigsResponseResourceConfig {
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
-	c.Name = def.Name
-	c.Value = &value
-	c.Source = kmsg.ConfigSource(first.source)
-	c.IsDefault = first.source == configSourceDefault
-	c.ConfigType = kmsg.ConfigType(def.Type)
+	c.Name, c.Value, c.Source, c.ReadOnly = name, value, kmsg.ConfigSource(source), readOnly
+	c.IsDefault = source == configSourceDefault
+	c.ConfigType = kmsg.ConfigType(typ)
 	if docs {
-		c.Documentation = &def.Doc
+		c.Documentation = &doc
 	}
 	if synonyms {
 		for _, s := range syns {
@@ -179,21 +184,7 @@ func (b *services) describeBrokerConfigs(node bool, names map[string]bool, synon
 		if names != nil && !names[name] {
 			return
 		}
-		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		c.Name, c.Value, c.Source, c.ReadOnly = name, value, kmsg.ConfigSource(source), readOnly
-		c.IsDefault = source == configSourceDefault
-		c.ConfigType = kmsg.ConfigType(typ)
-		if docs {
-			c.Documentation = &doc
-		}
-		if synonyms {
-			for _, s := range syns {
-				cs := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-				cs.Name, cs.Value, cs.Source = s.name, s.value, kmsg.ConfigSource(s.source)
-				c.ConfigSynonyms = append(c.ConfigSynonyms, cs)
-			}
-		}
-		out = append(out, c)
+		out = append(out, describedConfig(name, typ, value, source, readOnly, doc, syns, synonyms, docs))
 	}
 	for _, def := range configdef.Topics() {
 		for i, s := range def.Synonyms {

@@ -20,7 +20,6 @@ package broker
 import (
 	"crypto/hmac"
 	"crypto/pbkdf2"
-	"crypto/rand"
 	"crypto/sha512"
 	"encoding/base64"
 	"fmt"
@@ -128,20 +127,11 @@ func (d *delegationTokens) credential(tokenID string, m scramMechanism) (metadat
 	return c, nil
 }
 
-// newTokenID draws a token id as Kafka's Uuid.randomUuid().toString(): a
-// version-4 uuid, never the zero one or Kafka's metadata topic id, whose
-// URL-safe base64 does not start with '-'.
+// newTokenID draws a token id as Kafka's Uuid.randomUuid().toString().
 func newTokenID() (string, error) {
-	for {
-		var u [16]byte
-		if _, err := rand.Read(u[:]); err != nil {
-			return "", fmt.Errorf("random token id: %w", err)
-		}
-		u[6] = u[6]&0x0f | 0x40
-		u[8] = u[8]&0x3f | 0x80
-		if u == ([16]byte{}) || u == ([16]byte{15: 1}) || u[0]>>2 == 62 {
-			continue
-		}
-		return metadata.TopicIDString(u), nil
+	u, err := metadata.RandomUUID(func([16]byte) bool { return false })
+	if err != nil {
+		return "", fmt.Errorf("token id: %w", err)
 	}
+	return metadata.TopicIDString(u), nil
 }

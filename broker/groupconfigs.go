@@ -129,21 +129,7 @@ func (b *services) describeGroupConfigs(name string, names map[string]bool, syno
 			syns = append(syns, configSynonym{def.Name, &v, configSourceGroup})
 		}
 		syns = append(syns, b.groupDefault(def))
-		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		c.Name, c.Value, c.Source = def.Name, syns[0].value, kmsg.ConfigSource(syns[0].source)
-		c.IsDefault = syns[0].source == configSourceDefault
-		c.ConfigType = kmsg.ConfigType(def.Type)
-		if docs {
-			c.Documentation = &def.Doc
-		}
-		if synonyms {
-			for _, s := range syns {
-				cs := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-				cs.Name, cs.Value, cs.Source = s.name, s.value, kmsg.ConfigSource(s.source)
-				c.ConfigSynonyms = append(c.ConfigSynonyms, cs)
-			}
-		}
-		out = append(out, c)
+		out = append(out, describedConfig(def.Name, def.Type, syns[0].value, syns[0].source, false, def.Doc, syns, synonyms, docs))
 	}
 	slices.SortFunc(out, func(x, y kmsg.DescribeConfigsResponseResourceConfig) int { return strings.Compare(x.Name, y.Name) })
 	return out
