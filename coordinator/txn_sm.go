@@ -327,7 +327,8 @@ func (s *txnPartition) finish(m *txnMeta, ok func(now time.Time) txnEffects, fai
 			t.pid, t.epoch = t.nextPid, 0
 		}
 		t.nextPid = -1
-		t.partitions, t.start, t.lastUpdate = nil, time.Time{}, now
+		// The start stays: Kafka's prepareComplete keeps txnStartTimestamp.
+		t.partitions, t.lastUpdate = nil, now
 		return s.persist(m, t, ok, failed)
 	}}
 	return txnEffects{id: m.id, markers: markers}
