@@ -503,6 +503,7 @@ func (s *groupShard) downgradeOnLeave(g *group, leaving []*cmember, onFail func(
 			continue
 		}
 		if m.classic == nil || len(m.classic.protocols) == 0 {
+			s.logger.Debug("not downgrading: a member remains on the consumer protocol", zap.String("group", g.id), zap.String("member", m.id))
 			return false
 		}
 		remaining = append(remaining, m)
