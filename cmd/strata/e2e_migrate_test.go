@@ -66,7 +66,7 @@ type migrationMember struct {
 
 func startMigrationMember(t *testing.T, addr, name string) *migrationMember {
 	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumerGroup("gmig"), kgo.ConsumeTopics("mig"), kgo.ClientID(name),
+	cl := newClient(t, addr, kgo.SeedBrokers(strings.Split(addr, ",")...), kgo.ConsumerGroup("gmig"), kgo.ConsumeTopics("mig"), kgo.ClientID(name),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(200*time.Millisecond), kgo.HeartbeatInterval(time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -245,4 +245,97 @@ func runMigration(t *testing.T, home, addr string, restart func()) []string {
 	}
 	t.Logf("%s: 500 records, %d by the consumer-protocol member, %d consumed more than once", addr, javaRecords, twice)
 	return steps
+}
+
+// TestClusterMigratedGroupSurvivesCoordinatorFailover: on a three-node
+// cluster a classic group upgraded online by a consumer-protocol member
+// (franz-go, next-gen) is a consumer group of mixed members; the node
+// coordinating it is killed (-9) and the partition's new leader replays
+// the group: the same epoch, member ids, member epochs, member types and
+// assignments. When the consumer-protocol member leaves, the new
+// coordinator turns the group classic again.
+func TestClusterMigratedGroupSurvivesCoordinatorFailover(t *testing.T) {
+	e2e(t)
+	nodes := startCluster(t, "default.replication.factor=3", "min.insync.replicas=2", "offsets.topic.replication.factor=3",
+		"offsets.topic.num.partitions=3", "broker.session.timeout.ms=2000", "broker.heartbeat.interval.ms=500",
+		"group.initial.rebalance.delay.ms=0", "group.consumer.min.heartbeat.interval.ms=100", "group.consumer.heartbeat.interval.ms=300")
+	waitFormed(t, nodes, 30*time.Second)
+	var seeds []string
+	for _, n := range nodes {
+		seeds = append(seeds, n.addr)
+	}
+	seed := strings.Join(seeds, ",")
+	cl := newClient(t, seed, kgo.SeedBrokers(seeds...))
+	createTopic(t, cl, "mig", 4)
+	a := startMigrationMember(t, seed, "classic-a")
+	waitFor(t, "a classic group", 60*time.Second, func() bool {
+		lg, err := kadm.NewClient(cl).ListGroups(timeoutCtx(t, 10*time.Second))
+		return err == nil && lg["gmig"].GroupType == "classic" && lg["gmig"].State == "Stable"
+	})
+	c := startMember848(t, seed, "gmig", "mig")
+	// types is the members' types and epochs, from ConsumerGroupDescribe.
+	types := func(cl *kgo.Client) (string, bool) {
+		d, err := kadm.NewClient(cl).DescribeConsumerGroups(timeoutCtx(t, 10*time.Second), "gmig")
+		if err != nil || d["gmig"].Err != nil {
+			return fmt.Sprint(err, d["gmig"].Err), false
+		}
+		var out []string
+		for _, m := range d["gmig"].Members {
+			out = append(out, fmt.Sprintf("%s type=%d epoch=%d", m.MemberID, m.MemberType, m.MemberEpoch))
+		}
+		slices.Sort(out)
+		return fmt.Sprintf("%s epoch=%d (%s)", d["gmig"].State, d["gmig"].Epoch, strings.Join(out, ", ")), d["gmig"].State == "Stable" && len(out) == 2
+	}
+	var before string
+	waitFor(t, "a stable consumer group of a classic and a consumer-protocol member", 90*time.Second, func() bool {
+		var ok bool
+		before, ok = types(cl)
+		return ok && strings.Contains(before, "classic-a-") && strings.Contains(before, "type=0") && strings.Contains(before, "type=1")
+	})
+	_, members, _ := describe848(t, cl, "gmig")
+	t.Logf("before the failover: %s %v", before, members)
+
+	old, err := coordinatorOf(nodes[0].addr, "gmig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rest []*clusterNode
+	for _, n := range nodes {
+		if n.id == old {
+			n.p.kill()
+		} else {
+			rest = append(rest, n)
+		}
+	}
+	var coord *clusterNode
+	waitUntil(t, 60*time.Second, "a new coordinator for the group", func() (bool, string) {
+		id, err := coordinatorOf(rest[0].addr, "gmig")
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, n := range rest {
+			if n.id == id {
+				coord = n
+			}
+		}
+		return coord != nil, fmt.Sprint("coordinator ", id)
+	})
+	ccl := newClient(t, coord.addr)
+	var after string
+	var afterMembers map[string]describedMember
+	waitFor(t, "the group loaded by the new coordinator", 60*time.Second, func() bool {
+		var ok bool
+		after, ok = types(ccl)
+		_, afterMembers, _ = describe848(t, ccl, "gmig")
+		return ok
+	})
+	if after != before || fmt.Sprint(afterMembers) != fmt.Sprint(members) {
+		t.Fatalf("after the failover (node %d to %d): %s %v; want %s %v", old, coord.id, after, afterMembers, before, members)
+	}
+	c.close()
+	waitFor(t, "the group classic again on the new coordinator", 90*time.Second, func() bool {
+		lg, err := kadm.NewClient(ccl).ListGroups(timeoutCtx(t, 10*time.Second))
+		return err == nil && lg["gmig"].GroupType == "classic" && lg["gmig"].State == "Stable"
+	})
+	a.stop()
 }
