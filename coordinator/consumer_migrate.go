@@ -246,7 +246,7 @@ func (s *groupShard) classicJoinToConsumerGroup(g *group, jr *joinRequest) (join
 	}
 	var sub kmsg.ConsumerMemberMetadata
 	if err := sub.ReadFrom(jr.protocols[0].metadata); err != nil {
-		return fail(kerr.InconsistentGroupProtocol, "Malformed embedded consumer protocol in subscription deserialization.")
+		return fail(kerr.UnknownServerError, "Malformed embedded consumer protocol in subscription deserialization.") // Kafka's IllegalStateException
 	}
 	m := cg.members[id]
 	if jr.instanceID != "" {
