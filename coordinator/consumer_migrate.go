@@ -300,6 +300,7 @@ func (s *groupShard) classicJoinToConsumerGroup(g *group, jr *joinRequest) (join
 		}
 	}
 	s.reconcile(g, m, owned)
+	s.stopRevokeTimer(g, m) // a classic member has its join and sync timeouts only, as in Kafka
 	r := joinResult{memberID: m.id, generation: m.epoch, protocolType: "consumer", protocol: m.classic.protocols[0].name}
 	session, rebalance := jr.session, jr.rebalance
 	s.persistConsumerMember(g, m.id, func(err error) {
