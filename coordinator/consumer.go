@@ -145,7 +145,8 @@ type consumerGroup struct {
 
 	stored          consumerImage       // the group's records as last made durable (consumer_replay.go)
 	storedIDs       map[string]struct{} // its members then
-	replacesClassic bool                // an empty classic group turned into this one; its record goes with the first write
+	replacesClassic bool                // a classic group turned into this one; its record's tombstone goes with the first write
+	upgradedFrom    *classicSnapshot    // the non-empty classic group it replaced, until that first write (consumer_migrate.go)
 }
 
 func newConsumerGroup() *consumerGroup {
@@ -280,14 +281,9 @@ func (s *groupShard) consumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequ
 		return heartbeatError(kerr.UnknownMemberID, "Consumer group "+req.Group+" not found.")
 	}
 	if g.consumer == nil {
-		if len(g.members) > 0 || g.state != stateEmpty || req.MemberEpoch != 0 {
-			return heartbeatError(kerr.GroupIDNotFound, "Group "+req.Group+" is not a consumer group.")
+		if resp := s.heartbeatToClassicGroup(g, req); resp != nil {
+			return resp
 		}
-		// An empty classic group (offsets only, or left over from a
-		// restart) becomes a consumer group, keeping its offsets.
-		g.consumer = newConsumerGroup()
-		g.consumer.replacesClassic = g.generation > 0 || s.offsets.count(g.id) > 0 // it may have a GroupMetadata record
-		g.protocolType, g.protocol, g.leader = "consumer", "", ""
 	}
 	cg := g.consumer
 	if _, known := cg.members[req.MemberID]; !known && s.cfg.ConsumerMaxSize > 0 && len(cg.members) >= s.cfg.ConsumerMaxSize {
@@ -503,6 +499,9 @@ func (s *groupShard) consumerLeave(g *group, req *kmsg.ConsumerGroupHeartbeatReq
 		return resp
 	}
 	s.logger.Info("member left consumer group", zap.String("group", g.id), zap.String("member", m.id))
+	if s.downgradeOnLeave(g, []*cmember{m}, func(err error) { *resp = *heartbeatError(storeError(err), "") }) {
+		return resp
+	}
 	s.removeConsumerMember(g, m, true)
 	return resp
 }
@@ -520,6 +519,7 @@ func (s *groupShard) removeConsumerMember(g *group, m *cmember, bump bool) {
 	}
 	s.cancel(timerKey{kind: timerConsumerSession, group: g.id, member: m.id})
 	s.stopRevokeTimer(g, m)
+	s.cancelClassicMemberTimers(g, m.id)
 	if bump {
 		cg.epoch++
 	}
@@ -531,12 +531,19 @@ func (s *groupShard) removeConsumerMember(g *group, m *cmember, bump bool) {
 // fenceConsumerMember removes m after its session or revocation timed out.
 func (s *groupShard) fenceConsumerMember(g *group, m *cmember, why string) {
 	s.logger.Info("fencing consumer group member", zap.String("group", g.id), zap.String("member", m.id), zap.String("reason", why))
-	s.removeConsumerMember(g, m, true)
+	if !s.downgradeOnLeave(g, []*cmember{m}, nil) {
+		s.removeConsumerMember(g, m, true)
+	}
 }
 
-// scheduleConsumerSession (re)starts m's session timer.
+// scheduleConsumerSession (re)starts m's session timer: a member on the
+// classic protocol has its own session timeout.
 func (s *groupShard) scheduleConsumerSession(g *group, m *cmember) {
-	s.schedule(timerKey{kind: timerConsumerSession, group: g.id, member: m.id}, s.consumerSessionTimeout(g.id))
+	d := s.consumerSessionTimeout(g.id)
+	if m.classic != nil {
+		d = time.Duration(m.classic.sessionTimeoutMs) * time.Millisecond
+	}
+	s.schedule(timerKey{kind: timerConsumerSession, group: g.id, member: m.id}, d)
 }
 
 // consumerSessionTimeout is the group's own session timeout, else the

@@ -24,6 +24,10 @@ func (s *groupShard) validateConsumerCommit(cg *consumerGroup, memberID string, 
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID
+	case m.classic != nil && epoch != m.epoch:
+		return kerr.IllegalGeneration // a classic member commits at its generation, its member epoch
+	case m.classic != nil:
+		return nil
 	case !transactional && version < 9:
 		return kerr.UnsupportedVersion
 	case epoch == m.epoch:
@@ -112,6 +116,9 @@ func (s *groupShard) consumerGroupDescribe(id string, version int16) kmsg.Consum
 		dm.TargetAssignment = assignment(cg.target[m.id])
 		if version >= 1 {
 			dm.MemberType = 1 // consumer protocol
+			if m.classic != nil {
+				dm.MemberType = 0 // classic protocol
+			}
 		}
 		d.Members = append(d.Members, dm)
 	}

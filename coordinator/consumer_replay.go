@@ -401,7 +401,7 @@ func (s *groupShard) persistConsumerMember(g *group, id string, then func(error)
 			return
 		}
 		if g.consumer == cg {
-			cg.replacesClassic = false
+			cg.replacesClassic, cg.upgradedFrom = false, nil
 			cg.stored = applyRecords(cg.stored, recs)
 			cg.storedIDs = cg.memberIDs()
 		}
@@ -460,6 +460,11 @@ func (s *groupShard) restoreConsumer(g *group) {
 	for id := range cg.members {
 		s.cancel(timerKey{kind: timerConsumerSession, group: g.id, member: id})
 		s.cancel(timerKey{kind: timerConsumerRevoke, group: g.id, member: id})
+		s.cancelClassicMemberTimers(g, id)
+	}
+	if cg.upgradedFrom != nil {
+		s.restoreClassicGroup(g, cg.upgradedFrom)
+		return
 	}
 	restored, err := s.consumerGroupFromRecords(cg.stored)
 	if err != nil {

@@ -16,7 +16,9 @@
 //     timers armed, cancelled or fired. No goroutines, locks or clock.
 //     Classic groups are in group.go and join.go (rebalances, static
 //     members, sessions), KIP-848 consumer groups in consumer.go,
-//     consumer_assign.go and consumer_admin.go, offsets in offsets.go with
+//     consumer_assign.go and consumer_admin.go, the online migration
+//     between the two (KIP-848 upgrade and downgrade, classic members in a
+//     consumer group) in consumer_migrate.go, offsets in offsets.go with
 //     the committed and pending transactional offsets kept apart in
 //     offsetstore.go and txnoffsets.go, describe/list/delete in admin.go,
 //     replay in load.go, the record formats in records.go. A consumer

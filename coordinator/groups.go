@@ -51,6 +51,7 @@ type GroupConfig struct {
 	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms
 	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
 	ConsumerMaxSize           int           // group.consumer.max.size; 0 = no limit
+	ConsumerMigrationPolicy   string        // group.consumer.migration.policy (Migration*); "" is bidirectional
 	// GroupOverrides, when set, is a group's own consumer.session.timeout.ms
 	// and consumer.heartbeat.interval.ms (its GROUP config resource), zero
 	// where the group sets none.
@@ -74,6 +75,7 @@ func DefaultGroupConfig() GroupConfig {
 		ConsumerSessionTimeout:    45 * time.Second,
 		ConsumerHeartbeatInterval: 5 * time.Second,
 		ConsumerMaxSize:           math.MaxInt32,
+		ConsumerMigrationPolicy:   MigrationBidirectional,
 	}
 }
 

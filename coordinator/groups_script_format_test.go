@@ -226,7 +226,7 @@ func formatSync(r syncResult) string {
 	if r.err != nil {
 		return r.err.Message
 	}
-	return "assignment=" + string(r.assignment)
+	return "assignment=" + formatAssignment(r.assignment)
 }
 
 // formatRecord describes a __consumer_offsets record.
@@ -255,7 +255,7 @@ func formatRecord(r kv, topicName func([16]byte) string) string {
 		_ = v.ReadFrom(r.value)
 		var ms []string
 		for _, m := range v.Members {
-			ms = append(ms, m.MemberID+":"+string(m.Assignment))
+			ms = append(ms, m.MemberID+":"+formatAssignment(m.Assignment))
 		}
 		return fmt.Sprintf("group %s gen=%d protocol=%s leader=%s members=(%s)", k.Group, v.Generation,
 			deref(v.Protocol), deref(v.Leader), strings.Join(ms, ","))
@@ -273,7 +273,11 @@ func dumpGroup(out *strings.Builder, s *groupShard, id string) {
 	if cg := g.consumer; cg != nil {
 		fmt.Fprintf(out, "%s: consumer %s epoch=%d assignment-epoch=%d\n", id, cg.state(), cg.epoch, cg.assignmentEpoch)
 		for _, m := range cg.sortedMembers() {
-			fmt.Fprintf(out, "  %s epoch=%d state=%s assigned=%s revoking=%s target=%s\n", m.id, m.epoch,
+			proto := ""
+			if m.classic != nil {
+				proto = " classic"
+			}
+			fmt.Fprintf(out, "  %s%s epoch=%d state=%s assigned=%s revoking=%s target=%s\n", m.id, proto, m.epoch,
 				[...]string{"stable", "unrevoked", "unreleased"}[m.state],
 				formatSet(s, m.assigned), formatSet(s, m.revoking), formatSet(s, cg.target[m.id]))
 		}
@@ -290,7 +294,7 @@ func dumpGroup(out *strings.Builder, s *groupShard, id string) {
 			if m.syncWaiter != 0 {
 				line += fmt.Sprintf(" syncing=w%d", m.syncWaiter)
 			}
-			fmt.Fprintf(out, "%s assignment=%s\n", line, m.assignment)
+			fmt.Fprintf(out, "%s assignment=%s\n", line, formatAssignment(m.assignment))
 		}
 	}
 	offs := s.offsets.of(id)

@@ -347,7 +347,9 @@ func (h *scriptHarness) step(t *testing.T, d *datadriven.TestData) string {
 			}
 		}
 	default:
-		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+		if !h.migrateStep(t, d.Cmd, a, group) {
+			t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+		}
 	}
 	return out.String()
 }

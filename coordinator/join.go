@@ -68,9 +68,7 @@ func (s *groupShard) join(g *group, jr *joinRequest) (r joinResult, waiting bool
 	}
 	if g.consumer != nil {
 		if len(g.consumer.members) > 0 {
-			// Kafka would migrate a consumer group to classic members
-			// (KIP-848 online downgrade); Strata does not mix them.
-			return fail(kerr.InconsistentGroupProtocol, jr.memberID)
+			return s.classicJoinToConsumerGroup(g, jr) // consumer_migrate.go
 		}
 		if len(g.consumer.stored) > 0 {
 			s.write(consumerTombstones(g), func(err error) {
@@ -291,6 +289,9 @@ func (s *groupShard) sync(req *kmsg.SyncGroupRequest, waiter uint64) (r syncResu
 	if g == nil {
 		return fail(kerr.UnknownMemberID)
 	}
+	if g.consumer != nil {
+		return s.classicSyncToConsumerGroup(g, req), false
+	}
 	if g.fenced(deref(req.InstanceID), req.MemberID) {
 		return fail(kerr.FencedInstanceID)
 	}
@@ -360,6 +361,9 @@ func (s *groupShard) heartbeat(req *kmsg.HeartbeatRequest) *kerr.Error {
 	if g == nil {
 		return kerr.UnknownMemberID
 	}
+	if g.consumer != nil {
+		return s.classicHeartbeatToConsumerGroup(g, req)
+	}
 	if g.fenced(deref(req.InstanceID), req.MemberID) {
 		return kerr.FencedInstanceID
 	}
@@ -393,6 +397,9 @@ func (s *groupShard) leaveGroup(groupID string, leaving []LeaveMember) []*kerr.E
 			errs[i] = kerr.UnknownMemberID
 		}
 		return errs
+	}
+	if g.consumer != nil {
+		return s.classicLeaveToConsumerGroup(g, leaving)
 	}
 	for i, l := range leaving {
 		if l.MemberID == "" {

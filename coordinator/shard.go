@@ -198,6 +198,8 @@ func (s *groupShard) fire(k timerKey) {
 			s.fenceConsumerMember(g, m, "session timeout of "+s.consumerSessionTimeout(g.id).String()+" expired")
 			s.persistConsumer(g, func(error) {})
 		}
+	case timerConsumerJoin, timerConsumerSync:
+		s.onClassicMemberTimeout(g, k)
 	case timerConsumerRevoke:
 		if m := g.consumerMember(k.member); m != nil && m.state == cmemberUnrevoked {
 			s.fenceConsumerMember(g, m, "partitions not revoked within the rebalance timeout of "+s.revokeTimeout(m).String())

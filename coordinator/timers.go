@@ -17,10 +17,12 @@ const (
 	timerConsumerSession                  // a consumer group member's session expires
 	timerConsumerRevoke                   // a consumer group member did not revoke in time
 	timerOffsetExpiry                     // offsets.retention.check.interval.ms
+	timerConsumerJoin                     // a classic member of a consumer group did not rejoin in time
+	timerConsumerSync                     // a classic member of a consumer group did not sync in time
 )
 
 func (k timerKind) String() string {
-	return [...]string{"join", "sync", "heartbeat", "pending-member", "consumer-session", "consumer-revoke", "offset-expiry"}[k]
+	return [...]string{"join", "sync", "heartbeat", "pending-member", "consumer-session", "consumer-revoke", "offset-expiry", "consumer-join", "consumer-sync"}[k]
 }
 
 // timerKey identifies a timer: arming a key again replaces its deadline.

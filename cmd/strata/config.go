@@ -87,13 +87,14 @@ type settings struct {
 	Authorizer *broker.StandardAuthorizerConfig // authorizer.class.name's StandardAuthorizer (config_authorizer.go); nil: none
 
 	// KIP-848 consumer groups.
-	ConsumerSessionTimeoutMs       int64 // group.consumer.session.timeout.ms
-	ConsumerMinSessionTimeoutMs    int64 // group.consumer.min.session.timeout.ms
-	ConsumerMaxSessionTimeoutMs    int64 // group.consumer.max.session.timeout.ms
-	ConsumerHeartbeatIntervalMs    int64 // group.consumer.heartbeat.interval.ms
-	ConsumerMinHeartbeatIntervalMs int64 // group.consumer.min.heartbeat.interval.ms
-	ConsumerMaxHeartbeatIntervalMs int64 // group.consumer.max.heartbeat.interval.ms
-	ConsumerMaxSize                int   // group.consumer.max.size
+	ConsumerSessionTimeoutMs       int64  // group.consumer.session.timeout.ms
+	ConsumerMinSessionTimeoutMs    int64  // group.consumer.min.session.timeout.ms
+	ConsumerMaxSessionTimeoutMs    int64  // group.consumer.max.session.timeout.ms
+	ConsumerHeartbeatIntervalMs    int64  // group.consumer.heartbeat.interval.ms
+	ConsumerMinHeartbeatIntervalMs int64  // group.consumer.min.heartbeat.interval.ms
+	ConsumerMaxHeartbeatIntervalMs int64  // group.consumer.max.heartbeat.interval.ms
+	ConsumerMaxSize                int    // group.consumer.max.size
+	ConsumerMigrationPolicy        string // group.consumer.migration.policy, lower case
 
 	// Log cleaner (compaction).
 	CleanerEnable      bool    // log.cleaner.enable
@@ -150,6 +151,7 @@ func defaultSettings() settings {
 		ConsumerMinHeartbeatIntervalMs: defaultInt("group.consumer.min.heartbeat.interval.ms"),
 		ConsumerMaxHeartbeatIntervalMs: defaultInt("group.consumer.max.heartbeat.interval.ms"),
 		ConsumerMaxSize:                int(defaultInt("group.consumer.max.size")),
+		ConsumerMigrationPolicy:        def("group.consumer.migration.policy").Default,
 
 		CleanerEnable:      defaultBool("log.cleaner.enable"),
 		CleanerBackoffMs:   defaultInt("log.cleaner.backoff.ms"),
@@ -375,6 +377,15 @@ func loadConsumerGroupSettings(p *propReader, s *settings) {
 	p.setInt64(&s.ConsumerMinHeartbeatIntervalMs, "group.consumer.min.heartbeat.interval.ms")
 	p.setInt64(&s.ConsumerMaxHeartbeatIntervalMs, "group.consumer.max.heartbeat.interval.ms")
 	p.setInt(&s.ConsumerMaxSize, "group.consumer.max.size")
+	if v, ok := p.get("group.consumer.migration.policy"); ok {
+		// Kafka's CaseInsensitiveValidString.
+		if values := def("group.consumer.migration.policy").Check.OneOf; slices.Contains(values, strings.ToLower(v)) {
+			s.ConsumerMigrationPolicy = strings.ToLower(v)
+		} else {
+			p.fail("group.consumer.migration.policy", p.props["group.consumer.migration.policy"],
+				"must be one of (case insensitive): "+strings.Join(values, ", "))
+		}
+	}
 	if p.err != nil {
 		return
 	}

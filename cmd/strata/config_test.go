@@ -117,6 +117,7 @@ func TestDefaults(t *testing.T) {
 		ConsumerMinHeartbeatIntervalMs: 5000,
 		ConsumerMaxHeartbeatIntervalMs: 15000,
 		ConsumerMaxSize:                math.MaxInt32,
+		ConsumerMigrationPolicy:        "bidirectional",
 
 		FetchSessionSlots: 1000,
 
@@ -177,6 +178,7 @@ func TestValidValues(t *testing.T) {
 		{map[string]string{"offsets.topic.segment.bytes": "1"}, func(s settings) bool { return s.OffsetsSegmentBytes == 1 }},
 		{map[string]string{"group.max.size": "3", "group.consumer.max.size": "1"},
 			func(s settings) bool { return s.GroupMaxSize == 3 && s.ConsumerMaxSize == 1 }},
+		{map[string]string{"group.consumer.migration.policy": " Upgrade "}, func(s settings) bool { return s.ConsumerMigrationPolicy == "upgrade" }},
 		{map[string]string{"group.consumer.session.timeout.ms": "2000", "group.consumer.min.session.timeout.ms": "1000",
 			"group.consumer.heartbeat.interval.ms": "100", "group.consumer.min.heartbeat.interval.ms": "100"},
 			func(s settings) bool {
@@ -247,6 +249,7 @@ func TestInvalidValues(t *testing.T) {
 		{"log.message.timestamp.type", "createtime", "one of CreateTime, LogAppendTime"},
 		{"log.message.timestamp.after.max.ms", "-1", "at least 0"},
 		{"group.consumer.max.size", "0", "at least 1"},
+		{"group.consumer.migration.policy", "both", "one of (case insensitive): bidirectional, upgrade, downgrade, disabled"},
 		{"offsets.commit.timeout.ms", "x", "whole number"},
 		{"log.flush.interval.ms", "-1", "at least 0"},
 		{"offsets.topic.segment.bytes", "0", "at least 1"},

@@ -189,6 +189,7 @@ func brokerConfig(s settings, logRequests bool, build buildInfo) broker.Config {
 			ConsumerSessionTimeout:    time.Duration(s.ConsumerSessionTimeoutMs) * time.Millisecond,
 			ConsumerHeartbeatInterval: time.Duration(s.ConsumerHeartbeatIntervalMs) * time.Millisecond,
 			ConsumerMaxSize:           s.ConsumerMaxSize,
+			ConsumerMigrationPolicy:   s.ConsumerMigrationPolicy,
 		},
 		Txns:             s.Txn.config(),
 		DelegationTokens: s.Tokens.config(),
