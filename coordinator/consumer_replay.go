@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"hash/fnv"
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -499,22 +497,23 @@ func consumerTombstones(g *group) []kv {
 	return tombstones(stored, nil)
 }
 
-// subscriptionHash is a hash of the subscribed topics' names, ids and
-// partition counts (0 for none), the group's MetadataHash: when it
-// changes, the group epoch is bumped. Kafka's own hash (KIP-1101) is
-// another function, so a group Kafka wrote is given one new epoch on its
-// first heartbeat here.
+// subscriptionHash is the group's MetadataHash over the topics its members
+// subscribe to that exist (Kafka's ModernGroup.computeMetadataHash): when
+// it changes, the group epoch is bumped.
 func (s *groupShard) subscriptionHash(cg *consumerGroup) int64 {
-	topics := s.subscribedTopicMeta(cg)
-	if len(topics) == 0 {
-		return 0
+	return groupHash(s.subscribedTopicMeta(cg), s.partitionRacks)
+}
+
+// rackedTopics is topicMetadata that knows the racks of a partition's
+// replicas (a cluster's metadata image); without it a partition has none,
+// as on a broker without broker.rack.
+type rackedTopics interface {
+	PartitionRacks(topic [16]byte, partition int32) []string
+}
+
+func (s *groupShard) partitionRacks(t topicMeta, p int32) []string {
+	if r, ok := s.topics.(rackedTopics); ok {
+		return r.PartitionRacks(t.id, p)
 	}
-	h := fnv.New64a()
-	for _, t := range topics {
-		h.Write([]byte(t.name))
-		h.Write(t.id[:])
-		h.Write([]byte(strconv.Itoa(int(t.partitions))))
-		h.Write([]byte{0})
-	}
-	return int64(h.Sum64())
+	return nil
 }
