@@ -56,6 +56,11 @@ type GroupConfig struct {
 	// where the group sets none.
 	GroupOverrides func(group string) (session, heartbeat time.Duration)
 
+	// ConsumerRegexRefreshInterval is group.consumer.regex.refresh.interval.ms:
+	// a group's regexes are resolved again at least this often (0: Kafka's
+	// default, 10 minutes).
+	ConsumerRegexRefreshInterval time.Duration
+
 	Clock clockwork.Clock // nil: the real clock
 }
 
@@ -501,7 +506,7 @@ func (c *Groups) sortedSlots() []*groupSlot {
 type storageTopics struct{ logs *storage.Manager }
 
 func metaOf(t *storage.Topic) topicMeta {
-	return topicMeta{name: t.Name, id: t.ID, partitions: t.PartitionCount(), internal: t.Internal}
+	return topicMeta{name: t.Name, id: t.ID, partitions: t.PartitionCount()}
 }
 
 func (t storageTopics) Topic(name string) (topicMeta, bool) {

@@ -17,10 +17,11 @@ const (
 	timerConsumerSession                  // a consumer group member's session expires
 	timerConsumerRevoke                   // a consumer group member did not revoke in time
 	timerOffsetExpiry                     // offsets.retention.check.interval.ms
+	timerConsumerRegex                    // a consumer group's regexes are resolved (Kafka's executor task)
 )
 
 func (k timerKind) String() string {
-	return [...]string{"join", "sync", "heartbeat", "pending-member", "consumer-session", "consumer-revoke", "offset-expiry"}[k]
+	return [...]string{"join", "sync", "heartbeat", "pending-member", "consumer-session", "consumer-revoke", "offset-expiry", "consumer-regex"}[k]
 }
 
 // timerKey identifies a timer: arming a key again replaces its deadline.
@@ -61,6 +62,12 @@ func newTimerQueue() timerQueue {
 func (q *timerQueue) set(k timerKey, at time.Time) {
 	q.deadlines[k] = at
 	heap.Push(&q.heap, timerEntry{key: k, at: at})
+}
+
+// armed reports whether k is armed.
+func (q *timerQueue) armed(k timerKey) bool {
+	_, ok := q.deadlines[k]
+	return ok
 }
 
 // remove disarms k, reporting whether it was armed.
