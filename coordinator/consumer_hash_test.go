@@ -81,3 +81,25 @@ func TestMetadataHashOfKafkaGroup(t *testing.T) {
 		t.Errorf("g848: Kafka wrote MetadataHash %d, Strata computes %d", cg.metadataHash, got)
 	}
 }
+
+// TestMetadataHashCoversRacks: with the racks of the partitions' replicas
+// known (a cluster's image, GroupConfig.PartitionRacks), a change of rack
+// changes the group's MetadataHash, which bumps its epoch, as in Kafka.
+func TestMetadataHashCoversRacks(t *testing.T) {
+	rack := "r1"
+	cfg := DefaultGroupConfig()
+	cfg.PartitionRacks = func([16]byte, int32) []string { return []string{rack} }
+	topics := &scriptTopics{byName: map[string]topicMeta{"t": {name: "t", id: topicID(t, "vVSHWKXzQ_mLkrX7hTL8Dg"), partitions: 2}}}
+	s := newGroupShard(0, cfg, topics, zap.NewNop())
+	cg := newConsumerGroup()
+	cg.members["m"] = &cmember{id: "m", topics: []string{"t"}}
+	before := s.subscriptionHash(cg)
+	rack = "r2"
+	if after := s.subscriptionHash(cg); after == before {
+		t.Errorf("hash %d unchanged when the partitions moved from rack r1 to r2", after)
+	}
+	s.cfg.PartitionRacks = nil
+	if none := s.subscriptionHash(cg); none == before {
+		t.Errorf("hash %d with racks equals the one without", none)
+	}
+}

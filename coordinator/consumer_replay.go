@@ -539,16 +539,10 @@ func (s *groupShard) subscriptionHash(cg *consumerGroup) int64 {
 	return groupHash(s.subscribedTopicMeta(cg), s.partitionRacks)
 }
 
-// rackedTopics is topicMetadata that knows the racks of a partition's
-// replicas (a cluster's metadata image); without it a partition has none,
-// as on a broker without broker.rack.
-type rackedTopics interface {
-	PartitionRacks(topic [16]byte, partition int32) []string
-}
-
+// partitionRacks is the racks of partition p's replicas (GroupConfig.PartitionRacks).
 func (s *groupShard) partitionRacks(t topicMeta, p int32) []string {
-	if r, ok := s.topics.(rackedTopics); ok {
-		return r.PartitionRacks(t.id, p)
+	if s.cfg.PartitionRacks == nil {
+		return nil
 	}
-	return nil
+	return s.cfg.PartitionRacks(t.id, p)
 }

@@ -60,6 +60,10 @@ type GroupConfig struct {
 	// a group's regexes are resolved again at least this often (0: Kafka's
 	// default, 10 minutes).
 	ConsumerRegexRefreshInterval time.Duration
+	// PartitionRacks, when set, is the racks of a partition's replicas
+	// (those whose broker has a broker.rack), which a consumer group's
+	// MetadataHash covers as Kafka's does; unset, no partition has one.
+	PartitionRacks func(topic [16]byte, partition int32) []string
 
 	Clock clockwork.Clock // nil: the real clock
 }
