@@ -55,14 +55,30 @@ type resolvedRegex struct {
 // version Kafka's metadata image has for the coordinator: a regex resolved
 // at an older version than the newest topic is resolved again.
 type topicsSeen struct {
-	at     map[[16]byte]int64
-	newest int64
+	at        map[[16]byte]int64
+	newest    int64
+	scannedAt int64 // unix ms of the last look at the topics
+}
+
+// topicsRescanInterval bounds how often heartbeats look for new topics:
+// Kafka learns of them from the metadata image's deltas, Strata by looking,
+// at most once a second per shard rather than on every heartbeat.
+const topicsRescanInterval = time.Second
+
+// newestTopicVersion is the version of the newest topic, looking at the
+// topics again unless it did less than topicsRescanInterval ago.
+func (s *groupShard) newestTopicVersion() int64 {
+	if s.now.UnixMilli()-s.regexTopics.scannedAt < topicsRescanInterval.Milliseconds() && s.regexTopics.at != nil {
+		return s.regexTopics.newest
+	}
+	return s.observeTopics(s.topics.Topics())
 }
 
 // observe notes the topics that exist now and returns the newest version.
 func (s *groupShard) observeTopics(topics []topicMeta) int64 {
 	ts := &s.regexTopics
 	now := s.now.UnixMilli()
+	ts.scannedAt = now
 	at := make(map[[16]byte]int64, len(topics))
 	for _, t := range topics {
 		v, ok := ts.at[t.id]
@@ -204,9 +220,8 @@ func (s *groupShard) maybeUpdateRegexes(g *group, m *cmember, old string) bool {
 	if now <= last+regexBatchRefreshMinInterval.Milliseconds() {
 		return bump
 	}
-	refresh = refresh || len(subs) != len(cg.resolved) ||
-		version < s.observeTopics(s.topics.Topics()) ||
-		now > last+s.regexRefreshInterval().Milliseconds()
+	refresh = refresh || len(subs) != len(cg.resolved) || now > last+s.regexRefreshInterval().Milliseconds() ||
+		version < s.newestTopicVersion()
 	if refresh {
 		s.schedule(key, 0)
 	}
