@@ -8,6 +8,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -204,4 +207,77 @@ func TestConsumerGroup848RegexAsKafka(t *testing.T) {
 		t.Errorf("rx-b picked up in %v on strata, %v on kafka; want within %v", strata.pickup, kafka.pickup, limit)
 	}
 	t.Logf("invalid regexes: %v", kafka.invalid)
+}
+
+// javaIncludeScenario: Kafka 4.4's console consumer with --include and
+// group.protocol=consumer reads jrx-a, then jrx-b once created. It returns
+// how long jrx-b took and the member's subscription as the group shows it
+// (the Java client resolves a java.util.regex Pattern itself and sends the
+// names it matched, so the broker sees names, not the regex).
+func javaIncludeScenario(t *testing.T, home, addr string) (time.Duration, string) {
+	t.Helper()
+	admin := newClient(t, addr)
+	createTopic(t, admin, "jrx-a", 1)
+	producer := newClient(t, addr)
+	ctx := timeoutCtx(t, 3*time.Minute)
+	produce := func(topic string) {
+		if err := producer.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("value-" + topic)}).FirstErr(); err != nil {
+			t.Fatalf("produce to %s: %v", topic, err)
+		}
+	}
+	produce("jrx-a")
+	cctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(cctx, "java", "-Xmx256m", "-Dlog4j2.configurationFile="+filepath.Join(home, "tools-log4j2.properties"),
+		"-cp", filepath.Join(home, "libs")+"/*", "org.apache.kafka.tools.consumer.ConsoleConsumer",
+		"--bootstrap-server", addr, "--include", "jrx-.*", "--group", "jrx-group", "--from-beginning",
+		"--command-property", "group.protocol=consumer", "--command-property", "metadata.max.age.ms=1000")
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("java console consumer on %s:\n%s", addr, tail(out.String(), 4<<10))
+		}
+	}()
+	waitFor(t, "the java consumer reads jrx-a", 2*time.Minute, func() bool { return strings.Contains(out.String(), "value-jrx-a") })
+	created := time.Now()
+	createTopic(t, admin, "jrx-b", 1)
+	produce("jrx-b")
+	waitFor(t, "the java consumer reads jrx-b", time.Minute, func() bool { return strings.Contains(out.String(), "value-jrx-b") })
+	took := time.Since(created)
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{"jrx-group"}
+	resp, err := req.RequestWith(ctx, admin)
+	if err != nil || len(resp.Groups) != 1 || len(resp.Groups[0].Members) != 1 {
+		t.Fatalf("describe jrx-group: %v %+v", err, resp)
+	}
+	m := resp.Groups[0].Members[0]
+	names := slices.Sorted(slices.Values(m.SubscribedTopics)) // a set: Kafka lists it in hash order
+	return took, fmt.Sprintf("names %v regex %q", names, orEmpty(m.SubscribedTopicRegex))
+}
+
+// TestJavaConsumerIncludeAsKafka: the Java console consumer's --include
+// under the consumer protocol picks up a topic created later, on Strata as
+// on Kafka 4.4.0, subscribed by the same names.
+func TestJavaConsumerIncludeAsKafka(t *testing.T) {
+	e2e(t)
+	home := installedKafkaTools(t)
+	b := startBroker(t, "")
+	strataTook, strataSub := javaIncludeScenario(t, home, b.addr)
+	k := newKafka(t, t.TempDir())
+	startCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := k.Start(startCtx); err != nil {
+		t.Fatal(err)
+	}
+	kafkaTook, kafkaSub := javaIncludeScenario(t, home, k.Addr())
+	t.Logf("jrx-b read after %v on strata (%s), %v on kafka (%s)", strataTook.Round(time.Millisecond), strataSub,
+		kafkaTook.Round(time.Millisecond), kafkaSub)
+	if strataSub != kafkaSub {
+		t.Errorf("subscription: strata %s, kafka %s", strataSub, kafkaSub)
+	}
 }
