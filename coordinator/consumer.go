@@ -416,14 +416,14 @@ func (s *groupShard) replaceStaticMember(g *group, old *cmember, newID string) *
 	m.id = newID
 	m.epoch, m.state = old.prevEpoch, cmemberStable
 	assigned, revoking := old.assigned, old.revoking
-	s.removeConsumerMember(g, old, false)
+	target, hasTarget := cg.target[old.id]
+	s.removeConsumerMember(g, old, false) // drops old's target
 	cg.members[m.id] = m
 	cg.static[m.instanceID] = m.id
 	m.assigned, m.revoking = partitionSet{}, partitionSet{}
 	cg.setAssignment(m, assigned, revoking)
-	if t, ok := cg.target[old.id]; ok {
-		cg.target[m.id] = t
-		delete(cg.target, old.id)
+	if hasTarget {
+		cg.target[m.id] = target
 	}
 	s.logger.Info("static member rejoined consumer group with a new member id", zap.String("group", g.id),
 		zap.String("instance_id", m.instanceID), zap.String("old_member", old.id), zap.String("member", m.id))

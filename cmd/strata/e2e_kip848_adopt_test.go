@@ -16,9 +16,9 @@ import (
 // TestAdoptedConsumerGroupKeepsEpoch: a KIP-848 group Kafka 4.4.0 wrote
 // (its static member gone for a while with epoch -2) is taken over by
 // Strata on Kafka's log dir; the member comes back under a new member id
-// at the group epoch Kafka left, as it does on Kafka: the MetadataHash
-// Kafka stored is the one Strata computes (KIP-1101), so there is no
-// rebalance.
+// at the group epoch Kafka left and with its partitions, as it does on
+// Kafka: the MetadataHash Kafka stored is the one Strata computes
+// (KIP-1101), so there is no rebalance.
 func TestAdoptedConsumerGroupKeepsEpoch(t *testing.T) {
 	e2e(t)
 	kafkaDir := t.TempDir()
@@ -93,7 +93,7 @@ func TestAdoptedConsumerGroupKeepsEpoch(t *testing.T) {
 	if back.ErrorCode != 0 {
 		t.Fatalf("the static member back on kafka: %v", kerr.ErrorForCode(back.ErrorCode))
 	}
-	kafkaBack := fmt.Sprintf("epoch %d (group's was %d)", back.MemberEpoch, kafkaEpoch[group+"-on-kafka"])
+	kafkaBack := fmt.Sprintf("epoch %d (group's was %d), %d partitions", back.MemberEpoch, kafkaEpoch[group+"-on-kafka"], partitions(back))
 	if err := k.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestAdoptedConsumerGroupKeepsEpoch(t *testing.T) {
 		r = heartbeat(s.addr, group, "member-back-0000000001", 0, []kmsg.ConsumerGroupHeartbeatRequestTopic{})
 		return r.ErrorCode == 0
 	})
-	strataBack := fmt.Sprintf("epoch %d (group's was %d)", r.MemberEpoch, kafkaEpoch[group])
+	strataBack := fmt.Sprintf("epoch %d (group's was %d), %d partitions", r.MemberEpoch, kafkaEpoch[group], partitions(r))
 	if strataBack != kafkaBack {
 		t.Errorf("the static member back: on strata %s, on kafka %s", strataBack, kafkaBack)
 	}
@@ -118,5 +118,5 @@ func TestAdoptedConsumerGroupKeepsEpoch(t *testing.T) {
 	if epoch, _, ok := describe848(t, cl, group); !ok || epoch != kafkaEpoch[group] {
 		t.Fatalf("group epoch on strata %d (%v), kafka's %d", epoch, ok, kafkaEpoch[group])
 	}
-	t.Logf("the static member back: on strata %s with %d partitions, on kafka %s with %d", strataBack, partitions(r), kafkaBack, partitions(back))
+	t.Logf("the static member back: on strata %s, on kafka %s", strataBack, kafkaBack)
 }
