@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -122,8 +121,7 @@ type cmember struct {
 	rebalanceTimeout       time.Duration
 	assignor               string   // requested server assignor, "" for none
 	topics                 []string // subscribed topic names, sorted
-	regex                  string   // subscribed topic regex (v1)
-	re                     *regexp.Regexp
+	regex                  string   // subscribed topic regex (v1), resolved by the group (consumer_regex.go)
 
 	assigned partitionSet // what the member should own now
 	revoking partitionSet // what it must still give up
@@ -143,8 +141,11 @@ type consumerGroup struct {
 	metadataHash    int64           // of the subscribed topics' metadata (subscriptionHash)
 	assignmentTime  int64           // unix ms of the last target assignment
 
+	resolved map[string]resolvedRegex // the members' regexes as last resolved; nil for none
+
 	stored          consumerImage       // the group's records as last made durable (consumer_replay.go)
 	storedIDs       map[string]struct{} // its members then
+	storedRegexes   map[string]struct{} // its resolved regexes then
 	replacesClassic bool                // a classic group turned into this one; its record's tombstone goes with the first write
 	upgradedFrom    *classicSnapshot    // the non-empty classic group it replaced, until that first write (consumer_migrate.go)
 }
@@ -205,14 +206,6 @@ func (cg *consumerGroup) freeFor(m *cmember, tp tpID) bool {
 	return !ok || o == m.id
 }
 
-// subscribes reports whether m subscribes to topic name.
-func (m *cmember) subscribes(name string, internal bool) bool {
-	if _, ok := slices.BinarySearch(m.topics, name); ok {
-		return true
-	}
-	return m.re != nil && !internal && m.re.MatchString(name)
-}
-
 // heartbeatError is a failed ConsumerGroupHeartbeat.
 func heartbeatError(err *kerr.Error, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
@@ -260,22 +253,9 @@ func validateHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, version int16) (
 	return nil, ""
 }
 
-// compileSubscription is the heartbeat's topic regex, anchored as Kafka
-// matches it; nil without one.
-func compileSubscription(req *kmsg.ConsumerGroupHeartbeatRequest) (*regexp.Regexp, *kmsg.ConsumerGroupHeartbeatResponse) {
-	if req.SubscribedTopicRegex == nil || *req.SubscribedTopicRegex == "" {
-		return nil, nil
-	}
-	re, err := regexp.Compile("^(?:" + *req.SubscribedTopicRegex + ")$")
-	if err != nil {
-		return nil, heartbeatError(kerr.InvalidRegularExpression, "SubscribedTopicRegex "+*req.SubscribedTopicRegex+" is not a valid regular expression: "+err.Error())
-	}
-	return re, nil
-}
-
 // consumerGroupHeartbeat handles a valid ConsumerGroupHeartbeat (KIP-848)
-// as Kafka's consumerGroupHeartbeat; re is its compiled regex.
-func (s *groupShard) consumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, version int16, client Client, re *regexp.Regexp) *kmsg.ConsumerGroupHeartbeatResponse {
+// as Kafka's consumerGroupHeartbeat.
+func (s *groupShard) consumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, version int16, client Client) *kmsg.ConsumerGroupHeartbeatResponse {
 	g := s.group(req.Group, req.MemberEpoch == 0)
 	if g == nil {
 		return heartbeatError(kerr.UnknownMemberID, "Consumer group "+req.Group+" not found.")
@@ -296,9 +276,15 @@ func (s *groupShard) consumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequ
 	if errResp != nil {
 		return errResp
 	}
+	oldRegex := m.regex
+	if r := req.SubscribedTopicRegex; r != nil && *r != "" && *r != oldRegex {
+		if resp := regexError(*r); resp != nil {
+			return resp
+		}
+	}
 	joining := req.MemberEpoch == 0
 	bump := false
-	if s.updateConsumerMember(m, req, re, client) {
+	if s.updateConsumerMember(m, req, client) {
 		bump = true
 	}
 	if _, ok := cg.members[m.id]; !ok {
@@ -308,6 +294,9 @@ func (s *groupShard) consumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequ
 		}
 		bump = true
 		s.logger.Info("member joined consumer group", zap.String("group", g.id), zap.String("member", m.id))
+	}
+	if s.maybeUpdateRegexes(g, m, oldRegex) {
+		bump = true
 	}
 	if h := s.subscriptionHash(cg); h != cg.metadataHash {
 		cg.metadataHash = h
@@ -423,14 +412,14 @@ func (s *groupShard) replaceStaticMember(g *group, old *cmember, newID string) *
 	m.id = newID
 	m.epoch, m.state = old.prevEpoch, cmemberStable
 	assigned, revoking := old.assigned, old.revoking
-	s.removeConsumerMember(g, old, false)
+	target, hasTarget := cg.target[old.id]
+	s.removeConsumerMember(g, old, false) // drops old's target
 	cg.members[m.id] = m
 	cg.static[m.instanceID] = m.id
 	m.assigned, m.revoking = partitionSet{}, partitionSet{}
 	cg.setAssignment(m, assigned, revoking)
-	if t, ok := cg.target[old.id]; ok {
-		cg.target[m.id] = t
-		delete(cg.target, old.id)
+	if hasTarget {
+		cg.target[m.id] = target
 	}
 	s.logger.Info("static member rejoined consumer group with a new member id", zap.String("group", g.id),
 		zap.String("instance_id", m.instanceID), zap.String("old_member", old.id), zap.String("member", m.id))
@@ -438,8 +427,9 @@ func (s *groupShard) replaceStaticMember(g *group, old *cmember, newID string) *
 }
 
 // updateConsumerMember applies the request's non-null fields to m and
-// reports whether its subscription changed (which bumps the group epoch).
-func (s *groupShard) updateConsumerMember(m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest, re *regexp.Regexp, client Client) bool {
+// reports whether its subscription changed (which bumps the group epoch); a
+// new regex bumps it once resolved (maybeUpdateRegexes).
+func (s *groupShard) updateConsumerMember(m *cmember, req *kmsg.ConsumerGroupHeartbeatRequest, client Client) bool {
 	changed := false
 	if req.InstanceID != nil {
 		m.instanceID = *req.InstanceID
@@ -461,8 +451,8 @@ func (s *groupShard) updateConsumerMember(m *cmember, req *kmsg.ConsumerGroupHea
 			m.topics, changed = topics, true
 		}
 	}
-	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != m.regex {
-		m.regex, m.re, changed = *req.SubscribedTopicRegex, re, true
+	if req.SubscribedTopicRegex != nil {
+		m.regex = *req.SubscribedTopicRegex
 	}
 	m.clientID, m.clientHost = client.ID, client.Host
 	return changed
@@ -503,6 +493,7 @@ func (s *groupShard) consumerLeave(g *group, req *kmsg.ConsumerGroupHeartbeatReq
 		return resp
 	}
 	s.removeConsumerMember(g, m, true)
+	cg.pruneRegexes()
 	return resp
 }
 
@@ -533,6 +524,7 @@ func (s *groupShard) fenceConsumerMember(g *group, m *cmember, why string) {
 	s.logger.Info("fencing consumer group member", zap.String("group", g.id), zap.String("member", m.id), zap.String("reason", why))
 	if !s.downgradeOnLeave(g, []*cmember{m}, nil) {
 		s.removeConsumerMember(g, m, true)
+		g.consumer.pruneRegexes()
 	}
 }
 

@@ -11,11 +11,10 @@ type topicMeta struct {
 	name       string
 	id         [16]byte
 	partitions int32
-	internal   bool
 }
 
 // subscribedTopicMeta is every existing topic some member of cg
-// subscribes to (by name or regex), sorted by name.
+// subscribes to (by name, or by regex as last resolved), sorted by name.
 func (s *groupShard) subscribedTopicMeta(cg *consumerGroup) []topicMeta {
 	var out []topicMeta
 	seen := map[string]bool{}
@@ -28,20 +27,13 @@ func (s *groupShard) subscribedTopicMeta(cg *consumerGroup) []topicMeta {
 			out = append(out, t)
 		}
 	}
-	regex := false
 	for _, m := range cg.members {
 		for _, name := range m.topics {
 			add(name)
 		}
-		regex = regex || m.re != nil
-	}
-	if regex {
-		for _, t := range s.topics.Topics() {
-			for _, m := range cg.members {
-				if m.re != nil && !t.internal && m.re.MatchString(t.name) {
-					add(t.name)
-					break
-				}
+		if m.regex != "" {
+			for _, name := range cg.resolved[m.regex].topics {
+				add(name)
 			}
 		}
 	}
@@ -75,9 +67,9 @@ func (s *groupShard) computeTargetAssignment(g *group) {
 	topics := s.subscribedTopicMeta(cg)
 	cg.assignor = preferredAssignor(cg)
 	if cg.assignor == "range" {
-		cg.target = assignRange(members, topics)
+		cg.target = assignRange(cg, members, topics)
 	} else {
-		cg.target = assignUniform(members, topics, cg.target)
+		cg.target = assignUniform(cg, members, topics, cg.target)
 	}
 	cg.assignmentEpoch, cg.assignmentTime = cg.epoch, s.now.UnixMilli()
 	s.logger.Info("computed consumer group target assignment", zap.String("group", g.id), zap.Int32("epoch", cg.epoch),
@@ -87,7 +79,7 @@ func (s *groupShard) computeTargetAssignment(g *group) {
 // assignRange is the range assignor: per topic, the subscribed members
 // (by member id) get contiguous ranges, the first ones one partition more
 // when the count does not divide.
-func assignRange(members []*cmember, topics []topicMeta) map[string]partitionSet {
+func assignRange(cg *consumerGroup, members []*cmember, topics []topicMeta) map[string]partitionSet {
 	out := make(map[string]partitionSet, len(members))
 	for _, m := range members {
 		out[m.id] = partitionSet{}
@@ -95,7 +87,7 @@ func assignRange(members []*cmember, topics []topicMeta) map[string]partitionSet
 	for _, t := range topics {
 		var subs []*cmember
 		for _, m := range members {
-			if m.subscribes(t.name, false) {
+			if cg.subscribes(m, t.name) {
 				subs = append(subs, m)
 			}
 		}
@@ -123,7 +115,7 @@ func assignRange(members []*cmember, topics []topicMeta) map[string]partitionSet
 // its topic's subscribers, partitions stay with their previous owner where
 // that keeps the counts balanced, and a partition moves only while its
 // owner has at least two more than another subscriber could take.
-func assignUniform(members []*cmember, topics []topicMeta, prev map[string]partitionSet) map[string]partitionSet {
+func assignUniform(cg *consumerGroup, members []*cmember, topics []topicMeta, prev map[string]partitionSet) map[string]partitionSet {
 	out := make(map[string]partitionSet, len(members))
 	counts := make(map[string]int, len(members))
 	for _, m := range members {
@@ -137,7 +129,7 @@ func assignUniform(members []*cmember, topics []topicMeta, prev map[string]parti
 	for _, t := range topics {
 		var subs []*cmember
 		for _, m := range members {
-			if m.subscribes(t.name, false) {
+			if cg.subscribes(m, t.name) {
 				subs = append(subs, m)
 			}
 		}

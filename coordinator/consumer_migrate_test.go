@@ -48,7 +48,7 @@ func TestUpgradeRefusedAsKafka(t *testing.T) {
 		g.protocolType, g.protocol, g.generation, g.state = tt.protocolType, "range", 1, stateStable
 		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 		req.Group, req.MemberID, req.RebalanceTimeoutMillis, req.SubscribedTopicNames = "g", "C", 30000, []string{"t"}
-		resp := s.consumerGroupHeartbeat(req, 1, Client{ID: "c", Host: "/h"}, nil)
+		resp := s.consumerGroupHeartbeat(req, 1, Client{ID: "c", Host: "/h"})
 		if resp.ErrorCode != kerr.GroupIDNotFound.Code || deref(resp.ErrorMessage) != tt.want {
 			t.Errorf("policy %s type %s max %d: error %d %q, want GROUP_ID_NOT_FOUND %q", tt.policy, tt.protocolType, tt.maxSize,
 				resp.ErrorCode, deref(resp.ErrorMessage), tt.want)
@@ -175,7 +175,7 @@ func TestMigrationAsKafkaWroteIt(t *testing.T) {
 
 	leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	leave.Group, leave.MemberID, leave.MemberEpoch = "gmig", gold, leaveEpoch
-	if resp := s.consumerHeartbeat(leave, 1, Client{ID: "gold", Host: "/127.0.0.1"}, nil); resp.resp.ErrorCode != 0 {
+	if resp := s.consumerHeartbeat(leave, 1, Client{ID: "gold", Host: "/127.0.0.1"}); resp.resp.ErrorCode != 0 {
 		t.Fatalf("leave: %d", resp.resp.ErrorCode)
 	}
 	writes := s.end().writes

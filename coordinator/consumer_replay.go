@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"hash/fnv"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -160,6 +157,12 @@ func (s *groupShard) consumerGroupFromRecords(img consumerImage) (*consumerGroup
 				return nil, err
 			}
 			cg.target[k.sub] = partitionSetOf(v.topics)
+		case cgRegexType:
+			v, err := decodeCGRegex(value)
+			if err != nil {
+				return nil, err
+			}
+			cg.setResolved(k.sub, resolvedRegex{topics: slices.Compact(slices.Sorted(slices.Values(v.topics))), version: v.version, timestamp: v.timestamp})
 		case cgCurrentType:
 			v, err := decodeCGCurrent(value)
 			if err != nil {
@@ -189,7 +192,7 @@ func (s *groupShard) consumerGroupFromRecords(img consumerImage) (*consumerGroup
 			cg.static[m.instanceID] = m.id
 		}
 	}
-	cg.stored, cg.storedIDs = img, cg.memberIDs()
+	cg.stored, cg.storedIDs, cg.storedRegexes = img, cg.memberIDs(), cg.regexSet()
 	return cg, nil
 }
 
@@ -208,10 +211,6 @@ func memberFromRecord(id string, v *cgMemberValue) *cmember {
 		revoking:         partitionSet{},
 	}
 	m.topics = slices.Compact(slices.Sorted(slices.Values(v.topics)))
-	if m.regex != "" {
-		// A regex Kafka took is RE2/J; one Go cannot compile matches nothing.
-		m.re, _ = regexp.Compile("^(?:" + m.regex + ")$")
-	}
 	return m
 }
 
@@ -242,7 +241,8 @@ func optional(s string) *string {
 }
 
 // consumerRecords is g's consumer group as records, in Kafka's write
-// order; with only set, the group's records and only's.
+// order (members' subscriptions, the resolved regexes, the group epoch,
+// ...); with only set, the group's records and only's.
 func consumerRecords(g *group, only *cmember) []kv {
 	cg := g.consumer
 	members := []*cmember{only}
@@ -260,6 +260,15 @@ func consumerRecords(g *group, only *cmember) []kv {
 			v.topics = []string{}
 		}
 		recs = append(recs, kv{key: key(cgMemberType, m.id), value: v.encode()})
+	}
+	regexes := make([]string, 0, len(cg.resolved))
+	for regex := range cg.resolved {
+		regexes = append(regexes, regex)
+	}
+	slices.Sort(regexes)
+	for _, regex := range regexes {
+		r := cg.resolved[regex]
+		recs = append(recs, kv{key: key(cgRegexType, regex), value: (&cgRegexValue{topics: r.topics, version: r.version, timestamp: r.timestamp}).encode()})
 	}
 	recs = append(recs, kv{key: key(cgMetadataType, ""), value: (&cgMetadataValue{epoch: cg.epoch, metadataHash: cg.metadataHash}).encode()})
 	for _, m := range members {
@@ -340,8 +349,8 @@ type heartbeatReply struct {
 
 // consumerHeartbeat handles a valid ConsumerGroupHeartbeat and persists
 // what it changed; a failed write answers its error.
-func (s *groupShard) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, version int16, client Client, re *regexp.Regexp) *heartbeatReply {
-	reply := &heartbeatReply{resp: s.consumerGroupHeartbeat(req, version, client, re)}
+func (s *groupShard) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, version int16, client Client) *heartbeatReply {
+	reply := &heartbeatReply{resp: s.consumerGroupHeartbeat(req, version, client)}
 	if g := s.groups[req.Group]; g != nil {
 		s.persistConsumerMember(g, deref(reply.resp.MemberID), func(err error) {
 			if err != nil {
@@ -374,11 +383,11 @@ func (s *groupShard) persistConsumerMember(g *group, id string, then func(error)
 		return
 	}
 	var recs []kv
-	if m := cg.members[id]; m != nil && cg.sameMembersAsStored(id) {
+	if m := cg.members[id]; m != nil && cg.sameMembersAsStored(id) && cg.sameRegexesAsStored() {
 		recs = consumerDiff(cg.stored, consumerRecords(g, m), true)
 		for _, r := range recs {
-			if typ, _ := keyVersion(r.key); typ == cgMetadataType || typ == cgTargetMetadataType {
-				recs = nil // the epochs moved: compare everything
+			if typ, _ := keyVersion(r.key); typ == cgMetadataType || typ == cgTargetMetadataType || typ == cgRegexType {
+				recs = nil // the epochs or the regexes moved: compare everything
 				break
 			}
 		}
@@ -403,7 +412,7 @@ func (s *groupShard) persistConsumerMember(g *group, id string, then func(error)
 		if g.consumer == cg {
 			cg.replacesClassic, cg.upgradedFrom = false, nil
 			cg.stored = applyRecords(cg.stored, recs)
-			cg.storedIDs = cg.memberIDs()
+			cg.storedIDs, cg.storedRegexes = cg.memberIDs(), cg.regexSet()
 		}
 		then(nil)
 	})
@@ -430,6 +439,30 @@ func (cg *consumerGroup) sameMembersAsStored(id string) bool {
 		}
 	}
 	return true
+}
+
+// sameRegexesAsStored reports whether the group resolves the regexes it
+// had at its last write (a regex dropped needs a tombstone, which only the
+// whole group's comparison writes).
+func (cg *consumerGroup) sameRegexesAsStored() bool {
+	if len(cg.resolved) != len(cg.storedRegexes) {
+		return false
+	}
+	for regex := range cg.resolved {
+		if _, ok := cg.storedRegexes[regex]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// regexSet is the set of the group's resolved regexes.
+func (cg *consumerGroup) regexSet() map[string]struct{} {
+	set := make(map[string]struct{}, len(cg.resolved))
+	for regex := range cg.resolved {
+		set[regex] = struct{}{}
+	}
+	return set
 }
 
 // applyRecords is stored after recs.
@@ -504,22 +537,17 @@ func consumerTombstones(g *group) []kv {
 	return tombstones(stored, nil)
 }
 
-// subscriptionHash is a hash of the subscribed topics' names, ids and
-// partition counts (0 for none), the group's MetadataHash: when it
-// changes, the group epoch is bumped. Kafka's own hash (KIP-1101) is
-// another function, so a group Kafka wrote is given one new epoch on its
-// first heartbeat here.
+// subscriptionHash is the group's MetadataHash over the topics its members
+// subscribe to that exist (Kafka's ModernGroup.computeMetadataHash): when
+// it changes, the group epoch is bumped.
 func (s *groupShard) subscriptionHash(cg *consumerGroup) int64 {
-	topics := s.subscribedTopicMeta(cg)
-	if len(topics) == 0 {
-		return 0
+	return groupHash(s.subscribedTopicMeta(cg), s.partitionRacks)
+}
+
+// partitionRacks is the racks of partition p's replicas (GroupConfig.PartitionRacks).
+func (s *groupShard) partitionRacks(t topicMeta, p int32) []string {
+	if s.cfg.PartitionRacks == nil {
+		return nil
 	}
-	h := fnv.New64a()
-	for _, t := range topics {
-		h.Write([]byte(t.name))
-		h.Write(t.id[:])
-		h.Write([]byte(strconv.Itoa(int(t.partitions))))
-		h.Write([]byte{0})
-	}
-	return int64(h.Sum64())
+	return s.cfg.PartitionRacks(t.id, p)
 }

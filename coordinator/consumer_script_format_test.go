@@ -41,6 +41,9 @@ func formatConsumerRecord(r kv, topicName func([16]byte) string) string {
 	case cgTargetMemberType:
 		v, _ := decodeCGTargetMember(r.value)
 		return fmt.Sprintf("%s %s %s", name, id, parts(v.topics))
+	case cgRegexType:
+		v, _ := decodeCGRegex(r.value)
+		return fmt.Sprintf("%s %s topics=(%s) version=%d", name, id, strings.Join(v.topics, ","), v.version)
 	case cgCurrentType:
 		v, _ := decodeCGCurrent(r.value)
 		return fmt.Sprintf("%s %s epoch=%d prev=%d state=%d assigned=%s revoking=%s", name, id, v.memberEpoch,

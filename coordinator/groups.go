@@ -57,6 +57,15 @@ type GroupConfig struct {
 	// where the group sets none.
 	GroupOverrides func(group string) (session, heartbeat time.Duration)
 
+	// ConsumerRegexRefreshInterval is group.consumer.regex.refresh.interval.ms:
+	// a group's regexes are resolved again at least this often (0: Kafka's
+	// default, 10 minutes).
+	ConsumerRegexRefreshInterval time.Duration
+	// PartitionRacks, when set, is the racks of a partition's replicas
+	// (those whose broker has a broker.rack), which a consumer group's
+	// MetadataHash covers as Kafka's does; unset, no partition has one.
+	PartitionRacks func(topic [16]byte, partition int32) []string
+
 	Clock clockwork.Clock // nil: the real clock
 }
 
@@ -503,7 +512,7 @@ func (c *Groups) sortedSlots() []*groupSlot {
 type storageTopics struct{ logs *storage.Manager }
 
 func metaOf(t *storage.Topic) topicMeta {
-	return topicMeta{name: t.Name, id: t.ID, partitions: t.PartitionCount(), internal: t.Internal}
+	return topicMeta{name: t.Name, id: t.ID, partitions: t.PartitionCount()}
 }
 
 func (t storageTopics) Topic(name string) (topicMeta, bool) {

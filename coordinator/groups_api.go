@@ -271,15 +271,11 @@ func (c *Groups) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest,
 	if err, msg := validateHeartbeat(req, version); err != nil {
 		return heartbeatError(err, msg)
 	}
-	re, bad := compileSubscription(req)
-	if bad != nil {
-		return bad
-	}
 	if err := c.ensure(); err != nil {
 		return heartbeatError(err, "")
 	}
 	var reply *heartbeatReply
-	if err := c.run(req.Group, func(s *groupShard) { reply = s.consumerHeartbeat(req, version, client, re) }); err != nil {
+	if err := c.run(req.Group, func(s *groupShard) { reply = s.consumerHeartbeat(req, version, client) }); err != nil {
 		return heartbeatError(err, "")
 	}
 	return reply.resp

@@ -117,8 +117,8 @@ func (s *scriptTopics) name(id [16]byte) string {
 }
 
 // consumerHeartbeat is a ConsumerGroupHeartbeat: member, epoch,
-// topics=(a,b), owned=(topic:p:p,...) (absent: the heartbeat does not say),
-// assignor, rebalance, instance.
+// topics=(a,b), regex, owned=(topic:p:p,...) (absent: the heartbeat does
+// not say), assignor, rebalance, instance.
 func (h *scriptHarness) consumerHeartbeat(t *testing.T, a scriptArgs, group string) {
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.Group, req.MemberID, req.MemberEpoch = group, a.str("member", ""), int32(a.int("epoch", 0))
@@ -131,6 +131,10 @@ func (h *scriptHarness) consumerHeartbeat(t *testing.T, a scriptArgs, group stri
 		if req.SubscribedTopicNames == nil {
 			req.SubscribedTopicNames = []string{}
 		}
+	}
+	if a.has("regex") {
+		r := a.str("regex", "")
+		req.SubscribedTopicRegex = &r
 	}
 	if i := a.str("instance", ""); i != "" {
 		req.InstanceID = &i
@@ -160,7 +164,7 @@ func (h *scriptHarness) consumerHeartbeat(t *testing.T, a scriptArgs, group stri
 		resp = heartbeatError(err, msg)
 	} else {
 		var reply *heartbeatReply
-		if err := h.run(group, func(s *groupShard) { reply = s.consumerHeartbeat(req, 1, Client{ID: "c", Host: "/127.0.0.1"}, nil) }); err != nil {
+		if err := h.run(group, func(s *groupShard) { reply = s.consumerHeartbeat(req, 1, Client{ID: "c", Host: "/127.0.0.1"}) }); err != nil {
 			resp = heartbeatError(err, "")
 		} else {
 			resp = reply.resp
@@ -168,6 +172,9 @@ func (h *scriptHarness) consumerHeartbeat(t *testing.T, a scriptArgs, group stri
 	}
 	if resp.ErrorCode != 0 {
 		fmt.Fprintf(h.out, "heartbeat: %s\n", errName(kerr.ErrorForCode(resp.ErrorCode).(*kerr.Error)))
+		if resp.ErrorMessage != nil && kerr.ErrorForCode(resp.ErrorCode) == kerr.InvalidRegularExpression {
+			fmt.Fprintf(h.out, "  %s\n", *resp.ErrorMessage)
+		}
 		return
 	}
 	line := fmt.Sprintf("heartbeat: member=%s epoch=%d", deref(resp.MemberID), resp.MemberEpoch)

@@ -209,6 +209,9 @@ func (h *scriptHarness) step(t *testing.T, d *datadriven.TestData) string {
 		var tid [16]byte
 		copy(tid[:], id[:])
 		h.topics.byName[name] = topicMeta{name: name, id: tid, partitions: int32(a.int("partitions", 1))}
+		if d.HasArg("delete") {
+			delete(h.topics.byName, name)
+		}
 	case "partition":
 		fmt.Fprintf(&out, "p%d\n", partitionFor(group, h.cfg.OffsetsTopicPartitions))
 	case "join":

@@ -33,6 +33,7 @@ type groupShard struct {
 	timers  timerQueue
 
 	consumerImages map[string]consumerImage // KIP-848 records read while loading, by group
+	regexTopics    topicsSeen               // when each topic was first seen, for regex refreshes
 
 	eff effects // of the input being handled
 }
@@ -58,7 +59,7 @@ func newGroupShard(partition int32, cfg GroupConfig, topics topicMetadata, logge
 type topicMetadata interface {
 	Topic(name string) (topicMeta, bool)
 	TopicByID(id [16]byte) (topicMeta, bool)
-	Topics() []topicMeta // with internal set for the internal topics
+	Topics() []topicMeta // every topic, the internal ones included
 }
 
 // effects is what handling one input asks the driver to do, in order:
@@ -205,6 +206,8 @@ func (s *groupShard) fire(k timerKey) {
 			s.fenceConsumerMember(g, m, "partitions not revoked within the rebalance timeout of "+s.revokeTimeout(m).String())
 			s.persistConsumer(g, func(error) {})
 		}
+	case timerConsumerRegex:
+		s.refreshRegexes(g)
 	}
 }
 

@@ -19,10 +19,11 @@ const (
 	timerOffsetExpiry                     // offsets.retention.check.interval.ms
 	timerConsumerJoin                     // a classic member of a consumer group did not rejoin in time
 	timerConsumerSync                     // a classic member of a consumer group did not sync in time
+	timerConsumerRegex                    // a consumer group's regexes are resolved (Kafka's executor task)
 )
 
 func (k timerKind) String() string {
-	return [...]string{"join", "sync", "heartbeat", "pending-member", "consumer-session", "consumer-revoke", "offset-expiry", "consumer-join", "consumer-sync"}[k]
+	return [...]string{"join", "sync", "heartbeat", "pending-member", "consumer-session", "consumer-revoke", "offset-expiry", "consumer-join", "consumer-sync", "consumer-regex"}[k]
 }
 
 // timerKey identifies a timer: arming a key again replaces its deadline.
@@ -63,6 +64,12 @@ func newTimerQueue() timerQueue {
 func (q *timerQueue) set(k timerKey, at time.Time) {
 	q.deadlines[k] = at
 	heap.Push(&q.heap, timerEntry{key: k, at: at})
+}
+
+// armed reports whether k is armed.
+func (q *timerQueue) armed(k timerKey) bool {
+	_, ok := q.deadlines[k]
+	return ok
 }
 
 // remove disarms k, reporting whether it was armed.
