@@ -31,7 +31,7 @@ func handleApiVersions(rc *reqCtx) (kmsg.Response, error) {
 		}
 	}
 	resp := apiVersionsResponse(rc.svc.served, 0)
-	setFeatures(resp, rc.svc.meta.Image())
+	setFeatures(resp, rc.svc.meta.Image(), rc.svc.cfg.Quorum != nil)
 	return resp, nil
 }
 

@@ -408,6 +408,24 @@ func denyAllCases(topicID [16]byte) []authzCase {
 				t.Errorf("%d dirs disclosed", len(r.Dirs))
 			}
 		}},
+		{"AlterReplicaLogDirs", func() kmsg.Request {
+			r := kmsg.NewPtrAlterReplicaLogDirsRequest()
+			r.Dirs = []kmsg.AlterReplicaLogDirsRequestDir{
+				{Dir: "/a", Topics: []kmsg.AlterReplicaLogDirsRequestDirTopic{{Topic: "t", Partitions: []int32{0}}}},
+				{Dir: "/b", Topics: []kmsg.AlterReplicaLogDirsRequestDirTopic{{Topic: "t", Partitions: []int32{0, 1}}}},
+			}
+			return r
+		}, 2, func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.AlterReplicaLogDirsResponse)
+			if len(r.Topics) != 2 || len(r.Topics[0].Partitions) != 1 || len(r.Topics[1].Partitions) != 2 {
+				t.Fatalf("results %+v, want one per topic of each dir, as Kafka's getErrorResponse", r.Topics)
+			}
+			for _, rt := range r.Topics {
+				for _, p := range rt.Partitions {
+					code(t, "partition", p.ErrorCode, clusterAuth)
+				}
+			}
+		}},
 		{"ListConfigResources", func() kmsg.Request { return kmsg.NewPtrListConfigResourcesRequest() }, 1, func(t *testing.T, resp kmsg.Response) {
 			r := resp.(*kmsg.ListConfigResourcesResponse)
 			code(t, "top level", r.ErrorCode, clusterAuth)

@@ -336,6 +336,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		b.registerDescribeQuorum()
 		b.registerRaftVoters()
 		b.registerUnregisterBroker()
+		b.registerUnregisterController()
 		fwd.forwarding(b.apis)
 	}
 	reloadingTLS(b.apis, cfg.NodeID)

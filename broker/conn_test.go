@@ -126,7 +126,7 @@ func TestApiVersionsAtUnknownVersionGetsOurRanges(t *testing.T) {
 func TestUnsupportedKeyClosesConnection(t *testing.T) {
 	b := startBroker(t, nil)
 	c := dialRaw(t, b)
-	c.sendRequest(kmsg.NewPtrAlterReplicaLogDirsRequest(), 1, 1) // a key Strata does not serve
+	c.sendRequest(kmsg.NewPtrLeaderAndISRRequest(), 1, 1) // a key Strata does not serve (ZooKeeper-era, gone from Kafka 4)
 	if _, _, err := c.recv(false); !errors.Is(err, io.EOF) && !isReset(err) {
 		t.Fatalf("want the connection closed, got %v", err)
 	}

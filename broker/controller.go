@@ -316,6 +316,7 @@ func (c *controller) register(r *registry) {
 	r.add(kmsg.DescribeQuorum, 0, 2, c.handleDescribeQuorum)
 	r.add(kmsg.DescribeCluster, 0, 2, c.handleDescribeCluster)
 	r.add(kmsg.UnregisterBroker, 0, 0, c.handleUnregisterBroker)
+	r.add(kmsg.UnregisterController, 0, 0, c.handleUnregisterController)
 	r.add(kmsg.AddRaftVoter, 0, 1, c.handleAddRaftVoter)
 	r.add(kmsg.RemoveRaftVoter, 0, 0, c.handleRemoveRaftVoter)
 }

@@ -39,7 +39,18 @@ package broker
 //     are not served. Kafka: 1, 2, 1.
 //
 // kraft.version, which Kafka keeps in the raft log's control records and
-// not as a finalized feature, is not advertised.
+// not in the metadata image, is advertised by a cluster's nodes (their
+// ApiVersions on client and controller listeners), supported 0-1 and
+// finalized at 1, as a Kafka 4.4 quorum formatted with dynamic voters
+// (--standalone, --initial-controllers) answers: Strata's quorum always
+// has level 1's semantics, its voter set kept in the raft log
+// (hashicorp/raft's configuration entries) and changed by AddRaftVoter and
+// RemoveRaftVoter whether it started from controller.quorum.voters or
+// controller.quorum.bootstrap.servers (Kafka's static voters are level 0
+// and refuse those changes). The voters' directory ids are not kept
+// (raftvoters.go). A single node has no quorum and does not advertise it.
+// UpdateFeatures takes kraft.version 1 and changes nothing; 0 is
+// Kafka's "Can't downgrade the version of this feature." (updatefeatures.go).
 
 import (
 	"fmt"
@@ -79,6 +90,13 @@ var features = []feature{
 // transactionVersionFeature is Kafka's transaction.version.
 const transactionVersionFeature = "transaction.version"
 
+// kraftVersionFeature is Kafka's kraft.version, and kraftVersion the level
+// a cluster's quorum always has.
+const (
+	kraftVersionFeature       = "kraft.version"
+	kraftVersion        int16 = 1
+)
+
 // knownFeature is the feature called name, ok false if Strata knows none.
 func knownFeature(name string) (feature, bool) {
 	i := slices.IndexFunc(features, func(f feature) bool { return f.name == name })
@@ -105,18 +123,28 @@ func bootstrapFeatures() []metadata.Record {
 // answers: every supported feature, whatever its minimum (Kafka 4.4 lists
 // those at 0 at v3 too), and the finalized ones above level 0, min and
 // max level alike (Kafka's finalized ranges have been single levels since
-// KIP-778).
-func setFeatures(resp *kmsg.ApiVersionsResponse, img *metadata.Image) {
+// KIP-778); on a node of a cluster (quorum) kraft.version too, after
+// metadata.version, where Kafka's Feature enum has it.
+func setFeatures(resp *kmsg.ApiVersionsResponse, img *metadata.Image, quorum bool) {
 	for _, f := range features {
 		s := kmsg.NewApiVersionsResponseSupportedFeature()
 		s.Name, s.MinVersion, s.MaxVersion = f.name, f.min, f.max
 		resp.SupportedFeatures = append(resp.SupportedFeatures, s)
+		if f.name == metadata.MetadataVersionFeature && quorum {
+			s.Name, s.MinVersion, s.MaxVersion = kraftVersionFeature, 0, kraftVersion
+			resp.SupportedFeatures = append(resp.SupportedFeatures, s)
+		}
 	}
 	resp.FinalizedFeaturesEpoch = img.Features.Epoch()
 	for _, f := range features {
 		if level := img.Features.Level(f.name); level > 0 {
 			fin := kmsg.NewApiVersionsResponseFinalizedFeature()
 			fin.Name, fin.MinVersionLevel, fin.MaxVersionLevel = f.name, level, level
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, fin)
+		}
+		if f.name == metadata.MetadataVersionFeature && quorum {
+			fin := kmsg.NewApiVersionsResponseFinalizedFeature()
+			fin.Name, fin.MinVersionLevel, fin.MaxVersionLevel = kraftVersionFeature, kraftVersion, kraftVersion
 			resp.FinalizedFeatures = append(resp.FinalizedFeatures, fin)
 		}
 	}

@@ -3,7 +3,7 @@ package broker
 // Forwarding. On a cluster node that is not the active controller, the
 // admin changes clients send (CreateTopics, DeleteTopics,
 // CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
-// AlterPartitionReassignments, UnregisterBroker,
+// AlterPartitionReassignments, UnregisterBroker, UnregisterController,
 // AlterUserScramCredentials, AlterClientQuotas, CreateAcls, DeleteAcls,
 // CreateDelegationToken, RenewDelegationToken, ExpireDelegationToken,
 // UpdateFeatures) and the quorum's
@@ -40,7 +40,7 @@ import (
 // controller.
 var forwardedKeys = []kmsg.Key{kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
 	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter, kmsg.UnregisterBroker,
-	kmsg.AlterUserSCRAMCredentials, kmsg.AlterClientQuotas, kmsg.CreateACLs, kmsg.DeleteACLs,
+	kmsg.UnregisterController, kmsg.AlterUserSCRAMCredentials, kmsg.AlterClientQuotas, kmsg.CreateACLs, kmsg.DeleteACLs,
 	kmsg.CreateDelegationToken, kmsg.RenewDelegationToken, kmsg.ExpireDelegationToken, kmsg.UpdateFeatures}
 
 // errNoController is a forward with no active controller known.
@@ -264,6 +264,10 @@ func itemsResponse(req kmsg.Request, code int16) (kmsg.Response, error) {
 		return resp, nil
 	case *kmsg.UnregisterBrokerRequest:
 		resp := kmsg.NewPtrUnregisterBrokerResponse()
+		resp.ErrorCode = code
+		return resp, nil
+	case *kmsg.UnregisterControllerRequest:
+		resp := kmsg.NewPtrUnregisterControllerResponse()
 		resp.ErrorCode = code
 		return resp, nil
 	case *kmsg.AlterUserSCRAMCredentialsRequest:

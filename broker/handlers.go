@@ -56,7 +56,7 @@ func newRegistry() *registry {
 		registerCreatePartitions,
 		registerUpdateFeatures,
 		registerDescribeConfigs, registerAlterConfigs, registerIncrementalAlterConfigs, registerDeleteRecords,
-		registerDescribeCluster, registerDescribeTopicPartitions, registerDescribeLogDirs, registerElectLeaders, registerReassignments,
+		registerDescribeCluster, registerDescribeTopicPartitions, registerDescribeLogDirs, registerAlterReplicaLogDirs, registerElectLeaders, registerReassignments,
 		registerFindCoordinator, registerJoinGroup, registerSyncGroup, registerHeartbeat, registerLeaveGroup,
 		registerDescribeGroups, registerListGroups, registerDeleteGroups,
 		registerOffsetCommit, registerOffsetFetch, registerOffsetDelete,

@@ -58,6 +58,53 @@ func TestMutationQuotaTokenBucket(t *testing.T) {
 	}
 }
 
+// tokenBounds bounds client mutator's token bucket as the test can know it
+// from its side of the wire: at time at it holds lo to hi tokens. Kafka's
+// TokenBucket refills 1 token a second up to the burst of 1, so between
+// two instants the bucket gains exactly their distance (capped); what the
+// test cannot know is when, between sending a request and reading its
+// answer, the broker charged and answered it. The throttle times the
+// broker reports are checked against what the bucket allows for any such
+// instant, and narrow the bounds: tight when requests are answered at
+// once, wider by exactly the time a loaded machine takes.
+type tokenBounds struct {
+	lo, hi float64
+	at     time.Time
+}
+
+// to advances the bounds to t, no charge between.
+func (b *tokenBounds) to(t time.Time) {
+	d := t.Sub(b.at).Seconds()
+	b.lo, b.hi, b.at = min(1, b.lo+d), min(1, b.hi+d), t
+}
+
+// answered accounts for a request sent at sent and answered now, charged
+// charge tokens (0 when refused), that reported throttleMs: 0 is right
+// only for a strict request charged from a bucket not below zero; any
+// other is the time to refill to zero from the bucket less the charge, as
+// AbstractControllerMutationQuota.throttleTime, which must be within what
+// the bounds allow.
+func (b *tokenBounds) answered(t *testing.T, what string, sent time.Time, charge float64, throttleMs int32) {
+	t.Helper()
+	b.to(sent)
+	rt := time.Since(sent).Seconds()
+	lo, hi := b.lo-charge, min(1, b.hi+rt-charge)
+	if throttleMs == 0 {
+		if b.lo < 0 {
+			t.Errorf("%s: not throttled, but the bucket was below zero (%.3f to %.3f tokens)", what, b.lo, b.hi)
+		}
+	} else {
+		// 1 ms of rounding either way.
+		least, most := int32(1000*(-hi))-1, int32(1000*(-lo))+1
+		if throttleMs < least || throttleMs > most {
+			t.Errorf("%s: throttled %d ms, want %d-%d ms: the refill to zero of %.3f to %.3f tokens (answered in %.0f ms)",
+				what, throttleMs, max(least, 0), most, lo, hi, rt*1000)
+		}
+		lo, hi = max(lo, -float64(throttleMs)/1000), min(hi, -float64(throttleMs)/1000+rt)
+	}
+	b.lo, b.hi, b.at = lo, hi, time.Now()
+}
+
 // TestMutationQuotaStrictAndPermissive checks CreateTopics, DeleteTopics
 // and CreatePartitions over TCP against a client's
 // controller_mutation_rate: at the strict versions (6, 5, 3) a topic
@@ -65,7 +112,9 @@ func TestMutationQuotaTokenBucket(t *testing.T) {
 // THROTTLING_QUOTA_EXCEEDED and the response carries the throttle time,
 // the connection then muted for it; at the versions below every topic is
 // done and the response throttled; a validate-only request is charged;
-// another client id is not limited.
+// another client id is not limited. Each throttle time is the one Kafka's
+// token bucket gives (tokenBounds), to the millisecond when the broker
+// answers at once.
 func TestMutationQuotaStrictAndPermissive(t *testing.T) {
 	b := startMeteredBrokerWith(t, func(c *Config) { c.Quotas.ControllerWindowNum = 1 })
 	s := kmsg.StringPtr
@@ -95,15 +144,21 @@ func TestMutationQuotaStrictAndPermissive(t *testing.T) {
 	throttled := kerr.ThrottlingQuotaExceeded.Code
 
 	// A validate-only request is charged: 1 from the full bucket leaves 0.
+	sent := time.Now()
+	bucket := tokenBounds{lo: 1, hi: 1, at: sent} // made full when first charged
 	if r := create(dialQuota(t, b), "mutator", 7, true, map[string]int32{"checked": 1}); r.Topics[0].ErrorCode != 0 || r.ThrottleMillis != 0 {
 		t.Fatalf("validate-only: %v, throttle %d", kerr.ErrorForCode(r.Topics[0].ErrorCode), r.ThrottleMillis)
 	}
-	// From 0 (not below): 3 partitions are accepted, unthrottled; the
-	// bucket is at -3.
+	bucket.answered(t, "validate-only", sent, 1, 0)
+	// From about 0 (not below): 3 partitions are accepted, unthrottled;
+	// the bucket is at about -3.
 	nc := dialQuota(t, b)
+	sent = time.Now()
 	if r := create(nc, "mutator", 7, false, map[string]int32{"a": 3}); r.Topics[0].ErrorCode != 0 || r.ThrottleMillis != 0 {
 		t.Fatalf("first create: %v, throttle %d", kerr.ErrorForCode(r.Topics[0].ErrorCode), r.ThrottleMillis)
 	}
+	bucket.answered(t, "first create", sent, 3, 0)
+	sent = time.Now()
 	r := create(nc, "mutator", 7, false, map[string]int32{"b": 1, "c": 1})
 	if got := codes(r); got["b"] != throttled || got["c"] != throttled {
 		t.Fatalf("over the quota at v7: %v, want both THROTTLING_QUOTA_EXCEEDED", got)
@@ -111,9 +166,7 @@ func TestMutationQuotaStrictAndPermissive(t *testing.T) {
 	if m := r.Topics[0].ErrorMessage; m == nil || *m != throttlingQuotaExceeded {
 		t.Errorf("refused topic's message %v, want Kafka's", m)
 	}
-	if r.ThrottleMillis < 2500 || r.ThrottleMillis > 3000 {
-		t.Fatalf("over the quota at v7: throttle %d ms, want the ~3 s to refill", r.ThrottleMillis)
-	}
+	bucket.answered(t, "over the quota at v7 (the ~3 s to refill)", sent, 0, r.ThrottleMillis)
 	if b.meta.Image().Topics.ByName("b") != nil {
 		t.Fatal("a refused topic was created")
 	}
@@ -125,10 +178,12 @@ func TestMutationQuotaStrictAndPermissive(t *testing.T) {
 		t.Fatalf("another client: %v, throttle %d", kerr.ErrorForCode(r.Topics[0].ErrorCode), r.ThrottleMillis)
 	}
 	// Permissive (v5) from about zero: created, throttled ~4 s.
+	sent = time.Now()
 	r = create(dialQuota(t, b), "mutator", 5, false, map[string]int32{"p": 4})
-	if r.Topics[0].ErrorCode != 0 || r.ThrottleMillis < 3000 || r.ThrottleMillis > 4100 {
+	if r.Topics[0].ErrorCode != 0 || r.ThrottleMillis == 0 {
 		t.Fatalf("permissive create: %v, throttle %d ms; want created, throttled ~4 s", kerr.ErrorForCode(r.Topics[0].ErrorCode), r.ThrottleMillis)
 	}
+	bucket.answered(t, "permissive create (~4 s)", sent, 4, r.ThrottleMillis)
 
 	deleteTopic := func(version int16, name string) kmsg.DeleteTopicsResponse {
 		t.Helper()
@@ -139,11 +194,17 @@ func TestMutationQuotaStrictAndPermissive(t *testing.T) {
 		req.Topics = []kmsg.DeleteTopicsRequestTopic{rt}
 		return *roundTripOn[*kmsg.DeleteTopicsResponse](t, dialQuota(t, b), "mutator", req, version)
 	}
-	if d := deleteTopic(5, "a"); d.Topics[0].ErrorCode != throttled || d.ThrottleMillis < 3000 {
+	sent = time.Now()
+	if d := deleteTopic(5, "a"); d.Topics[0].ErrorCode != throttled || d.ThrottleMillis == 0 {
 		t.Fatalf("strict delete: %v, throttle %d ms", kerr.ErrorForCode(d.Topics[0].ErrorCode), d.ThrottleMillis)
+	} else {
+		bucket.answered(t, "strict delete", sent, 0, d.ThrottleMillis)
 	}
-	if d := deleteTopic(4, "a"); d.Topics[0].ErrorCode != 0 || d.ThrottleMillis < 6000 {
+	sent = time.Now()
+	if d := deleteTopic(4, "a"); d.Topics[0].ErrorCode != 0 || d.ThrottleMillis == 0 {
 		t.Fatalf("permissive delete: %v, throttle %d ms; want deleted, throttled ~7 s", kerr.ErrorForCode(d.Topics[0].ErrorCode), d.ThrottleMillis)
+	} else {
+		bucket.answered(t, "permissive delete (~7 s)", sent, 3, d.ThrottleMillis)
 	}
 	if b.meta.Image().Topics.ByName("a") != nil {
 		t.Fatal("the permissive delete left the topic")
@@ -158,11 +219,17 @@ func TestMutationQuotaStrictAndPermissive(t *testing.T) {
 		req.Topics = []kmsg.CreatePartitionsRequestTopic{rt}
 		return *roundTripOn[*kmsg.CreatePartitionsResponse](t, dialQuota(t, b), "mutator", req, version)
 	}
-	if c := addPartitions(3); c.Topics[0].ErrorCode != throttled || c.ThrottleMillis < 6000 {
+	sent = time.Now()
+	if c := addPartitions(3); c.Topics[0].ErrorCode != throttled || c.ThrottleMillis == 0 {
 		t.Fatalf("strict CreatePartitions: %v, throttle %d ms", kerr.ErrorForCode(c.Topics[0].ErrorCode), c.ThrottleMillis)
+	} else {
+		bucket.answered(t, "strict CreatePartitions", sent, 0, c.ThrottleMillis)
 	}
-	if c := addPartitions(2); c.Topics[0].ErrorCode != 0 || c.ThrottleMillis < 8000 {
+	sent = time.Now()
+	if c := addPartitions(2); c.Topics[0].ErrorCode != 0 || c.ThrottleMillis == 0 {
 		t.Fatalf("permissive CreatePartitions: %v, throttle %d ms; want added, throttled ~9 s", kerr.ErrorForCode(c.Topics[0].ErrorCode), c.ThrottleMillis)
+	} else {
+		bucket.answered(t, "permissive CreatePartitions (~9 s)", sent, 2, c.ThrottleMillis)
 	}
 	if n := len(b.meta.Image().Topics.ByName("p").Partitions); n != 6 {
 		t.Fatalf("topic p has %d partitions after the permissive CreatePartitions, want 6", n)

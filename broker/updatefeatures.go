@@ -27,6 +27,8 @@ package broker
 // table: Strata's nodes do not register their supported features, so
 // "Local controller N" is the only support checked, where Kafka's
 // controller checks every registered broker's and controller's too.
+// kraft.version (features.go) is 1 on a cluster: 1 is taken and changes
+// nothing, 0 refused as Kafka refuses a kraft.version downgrade.
 
 import (
 	"errors"
@@ -63,7 +65,7 @@ func handleUpdateFeatures(rc *reqCtx) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
-	node := rc.svc.cfg.NodeID
+	node, inQuorum := rc.svc.cfg.NodeID, rc.svc.cfg.Quorum != nil
 	decide := func(img *metadata.Image) ([]metadata.Record, error) {
 		levels := map[string]int16{}
 		for name, level := range img.Features.Finalized() {
@@ -79,8 +81,11 @@ func handleUpdateFeatures(rc *reqCtx) (kmsg.Response, error) {
 			if rc.req.Version == 0 {
 				typ = upgradeUpgrade
 			}
-			if msg := updateRefused(img, node, u.Feature, u.MaxVersionLevel, typ, levels); msg != "" {
+			if msg := updateRefused(img, node, inQuorum, u.Feature, u.MaxVersionLevel, typ, levels); msg != "" {
 				return nil, featureUpdateError{msg}
+			}
+			if inQuorum && u.Feature == kraftVersionFeature {
+				continue // the quorum's level, not the image's: nothing to write
 			}
 			records = append(records, metadata.FeatureLevelRecord{Name: u.Feature, FeatureLevel: u.MaxVersionLevel, Epoch: epoch})
 		}
@@ -125,8 +130,9 @@ func (e featureUpdateError) Error() string { return e.msg }
 
 // updateRefused is why Kafka's FeatureControlManager.updateFeature refuses
 // to take name to level with upgrade type typ on img, "" when it does
-// not; levels is every feature's level once the request is done.
-func updateRefused(img *metadata.Image, node int32, name string, level int16, typ int8, levels map[string]int16) string {
+// not; levels is every feature's level once the request is done. On a
+// node of a cluster (inQuorum) kraft.version is known, at 1 for good.
+func updateRefused(img *metadata.Image, node int32, inQuorum bool, name string, level int16, typ int8, levels map[string]int16) string {
 	invalid := func(why string) string {
 		return fmt.Sprintf("Invalid update version %d for feature %s. %s", level, name, why)
 	}
@@ -136,6 +142,15 @@ func updateRefused(img *metadata.Image, node int32, name string, level int16, ty
 	current := img.Features.Level(name)
 	if level < 0 {
 		return invalid("A feature version cannot be less than 0.")
+	}
+	if inQuorum && name == kraftVersionFeature {
+		switch {
+		case level > kraftVersion:
+			return invalid(fmt.Sprintf("Local controller %d only supports versions 0-%d", node, kraftVersion))
+		case level < kraftVersion:
+			return invalid("Can't downgrade the version of this feature.")
+		}
+		return ""
 	}
 	f, known := knownFeature(name)
 	switch {

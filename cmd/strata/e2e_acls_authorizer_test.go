@@ -384,6 +384,14 @@ func TestClusterStandardAuthorizer(t *testing.T) {
 	if err != nil || len(resp.Results) != 1 || resp.Results[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
 		t.Errorf("alice's CreateAcls through node %d (forwarded): %v, %+v; want CLUSTER_AUTHORIZATION_FAILED", via.id, err, resp)
 	}
+	unregister := kmsg.NewPtrUnregisterControllerRequest()
+	unregister.ControllerID = other.id
+	for who, want := range map[string]*kerr.Error{"alice": kerr.ClusterAuthorizationFailed, "admin": kerr.UnsupportedVersion} {
+		resp, err := unregister.RequestWith(timeoutCtx(t, 30*time.Second), newClient(t, via.addr2, user(who)...).Broker(int(via.id)))
+		if err != nil || resp.ErrorCode != want.Code {
+			t.Errorf("%s's UnregisterController through node %d (forwarded): %v, %+v; want %v", who, via.id, err, resp, want)
+		}
+	}
 	// An UNKNOWN operation closes the connection there, as Kafka's broker
 	// refuses to parse it before it would forward it.
 	nc := saslConn(t, via, "admin")

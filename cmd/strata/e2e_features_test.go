@@ -60,6 +60,21 @@ var strataSupported = map[string][2]int16{
 // strataDefaults is what a new node or cluster finalizes.
 var strataDefaults = map[string]int16{"metadata.version": 14, "transaction.version": 2, "group.version": 1}
 
+// clusterSupported is what a cluster's nodes advertise: strataSupported
+// and kraft.version 0-1 (TestClusterKRaftVersion).
+var clusterSupported = func() map[string][2]int16 {
+	m := maps.Clone(strataSupported)
+	m["kraft.version"] = [2]int16{0, 1}
+	return m
+}()
+
+// inCluster is finalized as a cluster's nodes answer it, with kraft.version 1.
+func inCluster(finalized map[string]int16) map[string]int16 {
+	m := maps.Clone(finalized)
+	m["kraft.version"] = 1
+	return m
+}
+
 // TestApiVersionsFeaturesOnOneNode: a fresh node finalizes the defaults at
 // epoch 0 and advertises them from v3 on; v5 checks the cluster and node a
 // client names, as Kafka 4.4's brokers do.
@@ -111,7 +126,7 @@ func TestClusterFinalizesFeaturesOnce(t *testing.T) {
 	waitFeatures(t, nodes, strataDefaults, 0)
 	for _, n := range nodes {
 		seen, err := apiVersionsAt(controllerAddr(t, n), 4, nil, -1)
-		if err != nil || !maps.Equal(seen.supported, strataSupported) || !maps.Equal(seen.finalized, strataDefaults) || seen.epoch != 0 {
+		if err != nil || !maps.Equal(seen.supported, clusterSupported) || !maps.Equal(seen.finalized, inCluster(strataDefaults)) || seen.epoch != 0 {
 			t.Fatalf("node %d's controller listener: %v, %v", n.id, seen, err)
 		}
 		// The controller listener does not check v5's names.
@@ -127,7 +142,7 @@ func TestClusterFinalizesFeaturesOnce(t *testing.T) {
 }
 
 // waitFeatures waits until every running node's client listener answers
-// want finalized at epoch.
+// want (and kraft.version 1) finalized at epoch.
 func waitFeatures(t *testing.T, nodes []*clusterNode, want map[string]int16, epoch int64) {
 	t.Helper()
 	for _, n := range nodes {
@@ -141,7 +156,7 @@ func waitFeatures(t *testing.T, nodes []*clusterNode, want map[string]int16, epo
 			if err != nil {
 				return false, err.Error()
 			}
-			return maps.Equal(seen.finalized, want) && seen.epoch == epoch && maps.Equal(seen.supported, strataSupported), seen.String()
+			return maps.Equal(seen.finalized, inCluster(want)) && seen.epoch == epoch && maps.Equal(seen.supported, clusterSupported), seen.String()
 		})
 	}
 }
@@ -262,7 +277,7 @@ func TestClusterUpdateFeaturesSurvivesFailover(t *testing.T) {
 		t.Fatalf("downgrade through node %d: %d %q %v", via.id, code, msg, results)
 	}
 	downgraded := map[string]int16{"metadata.version": 14, "transaction.version": 2}
-	if seen, err := apiVersionsAt(via.addr, 4, nil, -1); err != nil || !maps.Equal(seen.finalized, downgraded) || seen.epoch != 1 {
+	if seen, err := apiVersionsAt(via.addr, 4, nil, -1); err != nil || !maps.Equal(seen.finalized, inCluster(downgraded)) || seen.epoch != 1 {
 		t.Fatalf("node %d right after its answer: %v, %v", via.id, seen, err)
 	}
 	waitFeatures(t, nodes, downgraded, 1)

