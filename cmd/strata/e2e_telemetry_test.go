@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestClientMetricsJavaPush: after Kafka 4.4.0's kafka-client-metrics
@@ -136,5 +140,47 @@ func TestClientMetricsCLIAsKafka44(t *testing.T) {
 	q := p.restart()
 	if after := tool(q.addr, "--describe"); after != before || !strings.Contains(after, "s1") {
 		t.Errorf("after a restart strata printed\n%s\nbefore\n%s", after, before)
+	}
+}
+
+// TestClusterClientMetrics: on a cluster a client metrics subscription,
+// sent to one node and forwarded to the active controller, is a record of
+// the metadata quorum, so a client asking any node for its subscription
+// gets it.
+func TestClusterClientMetrics(t *testing.T) {
+	e2e(t)
+	nodes := startCluster(t)
+	waitUntil(t, 15*time.Second, "the first node sets subscription s1", func() (bool, string) {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.SetVersion(1)
+		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeClientMetrics, "s1"
+		for _, kv := range [][2]string{{"metrics", "org.apache.kafka.consumer."}, {"interval.ms", "2000"}} {
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = kv[0], kmsg.StringPtr(kv[1])
+			rr.Configs = append(rr.Configs, c)
+		}
+		req.Resources = append(req.Resources, rr)
+		resp, err := request(nodes[0].addr, req)
+		if err != nil {
+			return false, err.Error()
+		}
+		r := resp.(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+		return r.ErrorCode == 0, fmt.Sprint(kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	})
+	for _, n := range nodes {
+		waitUntil(t, 15*time.Second, fmt.Sprintf("node %d gives a client subscription s1", n.id), func() (bool, string) {
+			req := kmsg.NewPtrGetTelemetrySubscriptionsRequest()
+			req.SetVersion(0)
+			resp, err := request(n.addr, req)
+			if err != nil {
+				return false, err.Error()
+			}
+			r := resp.(*kmsg.GetTelemetrySubscriptionsResponse)
+			if r.ErrorCode != 0 || r.PushIntervalMillis != 2000 || len(r.RequestedMetrics) != 1 || r.RequestedMetrics[0] != "org.apache.kafka.consumer." {
+				return false, fmt.Sprintf("%v %d %q", kerr.ErrorForCode(r.ErrorCode), r.PushIntervalMillis, r.RequestedMetrics)
+			}
+			return true, ""
+		})
 	}
 }
