@@ -15,7 +15,8 @@ package broker
 // configs (log.retention.ms, log.segment.bytes, ...) apply to every topic
 // and, per node, a listener's key and trust stores (tlsreload.go) to the
 // listener; the others are kept and described, as Kafka keeps them.
-// GROUP resources replace a group's configs (groupconfigs.go). A null value is INVALID_REQUEST, a
+// GROUP resources replace a group's configs (groupconfigs.go),
+// CLIENT_METRICS resources a subscription's (clientmetrics.go). A null value is INVALID_REQUEST, a
 // resource named twice INVALID_REQUEST, an invalid value INVALID_CONFIG,
 // an unknown topic UNKNOWN_TOPIC_OR_PARTITION. ValidateOnly checks
 // everything and changes nothing.
@@ -117,6 +118,8 @@ func (b *services) replaceConfigs(typ kmsg.ConfigResourceType, name string, conf
 		})
 	case kmsg.ConfigResourceTypeGroupConfig:
 		return b.replaceGroupConfigs(name, configs, validateOnly)
+	case kmsg.ConfigResourceTypeClientMetrics:
+		return b.replaceClientMetrics(name, configs, validateOnly)
 	default:
 		return unsupportedResource(typ)
 	}

@@ -30,6 +30,9 @@ func handleApiVersions(rc *reqCtx) (kmsg.Response, error) {
 			return errorAPIVersions(kerr.RebootstrapRequired.Code), nil
 		}
 	}
+	if rc.conn != nil && rc.req.Version >= 3 {
+		rc.conn.softwareName, rc.conn.softwareVersion = req.ClientSoftwareName, req.ClientSoftwareVersion
+	}
 	resp := apiVersionsResponse(rc.svc.served, 0)
 	setFeatures(resp, rc.svc.meta.Image(), rc.svc.cfg.Quorum != nil)
 	return resp, nil

@@ -185,13 +185,14 @@ func (rc *reqCtx) clusterAuthorizedOperations() int32 {
 }
 
 // configRefused is the error for a config resource op may not be done on:
-// a broker's configs are the cluster's (CLUSTER_AUTHORIZATION_FAILED), a
+// a broker's and a client metrics subscription's configs are the
+// cluster's (CLUSTER_AUTHORIZATION_FAILED), a
 // topic's or group's their own, as Kafka's ConfigHelper and
 // ControllerApis.authorizeAlterResource. Other types are left to the
 // handler, which does not serve them.
 func configRefused(rc *reqCtx, op Operation, typ kmsg.ConfigResourceType, name string) error {
 	switch {
-	case typ == kmsg.ConfigResourceTypeBroker || typ == kmsg.ConfigResourceTypeBrokerLogger:
+	case typ == kmsg.ConfigResourceTypeBroker || typ == kmsg.ConfigResourceTypeBrokerLogger || typ == kmsg.ConfigResourceTypeClientMetrics:
 		if !rc.authorizeCluster(op) {
 			return kerr.ClusterAuthorizationFailed
 		}

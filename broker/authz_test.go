@@ -334,13 +334,15 @@ func denyAllCases(topicID [16]byte) []authzCase {
 			r.Resources = []kmsg.DescribeConfigsRequestResource{
 				{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t"},
 				{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "1"},
+				{ResourceType: kmsg.ConfigResourceTypeClientMetrics, ResourceName: "s"},
 			}
 			return r
 		}, 4, func(t *testing.T, resp kmsg.Response) {
 			r := resp.(*kmsg.DescribeConfigsResponse)
 			code(t, "topic", r.Resources[0].ErrorCode, topicAuth)
 			code(t, "broker", r.Resources[1].ErrorCode, clusterAuth)
-			if len(r.Resources[0].Configs)+len(r.Resources[1].Configs) != 0 {
+			code(t, "client metrics", r.Resources[2].ErrorCode, clusterAuth)
+			if len(r.Resources[0].Configs)+len(r.Resources[1].Configs)+len(r.Resources[2].Configs) != 0 {
 				t.Error("configs disclosed")
 			}
 		}},
@@ -361,12 +363,22 @@ func denyAllCases(topicID [16]byte) []authzCase {
 			r.Resources = []kmsg.IncrementalAlterConfigsRequestResource{
 				{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t", Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("1000")}}},
 				{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: ""},
+				{ResourceType: kmsg.ConfigResourceTypeClientMetrics, ResourceName: "s", Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "metrics", Value: kmsg.StringPtr("*")}}},
 			}
 			return r
 		}, 1, func(t *testing.T, resp kmsg.Response) {
 			r := resp.(*kmsg.IncrementalAlterConfigsResponse)
 			code(t, "topic", r.Resources[0].ErrorCode, topicAuth)
 			code(t, "broker", r.Resources[1].ErrorCode, clusterAuth)
+			code(t, "client metrics", r.Resources[2].ErrorCode, clusterAuth)
+		}},
+		{"GetTelemetrySubscriptions is not authorized", func() kmsg.Request { return kmsg.NewPtrGetTelemetrySubscriptionsRequest() }, 0, func(t *testing.T, resp kmsg.Response) {
+			if r := resp.(*kmsg.GetTelemetrySubscriptionsResponse); r.ErrorCode != 0 || r.ClientInstanceID == ([16]byte{}) {
+				t.Errorf("error %d, instance id %x", r.ErrorCode, r.ClientInstanceID)
+			}
+		}},
+		{"PushTelemetry is not authorized", func() kmsg.Request { return kmsg.NewPtrPushTelemetryRequest() }, 0, func(t *testing.T, resp kmsg.Response) {
+			code(t, "zero instance id", resp.(*kmsg.PushTelemetryResponse).ErrorCode, kerr.InvalidRequest)
 		}},
 		{"DeleteRecords", func() kmsg.Request {
 			r := kmsg.NewPtrDeleteRecordsRequest()

@@ -47,6 +47,9 @@ type Config struct {
 	// the fetch sessions kept (fetch_session.go); 0 means Kafka's default,
 	// 1000, and a negative value none (Kafka's 0).
 	FetchSessionCacheSlots int
+	// TelemetryMaxBytes is telemetry.max.bytes: the largest metrics push
+	// a client may send (telemetry.go); 0 means Kafka's default, 1 MiB.
+	TelemetryMaxBytes int32
 	// Quotas are the client quotas' windows and
 	// max.connection.creation.rate (quotas.go).
 	Quotas QuotaConfig
@@ -162,6 +165,7 @@ type Broker struct {
 	tokens *delegationTokens // delegation tokens' HMACs and logins (delegationtoken_auth.go)
 
 	fetchSessions *fetchSessionCache // nil when there are none (Config.FetchSessionCacheSlots)
+	telemetry     *telemetry         // KIP-714 client instances and their metrics (telemetry.go)
 
 	// A cluster node's controller, lifecycle and forwarder; nil on one node.
 	controller *controller
@@ -313,6 +317,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		quotas:    newClientQuotas(cfg.Quotas),
 	}
 	b.tokens = newDelegationTokens(cfg.DelegationTokens, meta.Image, clock.Now)
+	b.telemetry = newTelemetry(cfg.TelemetryMaxBytes, clock.Now)
 	switch slots := cfg.FetchSessionCacheSlots; {
 	case slots == 0:
 		b.fetchSessions = newFetchSessionCache(defaultFetchSessionSlots, minFetchSessionEviction)

@@ -141,6 +141,10 @@ type conn struct {
 
 	fetchErr int16 // top-level error code of the fetch response just written, for metrics
 
+	// softwareName and softwareVersion are what the client said it is in
+	// ApiVersions v3+, which telemetry subscriptions match (telemetry.go).
+	softwareName, softwareVersion string
+
 	// start is when the request being served was read; mute is how long
 	// the connection stays muted after its response (conn_quota.go).
 	start time.Time

@@ -12,14 +12,16 @@ package broker
 // (tlsreload.go); the cluster default resource (name "") lists only the
 // dynamic default configs, as Kafka. GROUP resources list Kafka's group
 // configs with the group's own values or the broker's (groupconfigs.go);
-// an empty group name is INVALID_REQUEST. Passwords are sensitive, without
+// an empty group name is INVALID_REQUEST. CLIENT_METRICS resources list a
+// subscription's metrics, interval.ms and match (clientmetrics.go); an
+// empty name is INVALID_REQUEST. Passwords are sensitive, without
 // their values. ConfigNames filters by name; unknown names are
 // left out.
 //
 // Errors per resource, as Kafka: an unknown topic is
 // UNKNOWN_TOPIC_OR_PARTITION, an invalid name INVALID_TOPIC_EXCEPTION, a
 // broker id other than node.id or "" INVALID_REQUEST, and the BROKER_LOGGER
-// and CLIENT_METRICS resource types INVALID_REQUEST.
+// resource type INVALID_REQUEST.
 //
 // Differences from Kafka: a broker resource lists the configs Strata
 // implements, not Kafka's few hundred; without
@@ -92,6 +94,12 @@ func handleDescribeConfigs(rc *reqCtx) (kmsg.Response, error) {
 				break
 			}
 			res.Configs = b.describeGroupConfigs(rr.ResourceName, names, synonyms, docs)
+		case kmsg.ConfigResourceTypeClientMetrics:
+			if err := checkedClientMetrics(rr.ResourceName); err != nil {
+				res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.DescribeConfigs, err), errorMessage(err)
+				break
+			}
+			res.Configs = b.describeClientMetrics(rr.ResourceName, names, synonyms, docs)
 		default:
 			err := unsupportedResource(rr.ResourceType)
 			res.ErrorCode, res.ErrorMessage = b.errorCode(kmsg.DescribeConfigs, err), errorMessage(err)

@@ -262,6 +262,8 @@ func imageConfigResource(typ kmsg.ConfigResourceType, name string) (metadata.Con
 		return metadata.ConfigResource{Type: metadata.BrokerResource, Name: strconv.Itoa(int(id))}, true
 	case kmsg.ConfigResourceTypeGroupConfig:
 		return metadata.ConfigResource{Type: metadata.GroupResource, Name: name}, true
+	case kmsg.ConfigResourceTypeClientMetrics:
+		return clientMetricsResource(name), true
 	}
 	return metadata.ConfigResource{}, false
 }

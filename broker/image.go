@@ -7,9 +7,9 @@ package broker
 // changes.go); the store makes the change durable through logHost.commit
 // before it publishes, and on one node durable is storage opening or
 // removing the logs the image says this node hosts and writing
-// strata-topics.json, strata-broker-configs.json and
-// strata-group-configs.json, and the access state (SCRAM credentials, ...)
-// and the finalized features as their records in strata-access.json and
+// strata-topics.json, strata-broker-configs.json,
+// strata-group-configs.json and strata-client-metrics.json, and the access
+// state (SCRAM credentials, ...) and the finalized features as their records in strata-access.json and
 // strata-features.json. At start the image is read back from those files
 // (imageOf).
 
@@ -49,6 +49,13 @@ func imageOf(logs *storage.Manager, reg metadata.RegisterBrokerRecord) (*metadat
 	}
 	for _, g := range slices.Sorted(maps.Keys(groups)) {
 		records = append(records, configRecords(metadata.ConfigResource{Type: metadata.GroupResource, Name: g}, nil, groups[g])...)
+	}
+	subs, err := logs.ClientMetricsConfigs()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range slices.Sorted(maps.Keys(subs)) {
+		records = append(records, configRecords(clientMetricsResource(s), nil, subs[s])...)
 	}
 	for _, state := range []struct {
 		what string
@@ -179,9 +186,14 @@ func (h logHost) commit(old, new *metadata.Image, records []metadata.Record) err
 			add("features", func() error { return h.setFeatures(new) })
 		case metadata.ConfigRecord:
 			res := metadata.ConfigResource{Type: r.ResourceType, Name: r.ResourceName}
-			if res.Type == metadata.GroupResource {
-				add("group configs", func() error { return h.logs.SetGroupConfigs(groupConfigsOf(new)) })
-			} else if res.Type != metadata.TopicResource || !created[res.Name] {
+			switch {
+			case res.Type == metadata.GroupResource:
+				add("group configs", func() error { return h.logs.SetGroupConfigs(configsOfType(new, metadata.GroupResource)) })
+			case res.Type == metadata.ClientMetricsResource:
+				add("client metrics", func() error {
+					return h.logs.SetClientMetricsConfigs(configsOfType(new, metadata.ClientMetricsResource))
+				})
+			case res.Type != metadata.TopicResource || !created[res.Name]:
 				add(res, func() error { return h.setConfigs(res, new.Configs.Of(res)) })
 			}
 		default:
@@ -226,11 +238,12 @@ func (h logHost) setAccess(img *metadata.Image) error {
 	return h.logs.SetAccessState(data)
 }
 
-// groupConfigsOf is the configs of every group of img that has some.
-func groupConfigsOf(img *metadata.Image) map[string]map[string]string {
+// configsOfType is the configs of every resource of type typ in img
+// that has some, by name.
+func configsOfType(img *metadata.Image, typ metadata.ConfigResourceType) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	for _, res := range img.Configs.Resources() {
-		if res.Type == metadata.GroupResource {
+		if res.Type == typ {
 			out[res.Name] = maps.Clone(img.Configs.Of(res))
 		}
 	}

@@ -4,7 +4,7 @@ package broker
 //
 // Each resource's operations apply to its current dynamic configs (a
 // topic's overrides, or the cluster-default or this node's dynamic broker
-// configs, or a group's configs), and the result replaces them as
+// configs, or a group's configs, or a client metrics subscription's), and the result replaces them as
 // AlterConfigs does (see
 // alterconfigs.go for validation, persistence and errors). SET sets a
 // value, DELETE removes it (back to the default; deleting an unset config
@@ -88,6 +88,8 @@ func (b *services) incrementalNext(rr kmsg.IncrementalAlterConfigsRequestResourc
 			return nil, err
 		}
 		current = b.groupConfigs(rr.ResourceName)
+	case kmsg.ConfigResourceTypeClientMetrics:
+		current = b.clientMetricsConfigs(rr.ResourceName)
 	default:
 		return nil, unsupportedResource(rr.ResourceType)
 	}
@@ -143,8 +145,11 @@ func (b *services) incrementalNext(rr kmsg.IncrementalAlterConfigsRequestResourc
 // Kafka's messages: the broker's ConfigAdminManager's for a broker config,
 // the controller's for a topic config.
 func (b *services) listConfig(typ kmsg.ConfigResourceType, op kmsg.IncrementalAlterConfigOp, name string, configs map[string]string) ([]string, error) {
-	if typ == kmsg.ConfigResourceTypeGroupConfig {
+	switch typ {
+	case kmsg.ConfigResourceTypeGroupConfig:
 		return groupListConfig(op, name, configs)
+	case kmsg.ConfigResourceTypeClientMetrics:
+		return clientMetricsListConfig(op, name, configs)
 	}
 	key := name
 	if typ == kmsg.ConfigResourceTypeBroker {

@@ -4,7 +4,7 @@ package broker
 //
 // v1 lists the config resources of the types asked for, every type when
 // none is: the groups that have configs (GROUP), the client metrics
-// subscriptions (CLIENT_METRICS: Strata has none), each registered
+// subscriptions (CLIENT_METRICS, clientmetrics.go), each registered
 // broker's id as a BROKER_LOGGER and a BROKER resource, and every topic
 // (TOPIC), in Kafka 4.4's order (by type, GROUP first) and by name. A type
 // it does not list is UNSUPPORTED_VERSION, as Kafka answers. v0 lists only
@@ -43,8 +43,22 @@ func handleListConfigResources(rc *reqCtx) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
+	img := rc.svc.meta.Image()
+	add := func(t kmsg.ConfigResourceType, name string) {
+		res := kmsg.NewListConfigResourcesResponseConfigResource()
+		res.Name, res.Type = name, int8(t)
+		resp.ConfigResources = append(resp.ConfigResources, res)
+	}
+	listTyped := func(t kmsg.ConfigResourceType, typ metadata.ConfigResourceType) {
+		for _, res := range img.Configs.Resources() {
+			if res.Type == typ {
+				add(t, res.Name)
+			}
+		}
+	}
 	if rc.req.Version == 0 {
-		return resp, nil // client metrics resources only: Strata has none
+		listTyped(kmsg.ConfigResourceTypeClientMetrics, metadata.ClientMetricsResource)
+		return resp, nil
 	}
 	asked := listedConfigResourceTypes
 	if len(r.ResourceTypes) > 0 {
@@ -58,20 +72,12 @@ func handleListConfigResources(rc *reqCtx) (kmsg.Response, error) {
 			return !slices.Contains(r.ResourceTypes, int8(t))
 		})
 	}
-	img := rc.svc.meta.Image()
-	add := func(t kmsg.ConfigResourceType, name string) {
-		res := kmsg.NewListConfigResourcesResponseConfigResource()
-		res.Name, res.Type = name, int8(t)
-		resp.ConfigResources = append(resp.ConfigResources, res)
-	}
 	for _, t := range asked {
 		switch t {
 		case kmsg.ConfigResourceTypeGroupConfig:
-			for _, res := range img.Configs.Resources() {
-				if res.Type == metadata.GroupResource {
-					add(t, res.Name)
-				}
-			}
+			listTyped(t, metadata.GroupResource)
+		case kmsg.ConfigResourceTypeClientMetrics:
+			listTyped(t, metadata.ClientMetricsResource)
 		case kmsg.ConfigResourceTypeBrokerLogger, kmsg.ConfigResourceTypeBroker:
 			for _, reg := range img.Cluster.Brokers() {
 				add(t, strconv.Itoa(int(reg.ID)))

@@ -41,6 +41,7 @@ func (b *Broker) openMetrics() error {
 	if b.fetchSessions != nil {
 		m.SetFetchSessions(b.fetchSessions)
 	}
+	m.SetClientTelemetry(b.telemetry)
 	if b.groups != nil {
 		m.SetGroupOffsets(groupOffsets{b.groups})
 	}

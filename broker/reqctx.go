@@ -77,6 +77,9 @@ type services struct {
 	forward  *forwarder        // a cluster node's way to the active controller; nil on one node
 	quotas   *clientQuotas     // the client quotas (quotas.go)
 	tokens   *delegationTokens // delegation tokens' HMACs and logins (delegationtoken_auth.go)
+	// telemetry is the KIP-714 client instances and their pushed metrics
+	// (telemetry.go).
+	telemetry *telemetry
 	// fetchSessions are the broker's fetch sessions (fetch_session.go);
 	// nil when max.incremental.fetch.session.cache.slots is 0.
 	fetchSessions *fetchSessionCache
@@ -168,6 +171,7 @@ func newServices(b *Broker, listener string) *services {
 		tokens:   b.tokens,
 
 		fetchSessions: b.fetchSessions,
+		telemetry:     b.telemetry,
 	}
 }
 

@@ -150,14 +150,15 @@ func (p PartitionRegistration) LeaderIs(node int32) bool { return p.Leader == no
 type ConfigResourceType int8
 
 const (
-	TopicResource  ConfigResourceType = 2
-	BrokerResource ConfigResourceType = 4
-	GroupResource  ConfigResourceType = 32
+	TopicResource         ConfigResourceType = 2
+	BrokerResource        ConfigResourceType = 4
+	ClientMetricsResource ConfigResourceType = 16
+	GroupResource         ConfigResourceType = 32
 )
 
 // ConfigResource names what configs are set on: a topic by name, a broker
 // by its id in decimal, or "" for the cluster-wide broker default, a group
-// by its id.
+// by its id, a client metrics subscription (KIP-714) by its name.
 type ConfigResource struct {
 	Type ConfigResourceType
 	Name string

@@ -106,7 +106,8 @@ type Metrics struct {
 	ready   atomic.Bool
 	quotas  atomic.Pointer[quotaSource] // client quotas (quotas.go)
 
-	fetchSessions atomic.Pointer[fetchSessionSource] // the fetch session cache (fetchsessions.go)
+	fetchSessions atomic.Pointer[fetchSessionSource]    // the fetch session cache (fetchsessions.go)
+	telemetry     atomic.Pointer[clientTelemetrySource] // pushed client metrics (clienttelemetry.go)
 }
 
 // New returns metrics registered in a fresh registry, with the Go runtime
@@ -168,7 +169,7 @@ func New() *Metrics {
 		m.recoverySegments, m.recoveryBytes, m.recoveryBatches,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&topicCollector{m: m}, &storageCollector{m: m}, &buildCollector{m: m}, &quotaCollector{m: m},
-		&fetchSessionCollector{m: m})
+		&fetchSessionCollector{m: m}, &telemetryCollector{m: m})
 	return m
 }
 

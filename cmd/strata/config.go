@@ -46,6 +46,7 @@ type settings struct {
 	MaxMessageBytes       int                  // message.max.bytes
 	SocketRequestMaxBytes int32                // socket.request.max.bytes
 	FetchSessionSlots     int32                // max.incremental.fetch.session.cache.slots
+	TelemetryMaxBytes     int32                // telemetry.max.bytes
 	FlushIntervalMessages int64                // log.flush.interval.messages
 	MinInSyncReplicas     int                  // min.insync.replicas
 	FlushIntervalMs       int64                // log.flush.interval.ms
@@ -124,6 +125,7 @@ func defaultSettings() settings {
 		MaxMessageBytes:       int(defaultInt("message.max.bytes")),
 		SocketRequestMaxBytes: int32(defaultInt("socket.request.max.bytes")),
 		FetchSessionSlots:     int32(defaultInt("max.incremental.fetch.session.cache.slots")),
+		TelemetryMaxBytes:     int32(defaultInt("telemetry.max.bytes")),
 		FlushIntervalMessages: defaultInt("log.flush.interval.messages"),
 		MinInSyncReplicas:     int(defaultInt("min.insync.replicas")),
 		FlushIntervalMs:       defaultInt("log.flush.interval.ms"),
@@ -327,6 +329,7 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	p.setInt(&s.MaxMessageBytes, "message.max.bytes")
 	p.setInt32(&s.SocketRequestMaxBytes, "socket.request.max.bytes")
 	p.setInt32(&s.FetchSessionSlots, "max.incremental.fetch.session.cache.slots")
+	p.setInt32(&s.TelemetryMaxBytes, "telemetry.max.bytes")
 	p.setInt64(&s.FlushIntervalMessages, "log.flush.interval.messages")
 	p.setInt(&s.MinInSyncReplicas, "min.insync.replicas")
 	p.setInt64(&s.FlushIntervalMs, "log.flush.interval.ms")

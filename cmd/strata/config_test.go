@@ -120,6 +120,7 @@ func TestDefaults(t *testing.T) {
 		ConsumerMigrationPolicy:        "bidirectional",
 
 		FetchSessionSlots: 1000,
+		TelemetryMaxBytes: 1048576,
 
 		CleanerEnable:     true,
 		CleanerBackoffMs:  15000,
@@ -175,6 +176,7 @@ func TestValidValues(t *testing.T) {
 		{map[string]string{"metrics.listener": "http://127.0.0.1:9644"}, func(s settings) bool { return s.MetricsListener == "http://127.0.0.1:9644" }},
 		{map[string]string{"metrics.listener": " 0.0.0.0:0 "}, func(s settings) bool { return s.MetricsListener == "0.0.0.0:0" }},
 		{map[string]string{"metrics.listener": ""}, func(s settings) bool { return s.MetricsListener == "" }},
+		{map[string]string{"telemetry.max.bytes": "4096"}, func(s settings) bool { return s.TelemetryMaxBytes == 4096 }},
 		{map[string]string{"offsets.topic.segment.bytes": "1"}, func(s settings) bool { return s.OffsetsSegmentBytes == 1 }},
 		{map[string]string{"group.max.size": "3", "group.consumer.max.size": "1"},
 			func(s settings) bool { return s.GroupMaxSize == 3 && s.ConsumerMaxSize == 1 }},
@@ -275,6 +277,7 @@ func TestInvalidValues(t *testing.T) {
 		{"metrics.listener", "http://127.0.0.1", "want http://host:port"},
 		{"metrics.listener", "http://127.0.0.1:70000", "port must be"},
 		{"metrics.listener", "http://127.0.0.1:9644/metrics", "without a path"},
+		{"telemetry.max.bytes", "0", "at least 1"},
 	}
 	for _, tt := range tests {
 		_, err := loadSettings(map[string]string{tt.key: tt.value}, zap.NewNop())

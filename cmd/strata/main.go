@@ -176,6 +176,7 @@ func brokerConfig(s settings, logRequests bool, build buildInfo) broker.Config {
 		StandardAuthorizer:    s.Authorizer,
 
 		FetchSessionCacheSlots: fetchSessionSlots(s.FetchSessionSlots),
+		TelemetryMaxBytes:      s.TelemetryMaxBytes,
 		Groups: coordinator.GroupConfig{
 			OffsetsTopicPartitions: s.OffsetsTopicPartitions,
 			OffsetsRetention:       time.Duration(s.OffsetsRetentionMinutes) * time.Minute,

@@ -62,16 +62,10 @@ func Decompress(codec int, src []byte) ([]byte, error) {
 	switch codec {
 	case CodecNone:
 		return src, nil
-	case CodecGzip:
-		r, err := gzip.NewReader(bytes.NewReader(src))
-		if err != nil {
-			return nil, fmt.Errorf("gzip: %w", err)
-		}
-		return readBounded(r, "gzip")
+	case CodecGzip, CodecLZ4:
+		return DecompressLimit(codec, src, MaxDecompressed)
 	case CodecSnappy:
 		return decodeSnappy(src)
-	case CodecLZ4:
-		return readBounded(lz4.NewReader(bytes.NewReader(src)), "lz4")
 	case CodecZstd:
 		dec, _, err := zstdCodecs()
 		if err != nil {
@@ -86,13 +80,53 @@ func Decompress(codec int, src []byte) ([]byte, error) {
 	return nil, fmt.Errorf("unknown compression codec %d", codec)
 }
 
-func readBounded(r io.Reader, name string) ([]byte, error) {
-	out, err := io.ReadAll(io.LimitReader(r, MaxDecompressed+1))
+// ErrTooLarge is DecompressLimit's error for data that decompresses to
+// more than its limit.
+var ErrTooLarge = errors.New("decompressed data exceeds its limit")
+
+// DecompressLimit is Decompress of data that may decompress to at most
+// limit bytes (at most MaxDecompressed): more is ErrTooLarge, found
+// without holding more than limit bytes.
+func DecompressLimit(codec int, src []byte, limit int) ([]byte, error) {
+	limit = min(limit, MaxDecompressed)
+	switch codec {
+	case CodecNone:
+		if len(src) > limit {
+			return nil, ErrTooLarge
+		}
+		return src, nil
+	case CodecGzip:
+		r, err := gzip.NewReader(bytes.NewReader(src))
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		return readBounded(r, "gzip", limit)
+	case CodecSnappy:
+		out, err := decodeSnappy(src)
+		if err == nil && len(out) > limit {
+			return nil, fmt.Errorf("snappy: %w", ErrTooLarge)
+		}
+		return out, err
+	case CodecLZ4:
+		return readBounded(lz4.NewReader(bytes.NewReader(src)), "lz4", limit)
+	case CodecZstd:
+		dec, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)+1))
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		defer dec.Close()
+		return readBounded(dec, "zstd", limit)
+	}
+	return nil, fmt.Errorf("unknown compression codec %d", codec)
+}
+
+func readBounded(r io.Reader, name string, limit int) ([]byte, error) {
+	out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || err == nil && len(out) > limit {
+		return nil, fmt.Errorf("%s: more than %d bytes: %w", name, limit, ErrTooLarge)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(out) > MaxDecompressed {
-		return nil, fmt.Errorf("%s: %w", name, errTooLarge)
 	}
 	return out, nil
 }

@@ -67,6 +67,8 @@ var brokerDefs = []Def{
 		Row: &Row{Notes: "the length of one such window; at least 1"}},
 	{Name: "max.incremental.fetch.session.cache.slots", Type: Int, Default: "1000", Check: Check{Min: 0},
 		Row: &Row{Notes: "the fetch sessions (KIP-227) the broker keeps, split over 8 shards of `slots/8` each, with Kafka's eviction (a session unused for 2 minutes, then a consumer's for a follower's or a smaller one for a bigger); 0 = none, every fetch sessionless; at least 0"}},
+	{Name: "telemetry.max.bytes", Type: Int, Default: "1048576", Check: Check{Min: 1},
+		Row: &Row{Notes: "the largest client metrics push (KIP-714, Client metrics below) a client may send, compressed; at least 1"}},
 	{Name: "authorizer.class.name", Type: String,
 		Row: &Row{Default: "empty", Notes: "`org.apache.kafka.metadata.authorizer.StandardAuthorizer` turns on ACLs kept in the cluster metadata (ACLs, below); empty allows everything; any other class is refused at start"}},
 	{Name: "super.users", Type: String,
