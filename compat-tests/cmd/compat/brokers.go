@@ -48,6 +48,7 @@ type node struct {
 	log     string
 	cmd     *exec.Cmd     // nil until launched
 	exited  chan struct{} // closed once cmd exited
+	argv    []string      // what launch ran, for a restart (restart.go)
 }
 
 // up says the target started (one that could not has no addresses).
@@ -65,9 +66,10 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// launch starts argv in its own process group with output to n.log.
+// launch starts argv in its own process group with output appended to n.log
+// (a restarted node's output follows its first run's).
 func (h *harness) launch(n *node, argv ...string) error {
-	f, err := os.Create(n.log)
+	f, err := os.OpenFile(n.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -79,7 +81,7 @@ func (h *harness) launch(n *node, argv ...string) error {
 		f.Close()
 		return err
 	}
-	n.cmd = cmd
+	n.cmd, n.argv = cmd, argv
 	n.exited = make(chan struct{})
 	go func() { cmd.Wait(); f.Close(); close(n.exited) }()
 	return nil

@@ -51,6 +51,7 @@ func run(a rt.Args) rt.Result {
 		GroupConsumerProtocol: e.groupConsumerProtocol,
 		CrossProduce:          e.crossProduce,
 		CrossConsume:          e.crossConsume,
+		FetchSessions:         e.fetchSessions,
 	})
 }
 

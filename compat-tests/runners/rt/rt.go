@@ -338,6 +338,12 @@ type Handlers struct {
 	// group, which must fail with a group authorization error
 	// (GroupRefusedResult).
 	Auth, AuthRefused, AclAllowed, AclDenied, AclGroupDenied func() Result
+	// The Kafka 4.4 scenarios (README.md): TransactionsV2 runs
+	// transactions_v2, FetchSessions fetch_sessions, GroupConsumerRestart
+	// group_consumer_restart (restarting the group's coordinator through
+	// Args.Restart), GroupConfigs group_configs and DelegationToken the
+	// secure columns' delegation_token.
+	TransactionsV2, FetchSessions, GroupConsumerRestart, GroupConfigs, DelegationToken func() Result
 }
 
 // Skipping is a handler that skips with reason.
@@ -362,6 +368,9 @@ func Dispatch(scenario string, h Handlers) Result {
 		"auth_bad_password": h.AuthRefused, "auth_no_tls": h.AuthRefused,
 		"acl_allowed": h.AclAllowed, "acl_denied": h.AclDenied, "acl_deny_wins": h.AclDenied,
 		"acl_group_denied": h.AclGroupDenied,
+		"transactions_v2":  h.TransactionsV2, "fetch_sessions": h.FetchSessions,
+		"group_consumer_restart": h.GroupConsumerRestart, "group_configs": h.GroupConfigs,
+		"delegation_token": h.DelegationToken,
 	}[scenario]
 	if fn == nil {
 		return Skip("unknown scenario " + scenario)

@@ -173,6 +173,11 @@ public final class Runner {
             case "acl_allowed": return Auth.authenticated(this, true);
             case "auth_bad_password", "auth_no_tls", "acl_denied", "acl_deny_wins": return Auth.refused(this, scenario);
             case "acl_group_denied": return Auth.groupRefused(this);
+            case "transactions_v2": return Kafka44.transactionsV2(this);
+            case "group_configs": return Kafka44.groupConfigs(this);
+            case "delegation_token": return Kafka44.delegationToken(this);
+            case "fetch_sessions": return Kafka44Groups.fetchSessions(this);
+            case "group_consumer_restart": return Kafka44Groups.groupConsumerRestart(this);
             default: throw new Outcome("skip", "unknown scenario " + scenario);
         }
     }
