@@ -284,7 +284,7 @@ func (h *harness) run(targets targetSel, onlyClients, onlyScen map[string]bool, 
 	fmt.Printf("compat: brokers up: %s (%s)\n", strings.Join(up, ", "), time.Since(t0).Round(time.Second))
 
 	// 4. Every client × scenario × broker (cross_consume afterwards), the
-	// restart scenarios after the others, one at a time (restart.go).
+	// restart scenarios after the others, one at a time per target (restart.go).
 	var jobs, restarts []job
 	for _, c := range clients {
 		for _, s := range scen {
@@ -307,8 +307,8 @@ func (h *harness) run(targets targetSel, onlyClients, onlyScen map[string]bool, 
 				if b.sec != nil {
 					j.bootstrap, j.extra = b.sec.runnerArgs(s)
 				}
+				j.timeout = scenarioTimeouts[s]
 				if isRestartScenario(s) {
-					j.timeout = restartTimeout
 					restarts = append(restarts, j)
 					continue
 				}
@@ -324,10 +324,17 @@ func (h *harness) run(targets targetSel, onlyClients, onlyScen map[string]bool, 
 			h.breakf("restart server: %v", err)
 			return 2
 		}
-		for i := range restarts {
-			restarts[i].extra = append(restarts[i].extra, "restart="+url+"?target="+restarts[i].broker.name)
+		byTarget := map[*broker][]job{}
+		for _, j := range restarts {
+			j.extra = append(j.extra, "restart="+url+"?target="+j.broker.name)
+			byTarget[j.broker] = append(byTarget[j.broker], j)
 		}
-		h.runJobs(restarts, 1)
+		var wg sync.WaitGroup
+		for _, js := range byTarget {
+			wg.Add(1)
+			go func() { defer wg.Done(); h.runJobs(js, 1) }()
+		}
+		wg.Wait()
 	}
 
 	// 5. Cross-client: every producer's topic read by every other client.

@@ -19,14 +19,17 @@ import (
 // as --arg restart (see clients/RUNNERS.md), naming the node
 // (&node=ID, default 1) and the orchestrator answers once the node is
 // back and every node's Metadata lists all the target's nodes. They run
-// after every other cell, one at a time, so no other cell sees the
-// restart, with restartTimeout instead of -timeout.
+// after every other cell, one at a time per target (the targets in
+// parallel), so no other cell sees the restart, with scenarioTimeouts'
+// time instead of -timeout.
 var restartScenarios = []string{"group_consumer_restart"}
 
-// restartTimeout bounds one run of a restart scenario: a Kafka node's
+// scenarioTimeouts replace -timeout for the scenarios that need longer
+// (their runners' budgets are rt.Budget's): fetch_sessions creates and
+// fills 200 partitions, three replicas each on a cluster; a restart's
 // controlled shutdown and JVM start on the loaded machine come on top of
 // the scenario's own 45 s.
-const restartTimeout = 150 * time.Second
+var scenarioTimeouts = map[string]time.Duration{"fetch_sessions": 120 * time.Second, "group_consumer_restart": 300 * time.Second}
 
 func isRestartScenario(s string) bool {
 	for _, x := range restartScenarios {
@@ -83,8 +86,9 @@ func (h *harness) serveRestart(w http.ResponseWriter, r *http.Request) {
 }
 
 // restartNode stops nd as the harness stops a target (SIGTERM, SIGKILL
-// after 30 s), starts it again with the same command line and data, and
-// waits until every node of b lists all of them.
+// after 30 s), waits until its ports are free, starts it again with the
+// same command line and data, and waits until every node of b lists all
+// of them.
 func (h *harness) restartNode(b *broker, nd *node) error {
 	syscall.Kill(-nd.cmd.Process.Pid, syscall.SIGTERM)
 	select {
@@ -93,6 +97,11 @@ func (h *harness) restartNode(b *broker, nd *node) error {
 		syscall.Kill(-nd.cmd.Process.Pid, syscall.SIGKILL)
 		<-nd.exited
 	}
+	for _, port := range []int{b.client[nd.id-1], b.ctrl[nd.id-1]} {
+		if err := waitBindable(port, 90*time.Second); err != nil {
+			return fmt.Errorf("%s node %d: %w", b.name, nd.id, err)
+		}
+	}
 	if err := h.launch(nd, nd.argv...); err != nil {
 		return fmt.Errorf("%s node %d: relaunch: %w", b.name, nd.id, err)
 	}
@@ -100,6 +109,22 @@ func (h *harness) restartNode(b *broker, nd *node) error {
 		return err
 	}
 	return waitAnswers(nd.addr, 60*time.Second)
+}
+
+// waitBindable waits until a listener can bind 127.0.0.1:port: nothing
+// holds it (see freePort).
+func waitBindable(port int, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			return l.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("port %d still busy after %s: %w", port, d, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // waitAnswers waits until the node at addr answers FindCoordinator for a

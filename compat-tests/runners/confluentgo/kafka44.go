@@ -13,7 +13,7 @@ import (
 // produceRound writes rt.FetchRecords records valued rt.FetchValue(round,
 // p, i) to each of the first n partitions.
 func (e env) produceRound(round, n int) error {
-	p, err := kafka.NewProducer(e.conf(kafka.ConfigMap{"acks": "all", "linger.ms": 20, "message.timeout.ms": 25000}))
+	p, err := kafka.NewProducer(e.conf(kafka.ConfigMap{"acks": "all", "linger.ms": 20, "message.timeout.ms": 60000}))
 	if err != nil {
 		return err
 	}
@@ -33,8 +33,8 @@ func (e env) produceRound(round, n int) error {
 			if m, ok := ev.(*kafka.Message); ok && m.TopicPartition.Error != nil {
 				return m.TopicPartition.Error
 			}
-		case <-time.After(30 * time.Second):
-			return errors.New("no delivery report within 30s")
+		case <-time.After(65 * time.Second):
+			return errors.New("no delivery report within 65s")
 		}
 	}
 	return nil
@@ -71,7 +71,7 @@ func (e env) fetchSessions() rt.Result {
 	n, total := 0, (parts+rt.FetchSecondRound)*rt.FetchRecords
 	second := false
 	var lastErr error
-	deadline := time.Now().Add(30 * time.Second)
+	deadline, _ := e.ctx.Deadline()
 	extra := time.Time{}
 	for time.Now().Before(deadline) && (n < total || time.Now().Before(extra)) {
 		switch m := c.Poll(200).(type) {

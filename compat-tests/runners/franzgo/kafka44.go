@@ -223,8 +223,9 @@ func (s groupState) stable(want int) bool {
 // topic's partitions; once they have consumed the first records and
 // committed, the orchestrator restarts the group's coordinator. The
 // members must keep their ids, epochs and assignments (ConsumerGroupDescribe
-// before and after), the commits must survive, and every record produced
-// before and after the restart must reach the group exactly once.
+// before and after, and no partition callback across the restart), the
+// commits must survive, and every record produced before and after the
+// restart must reach the group exactly once.
 func (e *env) groupConsumerRestart() rt.Result {
 	cl, adm := e.admin()
 	defer cl.Close()
@@ -246,8 +247,24 @@ func (e *env) groupConsumerRestart() rt.Result {
 		return pc.ProduceSync(ctx, rs...).FirstErr()
 	}
 	g := e.a.Group()
+	// A session that outlives a loaded machine's Kafka restart.
+	if err := e.setGroupConfig(cl, g, "consumer.session.timeout.ms", rt.RestartSessionTimeoutMs); err != nil {
+		return e.failf("%v", err)
+	}
 	var mu sync.Mutex
 	seen := map[string]int{}
+	// Every change of a member's partitions, which a restart the group
+	// survives makes none of.
+	var changes []string
+	change := func(what string) func(context.Context, *kgo.Client, map[string][]int32) {
+		return func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			if len(m) > 0 {
+				mu.Lock()
+				changes = append(changes, fmt.Sprint(what, " ", m))
+				mu.Unlock()
+			}
+		}
+	}
 	var members []*kgo.Client
 	ctx, cancel := context.WithCancel(e.ctx)
 	var wg sync.WaitGroup
@@ -260,6 +277,7 @@ func (e *env) groupConsumerRestart() rt.Result {
 	}()
 	for range rt.RestartMembers {
 		m := e.client(kgo.ConsumerGroup(g), kgo.ConsumeTopics(e.a.Topic), kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()),
+			kgo.OnPartitionsAssigned(change("assigned")), kgo.OnPartitionsRevoked(change("revoked")), kgo.OnPartitionsLost(change("lost")),
 			kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 		members = append(members, m)
 		wg.Add(1)
@@ -307,6 +325,9 @@ func (e *env) groupConsumerRestart() rt.Result {
 		return e.failf("FindCoordinator: %v", coord.Err)
 	}
 	node := coord.NodeID
+	mu.Lock()
+	changed := len(changes)
+	mu.Unlock()
 	restarted, err := e.a.Restart(e.ctx, node)
 	if err != nil {
 		return e.failf("%v", err)
@@ -329,13 +350,15 @@ func (e *env) groupConsumerRestart() rt.Result {
 		return rt.Fail(fmt.Sprintf("ConsumerGroupDescribe before restarting node %d: %+v, after: %+v", node, before, after), data)
 	}
 	mu.Lock()
+	defer mu.Unlock()
+	if len(changes) != changed {
+		return rt.Fail(fmt.Sprintf("the members' partitions changed across restarting node %d: %v", node, changes[changed:]), data)
+	}
 	for v, n := range seen {
 		if n != 1 {
-			mu.Unlock()
 			return rt.Fail(fmt.Sprintf("record %s reached the group %d times", v, n), data)
 		}
 	}
-	mu.Unlock()
 	offs, err := adm.FetchOffsets(e.ctx, g)
 	if err == nil {
 		err = offs.Error()

@@ -24,11 +24,10 @@ func (e *env) produceRound(round, n int) error {
 			rs = append(rs, &kgo.Record{Topic: e.a.Topic, Partition: int32(p), Value: []byte(rt.FetchValue(round, p, i))})
 		}
 	}
-	pc := e.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	pc := e.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordDeliveryTimeout(60*time.Second))
 	defer pc.Close()
-	ctx, cancel := context.WithTimeout(e.ctx, 25*time.Second)
-	defer cancel()
-	return pc.ProduceSync(ctx, rs...).FirstErr()
+	return pc.ProduceSync(e.ctx, rs...).FirstErr()
 }
 
 // fetchSessions: rt.FetchRecords records on each partition of a
@@ -75,7 +74,7 @@ func (e *env) fetchSessions() rt.Result {
 		}
 		return n
 	}
-	if err := waitUntil(e.ctx, 25*time.Second, func() (bool, error) { return count() >= parts*rt.FetchRecords, nil }); err != nil {
+	if err := waitUntil(e.ctx, 60*time.Second, func() (bool, error) { return count() >= parts*rt.FetchRecords, nil }); err != nil {
 		stop()
 		return e.failf("consumed %d of the %d records of round 0: %v", count(), parts*rt.FetchRecords, err)
 	}
@@ -85,7 +84,7 @@ func (e *env) fetchSessions() rt.Result {
 		return e.failf("by hand: %v", err)
 	}
 	total := (parts + rt.FetchSecondRound) * rt.FetchRecords
-	err = waitUntil(e.ctx, 25*time.Second, func() (bool, error) { return count() >= total, nil })
+	err = waitUntil(e.ctx, 60*time.Second, func() (bool, error) { return count() >= total, nil })
 	if err == nil {
 		time.Sleep(time.Second) // a surplus record would arrive within the consumer's next fetch
 	}
@@ -251,6 +250,37 @@ func (e *env) groupConfigs() rt.Result {
 	defer cl.Close()
 	g := e.a.Group()
 	name, value := rt.GroupConfigName, rt.GroupConfigValue
+	if err := e.setGroupConfig(cl, g, name, value); err != nil {
+		return e.failf("%v", err)
+	}
+	// Each request goes to any broker, which may not have applied it yet.
+	var groups []string
+	err := waitUntil(e.ctx, 30*time.Second, func() (bool, error) {
+		l := kmsg.NewPtrListConfigResourcesRequest()
+		l.ResourceTypes = []int8{int8(kmsg.ConfigResourceTypeGroupConfig)}
+		lresp, err := l.RequestWith(e.ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(lresp.ErrorCode)
+		}
+		if err != nil {
+			return false, fmt.Errorf("ListConfigResources: %w", err)
+		}
+		groups = groups[:0]
+		for _, r := range lresp.ConfigResources {
+			groups = append(groups, r.Name)
+		}
+		return slices.Contains(groups, g), nil
+	})
+	if err != nil {
+		return e.failf("ListConfigResources (GROUP) lists %v, not %s: %v", groups, g, err)
+	}
+	return rt.Pass(fmt.Sprintf("GROUP %s: %s=%s, source GROUP_CONFIG; ListConfigResources lists it among %d group(s)", g, name, value, len(groups)), nil)
+}
+
+// setGroupConfig sets group g's config name to value with
+// IncrementalAlterConfigs and waits until DescribeConfigs shows it with
+// source GROUP_CONFIG.
+func (e *env) setGroupConfig(cl *kgo.Client, g, name, value string) error {
 	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
 	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, g
@@ -260,13 +290,15 @@ func (e *env) groupConfigs() rt.Result {
 	alter.Resources = append(alter.Resources, res)
 	aresp, err := alter.RequestWith(e.ctx, cl)
 	if err != nil {
-		return e.failf("IncrementalAlterConfigs: %v", err)
+		return fmt.Errorf("IncrementalAlterConfigs: %w", err)
 	}
 	if err := kerr.ErrorForCode(aresp.Resources[0].ErrorCode); err != nil {
-		return e.failf("IncrementalAlterConfigs GROUP %s: %v %v", g, err, aresp.Resources[0].ErrorMessage)
+		return fmt.Errorf("IncrementalAlterConfigs GROUP %s: %w %v", g, err, aresp.Resources[0].ErrorMessage)
 	}
 	var got, source string
-	err = waitUntil(e.ctx, 10*time.Second, func() (bool, error) {
+	// Kafka's brokers apply it from the metadata log, on a loaded machine's
+	// cluster tens of seconds after the controller.
+	err = waitUntil(e.ctx, 30*time.Second, func() (bool, error) {
 		d := kmsg.NewPtrDescribeConfigsRequest()
 		r := kmsg.NewDescribeConfigsRequestResource()
 		r.ResourceType, r.ResourceName, r.ConfigNames = kmsg.ConfigResourceTypeGroupConfig, g, []string{name}
@@ -287,23 +319,7 @@ func (e *env) groupConfigs() rt.Result {
 		return got == value && source == "GROUP_CONFIG", nil
 	})
 	if err != nil {
-		return e.failf("DescribeConfigs GROUP %s shows %s=%s (source %s), want %s (GROUP_CONFIG): %v", g, name, got, source, value, err)
+		return fmt.Errorf("DescribeConfigs GROUP %s shows %s=%s (source %s), want %s (GROUP_CONFIG): %w", g, name, got, source, value, err)
 	}
-	l := kmsg.NewPtrListConfigResourcesRequest()
-	l.ResourceTypes = []int8{int8(kmsg.ConfigResourceTypeGroupConfig)}
-	lresp, err := l.RequestWith(e.ctx, cl)
-	if err == nil {
-		err = kerr.ErrorForCode(lresp.ErrorCode)
-	}
-	if err != nil {
-		return e.failf("ListConfigResources: %v", err)
-	}
-	var groups []string
-	for _, r := range lresp.ConfigResources {
-		groups = append(groups, r.Name)
-	}
-	if !slices.Contains(groups, g) {
-		return e.failf("ListConfigResources (GROUP) lists %v, not %s", groups, g)
-	}
-	return rt.Pass(fmt.Sprintf("GROUP %s: %s=%s, source GROUP_CONFIG; ListConfigResources lists it among %d group(s)", g, name, value, len(groups)), nil)
+	return nil
 }

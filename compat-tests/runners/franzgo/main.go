@@ -67,11 +67,7 @@ func (e *env) failf(format string, a ...any) rt.Result {
 }
 
 func run(a rt.Args) rt.Result {
-	budget := 50 * time.Second
-	if a.Scenario == "group_consumer_restart" {
-		budget = 140 * time.Second // the orchestrator restarts a node meanwhile
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	ctx, cancel := context.WithTimeout(context.Background(), rt.Budget(a.Scenario))
 	defer cancel()
 	e := &env{a: a, ring: &rt.Ring{}, ctx: ctx}
 	var err error

@@ -73,9 +73,10 @@ type scenarioData struct {
 		SecondRoundPartitions int `json:"second_round_partitions"`
 	} `json:"fetch_sessions"`
 	GroupConsumerRestart struct {
-		Members       int `json:"members"`
-		RecordsBefore int `json:"records_before"`
-		RecordsAfter  int `json:"records_after"`
+		Members          int    `json:"members"`
+		RecordsBefore    int    `json:"records_before"`
+		RecordsAfter     int    `json:"records_after"`
+		SessionTimeoutMs string `json:"session_timeout_ms"`
 	} `json:"group_consumer_restart"`
 	GroupConfigs struct {
 		Name  string `json:"name"`
@@ -128,6 +129,10 @@ var (
 	RestartMembers = data.GroupConsumerRestart.Members
 	RestartBefore  = data.GroupConsumerRestart.RecordsBefore
 	RestartAfter   = data.GroupConsumerRestart.RecordsAfter
+	// RestartSessionTimeoutMs is the group's consumer.session.timeout.ms
+	// (a group config) in group_consumer_restart, which a node's restart
+	// must not outlast.
+	RestartSessionTimeoutMs = data.GroupConsumerRestart.SessionTimeoutMs
 	// GroupConfigName is the group config group_configs sets to GroupConfigValue.
 	GroupConfigName  = data.GroupConfigs.Name
 	GroupConfigValue = data.GroupConfigs.Value

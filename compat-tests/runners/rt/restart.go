@@ -18,7 +18,7 @@ func (a Args) Restart(ctx context.Context, node int32) (string, error) {
 	if url == "" {
 		return "", fmt.Errorf("no --arg restart: the orchestrator runs this scenario")
 	}
-	ctx, cancel := context.WithTimeout(ctx, 140*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 250*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s&node=%d", url, node), nil)
 	if err != nil {

@@ -294,6 +294,20 @@ func CrossResult(recs []Rec, expectFrom string) Result {
 // Deadline is the default in-runner deadline for one scenario step (the orchestrator kills at 60 s).
 func Deadline() time.Time { return time.Now().Add(20 * time.Second) }
 
+// Budget is a runner's whole time for scenario, within the orchestrator's
+// timeout of it (cmd/compat's scenarioTimeouts): 50 s, more for the
+// scenarios that create 200 partitions (fetch_sessions) or wait out a
+// node's restart (group_consumer_restart).
+func Budget(scenario string) time.Duration {
+	switch scenario {
+	case "fetch_sessions":
+		return 110 * time.Second
+	case "group_consumer_restart":
+		return 290 * time.Second
+	}
+	return 50 * time.Second
+}
+
 // Ring keeps the last few log lines of a client library for failure details.
 type Ring struct{ lines []string }
 

@@ -33,6 +33,18 @@ import org.apache.kafka.common.security.token.delegation.DelegationToken;
 final class Kafka44 {
     private Kafka44() {}
 
+    /** Runs one of the Kafka 4.4 scenarios. */
+    static String run(Runner r, String scenario) throws Exception {
+        switch (scenario) {
+            case "transactions_v2": return transactionsV2(r);
+            case "group_configs": return groupConfigs(r);
+            case "delegation_token": return delegationToken(r);
+            case "fetch_sessions": return Kafka44Groups.fetchSessions(r);
+            case "group_consumer_restart": return Kafka44Groups.groupConsumerRestart(r);
+            default: throw new IllegalArgumentException(scenario);
+        }
+    }
+
     /**
      * transactions_v2: the transactions of Scenarios.K44.TXN_V2_ENDS from one transactional id under transaction.version 2
      * (KIP-890 part 2): describeProducers after each end shows one producer, its epoch one above the previous end's,
@@ -114,25 +126,16 @@ final class Kafka44 {
      */
     static String groupConfigs(Runner r) throws Exception {
         String g = Scenarios.group(r.topic, r.args);
+        long until;
         ConfigResource res = new ConfigResource(ConfigResource.Type.GROUP, g);
         try (Admin admin = r.admin()) {
-            admin.incrementalAlterConfigs(Map.of(res, List.of(new AlterConfigOp(new ConfigEntry(Scenarios.K44.GROUP_CONFIG_NAME, Scenarios.K44.GROUP_CONFIG_VALUE),
-                    AlterConfigOp.OpType.SET)))).all().get(20, TimeUnit.SECONDS);
-            String value = "(absent)", source = "";
-            long until = System.currentTimeMillis() + 10_000;
-            while (true) {
-                Config c = admin.describeConfigs(List.of(res)).all().get(20, TimeUnit.SECONDS).get(res);
-                ConfigEntry e = c == null ? null : c.get(Scenarios.K44.GROUP_CONFIG_NAME);
-                if (e != null) { value = e.value(); source = String.valueOf(e.source()); }
-                if ((Scenarios.K44.GROUP_CONFIG_VALUE.equals(value) && source.equals("DYNAMIC_GROUP_CONFIG")) || System.currentTimeMillis() > until) break;
-                Thread.sleep(200);
-            }
-            r.data.put("value", value);
-            r.data.put("source", source);
-            if (!Scenarios.K44.GROUP_CONFIG_VALUE.equals(value) || !source.equals("DYNAMIC_GROUP_CONFIG"))
-                throw Runner.fail("describeConfigs GROUP " + g + " shows " + Scenarios.K44.GROUP_CONFIG_NAME + "=" + value + " (source " + source + "), want "
-                        + Scenarios.K44.GROUP_CONFIG_VALUE + " (DYNAMIC_GROUP_CONFIG)");
-            Collection<ConfigResource> listed = admin.listConfigResources(Set.of(ConfigResource.Type.GROUP), new ListConfigResourcesOptions()).all().get(20, TimeUnit.SECONDS);
+            String value = setGroupConfig(r, admin, g, Scenarios.K44.GROUP_CONFIG_NAME, Scenarios.K44.GROUP_CONFIG_VALUE);
+            // Each request goes to any broker, which may not have applied it yet.
+            Collection<ConfigResource> listed;
+            until = System.currentTimeMillis() + 30_000;
+            do {
+                listed = admin.listConfigResources(Set.of(ConfigResource.Type.GROUP), new ListConfigResourcesOptions()).all().get(20, TimeUnit.SECONDS);
+            } while (!listed.contains(res) && System.currentTimeMillis() < until && sleep());
             if (!listed.contains(res)) throw Runner.fail("listConfigResources(GROUP) lists " + listed + ", not " + g);
             return "GROUP " + g + ": " + Scenarios.K44.GROUP_CONFIG_NAME + "=" + value + " (DYNAMIC_GROUP_CONFIG); listConfigResources(GROUP) lists it among " + listed.size();
         }
@@ -193,6 +196,30 @@ final class Kafka44 {
             if (!err.toLowerCase().contains("authentication")) throw Runner.fail("the expired token's login failed, but not with an authentication error: " + err);
             return "a token of " + tok.tokenInfo().ownerAsString() + ": produced and consumed " + seen.size() + " records with it, expired it, then refused: " + err;
         }
+    }
+
+    /**
+     * Sets group g's config name to value with incrementalAlterConfigs and waits until describeConfigs shows it with source
+     * DYNAMIC_GROUP_CONFIG; the value.
+     */
+    static String setGroupConfig(Runner r, Admin admin, String g, String name, String want) throws Exception {
+        ConfigResource res = new ConfigResource(ConfigResource.Type.GROUP, g);
+        admin.incrementalAlterConfigs(Map.of(res, List.of(new AlterConfigOp(new ConfigEntry(name, want), AlterConfigOp.OpType.SET)))).all().get(20, TimeUnit.SECONDS);
+        String value = "(absent)", source = "";
+        // Kafka's brokers apply it from the metadata log, on a loaded machine's cluster tens of seconds after the controller.
+        long until = System.currentTimeMillis() + 30_000;
+        while (true) {
+            Config c = admin.describeConfigs(List.of(res)).all().get(20, TimeUnit.SECONDS).get(res);
+            ConfigEntry e = c == null ? null : c.get(name);
+            if (e != null) { value = e.value(); source = String.valueOf(e.source()); }
+            if ((want.equals(value) && source.equals("DYNAMIC_GROUP_CONFIG")) || System.currentTimeMillis() > until) break;
+            Thread.sleep(200);
+        }
+        r.data.put("value", value);
+        r.data.put("source", source);
+        if (!want.equals(value) || !source.equals("DYNAMIC_GROUP_CONFIG"))
+            throw Runner.fail("describeConfigs GROUP " + g + " shows " + name + "=" + value + " (source " + source + "), want " + want + " (DYNAMIC_GROUP_CONFIG)");
+        return value;
     }
 
     static boolean sleep() {

@@ -10,6 +10,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -21,6 +22,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -40,13 +42,14 @@ final class Kafka44Groups {
 
     /** Produces Scenarios.K44.FETCH_RECORDS records valued Scenarios.fetchValue(round, p, i) to each of the first n partitions. */
     static void produceRound(Runner r, int round, int n) throws Exception {
-        try (KafkaProducer<byte[], byte[]> p = r.producer(Map.of(ProducerConfig.LINGER_MS_CONFIG, 20))) {
+        try (KafkaProducer<byte[], byte[]> p = r.producer(Map.of(ProducerConfig.LINGER_MS_CONFIG, 20, ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 60_000,
+                ProducerConfig.MAX_BLOCK_MS_CONFIG, 60_000))) {
             List<java.util.concurrent.Future<?>> fs = new ArrayList<>();
             for (int part = 0; part < n; part++)
                 for (int i = 0; i < Scenarios.K44.FETCH_RECORDS; i++)
                     fs.add(p.send(new ProducerRecord<>(r.topic, part, null, Runner.b(Scenarios.fetchValue(round, part, i)))));
             p.flush();
-            for (var f : fs) f.get(30, TimeUnit.SECONDS);
+            for (var f : fs) f.get(65, TimeUnit.SECONDS);
         }
     }
 
@@ -77,7 +80,7 @@ final class Kafka44Groups {
             c.assign(tps);
             c.seekToBeginning(tps);
             int n = 0;
-            long until = Math.min(r.deadline, System.currentTimeMillis() + 25_000);
+            long until = r.deadline;
             boolean second = false;
             while (n < total && System.currentTimeMillis() < until) {
                 for (ConsumerRecord<byte[], byte[]> rec : c.poll(Duration.ofMillis(500))) {
@@ -142,33 +145,50 @@ final class Kafka44Groups {
     /**
      * group_consumer_restart: Scenarios.K44.RESTART_MEMBERS group.protocol=consumer members share the topic's partitions;
      * once they consumed the first records and committed, the orchestrator restarts the group's coordinator (--arg
-     * restart). The members must keep their ids, epochs and partitions (describeConsumerGroups before and after), the
-     * commits must survive, and every record produced before and after must reach the group exactly once.
+     * restart). The members must keep their ids, epochs and partitions (describeConsumerGroups before and after, and no
+     * rebalance callback across the restart), the commits must survive, and every record produced before and after must
+     * reach the group exactly once.
      */
     static String groupConsumerRestart(Runner r) throws Exception {
         String g = Scenarios.group(r.topic, r.args);
         int parts = Scenarios.partitions("group_consumer_restart");
-        long deadline = System.currentTimeMillis() + 135_000;
+        long deadline = r.deadline;
         Map<String, Integer> seen = new HashMap<>();
         List<KafkaConsumer<byte[], byte[]>> members = new ArrayList<>();
+        // Every change of a member's partitions, which a restart the group survives makes none of.
+        List<String> changes = new ArrayList<>();
+        ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
+            @Override public void onPartitionsAssigned(Collection<TopicPartition> tps) { if (!tps.isEmpty()) changes.add("assigned " + tps); }
+            @Override public void onPartitionsRevoked(Collection<TopicPartition> tps) { if (!tps.isEmpty()) changes.add("revoked " + tps); }
+            @Override public void onPartitionsLost(Collection<TopicPartition> tps) { if (!tps.isEmpty()) changes.add("lost " + tps); }
+        };
+        String step = "create the topic";
         try (Admin admin = r.admin()) {
             r.ensureTopic(admin, r.topic, parts);
+            step = "set the group's session timeout";
+            // A session that outlives a loaded machine's Kafka restart.
+            Kafka44.setGroupConfig(r, admin, g, "consumer.session.timeout.ms", Scenarios.K44.RESTART_SESSION_TIMEOUT_MS);
             for (int i = 0; i < Scenarios.K44.RESTART_MEMBERS; i++) {
                 KafkaConsumer<byte[], byte[]> c = r.consumer(Map.of(ConsumerConfig.GROUP_ID_CONFIG, g, ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer"));
-                c.subscribe(List.of(r.topic));
+                c.subscribe(List.of(r.topic), listener);
                 members.add(c);
             }
             // The records come once the members share the partitions: a member joining later takes over a partition
             // from its committed offset.
             if (await(r, admin, g, members, seen, 0, Math.min(deadline, System.currentTimeMillis() + 30_000)) == null)
                 throw Runner.fail("the group never was stable with " + Scenarios.K44.RESTART_MEMBERS + " members");
+            step = "produce before the restart";
             produce(r, "before", parts, Scenarios.K44.RESTART_BEFORE);
             ConsumerGroupDescription before = await(r, admin, g, members, seen, parts * Scenarios.K44.RESTART_BEFORE, Math.min(deadline, System.currentTimeMillis() + 30_000));
             if (before == null) throw Runner.fail("before the restart: the group never was stable with " + Scenarios.K44.RESTART_MEMBERS + " members and all "
                     + parts * Scenarios.K44.RESTART_BEFORE + " records consumed (" + seen.size() + ")");
+            step = "commit before the restart";
             for (KafkaConsumer<byte[], byte[]> c : members) c.commitSync(Duration.ofSeconds(15));
             int node = before.coordinator().id();
+            int changed = changes.size();
+            step = "restart node " + node;
             String restarted = restart(r, node);
+            step = "produce after the restart";
             produce(r, "after", parts, Scenarios.K44.RESTART_AFTER);
             int total = parts * (Scenarios.K44.RESTART_BEFORE + Scenarios.K44.RESTART_AFTER);
             ConsumerGroupDescription after = await(r, admin, g, members, seen, total, deadline - 10_000);
@@ -178,13 +198,17 @@ final class Kafka44Groups {
             if (after == null) throw Runner.fail("after restarting node " + node + ": the group never was stable again with all " + total + " records consumed (" + seen.size() + ")");
             r.data.put("after", snapshot(after));
             if (!snapshot(after).equals(snapshot(before))) throw Runner.fail("describeConsumerGroups before restarting node " + node + ": " + snapshot(before) + ", after: " + snapshot(after));
+            if (changes.size() != changed) throw Runner.fail("the members' partitions changed across restarting node " + node + ": " + changes.subList(changed, changes.size()));
             for (Map.Entry<String, Integer> e : seen.entrySet()) if (e.getValue() != 1) throw Runner.fail("record " + e.getKey() + " reached the group " + e.getValue() + " times");
+            step = "fetch the group's offsets after the restart";
             Map<TopicPartition, OffsetAndMetadata> offs = admin.listConsumerGroupOffsets(g).partitionsToOffsetAndMetadata().get(20, TimeUnit.SECONDS);
             for (int p = 0; p < parts; p++) {
                 OffsetAndMetadata o = offs.get(new TopicPartition(r.topic, p));
                 if (o == null || o.offset() < Scenarios.K44.RESTART_BEFORE) throw Runner.fail("partition " + p + ": committed " + o + " after the restart, want at least " + Scenarios.K44.RESTART_BEFORE);
             }
             return "restarted coordinator node " + node + ": " + snapshot(after) + " kept, commits kept, " + total + " records each consumed once";
+        } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException | org.apache.kafka.common.KafkaException e) {
+            throw Runner.fail(step + ": " + Runner.describe(e));
         } finally {
             for (KafkaConsumer<byte[], byte[]> c : members) c.close(Duration.ofSeconds(5));
         }
@@ -222,7 +246,7 @@ final class Kafka44Groups {
         String url = r.args.get("restart");
         if (url == null) throw Runner.fail("no --arg restart: the orchestrator runs this scenario");
         HttpResponse<String> resp = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(url + "&node=" + node))
-                .timeout(Duration.ofSeconds(140)).POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+                .timeout(Duration.ofSeconds(250)).POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
         if (resp.statusCode() != 200) throw Runner.fail("restart node " + node + ": " + resp.statusCode() + " " + resp.body().strip());
         return resp.body().strip();
     }

@@ -57,8 +57,18 @@ final class Scenarios {
         static final int RESTART_MEMBERS = num(section("group_consumer_restart").get("members"));
         static final int RESTART_BEFORE = num(section("group_consumer_restart").get("records_before"));
         static final int RESTART_AFTER = num(section("group_consumer_restart").get("records_after"));
+        static final String RESTART_SESSION_TIMEOUT_MS = (String) section("group_consumer_restart").get("session_timeout_ms");
         static final String GROUP_CONFIG_NAME = (String) section("group_configs").get("name");
         static final String GROUP_CONFIG_VALUE = (String) section("group_configs").get("value");
+    }
+
+    /** A scenario's time, within the orchestrator's timeout of it (cmd/compat's scenarioTimeouts, rt.Budget): def, more for two. */
+    static long budgetMs(String scenario, long def) {
+        switch (scenario) {
+            case "fetch_sessions": return 105_000;
+            case "group_consumer_restart": return 285_000;
+            default: return def;
+        }
     }
 
     /** The partition count of a scenario's topic. */
