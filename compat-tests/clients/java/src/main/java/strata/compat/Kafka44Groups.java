@@ -164,7 +164,15 @@ final class Kafka44Groups {
         };
         String step = "create the topic";
         try (Admin admin = r.admin()) {
-            r.ensureTopic(admin, r.topic, parts);
+            // Right after another run's restart a cluster may take longer than ensureTopic's 20 s: try again.
+            for (long until = System.currentTimeMillis() + 60_000; ; ) {
+                try {
+                    r.ensureTopic(admin, r.topic, parts);
+                    break;
+                } catch (java.util.concurrent.TimeoutException e) {
+                    if (System.currentTimeMillis() > until) throw e;
+                }
+            }
             step = "set the group's session timeout";
             // A session that outlives a loaded machine's Kafka restart.
             Kafka44.setGroupConfig(r, admin, g, "consumer.session.timeout.ms", Scenarios.K44.RESTART_SESSION_TIMEOUT_MS);
