@@ -6,11 +6,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -48,6 +50,7 @@ type node struct {
 	log     string
 	cmd     *exec.Cmd     // nil until launched
 	exited  chan struct{} // closed once cmd exited
+	argv    []string      // what launch ran, for a restart (restart.go)
 }
 
 // up says the target started (one that could not has no addresses).
@@ -56,18 +59,44 @@ func (b *broker) up() bool { return b.addr != "" }
 // seeds is the bootstrap list.
 func (b *broker) seeds() []string { return strings.Split(b.addr, ",") }
 
+// Ports of the targets: below Linux's ephemeral range (32768-60999), so
+// that no connect() gets one as its local port while its node is down, as
+// it does on a restart (restart.go): a client reconnecting to the node, or
+// a Kafka node's broker to its own controller port before it listens,
+// connects to itself there (TCP simultaneous open) and holds the port.
+const (
+	portLo, portHi = 20000, 32768
+)
+
+var (
+	portMu   sync.Mutex
+	portUsed = map[int]bool{}
+)
+
+// freePort is a port of [portLo, portHi) that no target has and that binds.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	portMu.Lock()
+	defer portMu.Unlock()
+	for range 1000 {
+		p := portLo + mrand.IntN(portHi-portLo)
+		if portUsed[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		portUsed[p] = true
+		return p, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port in %d-%d", portLo, portHi-1)
 }
 
-// launch starts argv in its own process group with output to n.log.
+// launch starts argv in its own process group with output appended to n.log
+// (a restarted node's output follows its first run's).
 func (h *harness) launch(n *node, argv ...string) error {
-	f, err := os.Create(n.log)
+	f, err := os.OpenFile(n.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -79,7 +108,7 @@ func (h *harness) launch(n *node, argv ...string) error {
 		f.Close()
 		return err
 	}
-	n.cmd = cmd
+	n.cmd, n.argv = cmd, argv
 	n.exited = make(chan struct{})
 	go func() { cmd.Wait(); f.Close(); close(n.exited) }()
 	return nil
@@ -140,6 +169,8 @@ func (h *harness) tempDir(name string) (string, error) {
 // settings. On three nodes every topic and internal topic defaults to RF=3
 // with min.insync.replicas=2. A secure target (sec set, one node) adds its
 // SASL_SSL and SSL listeners and their keys (security.properties). The
+// KIP-848 session timeout may be raised to 5 minutes by a group config
+// (group_consumer_restart's outlives a Kafka node's restart). The
 // retention check runs hourly, not every 5 minutes: list_offsets and
 // dump_log write records stamped in 2001, which a check during the run
 // would delete under the default retention.ms (7 days) before the
@@ -173,6 +204,7 @@ transaction.state.log.replication.factor=%[6]d
 transaction.state.log.min.isr=%[7]d
 transaction.state.log.num.partitions=5
 group.initial.rebalance.delay.ms=0
+group.consumer.max.session.timeout.ms=300000
 auto.create.topics.enable=true
 log.retention.check.interval.ms=3600000
 %[11]s`, id, strings.Join(voters, ","), client[id-1], ctrl[id-1], dataDir, rf, min(rf, 2), listeners, advertised, protocols, secure)

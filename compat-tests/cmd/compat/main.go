@@ -283,8 +283,9 @@ func (h *harness) run(targets targetSel, onlyClients, onlyScen map[string]bool, 
 	}
 	fmt.Printf("compat: brokers up: %s (%s)\n", strings.Join(up, ", "), time.Since(t0).Round(time.Second))
 
-	// 4. Every client × scenario × broker (cross_consume afterwards).
-	var jobs []job
+	// 4. Every client × scenario × broker (cross_consume afterwards), the
+	// restart scenarios after the others, one at a time per target (restart.go).
+	var jobs, restarts []job
 	for _, c := range clients {
 		for _, s := range scen {
 			for _, b := range brokers {
@@ -298,16 +299,43 @@ func (h *harness) run(targets targetSel, onlyClients, onlyScen map[string]bool, 
 				if s == "cross_consume" {
 					continue
 				}
+				if slices.Contains(c.Lacks, s) {
+					h.add(cell{Client: c.Name, Scenario: s, Broker: b.name, Result: "skip", Detail: "the " + c.Name + " runner does not implement " + s})
+					continue
+				}
 				j := job{client: c, scenario: s, broker: b, topic: h.topic(c.Name, s, b)}
 				if b.sec != nil {
 					j.bootstrap, j.extra = b.sec.runnerArgs(s)
+				}
+				j.timeout = scenarioTimeouts[s]
+				if isRestartScenario(s) {
+					restarts = append(restarts, j)
+					continue
 				}
 				jobs = append(jobs, j)
 			}
 		}
 	}
 	h.skipUnavailable(clients, scen)
-	h.runJobs(jobs)
+	h.runJobs(jobs, h.jobs)
+	if len(restarts) > 0 {
+		url, err := h.restartServer()
+		if err != nil {
+			h.breakf("restart server: %v", err)
+			return 2
+		}
+		byTarget := map[*broker][]job{}
+		for _, j := range restarts {
+			j.extra = append(j.extra, "restart="+url+"?target="+j.broker.name)
+			byTarget[j.broker] = append(byTarget[j.broker], j)
+		}
+		var wg sync.WaitGroup
+		for _, js := range byTarget {
+			wg.Add(1)
+			go func() { defer wg.Done(); h.runJobs(js, 1) }()
+		}
+		wg.Wait()
+	}
 
 	// 5. Cross-client: every producer's topic read by every other client.
 	if onlyScen == nil || onlyScen["cross_consume"] {
@@ -353,14 +381,17 @@ type job struct {
 	logSuffix string
 	// sink, if set, receives the result instead of the matrix.
 	sink func(cell)
+	// timeout, if set, replaces -timeout.
+	timeout time.Duration
 }
 
-func (h *harness) runJobs(jobs []job) {
+// runJobs runs jobs, n at a time.
+func (h *harness) runJobs(jobs []job, n int) {
 	ch := make(chan job)
 	var wg sync.WaitGroup
 	var done int
 	var dmu sync.Mutex
-	for i := 0; i < h.jobs; i++ {
+	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -424,7 +455,11 @@ func (h *harness) runOne(j job) (c cell) {
 	for _, e := range j.extra {
 		argv = append(argv, "--arg", e)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+	timeout := h.timeout
+	if j.timeout > 0 {
+		timeout = j.timeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = h.root
@@ -452,7 +487,7 @@ func (h *harness) runOne(j job) (c cell) {
 	os.MkdirAll(filepath.Dir(logName), 0o755)
 	os.WriteFile(logName, []byte(strings.Join(argv, " ")+"\n--- stdout\n"+stdout.String()+"\n--- stderr\n"+stderr.String()), 0o644)
 	if timedOut {
-		c.Result, c.Detail = "fail", fmt.Sprintf("timeout after %s; stderr: %s", h.timeout, tailStr(stderr.String(), 400))
+		c.Result, c.Detail = "fail", fmt.Sprintf("timeout after %s; stderr: %s", timeout, tailStr(stderr.String(), 400))
 		return c
 	}
 	var res rt.Result
@@ -520,7 +555,7 @@ func (h *harness) crossPhase(clients []clientDef, skipReason map[string]string, 
 					sink: func(x cell) { rmu.Lock(); results[pr] = x; rmu.Unlock() }})
 			}
 		}
-		h.runJobs(jobs)
+		h.runJobs(jobs, h.jobs)
 		for _, c := range clients {
 			if skipReason[c.Name] != "" || !b.covers(c.Name, "cross_consume") {
 				continue
@@ -585,7 +620,7 @@ func (h *harness) find(client, scenario, broker string) *cell {
 }
 
 // comparedErrors are the scenarios whose error (data.error) must be Kafka's.
-var comparedErrors = []string{"max_message_size", "auth_bad_password", "auth_no_tls", "acl_denied", "acl_group_denied", "acl_deny_wins"}
+var comparedErrors = []string{"max_message_size", "auth_bad_password", "auth_no_tls", "acl_denied", "acl_group_denied", "acl_deny_wins", "delegation_token"}
 
 // compareErrors downgrades a Strata pass of a comparedErrors scenario whose
 // error differs from Kafka's, the topic's name (which differs per target)

@@ -35,7 +35,7 @@ import (
 // secureScenarios run on the secure targets only, and only they run there.
 var secureScenarios = []string{
 	"auth_plain", "auth_scram_sha_256", "auth_scram_sha_512", "auth_mtls", "auth_bad_password", "auth_no_tls",
-	"acl_denied", "acl_allowed", "acl_group_denied", "acl_deny_wins",
+	"acl_denied", "acl_allowed", "acl_group_denied", "acl_deny_wins", "delegation_token",
 }
 
 func isSecureScenario(s string) bool {
@@ -62,6 +62,9 @@ const (
 	superUsers         = "User:admin;User:alice;User:ANONYMOUS"
 	scramJAAS          = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 	allMechanisms      = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+	// tokenSecret is delegation.token.secret.key, which enables delegation
+	// tokens (the delegation_token scenario).
+	tokenSecret = "compat-tests-delegation-token-secret"
 )
 
 // security is a secure target's listeners and certificate files.
@@ -90,6 +93,7 @@ func (s *security) properties() string {
 	fmt.Fprintf(&b, "ssl.truststore.type=PEM\nssl.truststore.location=%s\n", s.caPEM)
 	b.WriteString("listener.name.ssl.ssl.client.auth=required\n")
 	b.WriteString("ssl.principal.mapping.rules=RULE:^CN=([^,]*).*$/$1/,DEFAULT\n")
+	fmt.Fprintf(&b, "delegation.token.secret.key=%s\n", tokenSecret)
 	if s.authorizer != "" {
 		fmt.Fprintf(&b, "authorizer.class.name=%s\nsuper.users=%s\n", s.authorizer, superUsers)
 	}
@@ -200,7 +204,7 @@ func (s *security) runnerArgs(scenario string) (string, []string) {
 		return s.saslAddr, saslAs("PLAIN", aclUser, aclPassword)
 	case "auth_plain":
 		return s.saslAddr, sasl("PLAIN", securePassword)
-	case "auth_scram_sha_256":
+	case "auth_scram_sha_256", "delegation_token":
 		return s.saslAddr, sasl("SCRAM-SHA-256", securePassword)
 	case "auth_scram_sha_512":
 		return s.saslAddr, sasl("SCRAM-SHA-512", securePassword)

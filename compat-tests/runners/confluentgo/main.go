@@ -21,7 +21,7 @@ type env struct {
 }
 
 func run(a rt.Args) rt.Result {
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), rt.Budget(a.Scenario))
 	defer cancel()
 	e := env{a, ctx}
 	return rt.Dispatch(a.Scenario, rt.Handlers{
@@ -51,6 +51,7 @@ func run(a rt.Args) rt.Result {
 		GroupConsumerProtocol: e.groupConsumerProtocol,
 		CrossProduce:          e.crossProduce,
 		CrossConsume:          e.crossConsume,
+		FetchSessions:         e.fetchSessions,
 	})
 }
 

@@ -67,7 +67,7 @@ func (e *env) failf(format string, a ...any) rt.Result {
 }
 
 func run(a rt.Args) rt.Result {
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), rt.Budget(a.Scenario))
 	defer cancel()
 	e := &env{a: a, ring: &rt.Ring{}, ctx: ctx}
 	var err error
@@ -101,6 +101,11 @@ func run(a rt.Args) rt.Result {
 		GroupConsumerProtocol: e.groupConsumerProtocol,
 		CrossProduce:          e.crossProduce,
 		CrossConsume:          e.crossConsume,
+		TransactionsV2:        e.transactionsV2,
+		FetchSessions:         e.fetchSessions,
+		GroupConsumerRestart:  e.groupConsumerRestart,
+		GroupConfigs:          e.groupConfigs,
+		DelegationToken:       e.delegationToken,
 	})
 }
 

@@ -63,6 +63,25 @@ type scenarioData struct {
 		ValuePrefix   string `json:"value_prefix"`
 		RefusalBoundS int    `json:"refusal_bound_s"`
 	} `json:"auth"`
+	TransactionsV2 struct {
+		Ends        []string `json:"ends"`
+		Records     int      `json:"records"`
+		ValuePrefix string   `json:"value_prefix"`
+	} `json:"transactions_v2"`
+	FetchSessions struct {
+		RecordsPerPartition   int `json:"records_per_partition"`
+		SecondRoundPartitions int `json:"second_round_partitions"`
+	} `json:"fetch_sessions"`
+	GroupConsumerRestart struct {
+		Members          int    `json:"members"`
+		RecordsBefore    int    `json:"records_before"`
+		RecordsAfter     int    `json:"records_after"`
+		SessionTimeoutMs string `json:"session_timeout_ms"`
+	} `json:"group_consumer_restart"`
+	GroupConfigs struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	} `json:"group_configs"`
 	Group string `json:"group"`
 }
 
@@ -94,7 +113,38 @@ var (
 	TSStep = data.ListOffsets.StepMs
 	// ListOffsetsRecords is how many timestamped records list_offsets produces.
 	ListOffsetsRecords = data.ListOffsets.Records
+	// TxnV2Ends are how transactions_v2's transactions end ("commit" or
+	// "abort"), one transaction each, of TxnV2Records records valued
+	// TxnV2Value(txn, i).
+	TxnV2Ends    = data.TransactionsV2.Ends
+	TxnV2Records = data.TransactionsV2.Records
+	// FetchRecords records go to every partition of fetch_sessions' topic,
+	// then as many again to its first FetchSecondRound partitions while the
+	// consumer polls (FetchValue(round, partition, i)).
+	FetchRecords     = data.FetchSessions.RecordsPerPartition
+	FetchSecondRound = data.FetchSessions.SecondRoundPartitions
+	// RestartMembers members consume group_consumer_restart's topic in one
+	// group: RestartBefore records per partition before the restart,
+	// RestartAfter after it.
+	RestartMembers = data.GroupConsumerRestart.Members
+	RestartBefore  = data.GroupConsumerRestart.RecordsBefore
+	RestartAfter   = data.GroupConsumerRestart.RecordsAfter
+	// RestartSessionTimeoutMs is the group's consumer.session.timeout.ms
+	// (a group config) in group_consumer_restart, which a node's restart
+	// must not outlast.
+	RestartSessionTimeoutMs = data.GroupConsumerRestart.SessionTimeoutMs
+	// GroupConfigName is the group config group_configs sets to GroupConfigValue.
+	GroupConfigName  = data.GroupConfigs.Name
+	GroupConfigValue = data.GroupConfigs.Value
 )
+
+// TxnV2Value is the value of record i of transactions_v2's transaction txn.
+func TxnV2Value(txn, i int) string {
+	return fmt.Sprintf("%s%d-%s-%d", data.TransactionsV2.ValuePrefix, txn, data.TransactionsV2.Ends[txn], i)
+}
+
+// FetchValue is the value of fetch_sessions' record i of partition p in round r (0 or 1).
+func FetchValue(r, p, i int) string { return fmt.Sprintf("r%d-p%d-%d", r, p, i) }
 
 // Partitions is the partition count each scenario's topic is created with.
 func Partitions(scenario string) int32 {

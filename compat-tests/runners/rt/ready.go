@@ -15,10 +15,16 @@ type TopicMeta struct {
 	Leaders []int32
 }
 
-// readyWait bounds WaitReady (the orchestrator kills a runner at 60 s).
-const readyWait = 20 * time.Second
+// readyWait bounds WaitReady (the orchestrator kills a runner at 60 s);
+// a topic of more than manyPartitions partitions (fetch_sessions', whose
+// runs get longer) gets three times as long: a loaded machine's Kafka
+// cluster takes tens of seconds to lead 200 partitions of three replicas.
+const (
+	readyWait      = 20 * time.Second
+	manyPartitions = 50
+)
 
-// WaitReady polls every 200 ms, for up to 20 s or until ctx ends, until the topic is ready:
+// WaitReady polls every 200 ms, for up to 20 s (60 s for many partitions) or until ctx ends, until the topic is ready:
 // metadata shows exactly partitions partitions, each led by a broker the same answer lists,
 // and then served (nil: skipped) succeeds, a ListOffsets of every partition that its
 // leader answers only once it holds the partition (Kafka publishes Metadata before its
@@ -26,7 +32,11 @@ const readyWait = 20 * time.Second
 // NOT_LEADER_OR_FOLLOWER). An error of either (e.g. UNKNOWN_TOPIC_OR_PARTITION right
 // after a create) means not yet.
 func WaitReady(ctx context.Context, topic string, partitions int, metadata func(context.Context) (TopicMeta, error), served func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, readyWait)
+	wait := readyWait
+	if partitions > manyPartitions {
+		wait *= 3
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	var last string
 	for {

@@ -294,6 +294,20 @@ func CrossResult(recs []Rec, expectFrom string) Result {
 // Deadline is the default in-runner deadline for one scenario step (the orchestrator kills at 60 s).
 func Deadline() time.Time { return time.Now().Add(20 * time.Second) }
 
+// Budget is a runner's whole time for scenario, within the orchestrator's
+// timeout of it (cmd/compat's scenarioTimeouts): 50 s, more for the
+// scenarios that create 200 partitions (fetch_sessions) or wait out a
+// node's restart (group_consumer_restart).
+func Budget(scenario string) time.Duration {
+	switch scenario {
+	case "fetch_sessions":
+		return 110 * time.Second
+	case "group_consumer_restart":
+		return 290 * time.Second
+	}
+	return 50 * time.Second
+}
+
 // Ring keeps the last few log lines of a client library for failure details.
 type Ring struct{ lines []string }
 
@@ -338,6 +352,12 @@ type Handlers struct {
 	// group, which must fail with a group authorization error
 	// (GroupRefusedResult).
 	Auth, AuthRefused, AclAllowed, AclDenied, AclGroupDenied func() Result
+	// The Kafka 4.4 scenarios (README.md): TransactionsV2 runs
+	// transactions_v2, FetchSessions fetch_sessions, GroupConsumerRestart
+	// group_consumer_restart (restarting the group's coordinator through
+	// Args.Restart), GroupConfigs group_configs and DelegationToken the
+	// secure columns' delegation_token.
+	TransactionsV2, FetchSessions, GroupConsumerRestart, GroupConfigs, DelegationToken func() Result
 }
 
 // Skipping is a handler that skips with reason.
@@ -362,6 +382,9 @@ func Dispatch(scenario string, h Handlers) Result {
 		"auth_bad_password": h.AuthRefused, "auth_no_tls": h.AuthRefused,
 		"acl_allowed": h.AclAllowed, "acl_denied": h.AclDenied, "acl_deny_wins": h.AclDenied,
 		"acl_group_denied": h.AclGroupDenied,
+		"transactions_v2":  h.TransactionsV2, "fetch_sessions": h.FetchSessions,
+		"group_consumer_restart": h.GroupConsumerRestart, "group_configs": h.GroupConfigs,
+		"delegation_token": h.DelegationToken,
 	}[scenario]
 	if fn == nil {
 		return Skip("unknown scenario " + scenario)

@@ -78,7 +78,7 @@ public final class Runner {
     /** Replication factor of every topic the runner creates (--replication-factor, default 1). */
     final short rf;
     final Map<String, Object> data = new LinkedHashMap<>();
-    final long deadline = System.currentTimeMillis() + SCENARIO_BUDGET_MS;
+    long deadline = System.currentTimeMillis() + SCENARIO_BUDGET_MS; // Scenarios.budgetMs once main knows the scenario
     /** The security arguments as client properties (Auth.properties), in every client. */
     final Map<String, Object> security;
 
@@ -116,6 +116,7 @@ public final class Runner {
         String result;
         String detail;
         Runner r = new Runner(bootstrap, topic, args, rf);
+        if (scenario != null) r.deadline = System.currentTimeMillis() + Scenarios.budgetMs(scenario, SCENARIO_BUDGET_MS);
         if (bootstrap == null || scenario == null || topic == null) {
             result = "fail";
             detail = "usage: --bootstrap HOST:PORT --scenario NAME --topic TOPIC [--replication-factor N] [--arg K=V ...]";
@@ -173,6 +174,7 @@ public final class Runner {
             case "acl_allowed": return Auth.authenticated(this, true);
             case "auth_bad_password", "auth_no_tls", "acl_denied", "acl_deny_wins": return Auth.refused(this, scenario);
             case "acl_group_denied": return Auth.groupRefused(this);
+            case "transactions_v2", "group_configs", "delegation_token", "fetch_sessions", "group_consumer_restart": return Kafka44.run(this, scenario);
             default: throw new Outcome("skip", "unknown scenario " + scenario);
         }
     }
@@ -226,9 +228,9 @@ public final class Runner {
         waitPartitions(admin, name, partitions);
     }
 
-    /** Waits until describeTopics shows `partitions` partitions, each led by a broker describeCluster lists that answers ListOffsets for it. */
+    /** Waits (20 s, 60 s for more than 50 partitions, as rt.WaitReady) until describeTopics shows `partitions` partitions, each led by a broker describeCluster lists that answers ListOffsets for it. */
     int waitPartitions(Admin admin, String name, int partitions) throws Exception {
-        return Ready.waitReady(name, partitions, Math.min(deadline, System.currentTimeMillis() + 20_000), () -> {
+        return Ready.waitReady(name, partitions, Math.min(deadline, System.currentTimeMillis() + (partitions > 50 ? 60_000 : 20_000)), () -> {
             Set<Integer> brokers = new HashSet<>();
             for (Node n : admin.describeCluster().nodes().get(10, TimeUnit.SECONDS)) brokers.add(n.id());
             TopicDescription d = admin.describeTopics(List.of(name)).allTopicNames().get(10, TimeUnit.SECONDS).get(name);

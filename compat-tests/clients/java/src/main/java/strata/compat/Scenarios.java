@@ -42,6 +42,48 @@ final class Scenarios {
     static final String AUTH_VALUE_PREFIX = (String) section("auth").get("value_prefix");
     static final long AUTH_REFUSAL_BOUND_MS = 1000L * num(section("auth").get("refusal_bound_s"));
 
+    /**
+     * The data of the Kafka 4.4 scenarios, read on their first use, so a runner given an older scenarios.json still runs
+     * the other scenarios.
+     */
+    static final class K44 {
+        private K44() {}
+
+        static final List<String> TXN_V2_ENDS = strings(section("transactions_v2").get("ends"));
+        static final int TXN_V2_RECORDS = num(section("transactions_v2").get("records"));
+        static final String TXN_V2_PREFIX = (String) section("transactions_v2").get("value_prefix");
+        static final int FETCH_RECORDS = num(section("fetch_sessions").get("records_per_partition"));
+        static final int FETCH_SECOND_ROUND = num(section("fetch_sessions").get("second_round_partitions"));
+        static final int RESTART_MEMBERS = num(section("group_consumer_restart").get("members"));
+        static final int RESTART_BEFORE = num(section("group_consumer_restart").get("records_before"));
+        static final int RESTART_AFTER = num(section("group_consumer_restart").get("records_after"));
+        static final String RESTART_SESSION_TIMEOUT_MS = (String) section("group_consumer_restart").get("session_timeout_ms");
+        static final String GROUP_CONFIG_NAME = (String) section("group_configs").get("name");
+        static final String GROUP_CONFIG_VALUE = (String) section("group_configs").get("value");
+    }
+
+    /** A scenario's time, within the orchestrator's timeout of it (cmd/compat's scenarioTimeouts, rt.Budget): def, more for two. */
+    static long budgetMs(String scenario, long def) {
+        switch (scenario) {
+            case "fetch_sessions": return 105_000;
+            case "group_consumer_restart": return 285_000;
+            default: return def;
+        }
+    }
+
+    /** The partition count of a scenario's topic. */
+    static int partitions(String scenario) {
+        Map<?, ?> p = section("partitions");
+        Object n = ((Map<?, ?>) p.get("scenarios")).get(scenario);
+        return num(n != null ? n : p.get("default"));
+    }
+
+    /** The value of record i of transactions_v2's transaction txn (as rt.TxnV2Value). */
+    static String txnV2Value(int txn, int i) { return K44.TXN_V2_PREFIX + txn + "-" + K44.TXN_V2_ENDS.get(txn) + "-" + i; }
+
+    /** The value of fetch_sessions' record i of partition p in round r (as rt.FetchValue). */
+    static String fetchValue(int r, int p, int i) { return "r" + r + "-p" + p + "-" + i; }
+
     /** The headers scenario's header list (order and duplicates kept), fresh for each record. */
     static List<Header> headers() {
         List<Header> out = new ArrayList<>();
@@ -60,7 +102,11 @@ final class Scenarios {
     @SuppressWarnings("unchecked")
     private static Map<String, Object> load() {
         try {
-            Path jar = Path.of(Scenarios.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            // The jar as the command line names it (compat-tests/.cache/java may be a symlink to another checkout's
+            // cache, which the code source's canonical path would follow), else where it was loaded from.
+            String cp = System.getProperty("java.class.path", "");
+            Path jar = cp.endsWith(".jar") && !cp.contains(java.io.File.pathSeparator) ? Path.of(cp).toAbsolutePath()
+                    : Path.of(Scenarios.class.getProtectionDomain().getCodeSource().getLocation().toURI());
             Path file = jar.getParent().getParent().getParent().resolve("scenarios").resolve("scenarios.json");
             return (Map<String, Object>) Json.parse(Files.readString(file, StandardCharsets.UTF_8));
         } catch (java.io.IOException | URISyntaxException e) {
@@ -74,6 +120,12 @@ final class Scenarios {
     }
 
     private static int num(Object o) { return Math.toIntExact((Long) o); }
+
+    private static List<String> strings(Object list) {
+        List<String> out = new ArrayList<>();
+        for (Object o : (List<?>) list) out.add((String) o);
+        return List.copyOf(out);
+    }
 
     private static List<Rec> recs(Object list) {
         List<Rec> out = new ArrayList<>();
