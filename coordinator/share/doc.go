@@ -20,6 +20,13 @@
 //     write held, then complete or roll back, and the SPSO moves past the
 //     records whose delivery is complete.
 //
+//   - Combine (combine.go) is Kafka's PersisterStateBatchCombiner: how
+//     the share coordinator folds written state batches into a
+//     share-partition's state.
+//
+// The share coordinator itself (the state in __share_group_state) is in
+// the coordinator package (share_coord.go), beside the other coordinators.
+//
 // testdata/partition holds scripts that drive a Partition step by step
 // (acquire, ack, release, tick 30s, write-done) and print what it
 // returned and its state.
