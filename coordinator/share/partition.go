@@ -177,6 +177,26 @@ func (p *Partition) DeliveryCompleteCount() int { return p.complete }
 func (p *Partition) StateEpoch() int32  { return p.stateEpoch }
 func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch }
 
+// InFlight is the records from the SPSO to the SPEO, 0 when none is.
+func (p *Partition) InFlight() int64 { return p.inFlight() }
+
+// Terminal reports whether the delivery of offset o is complete (and
+// persisted): before the SPSO, or acknowledged or archived.
+func (p *Partition) Terminal(o int64) bool {
+	if o < p.start {
+		return true
+	}
+	i := p.floor(o)
+	if i < 0 || p.batches[i].last < o {
+		return false
+	}
+	s := p.batches[i].at(o)
+	if s.pending() {
+		return s.rollback.state.terminal()
+	}
+	return s.state.terminal()
+}
+
 func (p *Partition) inFlight() int64 {
 	if len(p.batches) == 0 {
 		return 0
