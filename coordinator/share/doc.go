@@ -18,7 +18,8 @@
 //     acknowledged and released records stay in transition, neither
 //     acquired nor acknowledged again, until WriteDone says whether the
 //     write held, then complete or roll back, and the SPSO moves past the
-//     records whose delivery is complete.
+//     records whose delivery is complete. Under read_committed the
+//     batches of aborted transactions are archived, not delivered (txn.go).
 //
 //   - Combine (combine.go) is Kafka's PersisterStateBatchCombiner: how
 //     the share coordinator folds written state batches into a

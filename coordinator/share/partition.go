@@ -62,7 +62,15 @@ type Persisted struct {
 }
 
 // LogBatch is a record batch of the partition's log as a fetch read it.
-type LogBatch struct{ Base, Last int64 }
+// LogBatch is a record batch of the partition's log as a fetch read it;
+// the producer fields matter to read_committed acquisition only.
+type LogBatch struct {
+	Base, Last    int64
+	ProducerID    int64 // -1 without one
+	Transactional bool
+	// Abort is set for a control batch holding an ABORT marker.
+	Abort bool
+}
 
 // AcquireMode is share.acquire.mode (KIP-1206).
 type AcquireMode int8
@@ -86,6 +94,18 @@ type Acquire struct {
 	// fetch was made; Batches are the log's batches read from it.
 	FetchOffset int64
 	Batches     []LogBatch
+	// ReadCommitted is share.isolation.level=read_committed: the log was
+	// read up to the last stable offset, and Aborted are the aborted
+	// transactions the read returned, whose batches are archived instead
+	// of delivered.
+	ReadCommitted bool
+	Aborted       []AbortedTxn
+}
+
+// AbortedTxn is an aborted transaction of a fetch response.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
 }
 
 // AcquiredRecords is one AcquiredRecords entry of a ShareFetch response.
@@ -293,7 +313,8 @@ func (p *Partition) Acquire(req Acquire, now time.Time) ([]AcquiredRecords, int)
 	}
 	sub := p.between(min(firstBase, base), lastToAcquire)
 	if len(sub) == 0 {
-		return p.acquireNew(req, recordLimit, base, lastToAcquire, maxToAcquire, now)
+		got, n := p.acquireNew(req, recordLimit, base, lastToAcquire, maxToAcquire, now)
+		return p.dropAborted(req, got, n)
 	}
 	var result []AcquiredRecords
 	count := 0
@@ -337,6 +358,9 @@ func (p *Partition) Acquire(req Acquire, now time.Time) ([]AcquiredRecords, int)
 		more, n := p.acquireNew(req, recordLimit, last+1, lastToAcquire, maxToAcquire-count, now)
 		result = append(result, more...)
 		count += n
+	}
+	if len(result) > 0 {
+		return p.dropAborted(req, result, count)
 	}
 	return result, count
 }

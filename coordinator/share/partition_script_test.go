@@ -138,16 +138,37 @@ func (h *partitionHarness) step(t *testing.T, d *datadriven.TestData) string {
 		h.p = p
 		h.dump()
 	case "acquire":
-		// acquire member=A max=N batch-size=N mode=record_limit fetch=N log=(0-4,5-9)
+		// acquire member=A max=N batch-size=N mode=record_limit fetch=N
+		// isolation=read_committed log=(...) aborted=(...)
 		req := Acquire{Member: a.str("member", "A"), MaxRecords: a.int("max", 500), BatchSize: a.int("batch-size", 500),
 			FetchOffset: int64(a.int("fetch", int(h.p.NextFetchOffset())))}
 		if a.str("mode", "batch_optimized") == "record_limit" {
 			req.Mode = RecordLimit
 		}
+		// log=(0-4,5-7@1,8@1abort): offsets, then a transactional
+		// producer id, and for a control batch its ABORT marker.
 		for _, s := range a.list("log") {
-			f, l := span(s)
-			req.Batches = append(req.Batches, LogBatch{Base: f, Last: l})
+			rng, txn, isTxn := strings.Cut(s, "@")
+			f, l := span(rng)
+			lb := LogBatch{Base: f, Last: l, ProducerID: -1}
+			if isTxn {
+				pid, abort := strings.CutSuffix(txn, "abort")
+				id, err := strconv.ParseInt(pid, 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lb.ProducerID, lb.Transactional, lb.Abort = id, true, abort
+			}
+			req.Batches = append(req.Batches, lb)
 		}
+		// aborted=(1:5): producer 1's transaction from offset 5 aborted.
+		for _, s := range a.list("aborted") {
+			pid, first, _ := strings.Cut(s, ":")
+			id, _ := strconv.ParseInt(pid, 10, 64)
+			fo, _ := strconv.ParseInt(first, 10, 64)
+			req.Aborted = append(req.Aborted, AbortedTxn{ProducerID: id, FirstOffset: fo})
+		}
+		req.ReadCommitted = a.str("isolation", "read_uncommitted") == "read_committed"
 		got, n := h.p.Acquire(req, h.now)
 		var parts []string
 		for _, r := range got {
