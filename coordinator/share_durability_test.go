@@ -110,7 +110,9 @@ func durabilityRun(t *testing.T, seed int64) {
 			persist(w)
 		case r == 8:
 			now = now.Add(time.Duration(1+rng.Intn(8)) * time.Second)
-			persist(p.Tick(now))
+			for _, w := range p.Tick(now) {
+				persist(w)
+			}
 		default:
 			before := snapshotStates(p, logEnd)
 			p = load()
@@ -128,7 +130,9 @@ func durabilityRun(t *testing.T, seed int64) {
 	}
 	for round := 0; round < 5000 && p.StartOffset() < logEnd; round++ {
 		now = now.Add(11 * time.Second)
-		persist(p.Tick(now))
+		for _, w := range p.Tick(now) {
+			persist(w)
+		}
 		from := p.NextFetchOffset()
 		got, _ := p.Acquire(share.Acquire{Member: "D", MaxRecords: 10, BatchSize: 10, FetchOffset: from, Batches: read(from)}, now)
 		for _, a := range got {

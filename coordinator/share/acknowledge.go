@@ -260,10 +260,10 @@ func (p *Partition) ackWhole(t AckType, b *inFlightBatch, member string, changes
 	return nil
 }
 
-// ReleaseMember releases every record the member holds, as Kafka does
-// when its share session ends (releaseAcquiredRecords): they become
-// available with their delivery count taken back, as they were not
-// delivered; those now before the start offset are archived.
+// ReleaseMember releases every record the member holds, as Kafka 4.4
+// does when its share session ends (releaseAcquiredRecords): they become
+// available, or archived at the delivery count limit or before the start
+// offset.
 func (p *Partition) ReleaseMember(member string, now time.Time) (*Write, *Error) {
 	var changes []change
 	for _, b := range p.batches {
@@ -278,7 +278,7 @@ func (p *Partition) ReleaseMember(member string, now time.Time) (*Write, *Error)
 			if b.last < p.start {
 				to = Archived
 			}
-			if !b.batch.start(to, countDown, p.cfg.DeliveryCountLimit, "") {
+			if !b.batch.start(to, countKeep, p.cfg.DeliveryCountLimit, "") {
 				p.undo(changes, now)
 				return nil, invalidState("Unable to release acquired records for the batch")
 			}
@@ -298,7 +298,7 @@ func (p *Partition) ReleaseMember(member string, now time.Time) (*Write, *Error)
 			if o < p.start {
 				to = Archived
 			}
-			if !s.start(to, countDown, p.cfg.DeliveryCountLimit, "") {
+			if !s.start(to, countKeep, p.cfg.DeliveryCountLimit, "") {
 				p.undo(changes, now)
 				return nil, invalidState("Unable to release acquired records for the offset")
 			}
@@ -318,9 +318,10 @@ func (p *Partition) ReleaseMember(member string, now time.Time) (*Write, *Error)
 // Tick releases the records whose acquisition lock expired
 // (releaseAcquisitionLockOnTimeout): available again, or archived at the
 // delivery count limit or before the start offset. They change at once;
-// the Write persists them.
-func (p *Partition) Tick(now time.Time) *Write {
-	var changes []change
+// each lock that expired (a whole batch's, or one offset's once its batch
+// is tracked by offset, as Kafka's timer tasks) has its Write.
+func (p *Partition) Tick(now time.Time) []*Write {
+	var writes []*Write
 	expired := func(s *inFlightState) bool {
 		return s.state == Acquired && !s.pending() && !s.lockUntil.IsZero() && !now.Before(s.lockUntil)
 	}
@@ -329,54 +330,43 @@ func (p *Partition) Tick(now time.Time) *Write {
 			b.explode()
 		}
 		if b.offsets == nil {
-			if !expired(&b.batch) {
-				continue
-			}
-			to := Available
-			if b.last < p.start {
-				to = Archived
-			}
-			if !b.batch.tryUpdate(to, countKeep, p.cfg.DeliveryCountLimit, "") {
-				continue
-			}
-			b.batch.lockUntil = time.Time{}
-			changes = append(changes, change{b: b, first: b.first, last: b.last, whole: true,
-				sb: StateBatch{First: b.first, Last: b.last, State: b.batch.state, DeliveryCount: int16(b.batch.deliveryCount)}})
-			if b.batch.state != Archived {
-				p.findNext = true
-			}
-			if b.batch.state.terminal() {
-				p.complete += p.inFlightIn(b.first, b.last)
+			if expired(&b.batch) {
+				if c, ok := p.expire(b, &b.batch, b.first, b.last, true); ok {
+					writes = append(writes, p.newWrite([]change{c}, true))
+				}
 			}
 			continue
 		}
 		for i := range b.offsets {
-			o, s := b.first+int64(i), &b.offsets[i]
-			if !expired(s) {
-				continue
-			}
-			to := Available
-			if o < p.start {
-				to = Archived
-			}
-			if !s.tryUpdate(to, countKeep, p.cfg.DeliveryCountLimit, "") {
-				continue
-			}
-			s.lockUntil = time.Time{}
-			changes = append(changes, change{b: b, first: o, last: o,
-				sb: StateBatch{First: o, Last: o, State: s.state, DeliveryCount: int16(s.deliveryCount)}})
-			if s.state != Archived {
-				p.findNext = true
-			}
-			if o >= p.start && s.state.terminal() {
-				p.complete++
+			o := b.first + int64(i)
+			if expired(&b.offsets[i]) {
+				if c, ok := p.expire(b, &b.offsets[i], o, o, false); ok {
+					writes = append(writes, p.newWrite([]change{c}, true))
+				}
 			}
 		}
 	}
-	if len(changes) == 0 {
-		return nil
+	return writes
+}
+
+// expire moves one expired lock's records of first..last back.
+func (p *Partition) expire(b *inFlightBatch, s *inFlightState, first, last int64, whole bool) (change, bool) {
+	to := Available
+	if last < p.start {
+		to = Archived
 	}
-	return p.newWrite(changes, true)
+	if !s.tryUpdate(to, countKeep, p.cfg.DeliveryCountLimit, "") {
+		return change{}, false
+	}
+	s.lockUntil = time.Time{}
+	if s.state != Archived {
+		p.findNext = true
+	}
+	if s.state.terminal() {
+		p.complete += p.inFlightIn(first, last)
+	}
+	return change{b: b, first: first, last: last, whole: whole,
+		sb: StateBatch{First: first, Last: last, State: s.state, DeliveryCount: int16(s.deliveryCount)}}, true
 }
 
 // NextDeadline is the earliest acquisition lock to expire, zero if none.

@@ -114,6 +114,20 @@ type AcquiredRecords struct {
 	DeliveryCount int16
 }
 
+// coalesce appends acquired to out, adjacent entries of the same delivery
+// count joined (ShareFetchUtils.accumulateAcquiredRecords), as Kafka does
+// with the offsets of an offset-tracked batch.
+func coalesce(out, acquired []AcquiredRecords) []AcquiredRecords {
+	for _, a := range acquired {
+		if n := len(out); n > 0 && out[n-1].Last+1 == a.First && out[n-1].DeliveryCount == a.DeliveryCount {
+			out[n-1].Last = a.Last
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 // Partition is Kafka's SharePartition as a pure state machine: the
 // in-flight records of one share group on one topic partition between
 // the share-partition start offset (SPSO) and end offset (SPEO). Every
@@ -393,8 +407,11 @@ func (p *Partition) shouldThrottle(b *inFlightBatch, first, last int64) bool {
 
 // acquireOffsets is acquireSubsetBatchRecords: the available offsets of
 // an offset-tracked batch within [first, last], a record on its last
-// delivery alone, fewer at once the more often they were delivered.
+// delivery alone, fewer at once the more often they were delivered;
+// adjacent ones of the same delivery count make one entry.
 func (p *Partition) acquireOffsets(member string, recordLimit bool, maxRecords int, first, last int64, b *inFlightBatch, result *[]AcquiredRecords, now time.Time) int {
+	var got []AcquiredRecords
+	defer func() { *result = coalesce(*result, got) }()
 	count := 0
 	throttledMax := -1
 	limit := p.cfg.DeliveryCountLimit
@@ -419,7 +436,7 @@ func (p *Partition) acquireOffsets(member string, recordLimit bool, maxRecords i
 			continue
 		}
 		s.lockUntil = p.lock(now)
-		*result = append(*result, AcquiredRecords{First: o, Last: o, DeliveryCount: int16(s.deliveryCount)})
+		got = append(got, AcquiredRecords{First: o, Last: o, DeliveryCount: int16(s.deliveryCount)})
 		count++
 		if s.deliveryCount == limit && limit > 2 {
 			break

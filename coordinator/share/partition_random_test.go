@@ -103,7 +103,9 @@ func randomRun(t *testing.T, seed int64) {
 			}
 		default:
 			now = now.Add(time.Duration(1+rng.Intn(6)) * time.Second)
-			persist(p.Tick(now), nil)
+			for _, w := range p.Tick(now) {
+				persist(w, nil)
+			}
 		}
 		checkInvariants(t, seed, p)
 	}
@@ -114,7 +116,7 @@ func randomRun(t *testing.T, seed int64) {
 	}
 	for round := 0; round < 10000 && p.StartOffset() < logEnd; round++ {
 		now = now.Add(11 * time.Second)
-		if w := p.Tick(now); w != nil {
+		for _, w := range p.Tick(now) {
 			p.WriteDone(w.ID, true, now)
 		}
 		before := p.NextFetchOffset()

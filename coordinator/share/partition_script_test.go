@@ -202,7 +202,9 @@ func (h *partitionHarness) step(t *testing.T, d *datadriven.TestData) string {
 		}
 		h.now = h.now.Add(dur)
 		fmt.Fprintf(&out, "now %s\n", h.now.Sub(scriptStart))
-		h.result(h.p.Tick(h.now), nil)
+		for _, w := range h.p.Tick(h.now) {
+			h.result(w, nil)
+		}
 	case "writes":
 		h.hold = a.word(0, "hold") == "hold"
 	case "write-done":

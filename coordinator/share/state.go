@@ -76,7 +76,6 @@ type countOp int8
 const (
 	countKeep countOp = iota
 	countUp
-	countDown
 )
 
 // inFlightState is InFlightState: the state of one offset, or of a whole
@@ -98,27 +97,22 @@ type inFlightState struct {
 
 func (s *inFlightState) pending() bool { return s.rollback != nil }
 
-// tryUpdate is InFlightState.tryUpdateState: a record released (not by its
-// member leaving) at the delivery count limit is archived instead; false
-// when the transition is not allowed or another one is in progress.
+// tryUpdate is InFlightState.tryUpdateState: a record made available at
+// the delivery count limit is archived instead; false when the transition
+// is not allowed or another one is in progress.
 func (s *inFlightState) tryUpdate(to RecordState, op countOp, maxDeliveries int, member string) bool {
 	if s.pending() {
 		return false
 	}
-	if to == Available && op != countDown && s.deliveryCount >= maxDeliveries {
+	if to == Available && s.deliveryCount >= maxDeliveries {
 		to = Archived
 	}
 	if !s.state.canBecome(to) {
 		return false
 	}
 	s.state = to
-	if to != Archived {
-		switch op {
-		case countUp:
-			s.deliveryCount++
-		case countDown:
-			s.deliveryCount--
-		}
+	if to != Archived && op == countUp {
+		s.deliveryCount++
 	}
 	s.member = member
 	return true
