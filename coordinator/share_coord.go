@@ -226,7 +226,7 @@ func (s *shareStateShard) readState(k sharePartKey, leaderEpoch int32, now time.
 		return nil, nil, err
 	}
 	cur := s.states[k]
-	st := &share.Persisted{StateEpoch: cur.stateEpoch, LeaderEpoch: cur.leaderEpoch, StartOffset: cur.startOffset,
+	st := &share.Persisted{StateEpoch: cur.stateEpoch, LeaderEpoch: leaderEpoch, StartOffset: cur.startOffset,
 		Batches: append([]share.StateBatch(nil), cur.batches...)}
 	if e, ok := s.leader[k]; ok && e == leaderEpoch {
 		return nil, st, nil

@@ -12,9 +12,9 @@ import (
 // TestSharePartitionSurvivesRestart drives a share-partition with random
 // fetches, acknowledgements, members leaving and expiring locks, every
 // write going through the share coordinator's machine (three updates per
-// snapshot), and at random points restarts it from what the coordinator
-// returns to ReadShareGroupState, as a broker restart or a leader change
-// does. After each restart no record whose delivery was complete is
+// snapshot), and at random points restarts it, at a new leader epoch,
+// from what the coordinator returns to ReadShareGroupState, as a broker
+// restart or a leader change does. After each restart no record whose delivery was complete is
 // delivered again and every record in flight that was not is delivered
 // again (in flight or not fetched yet); at the end, after the members accepted everything, the start
 // offset is at the end of the log.
@@ -42,8 +42,12 @@ func durabilityRun(t *testing.T, seed int64) {
 		t.Fatal(serr.msg)
 	}
 	apply(recs)
+	leaderEpoch := int32(0)
 	load := func() *share.Partition {
-		recs, st, serr := coord.readState(k, 0, now)
+		// Every restart is a new leader epoch of the partition, as a
+		// leader change is.
+		recs, st, serr := coord.readState(k, leaderEpoch, now)
+		leaderEpoch++
 		if serr != nil {
 			t.Fatalf("seed %d: read: %s", seed, serr.msg)
 		}

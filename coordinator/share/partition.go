@@ -52,7 +52,9 @@ type StateBatch struct {
 
 // Persisted is a share-partition's state as ReadShareGroupState returns it.
 type Persisted struct {
-	StateEpoch  int32
+	StateEpoch int32
+	// LeaderEpoch is the partition leader epoch the state was read with,
+	// the share-partition leader's, which its writes carry.
 	LeaderEpoch int32
 	// StartOffset is -1 when the share-partition was initialized but has
 	// never been written; Load then starts at the offset of
