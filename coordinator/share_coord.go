@@ -160,17 +160,19 @@ func (s *shareStateShard) writeState(k sharePartKey, w shareWrite, now time.Time
 	if err := s.known(k); err != nil {
 		return nil, err
 	}
-	return []kv{s.stateRecord(k, w, now)}, nil
+	return []kv{s.stateRecord(k, w, false, now)}, nil
 }
 
 // stateRecord is generateShareStateRecord: a ShareUpdate of the write's
 // batches, or, once enough updates followed the last snapshot, a new
-// snapshot of the state with the write folded in.
-func (s *shareStateShard) stateRecord(k sharePartKey, w shareWrite, now time.Time) kv {
+// snapshot of the state with the write folded in. As in Kafka only a read
+// records its leader epoch (updateLeader): a write keeps the state's, so
+// a write is fenced by the epoch of the last read, not of the last write.
+func (s *shareStateShard) stateRecord(k sharePartKey, w shareWrite, updateLeader bool, now time.Time) kv {
 	cur := s.states[k]
-	leader := w.leaderEpoch
-	if leader == -1 {
-		leader = cur.leaderEpoch
+	leader := cur.leaderEpoch
+	if updateLeader {
+		leader = w.leaderEpoch
 	}
 	start := max(w.startOffset, cur.startOffset)
 	complete := cur.deliveryCompleteCount
@@ -232,7 +234,7 @@ func (s *shareStateShard) readState(k sharePartKey, leaderEpoch int32, now time.
 		return nil, st, nil
 	}
 	rec := s.stateRecord(k, shareWrite{stateEpoch: cur.stateEpoch, leaderEpoch: leaderEpoch, startOffset: cur.startOffset,
-		deliveryCompleteCount: cur.deliveryCompleteCount}, now)
+		deliveryCompleteCount: cur.deliveryCompleteCount}, true, now)
 	return []kv{rec}, st, nil
 }
 

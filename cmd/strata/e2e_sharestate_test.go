@@ -1,9 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -218,3 +223,115 @@ func TestShareGroupStateE2E(t *testing.T) {
 // shareTopicIDString is a topic id as Kafka prints a Uuid, as share keys
 // hold it.
 func shareTopicIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// shareStateScript sends the same raw share-state requests to a broker and
+// prints what came back, the topic id masked: FindCoordinator for good and
+// bad share keys, reads of state that is not there, of a topic or
+// partition that is not, Initialize, writes (also fenced and invalid
+// ones), Read and ReadSummary at both versions, Delete.
+func shareStateScript(t *testing.T, addr string) []string {
+	t.Helper()
+	cl := newClient(t, addr)
+	createTopic(t, cl, "t", 2)
+	s := dialShare(t, addr)
+	id := s.topicID("t")
+	tid := shareTopicIDString(id)
+	key := "g:" + tid + ":1"
+	var out []string
+	say := func(format string, args ...any) {
+		out = append(out, strings.ReplaceAll(fmt.Sprintf(format, args...), tid, "<topic>"))
+	}
+	c := s.findShareCoordinator(key)
+	say("find %s: %v node %d", c.Key, kerr.ErrorForCode(c.ErrorCode), c.NodeID)
+	for _, tc := range []struct {
+		key     string
+		version int16
+	}{{key, 5}, {"g", 6}, {"g:notauuid:1", 6}, {":" + tid + ":1", 6}, {"g:" + tid + ":x", 6}} {
+		r := kmsg.NewPtrFindCoordinatorRequest()
+		r.CoordinatorType, r.CoordinatorKey, r.CoordinatorKeys = 2, tc.key, []string{tc.key}
+		resp := s.do(r, tc.version).(*kmsg.FindCoordinatorResponse)
+		if tc.version < 4 || len(resp.Coordinators) == 0 {
+			say("find v%d %q: %v %q node %d", tc.version, tc.key, kerr.ErrorForCode(resp.ErrorCode), strOr(resp.ErrorMessage), resp.NodeID)
+			continue
+		}
+		rc := resp.Coordinators[0]
+		say("find v%d %q: %v %q node %d", tc.version, tc.key, kerr.ErrorForCode(rc.ErrorCode), strOr(rc.ErrorMessage), rc.NodeID)
+	}
+	read := func(what string, group string, id [16]byte, partition, epoch int32) {
+		r := s.readState(group, id, partition, epoch)
+		say("read %s: %v %q state epoch %d start %d batches %+v", what, kerr.ErrorForCode(r.ErrorCode), strOr(r.ErrorMessage), r.StateEpoch, r.StartOffset, r.StateBatches)
+	}
+	summary := func(what string, version int16) {
+		r := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+		r.GroupID = "g"
+		r.Topics = []kmsg.ReadShareGroupStateSummaryRequestTopic{{TopicID: id, Partitions: []kmsg.ReadShareGroupStateSummaryRequestTopicPartition{{Partition: 1}}}}
+		p := s.do(r, version).(*kmsg.ReadShareGroupStateSummaryResponse).Topics[0].Partitions[0]
+		say("summary v%d %s: %v %q state epoch %d leader epoch %d start %d complete %d", version, what, kerr.ErrorForCode(p.ErrorCode), strOr(p.ErrorMessage),
+			p.StateEpoch, p.LeaderEpoch, p.StartOffset, p.DeliveryCompleteCount)
+	}
+	write := func(what string, w kmsg.WriteShareGroupStateRequestTopicPartition) {
+		r := s.writeState("g", id, w)
+		say("write %s: %v %q", what, kerr.ErrorForCode(r.ErrorCode), strOr(r.ErrorMessage))
+	}
+	batch := func(first, last int64, state int8, count int16) kmsg.WriteShareGroupStateRequestTopicPartitionStateBatch {
+		return kmsg.WriteShareGroupStateRequestTopicPartitionStateBatch{FirstOffset: first, LastOffset: last, DeliveryState: state, DeliveryCount: count}
+	}
+	// Kafka answers NOT_COORDINATOR until its share coordinator has
+	// loaded the partition the topic's creation elected it for.
+	waitFor(t, "the share coordinator to serve", 60*time.Second, func() bool {
+		return s.readState("g", id, 1, 0).ErrorCode != kerr.NotCoordinator.Code
+	})
+	read("uninitialized", "g", id, 1, 0)
+	summary("uninitialized", 1)
+	write("uninitialized", shareWrite(1, 0, 0, 0))
+	read("unknown topic", "g", [16]byte{1, 2, 3}, 0, 0)
+	r := s.initializeState("g", id, 1, 0, 0)
+	say("initialize: %v %q", kerr.ErrorForCode(r.ErrorCode), strOr(r.ErrorMessage))
+	r = s.initializeState("g", id, 7, 0, 0)
+	say("initialize partition 7: %v %q", kerr.ErrorForCode(r.ErrorCode), strOr(r.ErrorMessage))
+	r = s.initializeState("g", id, 1, -1, 0)
+	say("initialize state epoch -1: %v %q", kerr.ErrorForCode(r.ErrorCode), strOr(r.ErrorMessage))
+	write("first", shareWrite(1, 3, 0, 0, batch(0, 9, 2, 1), batch(10, 19, 1, 1)))
+	write("second", shareWrite(1, 3, 10, 2, batch(10, 14, 2, 1), batch(15, 19, 0, 2)))
+	write("leader epoch 2", shareWrite(1, 2, 10, 0))
+	write("leader epoch -1", shareWrite(1, -1, 10, 0))
+	read("at leader epoch 3", "g", id, 1, 3)
+	read("at leader epoch 2", "g", id, 1, 2)
+	read("at leader epoch 4", "g", id, 1, 4)
+	summary("written", 1)
+	summary("written", 0)
+	empty := kmsg.NewPtrReadShareGroupStateRequest()
+	empty.GroupID = "g"
+	say("read no topics: %d topics", len(s.do(empty, 0).(*kmsg.ReadShareGroupStateResponse).Topics))
+	d := s.deleteState("g", id, 1)
+	say("delete: %v %q", kerr.ErrorForCode(d.ErrorCode), strOr(d.ErrorMessage))
+	read("deleted", "g", id, 1, 4)
+	summary("deleted", 1)
+	return out
+}
+
+// TestShareGroupStateAsKafka44 runs shareStateScript against a Kafka 4.4.0
+// control (one KRaft node, __share_group_state at replication factor 1)
+// and Strata and compares every line.
+func TestShareGroupStateAsKafka44(t *testing.T) {
+	e2e(t)
+	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
+		t.Skip("Kafka 4.4.0's jars are not cached: no comparison with Kafka")
+	}
+	k := kafkaTargetFrom(t, kafkaHome, t.TempDir(), "share.coordinator.state.topic.replication.factor=1", "share.coordinator.state.topic.min.isr=1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := k.Start(ctx); err != nil {
+		t.Fatalf("start kafka: %v", err)
+	}
+	p := startBroker(t, "")
+	want, got := shareStateScript(t, k.Addr()), shareStateScript(t, p.addr)
+	if len(got) != len(want) {
+		t.Fatalf("strata printed %d lines, kafka %d:\n%s\n---\n%s", len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d:\nstrata %s\nkafka  %s", i, got[i], want[i])
+		}
+	}
+}
