@@ -36,6 +36,7 @@ type Config struct {
 	Log                   storage.Config
 	Groups                coordinator.GroupConfig
 	Txns                  coordinator.TxnConfig
+	Shares                coordinator.ShareConfig
 	LogRequests           bool              // --log-requests: log every decoded request and response
 	MetricsListener       string            // metrics.listener: http://host:port for /metrics and /healthz; empty = off
 	Build                 metrics.BuildInfo // which build this is: the strata_build_info gauge
@@ -131,6 +132,7 @@ type Broker struct {
 	pids   *coordinator.ProducerIDs
 	groups *coordinator.Groups
 	txns   *coordinator.Txns
+	shares *coordinator.ShareCoordinator
 
 	replicas  *replica.Manager         // this node's replica of every partition
 	unpublish func()                   // ends the publisher's subscription (publisher.go)
@@ -291,7 +293,10 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		groups.Close()
 		return nil, errors.Join(fmt.Errorf("transaction coordinator: %w", err), logs.Close(), closeListeners(listeners))
 	}
-	pub := &publisher{node: cfg.NodeID, logs: logs, replicas: replicas, groups: groups, txns: txns, logger: logger,
+	shareCfg := cfg.Shares
+	shareCfg.Clock = clock
+	shares := coordinator.OpenShareCoordinator(logs, replicas, create, shareCfg, logger)
+	pub := &publisher{node: cfg.NodeID, logs: logs, replicas: replicas, groups: groups, txns: txns, shares: shares, logger: logger,
 		host: follower, fetchers: fetchers, seen: metadata.Empty}
 	b := &Broker{
 		cfg:       cfg,
@@ -307,6 +312,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		pids:      pids,
 		groups:    groups,
 		txns:      txns,
+		shares:    shares,
 		listeners: listeners,
 		conns:     make(map[*conn]struct{}),
 		shutdown:  shutdown,
@@ -553,6 +559,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.unpublish()
 	b.unreload()
 	b.txns.Close()
+	b.shares.Close()
 	if b.markers != nil {
 		b.markers.close()
 	}

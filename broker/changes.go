@@ -112,8 +112,9 @@ func proposeTopic(meta metadata.Store, name string, l replicaLayout, configs map
 
 // defaultReplicationFactor is the replication factor of a topic created
 // without one: on a single node 1; in a cluster the internal topics'
-// offsets.topic.replication.factor and
-// transaction.state.log.replication.factor, and default.replication.factor
+// offsets.topic.replication.factor,
+// transaction.state.log.replication.factor and
+// share.coordinator.state.topic.replication.factor, and default.replication.factor
 // for the others.
 func defaultReplicationFactor(cfg *Config, name string) int16 {
 	switch {
@@ -123,6 +124,8 @@ func defaultReplicationFactor(cfg *Config, name string) int16 {
 		return cfg.Cluster.OffsetsTopicReplicationFactor
 	case name == coordinator.TxnStateTopic:
 		return cfg.Cluster.TxnStateReplicationFactor
+	case name == coordinator.ShareStateTopic:
+		return cfg.Cluster.ShareStateReplicationFactor
 	}
 	return cfg.Cluster.DefaultReplicationFactor
 }

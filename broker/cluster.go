@@ -36,6 +36,7 @@ type ClusterConfig struct {
 	OffsetsTopicReplicationFactor int16 // offsets.topic.replication.factor
 	TxnStateReplicationFactor     int16 // transaction.state.log.replication.factor
 	TxnStateMinISR                int   // transaction.state.log.min.isr
+	ShareStateReplicationFactor   int16 // share.coordinator.state.topic.replication.factor
 
 	ReplicaLagTimeMax     time.Duration // replica.lag.time.max.ms: a follower behind this long leaves the ISR
 	UncleanLeaderElection bool          // unclean.leader.election.enable
@@ -70,6 +71,7 @@ func DefaultClusterConfig() ClusterConfig {
 		OffsetsTopicReplicationFactor: 3,
 		TxnStateReplicationFactor:     3,
 		TxnStateMinISR:                2,
+		ShareStateReplicationFactor:   3,
 		ReplicaLagTimeMax:             30 * time.Second,
 		AutoLeaderRebalance:           true,
 		LeaderImbalanceCheckInterval:  300 * time.Second,

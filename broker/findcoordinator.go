@@ -17,10 +17,18 @@ package broker
 // one finds the coordinator. A failed creation is COORDINATOR_NOT_AVAILABLE
 // too, and is tried again by the next request. Error messages are Kafka's:
 // the error's description before v4 ("NONE" for success), empty from v4.
-// Key type 2 (share groups) is INVALID_REQUEST, as on a Kafka broker
-// without share groups.
+// Key type 2 (KIP-932) is a share-partition's key, group:topicId:partition,
+// coordinated by the leader of its partition of __share_group_state
+// (created on first need, share.coordinator.state.topic.num.partitions):
+// from v6 only, for a principal that may CLUSTER_ACTION the cluster (else
+// the whole request is CLUSTER_AUTHORIZATION_FAILED), a key Kafka cannot
+// parse INVALID_REQUEST, as Kafka's getCoordinator.
 
 import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -36,6 +44,9 @@ func handleFindCoordinator(rc *reqCtx) (kmsg.Response, error) {
 	req := rc.req
 	r := req.Body.(*kmsg.FindCoordinatorRequest)
 	resp := kmsg.NewPtrFindCoordinatorResponse()
+	if r.CoordinatorType == 2 && req.Version >= 6 && !rc.authorizeCluster(OpClusterAction) {
+		return shareCoordinatorRefused(r), nil
+	}
 	if req.Version < 4 {
 		c := coordinatorFor(rc, r.CoordinatorKey, r.CoordinatorType)
 		resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
@@ -79,6 +90,12 @@ func (b *services) findCoordinator(key string, keyType int8, version int16) kmsg
 		topic, partition = coordinator.OffsetsTopic, b.groups.PartitionFor(key)
 	case 1:
 		topic, partition = coordinator.TxnStateTopic, b.txns.PartitionFor(key)
+	case 2:
+		if k, ok := parseShareKey(key); ok && version >= 6 {
+			topic, partition = coordinator.ShareStateTopic, b.shares.PartitionFor(k)
+		} else {
+			err = kerr.InvalidRequest
+		}
 	default:
 		err = kerr.InvalidRequest
 	}
@@ -133,4 +150,45 @@ func coordinatorMessage(err *kerr.Error, version int16) *string {
 var refusalMessages = map[*kerr.Error]string{
 	kerr.GroupAuthorizationFailed:           "Group authorization failed.",
 	kerr.TransactionalIDAuthorizationFailed: "Transactional Id authorization failed.",
+}
+
+// shareCoordinatorRefused is Kafka's answer when the principal may not
+// CLUSTER_ACTION the cluster: getCoordinator throws, and every key of the
+// request is CLUSTER_AUTHORIZATION_FAILED with the error's message and no
+// node (FindCoordinatorResponse.prepareErrorResponse).
+func shareCoordinatorRefused(r *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+	resp := kmsg.NewPtrFindCoordinatorResponse()
+	msg := kerr.ClusterAuthorizationFailed.Description
+	for _, key := range r.CoordinatorKeys {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key, c.NodeID, c.Port = key, -1, -1
+		c.ErrorCode, c.ErrorMessage = kerr.ClusterAuthorizationFailed.Code, &msg
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	return resp
+}
+
+// parseShareKey is Kafka's SharePartitionKey.getInstance: the group (which
+// may hold ':'), the topic id and the partition, the last two after the
+// last two ':' (trailing empty parts dropped, as Java's split), re-rendered
+// as the share coordinator hashes it; false for a key Kafka refuses.
+func parseShareKey(key string) (string, bool) {
+	parts := strings.Split(key, ":")
+	for len(parts) > 0 && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
+	n := len(parts)
+	if n < 3 || len(parts[n-2]) > 24 {
+		return "", false
+	}
+	group := strings.Join(parts[:n-2], ":")
+	id, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[n-2], "="))
+	if strings.TrimSpace(group) == "" || err != nil || len(id) != 16 {
+		return "", false
+	}
+	partition, err := strconv.ParseInt(parts[n-1], 10, 32)
+	if err != nil {
+		return "", false
+	}
+	return coordinator.ShareKey(group, [16]byte(id), int32(partition)), true
 }

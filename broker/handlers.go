@@ -64,7 +64,7 @@ func newRegistry() *registry {
 		registerAddPartitionsToTxn, registerAddOffsetsToTxn, registerEndTxn, registerTxnOffsetCommit,
 		registerDescribeTransactions, registerListTransactions, registerDescribeProducers, registerWriteTxnMarkers, registerSASL, registerACLs,
 		registerScramCredentials, registerDelegationTokens,
-		registerClientQuotas, registerListConfigResources, registerTelemetry,
+		registerClientQuotas, registerListConfigResources, registerTelemetry, registerShareGroupState,
 	} {
 		register(r)
 	}

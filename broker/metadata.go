@@ -165,6 +165,8 @@ func (b *services) internalTopicCreator(name string) func() error {
 		return b.groups.Ensure
 	case coordinator.TxnStateTopic:
 		return b.txns.Ensure
+	case coordinator.ShareStateTopic:
+		return b.shares.Ensure
 	}
 	return nil
 }

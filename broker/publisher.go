@@ -10,8 +10,8 @@ package broker
 // DeleteTopics, which still holds its partitions), then to the follower
 // fetchers (fetcher.go; also before anything else, so no fetch answer is
 // applied to a partition this node stops following), then,
-// for __consumer_offsets and __transaction_state, to the group and
-// transaction coordinators (onElection, onResignation). It runs as a
+// for __consumer_offsets, __transaction_state and __share_group_state, to
+// the group, transaction and share coordinators (onElection, onResignation). It runs as a
 // store subscriber, within the change and under the store's lock, so
 // neither it nor what it calls proposes (the coordinators' loads append
 // to logs only; producer id blocks are proposed by InitProducerId
@@ -47,6 +47,7 @@ type publisher struct {
 	replicas *replica.Manager
 	groups   *coordinator.Groups
 	txns     *coordinator.Txns
+	shares   *coordinator.ShareCoordinator
 	logger   *zap.Logger
 	host     *imageHost       // a cluster node's storage; nil on a single node, whose store commits to storage itself
 	fetchers *replicaFetchers // a cluster node's followers' fetchers; nil on a single node
@@ -200,6 +201,8 @@ func (p *publisher) apply(changes []localChange, new *metadata.Image) {
 			p.groups.OnResigned(c.partition)
 		case coordinator.TxnStateTopic:
 			p.txns.OnResigned(c.partition)
+		case coordinator.ShareStateTopic:
+			p.shares.OnResigned(c.partition)
 		default:
 			continue
 		}
@@ -214,12 +217,14 @@ func (p *publisher) apply(changes []localChange, new *metadata.Image) {
 				p.logger.Error("elected for a "+coordinator.TxnStateTopic+" partition that cannot be loaded; its transactional ids stay COORDINATOR_LOAD_IN_PROGRESS",
 					zap.Int32("partition", c.partition), zap.Int32("leader_epoch", c.epoch), zap.Error(err))
 			}
+		case coordinator.ShareStateTopic:
+			p.shares.OnElected(c.partition, c.epoch)
 		default:
 			continue
 		}
 		led[c.topic] = append(led[c.topic], c.partition)
 	}
-	for _, topic := range []string{coordinator.OffsetsTopic, coordinator.TxnStateTopic} {
+	for _, topic := range []string{coordinator.OffsetsTopic, coordinator.TxnStateTopic, coordinator.ShareStateTopic} {
 		if len(gone[topic]) > 0 {
 			p.logger.Info("resigned as coordinator of "+topic+" partitions", zap.Int32s("partitions", gone[topic]))
 		}

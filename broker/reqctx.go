@@ -67,6 +67,7 @@ type services struct {
 	pids     producerIDs
 	groups   groupCoordinator
 	txns     txnCoordinator
+	shares   *coordinator.ShareCoordinator
 	markers  coordinator.MarkerWriter // writes markers on this node's own leaders (WriteTxnMarkers)
 	peers    *clusterMarkers          // connections to other brokers (transaction markers, AddPartitionsToTxn); nil on one node
 	metrics  requestMetrics
@@ -159,6 +160,7 @@ func newServices(b *Broker, listener string) *services {
 		pids:     b.pids,
 		groups:   b.groups,
 		txns:     b.txns,
+		shares:   b.shares,
 		markers:  b.local,
 		peers:    b.markers,
 		metrics:  b.metrics,

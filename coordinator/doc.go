@@ -63,4 +63,12 @@
 // it left prepared) and dropped when it stops (OnResigned); meanwhile its
 // ids are COORDINATOR_LOAD_IN_PROGRESS, then NOT_COORDINATOR. Neither
 // coordinator elects itself. The scripts under testdata/txn drive it step by step.
+//
+// The share coordinator (KIP-932) is one state machine per partition of
+// __share_group_state (shareStateShard, share_coord.go) keeping each
+// share-partition's state as Kafka's ShareSnapshot/ShareUpdate records;
+// ShareCoordinator (share_driver.go, share_api.go) is its driver, elected
+// and resigned by the publisher as the others, appending each write
+// acks=all and replaying it before the answer. The share-partition's own
+// machine, which a share-partition leader drives, is package share.
 package coordinator

@@ -382,10 +382,10 @@ func (m *Manager) newTopic(name string, id [16]byte, configs map[string]string) 
 }
 
 // IsInternalTopic reports whether name is one of Kafka's internal topics
-// (Topic.isInternal): __consumer_offsets and __transaction_state, written
-// only by the broker's coordinators.
+// (Topic.isInternal): __consumer_offsets, __transaction_state and
+// __share_group_state, written only by the broker's coordinators.
 func IsInternalTopic(name string) bool {
-	return name == "__consumer_offsets" || name == "__transaction_state"
+	return name == "__consumer_offsets" || name == "__transaction_state" || name == "__share_group_state"
 }
 
 // partitionOpen is one partition log to open into topic's partition slice.
