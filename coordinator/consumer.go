@@ -280,7 +280,7 @@ func (s *groupShard) consumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequ
 		return heartbeatError(kerr.UnknownMemberID, "Consumer group "+req.Group+" not found.")
 	}
 	if g.consumer == nil {
-		if len(g.members) > 0 || g.state != stateEmpty || req.MemberEpoch != 0 {
+		if len(g.members) > 0 || g.state != stateEmpty || req.MemberEpoch != 0 || g.streams != nil {
 			return heartbeatError(kerr.GroupIDNotFound, "Group "+req.Group+" is not a consumer group.")
 		}
 		// An empty classic group (offsets only, or left over from a

@@ -56,6 +56,11 @@ type GroupConfig struct {
 	// where the group sets none.
 	GroupOverrides func(group string) (session, heartbeat time.Duration)
 
+	// KIP-1071 streams groups: StreamsSettings, when set, is a group's
+	// settings (its streams.* configs, else the broker's group.streams.*).
+	StreamsSettings func(group string) StreamsSettings
+	StreamsMaxSize  int // group.streams.max.size; 0 = no limit
+
 	Clock clockwork.Clock // nil: the real clock
 }
 

@@ -203,6 +203,8 @@ func (s *groupShard) fire(k timerKey) {
 			s.fenceConsumerMember(g, m, "partitions not revoked within the rebalance timeout of "+s.revokeTimeout(m).String())
 			s.persistConsumer(g, func(error) {})
 		}
+	case timerStreamsSession, timerStreamsRevoke:
+		s.onStreamsTimer(g, k)
 	}
 }
 
@@ -262,7 +264,7 @@ func (s *groupShard) activate() {
 		for _, m := range g.sortedMembers() {
 			s.scheduleHeartbeat(g, m)
 		}
-		if len(g.members) == 0 && s.offsets.count(g.id) == 0 && g.generation == 0 && g.consumer == nil {
+		if len(g.members) == 0 && s.offsets.count(g.id) == 0 && g.generation == 0 && g.consumer == nil && g.streams == nil {
 			delete(s.groups, g.id)
 		}
 		if g.stateTime.After(s.now) {

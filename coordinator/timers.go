@@ -17,10 +17,12 @@ const (
 	timerConsumerSession                  // a consumer group member's session expires
 	timerConsumerRevoke                   // a consumer group member did not revoke in time
 	timerOffsetExpiry                     // offsets.retention.check.interval.ms
+	timerStreamsSession                   // a streams group member's session expires
+	timerStreamsRevoke                    // a streams group member did not revoke in time
 )
 
 func (k timerKind) String() string {
-	return [...]string{"join", "sync", "heartbeat", "pending-member", "consumer-session", "consumer-revoke", "offset-expiry"}[k]
+	return [...]string{"join", "sync", "heartbeat", "pending-member", "consumer-session", "consumer-revoke", "offset-expiry", "streams-session", "streams-revoke"}[k]
 }
 
 // timerKey identifies a timer: arming a key again replaces its deadline.
