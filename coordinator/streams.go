@@ -278,7 +278,7 @@ func (s *groupShard) streamsGroupHeartbeat(req *kmsg.StreamsGroupHeartbeatReques
 	if resp.Status == nil {
 		resp.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
 	}
-	if req.MemberEpoch != m.epoch || !before.equal(m.assigned) {
+	if req.MemberEpoch == 0 || !before.equal(m.assigned) {
 		resp.ActiveTasks = m.assigned.active.taskIDs()
 		resp.StandbyTasks = m.assigned.standby.taskIDs()
 		resp.WarmupTasks = m.assigned.warmup.taskIDs()

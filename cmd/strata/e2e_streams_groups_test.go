@@ -418,18 +418,18 @@ func TestStreamsGroupProtocolAsKafka44(t *testing.T) {
 			return len(ts[0].Partitions) == 2 && len(ts[1].Partitions) == 2
 		}},
 		{name: "tasks once they exist", req: hb("m1", 1, owned()), ver: 1, wait: assigned},
-		{name: "m1 owns its tasks", req: hb("m1", 2, owned("0_0", "0_1", "1_0", "1_1")), ver: 1},
+		{name: "m1 owns its tasks", req: hb("m1", 3, owned("0_0", "0_1", "1_0", "1_1")), ver: 1},
 		{name: "m2 joins", req: hb("m2", 0, nil), ver: 1, wait: assigned},
-		{name: "m1 must revoke two", req: hb("m1", 2, owned("0_0", "0_1", "1_0", "1_1")), ver: 1, wait: assigned},
+		{name: "m1 must revoke two", req: hb("m1", 3, owned("0_0", "0_1", "1_0", "1_1")), ver: 1, wait: assigned},
 		{name: "m2 waits for them", req: hb("m2", 4, owned()), ver: 1},
 		{name: "describe while m1 revokes", req: describe, ver: 1},
-		{name: "m1 revoked", req: hb("m1", 2, owned("0_0", "1_0")), ver: 1},
+		{name: "m1 revoked", req: hb("m1", 3, owned("0_0", "1_0")), ver: 1},
 		{name: "m2 gets them", req: hb("m2", 4, owned()), ver: 1},
 		{name: "describe", req: describe, ver: 1},
 		{name: "m1 epoch ahead", req: hb("m1", 9, owned("0_0", "1_0")), ver: 1},
 		{name: "topology description update", req: update, ver: 0},
 		{name: "m2 leaves", req: hb("m2", -1, nil), ver: 1},
-		{name: "m1 gets all", req: hb("m1", 3, owned("0_0", "1_0")), ver: 1, wait: assigned},
+		{name: "m1 gets all", req: hb("m1", 4, owned("0_0", "1_0")), ver: 1, wait: assigned},
 		{name: "unknown member", req: hb("m3", 3, nil), ver: 1},
 	}
 	run := func(addr string) []string {
@@ -443,7 +443,7 @@ func TestStreamsGroupProtocolAsKafka44(t *testing.T) {
 		var out []string
 		for i, s := range steps {
 			resp := rawRequest(t, c, s.req, s.ver, int32(i))
-			if s.wait != nil {
+			if s.wait != nil && !s.wait(resp) {
 				waitFor(t, s.name+" on "+addr, time.Minute, func() bool {
 					resp = rawRequest(t, c, s.req, s.ver, int32(i))
 					return s.wait(resp)
