@@ -626,6 +626,29 @@ func denyAllCases(topicID [16]byte) []authzCase {
 		}, 1, func(t *testing.T, resp kmsg.Response) {
 			code(t, "group", resp.(*kmsg.ConsumerGroupDescribeResponse).Groups[0].ErrorCode, groupAuth)
 		}},
+		{"StreamsGroupHeartbeat", func() kmsg.Request {
+			r := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+			r.Group, r.MemberID, r.RebalanceTimeoutMillis = "sg", "m", 10000
+			r.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{
+				{SubtopologyID: "0", SourceTopics: []string{"t"}, StateChangelogTopics: []kmsg.TopicInfo{{Topic: "sg-store-changelog"}}}}}
+			return r
+		}, 1, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode, groupAuth)
+		}},
+		{"StreamsGroupDescribe", func() kmsg.Request {
+			r := kmsg.NewPtrStreamsGroupDescribeRequest()
+			r.Groups = []string{"g"}
+			return r
+		}, 1, func(t *testing.T, resp kmsg.Response) {
+			code(t, "group", resp.(*kmsg.StreamsGroupDescribeResponse).Groups[0].ErrorCode, groupAuth)
+		}},
+		{"StreamsGroupTopologyDescriptionUpdate", func() kmsg.Request {
+			r := kmsg.NewPtrStreamsGroupTopologyDescriptionUpdateRequest()
+			r.Group, r.MemberID = "sg", "m"
+			return r
+		}, 0, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse).ErrorCode, groupAuth)
+		}},
 		{"AddPartitionsToTxn", func() kmsg.Request {
 			r := kmsg.NewPtrAddPartitionsToTxnRequest()
 			r.TransactionalID, r.ProducerID, r.ProducerEpoch = "tx", 1, 0

@@ -275,6 +275,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	groupCfg, txnCfg := coordinatorConfigs(&cfg, clock)
 	groupCfg.GroupOverrides = groupOverrides(meta, cfg.StaticConfigs)
 	groupCfg.PartitionRacks = partitionRacks(meta)
+	groupCfg.StreamsSettings = streamsSettings(meta, cfg.StaticConfigs)
 	txnCfg.TransactionVersion = func() int16 { return meta.Image().Features.Level(transactionVersionFeature) }
 	groups, err := coordinator.OpenGroups(logs, replicas, create, groupCfg, logger)
 	if err != nil {

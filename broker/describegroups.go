@@ -4,8 +4,9 @@ package broker
 //
 // State, protocol and members of classic groups, as Kafka's
 // GroupMetadataManager.describeGroups: member metadata and assignments only
-// for a Stable group. A group that does not exist, or a KIP-848 consumer
-// group (ConsumerGroupDescribe describes it), is described as Dead without
+// for a Stable group. A group that does not exist, a KIP-848 consumer
+// group (ConsumerGroupDescribe describes it) or a KIP-1071 streams group
+// (StreamsGroupDescribe), is described as Dead without
 // an error before v6; from v6 (KIP-1043) as Dead with GROUP_ID_NOT_FOUND and
 // Kafka's message ("Group g not found." / "Group g is not a classic
 // group."). Authorized operations are computed when asked for (v3+), for a

@@ -34,9 +34,10 @@ package broker
 //     coordinator/txn_end.go), which the coordinator chooses per request,
 //     so older clients keep the v1 flow.
 //   - group.version 1: KIP-848 consumer groups (ConsumerGroupHeartbeat).
-//   - eligible.leader.replicas.version, share.version, streams.version 0:
-//     ELR (KIP-966), share groups (KIP-932) and streams groups (KIP-1071)
-//     are not served. Kafka: 1, 2, 1.
+//   - streams.version 1: KIP-1071 streams groups (StreamsGroupHeartbeat,
+//     StreamsGroupDescribe), as Kafka.
+//   - eligible.leader.replicas.version, share.version 0: ELR (KIP-966)
+//     and share groups (KIP-932) are not served. Kafka: 1, 2.
 //
 // kraft.version, which Kafka keeps in the raft log's control records and
 // not in the metadata image, is advertised by a cluster's nodes (their
@@ -84,7 +85,7 @@ var features = []feature{
 	{name: "eligible.leader.replicas.version", max: 0,
 		requires: map[int16]map[string]int16{1: {metadata.MetadataVersionFeature: 23}}},
 	{name: "share.version", max: 0},
-	{name: "streams.version", max: 0},
+	{name: "streams.version", max: 1},
 }
 
 // transactionVersionFeature is Kafka's transaction.version.

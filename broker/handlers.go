@@ -61,6 +61,7 @@ func newRegistry() *registry {
 		registerDescribeGroups, registerListGroups, registerDeleteGroups,
 		registerOffsetCommit, registerOffsetFetch, registerOffsetDelete,
 		registerConsumerGroupHeartbeat, registerConsumerGroupDescribe,
+		registerStreamsGroupHeartbeat, registerStreamsGroupDescribe, registerStreamsGroupTopologyDescriptionUpdate,
 		registerAddPartitionsToTxn, registerAddOffsetsToTxn, registerEndTxn, registerTxnOffsetCommit,
 		registerDescribeTransactions, registerListTransactions, registerDescribeProducers, registerWriteTxnMarkers, registerSASL, registerACLs,
 		registerScramCredentials, registerDelegationTokens,

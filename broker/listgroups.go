@@ -4,7 +4,9 @@ package broker
 //
 // Every group but Dead ones, with its state (v4+) and type (v5: "classic",
 // or "consumer" for KIP-848 groups, whose protocol type is "consumer" and
-// states Empty, Assigning, Reconciling, Stable), filtered by state names
+// states Empty, Assigning, Reconciling, Stable; "streams" for KIP-1071
+// groups, protocol type "streams", states Empty, NotReady, Assigning,
+// Reconciling, Stable), filtered by state names
 // (v4+, any case) and by type (v5). Until __consumer_offsets is loaded the
 // error is COORDINATOR_LOAD_IN_PROGRESS. As in Kafka.
 

@@ -116,6 +116,8 @@ type groupCoordinator interface {
 	LeaveGroup(groupID string, leaving []coordinator.LeaveMember) (*kerr.Error, []*kerr.Error)
 	ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, version int16, client coordinator.Client) *kmsg.ConsumerGroupHeartbeatResponse
 	ConsumerGroupDescribe(id string, version int16) kmsg.ConsumerGroupDescribeResponseGroup
+	StreamsGroupHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, client coordinator.Client) (*kmsg.StreamsGroupHeartbeatResponse, []coordinator.StreamsInternalTopic)
+	StreamsGroupDescribe(id string, version int16, includeDescription bool) kmsg.StreamsGroupDescribeResponseGroup
 	DescribeGroup(id string) kmsg.DescribeGroupsResponseGroup
 	ListGroups(states, types []string) ([]kmsg.ListGroupsResponseGroup, *kerr.Error)
 	DeleteGroup(id string) *kerr.Error

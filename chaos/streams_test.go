@@ -61,9 +61,35 @@ func TestStrataStreamsWordCount(t *testing.T) {
 	runWordCount(t, target, "classic")
 }
 
+// TestStrataStreamsGroupWordCount is TestStrataStreamsWordCount with
+// group.protocol=streams (KIP-1071): the tasks come from strata's streams
+// group coordinator, which also creates the repartition and changelog
+// topics.
+func TestStrataStreamsGroupWordCount(t *testing.T) {
+	if testing.Short() {
+		t.Skip("Kafka Streams run; skipped with -short")
+	}
+	target, err := NewStrata(buildStrata(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWordCount(t, target, "streams")
+}
+
 // TestKafkaStreamsWordCount is the same run on Apache Kafka 4.4.0, with
 // STRATA_CHAOS_KAFKA=1.
 func TestKafkaStreamsWordCount(t *testing.T) {
+	kafkaWordCount(t, "classic")
+}
+
+// TestKafkaStreamsGroupWordCount is TestStrataStreamsGroupWordCount on
+// Apache Kafka 4.4.0, with STRATA_CHAOS_KAFKA=1.
+func TestKafkaStreamsGroupWordCount(t *testing.T) {
+	kafkaWordCount(t, "streams")
+}
+
+func kafkaWordCount(t *testing.T, protocol string) {
+	t.Helper()
 	if os.Getenv("STRATA_CHAOS_KAFKA") == "" {
 		t.Skip("Apache Kafka control: set STRATA_CHAOS_KAFKA=1 to run it")
 	}
@@ -78,7 +104,7 @@ func TestKafkaStreamsWordCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runWordCount(t, target, "classic")
+	runWordCount(t, target, protocol)
 }
 
 // TestWordCountsCheck feeds the word count's checker the output a broken

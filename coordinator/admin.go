@@ -20,7 +20,7 @@ func (s *groupShard) describeGroup(id string) kmsg.DescribeGroupsResponseGroup {
 		d.State = stateDead.String()
 		return d
 	}
-	if g.consumer != nil {
+	if g.consumer != nil || g.streams != nil {
 		// As Kafka before DescribeGroups v6: a group of another type is
 		// described as Dead (ConsumerGroupDescribe describes it).
 		d.State = stateDead.String()
@@ -70,6 +70,9 @@ func (s *groupShard) listGroups(states, types []string) []kmsg.ListGroupsRespons
 		if g.consumer != nil {
 			state, groupType = g.consumer.state(), "consumer"
 		}
+		if g.streams != nil {
+			state, groupType = g.streams.state(), "streams"
+		}
 		dead := g.state == stateDead
 		if dead || len(states) > 0 && !containsFold(states, state) || len(types) > 0 && !containsFold(types, groupType) {
 			continue
@@ -102,7 +105,7 @@ func (s *groupShard) deleteGroupRequest(id string) *groupDeleteReply {
 	if g == nil {
 		return &groupDeleteReply{err: kerr.GroupIDNotFound}
 	}
-	if g.state != stateEmpty || g.consumer != nil && len(g.consumer.members) > 0 {
+	if g.state != stateEmpty || g.consumer != nil && len(g.consumer.members) > 0 || g.streams != nil && len(g.streams.members) > 0 {
 		return &groupDeleteReply{err: kerr.NonEmptyGroup}
 	}
 	tps := sortedTPs(s.offsets.of(g.id))

@@ -11,6 +11,7 @@ type topicMeta struct {
 	name       string
 	id         [16]byte
 	partitions int32
+	internal   bool // a regex of a consumer group matches it anyway, a streams source regex does not
 }
 
 // subscribedTopicMeta is every existing topic some member of cg

@@ -157,6 +157,9 @@ type group struct {
 	// consumer is set for KIP-848 consumer groups (consumer.go); the
 	// classic fields above then stay Empty, with protocolType "consumer".
 	consumer *consumerGroup
+	// streams is set for KIP-1071 streams groups (streams.go), with
+	// protocolType "streams".
+	streams *streamsGroup
 }
 
 func newGroup(id string, partition int32, now time.Time) *group {

@@ -65,6 +65,10 @@ type GroupConfig struct {
 	// (those whose broker has a broker.rack), which a consumer group's
 	// MetadataHash covers as Kafka's does; unset, no partition has one.
 	PartitionRacks func(topic [16]byte, partition int32) []string
+	// KIP-1071 streams groups: StreamsSettings, when set, is a group's
+	// settings (its streams.* configs, else the broker's group.streams.*).
+	StreamsSettings func(group string) StreamsSettings
+	StreamsMaxSize  int // group.streams.max.size; 0 = no limit
 
 	Clock clockwork.Clock // nil: the real clock
 }
@@ -512,7 +516,7 @@ func (c *Groups) sortedSlots() []*groupSlot {
 type storageTopics struct{ logs *storage.Manager }
 
 func metaOf(t *storage.Topic) topicMeta {
-	return topicMeta{name: t.Name, id: t.ID, partitions: t.PartitionCount()}
+	return topicMeta{name: t.Name, id: t.ID, partitions: t.PartitionCount(), internal: t.Internal}
 }
 
 func (t storageTopics) Topic(name string) (topicMeta, bool) {

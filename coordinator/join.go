@@ -79,6 +79,12 @@ func (s *groupShard) join(g *group, jr *joinRequest) (r joinResult, waiting bool
 		}
 		g.consumer, g.protocolType = nil, ""
 	}
+	if g.streams != nil {
+		if len(g.streams.members) > 0 {
+			return fail(kerr.InconsistentGroupProtocol, jr.memberID)
+		}
+		g.streams, g.protocolType = nil, ""
+	}
 	if !g.supportsProtocols(jr.protocolType, jr.protocols) {
 		return fail(kerr.InconsistentGroupProtocol, jr.memberID)
 	}

@@ -57,11 +57,16 @@ func (s *groupShard) commitOffsets(req CommitRequest) []*kerr.Error {
 		}
 		return all(kerr.IllegalGeneration)
 	}
-	if g.consumer != nil {
+	switch {
+	case g.streams != nil:
+		if err := validateStreamsCommit(g.streams, req.MemberID, req.Generation, false, req.Version); err != nil {
+			return all(err)
+		}
+	case g.consumer != nil:
 		if err := s.validateConsumerCommit(g.consumer, req.MemberID, req.Generation, req.Commits, false, req.Version); err != nil {
 			return all(err)
 		}
-	} else {
+	default:
 		if err := g.validateCommit(req.MemberID, req.InstanceID, req.Generation, false); err != nil {
 			return all(err)
 		}
@@ -318,6 +323,8 @@ func (s *groupShard) expireGroup(g *group) {
 	var subscribed map[string]bool
 	base := func(o committedOffset) int64 { return o.commitTime }
 	switch {
+	case g.streams != nil && len(g.streams.members) > 0:
+		return // as a group with members whose topics are not known
 	case g.consumer != nil && len(g.consumer.members) > 0:
 		subscribed = s.subscribedTopics(g)
 	case g.consumer != nil:
@@ -346,7 +353,7 @@ func (s *groupShard) expireGroup(g *group) {
 	for _, tp := range expired {
 		recs = append(recs, kv{key: offsetCommitKey(g.id, tp.topic, tp.partition)})
 	}
-	dead := g.state == stateEmpty && len(offsets) == len(expired) && (g.consumer == nil || len(g.consumer.members) == 0)
+	dead := g.state == stateEmpty && len(offsets) == len(expired) && (g.consumer == nil || len(g.consumer.members) == 0) && (g.streams == nil || len(g.streams.members) == 0)
 	if dead {
 		recs = append(recs, groupTombstones(g)...)
 	}

@@ -208,6 +208,8 @@ func (s *groupShard) fire(k timerKey) {
 		}
 	case timerConsumerRegex:
 		s.refreshRegexes(g)
+	case timerStreamsSession, timerStreamsRevoke:
+		s.onStreamsTimer(g, k)
 	}
 }
 
@@ -267,7 +269,7 @@ func (s *groupShard) activate() {
 		for _, m := range g.sortedMembers() {
 			s.scheduleHeartbeat(g, m)
 		}
-		if len(g.members) == 0 && s.offsets.count(g.id) == 0 && g.generation == 0 && g.consumer == nil {
+		if len(g.members) == 0 && s.offsets.count(g.id) == 0 && g.generation == 0 && g.consumer == nil && g.streams == nil {
 			delete(s.groups, g.id)
 		}
 		if g.stateTime.After(s.now) {

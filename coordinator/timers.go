@@ -20,10 +20,12 @@ const (
 	timerConsumerJoin                     // a classic member of a consumer group did not rejoin in time
 	timerConsumerSync                     // a classic member of a consumer group did not sync in time
 	timerConsumerRegex                    // a consumer group's regexes are resolved (Kafka's executor task)
+	timerStreamsSession                   // a streams group member's session expires
+	timerStreamsRevoke                    // a streams group member did not revoke in time
 )
 
 func (k timerKind) String() string {
-	return [...]string{"join", "sync", "heartbeat", "pending-member", "consumer-session", "consumer-revoke", "offset-expiry", "consumer-join", "consumer-sync", "consumer-regex"}[k]
+	return [...]string{"join", "sync", "heartbeat", "pending-member", "consumer-session", "consumer-revoke", "offset-expiry", "consumer-join", "consumer-sync", "consumer-regex", "streams-session", "streams-revoke"}[k]
 }
 
 // timerKey identifies a timer: arming a key again replaces its deadline.

@@ -36,13 +36,18 @@ type TxnCommitRequest struct {
 // any is checked as the group type checks commits, a consumer group's
 // STALE_MEMBER_EPOCH answered as ILLEGAL_GENERATION.
 func (s *groupShard) validateTxnCommit(g *group, req TxnCommitRequest) *kerr.Error {
-	if g.consumer == nil {
+	if g.consumer == nil && g.streams == nil {
 		return g.validateCommit(req.MemberID, req.InstanceID, req.Generation, true)
 	}
 	if req.Generation < 0 && req.MemberID == "" && req.InstanceID == "" {
 		return nil
 	}
-	err := s.validateConsumerCommit(g.consumer, req.MemberID, req.Generation, req.Commits, true, 0)
+	var err *kerr.Error
+	if g.streams != nil {
+		err = validateStreamsCommit(g.streams, req.MemberID, req.Generation, true, 0)
+	} else {
+		err = s.validateConsumerCommit(g.consumer, req.MemberID, req.Generation, req.Commits, true, 0)
+	}
 	if err == kerr.StaleMemberEpoch {
 		return kerr.IllegalGeneration
 	}
