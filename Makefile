@@ -9,7 +9,7 @@
 #   make cluster-chaos  three-node failover, random-kill, network-partition, slow-follower, group-offsets, exactly-once and voter-change runs (chaos/cluster.go), not in make test
 
 GO ?= go
-TEST_TIMEOUT ?= 15m
+TEST_TIMEOUT ?= 30m
 ARGS ?=
 
 .PHONY: run build test fmt-check vet tools bench gobench clean compat chaos cluster-chaos

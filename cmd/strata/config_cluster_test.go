@@ -48,7 +48,7 @@ func TestClusterNodeReadsTheClusterKeys(t *testing.T) {
 	want := broker.ClusterConfig{
 		ClusterID: clusterID(s.Voters), ControllerListener: "CONTROLLER://127.0.0.1:9093", Voters: threeVoters,
 		InterBrokerListener: "PLAINTEXT", Rack: "r1", ReplicaSelector: broker.RackAwareReplicaSelector, HeartbeatInterval: 500 * time.Millisecond, SessionTimeout: 3 * time.Second,
-		DefaultReplicationFactor: 3, OffsetsTopicReplicationFactor: 2, TxnStateReplicationFactor: 2, TxnStateMinISR: 1,
+		DefaultReplicationFactor: 3, OffsetsTopicReplicationFactor: 2, TxnStateReplicationFactor: 2, TxnStateMinISR: 1, ShareStateReplicationFactor: 3,
 		ReplicaLagTimeMax: 10 * time.Second, UncleanLeaderElection: true, LeaderImbalanceCheckInterval: 30 * time.Second,
 		ReplicaFetch: broker.ReplicaFetchConfig{MaxBytes: 1000, ResponseMaxBytes: 2000, MinBytes: 10, MaxWait: 100 * time.Millisecond, Backoff: 50 * time.Millisecond},
 	}
