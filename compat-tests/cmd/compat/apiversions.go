@@ -63,7 +63,7 @@ func keyOwner(key int16) string {
 	switch key {
 	case 76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92:
 		return "issue 17 (share groups)"
-	case 55, 64, 80, 81:
+	case 55, 64, 80, 81, 94:
 		return "a quorum key, served by cluster nodes only (a single node has no quorum)"
 	}
 	return "issue 16"
