@@ -57,6 +57,25 @@ func failed(what string, e *shareError) *string {
 	return &msg
 }
 
+// runOp runs op on k's shard and gives the share-partition's error: the
+// operation's own as it is, a failure to run or persist it (c.run) with
+// Kafka's prefix for what; ok when neither happened.
+func (c *ShareCoordinator) runOp(k sharePartKey, what string, op func(sm *shareStateShard, now time.Time) ([]kv, *shareError)) (code int16, msg *string, ok bool) {
+	var opErr *shareError
+	err := c.run(k, func(sm *shareStateShard, now time.Time) ([]kv, *shareError) {
+		recs, e := op(sm, now)
+		opErr = e
+		return recs, e
+	})
+	switch {
+	case opErr != nil:
+		return opErr.err.Code, &opErr.msg, false
+	case err != nil:
+		return err.err.Code, failed(what, err), false
+	}
+	return 0, nil, true
+}
+
 // InitializeState serves InitializeShareGroupState.
 func (c *ShareCoordinator) InitializeState(r *kmsg.InitializeShareGroupStateRequest) *kmsg.InitializeShareGroupStateResponse {
 	resp := kmsg.NewPtrInitializeShareGroupStateResponse()
@@ -75,18 +94,9 @@ func (c *ShareCoordinator) InitializeState(r *kmsg.InitializeShareGroupStateRequ
 			rp := kmsg.NewInitializeShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
 			k := sharePartKey{group: r.GroupID, topicID: tid, partition: p.Partition}
-			var opErr *shareError
-			err := c.run(k, func(sm *shareStateShard, now time.Time) ([]kv, *shareError) {
-				recs, e := sm.initializeState(k, p.StateEpoch, p.StartOffset, now)
-				opErr = e
-				return recs, e
+			rp.ErrorCode, rp.ErrorMessage, _ = c.runOp(k, "initialize share group state", func(sm *shareStateShard, now time.Time) ([]kv, *shareError) {
+				return sm.initializeState(k, p.StateEpoch, p.StartOffset, now)
 			})
-			switch {
-			case opErr != nil:
-				rp.ErrorCode, rp.ErrorMessage = opErr.err.Code, &opErr.msg
-			case err != nil:
-				rp.ErrorCode, rp.ErrorMessage = err.err.Code, failed("initialize share group state", err)
-			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -113,19 +123,14 @@ func (c *ShareCoordinator) ReadState(r *kmsg.ReadShareGroupStateRequest) *kmsg.R
 			rp := kmsg.NewReadShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
 			k := sharePartKey{group: r.GroupID, topicID: tid, partition: p.Partition}
-			var opErr *shareError
 			var st *share.Persisted
-			err := c.run(k, func(sm *shareStateShard, now time.Time) ([]kv, *shareError) {
+			var ok bool
+			rp.ErrorCode, rp.ErrorMessage, ok = c.runOp(k, "read share group state", func(sm *shareStateShard, now time.Time) ([]kv, *shareError) {
 				recs, s, e := sm.readState(k, p.LeaderEpoch, now)
-				st, opErr = s, e
+				st = s
 				return recs, e
 			})
-			switch {
-			case opErr != nil:
-				rp.ErrorCode, rp.ErrorMessage = opErr.err.Code, &opErr.msg
-			case err != nil:
-				rp.ErrorCode, rp.ErrorMessage = err.err.Code, failed("read share group state", err)
-			default:
+			if ok {
 				rp.StateEpoch, rp.StartOffset = st.StateEpoch, st.StartOffset
 				for _, b := range st.Batches {
 					rb := kmsg.NewReadShareGroupStateResponseTopicPartitionStateBatch()
@@ -159,18 +164,9 @@ func (c *ShareCoordinator) WriteState(r *kmsg.WriteShareGroupStateRequest) *kmsg
 			rp.Partition = p.Partition
 			k := sharePartKey{group: r.GroupID, topicID: tid, partition: p.Partition}
 			w := writeFromRequest(&p)
-			var opErr *shareError
-			err := c.run(k, func(sm *shareStateShard, now time.Time) ([]kv, *shareError) {
-				recs, e := sm.writeState(k, w, now)
-				opErr = e
-				return recs, e
+			rp.ErrorCode, rp.ErrorMessage, _ = c.runOp(k, "write share group state", func(sm *shareStateShard, now time.Time) ([]kv, *shareError) {
+				return sm.writeState(k, w, now)
 			})
-			switch {
-			case opErr != nil:
-				rp.ErrorCode, rp.ErrorMessage = opErr.err.Code, &opErr.msg
-			case err != nil:
-				rp.ErrorCode, rp.ErrorMessage = err.err.Code, failed("write share group state", err)
-			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -196,18 +192,9 @@ func (c *ShareCoordinator) DeleteState(r *kmsg.DeleteShareGroupStateRequest) *km
 			rp := kmsg.NewDeleteShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
 			k := sharePartKey{group: r.GroupID, topicID: tid, partition: p.Partition}
-			var opErr *shareError
-			err := c.run(k, func(sm *shareStateShard, _ time.Time) ([]kv, *shareError) {
-				recs, e := sm.deleteState(k)
-				opErr = e
-				return recs, e
+			rp.ErrorCode, rp.ErrorMessage, _ = c.runOp(k, "delete share group state", func(sm *shareStateShard, _ time.Time) ([]kv, *shareError) {
+				return sm.deleteState(k)
 			})
-			switch {
-			case opErr != nil:
-				rp.ErrorCode, rp.ErrorMessage = opErr.err.Code, &opErr.msg
-			case err != nil:
-				rp.ErrorCode, rp.ErrorMessage = err.err.Code, failed("delete share group state", err)
-			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -233,18 +220,14 @@ func (c *ShareCoordinator) ReadStateSummary(r *kmsg.ReadShareGroupStateSummaryRe
 			rp := kmsg.NewReadShareGroupStateSummaryResponseTopicPartition()
 			rp.Partition = p.Partition
 			k := sharePartKey{group: r.GroupID, topicID: tid, partition: p.Partition}
-			var opErr *shareError
 			var sum shareSummary
-			err := c.run(k, func(sm *shareStateShard, _ time.Time) ([]kv, *shareError) {
-				sum, opErr = sm.readStateSummary(k)
-				return nil, opErr
+			var ok bool
+			rp.ErrorCode, rp.ErrorMessage, ok = c.runOp(k, "read share group state summary", func(sm *shareStateShard, _ time.Time) ([]kv, *shareError) {
+				var e *shareError
+				sum, e = sm.readStateSummary(k)
+				return nil, e
 			})
-			switch {
-			case opErr != nil:
-				rp.ErrorCode, rp.ErrorMessage = opErr.err.Code, &opErr.msg
-			case err != nil:
-				rp.ErrorCode, rp.ErrorMessage = err.err.Code, failed("read share group state summary", err)
-			default:
+			if ok {
 				rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset = sum.stateEpoch, sum.leaderEpoch, sum.startOffset
 				rp.DeliveryCompleteCount = sum.deliveryCompleteCount
 			}
