@@ -242,6 +242,15 @@ func (c *controller) touch(id int32, epoch int64, cn *conn) {
 	c.sessions[id] = &brokerSession{epoch: epoch, deadline: time.Now().Add(c.cfg.SessionTimeout), conn: cn}
 }
 
+// heartbeating reports whether broker id's session at epoch is bound to
+// a connection its heartbeats come on.
+func (c *controller) heartbeating(id int32, epoch int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sessions[id]
+	return s != nil && s.epoch == epoch && s.conn != nil
+}
+
 // sessionAlive reports whether broker id has a live session at epoch.
 func (c *controller) sessionAlive(id int32, epoch int64) bool {
 	c.mu.Lock()
@@ -271,13 +280,16 @@ func (c *controller) connClosed(cn *conn, err error) {
 }
 
 // fence fences broker id's registration at epoch, if it is still that
-// one and unfenced.
+// one, unfenced, and no heartbeat came since it was judged gone: a
+// session timeout, a closed connection or a probe judge a session that
+// has no connection, and a heartbeat that lands before the fencing
+// commits (it may already have unfenced the broker again) binds one.
 func (c *controller) fence(id int32, epoch int64, why string) {
 	start := time.Now()
 	var changed bool
 	_, err := c.store.Update(func(img *metadata.Image) ([]metadata.Record, error) {
 		b, ok := img.Cluster.Broker(id)
-		if !ok || b.Epoch != epoch || b.Fenced {
+		if !ok || b.Epoch != epoch || b.Fenced || c.heartbeating(id, epoch) {
 			return nil, nil
 		}
 		changed = true

@@ -256,6 +256,13 @@ func TestControllerRegistersFencesAndUnfencesBrokers(t *testing.T) {
 	if hb.ErrorCode != 0 || hb.IsFenced {
 		t.Fatalf("heartbeat after the fencing: %+v", hb)
 	}
+	// A judgement made before that heartbeat (a probe of the session that
+	// had no connection, its timeout) that commits only now must not fence
+	// the broker its heartbeat just unfenced.
+	b.controller.fence(9, reg.BrokerEpoch, "a judgement made before the heartbeat")
+	if r, _ := store.Image().Cluster.Broker(9); r.Fenced {
+		t.Fatal("a stale judgement fenced the broker whose heartbeats come on a live connection")
+	}
 	if _, err := store.Propose(metadata.PartitionChangeRecord{TopicID: id, Leader: 9, ISR: []int32{9, testNodeID}}); err != nil {
 		t.Fatal(err)
 	}
