@@ -388,10 +388,14 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 }
 
 // coordinatorConfigs hands the broker's clock to the group and transaction
-// coordinators.
+// coordinators, and in a cluster transaction.state.log.min.isr to the
+// transaction coordinator.
 func coordinatorConfigs(cfg *Config, clock clockwork.Clock) (coordinator.GroupConfig, coordinator.TxnConfig) {
 	groups, txns := cfg.Groups, cfg.Txns
 	groups.Clock, txns.Clock = clock, clock
+	if cfg.Metadata != nil {
+		txns.StateLogMinISR = cfg.Cluster.TxnStateMinISR
+	}
 	return groups, txns
 }
 

@@ -192,3 +192,49 @@ func TestInternalTopicAutoCreatedByCoordinator(t *testing.T) {
 		t.Fatalf("partition for g: %d of 4", got)
 	}
 }
+
+// txnStateConfigs are __transaction_state's configs as DescribeConfigs
+// answers them, once a FindCoordinator for a transactional id created it.
+func txnStateConfigs(t *testing.T, b *Broker) map[string]string {
+	t.Helper()
+	findCoordinator(t, b, 1, "configs-txn")
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, coordinator.TxnStateTopic
+	dc.Resources = append(dc.Resources, res)
+	r := adminRoundTrip[*kmsg.DescribeConfigsResponse](t, b, dc, 4)
+	if len(r.Resources) != 1 || r.Resources[0].ErrorCode != 0 {
+		t.Fatalf("describe configs of %s: %+v", coordinator.TxnStateTopic, r.Resources)
+	}
+	configs := map[string]string{}
+	for _, c := range r.Resources[0].Configs {
+		if c.Value != nil && c.Source == kmsg.ConfigSourceDynamicTopicConfig {
+			configs[c.Name] = *c.Value
+		}
+	}
+	return configs
+}
+
+// TestTxnStateTopicConfigs: __transaction_state is created as Kafka's
+// TransactionStateManager.transactionTopicConfigs creates it: compacted,
+// uncompressed, never an unclean leader, and in a cluster with
+// transaction.state.log.min.isr as its min.insync.replicas (a single
+// node's one replica keeps the broker's).
+func TestTxnStateTopicConfigs(t *testing.T) {
+	single := txnStateConfigs(t, startBroker(t, nil))
+	cluster := DefaultClusterConfig()
+	cluster.ClusterID, cluster.TxnStateReplicationFactor, cluster.TxnStateMinISR = "txn-configs", 1, 3
+	node, _ := startQuorumNode(t, cluster)
+	clustered := txnStateConfigs(t, node)
+	for name, want := range map[string]string{"cleanup.policy": "compact", "compression.type": "uncompressed", "unclean.leader.election.enable": "false"} {
+		if single[name] != want || clustered[name] != want {
+			t.Errorf("%s is %q on a single node and %q in a cluster, want %q", name, single[name], clustered[name], want)
+		}
+	}
+	if v, ok := single["min.insync.replicas"]; ok {
+		t.Errorf("a single node's %s has min.insync.replicas %s", coordinator.TxnStateTopic, v)
+	}
+	if v := clustered["min.insync.replicas"]; v != "3" {
+		t.Errorf("a cluster's %s has min.insync.replicas %q, want transaction.state.log.min.isr's 3", coordinator.TxnStateTopic, v)
+	}
+}

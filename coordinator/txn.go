@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,17 +22,28 @@ import (
 const TxnStateTopic = "__transaction_state"
 
 // txnStateTopicConfigs are the topic configs Kafka creates
-// __transaction_state with.
-var txnStateTopicConfigs = map[string]string{
-	"cleanup.policy":   "compact",
-	"segment.bytes":    "104857600",
-	"compression.type": "uncompressed",
+// __transaction_state with (TransactionStateManager.transactionTopicConfigs):
+// never an unclean leader, which would forget transactions it answered;
+// minISR is transaction.state.log.min.isr, left to the broker's
+// min.insync.replicas when 0 (a single node, whose topics have one replica).
+func txnStateTopicConfigs(minISR int) map[string]string {
+	configs := map[string]string{
+		"cleanup.policy":                 "compact",
+		"segment.bytes":                  "104857600",
+		"compression.type":               "uncompressed",
+		"unclean.leader.election.enable": "false",
+	}
+	if minISR > 0 {
+		configs["min.insync.replicas"] = strconv.Itoa(minISR)
+	}
+	return configs
 }
 
 // TxnConfig is the transaction coordinator's part of server.properties;
 // zero fields take Kafka's defaults.
 type TxnConfig struct {
 	StateLogPartitions  int32           // transaction.state.log.num.partitions
+	StateLogMinISR      int             // transaction.state.log.min.isr; 0 = not set (a single node)
 	MaxTimeout          time.Duration   // transaction.max.timeout.ms
 	AbortCheckInterval  time.Duration   // transaction.abort.timed.out.transaction.cleanup.interval.ms
 	IDExpiration        time.Duration   // transactional.id.expiration.ms
@@ -180,7 +192,7 @@ func newTxns(logs *storage.Manager, replicas *replica.Manager, create CreateTopi
 		c.groupsLoaded = groups.Loaded
 	}
 	c.state = internalTopic{name: TxnStateTopic, partitions: cfg.StateLogPartitions,
-		configs: txnStateTopicConfigs, logs: logs, create: create, logger: c.logger}
+		configs: txnStateTopicConfigs(cfg.StateLogMinISR), logs: logs, create: create, logger: c.logger}
 	return c
 }
 
