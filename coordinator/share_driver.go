@@ -27,10 +27,15 @@ type ShareConfig struct {
 	StatePartitions       int32           // share.coordinator.state.topic.num.partitions
 	StateSegmentBytes     int32           // share.coordinator.state.topic.segment.bytes
 	StateMinISR           int             // share.coordinator.state.topic.min.isr
-	SnapshotUpdateRecords int             // share.coordinator.snapshot.update.records.per.snapshot
+	SnapshotUpdateRecords int             // share.coordinator.snapshot.update.records.per.snapshot; 0 = 500, SnapshotEveryWrite = Kafka's 0
 	WriteTimeout          time.Duration   // share.coordinator.write.timeout.ms
 	Clock                 clockwork.Clock // of the records' timestamps; nil = the real clock
 }
+
+// SnapshotEveryWrite is ShareConfig.SnapshotUpdateRecords for Kafka's
+// share.coordinator.snapshot.update.records.per.snapshot=0: every write is
+// a ShareSnapshot, never a ShareUpdate.
+const SnapshotEveryWrite = -1
 
 // DefaultShareConfig is Kafka 4.4's defaults.
 func DefaultShareConfig() ShareConfig {
@@ -108,7 +113,7 @@ func OpenShareCoordinator(logs *storage.Manager, replicas *replica.Manager, crea
 	if cfg.StateMinISR <= 0 {
 		cfg.StateMinISR = def.StateMinISR
 	}
-	if cfg.SnapshotUpdateRecords <= 0 {
+	if cfg.SnapshotUpdateRecords == 0 {
 		cfg.SnapshotUpdateRecords = def.SnapshotUpdateRecords
 	}
 	if cfg.WriteTimeout <= 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/tls"
 	"fmt"
+	"github.com/strata-io/strata/coordinator"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,6 +71,8 @@ type settings struct {
 	Retention retentionSettings // log.retention.*, log.segment.delete.delay.ms (config_retention.go)
 
 	Txn txnSettings // transaction coordinator keys (config_txn.go)
+	// Shares are the share coordinator's keys (config_share.go).
+	Shares coordinator.ShareConfig
 	// Tokens are the delegation token keys (config_tokens.go).
 	Tokens tokenSettings
 
@@ -144,6 +147,7 @@ func defaultSettings() settings {
 		Limits:                       defaultLimitSettings(),
 		Retention:                    defaultRetentionSettings(),
 		Txn:                          defaultTxnSettings(),
+		Shares:                       coordinator.DefaultShareConfig(),
 		Tokens:                       defaultTokenSettings(),
 
 		ConsumerSessionTimeoutMs:       defaultInt("group.consumer.session.timeout.ms"),
@@ -234,6 +238,8 @@ func keyKind(key string) string {
 		return "implemented"
 	case slices.Contains(clusterKeys, key):
 		return "cluster"
+	case slices.Contains(shareKeys, key):
+		return "share"
 	case isSSLKey(key):
 		return "ssl"
 	case isSASLKey(key):
@@ -286,6 +292,8 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 			log.Debug("configuration key not implemented by strata, ignored", zap.String("key", k))
 		case "cluster":
 			// Read by loadClusterSettings; a single node has no use for it.
+		case "share":
+			// Read by loadShareSettings.
 		case "ssl":
 			// Read for each SSL listener (config_ssl.go).
 		case "sasl":
@@ -352,6 +360,7 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	loadLimitSettings(&p, &s)
 	loadRetentionSettings(&p, &s)
 	loadTxnSettings(&p, &s)
+	loadShareSettings(&p, &s)
 	loadTokenSettings(&p, &s)
 	loadAuthorizerSettings(&p, &s)
 	if v, ok := p.get("metrics.listener"); ok && v != "" && p.err == nil {

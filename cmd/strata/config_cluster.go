@@ -25,6 +25,7 @@ var clusterKeys = []string{
 	"broker.rack", "replica.selector.class", "broker.heartbeat.interval.ms", "broker.session.timeout.ms",
 	"default.replication.factor", "offsets.topic.replication.factor",
 	"transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+	"share.coordinator.state.topic.replication.factor",
 	"replica.lag.time.max.ms", "unclean.leader.election.enable",
 	"replica.fetch.max.bytes", "replica.fetch.response.max.bytes", "replica.fetch.min.bytes",
 	"replica.fetch.wait.max.ms", "replica.fetch.backoff.ms",
@@ -117,6 +118,9 @@ func loadClusterSettings(p *propReader, s *settings, log *zap.Logger) {
 	}
 	if n, ok := p.bounded("transaction.state.log.min.isr", 1, math.MaxInt32); ok {
 		c.TxnStateMinISR = int(n)
+	}
+	if n, ok := p.bounded("share.coordinator.state.topic.replication.factor", 1, math.MaxInt16); ok {
+		c.ShareStateReplicationFactor = int16(n)
 	}
 	p.millis(&c.ReplicaLagTimeMax, "replica.lag.time.max.ms", 0, math.MaxInt64/int64(time.Millisecond))
 	p.boolean(&c.UncleanLeaderElection, "unclean.leader.election.enable")

@@ -7,10 +7,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/strata-io/strata/coordinator"
 )
 
 func TestParseProperties(t *testing.T) {
@@ -107,7 +110,9 @@ func TestDefaults(t *testing.T) {
 		Retention: retentionSettings{RetentionMs: 604800000, RetentionBytes: -1, CheckIntervalMs: 300000, SegmentDeleteMs: 60000},
 		Txn: txnSettings{StateLogPartitions: 50, MaxTimeoutMs: 900000, AbortCheckIntervalMs: 10000,
 			IDExpirationMs: 604800000, IDExpirationCheckMs: 3600000},
-		Tokens:          tokenSettings{MaxLifetimeMs: 604800000, ExpiryTimeMs: 86400000, CheckIntervalMs: 3600000},
+		Tokens: tokenSettings{MaxLifetimeMs: 604800000, ExpiryTimeMs: 86400000, CheckIntervalMs: 3600000},
+		Shares: coordinator.ShareConfig{StatePartitions: 50, StateSegmentBytes: 104857600, StateMinISR: 2,
+			SnapshotUpdateRecords: 500, WriteTimeout: 5 * time.Second},
 		TxnVerification: true,
 
 		ConsumerSessionTimeoutMs:       45000,
@@ -177,6 +182,14 @@ func TestValidValues(t *testing.T) {
 		{map[string]string{"metrics.listener": " 0.0.0.0:0 "}, func(s settings) bool { return s.MetricsListener == "0.0.0.0:0" }},
 		{map[string]string{"metrics.listener": ""}, func(s settings) bool { return s.MetricsListener == "" }},
 		{map[string]string{"telemetry.max.bytes": "4096"}, func(s settings) bool { return s.TelemetryMaxBytes == 4096 }},
+		{map[string]string{"share.coordinator.state.topic.num.partitions": "3", "share.coordinator.state.topic.segment.bytes": "1024",
+			"share.coordinator.state.topic.min.isr": "1", "share.coordinator.snapshot.update.records.per.snapshot": "7"},
+			func(s settings) bool {
+				c := s.Shares
+				return c.StatePartitions == 3 && c.StateSegmentBytes == 1024 && c.StateMinISR == 1 && c.SnapshotUpdateRecords == 7
+			}},
+		{map[string]string{"share.coordinator.snapshot.update.records.per.snapshot": "0"},
+			func(s settings) bool { return s.Shares.SnapshotUpdateRecords == coordinator.SnapshotEveryWrite }},
 		{map[string]string{"offsets.topic.segment.bytes": "1"}, func(s settings) bool { return s.OffsetsSegmentBytes == 1 }},
 		{map[string]string{"group.max.size": "3", "group.consumer.max.size": "1"},
 			func(s settings) bool { return s.GroupMaxSize == 3 && s.ConsumerMaxSize == 1 }},
@@ -278,6 +291,8 @@ func TestInvalidValues(t *testing.T) {
 		{"metrics.listener", "http://127.0.0.1:70000", "port must be"},
 		{"metrics.listener", "http://127.0.0.1:9644/metrics", "without a path"},
 		{"telemetry.max.bytes", "0", "at least 1"},
+		{"share.coordinator.state.topic.num.partitions", "0", "at least 1"},
+		{"share.coordinator.snapshot.update.records.per.snapshot", "501", "at most 500"},
 	}
 	for _, tt := range tests {
 		_, err := loadSettings(map[string]string{tt.key: tt.value}, zap.NewNop())

@@ -335,3 +335,41 @@ func TestShareGroupStateAsKafka44(t *testing.T) {
 		}
 	}
 }
+
+// TestShareCoordinatorConfigsE2E: server.properties' share.coordinator.*
+// keys shape __share_group_state as Kafka's: its partitions
+// (share.coordinator.state.topic.num.partitions), its segment.bytes and
+// min.insync.replicas; a share key's coordinator partition follows the
+// partition count, and state written there reads back.
+func TestShareCoordinatorConfigsE2E(t *testing.T) {
+	e2e(t)
+	p := startBroker(t, "", "--override", "share.coordinator.state.topic.num.partitions=3",
+		"--override", "share.coordinator.state.topic.segment.bytes=1048576",
+		"--override", "share.coordinator.state.topic.min.isr=1",
+		"--override", "share.coordinator.snapshot.update.records.per.snapshot=0")
+	cl := newClient(t, p.addr)
+	createTopic(t, cl, "t", 1)
+	s := dialShare(t, p.addr)
+	id := s.topicID("t")
+	if c := s.findShareCoordinator("g:" + shareTopicIDString(id) + ":0"); c.ErrorCode != 0 {
+		t.Fatalf("share coordinator: %+v", c)
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("__share_group_state")}}
+	if mt := s.do(md, 12).(*kmsg.MetadataResponse).Topics[0]; mt.ErrorCode != 0 || len(mt.Partitions) != 3 {
+		t.Fatalf("__share_group_state: error %d, %d partitions; want 3", mt.ErrorCode, len(mt.Partitions))
+	}
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "__share_group_state"
+	dc.Resources = append(dc.Resources, res)
+	got := map[string]string{}
+	for _, c := range s.do(dc, 4).(*kmsg.DescribeConfigsResponse).Resources[0].Configs {
+		if c.Value != nil && c.Source == kmsg.ConfigSourceDynamicTopicConfig {
+			got[c.Name] = *c.Value
+		}
+	}
+	if got["segment.bytes"] != "1048576" || got["min.insync.replicas"] != "1" {
+		t.Fatalf("__share_group_state's configs %v, want segment.bytes 1048576 and min.insync.replicas 1", got)
+	}
+}

@@ -193,6 +193,7 @@ func brokerConfig(s settings, logRequests bool, build buildInfo) broker.Config {
 			ConsumerMigrationPolicy:   s.ConsumerMigrationPolicy,
 		},
 		Txns:             s.Txn.config(),
+		Shares:           s.Shares,
 		DelegationTokens: s.Tokens.config(),
 		Log: storage.Config{
 			SegmentBytes:          s.SegmentBytes,
