@@ -364,6 +364,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		if fetchers != nil {
 			fetchers.close()
 		}
+		shares.Close()
 		return nil, errors.Join(err, logs.Close(), closeListeners(listeners))
 	}
 	if cfg.ControllerListener != nil {

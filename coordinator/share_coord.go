@@ -1,6 +1,10 @@
 package coordinator
 
 import (
+	"bytes"
+	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/strata-io/strata/coordinator/share"
@@ -29,6 +33,12 @@ type shareStateShard struct {
 	leader     map[sharePartKey]int32 // highest leader epoch seen
 	stateEpoch map[sharePartKey]int32 // highest state epoch seen
 	updates    map[sharePartKey]int   // ShareUpdates since the last snapshot
+	// snapshotAt is the offset of each share-partition's last ShareSnapshot
+	// (its tombstone's until the next replay), and lastRedundant the offset
+	// below which no record is needed any more: Kafka's
+	// ShareCoordinatorOffsetsManager, which record pruning reads.
+	snapshotAt    map[sharePartKey]int64
+	lastRedundant int64
 }
 
 type sharePartKey struct {
@@ -55,6 +65,7 @@ func newShareStateShard(perSnapshot int, partitions func([16]byte) int32) *share
 		perSnapshot: perSnapshot, partitions: partitions,
 		states: map[sharePartKey]*shareOffset{}, leader: map[sharePartKey]int32{},
 		stateEpoch: map[sharePartKey]int32{}, updates: map[sharePartKey]int{},
+		snapshotAt: map[sharePartKey]int64{}, lastRedundant: math.MaxInt64,
 	}
 }
 
@@ -278,9 +289,9 @@ func (s *shareStateShard) deleteState(k sharePartKey) ([]kv, *shareError) {
 	return []kv{{key: shareKey{typ: shareSnapshotType, group: k.group, topicID: k.topicID, partition: k.partition}.encode()}}, nil
 }
 
-// replay applies a record of __share_group_state, written by this shard
-// or read back on load.
-func (s *shareStateShard) replay(key, value []byte) error {
+// replay applies the record at offset of __share_group_state, written by
+// this shard or read back on load.
+func (s *shareStateShard) replay(offset int64, key, value []byte) error {
 	sk, err := decodeShareKey(key)
 	if err != nil {
 		return err
@@ -292,6 +303,9 @@ func (s *shareStateShard) replay(key, value []byte) error {
 			delete(s.leader, k)
 			delete(s.stateEpoch, k)
 			delete(s.updates, k)
+			s.snapshotAt[k] = offset
+			s.findRedundant(offset)
+			delete(s.snapshotAt, k)
 			return nil
 		}
 		v, err := decodeShareSnapshot(value)
@@ -308,6 +322,8 @@ func (s *shareStateShard) replay(key, value []byte) error {
 		if n, ok := s.updates[k]; ok && n >= s.perSnapshot {
 			s.updates[k] = 0
 		}
+		s.snapshotAt[k] = offset
+		s.findRedundant(offset)
 		return nil
 	}
 	if value == nil {
@@ -343,4 +359,77 @@ func (s *shareStateShard) seeLeader(k sharePartKey, epoch int32) {
 	if e, ok := s.leader[k]; !ok || e < epoch {
 		s.leader[k] = epoch
 	}
+}
+
+// findRedundant is ShareCoordinatorOffsetsManager.updateState once a
+// snapshot (or tombstone) at offset was recorded: every share-partition's
+// state is whole from its last snapshot on, so the records below the
+// lowest of them are redundant.
+func (s *shareStateShard) findRedundant(offset int64) {
+	low := min(s.lastRedundant, offset)
+	if len(s.snapshotAt) > 0 {
+		low = math.MaxInt64
+		for _, o := range s.snapshotAt {
+			low = min(low, o)
+		}
+	}
+	s.lastRedundant = low
+}
+
+// redundantOffset is Kafka's lastRedundantOffset: the offset of
+// __share_group_state's partition below which its records may be
+// deleted, ok false while there is none.
+func (s *shareStateShard) redundantOffset() (offset int64, ok bool) {
+	if s.lastRedundant <= 0 || s.lastRedundant == math.MaxInt64 {
+		return 0, false
+	}
+	return s.lastRedundant, true
+}
+
+// coldSnapshots is Kafka's snapshotColdPartitions: unless every
+// share-partition's last snapshot already is such a copy (its write
+// timestamp differs from its create timestamp), each one not snapshotted
+// for interval gets a new ShareSnapshot of its state, so that the
+// ShareUpdates before it can be pruned.
+func (s *shareStateShard) coldSnapshots(now time.Time, interval time.Duration) []kv {
+	copied := 0
+	for _, st := range s.states {
+		if st.created != st.written {
+			copied++
+		}
+	}
+	if copied == len(s.states) {
+		return nil
+	}
+	var recs []kv
+	for _, k := range s.sortedKeys() {
+		st := s.states[k]
+		if now.UnixMilli()-st.written < interval.Milliseconds() {
+			continue
+		}
+		v := shareSnapshotValue{snapshotEpoch: st.snapshotEpoch + 1, stateEpoch: st.stateEpoch, leaderEpoch: st.leaderEpoch,
+			startOffset: st.startOffset, deliveryCompleteCount: st.deliveryCompleteCount, createTimestamp: st.created,
+			writeStamp: now.UnixMilli(), batches: recordBatches(st.batches)}
+		recs = append(recs, kv{key: shareKey{typ: shareSnapshotType, group: k.group, topicID: k.topicID, partition: k.partition}.encode(), value: v.encode()})
+	}
+	return recs
+}
+
+// sortedKeys are the share-partitions in a fixed order (Kafka's follows
+// its hash map), so the records are the same from run to run.
+func (s *shareStateShard) sortedKeys() []sharePartKey {
+	keys := make([]sharePartKey, 0, len(s.states))
+	for k := range s.states {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b sharePartKey) int {
+		if c := strings.Compare(a.group, b.group); c != 0 {
+			return c
+		}
+		if c := bytes.Compare(a.topicID[:], b.topicID[:]); c != 0 {
+			return c
+		}
+		return int(a.partition - b.partition)
+	})
+	return keys
 }

@@ -18,8 +18,10 @@ import (
 // TestShareCoordinatorScripts runs the scripts in testdata/share against
 // the share coordinator's state machine: initialize, write, read, summary
 // and delete of share-partitions, each printing the record it appended to
-// __share_group_state (decoded) and its answer; `restart` builds the
-// machine again from the records, as a load does. Rewrite the expected
+// __share_group_state (decoded) and its answer; `redundant` prints the
+// offset record pruning would delete below, `cold interval=D` appends the
+// cold-partition snapshots; `restart` builds the machine again from the
+// records (at offsets 0, 1, ...), as a load does. Rewrite the expected
 // outputs with -rewrite and read the diff.
 func TestShareCoordinatorScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/share", func(t *testing.T, path string) {
@@ -57,7 +59,7 @@ func (h *shareHarness) newShard() *shareStateShard {
 func (h *shareHarness) apply(t *testing.T, recs []kv) {
 	for _, r := range recs {
 		h.log = append(h.log, r)
-		if err := h.shard.replay(r.key, r.value); err != nil {
+		if err := h.shard.replay(int64(len(h.log)-1), r.key, r.value); err != nil {
 			t.Fatalf("replay: %v", err)
 		}
 		fmt.Fprintf(h.out, "append: %s\n", formatShareRecord(r))
@@ -170,10 +172,18 @@ func (h *shareHarness) step(t *testing.T, d *datadriven.TestData) string {
 			h.apply(t, recs)
 			fmt.Fprintln(&out, "deleted")
 		}
+	case "redundant":
+		if o, ok := h.shard.redundantOffset(); ok {
+			fmt.Fprintf(&out, "redundant below offset %d\n", o)
+		} else {
+			fmt.Fprintln(&out, "none redundant")
+		}
+	case "cold":
+		h.apply(t, h.shard.coldSnapshots(h.now, a.dur("interval", 5*time.Minute)))
 	case "restart":
 		h.shard = h.newShard()
-		for _, r := range h.log {
-			if err := h.shard.replay(r.key, r.value); err != nil {
+		for i, r := range h.log {
+			if err := h.shard.replay(int64(i), r.key, r.value); err != nil {
 				t.Fatalf("replay: %v", err)
 			}
 		}
@@ -256,7 +266,7 @@ func TestShareCoordinatorMatchesKafka(t *testing.T) {
 			}
 			checked++
 		}
-		if err := s.replay(r.key, r.value); err != nil {
+		if err := s.replay(int64(i), r.key, r.value); err != nil {
 			t.Fatalf("record %d: %v", i, err)
 		}
 	}

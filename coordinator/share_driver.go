@@ -29,6 +29,8 @@ type ShareConfig struct {
 	StateMinISR           int             // share.coordinator.state.topic.min.isr
 	SnapshotUpdateRecords int             // share.coordinator.snapshot.update.records.per.snapshot; 0 = 500, SnapshotEveryWrite = Kafka's 0
 	WriteTimeout          time.Duration   // share.coordinator.write.timeout.ms
+	PruneInterval         time.Duration   // share.coordinator.state.topic.prune.interval.ms
+	ColdSnapshotInterval  time.Duration   // share.coordinator.cold.partition.snapshot.interval.ms
 	Clock                 clockwork.Clock // of the records' timestamps; nil = the real clock
 }
 
@@ -45,6 +47,8 @@ func DefaultShareConfig() ShareConfig {
 		StateMinISR:           2,
 		SnapshotUpdateRecords: defaultSnapshotUpdateRecords,
 		WriteTimeout:          5 * time.Second,
+		PruneInterval:         5 * time.Minute,
+		ColdSnapshotInterval:  5 * time.Minute,
 	}
 }
 
@@ -84,7 +88,9 @@ type ShareCoordinator struct {
 	mu    sync.RWMutex
 	slots map[int32]*shareSlot
 
-	wg sync.WaitGroup // background loads
+	stop   chan struct{}
+	pruned map[int32]int64 // the offset each partition was last pruned to, by runTimers
+	wg     sync.WaitGroup  // background loads and runTimers
 }
 
 // shareSlot is one partition's shard and whether it is loaded yet.
@@ -119,21 +125,33 @@ func OpenShareCoordinator(logs *storage.Manager, replicas *replica.Manager, crea
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = def.WriteTimeout
 	}
+	if cfg.PruneInterval <= 0 {
+		cfg.PruneInterval = def.PruneInterval
+	}
+	if cfg.ColdSnapshotInterval <= 0 {
+		cfg.ColdSnapshotInterval = def.ColdSnapshotInterval
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clockwork.NewRealClock()
 	}
 	c := &ShareCoordinator{cfg: cfg, logs: logs, replicas: replicas, clock: cfg.Clock,
-		logger: logger.Named("share"), slots: make(map[int32]*shareSlot)}
+		logger: logger.Named("share"), slots: make(map[int32]*shareSlot), stop: make(chan struct{}), pruned: map[int32]int64{}}
 	c.state = internalTopic{name: ShareStateTopic, partitions: cfg.StatePartitions,
 		configs: shareStateTopicConfigs(cfg), logs: logs, create: create, logger: c.logger}
 	if t := logs.Topic(ShareStateTopic); t != nil {
 		c.state.adopt(t)
 	}
+	c.wg.Add(1)
+	go c.runTimers()
 	return c
 }
 
-// Close waits for the loads in progress; requests must have finished first.
-func (c *ShareCoordinator) Close() { c.wg.Wait() }
+// Close stops the timers and waits for the loads in progress; requests
+// must have finished first.
+func (c *ShareCoordinator) Close() {
+	close(c.stop)
+	c.wg.Wait()
+}
 
 // Ensure makes sure __share_group_state exists, creating it on first need
 // (FindCoordinator for a share key): once, even under concurrent callers;
@@ -242,7 +260,12 @@ func (c *ShareCoordinator) replay(sl *shareSlot) error {
 		if sl.resigned {
 			return errResignedWhileLoading
 		}
-		_, err := batchRecords(raw, sl.sm.replay)
+		_, err := forEachRecord(raw, func(b *batchInfo, key, value []byte) error {
+			if b.control {
+				return nil
+			}
+			return sl.sm.replay(b.offset, key, value)
+		})
 		return err
 	})
 	if err != nil {
@@ -329,8 +352,8 @@ func (c *ShareCoordinator) appendState(sl *shareSlot, recs []kv, now time.Time) 
 	before := sp.Log.LogEndOffset()
 	_, err = p.AppendAsLeader(buildBatch(recs, now), replica.AcksAll, c.cfg.WriteTimeout)
 	if sp.Log.LogEndOffset() > before {
-		for _, r := range recs {
-			if rerr := sl.sm.replay(r.key, r.value); rerr != nil {
+		for i, r := range recs {
+			if rerr := sl.sm.replay(before+int64(i), r.key, r.value); rerr != nil {
 				err = errors.Join(err, fmt.Errorf("replay: %w", rerr))
 			}
 		}

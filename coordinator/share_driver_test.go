@@ -1,7 +1,9 @@
 package coordinator
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -50,6 +52,7 @@ type shareTestNode struct {
 	dir   string
 	logs  *storage.Manager
 	coord *ShareCoordinator
+	clock *clockwork.FakeClock
 	topic [16]byte // t, 2 partitions
 }
 
@@ -67,7 +70,9 @@ func openShareNode(t *testing.T, dir string) *shareTestNode {
 	}
 	n.topic = logs.Topic("t").ID
 	cfg := DefaultShareConfig()
-	cfg.StatePartitions, cfg.SnapshotUpdateRecords, cfg.Clock = 4, 2, clockwork.NewFakeClockAt(scriptStart)
+	n.clock = clockwork.NewFakeClockAt(scriptStart)
+	cfg.StatePartitions, cfg.SnapshotUpdateRecords, cfg.Clock = 4, 2, n.clock
+	cfg.PruneInterval, cfg.ColdSnapshotInterval = time.Minute, 10*time.Minute
 	create := func(name string, partitions int32, configs map[string]string) (*storage.Topic, error) {
 		st, err := logs.CreateTopic(name, partitions, configs, false)
 		if err != nil {
@@ -239,5 +244,69 @@ func TestShareCoordinatorEmptyRequests(t *testing.T) {
 	r.Topics, r.GroupID = r.Topics[:1], ""
 	if resp := n.coord.ReadState(r); len(resp.Topics) != 0 {
 		t.Errorf("no group: answered %+v", resp.Topics)
+	}
+}
+
+// TestShareCoordinatorPrunesAndSnapshotsCold runs the two timers: each
+// prune interval the records of a __share_group_state partition below
+// its share-partitions' last snapshots are deleted; a share-partition
+// whose last snapshot is a cold-snapshot interval old gets a copy, which
+// lets the next prune go past its updates. A restart, which replays from
+// the new log start, reads the same state.
+func TestShareCoordinatorPrunesAndSnapshotsCold(t *testing.T) {
+	dir := t.TempDir()
+	n := openShareNode(t, dir)
+	if err := n.coord.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.clock.BlockUntilContext(ctx, 2); err != nil {
+		t.Fatalf("the timers' tickers: %v", err)
+	}
+	if p := n.initialize("g", 0, 0, 5); p.ErrorCode != 0 {
+		t.Fatalf("initialize: %d %q", p.ErrorCode, message(p.ErrorMessage))
+	}
+	// Offsets 1 and 2 are updates; 3 is a snapshot (2 updates per snapshot),
+	// then 4 another update.
+	for i, b := range []kmsg.WriteShareGroupStateRequestTopicPartitionStateBatch{
+		stateBatch(5, 9, 2, 1), stateBatch(10, 14, 0, 2), stateBatch(15, 15, 4, 5), stateBatch(16, 16, 2, 1),
+	} {
+		if p := n.write("g", 0, 0, 5, b); p.ErrorCode != 0 {
+			t.Fatalf("write %d: %d %q", i, p.ErrorCode, message(p.ErrorMessage))
+		}
+	}
+	want := n.read("g", 0, 0)
+	sp := n.logs.Topic(ShareStateTopic).Partition(n.coord.PartitionFor(ShareKey("g", n.topic, 0)))
+	logStart := func(offset int64) func() bool {
+		return func() bool { return sp.Log.LogStartOffset() == offset }
+	}
+	if sp.Log.LogStartOffset() != 0 || sp.Log.LogEndOffset() != 5 {
+		t.Fatalf("log %d-%d before pruning, want 0-5", sp.Log.LogStartOffset(), sp.Log.LogEndOffset())
+	}
+
+	n.clock.Advance(time.Minute)
+	waitFor(t, "pruning below the last snapshot, offset 3", logStart(3))
+
+	// Ten minutes on, the snapshot at 3 is cold: a copy at 5, and the next
+	// prune goes up to it.
+	n.clock.Advance(9 * time.Minute)
+	waitFor(t, "the cold-partition snapshot", func() bool { return sp.Log.LogEndOffset() == 6 })
+	n.clock.Advance(time.Minute)
+	waitFor(t, "pruning below the cold snapshot, offset 5", logStart(5))
+
+	n.close()
+	n = openShareNode(t, dir)
+	defer n.close()
+	waitFor(t, "the share coordinator to load", n.coord.Loaded)
+	got := n.read("g", 0, 0)
+	if got.ErrorCode != 0 || got.StartOffset != want.StartOffset || len(got.StateBatches) != len(want.StateBatches) {
+		t.Fatalf("after pruning and a restart read %+v, want %+v", got, want)
+	}
+	for i := range got.StateBatches {
+		g, w := got.StateBatches[i], want.StateBatches[i]
+		if g.FirstOffset != w.FirstOffset || g.LastOffset != w.LastOffset || g.DeliveryState != w.DeliveryState || g.DeliveryCount != w.DeliveryCount {
+			t.Errorf("after pruning and a restart batch %d is %+v, want %+v", i, g, w)
+		}
 	}
 }

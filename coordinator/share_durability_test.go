@@ -30,9 +30,11 @@ func durabilityRun(t *testing.T, seed int64) {
 	coord := newShareStateShard(3, func([16]byte) int32 { return 1 })
 	k := sharePartKey{group: "g", topicID: shareTestTopicID("t")}
 	now := scriptStart
+	var offset int64
 	apply := func(recs []kv) {
 		for _, r := range recs {
-			if err := coord.replay(r.key, r.value); err != nil {
+			offset++
+			if err := coord.replay(offset, r.key, r.value); err != nil {
 				t.Fatalf("seed %d: replay: %v", seed, err)
 			}
 		}

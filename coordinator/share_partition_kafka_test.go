@@ -58,7 +58,7 @@ func TestSharePartitionMatchesKafka(t *testing.T) {
 	var wrote []kv
 	apply := func(recs []kv) {
 		for _, r := range recs {
-			if err := coord.replay(r.key, r.value); err != nil {
+			if err := coord.replay(int64(len(wrote)), r.key, r.value); err != nil {
 				t.Fatal(err)
 			}
 			wrote = append(wrote, r)

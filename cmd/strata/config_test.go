@@ -112,7 +112,7 @@ func TestDefaults(t *testing.T) {
 			IDExpirationMs: 604800000, IDExpirationCheckMs: 3600000},
 		Tokens: tokenSettings{MaxLifetimeMs: 604800000, ExpiryTimeMs: 86400000, CheckIntervalMs: 3600000},
 		Shares: coordinator.ShareConfig{StatePartitions: 50, StateSegmentBytes: 104857600, StateMinISR: 2,
-			SnapshotUpdateRecords: 500, WriteTimeout: 5 * time.Second},
+			SnapshotUpdateRecords: 500, WriteTimeout: 5 * time.Second, PruneInterval: 5 * time.Minute, ColdSnapshotInterval: 5 * time.Minute},
 		TxnVerification: true,
 
 		ConsumerSessionTimeoutMs:       45000,
@@ -187,6 +187,12 @@ func TestValidValues(t *testing.T) {
 			func(s settings) bool {
 				c := s.Shares
 				return c.StatePartitions == 3 && c.StateSegmentBytes == 1024 && c.StateMinISR == 1 && c.SnapshotUpdateRecords == 7
+			}},
+		{map[string]string{"share.coordinator.write.timeout.ms": "100", "share.coordinator.state.topic.prune.interval.ms": "200",
+			"share.coordinator.cold.partition.snapshot.interval.ms": "300"},
+			func(s settings) bool {
+				c := s.Shares
+				return c.WriteTimeout == 100*time.Millisecond && c.PruneInterval == 200*time.Millisecond && c.ColdSnapshotInterval == 300*time.Millisecond
 			}},
 		{map[string]string{"share.coordinator.snapshot.update.records.per.snapshot": "0"},
 			func(s settings) bool { return s.Shares.SnapshotUpdateRecords == coordinator.SnapshotEveryWrite }},
