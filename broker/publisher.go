@@ -144,9 +144,13 @@ func localChanges(node int32, old, new *metadata.Image) []localChange {
 // publish applies the change from old to new: the replicas first, then
 // the follower fetchers, then the coordinators, as Kafka's publisher. A
 // partition whose replica cannot lead is not elected for (its coordinator
-// keeps answering NOT_COORDINATOR).
+// keeps answering NOT_COORDINATOR). The share coordinator then drops the
+// deleted topics' share state, as Kafka's publisher tells it.
 func (p *publisher) publish(old, new *metadata.Image) {
 	p.apply(localChanges(p.node, old, new), new)
+	if ids := deletedTopicIDs(old, new); len(ids) > 0 {
+		p.shares.OnTopicsDeleted(ids)
+	}
 }
 
 // caughtUp has storage create the logs the images replayed before this
@@ -232,6 +236,17 @@ func (p *publisher) apply(changes []localChange, new *metadata.Image) {
 			p.logger.Info("elected coordinator of "+topic+" partitions", zap.Int32s("partitions", led[topic]))
 		}
 	}
+}
+
+// deletedTopicIDs are the ids of the topics of old that new lacks.
+func deletedTopicIDs(old, new *metadata.Image) [][16]byte {
+	var ids [][16]byte
+	for _, t := range old.Topics.All() {
+		if new.Topics.ByID(t.ID) == nil {
+			ids = append(ids, t.ID)
+		}
+	}
+	return ids
 }
 
 // hosted is the partition as storage hosts it, nil when it does not (a

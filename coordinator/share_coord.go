@@ -289,6 +289,18 @@ func (s *shareStateShard) deleteState(k sharePartKey) ([]kv, *shareError) {
 	return []kv{{key: shareKey{typ: shareSnapshotType, group: k.group, topicID: k.topicID, partition: k.partition}.encode()}}, nil
 }
 
+// cleanupTopics is Kafka's maybeCleanupShareState: the tombstones of the
+// state of every share-partition of the deleted topics.
+func (s *shareStateShard) cleanupTopics(deleted map[[16]byte]bool) []kv {
+	var recs []kv
+	for _, k := range s.sortedKeys() {
+		if deleted[k.topicID] {
+			recs = append(recs, kv{key: shareKey{typ: shareSnapshotType, group: k.group, topicID: k.topicID, partition: k.partition}.encode()})
+		}
+	}
+	return recs
+}
+
 // replay applies the record at offset of __share_group_state, written by
 // this shard or read back on load.
 func (s *shareStateShard) replay(offset int64, key, value []byte) error {

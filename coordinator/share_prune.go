@@ -2,7 +2,7 @@ package coordinator
 
 import "go.uber.org/zap"
 
-// The share coordinator's two timers, as Kafka's ShareCoordinatorService
+// The share coordinator's background work: its two timers, as Kafka's ShareCoordinatorService
 // sets them up: every share.coordinator.state.topic.prune.interval.ms the
 // records of each partition of __share_group_state below its
 // share-partitions' last snapshots are deleted (the topic is not
@@ -75,5 +75,40 @@ func (c *ShareCoordinator) snapshotCold(sl *shareSlot) {
 	if err := c.appendState(sl, recs, now); err != nil {
 		c.logger.Warn("cold-partition snapshots of "+ShareStateTopic+" failed; retrying at the next interval",
 			zap.Int32("partition", sl.partition), zap.Error(err))
+	}
+}
+
+// OnTopicsDeleted removes the state of the deleted topics' share-partitions
+// from every partition this node leads, as Kafka's onTopicsDeleted, in the
+// background: the metadata publisher that calls it does not wait for the
+// appends.
+func (c *ShareCoordinator) OnTopicsDeleted(ids [][16]byte) {
+	deleted := make(map[[16]byte]bool, len(ids))
+	for _, id := range ids {
+		deleted[id] = true
+	}
+	slots := c.sortedSlots()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for _, sl := range slots {
+			c.cleanupTopics(sl, deleted)
+		}
+	}()
+}
+
+func (c *ShareCoordinator) cleanupTopics(sl *shareSlot, deleted map[[16]byte]bool) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.loading || sl.resigned {
+		return
+	}
+	recs := sl.sm.cleanupTopics(deleted)
+	if len(recs) == 0 {
+		return
+	}
+	if err := c.appendState(sl, recs, c.clock.Now()); err != nil {
+		c.logger.Warn("removing the share state of deleted topics from "+ShareStateTopic+" failed",
+			zap.Int32("partition", sl.partition), zap.Int("records", len(recs)), zap.Error(err))
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -371,5 +374,57 @@ func TestShareCoordinatorConfigsE2E(t *testing.T) {
 	}
 	if got["segment.bytes"] != "1048576" || got["min.insync.replicas"] != "1" {
 		t.Fatalf("__share_group_state's configs %v, want segment.bytes 1048576 and min.insync.replicas 1", got)
+	}
+}
+
+// TestShareStateOfDeletedTopicE2E: deleting a topic removes its
+// share-partitions' state from __share_group_state, as Kafka's share
+// coordinator does on onTopicsDeleted: a ShareSnapshot tombstone of each,
+// read back over TCP, and none for another topic's state, which a kill -9
+// and restart keep.
+func TestShareStateOfDeletedTopicE2E(t *testing.T) {
+	e2e(t)
+	p := startBroker(t, "")
+	cl := newClient(t, p.addr)
+	createTopic(t, cl, "gone", 1)
+	createTopic(t, cl, "kept", 1)
+	s := dialShare(t, p.addr)
+	gone, kept := s.topicID("gone"), s.topicID("kept")
+	s.findShareCoordinator("g:" + shareTopicIDString(gone) + ":0")
+	for _, id := range [][16]byte{gone, kept} {
+		if r := s.initializeState("g", id, 0, 1, 0); r.ErrorCode != 0 {
+			t.Fatalf("initialize: %v %s", kerr.ErrorForCode(r.ErrorCode), strOr(r.ErrorMessage))
+		}
+	}
+	if _, err := kadm.NewClient(cl).DeleteTopic(context.Background(), "gone"); err != nil {
+		t.Fatal(err)
+	}
+
+	reader := newClient(t, p.addr, kgo.ConsumeTopics("__share_group_state"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tombstoned := map[[16]byte]bool{}
+	for !tombstoned[gone] {
+		fs := reader.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("no tombstone of the deleted topic's share state in __share_group_state: %v", fs.Errors())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			for _, id := range [][16]byte{gone, kept} {
+				if r.Value == nil && bytes.Contains(r.Key, id[:]) {
+					tombstoned[id] = true
+				}
+			}
+		})
+	}
+	if tombstoned[kept] {
+		t.Fatal("the kept topic's share state was tombstoned too")
+	}
+
+	p.kill()
+	p = p.restart()
+	s = dialShare(t, p.addr)
+	if r := s.readState("g", kept, 0, 0); r.ErrorCode != 0 || r.StateEpoch != 1 {
+		t.Fatalf("the kept topic's state after a restart: %v %s, state epoch %d", kerr.ErrorForCode(r.ErrorCode), strOr(r.ErrorMessage), r.StateEpoch)
 	}
 }
