@@ -2,8 +2,10 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -286,5 +288,45 @@ func TestAuthorizerRefusesOneResource(t *testing.T) {
 			resp := adminRoundTrip[kmsg.Response](t, b, tc.req(), tc.version)
 			tc.check(t, resp)
 		})
+	}
+}
+
+// TestConsumerGroupHeartbeatTopicAuthorization checks KafkaApis' and
+// TopicRegexResolver's topic checks of a KIP-848 heartbeat: a named topic
+// the member may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED, and a regex
+// resolves only to the topics it may DESCRIBE.
+func TestConsumerGroupHeartbeatTopicAuthorization(t *testing.T) {
+	authz := &ruleAuthorizer{}
+	b := startBroker(t, func(c *Config) { c.Authorizer = authz })
+	adm := kadm.NewClient(newClient(t, b))
+	if _, err := adm.CreateTopics(context.Background(), 1, 1, nil, "r-ok", "r-no"); err != nil {
+		t.Fatal(err)
+	}
+	authz.set(authzRule{OpDescribe, ResourceTopic, "r-no"})
+	hb := func(member string, epoch int32, mutate func(*kmsg.ConsumerGroupHeartbeatRequest)) *kmsg.ConsumerGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "rg", member, epoch, 30000
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		mutate(req)
+		return adminRoundTrip[*kmsg.ConsumerGroupHeartbeatResponse](t, b, req, 1)
+	}
+	named := hb("named", 0, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = []string{"r-ok", "r-no"} })
+	code(t, "subscribed to a topic it may not describe", named.ErrorCode, kerr.TopicAuthorizationFailed)
+
+	regex := func(epoch int32) *kmsg.ConsumerGroupHeartbeatResponse {
+		return hb("regex", epoch, func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicRegex = kmsg.StringPtr("r-.*") })
+	}
+	r := regex(0)
+	if r.ErrorCode != 0 {
+		t.Fatalf("regex join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	waitUntil(t, 10*time.Second, func() (bool, string) {
+		r = regex(r.MemberEpoch)
+		return r.Assignment != nil && len(r.Assignment.Topics) > 0, fmt.Sprintf("no assignment yet (epoch %d)", r.MemberEpoch)
+	})
+	ok := b.logs.Topic("r-ok").ID
+	if len(r.Assignment.Topics) != 1 || r.Assignment.Topics[0].TopicID != ok {
+		t.Fatalf("the regex assigned %+v, want only r-ok (%x)", r.Assignment.Topics, ok)
 	}
 }

@@ -7,16 +7,13 @@ package broker
 // and assignment, computed by a server-side assignor (uniform or range,
 // chosen with ServerAssignor; the group uses the most requested one). v1
 // has client-generated member ids and topic regexes (RE2 syntax, as
-// Kafka's RE2/J, matched against whole names, internal topics excluded).
-// Revocation happens before reassignment: a partition goes to its new
-// owner only after the previous owner's heartbeat no longer lists it. The
-// session timeout is group.consumer.session.timeout.ms and the heartbeat
-// interval group.consumer.heartbeat.interval.ms. Member epoch -1 leaves,
-// -2 is a static member leaving until its session expires. See
-// coordinator/consumer.go. Differences from Kafka: membership is not
-// persisted (members rejoin after a broker restart; offsets are kept), a
-// non-empty classic group is not migrated (GROUP_ID_NOT_FOUND), and
-// group.consumer.assignors and per-group configs are not configurable.
+// Kafka's RE2/J, matched against whole names). See coordinator/consumer.go
+// (membership kept in __consumer_offsets, online migration from and to
+// classic groups in consumer_migrate.go, regexes in consumer_regex.go).
+// As Kafka's KafkaApis: READ on the group, then DESCRIBE on every topic
+// named in SubscribedTopicNames (TOPIC_AUTHORIZATION_FAILED if one is
+// refused); a regex resolves to the topics the member whose heartbeat
+// started the resolution may DESCRIBE.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,5 +33,17 @@ func handleConsumerGroupHeartbeat(rc *reqCtx) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
-	return b.groups.ConsumerGroupHeartbeat(r, req.Version, requestClient(rc)), nil
+	for _, topic := range r.SubscribedTopicNames {
+		if !rc.authorize(OpDescribe, ResourceTopic, topic) {
+			resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+			resp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			return resp, nil
+		}
+	}
+	cl := requestClient(rc)
+	if !rc.isAllowAll() {
+		authz, principal, host := rc.authz, rc.principal, rc.clientHost
+		cl.CanDescribe = func(topic string) bool { return authz.Authorize(principal, host, OpDescribe, ResourceTopic, topic) }
+	}
+	return b.groups.ConsumerGroupHeartbeat(r, req.Version, cl), nil
 }

@@ -142,6 +142,9 @@ type consumerGroup struct {
 	assignmentTime  int64           // unix ms of the last target assignment
 
 	resolved map[string]resolvedRegex // the members' regexes as last resolved; nil for none
+	// regexAuth is the CanDescribe of the member whose heartbeat started
+	// the pending resolution, as Kafka resolves with that request's context.
+	regexAuth func(topic string) bool
 
 	stored          consumerImage       // the group's records as last made durable (consumer_replay.go)
 	storedIDs       map[string]struct{} // its members then
@@ -298,7 +301,7 @@ func (s *groupShard) consumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequ
 		bump = true
 		s.logger.Info("member joined consumer group", zap.String("group", g.id), zap.String("member", m.id))
 	}
-	if s.maybeUpdateRegexes(g, m, oldRegex) {
+	if s.maybeUpdateRegexes(g, m, oldRegex, client) {
 		bump = true
 	}
 	if h := s.subscriptionHash(cg); h != cg.metadataHash {

@@ -38,9 +38,9 @@ import (
 //     refresh.
 //   - A regex's record is deleted when its last member leaves it.
 //
-// Kafka drops from a resolution the topics the member whose heartbeat
-// started it may not DESCRIBE; Strata's coordinator has no authorizer and
-// keeps them (see README, What differs).
+//   - As Kafka's filterTopicDescribeAuthorizedTopics, a resolution drops the
+//     topics the member whose heartbeat started it may not DESCRIBE
+//     (Client.CanDescribe).
 
 // regexBatchRefreshMinInterval is Kafka's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS.
 const regexBatchRefreshMinInterval = 10 * time.Second
@@ -196,7 +196,7 @@ func (cg *consumerGroup) lastRegexRefresh() (timestamp, version int64) {
 // heartbeat moved it from regex old to m.regex: it starts a refresh when
 // Kafka would and reports whether the group epoch must be bumped (m left
 // a regex, or took one already resolved).
-func (s *groupShard) maybeUpdateRegexes(g *group, m *cmember, old string) bool {
+func (s *groupShard) maybeUpdateRegexes(g *group, m *cmember, old string, client Client) bool {
 	cg := g.consumer
 	bump, refresh := false, false
 	if old != m.regex {
@@ -223,6 +223,7 @@ func (s *groupShard) maybeUpdateRegexes(g *group, m *cmember, old string) bool {
 	refresh = refresh || len(subs) != len(cg.resolved) || now > last+s.regexRefreshInterval().Milliseconds() ||
 		version < s.newestTopicVersion()
 	if refresh {
+		cg.regexAuth = client.CanDescribe
 		s.schedule(key, 0)
 	}
 	return bump
@@ -272,7 +273,7 @@ func (s *groupShard) refreshRegexes(g *group) {
 				zap.String("regex", regex), zap.Error(err))
 		}
 		for _, t := range topics {
-			if re != nil && re.MatchString(t.name) {
+			if re != nil && re.MatchString(t.name) && (cg.regexAuth == nil || cg.regexAuth(t.name)) {
 				matched = append(matched, t.name)
 			}
 		}

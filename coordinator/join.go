@@ -14,6 +14,10 @@ import (
 // address as Kafka prints it ("/127.0.0.1").
 type Client struct {
 	ID, Host string
+	// CanDescribe reports whether the client's principal may DESCRIBE a
+	// topic, which decides what a regex it subscribes to resolves to; nil
+	// allows every topic (no authorizer).
+	CanDescribe func(topic string) bool
 }
 
 type joinRequest struct {
