@@ -14,7 +14,9 @@ import (
 // shared its tasks with standbys and one left; kmsg-driven members of
 // group sg-raw joined (one static, with a rack, client tags and a user
 // endpoint), took tasks, rebalanced, left (the static one with epoch -2,
-// then -1); the word count closed and both groups were deleted.
+// then -1); the word count closed and both groups were deleted. cmd/strata's
+// TestCaptureKafkaStreamsSegment writes it again
+// (STRATA_CAPTURE_STREAMS_SEGMENT=<file> go test -run TestCaptureKafkaStreamsSegment ./cmd/strata/).
 const kafkaStreamsGroupsLog = "testdata/kafka-4.4.0-streams-groups.log"
 
 // decodeEncodeST decodes a streams group record and encodes it again,
