@@ -3,8 +3,8 @@ package coordinator
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -67,12 +67,7 @@ func (s *groupShard) replayStreams(key, value []byte) error {
 // activateStreamsGroups builds the replayed streams groups and starts
 // their members' sessions (and revocation deadlines).
 func (s *groupShard) activateStreamsGroups() {
-	ids := make([]string, 0, len(s.streamsImages))
-	for id := range s.streamsImages {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(s.streamsImages)) {
 		img := s.streamsImages[id]
 		if _, ok := img[string(cgKey{typ: stMetadataType, group: id}.encode())]; !ok {
 			continue // members' records without the group's: Kafka skips them too
@@ -106,14 +101,7 @@ func (s *groupShard) armStreamsTimers(g *group) {
 func (s *groupShard) streamsGroupFromRecords(img consumerImage) (*streamsGroup, error) {
 	sg := newStreamsGroup()
 	currents := map[string]*stCurrentValue{}
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range img {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	for _, key := range keys {
+	for _, key := range slices.Sorted(maps.Keys(img)) {
 		value := img[key]
 		k, err := decodeCGKey([]byte(key))
 		if err != nil {
@@ -336,13 +324,7 @@ func streamsRecords(g *group) []kv {
 		if m.endpoint != nil {
 			v.userEndpoint = &stEndpoint{host: m.endpoint.Host, port: m.endpoint.Port}
 		}
-		for _, k := range slices.Sorted(func(yield func(string) bool) {
-			for k := range m.clientTags {
-				if !yield(k) {
-					return
-				}
-			}
-		}) {
+		for _, k := range slices.Sorted(maps.Keys(m.clientTags)) {
 			v.clientTags = append(v.clientTags, stKeyValue{key: k, value: m.clientTags[k]})
 		}
 		recs = append(recs, kv{key: key(stMemberType, m.id), value: v.encode()})
