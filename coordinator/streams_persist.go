@@ -87,11 +87,12 @@ func (s *groupShard) activateStreamsGroups() {
 }
 
 // armStreamsTimers starts the members' session timers, and the revocation
-// deadline of those revoking tasks.
+// deadline of those revoking tasks (not of a static member away with epoch
+// -2, whose deadline its leave cancelled).
 func (s *groupShard) armStreamsTimers(g *group) {
 	for _, m := range g.streams.sortedMembers() {
 		s.scheduleStreamsSession(g, m)
-		if m.state == smemberUnrevoked {
+		if m.state == smemberUnrevoked && m.epoch != staticLeaveEpoch {
 			s.schedule(timerKey{kind: timerStreamsRevoke, group: g.id, member: m.id}, m.rebalanceTimeout)
 		}
 	}
