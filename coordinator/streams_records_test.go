@@ -98,3 +98,47 @@ func TestStreamsGroupRecordsMatchKafka(t *testing.T) {
 	}
 	t.Logf("values by type %v, tombstones by type %v", seen, tombstones)
 }
+
+// TestStreamsGroupRecordsRejectMalformed: truncated or inflated values
+// are errors, never a panic or a large allocation.
+func TestStreamsGroupRecordsRejectMalformed(t *testing.T) {
+	tasks := []stTaskIDs{{subtopology: "0", partitions: []int32{0, 1}, epochs: []int32{2, 3}}}
+	cur := stCurrentValue{memberEpoch: 3, previousMemberEpoch: 2, state: 1, active: tasks, standby: []stTaskIDs{}, warmup: []stTaskIDs{},
+		activeRevoking: tasks, standbyRevoking: []stTaskIDs{}, warmupRevoking: []stTaskIDs{}}
+	member := stMemberValue{clientID: "c", clientHost: "/h", rebalanceTimeoutMs: 30000, processID: "p",
+		userEndpoint: &stEndpoint{host: "h", port: 8080}, clientTags: []stKeyValue{{key: "zone", value: "z1"}}}
+	topology := stTopologyValue{subtopologies: []stSubtopology{{id: "0", sourceTopics: []string{"t"}, sourceTopicRegex: []string{},
+		stateChangelogTopics:  []stTopicInfo{{name: "c", configs: []stKeyValue{{key: "cleanup.policy", value: "compact"}}}},
+		repartitionSinkTopics: []string{}, repartitionSourceTopics: []stTopicInfo{},
+		copartitionGroups: []stCopartitionGroup{{sourceTopics: []int16{0}, sourceTopicRegex: []int16{}, repartitionSourceTopics: []int16{}}}}}}
+	meta := stMetadataValue{epoch: 1, metadataHash: 7, validatedTopologyEpoch: 0, lastAssignmentConfigs: []stKeyValue{{key: "k", value: "v"}},
+		storedDescriptionEpoch: -1, failedDescriptionEpoch: 2}
+	for name, tt := range map[string]struct {
+		value  []byte
+		decode func([]byte) error
+	}{
+		"current":  {cur.encode(), func(b []byte) error { _, err := decodeSTCurrent(b); return err }},
+		"member":   {member.encode(), func(b []byte) error { _, err := decodeSTMember(b); return err }},
+		"topology": {topology.encode(), func(b []byte) error { _, err := decodeSTTopology(b); return err }},
+		"metadata": {meta.encode(), func(b []byte) error { _, err := decodeSTMetadata(b); return err }},
+	} {
+		if err := tt.decode(tt.value); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for n := 0; n < len(tt.value); n++ {
+			if err := tt.decode(tt.value[:n]); err == nil {
+				t.Errorf("%s cut to %d of %d bytes decoded", name, n, len(tt.value))
+			}
+		}
+		huge := append(append([]byte{}, tt.value[:2]...), 0xff, 0xff, 0xff, 0xff, 0x07)
+		if err := tt.decode(huge); err == nil {
+			t.Errorf("%s with a 2^31 length decoded", name)
+		}
+		if err := tt.decode(append(append([]byte{}, tt.value...), 0)); err == nil {
+			t.Errorf("%s with a byte after the end decoded", name)
+		}
+	}
+	if v, err := decodeSTMetadata(meta.encode()); err != nil || v.failedDescriptionEpoch != 2 || v.storedDescriptionEpoch != -1 || configsString(v.lastAssignmentConfigs) != "k=v" {
+		t.Errorf("metadata decoded again as %+v, %v", v, err)
+	}
+}
