@@ -16,8 +16,7 @@ package broker
 // says "Unauthorized to CREATE on topics ...". Kafka creates them in the
 // background after answering; Strata creates them before answering, so
 // the next heartbeat finds them. Differences from Kafka: see
-// coordinator/streams.go (membership in memory, no warm-up tasks, no
-// initial rebalance delay).
+// coordinator/streams.go (no warm-up tasks, no initial rebalance delay).
 
 import (
 	"errors"

@@ -23,8 +23,9 @@ const (
 	cgRegexType             = 16 // ConsumerGroupRegularExpression: a regex's resolved topics
 )
 
-// cgKey is the key of a consumer group record: the group, and for member
-// records the member id (for regex records the regex).
+// cgKey is the key of a consumer (or streams, streams_records.go) group
+// record: the group, and for member records the member id (for regex
+// records the regex).
 type cgKey struct {
 	typ   int16
 	group string
@@ -32,7 +33,11 @@ type cgKey struct {
 }
 
 func (k cgKey) hasSub() bool {
-	return k.typ == cgMemberType || k.typ == cgTargetMemberType || k.typ == cgCurrentType || k.typ == cgRegexType
+	switch k.typ {
+	case cgMemberType, cgTargetMemberType, cgCurrentType, cgRegexType, stMemberType, stTargetMemberType, stCurrentType:
+		return true
+	}
+	return false
 }
 
 func (k cgKey) encode() []byte {

@@ -515,9 +515,12 @@ func (s *groupShard) restoreConsumer(g *group) {
 }
 
 // groupTombstones is the records deleting g after its offsets' tombstones:
-// its classic GroupMetadata, or its consumer group records.
+// its classic GroupMetadata, or its consumer or streams group records.
 func groupTombstones(g *group) []kv {
-	if g.consumer == nil {
+	switch {
+	case g.streams != nil:
+		return streamsTombstones(g)
+	case g.consumer == nil:
 		return []kv{{key: groupMetadataKey(g.id)}}
 	}
 	return consumerTombstones(g)

@@ -267,6 +267,9 @@ func formatRecord(r kv, topicName func([16]byte) string) string {
 		return fmt.Sprintf("group %s gen=%d protocol=%s leader=%s members=(%s)", k.Group, v.Generation,
 			deref(v.Protocol), deref(v.Leader), strings.Join(ms, ","))
 	}
+	if isStreamsType(version) {
+		return formatStreamsRecord(r)
+	}
 	return formatConsumerRecord(r, topicName)
 }
 
@@ -277,7 +280,9 @@ func dumpGroup(out *strings.Builder, s *groupShard, id string) {
 		fmt.Fprintf(out, "%s: none\n", id)
 		return
 	}
-	if cg := g.consumer; cg != nil {
+	if g.streams != nil {
+		dumpStreams(out, g)
+	} else if cg := g.consumer; cg != nil {
 		fmt.Fprintf(out, "%s: consumer %s epoch=%d assignment-epoch=%d\n", id, cg.state(), cg.epoch, cg.assignmentEpoch)
 		for _, m := range cg.sortedMembers() {
 			proto := ""

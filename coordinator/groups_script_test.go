@@ -312,6 +312,8 @@ func (h *scriptHarness) step(t *testing.T, d *datadriven.TestData) string {
 		fmt.Fprintf(&out, "delete-group: %s\n", errName(r.err))
 	case "cg-heartbeat":
 		h.consumerHeartbeat(t, a, group)
+	case "st-heartbeat":
+		h.streamsHeartbeat(t, a, group)
 	case "tick":
 		h.now = h.now.Add(a.dur("", 0))
 		fmt.Fprintf(&out, "now %s\n", h.now.Sub(scriptStart))

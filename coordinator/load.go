@@ -108,6 +108,9 @@ func (s *groupShard) replay(key, value []byte) error {
 		}
 		replayGroupMetadata(s.replayGroup(k.Group), &v)
 	default:
+		if isStreamsType(version) {
+			return s.replayStreams(key, value)
+		}
 		return s.replayConsumer(key, value)
 	}
 	return nil

@@ -33,6 +33,7 @@ type groupShard struct {
 	timers  timerQueue
 
 	consumerImages map[string]consumerImage // KIP-848 records read while loading, by group
+	streamsImages  map[string]consumerImage // KIP-1071 records read while loading, by group
 	regexTopics    topicsSeen               // when each topic was first seen, for regex refreshes
 
 	eff effects // of the input being handled
@@ -264,6 +265,7 @@ func (s *groupShard) answerSync(m *member, r syncResult) {
 // the members' session timers and the offset retention check.
 func (s *groupShard) activate() {
 	s.activateConsumerGroups()
+	s.activateStreamsGroups()
 	for _, id := range s.sortedGroupIDs() {
 		g := s.groups[id]
 		for _, m := range g.sortedMembers() {

@@ -30,10 +30,13 @@ import (
 //     not revoking within its rebalance timeout is fenced. Member epoch -1
 //     leaves, -2 is a static member leaving until its session expires.
 //
-// Differences from Kafka: the group lives in memory only (no StreamsGroup*
-// records: members rejoin after a coordinator restart or move, committed
-// offsets are kept); there are no warm-up tasks and no initial rebalance
-// delay; standby tasks are not placed by rack or client tags.
+// Every change is written to __consumer_offsets as Kafka's StreamsGroup*
+// records before the heartbeat is answered, and replayed on load
+// (streams_persist.go), so members keep their epochs and tasks across a
+// restart or a coordinator move.
+//
+// Differences from Kafka: there are no warm-up tasks and no initial
+// rebalance delay; standby tasks are not placed by rack or client tags.
 
 // streamsMemberState is Kafka's streams MemberState.
 type streamsMemberState int8
@@ -80,6 +83,8 @@ type streamsGroup struct {
 	owners          map[taskID]string // active task -> member holding it (assigned or pending revocation)
 	shutdown        bool              // a member asked the application to shut down
 	lastConfigs     string            // the assignment configs of the last target with a ready topology
+	assignmentTime  int64             // when the target was computed (Unix ms); 0 for an emptied group's
+	stored          consumerImage     // the group's records as last made durable (streams_persist.go)
 }
 
 func newStreamsGroup() *streamsGroup {
@@ -468,6 +473,8 @@ func (s *groupShard) removeStreamsMember(g *group, m *smember, bump bool) {
 	if len(sg.members) == 0 {
 		g.stateTime = s.now
 		sg.shutdown = false
+		// As Kafka: the empty group's target is itself, at its epoch.
+		sg.assignmentEpoch, sg.assignmentTime = sg.epoch, 0
 	}
 }
 
@@ -518,7 +525,10 @@ func (s *groupShard) onStreamsTimer(g *group, k timerKey) {
 		s.fenceStreamsMember(g, m, "the member's session of "+s.streamsSettings(g.id).SessionTimeout.String()+" expired")
 	case m.state == smemberUnrevoked:
 		s.fenceStreamsMember(g, m, "tasks not revoked within the rebalance timeout of "+m.rebalanceTimeout.String())
+	default:
+		return
 	}
+	s.persistStreams(g, func(error) {})
 }
 
 // partitionsByEndpoint is the group's assignment by user endpoint, for

@@ -18,12 +18,11 @@ func (c *Groups) StreamsGroupHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, c
 	if err := c.ensure(); err != nil {
 		return streamsHeartbeatError(err, ""), nil
 	}
-	var resp *kmsg.StreamsGroupHeartbeatResponse
-	var missing []StreamsInternalTopic
-	if err := c.run(req.Group, func(s *groupShard) { resp, missing = s.streamsGroupHeartbeat(req, client) }); err != nil {
+	var reply *streamsReply
+	if err := c.run(req.Group, func(s *groupShard) { reply = s.streamsHeartbeat(req, client) }); err != nil {
 		return streamsHeartbeatError(err, ""), nil
 	}
-	return resp, missing
+	return reply.resp, reply.missing
 }
 
 // StreamsGroupDescribe describes a streams group as Kafka's

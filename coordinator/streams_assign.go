@@ -52,7 +52,7 @@ func (s *groupShard) computeStreamsTarget(g *group) {
 		}
 	}
 	sg.target = target
-	sg.assignmentEpoch = sg.epoch
+	sg.assignmentEpoch, sg.assignmentTime = sg.epoch, s.now.UnixMilli()
 	if sg.configured.ready {
 		sg.lastConfigs = s.assignmentConfigs(g.id)
 	}
