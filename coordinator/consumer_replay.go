@@ -107,7 +107,10 @@ func (s *groupShard) activateConsumerGroups() {
 		g.members, g.static = map[string]*member{}, map[string]string{}
 		g.state = stateEmpty
 		for _, m := range cg.sortedMembers() {
-			s.scheduleConsumerSession(g, m)
+			// Kafka's onLoaded gives every member the group's session
+			// timeout, a classic one too: its own comes back with its next
+			// heartbeat.
+			s.schedule(timerKey{kind: timerConsumerSession, group: g.id, member: m.id}, s.consumerSessionTimeout(g.id))
 			if m.state == cmemberUnrevoked {
 				s.scheduleRevocation(g, m)
 			}
