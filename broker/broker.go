@@ -508,6 +508,7 @@ func (b *Broker) untrack(c *conn) {
 	b.slotFreed.Broadcast()
 	b.mu.Unlock()
 	b.release(c)
+	b.telemetry.connClosed(c)
 	b.metrics.ConnClosed()
 	b.inflight.Done()
 }

@@ -30,7 +30,12 @@ package broker
 // Neither is authorized, as in Kafka. Client instances live in this
 // broker's memory only, each for max(60 s, 3 push intervals) after its
 // last request, at most 16384 of them (Kafka's cache), as Kafka keeps
-// them.
+// them. As Kafka's ClientMetricsManager does (its
+// ClientConnectionDisconnectListener), the broker remembers the connection
+// an instance was created on (and created again on, when its subscription
+// changed), and when that connection closes the instance and its series
+// go at once; an instance's expiry forgets the connection of its last
+// request.
 //
 // Differences from Kafka: Kafka serves these two keys only when a metrics
 // reporter implementing ClientTelemetry is configured, and hands the
@@ -39,8 +44,7 @@ package broker
 // which Prometheus wants (Kafka answers true). The subscription id is
 // computed over the metrics sorted by name, not in the order of Java's
 // HashSet, so the same subscription has another id than on Kafka (ids
-// are opaque to clients). A client instance is not dropped when its
-// connection closes, only when it expires.
+// are opaque to clients).
 
 import (
 	"encoding/binary"
@@ -94,6 +98,7 @@ type clientInstance struct {
 	lastGet, lastPush time.Time
 	terminating       bool
 	lastSeen          time.Time
+	lastConn          *conn // the connection of its last request
 
 	series map[string]*clientSeries // its latest pushed values (telemetry_store.go)
 }
@@ -106,17 +111,20 @@ func (ci *clientInstance) expiry() time.Duration {
 type telemetry struct {
 	mu        sync.Mutex
 	instances map[[16]byte]*clientInstance
-	series    int   // the series the instances hold together
-	dropped   int64 // series not kept for want of room
-	maxBytes  int32
-	now       func() time.Time
+	// conns are the connections instances were created on, each the
+	// instance it last created (Kafka's clientConnectionIdMap).
+	conns    map[*conn][16]byte
+	series   int   // the series the instances hold together
+	dropped  int64 // series not kept for want of room
+	maxBytes int32
+	now      func() time.Time
 }
 
 func newTelemetry(maxBytes int32, now func() time.Time) *telemetry {
 	if maxBytes <= 0 {
 		maxBytes = DefaultTelemetryMaxBytes
 	}
-	return &telemetry{instances: map[[16]byte]*clientInstance{}, maxBytes: maxBytes, now: now}
+	return &telemetry{instances: map[[16]byte]*clientInstance{}, conns: map[*conn][16]byte{}, maxBytes: maxBytes, now: now}
 }
 
 // clientAttrs are the match attributes of the client rc comes from.
@@ -186,17 +194,34 @@ func (t *telemetry) instance(rc *reqCtx, id [16]byte, now time.Time) *clientInst
 	if ci.lastSeen.IsZero() || subID != ci.subscriptionID || interval != ci.intervalMs || !slices.Equal(metrics, ci.metrics) {
 		ci.metrics, ci.intervalMs, ci.subscriptionID = metrics, interval, subID
 		ci.lastGet, ci.lastPush, ci.terminating = time.Time{}, time.Time{}, false
+		if rc.conn != nil {
+			t.conns[rc.conn] = id
+		}
 	}
-	ci.lastSeen = now
+	ci.lastSeen, ci.lastConn = now, rc.conn
 	return ci
 }
 
-// expire drops the instances not heard of within their expiry.
+// expire drops the instances not heard of within their expiry, and
+// forgets the connection of each one's last request (Kafka's
+// ExpirationTimerTask).
 func (t *telemetry) expire(now time.Time) {
 	for id, ci := range t.instances {
 		if now.Sub(ci.lastSeen) > ci.expiry() {
+			delete(t.conns, ci.lastConn)
 			t.remove(id)
 		}
+	}
+}
+
+// connClosed drops the instance last created on c, with its series
+// (Kafka's ClientConnectionDisconnectListener).
+func (t *telemetry) connClosed(c *conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if id, ok := t.conns[c]; ok {
+		delete(t.conns, c)
+		t.remove(id)
 	}
 }
 

@@ -7,7 +7,8 @@ package broker
 // sum's the sum of the deltas pushed. Cardinality is bounded: a client
 // instance keeps at most maxClientSeries series and the broker
 // maxTelemetrySeries in all (a new series beyond either is dropped and
-// counted), and a client's series go when it expires.
+// counted), and a client's series go when it expires or the connection it
+// was created on closes (telemetry.go).
 
 import (
 	"strings"

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"hash/crc32"
 	"maps"
 	"math"
@@ -304,5 +305,65 @@ func TestClientMetricsConfigsAsKafka(t *testing.T) {
 		if len(r.ConfigResources) != 1 || r.ConfigResources[0].Name != "s" || r.ConfigResources[0].Type != 16 {
 			t.Errorf("ListConfigResources v%d: %+v, want s", version, r.ConfigResources)
 		}
+	}
+}
+
+// TestTelemetryInstanceGoesWithItsConnection: as Kafka's
+// ClientMetricsManager, a client instance and its series go when the
+// connection it was created on closes, not when another connection it
+// pushed on does; the client pushing again on a new connection gets an
+// instance afresh.
+func TestTelemetryInstanceGoesWithItsConnection(t *testing.T) {
+	b := startMeteredBrokerWith(t, nil)
+	if r := clientMetricsIAC(t, b, "s1", "metrics", "org.apache.kafka.producer.", "interval.ms", "1000"); r.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
+	}
+	payload := otlpPayload(2.5, 7)
+	const gauge = "strata_client_metric_org_apache_kafka_producer_record_queue_time_avg"
+	// a is created and pushes on one connection; c is created on c1 and
+	// pushes on c2.
+	a := telemetryConn(t, b, "apache-kafka-java")
+	subA := getSubs(t, a, "tel-1", [16]byte{})
+	c1, c2 := telemetryConn(t, b, "apache-kafka-java"), telemetryConn(t, b, "apache-kafka-java")
+	subC := getSubs(t, c1, "tel-1", [16]byte{})
+	if code := push(t, a, subA.ClientInstanceID, subA.SubscriptionID, 0, payload, false); code != 0 {
+		t.Fatalf("push of a: %v", kerr.ErrorForCode(code))
+	}
+	if code := push(t, c2, subC.ClientInstanceID, subC.SubscriptionID, 0, payload, false); code != 0 {
+		t.Fatalf("push of c: %v", kerr.ErrorForCode(code))
+	}
+	idA, idC := metadata.TopicIDString(subA.ClientInstanceID), metadata.TopicIDString(subC.ClientInstanceID)
+	served := func(s scrape, id string) bool { _, ok := s.value(gauge, "client_instance_id", id); return ok }
+	s := scrapeMetrics(t, b)
+	if !served(s, idA) || !served(s, idC) || s.get("strata_client_telemetry_instances") != 2 {
+		t.Fatalf("before any close: a served %v, c served %v, %v instances", served(s, idA), served(s, idC), s.get("strata_client_telemetry_instances"))
+	}
+	closed := s.get("strata_connections_closed_total")
+	closeAndWait := func(nc net.Conn) scrape {
+		t.Helper()
+		nc.Close()
+		closed++
+		return waitMetrics(t, b, func(s scrape) error {
+			if got := s.get("strata_connections_closed_total"); got != closed {
+				return fmt.Errorf("%v connections closed, want %v", got, closed)
+			}
+			return nil
+		})
+	}
+	if s := closeAndWait(c2); !served(s, idC) || s.get("strata_client_telemetry_instances") != 2 {
+		t.Errorf("after c's push connection closed: c served %v, %v instances, want it kept", served(s, idC), s.get("strata_client_telemetry_instances"))
+	}
+	if s := closeAndWait(a); served(s, idA) || !served(s, idC) || s.get("strata_client_telemetry_instances") != 1 {
+		t.Errorf("after a's connection closed: a served %v, c served %v, %v instances, want only c", served(s, idA), served(s, idC), s.get("strata_client_telemetry_instances"))
+	}
+	if s := closeAndWait(c1); served(s, idC) || s.get("strata_client_telemetry_instances") != 0 {
+		t.Errorf("after c's first connection closed: c served %v, %v instances, want none", served(s, idC), s.get("strata_client_telemetry_instances"))
+	}
+	again := telemetryConn(t, b, "apache-kafka-java")
+	if code := push(t, again, subC.ClientInstanceID, subC.SubscriptionID, 0, payload, false); code != 0 {
+		t.Fatalf("c's push on a new connection: %v", kerr.ErrorForCode(code))
+	}
+	if s := scrapeMetrics(t, b); !served(s, idC) || s.get("strata_client_telemetry_instances") != 1 {
+		t.Errorf("after c pushed again: served %v, %v instances, want it afresh", served(s, idC), s.get("strata_client_telemetry_instances"))
 	}
 }

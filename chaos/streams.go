@@ -107,7 +107,7 @@ func RunWordCount(ctx context.Context, o WordCountOptions) (WordCountReport, err
 	var app *exec.Cmd
 	startApp := func() error {
 		app = exec.CommandContext(ctx, "java", "-Xmx384m", "-cp", filepath.Join(o.Streams, "libs")+"/*:"+filepath.Join(o.Streams, "classes"),
-			"WordCount", addr, input, output, "wordcount-"+o.GroupProtocol, stateDir, o.GroupProtocol)
+			"WordCount", addr, input, output, "wordcount-"+o.GroupProtocol, stateDir, o.GroupProtocol, "1")
 		app.Stdout = lockedWriter{&appMu, &appOut}
 		app.Stderr = app.Stdout
 		if err := app.Start(); err != nil {

@@ -33,7 +33,16 @@ import (
 //     consumer protocol and classic members remain, the group turns classic
 //     again (convertToClassicGroup): tombstones for its consumer records, a
 //     GroupMetadata record at generation = group epoch with each member's
-//     target assignment, and a rebalance.
+//     target assignment, and a rebalance. So it does when a classic static
+//     member replaces the last static member on the consumer protocol
+//     (validateOnlineDowngradeWithReplacedMember): the joining member takes
+//     the replaced one's place and target assignment, reconciled, in a
+//     Stable classic group, rebalanced only when its subscription moved the
+//     group epoch past the target assignment's ("with stale assignment").
+//     Kafka writes the replacement's and the joining member's consumer
+//     records before the tombstones; Strata writes only the tombstones (the
+//     replaced and the joining member's among them) and the GroupMetadata
+//     record, the same group once replayed.
 //
 // A policy that forbids the conversion answers as Kafka does:
 // GROUP_ID_NOT_FOUND with Kafka's message for the upgrade, and a leave that
@@ -249,17 +258,19 @@ func (s *groupShard) classicJoinToConsumerGroup(g *group, jr *joinRequest) (join
 		return fail(kerr.UnknownServerError, "Malformed embedded consumer protocol in subscription deserialization.") // Kafka's IllegalStateException
 	}
 	m := cg.members[id]
+	downgrade, replaced := false, false
 	if jr.instanceID != "" {
 		old := cg.members[cg.static[jr.instanceID]]
 		switch {
 		case old == nil:
 		case unknown:
-			m = s.replaceStaticMember(g, old, id)
+			downgrade = s.downgradesReplacing(g, old)
+			m, replaced = s.replaceStaticMember(g, old, id), true
 		case old.id != id:
 			return fail(kerr.FencedInstanceID, "Static member "+jr.instanceID+" was replaced by member "+old.id+".")
 		}
 	}
-	if m != nil && m.classic == nil {
+	if m != nil && m.classic == nil && !replaced {
 		return fail(kerr.UnknownMemberID, "Member "+id+" does not use the classic protocol.")
 	}
 	bump := false
@@ -285,12 +296,6 @@ func (s *groupShard) classicJoinToConsumerGroup(g *group, jr *joinRequest) (join
 	if h := s.subscriptionHash(cg); h != cg.metadataHash {
 		cg.metadataHash, bump = h, true
 	}
-	if bump {
-		cg.epoch++
-	}
-	if cg.epoch > cg.assignmentEpoch {
-		s.computeTargetAssignment(g)
-	}
 	owned := partitionSet{}
 	for _, t := range sub.OwnedPartitions {
 		if meta, ok := s.topics.Topic(t.Topic); ok {
@@ -298,6 +303,15 @@ func (s *groupShard) classicJoinToConsumerGroup(g *group, jr *joinRequest) (join
 				owned.add(meta.id, p)
 			}
 		}
+	}
+	if downgrade {
+		return s.classicJoinDowngrade(g, jr, m, owned, bump || cg.epoch > cg.assignmentEpoch), true
+	}
+	if bump {
+		cg.epoch++
+	}
+	if cg.epoch > cg.assignmentEpoch {
+		s.computeTargetAssignment(g)
 	}
 	s.reconcile(g, m, owned)
 	s.stopRevokeTimer(g, m) // a classic member has its join and sync timeouts only, as in Kafka
@@ -316,6 +330,59 @@ func (s *groupShard) classicJoinToConsumerGroup(g *group, jr *joinRequest) (join
 		s.answer(jr.waiter, r)
 	})
 	return joinResult{}, true
+}
+
+// downgradesReplacing says whether a classic static member replacing
+// replaced turns consumer group g classic (Kafka's
+// validateOnlineDowngradeWithReplacedMember): replaced is on the consumer
+// protocol and every other member on the classic one, the policy allows
+// the downgrade and the group fits a classic group.
+func (s *groupShard) downgradesReplacing(g *group, replaced *cmember) bool {
+	cg := g.consumer
+	if replaced.classic != nil {
+		return false
+	}
+	for _, m := range cg.members {
+		if m != replaced && (m.classic == nil || len(m.classic.protocols) == 0) {
+			return false
+		}
+	}
+	switch {
+	case !s.downgradeEnabled():
+		s.logger.Info("cannot downgrade consumer group to classic group because the online downgrade is disabled", zap.String("group", g.id))
+		return false
+	case s.cfg.MaxSize > 0 && len(cg.members) > s.cfg.MaxSize:
+		s.logger.Info("cannot downgrade consumer group to classic group because its group size is greater than classic group max size", zap.String("group", g.id))
+		return false
+	}
+	return true
+}
+
+// classicJoinDowngrade turns consumer group g classic as the classic
+// static member m, which has just replaced the last consumer-protocol
+// member, joins (Kafka's classicGroupJoinToConsumerGroup with a valid
+// downgrade): no new target assignment; unless stale (the join moved the
+// group epoch, or it was already past the target assignment's), m is
+// reconciled with the replaced member's target, and the group converted at
+// its group epoch, Stable, with a rebalance only when stale. The join is
+// answered with m's member epoch once the conversion is stored.
+func (s *groupShard) classicJoinDowngrade(g *group, jr *joinRequest, m *cmember, owned partitionSet, stale bool) joinResult {
+	cg := g.consumer
+	if !stale {
+		s.reconcile(g, m, owned)
+	}
+	r := joinResult{memberID: m.id, generation: m.epoch, protocolType: "consumer", protocol: m.classic.protocols[0].name}
+	reason := ""
+	if stale {
+		reason = "Downgrade group " + g.id + " from consumer to classic with stale assignment."
+	}
+	s.convertToClassicGroup(g, cg.sortedMembers(), reason, func(err error) {
+		if err != nil {
+			r = joinResult{err: storeError(err), memberID: jr.memberID}
+		}
+		s.answer(jr.waiter, r)
+	})
+	return joinResult{}
 }
 
 // supportsClassicProtocols is Kafka's ConsumerGroup.supportsClassicProtocols:
@@ -519,6 +586,23 @@ func (s *groupShard) downgradeOnLeave(g *group, leaving []*cmember, onFail func(
 		s.logger.Info("cannot downgrade consumer group to classic group because its group size is greater than classic group max size", zap.String("group", g.id))
 		return false
 	}
+	s.convertToClassicGroup(g, remaining, "Downgrade group "+g.id+" from consumer to classic.", func(err error) {
+		if err != nil && onFail != nil {
+			onFail(err)
+		}
+	})
+	return true
+}
+
+// convertToClassicGroup is Kafka's convertToClassicGroup: consumer group g
+// becomes a Stable classic group of its members remaining (each on the
+// classic protocol) at generation = its group epoch, each member's
+// assignment its target; the consumer records' tombstones and the
+// GroupMetadata record are written, then, when reason is not empty, a
+// rebalance is prepared. then learns the write's error; after a failed
+// write the consumer group is back as stored.
+func (s *groupShard) convertToClassicGroup(g *group, remaining []*cmember, reason string, then func(error)) {
+	cg := g.consumer
 	recs := downgradeTombstones(g)
 	for _, m := range cg.sortedMembers() {
 		s.cancel(timerKey{kind: timerConsumerSession, group: g.id, member: m.id})
@@ -557,6 +641,7 @@ func (s *groupShard) downgradeOnLeave(g *group, leaving []*cmember, onFail func(
 		zap.Int("members", len(g.members)))
 	s.write(recs, func(err error) {
 		if err == nil {
+			then(nil)
 			return
 		}
 		s.logger.Error("storing the downgrade of a consumer group", zap.String("group", g.id), zap.Error(err))
@@ -573,12 +658,11 @@ func (s *groupShard) downgradeOnLeave(g *group, leaving []*cmember, onFail func(
 		g.protocol, g.leader = "", ""
 		g.consumer = cg
 		s.restoreConsumer(g)
-		if onFail != nil {
-			onFail(err)
-		}
+		then(err)
 	})
-	s.prepareRebalance(g, "Downgrade group "+g.id+" from consumer to classic.")
-	return true
+	if reason != "" {
+		s.prepareRebalance(g, reason)
+	}
 }
 
 // downgradeTombstones deletes g's consumer group records in Kafka's order

@@ -17,8 +17,11 @@ import org.apache.kafka.streams.kstream.Produced;
  * changelog topic), every new count written to the output topic (no
  * record cache: one output record per word read), with
  * exactly_once_v2. Arguments: bootstrap servers, input topic, output topic,
- * application id, state directory, group protocol (classic or streams). It
- * runs until it is killed, printing each state change.
+ * application id, state directory, group protocol (classic or streams),
+ * replication factor of its internal topics. It runs until it is killed
+ * (SIGTERM closes it), printing each state change. The compat scenarios
+ * streams_wordcount_classic and streams_wordcount_streams run it too
+ * (compat-tests/runners/kstreams).
  */
 public class WordCount {
     public static void main(String[] args) throws Exception {
@@ -29,7 +32,7 @@ public class WordCount {
         p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, args[5]);
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
-        p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, Integer.parseInt(args[6]));
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);

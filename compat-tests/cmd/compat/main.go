@@ -289,7 +289,7 @@ func (h *harness) run(targets targetSel, onlyClients, onlyScen map[string]bool, 
 	for _, c := range clients {
 		for _, s := range scen {
 			for _, b := range brokers {
-				if !b.covers(c.Name, s) {
+				if !c.runs(s) || !b.covers(c.Name, s) {
 					continue
 				}
 				if r := skipReason[c.Name]; r != "" {
@@ -542,7 +542,7 @@ func (h *harness) crossPhase(clients []clientDef, skipReason map[string]string, 
 		var rmu sync.Mutex
 		var jobs []job
 		for _, c := range clients {
-			if skipReason[c.Name] != "" || !b.covers(c.Name, "cross_consume") {
+			if skipReason[c.Name] != "" || !c.runs("cross_consume") || !b.covers(c.Name, "cross_consume") {
 				continue
 			}
 			for _, p := range clients {
@@ -557,7 +557,7 @@ func (h *harness) crossPhase(clients []clientDef, skipReason map[string]string, 
 		}
 		h.runJobs(jobs, h.jobs)
 		for _, c := range clients {
-			if skipReason[c.Name] != "" || !b.covers(c.Name, "cross_consume") {
+			if skipReason[c.Name] != "" || !c.runs("cross_consume") || !b.covers(c.Name, "cross_consume") {
 				continue
 			}
 			var ok, bad []string

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // clientDef is one entry of the runner registry: how to install a client's runner and the
@@ -25,7 +26,17 @@ type clientDef struct {
 	// Lacks lists scenarios the runner does not implement: their cells are
 	// skips, recorded without running it (nor pre-creating their topics).
 	Lacks []string
+	// Streams: the client runs the Kafka Streams applications (streamsScenarios)
+	// and nothing else, and no other client runs those: their other cells are
+	// not run (empty in the matrix).
+	Streams bool
 }
+
+// streamsScenarios are the Kafka Streams applications the kafka-streams client runs.
+var streamsScenarios = []string{"streams_wordcount_classic", "streams_wordcount_streams"}
+
+// runs says whether the client has a cell of scenario s (see Streams).
+func (c clientDef) runs(s string) bool { return c.Streams == slices.Contains(streamsScenarios, s) }
 
 // kafka44Scenarios are the scenarios of the Kafka 4.4 capabilities, which the
 // kcat and kafka-cli runners lack.
@@ -71,6 +82,12 @@ func registry() []clientDef {
 		{Name: "kafka-java", Argv: []string{"java", "-jar", ".cache/java/runner.jar"},
 			Install: func(h *harness) error { return h.clientsInstall("java") },
 			Ready:   fileReady(".cache/java/runner.jar")},
+		{Name: "kafka-streams", Argv: []string{".cache/bin/kstreams-runner"}, Streams: true, Install: func(h *harness) error {
+			if err := h.runScript("streams", "scripts/install-streams.sh"); err != nil {
+				return err
+			}
+			return h.goBuild("./runners/kstreams", ".cache/bin/kstreams-runner", false)
+		}, Ready: fileReady(".cache/streams-4.4.0/classes/WordCount.class")},
 		{Name: "kafkajs", Argv: []string{"node", "clients/kafkajs/runner.js"},
 			Install: func(h *harness) error { return h.clientsInstall("kafkajs") },
 			Ready:   fileReady("clients/kafkajs/runner.js", "clients/kafkajs/node_modules/kafkajs")},
@@ -91,6 +108,7 @@ var scenarios = []string{
 	"describe_list_groups", "describe_configs", "create_partitions", "delete_topic", "max_message_size",
 	"alter_configs", "describe_topic", "log_dirs", "delete_records", "consumer_groups_cli", "group_consumer_protocol",
 	"transactions_v2", "fetch_sessions", "group_consumer_restart", "group_configs",
+	"streams_wordcount_classic", "streams_wordcount_streams",
 	"cross_produce", "cross_consume",
 }
 

@@ -26,10 +26,12 @@ var restartScenarios = []string{"group_consumer_restart"}
 
 // scenarioTimeouts replace -timeout for the scenarios that need longer
 // (their runners' budgets are rt.Budget's): fetch_sessions creates and
-// fills 200 partitions, three replicas each on a cluster; a restart's
+// fills 200 partitions, three replicas each on a cluster; the Kafka Streams
+// applications start a JVM, create their internal topics and rebalance; a restart's
 // controlled shutdown and JVM start on the loaded machine come on top of
 // the scenario's own 45 s.
-var scenarioTimeouts = map[string]time.Duration{"fetch_sessions": 120 * time.Second, "group_consumer_restart": 300 * time.Second}
+var scenarioTimeouts = map[string]time.Duration{"fetch_sessions": 120 * time.Second, "group_consumer_restart": 300 * time.Second,
+	"streams_wordcount_classic": 120 * time.Second, "streams_wordcount_streams": 120 * time.Second}
 
 func isRestartScenario(s string) bool {
 	for _, x := range restartScenarios {

@@ -133,7 +133,7 @@ func (h *harness) skipUnavailable(clients []clientDef, scen []string) {
 	for i, b := range h.down {
 		for _, c := range clients {
 			for _, s := range scen {
-				if b.covers(c.Name, s) {
+				if c.runs(s) && b.covers(c.Name, s) {
 					h.add(cell{Client: c.Name, Scenario: s, Broker: b.name, Result: "skip", Detail: "reference Kafka unavailable: " + h.downErr[i].Error()})
 				}
 			}

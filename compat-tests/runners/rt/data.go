@@ -82,6 +82,11 @@ type scenarioData struct {
 		Name  string `json:"name"`
 		Value string `json:"value"`
 	} `json:"group_configs"`
+	StreamsWordCount struct {
+		Lines int      `json:"lines"`
+		Words []string `json:"words"`
+		Store string   `json:"store"`
+	} `json:"streams_wordcount"`
 	Group string `json:"group"`
 }
 
@@ -136,7 +141,26 @@ var (
 	// GroupConfigName is the group config group_configs sets to GroupConfigValue.
 	GroupConfigName  = data.GroupConfigs.Name
 	GroupConfigValue = data.GroupConfigs.Value
+	// WordCountStore is the word count's state store (WordCount.java's
+	// Materialized.as), whose changelog the streams_wordcount scenarios read.
+	WordCountStore = data.StreamsWordCount.Store
 )
+
+// WordCountLines are the streams_wordcount scenarios' input: line i holds
+// 1 + i%7 words of the scenario's list, word j of it the list's
+// (3i + 5j) mod len'th.
+func WordCountLines() []string {
+	words := data.StreamsWordCount.Words
+	out := make([]string, data.StreamsWordCount.Lines)
+	for i := range out {
+		line := make([]string, 1+i%7)
+		for j := range line {
+			line[j] = words[(3*i+5*j)%len(words)]
+		}
+		out[i] = strings.Join(line, " ")
+	}
+	return out
+}
 
 // TxnV2Value is the value of record i of transactions_v2's transaction txn.
 func TxnV2Value(txn, i int) string {

@@ -296,14 +296,17 @@ func Deadline() time.Time { return time.Now().Add(20 * time.Second) }
 
 // Budget is a runner's whole time for scenario, within the orchestrator's
 // timeout of it (cmd/compat's scenarioTimeouts): 50 s, more for the
-// scenarios that create 200 partitions (fetch_sessions) or wait out a
-// node's restart (group_consumer_restart).
+// scenarios that create 200 partitions (fetch_sessions), wait out a
+// node's restart (group_consumer_restart) or run a Kafka Streams
+// application (streams_wordcount_*).
 func Budget(scenario string) time.Duration {
 	switch scenario {
 	case "fetch_sessions":
 		return 110 * time.Second
 	case "group_consumer_restart":
 		return 290 * time.Second
+	case "streams_wordcount_classic", "streams_wordcount_streams":
+		return 110 * time.Second
 	}
 	return 50 * time.Second
 }
