@@ -517,6 +517,9 @@ func (s *groupShard) restoreConsumer(g *group) {
 // groupTombstones is the records deleting g after its offsets' tombstones:
 // its classic GroupMetadata, or its consumer group records.
 func groupTombstones(g *group) []kv {
+	if g.share != nil {
+		return shareGroupTombstones(g)
+	}
 	if g.consumer == nil {
 		return []kv{{key: groupMetadataKey(g.id)}}
 	}
