@@ -132,13 +132,13 @@ func TestShareGroupHeartbeatJoinAssignLeaveExpire(t *testing.T) {
 
 	a := &shareMember{id: "member-a"}
 	first := a.beat(t, cl, group, topics)
-	if a.epoch != 1 || first.Assignment == nil || len(a.parts) != 0 || first.HeartbeatIntervalMillis != int32(testShareHeartbeat.Milliseconds()) {
-		t.Fatalf("first heartbeat: epoch %d, assignment %v, interval %d; want epoch 1, an empty assignment (no share state yet)",
+	if a.epoch != 2 || first.Assignment == nil || len(a.parts) != 0 || first.HeartbeatIntervalMillis != int32(testShareHeartbeat.Milliseconds()) {
+		t.Fatalf("first heartbeat: epoch %d, assignment %v, interval %d; want epoch 2 (a new group is at 1), an empty assignment (no share state yet)",
 			a.epoch, first.Assignment, first.HeartbeatIntervalMillis)
 	}
 	settleShare(t, cl, group, 3, []*shareMember{a}, []int{3})
-	if a.epoch != 2 {
-		t.Fatalf("after the share state was initialized: epoch %d, want 2", a.epoch)
+	if a.epoch != 3 {
+		t.Fatalf("after the share state was initialized: epoch %d, want 3", a.epoch)
 	}
 
 	bm := &shareMember{id: "member-b"}
@@ -147,8 +147,8 @@ func TestShareGroupHeartbeatJoinAssignLeaveExpire(t *testing.T) {
 	c := &shareMember{id: "member-c"}
 	c.beat(t, cl, group, topics)
 	settleShare(t, cl, group, 3, []*shareMember{a, bm, c}, []int{1, 1, 1})
-	if a.epoch != 4 {
-		t.Fatalf("three members: epoch %d, want 4", a.epoch)
+	if a.epoch != 5 {
+		t.Fatalf("three members: epoch %d, want 5", a.epoch)
 	}
 
 	ds, err := adm.DescribeShareGroups(testCtx(t), group)
@@ -156,11 +156,11 @@ func TestShareGroupHeartbeatJoinAssignLeaveExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := ds[group]
-	if d.Err != nil || d.GroupState != "Stable" || d.GroupEpoch != 4 || d.AssignmentEpoch != 4 || d.Assignor != "simple" || len(d.Members) != 3 {
+	if d.Err != nil || d.GroupState != "Stable" || d.GroupEpoch != 5 || d.AssignmentEpoch != 5 || d.Assignor != "simple" || len(d.Members) != 3 {
 		t.Fatalf("DescribeShareGroups: %+v", d)
 	}
 	for _, m := range d.Members {
-		if m.MemberEpoch != 4 || len(m.Assignment[topic]) != 1 || !slices.Equal(m.SubscribedTopicNames, topics) {
+		if m.MemberEpoch != 5 || len(m.Assignment[topic]) != 1 || !slices.Equal(m.SubscribedTopicNames, topics) {
 			t.Fatalf("described member %+v", m)
 		}
 	}
@@ -172,7 +172,7 @@ func TestShareGroupHeartbeatJoinAssignLeaveExpire(t *testing.T) {
 		t.Fatalf("ListGroups by type share: %+v", lg)
 	}
 
-	if r := shareHB(t, cl, group, "stranger", 4, nil); r.ErrorCode != kerr.UnknownMemberID.Code {
+	if r := shareHB(t, cl, group, "stranger", 5, nil); r.ErrorCode != kerr.UnknownMemberID.Code {
 		t.Fatalf("unknown member: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 	if r := shareHB(t, cl, group, a.id, 99, nil); r.ErrorCode != kerr.FencedMemberEpoch.Code {
@@ -187,8 +187,8 @@ func TestShareGroupHeartbeatJoinAssignLeaveExpire(t *testing.T) {
 		t.Fatalf("leave: %v epoch %d", kerr.ErrorForCode(left.ErrorCode), left.MemberEpoch)
 	}
 	settleShare(t, cl, group, 3, []*shareMember{a, bm}, []int{2, 1})
-	if a.epoch != 5 {
-		t.Fatalf("after the leave: epoch %d, want 5", a.epoch)
+	if a.epoch != 6 {
+		t.Fatalf("after the leave: epoch %d, want 6", a.epoch)
 	}
 
 	// b stops heartbeating: its session expires and a gets everything.
@@ -197,7 +197,7 @@ func TestShareGroupHeartbeatJoinAssignLeaveExpire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := ds[group]; len(d.Members) != 1 || d.Members[0].MemberID != a.id || d.GroupEpoch != 6 {
+	if d := ds[group]; len(d.Members) != 1 || d.Members[0].MemberID != a.id || d.GroupEpoch != 7 {
 		t.Fatalf("after b's session expired: %+v", d)
 	}
 }
@@ -316,8 +316,8 @@ func TestShareGroupDeleteDeletesState(t *testing.T) {
 		resp := adminRoundTrip[*kmsg.ReadShareGroupStateResponse](t, b, req, 0)
 		return &resp.Topics[0].Partitions[0]
 	}
-	if p := read(); p.ErrorCode != 0 || p.StateEpoch != 1 || p.StartOffset != -1 {
-		t.Fatalf("share state after the heartbeat: %v state epoch %d start offset %d; want state epoch 1, start -1",
+	if p := read(); p.ErrorCode != 0 || p.StateEpoch != 2 || p.StartOffset != -1 {
+		t.Fatalf("share state after the heartbeat: %v state epoch %d start offset %d; want state epoch 2 (the group epoch), start -1",
 			kerr.ErrorForCode(p.ErrorCode), p.StateEpoch, p.StartOffset)
 	}
 	if dr, err := adm.DeleteGroups(testCtx(t), group); err != nil || !errorIs(dr[group].Err, kerr.NonEmptyGroup) {
@@ -329,7 +329,7 @@ func TestShareGroupDeleteDeletesState(t *testing.T) {
 	if dr, err := adm.DeleteGroups(testCtx(t), group); err != nil || dr[group].Err != nil {
 		t.Fatalf("deleting the empty group: %v %v", err, dr[group].Err)
 	}
-	if p := read(); p.ErrorCode == 0 && p.StateEpoch == 1 {
+	if p := read(); p.ErrorCode == 0 && p.StateEpoch == 2 {
 		t.Fatalf("share state after the group's deletion: state epoch %d start offset %d", p.StateEpoch, p.StartOffset)
 	}
 	ds, err := adm.DescribeShareGroups(testCtx(t), group)

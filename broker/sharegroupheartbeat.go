@@ -53,8 +53,8 @@ func handleShareGroupHeartbeat(rc *reqCtx) (kmsg.Response, error) {
 }
 
 // shareSettings is a share group's settings as Kafka's GroupConfig gives
-// them: its share.session.timeout.ms and share.heartbeat.interval.ms group
-// configs where set, within the broker's group.share.min/max bounds, else
+// them: its share.session.timeout.ms, share.heartbeat.interval.ms and
+// share.assignment.interval.ms group configs where set, within the broker's group.share.min/max bounds, else
 // the broker's group.share.* configs.
 func shareSettings(meta interface{ Image() *metadata.Image }, static map[string]string) func(group string) coordinator.ShareSettings {
 	broker := func(key string) int64 {
@@ -80,9 +80,10 @@ func shareSettings(meta interface{ Image() *metadata.Image }, static map[string]
 			return time.Duration(n) * time.Millisecond
 		}
 		return coordinator.ShareSettings{
-			SessionTimeout:    get("session.timeout.ms"),
-			HeartbeatInterval: get("heartbeat.interval.ms"),
-			MaxSize:           int(broker("group.share.max.size")),
+			SessionTimeout:     get("session.timeout.ms"),
+			HeartbeatInterval:  get("heartbeat.interval.ms"),
+			AssignmentInterval: get("assignment.interval.ms"),
+			MaxSize:            int(broker("group.share.max.size")),
 		}
 	}
 }

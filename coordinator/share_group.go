@@ -24,8 +24,10 @@ import (
 //     are not in the target assignment yet.
 //   - When the group epoch is ahead of the assignment epoch, a target
 //     assignment is computed over the partitions whose share state is
-//     initialized; a member takes its target at once (a partition may be
-//     read by several members, so there is no revocation phase).
+//     initialized, at most once per share.assignment.interval.ms (the
+//     heartbeats in between reconcile to the target there is); a member
+//     takes its target at once (a partition may be read by several members,
+//     so there is no revocation phase).
 //   - A subscribed partition is assignable once the share coordinator
 //     initialized its state: the heartbeat that first sees it records it
 //     as initializing (ShareGroupStatePartitionMetadata), the driver sends
@@ -53,13 +55,15 @@ const shareAssignorName = "simple"
 // ShareSettings is a share group's settings: its share.* group configs,
 // else the broker's group.share.* ones.
 type ShareSettings struct {
-	SessionTimeout    time.Duration // share.session.timeout.ms
-	HeartbeatInterval time.Duration // share.heartbeat.interval.ms
-	MaxSize           int           // group.share.max.size
+	SessionTimeout     time.Duration // share.session.timeout.ms
+	HeartbeatInterval  time.Duration // share.heartbeat.interval.ms
+	AssignmentInterval time.Duration // share.assignment.interval.ms
+	MaxSize            int           // group.share.max.size
 }
 
 // defaultShareSettings is Kafka 4.4's defaults.
-var defaultShareSettings = ShareSettings{SessionTimeout: 45 * time.Second, HeartbeatInterval: 5 * time.Second, MaxSize: 200}
+var defaultShareSettings = ShareSettings{SessionTimeout: 45 * time.Second, HeartbeatInterval: 5 * time.Second,
+	AssignmentInterval: time.Second, MaxSize: 200}
 
 // shmember is one member of a share group.
 type shmember struct {
@@ -92,8 +96,11 @@ type shareGroup struct {
 	stored consumerImage // the group's records as last made durable
 }
 
+// newShareGroup is a new group at Kafka's first group epoch, 1 (a
+// ModernGroup starts there; the first member's join bumps it to 2).
 func newShareGroup() *shareGroup {
 	return &shareGroup{
+		epoch:        1,
 		members:      map[string]*shmember{},
 		target:       map[string]partitionSet{},
 		initializing: map[[16]byte]shareTopicState{},
@@ -162,11 +169,13 @@ func shareHeartbeatError(err *kerr.Error, msg string) *kmsg.ShareGroupHeartbeatR
 	return resp
 }
 
-// validateShareHeartbeat is Kafka's throwIfShareGroupHeartbeatRequestIsInvalid.
+// validateShareHeartbeat is Kafka's throwIfShareGroupHeartbeatRequestIsInvalid;
+// an empty member id is refused earlier in Kafka (KafkaApis), without a
+// message.
 func validateShareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest) (*kerr.Error, string) {
 	switch {
 	case req.MemberID == "":
-		return kerr.InvalidRequest, "MemberId can't be empty."
+		return kerr.InvalidRequest, ""
 	case req.GroupID == "":
 		return kerr.InvalidRequest, "GroupId can't be empty."
 	case req.RackID != nil && *req.RackID == "":
@@ -254,7 +263,7 @@ func (s *groupShard) shareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, c
 		sg.epoch++
 		s.logger.Info("bumped share group epoch", zap.String("group", g.id), zap.Int32("epoch", sg.epoch))
 	}
-	if sg.epoch > sg.assignmentEpoch {
+	if sg.epoch > sg.assignmentEpoch && !s.now.Before(time.UnixMilli(sg.assignmentTime).Add(s.shareSettings(g.id).AssignmentInterval)) {
 		s.computeShareTarget(sg)
 	}
 	before := m.assigned

@@ -266,7 +266,7 @@ func (s *groupShard) persistShare(g *group, then func(error)) {
 		then(nil)
 		return
 	}
-	if len(sg.stored) == 0 && len(sg.members) == 0 && sg.epoch == 0 {
+	if len(sg.stored) == 0 && len(sg.members) == 0 && sg.epoch <= 1 {
 		if s.groups[g.id] == g && s.offsets.count(g.id) == 0 {
 			delete(s.groups, g.id) // made by a heartbeat that failed: nothing happened
 		}
