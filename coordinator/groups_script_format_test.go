@@ -267,6 +267,9 @@ func formatRecord(r kv, topicName func([16]byte) string) string {
 		return fmt.Sprintf("group %s gen=%d protocol=%s leader=%s members=(%s)", k.Group, v.Generation,
 			deref(v.Protocol), deref(v.Leader), strings.Join(ms, ","))
 	}
+	if version >= sgMemberType && version <= sgStatePartsType {
+		return formatShareGroupRecord(r, topicName)
+	}
 	return formatConsumerRecord(r, topicName)
 }
 

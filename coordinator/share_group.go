@@ -93,7 +93,8 @@ type shareGroup struct {
 	initializing, initialized map[[16]byte]shareTopicState
 	deleting                  map[[16]byte]string
 
-	stored consumerImage // the group's records as last made durable
+	stored  consumerImage // the group's records as last made durable
+	written consumerImage // stored and the writes queued since, which the next write is compared with
 }
 
 // newShareGroup is a new group at Kafka's first group epoch, 1 (a

@@ -163,7 +163,7 @@ func (s *groupShard) shareGroupFromRecords(img consumerImage) (*shareGroup, erro
 			delete(sg.target, id)
 		}
 	}
-	sg.stored = img
+	sg.stored, sg.written = img, applyShareRecords(nil, img, nil)
 	return sg, nil
 }
 
@@ -266,7 +266,7 @@ func (s *groupShard) persistShare(g *group, then func(error)) {
 		then(nil)
 		return
 	}
-	if len(sg.stored) == 0 && len(sg.members) == 0 && sg.epoch <= 1 {
+	if len(sg.written) == 0 && len(sg.members) == 0 && sg.epoch <= 1 {
 		if s.groups[g.id] == g && s.offsets.count(g.id) == 0 {
 			delete(s.groups, g.id) // made by a heartbeat that failed: nothing happened
 		}
@@ -274,9 +274,9 @@ func (s *groupShard) persistShare(g *group, then func(error)) {
 		return
 	}
 	want := shareRecords(g)
-	recs := shareTombstones(sg.stored, want)
+	recs := shareTombstones(sg.written, want)
 	for _, r := range want {
-		if v, ok := sg.stored[string(r.key)]; !ok || string(v) != string(r.value) {
+		if v, ok := sg.written[string(r.key)]; !ok || string(v) != string(r.value) {
 			recs = append(recs, r)
 		}
 	}
@@ -284,27 +284,39 @@ func (s *groupShard) persistShare(g *group, then func(error)) {
 		then(nil)
 		return
 	}
+	sg.written = applyShareRecords(sg.written, nil, recs)
 	s.write(recs, func(err error) {
 		if err != nil {
 			s.logger.Error("storing share group", zap.String("group", g.id), zap.Error(err))
-			s.restoreShare(g)
+			if g.share == sg {
+				s.restoreShare(g)
+			}
 			then(err)
 			return
 		}
 		if g.share == sg {
-			if sg.stored == nil {
-				sg.stored = consumerImage{}
-			}
-			for _, r := range recs {
-				if r.value == nil {
-					delete(sg.stored, string(r.key))
-				} else {
-					sg.stored[string(r.key)] = r.value
-				}
-			}
+			sg.stored = applyShareRecords(sg.stored, nil, recs)
 		}
 		then(nil)
 	})
+}
+
+// applyShareRecords is img (copied from base when img is nil) after recs.
+func applyShareRecords(img, base consumerImage, recs []kv) consumerImage {
+	if img == nil {
+		img = make(consumerImage, len(base))
+		for k, v := range base {
+			img[k] = v
+		}
+	}
+	for _, r := range recs {
+		if r.value == nil {
+			delete(img, string(r.key))
+		} else {
+			img[string(r.key)] = r.value
+		}
+	}
+	return img
 }
 
 // restoreShare puts g's share group back as its stored records say.
