@@ -322,8 +322,8 @@ func applyShareRecords(img, base consumerImage, recs []kv) consumerImage {
 // restoreShare puts g's share group back as its stored records say.
 func (s *groupShard) restoreShare(g *group) {
 	sg := g.share
-	for id := range sg.members {
-		s.cancel(timerKey{kind: timerShareSession, group: g.id, member: id})
+	for _, m := range sg.sortedMembers() {
+		s.cancel(timerKey{kind: timerShareSession, group: g.id, member: m.id})
 	}
 	if len(sg.stored) == 0 {
 		if s.groups[g.id] == g && s.offsets.count(g.id) == 0 {

@@ -98,7 +98,7 @@ func (h *scriptHarness) shareHeartbeat(a scriptArgs, group string) {
 		}
 	}
 	if resp.ErrorCode != 0 {
-		fmt.Fprintf(h.out, "heartbeat: %s %s\n", errName(kerr.ErrorForCode(resp.ErrorCode).(*kerr.Error)), deref(resp.ErrorMessage))
+		fmt.Fprintln(h.out, strings.TrimSpace("heartbeat: "+errName(kerr.ErrorForCode(resp.ErrorCode).(*kerr.Error))+" "+deref(resp.ErrorMessage)))
 		return
 	}
 	line := fmt.Sprintf("heartbeat: member=%s epoch=%d", deref(resp.MemberID), resp.MemberEpoch)
