@@ -116,7 +116,11 @@ func settleShare(t *testing.T, cl *kgo.Client, group string, n int, ms []*shareM
 		for _, m := range ms[1:] {
 			same = same && m.epoch == ms[0].epoch
 		}
-		return covered && same && slices.Equal(got, want), fmt.Sprintf("members %+v", ms)
+		desc := ""
+		for _, m := range ms {
+			desc += fmt.Sprintf(" %s@%d%v", m.id, m.epoch, m.parts)
+		}
+		return covered && same && slices.Equal(got, want), "members" + desc
 	})
 }
 
