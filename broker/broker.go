@@ -30,6 +30,9 @@ type Config struct {
 	NodeID              int32  // node.id
 	NumPartitions       int32  // num.partitions: default for auto-created topics
 	AutoCreateTopics    bool   // auto.create.topics.enable
+	// UnstableAPIVersions is Kafka's internal unstable.api.versions.enable:
+	// the keys of unstableRegistrations are served too.
+	UnstableAPIVersions bool
 	// NoTxnVerification is transaction.partition.verification.enable=false.
 	NoTxnVerification     bool
 	SocketRequestMaxBytes int32 // socket.request.max.bytes
@@ -276,6 +279,10 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	groupCfg.GroupOverrides = groupOverrides(meta, cfg.StaticConfigs)
 	groupCfg.PartitionRacks = partitionRacks(meta)
 	groupCfg.StreamsSettings = streamsSettings(meta, cfg.StaticConfigs)
+	groupCfg.ShareSettings = shareSettings(meta, cfg.StaticConfigs)
+	shareState := &shareStateClient{node: cfg.NodeID, listener: withReplicationDefaults(cfg.Cluster).InterBrokerListener, meta: meta,
+		logger: logger.Named("share-state")}
+	groupCfg.ShareInitialize, groupCfg.ShareDelete = shareState.initialize, shareState.delete
 	txnCfg.TransactionVersion = func() int16 { return meta.Image().Features.Level(transactionVersionFeature) }
 	groups, err := coordinator.OpenGroups(logs, replicas, create, groupCfg, logger)
 	if err != nil {
@@ -297,6 +304,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	shareCfg := cfg.Shares
 	shareCfg.Clock = clock
 	shares := coordinator.OpenShareCoordinator(logs, replicas, create, shareCfg, logger)
+	shareState.shares, shareState.peers = shares, markers
 	pub := &publisher{node: cfg.NodeID, logs: logs, replicas: replicas, groups: groups, txns: txns, shares: shares, logger: logger,
 		host: follower, fetchers: fetchers, seen: metadata.Empty}
 	b := &Broker{
@@ -318,7 +326,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		conns:     make(map[*conn]struct{}),
 		shutdown:  shutdown,
 		metrics:   met,
-		apis:      newRegistry(),
+		apis:      newRegistry(cfg.UnstableAPIVersions),
 		authz:     cfg.Authorizer,
 		forward:   fwd,
 		quotas:    newClientQuotas(cfg.Quotas),

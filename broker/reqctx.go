@@ -118,6 +118,8 @@ type groupCoordinator interface {
 	ConsumerGroupDescribe(id string, version int16) kmsg.ConsumerGroupDescribeResponseGroup
 	StreamsGroupHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, client coordinator.Client) (*kmsg.StreamsGroupHeartbeatResponse, []coordinator.StreamsInternalTopic)
 	StreamsGroupDescribe(id string, version int16, includeDescription bool) kmsg.StreamsGroupDescribeResponseGroup
+	ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, client coordinator.Client) *kmsg.ShareGroupHeartbeatResponse
+	ShareGroupDescribe(id string) kmsg.ShareGroupDescribeResponseGroup
 	DescribeGroup(id string) kmsg.DescribeGroupsResponseGroup
 	ListGroups(states, types []string) ([]kmsg.ListGroupsResponseGroup, *kerr.Error)
 	DeleteGroup(id string) *kerr.Error

@@ -20,7 +20,7 @@ func (s *groupShard) describeGroup(id string) kmsg.DescribeGroupsResponseGroup {
 		d.State = stateDead.String()
 		return d
 	}
-	if g.consumer != nil || g.streams != nil {
+	if g.consumer != nil || g.streams != nil || g.share != nil {
 		// As Kafka before DescribeGroups v6: a group of another type is
 		// described as Dead (ConsumerGroupDescribe describes it).
 		d.State = stateDead.String()
@@ -73,6 +73,9 @@ func (s *groupShard) listGroups(states, types []string) []kmsg.ListGroupsRespons
 		if g.streams != nil {
 			state, groupType = g.streams.state(), "streams"
 		}
+		if g.share != nil {
+			state, groupType = g.share.state(), "share"
+		}
 		dead := g.state == stateDead
 		if dead || len(states) > 0 && !containsFold(states, state) || len(types) > 0 && !containsFold(types, groupType) {
 			continue
@@ -105,7 +108,8 @@ func (s *groupShard) deleteGroupRequest(id string) *groupDeleteReply {
 	if g == nil {
 		return &groupDeleteReply{err: kerr.GroupIDNotFound}
 	}
-	if g.state != stateEmpty || g.consumer != nil && len(g.consumer.members) > 0 || g.streams != nil && len(g.streams.members) > 0 {
+	if g.state != stateEmpty || g.consumer != nil && len(g.consumer.members) > 0 || g.streams != nil && len(g.streams.members) > 0 ||
+		g.share != nil && len(g.share.members) > 0 {
 		return &groupDeleteReply{err: kerr.NonEmptyGroup}
 	}
 	tps := sortedTPs(s.offsets.of(g.id))

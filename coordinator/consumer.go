@@ -264,7 +264,7 @@ func (s *groupShard) consumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequ
 		return heartbeatError(kerr.UnknownMemberID, "Consumer group "+req.Group+" not found.")
 	}
 	if g.consumer == nil {
-		if g.streams != nil {
+		if g.streams != nil || g.share != nil {
 			return heartbeatError(kerr.GroupIDNotFound, "Group "+req.Group+" is not a consumer group.")
 		}
 		if resp := s.heartbeatToClassicGroup(g, req); resp != nil {

@@ -518,9 +518,11 @@ func (s *groupShard) restoreConsumer(g *group) {
 }
 
 // groupTombstones is the records deleting g after its offsets' tombstones:
-// its classic GroupMetadata, or its consumer or streams group records.
+// its classic GroupMetadata, or its consumer, streams or share group records.
 func groupTombstones(g *group) []kv {
 	switch {
+	case g.share != nil:
+		return shareGroupTombstones(g)
 	case g.streams != nil:
 		return streamsTombstones(g)
 	case g.consumer == nil:

@@ -160,6 +160,9 @@ type group struct {
 	// streams is set for KIP-1071 streams groups (streams.go), with
 	// protocolType "streams".
 	streams *streamsGroup
+	// share is set for KIP-932 share groups (share_group.go), with
+	// protocolType "share".
+	share *shareGroup
 }
 
 func newGroup(id string, partition int32, now time.Time) *group {

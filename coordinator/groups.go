@@ -12,6 +12,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/replica"
@@ -69,6 +70,15 @@ type GroupConfig struct {
 	// settings (its streams.* configs, else the broker's group.streams.*).
 	StreamsSettings func(group string) StreamsSettings
 	StreamsMaxSize  int // group.streams.max.size; 0 = no limit
+	// KIP-932 share groups: ShareSettings, when set, is a group's settings
+	// (its share.* configs, else the broker's group.share.*; unset,
+	// Kafka's defaults). ShareInitialize sends InitializeShareGroupState to
+	// the share coordinators of its partitions and ShareDelete
+	// DeleteShareGroupState (DeleteGroups of a share group); unset, share
+	// state is not initialized (no partition is assigned) or deleted.
+	ShareSettings   func(group string) ShareSettings
+	ShareInitialize func(*kmsg.InitializeShareGroupStateRequest) *kmsg.InitializeShareGroupStateResponse
+	ShareDelete     func(*kmsg.DeleteShareGroupStateRequest) *kmsg.DeleteShareGroupStateResponse
 
 	Clock clockwork.Clock // nil: the real clock
 }

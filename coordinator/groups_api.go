@@ -259,6 +259,9 @@ func (c *Groups) DeleteGroup(id string) *kerr.Error {
 	if id == "" {
 		return kerr.InvalidGroupID
 	}
+	if err := c.deleteShareState(id); err != nil {
+		return err
+	}
 	var reply *groupDeleteReply
 	if err := c.run(id, func(s *groupShard) { reply = s.deleteGroupRequest(id) }); err != nil {
 		return err

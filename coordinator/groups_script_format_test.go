@@ -270,6 +270,9 @@ func formatRecord(r kv, topicName func([16]byte) string) string {
 	if isStreamsType(version) {
 		return formatStreamsRecord(r)
 	}
+	if version >= sgMemberType && version <= sgStatePartsType {
+		return formatShareGroupRecord(r, topicName)
+	}
 	return formatConsumerRecord(r, topicName)
 }
 

@@ -352,7 +352,7 @@ func (h *scriptHarness) step(t *testing.T, d *datadriven.TestData) string {
 			}
 		}
 	default:
-		if !h.migrateStep(t, d.Cmd, a, group) {
+		if !h.migrateStep(t, d.Cmd, a, group) && !h.shareStep(t, d.Cmd, a, group) {
 			t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 		}
 	}

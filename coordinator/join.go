@@ -83,6 +83,9 @@ func (s *groupShard) join(g *group, jr *joinRequest) (r joinResult, waiting bool
 		}
 		g.consumer, g.protocolType = nil, ""
 	}
+	if g.share != nil {
+		return fail(kerr.InconsistentGroupProtocol, jr.memberID)
+	}
 	if g.streams != nil {
 		if len(g.streams.members) > 0 {
 			return fail(kerr.InconsistentGroupProtocol, jr.memberID)

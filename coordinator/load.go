@@ -107,6 +107,8 @@ func (s *groupShard) replay(key, value []byte) error {
 			return fmt.Errorf("group metadata value of group %s: %w", k.Group, err)
 		}
 		replayGroupMetadata(s.replayGroup(k.Group), &v)
+	case sgMemberType, sgMetadataType, sgTargetMetadataType, sgTargetMemberType, sgCurrentType, sgStatePartsType:
+		return s.replayShare(key, value)
 	default:
 		if isStreamsType(version) {
 			return s.replayStreams(key, value)

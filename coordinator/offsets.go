@@ -58,6 +58,8 @@ func (s *groupShard) commitOffsets(req CommitRequest) []*kerr.Error {
 		return all(kerr.IllegalGeneration)
 	}
 	switch {
+	case g.share != nil:
+		return all(kerr.GroupIDNotFound)
 	case g.streams != nil:
 		if err := validateStreamsCommit(g.streams, req.MemberID, req.Generation, false, req.Version); err != nil {
 			return all(err)

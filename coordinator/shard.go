@@ -34,6 +34,7 @@ type groupShard struct {
 
 	consumerImages map[string]consumerImage // KIP-848 records read while loading, by group
 	streamsImages  map[string]consumerImage // KIP-1071 records read while loading, by group
+	shareImages    map[string]consumerImage // KIP-932 records read while loading, by group
 	regexTopics    topicsSeen               // when each topic was first seen, for regex refreshes
 
 	eff effects // of the input being handled
@@ -211,6 +212,8 @@ func (s *groupShard) fire(k timerKey) {
 		s.refreshRegexes(g)
 	case timerStreamsSession, timerStreamsRevoke:
 		s.onStreamsTimer(g, k)
+	case timerShareSession:
+		s.onShareSessionTimeout(g, k.member)
 	}
 }
 
@@ -266,12 +269,13 @@ func (s *groupShard) answerSync(m *member, r syncResult) {
 func (s *groupShard) activate() {
 	s.activateConsumerGroups()
 	s.activateStreamsGroups()
+	s.activateShareGroups()
 	for _, id := range s.sortedGroupIDs() {
 		g := s.groups[id]
 		for _, m := range g.sortedMembers() {
 			s.scheduleHeartbeat(g, m)
 		}
-		if len(g.members) == 0 && s.offsets.count(g.id) == 0 && g.generation == 0 && g.consumer == nil && g.streams == nil {
+		if len(g.members) == 0 && s.offsets.count(g.id) == 0 && g.generation == 0 && g.consumer == nil && g.streams == nil && g.share == nil {
 			delete(s.groups, g.id)
 		}
 		if g.stateTime.After(s.now) {

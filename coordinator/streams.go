@@ -199,7 +199,7 @@ func (s *groupShard) streamsGroupHeartbeat(req *kmsg.StreamsGroupHeartbeatReques
 		return streamsHeartbeatError(kerr.GroupIDNotFound, "Streams group "+req.Group+" not found."), nil
 	}
 	if g.streams == nil {
-		if g.consumer != nil || len(g.members) > 0 || g.state != stateEmpty || req.MemberEpoch != 0 {
+		if g.consumer != nil || g.share != nil || len(g.members) > 0 || g.state != stateEmpty || req.MemberEpoch != 0 {
 			return streamsHeartbeatError(kerr.GroupIDNotFound, "Group "+req.Group+" is not a streams group."), nil
 		}
 		g.streams = newStreamsGroup()

@@ -22,10 +22,11 @@ const (
 	timerConsumerRegex                    // a consumer group's regexes are resolved (Kafka's executor task)
 	timerStreamsSession                   // a streams group member's session expires
 	timerStreamsRevoke                    // a streams group member did not revoke in time
+	timerShareSession                     // a share group member's session expires
 )
 
 func (k timerKind) String() string {
-	return [...]string{"join", "sync", "heartbeat", "pending-member", "consumer-session", "consumer-revoke", "offset-expiry", "consumer-join", "consumer-sync", "consumer-regex", "streams-session", "streams-revoke"}[k]
+	return [...]string{"join", "sync", "heartbeat", "pending-member", "consumer-session", "consumer-revoke", "offset-expiry", "consumer-join", "consumer-sync", "consumer-regex", "streams-session", "streams-revoke", "share-session"}[k]
 }
 
 // timerKey identifies a timer: arming a key again replaces its deadline.
