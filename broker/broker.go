@@ -31,7 +31,10 @@ type Config struct {
 	NumPartitions       int32  // num.partitions: default for auto-created topics
 	AutoCreateTopics    bool   // auto.create.topics.enable
 	// NoTxnVerification is transaction.partition.verification.enable=false.
-	NoTxnVerification     bool
+	NoTxnVerification bool
+	// UnstableAPIVersions is unstable.api.versions.enable: the keys of
+	// unstableRegistrations are served and advertised too.
+	UnstableAPIVersions   bool
 	SocketRequestMaxBytes int32 // socket.request.max.bytes
 	Log                   storage.Config
 	Groups                coordinator.GroupConfig
@@ -167,6 +170,7 @@ type Broker struct {
 	tokens *delegationTokens // delegation tokens' HMACs and logins (delegationtoken_auth.go)
 
 	fetchSessions *fetchSessionCache // nil when there are none (Config.FetchSessionCacheSlots)
+	sharing       *shareManager      // share-partitions and share sessions (sharepartitions.go)
 	telemetry     *telemetry         // KIP-714 client instances and their metrics (telemetry.go)
 
 	// A cluster node's controller, lifecycle and forwarder; nil on one node.
@@ -318,13 +322,14 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		conns:     make(map[*conn]struct{}),
 		shutdown:  shutdown,
 		metrics:   met,
-		apis:      newRegistry(),
+		apis:      newRegistry(cfg.UnstableAPIVersions),
 		authz:     cfg.Authorizer,
 		forward:   fwd,
 		quotas:    newClientQuotas(cfg.Quotas),
 	}
 	b.tokens = newDelegationTokens(cfg.DelegationTokens, meta.Image, clock.Now)
 	b.telemetry = newTelemetry(cfg.TelemetryMaxBytes, clock.Now)
+	b.sharing = newShareManager(clock, logger, shares)
 	switch slots := cfg.FetchSessionCacheSlots; {
 	case slots == 0:
 		b.fetchSessions = newFetchSessionCache(defaultFetchSessionSlots, minFetchSessionEviction)

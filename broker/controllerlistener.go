@@ -24,7 +24,7 @@ func (b *Broker) controllerRegistry() *registry {
 	registerApiVersions(r)
 	registerSASL(r)
 	b.controller.register(r)
-	local := newRegistry() // the admin handlers, not forwarding again
+	local := newRegistry(false) // the admin handlers, not forwarding again
 	// DescribeAcls too, as Kafka's ControllerApis serves kafka-acls
 	// --bootstrap-controller.
 	for _, k := range append([]kmsg.Key{kmsg.DescribeACLs}, forwardedKeys...) {

@@ -46,9 +46,15 @@ func (r *registry) add(key kmsg.Key, minVersion, maxVersion int16, h handler) {
 	r.apis[int16(key)] = api{VersionRange{int16(key), minVersion, maxVersion}, h}
 }
 
+// unstableRegistrations are the register functions of keys still being
+// built, served only with unstable.api.versions.enable (Kafka's internal
+// config of the same name): share groups' until their whole path works.
+var unstableRegistrations = []func(*registry){registerShareFetch, registerShareAcknowledge}
+
 // newRegistry calls each handler file's register function: the file that
-// serves a key is the one place its versions are written.
-func newRegistry() *registry {
+// serves a key is the one place its versions are written. unstable adds
+// unstableRegistrations.
+func newRegistry(unstable bool) *registry {
 	r := &registry{apis: make(map[int16]api)}
 	for _, register := range []func(*registry){
 		registerProduce, registerFetch, registerListOffsets, registerMetadata, registerApiVersions,
@@ -68,6 +74,11 @@ func newRegistry() *registry {
 		registerClientQuotas, registerListConfigResources, registerTelemetry, registerShareGroupState,
 	} {
 		register(r)
+	}
+	if unstable {
+		for _, register := range unstableRegistrations {
+			register(r)
+		}
 	}
 	return r
 }
@@ -91,7 +102,7 @@ func (r *registry) ranges() []VersionRange {
 // ServedVersions lists every API key and version range a broker serves,
 // in key order: what ApiVersions advertises.
 func ServedVersions() []VersionRange {
-	return newRegistry().ranges()
+	return newRegistry(false).ranges()
 }
 
 // errorCode maps an error from storage or the coordinator to the Kafka error

@@ -9,7 +9,7 @@ import (
 // TestServedVersionsDecodable: every registered range is one kmsg decodes
 // (protocol's fuzz tests cover exactly those), and names its own key.
 func TestServedVersionsDecodable(t *testing.T) {
-	r := newRegistry()
+	r := newRegistry(true)
 	for _, v := range ServedVersions() {
 		req := kmsg.RequestForKey(v.Key)
 		if req == nil || v.Min < 0 || v.Max > req.MaxVersion() {

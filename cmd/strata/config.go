@@ -39,6 +39,7 @@ type settings struct {
 	NumPartitions         int32                // num.partitions
 	AutoCreateTopics      bool                 // auto.create.topics.enable
 	TxnVerification       bool                 // transaction.partition.verification.enable
+	UnstableAPIVersions   bool                 // unstable.api.versions.enable
 	SegmentBytes          int64                // log.segment.bytes
 	SegmentMs             int64                // log.roll.ms / log.roll.hours
 	IndexIntervalBytes    int                  // log.index.interval.bytes
@@ -118,6 +119,7 @@ func defaultSettings() settings {
 		NumPartitions:         int32(defaultInt("num.partitions")),
 		AutoCreateTopics:      defaultBool("auto.create.topics.enable"),
 		TxnVerification:       defaultBool("transaction.partition.verification.enable"),
+		UnstableAPIVersions:   defaultBool("unstable.api.versions.enable"),
 		SegmentBytes:          defaultInt("log.segment.bytes"),
 		SegmentMs:             defaultInt("log.roll.hours") * 3600 * 1000,
 		IndexIntervalBytes:    int(defaultInt("log.index.interval.bytes")),
@@ -319,6 +321,7 @@ func loadSettings(props map[string]string, log *zap.Logger) (settings, error) {
 	p.setInt32(&s.NumPartitions, "num.partitions")
 	p.boolean(&s.AutoCreateTopics, "auto.create.topics.enable")
 	p.boolean(&s.TxnVerification, "transaction.partition.verification.enable")
+	p.boolean(&s.UnstableAPIVersions, "unstable.api.versions.enable")
 	p.setInt64(&s.SegmentBytes, "log.segment.bytes")
 	rollHours := defaultInt("log.roll.hours")
 	p.setInt64(&rollHours, "log.roll.hours")

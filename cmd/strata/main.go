@@ -167,6 +167,7 @@ func brokerConfig(s settings, logRequests bool, build buildInfo) broker.Config {
 		NumPartitions:         s.NumPartitions,
 		AutoCreateTopics:      s.AutoCreateTopics,
 		NoTxnVerification:     !s.TxnVerification,
+		UnstableAPIVersions:   s.UnstableAPIVersions,
 		SocketRequestMaxBytes: s.SocketRequestMaxBytes,
 		LogRequests:           logRequests,
 		MetricsListener:       s.MetricsListener,

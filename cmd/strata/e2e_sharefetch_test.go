@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// shareMember is one member's share session on a connection.
+type shareMember struct {
+	s      *shareConn
+	group  string
+	member string
+	epoch  int32
+	topic  [16]byte
+}
+
+func (m *shareMember) fetch(maxWait int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
+	m.s.t.Helper()
+	r := kmsg.NewPtrShareFetchRequest()
+	r.GroupID, r.MemberID, r.ShareSessionEpoch = kmsg.StringPtr(m.group), kmsg.StringPtr(m.member), m.epoch
+	r.MaxWaitMillis, r.MinBytes, r.MaxBytes, r.MaxRecords, r.BatchSize = maxWait, 1, 1<<20, 500, 500
+	p := kmsg.NewShareFetchRequestTopicPartition()
+	p.AcknowledgementBatches = acks
+	r.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: m.topic, Partitions: []kmsg.ShareFetchRequestTopicPartition{p}}}
+	resp := m.s.do(r, 2).(*kmsg.ShareFetchResponse)
+	if resp.ErrorCode == 0 && m.epoch >= 0 {
+		m.epoch++
+	}
+	return resp
+}
+
+func (m *shareMember) ack(epoch int32, batches ...kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareAcknowledgeResponse {
+	m.s.t.Helper()
+	r := kmsg.NewPtrShareAcknowledgeRequest()
+	r.GroupID, r.MemberID, r.ShareSessionEpoch = kmsg.StringPtr(m.group), kmsg.StringPtr(m.member), epoch
+	p := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	p.AcknowledgementBatches = batches
+	r.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: m.topic, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{p}}}
+	resp := m.s.do(r, 2).(*kmsg.ShareAcknowledgeResponse)
+	if resp.ErrorCode == 0 && epoch > 0 {
+		m.epoch++
+	}
+	return resp
+}
+
+func shareAck(first, last int64, t int8) kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch {
+	return kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{FirstOffset: first, LastOffset: last, AcknowledgeTypes: []int8{t}}
+}
+
+// acquired is a ShareFetch answer's acquired records, "first-last@count".
+func acquired(t *testing.T, resp *kmsg.ShareFetchResponse) []string {
+	t.Helper()
+	if resp.ErrorCode != 0 {
+		t.Fatalf("share fetch: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	var out []string
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 || rp.AcknowledgeErrorCode != 0 {
+				t.Fatalf("share fetch partition %d: %v, acknowledgement %v", rp.Partition, kerr.ErrorForCode(rp.ErrorCode), kerr.ErrorForCode(rp.AcknowledgeErrorCode))
+			}
+			if len(rp.AcquiredRecords) > 0 && len(rp.Records) == 0 {
+				t.Fatalf("acquired %v with no records", rp.AcquiredRecords)
+			}
+			for _, a := range rp.AcquiredRecords {
+				out = append(out, fmt.Sprintf("%d-%d@%d", a.FirstOffset, a.LastOffset, a.DeliveryCount))
+			}
+		}
+	}
+	return out
+}
+
+func wantAcquired(t *testing.T, what string, resp *kmsg.ShareFetchResponse, want ...string) {
+	t.Helper()
+	if got := acquired(t, resp); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%s: acquired %v, want %v", what, got, want)
+	}
+}
+
+// TestShareFetchAcknowledgeE2E drives ShareFetch and ShareAcknowledge
+// over TCP with unstable.api.versions.enable=true: records acquired,
+// accepted, released (delivered again, delivery count 2), rejected
+// (never again), archived at the delivery count limit, redelivered when
+// the lock expires, when the share session closes and when its connection
+// ends; the session's epochs; and after kill -9 and a restart
+// ReadShareGroupState shows what was persisted and the share-partition
+// delivers only what was not accepted.
+func TestShareFetchAcknowledgeE2E(t *testing.T) {
+	e2e(t)
+	args := []string{"--override", "unstable.api.versions.enable=true"}
+	p := startBroker(t, "", args...)
+	cl := newClient(t, p.addr)
+	createTopic(t, cl, "sq", 1)
+	for i := range 5 {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "sq", Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := dialShare(t, p.addr)
+	av := s.do(kmsg.NewPtrApiVersionsRequest(), 3).(*kmsg.ApiVersionsResponse)
+	advertised := map[int16][2]int16{}
+	for _, k := range av.ApiKeys {
+		advertised[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+	}
+	if advertised[78] != [2]int16{1, 2} || advertised[79] != [2]int16{1, 2} {
+		t.Fatalf("ShareFetch %v, ShareAcknowledge %v advertised, want 1-2", advertised[78], advertised[79])
+	}
+	id := s.topicID("sq")
+	s.findShareCoordinator("g:" + shareTopicIDString(id) + ":0")
+	waitFor(t, "the share-partition initialized", 60*time.Second, func() bool {
+		return s.initializeState("g", id, 0, 0, 0).ErrorCode == 0
+	})
+
+	ac := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ac.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeGroupConfig, ResourceName: "g",
+		Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.record.lock.duration.ms", Value: kmsg.StringPtr("15000")}}}}
+	if r := s.do(ac, 1).(*kmsg.IncrementalAlterConfigsResponse); r.Resources[0].ErrorCode != 0 {
+		t.Fatalf("share.record.lock.duration.ms=15000: %v", kerr.ErrorForCode(r.Resources[0].ErrorCode))
+	}
+
+	m1 := &shareMember{s: s, group: "g", member: "member-one", topic: id}
+	first := time.Now()
+	wantAcquired(t, "first fetch", m1.fetch(5000), "0-4@1")
+	if r := m1.ack(1, shareAck(0, 0, 1), shareAck(1, 1, 2), shareAck(2, 2, 3)); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("accept 0, release 1, reject 2: %+v", r)
+	}
+	if r := m1.ack(7, shareAck(3, 3, 1)); r.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
+		t.Fatalf("acknowledge at epoch 7: %v, want INVALID_SHARE_SESSION_EPOCH", kerr.ErrorForCode(r.ErrorCode))
+	}
+	for count := 2; count <= 5; count++ {
+		wantAcquired(t, fmt.Sprintf("released record, delivery %d", count), m1.fetch(5000), fmt.Sprintf("1-1@%d", count))
+		if r := m1.ack(m1.epoch, shareAck(1, 1, 2)); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("release 1: %+v", r)
+		}
+	}
+	wantAcquired(t, "record 1 released at the delivery count limit", m1.fetch(300))
+	m1.epoch = -1
+	if r := m1.fetch(0); r.ErrorCode != 0 {
+		t.Fatalf("closing the session: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := m1.ack(3, shareAck(3, 3, 1)); r.ErrorCode != kerr.ShareSessionNotFound.Code {
+		t.Fatalf("acknowledge after the session closed: %v, want SHARE_SESSION_NOT_FOUND", kerr.ErrorForCode(r.ErrorCode))
+	}
+
+	m2 := &shareMember{s: s, group: "g", member: "member-two", topic: id}
+	wantAcquired(t, "after member one's session closed", m2.fetch(5000), "3-4@2")
+	if d := time.Since(first); d >= 15*time.Second {
+		t.Fatalf("member one's session closed %v after its fetch, past its 15s lock: the release is not what redelivered", d)
+	}
+	start := time.Now()
+	m3 := &shareMember{s: dialShare(t, p.addr), group: "g", member: "member-three", topic: id}
+	var got []string
+	waitFor(t, "member two's lock to expire", 40*time.Second, func() bool {
+		got = acquired(t, m3.fetch(5000))
+		return len(got) > 0
+	})
+	if fmt.Sprint(got) != "[3-4@3]" || time.Since(start) < 14*time.Second {
+		t.Fatalf("after member two's lock expired: acquired %v after %v, want [3-4@3] after its 15s lock", got, time.Since(start))
+	}
+	if r := m3.fetch(0); r.AcquisitionLockTimeoutMillis != 15000 {
+		t.Fatalf("AcquisitionLockTimeoutMillis %d, want the group's 15000", r.AcquisitionLockTimeoutMillis)
+	}
+	m3.s.c.Close()
+	m4 := &shareMember{s: s, group: "g", member: "member-four", topic: id}
+	wantAcquired(t, "after member three's connection closed", m4.fetch(1500), "3-4@4")
+	r := m4.fetch(200, kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: 3, LastOffset: 4, AcknowledgeTypes: []int8{1}})
+	if pr := r.Topics[0].Partitions[0]; r.ErrorCode != 0 || pr.AcknowledgeErrorCode != 0 || len(pr.AcquiredRecords) != 0 {
+		t.Fatalf("accepting 3-4 in a fetch: %+v", r)
+	}
+
+	for i := 5; i < 7; i++ {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "sq", Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantAcquired(t, "new records", m4.fetch(5000), "5-6@1")
+	if r := m4.ack(m4.epoch, shareAck(5, 5, 1)); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("accept 5: %+v", r)
+	}
+	// The write of an acknowledgement carries the start offset it was
+	// made at; the start offset moves past 5 with the next write.
+	persisted := func(st kmsg.ReadShareGroupStateResponseTopicPartition) bool {
+		return st.ErrorCode == 0 && st.StartOffset == 5 && len(st.StateBatches) == 1 &&
+			st.StateBatches[0].FirstOffset == 5 && st.StateBatches[0].LastOffset == 5 && st.StateBatches[0].DeliveryState == 2
+	}
+	if st := s.readState("g", id, 0, 0); !persisted(st) {
+		t.Fatalf("state before the restart: %+v, want start offset 5, 5 acknowledged", st)
+	}
+
+	p.kill()
+	p = p.restart(args...)
+	s = dialShare(t, p.addr)
+	if st := s.readState("g", id, 0, 0); !persisted(st) {
+		t.Fatalf("state after kill -9 and restart: %+v, want start offset 5, 5 acknowledged", st)
+	}
+	m5 := &shareMember{s: s, group: "g", member: "member-five", topic: id}
+	var resp *kmsg.ShareFetchResponse
+	waitFor(t, "a share fetch after the restart", 60*time.Second, func() bool {
+		m5.epoch = 0
+		resp = m5.fetch(5000)
+		return resp.ErrorCode != 0 || len(resp.Topics) == 0 || resp.Topics[0].Partitions[0].ErrorCode != kerr.CoordinatorNotAvailable.Code
+	})
+	wantAcquired(t, "after the restart", resp, "6-6@1")
+}
