@@ -565,6 +565,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.unpublish()
 	b.unreload()
 	b.txns.Close()
+	b.sharing.close()
 	b.shares.Close()
 	if b.markers != nil {
 		b.markers.close()

@@ -22,9 +22,10 @@ package broker
 // share-partition whose __share_group_state partition another node of a
 // cluster leads is answered with what the local coordinator said
 // (NOT_COORDINATOR), not sent there as Kafka's persister would.
-// share.isolation.level read_committed and share.auto.offset.reset
-// by_duration are not applied: records are read uncommitted and
-// by_duration starts at the latest offset.
+// share.auto.offset.reset by_duration is not applied: it starts at the
+// latest offset. share.isolation.level read_committed reads up to the
+// last stable offset, and the batches of aborted transactions are
+// archived, not delivered.
 
 import (
 	"bytes"
@@ -56,8 +57,9 @@ type shareManager struct {
 	coord    *coordinator.ShareCoordinator
 	sessions *shareSessionCache
 
-	mu    sync.Mutex
-	parts map[sharePartKey]*sharePart
+	mu     sync.Mutex
+	parts  map[sharePartKey]*sharePart
+	closed bool // no lock timer runs once set (close)
 }
 
 func newShareManager(clock clockwork.Clock, logger *zap.Logger, coord *coordinator.ShareCoordinator) *shareManager {
@@ -71,11 +73,11 @@ type sharePart struct {
 	key sharePartKey
 	log *storage.Partition
 
-	mu      sync.Mutex
-	p       *share.Partition // nil until loaded
-	cfg     share.Config
-	timer   clockwork.Timer
-	changed chan struct{} // closed when records may have become available
+	mu            sync.Mutex
+	p             *share.Partition // nil until loaded
+	readCommitted bool             // share.isolation.level=read_committed
+	timer         clockwork.Timer
+	changed       chan struct{} // closed when records may have become available
 }
 
 // shareError is a share-partition's error code and message.
@@ -102,7 +104,7 @@ func (e *shareError) message() *string {
 
 // shareConfig is the share-partition config of a group: its own values,
 // else the broker's.
-func (b *services) shareConfig(group string) (share.Config, string) {
+func (b *services) shareConfig(group string) (share.Config, shareGroupSettings) {
 	own := b.groupConfigs(group)
 	get := func(name, broker string) int {
 		if v, ok := own[name]; ok {
@@ -117,11 +119,14 @@ func (b *services) shareConfig(group string) (share.Config, string) {
 		DeliveryCountLimit: get("share.delivery.count.limit", "group.share.delivery.count.limit"),
 		LockDuration:       time.Duration(get("share.record.lock.duration.ms", "group.share.record.lock.duration.ms")) * time.Millisecond,
 	}
-	reset := own["share.auto.offset.reset"]
-	if reset == "" {
-		reset = "latest"
-	}
-	return cfg, reset
+	return cfg, shareGroupSettings{reset: own["share.auto.offset.reset"], readCommitted: own["share.isolation.level"] == "read_committed"}
+}
+
+// shareGroupSettings are a group's share.auto.offset.reset and
+// share.isolation.level.
+type shareGroupSettings struct {
+	reset         string
+	readCommitted bool
 }
 
 // partition is the share-partition of key, loaded when it is not yet: the
@@ -148,15 +153,15 @@ func (b *services) sharePartition(key sharePartKey) (*sharePart, *shareError) {
 		m.parts[key] = sp
 	}
 	m.mu.Unlock()
-	cfg, reset := b.shareConfig(key.group)
+	cfg, set := b.shareConfig(key.group)
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	sp.cfg = cfg
+	sp.readCommitted = set.readCommitted
 	if sp.p != nil {
 		sp.p.SetConfig(cfg)
 		return sp, nil
 	}
-	if err := sp.load(cfg, reset); err != nil {
+	if err := sp.load(cfg, set.reset); err != nil {
 		return nil, err
 	}
 	return sp, nil
@@ -260,16 +265,44 @@ func (sp *sharePart) settle(wake bool) {
 		sp.timer.Stop()
 		sp.timer = nil
 	}
-	if next.IsZero() {
+	if next.IsZero() || sp.m.isClosed() {
 		return
 	}
 	sp.timer = sp.m.clock.AfterFunc(max(sp.m.clock.Until(next), 0), sp.expire)
+}
+
+// close stops every lock timer, before the share coordinator closes.
+func (m *shareManager) close() {
+	m.mu.Lock()
+	m.closed = true
+	parts := make([]*sharePart, 0, len(m.parts))
+	for _, sp := range m.parts {
+		parts = append(parts, sp)
+	}
+	m.mu.Unlock()
+	for _, sp := range parts {
+		sp.mu.Lock()
+		if sp.timer != nil {
+			sp.timer.Stop()
+			sp.timer = nil
+		}
+		sp.mu.Unlock()
+	}
+}
+
+func (m *shareManager) isClosed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
 }
 
 // expire releases the locks that expired and persists what changed.
 func (sp *sharePart) expire() {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	if sp.m.isClosed() {
+		return
+	}
 	writes := sp.p.Tick(sp.m.clock.Now())
 	for _, w := range writes {
 		sp.persist(w)
@@ -363,7 +396,7 @@ func (sp *sharePart) available(maxBytes int) int {
 	if !sp.p.CanAcquire() {
 		return 0
 	}
-	res, err := sp.log.Log.Read(sp.p.NextFetchOffset(), maxBytes, true)
+	res, err := sp.log.Log.ReadIsolated(sp.p.NextFetchOffset(), maxBytes, true, sp.readCommitted)
 	if err != nil {
 		return 0
 	}
@@ -381,7 +414,7 @@ func (sp *sharePart) fetch(a share.Acquire, maxBytes int, minOne bool) (shareRea
 		return shareRead{}, nil
 	}
 	off := sp.p.NextFetchOffset()
-	res, err := sp.log.Log.Read(off, maxBytes, minOne)
+	res, err := sp.log.Log.ReadIsolated(off, maxBytes, minOne, sp.readCommitted)
 	if err == kerr.OffsetOutOfRange {
 		return shareRead{}, nil
 	}
@@ -399,7 +432,12 @@ func (sp *sharePart) fetch(a share.Acquire, maxBytes int, minOne bool) (shareRea
 	if len(batches) == 0 {
 		return shareRead{}, nil
 	}
-	a.FetchOffset, a.Batches = off, batches
+	a.FetchOffset, a.Batches, a.ReadCommitted = off, batches, sp.readCommitted
+	if sp.readCommitted {
+		for _, t := range sp.log.Log.AbortedTransactions(off, res.NextOffset) {
+			a.Aborted = append(a.Aborted, share.AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset})
+		}
+	}
 	acquired, n := sp.p.Acquire(a, sp.m.clock.Now())
 	sp.settle(false)
 	return shareRead{records: sliceAcquired(raw, batches, spans, acquired), acquired: acquired, count: n}, nil
@@ -419,11 +457,38 @@ func logBatches(raw []byte) ([]share.LogBatch, [][2]int) {
 		attrs := binary.BigEndian.Uint16(raw[pos+21:])
 		delta := int64(binary.BigEndian.Uint32(raw[pos+23:]))
 		pid := int64(binary.BigEndian.Uint64(raw[pos+43:]))
-		out = append(out, share.LogBatch{Base: base, Last: base + delta, ProducerID: pid, Transactional: attrs&0x10 != 0})
+		out = append(out, share.LogBatch{Base: base, Last: base + delta, ProducerID: pid, Transactional: attrs&0x10 != 0,
+			Abort: attrs&0x20 != 0 && abortMarker(raw[pos+61:pos+n])})
 		spans = append(spans, [2]int{pos, pos + n})
 		pos += n
 	}
 	return out, spans
+}
+
+// abortMarker reports whether a control batch's first record is an ABORT
+// marker: its key is a version and type 0.
+func abortMarker(records []byte) bool {
+	pos := 0
+	varint := func() int64 {
+		v, n := binary.Varint(records[pos:])
+		if n <= 0 {
+			pos = len(records)
+			return -1
+		}
+		pos += n
+		return v
+	}
+	varint() // record length
+	if pos >= len(records) {
+		return false
+	}
+	pos++ // attributes
+	varint()
+	varint()
+	if k := varint(); k < 4 || pos+4 > len(records) {
+		return false
+	}
+	return binary.BigEndian.Uint16(records[pos+2:]) == 0
 }
 
 // sliceAcquired is the bytes of the batches from the first holding an

@@ -208,3 +208,71 @@ func TestShareFetchAcknowledgeE2E(t *testing.T) {
 	})
 	wantAcquired(t, "after the restart", resp, "6-6@1")
 }
+
+// TestShareFetchSessionsE2E: the share session errors of ShareFetch and
+// ShareAcknowledge, group.share.max.share.sessions, and
+// share.isolation.level=read_committed, under which an aborted
+// transaction's records are never acquired.
+func TestShareFetchSessionsE2E(t *testing.T) {
+	e2e(t)
+	p := startBroker(t, "", "--override", "unstable.api.versions.enable=true", "--override", "group.share.max.share.sessions=2")
+	cl := newClient(t, p.addr)
+	createTopic(t, cl, "rc", 1)
+	tx := newClient(t, p.addr, kgo.TransactionalID("share-tx"))
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(context.Background(), &kgo.Record{Topic: "rc", Value: []byte("aborted")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.EndTransaction(context.Background(), kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "rc", Value: []byte("committed")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	s := dialShare(t, p.addr)
+	id := s.topicID("rc")
+	s.findShareCoordinator("rc-group:" + shareTopicIDString(id) + ":0")
+	waitFor(t, "the share-partition initialized", 60*time.Second, func() bool {
+		return s.initializeState("rc-group", id, 0, 0, 0).ErrorCode == 0
+	})
+	ac := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ac.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeGroupConfig, ResourceName: "rc-group",
+		Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.isolation.level", Value: kmsg.StringPtr("read_committed")}}}}
+	if r := s.do(ac, 1).(*kmsg.IncrementalAlterConfigsResponse); r.Resources[0].ErrorCode != 0 {
+		t.Fatalf("share.isolation.level=read_committed: %v", kerr.ErrorForCode(r.Resources[0].ErrorCode))
+	}
+
+	a := &shareMember{s: s, group: "rc-group", member: "a", topic: id}
+	if r := a.fetch(0, kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: 0, LastOffset: 0, AcknowledgeTypes: []int8{1}}); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("acknowledgements opening a session: %v, want INVALID_REQUEST", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// The aborted record is offset 0, its marker 1, the committed record 2.
+	wantAcquired(t, "read_committed", a.fetch(5000), "1-2@1")
+	if r := a.ack(0, shareAck(1, 2, 1)); r.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
+		t.Fatalf("acknowledge at epoch 0: %v, want INVALID_SHARE_SESSION_EPOCH", kerr.ErrorForCode(r.ErrorCode))
+	}
+	a.epoch = 9
+	if r := a.fetch(0); r.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
+		t.Fatalf("fetch at epoch 9 of a session at 2: %v, want INVALID_SHARE_SESSION_EPOCH", kerr.ErrorForCode(r.ErrorCode))
+	}
+	nobody := &shareMember{s: s, group: "rc-group", member: "nobody", topic: id, epoch: 1}
+	if r := nobody.fetch(0); r.ErrorCode != kerr.ShareSessionNotFound.Code {
+		t.Fatalf("fetch at epoch 1 with no session: %v, want SHARE_SESSION_NOT_FOUND", kerr.ErrorForCode(r.ErrorCode))
+	}
+	for _, m := range []string{"", "0123456789012345678901234567890123456"} {
+		bad := &shareMember{s: s, group: "rc-group", member: m, topic: id}
+		if r := bad.fetch(0); r.ErrorCode != kerr.InvalidRequest.Code || strOr(r.ErrorMessage) != "Invalid member id in the request." {
+			t.Fatalf("member id %q: %v %q, want INVALID_REQUEST", m, kerr.ErrorForCode(r.ErrorCode), strOr(r.ErrorMessage))
+		}
+	}
+	b := &shareMember{s: s, group: "rc-group", member: "b", topic: id}
+	if r := b.fetch(0); r.ErrorCode != 0 {
+		t.Fatalf("a second session: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	c := &shareMember{s: s, group: "rc-group", member: "c", topic: id}
+	if r := c.fetch(0); r.ErrorCode != kerr.ShareSessionLimitReached.Code {
+		t.Fatalf("a third session past group.share.max.share.sessions=2: %v, want SHARE_SESSION_LIMIT_REACHED", kerr.ErrorForCode(r.ErrorCode))
+	}
+}

@@ -119,6 +119,8 @@ var brokerDefs = []Def{
 		Row: &Row{Default: "2^31-1", Notes: "a KIP-848 group's further members get `GROUP_MAX_SIZE_REACHED`; at least 1"}},
 	{Name: "group.consumer.migration.policy", Type: String, Default: "bidirectional", Check: Check{OneOf: []string{"bidirectional", "upgrade", "downgrade", "disabled"}},
 		Row: &Row{Notes: "online migration between the classic and consumer group protocols (KIP-848 upgrade and downgrade): `bidirectional`, `upgrade`, `downgrade` or `disabled`, any case; not dynamic, as in Kafka"}},
+	{Name: "group.share.max.share.sessions", Type: Int, Default: "2000", Check: Check{Min: 1},
+		Row: &Row{Notes: "the share sessions (ShareFetch) a broker keeps; a member opening one more gets `SHARE_SESSION_LIMIT_REACHED`"}},
 	{Name: "log.cleaner.enable", Type: Boolean, Default: "true",
 		Row: &Row{Notes: "compaction of `cleanup.policy=compact` topics (`__consumer_offsets`)"}},
 	{Name: "log.cleaner.backoff.ms", Type: Long, Default: "15000",
