@@ -27,12 +27,10 @@ func registerShareAcknowledge(r *registry) {
 	r.add(kmsg.ShareAcknowledge, 1, 2, handleShareAcknowledge)
 }
 
-func shareAckError(resp *kmsg.ShareAcknowledgeResponse, err *kerr.Error, msg string) *kmsg.ShareAcknowledgeResponse {
+// shareAckError is Kafka's ShareAcknowledgeRequest.getErrorResponse: the
+// code and no message.
+func shareAckError(resp *kmsg.ShareAcknowledgeResponse, err *kerr.Error) *kmsg.ShareAcknowledgeResponse {
 	resp.ErrorCode = err.Code
-	if msg == "" {
-		msg = err.Description
-	}
-	resp.ErrorMessage = &msg
 	return resp
 }
 
@@ -41,11 +39,11 @@ func handleShareAcknowledge(rc *reqCtx) (kmsg.Response, error) {
 	resp := kmsg.NewPtrShareAcknowledgeResponse()
 	switch {
 	case r.GroupID == nil || *r.GroupID == "":
-		return shareAckError(resp, kerr.InvalidRequest, "Invalid group id in the request."), nil
+		return shareAckError(resp, kerr.InvalidRequest), nil
 	case !rc.authorize(OpRead, ResourceGroup, *r.GroupID):
-		return shareAckError(resp, kerr.GroupAuthorizationFailed, ""), nil
+		return shareAckError(resp, kerr.GroupAuthorizationFailed), nil
 	case !validShareMember(r.MemberID):
-		return shareAckError(resp, kerr.InvalidRequest, "Invalid member id in the request."), nil
+		return shareAckError(resp, kerr.InvalidRequest), nil
 	}
 	b := rc.svc
 	key := shareSessionKey{group: *r.GroupID, member: *r.MemberID}
@@ -55,7 +53,7 @@ func handleShareAcknowledge(rc *reqCtx) (kmsg.Response, error) {
 	}
 	closing, serr := b.sharing.sessions.acknowledgeContext(key, r.ShareSessionEpoch)
 	if serr != nil {
-		return shareAckError(resp, serr, ""), nil
+		return shareAckError(resp, serr), nil
 	}
 	for _, t := range r.Topics {
 		rt := kmsg.NewShareAcknowledgeResponseTopic()

@@ -17,8 +17,8 @@ package broker
 // answers every partition; a later one only those with records, an error
 // or an acknowledgement. v2's IsRenewAck requests only renew locks: such
 // a request asking to fetch (MaxBytes, MinBytes, MaxRecords, BatchSize
-// or MaxWaitMs not 0) is INVALID_REQUEST (Strata: with
-// INVALID_REQUEST's description, not Kafka's list of the fields).
+// or MaxWaitMs not 0) is INVALID_REQUEST. Errors of the whole request
+// carry no message, as Kafka's getErrorResponse.
 // AcquisitionLockTimeoutMillis is the group's lock duration.
 //
 // Strata differs: these keys are served only with
@@ -51,12 +51,10 @@ func (b *services) maxShareSessions() int {
 // validShareMember is KafkaApis.isMemberIdValid.
 func validShareMember(id *string) bool { return id != nil && *id != "" && len(*id) <= 36 }
 
-func shareFetchError(resp *kmsg.ShareFetchResponse, err *kerr.Error, msg string) *kmsg.ShareFetchResponse {
+// shareFetchError is Kafka's ShareFetchRequest.getErrorResponse: the code
+// and no message.
+func shareFetchError(resp *kmsg.ShareFetchResponse, err *kerr.Error) *kmsg.ShareFetchResponse {
 	resp.ErrorCode = err.Code
-	if msg == "" {
-		msg = err.Description
-	}
-	resp.ErrorMessage = &msg
 	return resp
 }
 
@@ -72,13 +70,13 @@ func handleShareFetch(rc *reqCtx) (kmsg.Response, error) {
 	resp := kmsg.NewPtrShareFetchResponse()
 	switch {
 	case r.GroupID == nil || *r.GroupID == "":
-		return shareFetchError(resp, kerr.InvalidRequest, "Invalid group id in the request."), nil
+		return shareFetchError(resp, kerr.InvalidRequest), nil
 	case !rc.authorize(OpRead, ResourceGroup, *r.GroupID):
-		return shareFetchError(resp, kerr.GroupAuthorizationFailed, ""), nil
+		return shareFetchError(resp, kerr.GroupAuthorizationFailed), nil
 	case !validShareMember(r.MemberID):
-		return shareFetchError(resp, kerr.InvalidRequest, "Invalid member id in the request."), nil
+		return shareFetchError(resp, kerr.InvalidRequest), nil
 	case rc.req.Version >= 2 && r.IsRenewAck && (r.MaxBytes != 0 || r.MinBytes != 0 || r.MaxRecords != 0 || r.BatchSize != 0 || r.MaxWaitMillis != 0):
-		return shareFetchError(resp, kerr.InvalidRequest, ""), nil
+		return shareFetchError(resp, kerr.InvalidRequest), nil
 	}
 	b := rc.svc
 	key := shareSessionKey{group: *r.GroupID, member: *r.MemberID}
@@ -106,7 +104,7 @@ func handleShareFetch(rc *reqCtx) (kmsg.Response, error) {
 		b.sharing.releaseMember(key)
 	}
 	if serr != nil {
-		return shareFetchError(resp, serr, ""), nil
+		return shareFetchError(resp, serr), nil
 	}
 
 	out := map[shareTP]*shareOutcome{}
