@@ -21,6 +21,10 @@ type shareMember struct {
 	member string
 	epoch  int32
 	topic  [16]byte
+	// recordLimit and maxRecords, when set, are v2's ShareAcquireMode 1
+	// and MaxRecords (else batch-optimized and 500).
+	recordLimit bool
+	maxRecords  int32
 }
 
 func (m *shareMember) fetch(maxWait int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
@@ -28,6 +32,12 @@ func (m *shareMember) fetch(maxWait int32, acks ...kmsg.ShareFetchRequestTopicPa
 	r := kmsg.NewPtrShareFetchRequest()
 	r.GroupID, r.MemberID, r.ShareSessionEpoch = kmsg.StringPtr(m.group), kmsg.StringPtr(m.member), m.epoch
 	r.MaxWaitMillis, r.MinBytes, r.MaxBytes, r.MaxRecords, r.BatchSize = maxWait, 1, 1<<20, 500, 500
+	if m.maxRecords > 0 {
+		r.MaxRecords = m.maxRecords
+	}
+	if m.recordLimit {
+		r.ShareAcquireMode = 1
+	}
 	p := kmsg.NewShareFetchRequestTopicPartition()
 	p.AcknowledgementBatches = acks
 	r.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: m.topic, Partitions: []kmsg.ShareFetchRequestTopicPartition{p}}}
@@ -342,6 +352,23 @@ func shareFetchScript(t *testing.T, addr string) []string {
 	r = bad.fetch(0)
 	say("empty member id: %s %q", code(r.ErrorCode), strOr(r.ErrorMessage))
 	acked("accept 1, 3 and 4", m2.ack(m2.epoch, shareAck(1, 1, 1), shareAck(3, 4, 1)))
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "sf", Value: []byte("5")}, &kgo.Record{Topic: "sf", Value: []byte("6")},
+		&kgo.Record{Topic: "sf", Value: []byte("7")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	m2.recordLimit, m2.maxRecords = true, 1
+	fetched("record_limit, 1 record of a batch of 3", m2)
+	m2.recordLimit = false
+	fetched("batch_optimized, 1 record", m2)
+	renew := kmsg.NewPtrShareAcknowledgeRequest()
+	renew.GroupID, renew.MemberID, renew.ShareSessionEpoch, renew.IsRenewAck = kmsg.StringPtr("sg"), kmsg.StringPtr("member-two"), m2.epoch, true
+	renew.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: id, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{{AcknowledgementBatches: []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{shareAck(5, 7, 4)}}}}}
+	rr := s.do(renew, 2).(*kmsg.ShareAcknowledgeResponse)
+	if rr.ErrorCode == 0 {
+		m2.epoch++
+	}
+	acked("renew 5-7", rr)
+	acked("reject 5, accept 6-7", m2.ack(m2.epoch, shareAck(5, 5, 3), shareAck(6, 7, 1)))
 	st := s.readState("sg", id, 0, 0)
 	var batches []string
 	for _, b := range st.StateBatches {
