@@ -47,13 +47,13 @@ func handleShareAcknowledge(rc *reqCtx) (kmsg.Response, error) {
 	}
 	b := rc.svc
 	key := shareSessionKey{group: *r.GroupID, member: *r.MemberID}
-	if rc.req.Version >= 2 {
-		cfg, _ := b.shareConfig(key.group)
-		resp.AcquisitionLockTimeoutMillis = int32(cfg.LockDuration / time.Millisecond)
-	}
 	closing, serr := b.sharing.sessions.acknowledgeContext(key, r.ShareSessionEpoch)
 	if serr != nil {
 		return shareAckError(resp, serr), nil
+	}
+	if rc.req.Version >= 2 {
+		cfg, _ := b.shareConfig(key.group)
+		resp.AcquisitionLockTimeoutMillis = int32(cfg.LockDuration / time.Millisecond)
 	}
 	for _, t := range r.Topics {
 		rt := kmsg.NewShareAcknowledgeResponseTopic()

@@ -80,8 +80,6 @@ func handleShareFetch(rc *reqCtx) (kmsg.Response, error) {
 	}
 	b := rc.svc
 	key := shareSessionKey{group: *r.GroupID, member: *r.MemberID}
-	cfg, _ := b.shareConfig(key.group)
-	resp.AcquisitionLockTimeoutMillis = int32(cfg.LockDuration / time.Millisecond)
 
 	var add, forget []shareTP
 	acks := map[shareTP][]share.AckBatch{}
@@ -106,6 +104,8 @@ func handleShareFetch(rc *reqCtx) (kmsg.Response, error) {
 	if serr != nil {
 		return shareFetchError(resp, serr), nil
 	}
+	cfg, _ := b.shareConfig(key.group)
+	resp.AcquisitionLockTimeoutMillis = int32(cfg.LockDuration / time.Millisecond)
 
 	out := map[shareTP]*shareOutcome{}
 	outcome := func(tp shareTP) *shareOutcome {

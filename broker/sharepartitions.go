@@ -20,8 +20,11 @@ package broker
 //
 // Strata differs: the share coordinator is called in process, so a
 // share-partition whose __share_group_state partition another node of a
-// cluster leads is answered with what the local coordinator said
-// (NOT_COORDINATOR), not sent there as Kafka's persister would.
+// cluster leads is answered COORDINATOR_NOT_AVAILABLE (the local
+// coordinator's NOT_COORDINATOR), not sent there as Kafka's persister
+// would. A share-partition is loaded again when its partition's leader
+// epoch changed since it was loaded, where Kafka drops it as soon as the
+// leadership moves.
 // share.auto.offset.reset by_duration is not applied: it starts at the
 // latest offset. share.isolation.level read_committed reads up to the
 // last stable offset, and the batches of aborted transactions are
@@ -157,9 +160,18 @@ func (b *services) sharePartition(key sharePartKey) (*sharePart, *shareError) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.readCommitted = set.readCommitted
-	if sp.p != nil {
+	if sp.p != nil && sp.p.LeaderEpoch() == max(lp.LeaderEpoch(), 0) {
 		sp.p.SetConfig(cfg)
 		return sp, nil
+	}
+	if sp.p != nil {
+		// A new leader epoch: this node led the partition before, another
+		// node may have written the state since.
+		if sp.timer != nil {
+			sp.timer.Stop()
+			sp.timer = nil
+		}
+		sp.p = nil
 	}
 	if err := sp.load(cfg, set.reset); err != nil {
 		return nil, err
@@ -300,7 +312,7 @@ func (m *shareManager) isClosed() bool {
 func (sp *sharePart) expire() {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if sp.m.isClosed() {
+	if sp.m.isClosed() || sp.p == nil {
 		return
 	}
 	writes := sp.p.Tick(sp.m.clock.Now())
@@ -321,6 +333,9 @@ func (sp *sharePart) wait() <-chan struct{} {
 func (sp *sharePart) acknowledge(member string, acks []share.AckBatch) *shareError {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	if sp.p == nil {
+		return shareErrOf(kerr.NotLeaderForPartition)
+	}
 	w, perr := sp.p.Acknowledge(member, acks, sp.m.clock.Now())
 	if perr != nil {
 		return &shareError{err: perr.Err, msg: perr.Message}
@@ -337,6 +352,9 @@ func (sp *sharePart) acknowledge(member string, acks []share.AckBatch) *shareErr
 func (sp *sharePart) release(member string) *shareError {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	if sp.p == nil {
+		return nil
+	}
 	w, perr := sp.p.ReleaseMember(member, sp.m.clock.Now())
 	if perr != nil {
 		return &shareError{err: perr.Err, msg: perr.Message}
@@ -361,12 +379,6 @@ func (m *shareManager) releaseMember(key shareSessionKey) {
 	}
 	m.mu.Unlock()
 	for _, sp := range parts {
-		sp.mu.Lock()
-		loaded := sp.p != nil
-		sp.mu.Unlock()
-		if !loaded {
-			continue
-		}
 		if err := sp.release(key.member); err != nil {
 			m.logger.Warn("share session release failed", zap.String("group", key.group), zap.String("member", key.member), zap.String("error", err.msg))
 		}
@@ -393,7 +405,7 @@ type shareRead struct {
 func (sp *sharePart) available(maxBytes int) int {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if !sp.p.CanAcquire() {
+	if sp.p == nil || !sp.p.CanAcquire() {
 		return 0
 	}
 	res, err := sp.log.Log.ReadIsolated(sp.p.NextFetchOffset(), maxBytes, true, sp.readCommitted)
@@ -409,6 +421,9 @@ func (sp *sharePart) available(maxBytes int) int {
 func (sp *sharePart) fetch(a share.Acquire, maxBytes int, minOne bool) (shareRead, error) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	if sp.p == nil {
+		return shareRead{}, kerr.NotLeaderForPartition
+	}
 	sp.p.UpdateLogStart(sp.log.Log.LogStartOffset())
 	if !sp.p.CanAcquire() || a.MaxRecords <= 0 {
 		return shareRead{}, nil
