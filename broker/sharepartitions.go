@@ -368,7 +368,9 @@ func (sp *sharePart) release(member string) *shareError {
 }
 
 // releaseMember releases what member holds on every loaded share-partition
-// of its group (releaseSession).
+// of its group (releaseSession); once the group has no session left its
+// share-partitions are dropped, to be loaded again from the share
+// coordinator (ShareGroupListener.onGroupEmpty).
 func (m *shareManager) releaseMember(key shareSessionKey) {
 	m.mu.Lock()
 	var parts []*sharePart
@@ -382,6 +384,27 @@ func (m *shareManager) releaseMember(key shareSessionKey) {
 		if err := sp.release(key.member); err != nil {
 			m.logger.Warn("share session release failed", zap.String("group", key.group), zap.String("member", key.member), zap.String("error", err.msg))
 		}
+	}
+	if !m.sessions.groupEmpty(key.group) {
+		return
+	}
+	m.mu.Lock()
+	for _, sp := range parts {
+		if m.parts[sp.key] == sp {
+			delete(m.parts, sp.key)
+		}
+	}
+	m.mu.Unlock()
+	for _, sp := range parts {
+		sp.mu.Lock()
+		if sp.timer != nil {
+			sp.timer.Stop()
+			sp.timer = nil
+		}
+		sp.p = nil
+		close(sp.changed)
+		sp.changed = make(chan struct{})
+		sp.mu.Unlock()
 	}
 }
 

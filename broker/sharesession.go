@@ -159,6 +159,18 @@ func (c *shareSessionCache) acknowledgeContext(key shareSessionKey, epoch int32)
 	return false, nil
 }
 
+// groupEmpty reports whether no session of group is left.
+func (c *shareSessionCache) groupEmpty(group string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.sessions {
+		if k.group == group {
+			return false
+		}
+	}
+	return true
+}
+
 // connClosed removes the sessions opened on cn and returns their keys.
 func (c *shareSessionCache) connClosed(cn *conn) []shareSessionKey {
 	c.mu.Lock()
