@@ -297,7 +297,8 @@ func TestShareFetchSessionsE2E(t *testing.T) {
 
 // shareFetchScript is one sequence of ShareFetch and ShareAcknowledge
 // against addr, each answer printed: acquisition, accept, release and
-// reject, the session's epochs, its close releasing what the member held,
+// reject, record_limit, RENEW, the throttled delivery of a record delivered
+// often, the session's epochs, its close releasing what the member held,
 // and the state the share coordinator keeps.
 func shareFetchScript(t *testing.T, addr string) []string {
 	cl := newClient(t, addr)
@@ -374,6 +375,17 @@ func shareFetchScript(t *testing.T, addr string) []string {
 	}
 	acked("renew 5-7", rr)
 	acked("reject 5, accept 6-7", m2.ack(m2.epoch, shareAck(5, 5, 3), shareAck(6, 7, 1)))
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "sf", Value: []byte("8")}, &kgo.Record{Topic: "sf", Value: []byte("9")},
+		&kgo.Record{Topic: "sf", Value: []byte("10")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	m2.maxRecords = 0
+	for range 3 {
+		fetched("a batch of 3", m2)
+		acked("release 8-10", m2.ack(m2.epoch, shareAck(8, 10, 2)))
+	}
+	fetched("a batch delivered 3 times", m2)
+	fetched("the rest of it", m2)
 	st := s.readState("sg", id, 0, 0)
 	var batches []string
 	for _, b := range st.StateBatches {
