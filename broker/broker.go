@@ -170,6 +170,7 @@ type Broker struct {
 	tokens *delegationTokens // delegation tokens' HMACs and logins (delegationtoken_auth.go)
 
 	fetchSessions *fetchSessionCache // nil when there are none (Config.FetchSessionCacheSlots)
+	sharing       *shareManager      // share-partitions and share sessions (sharepartitions.go)
 	telemetry     *telemetry         // KIP-714 client instances and their metrics (telemetry.go)
 
 	// A cluster node's controller, lifecycle and forwarder; nil on one node.
@@ -333,6 +334,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	}
 	b.tokens = newDelegationTokens(cfg.DelegationTokens, meta.Image, clock.Now)
 	b.telemetry = newTelemetry(cfg.TelemetryMaxBytes, clock.Now)
+	b.sharing = newShareManager(clock, logger, shares)
 	switch slots := cfg.FetchSessionCacheSlots; {
 	case slots == 0:
 		b.fetchSessions = newFetchSessionCache(defaultFetchSessionSlots, minFetchSessionEviction)
@@ -574,6 +576,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.unpublish()
 	b.unreload()
 	b.txns.Close()
+	b.sharing.close()
 	b.shares.Close()
 	if b.markers != nil {
 		b.markers.close()

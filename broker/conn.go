@@ -184,6 +184,7 @@ func (c *conn) stopReading() {
 
 func (c *conn) serve() {
 	defer c.b.untrack(c)
+	defer c.b.sharing.connClosed(c)
 	defer c.nc.Close()
 	if err := c.handshake(); err != nil {
 		c.logClose(err)

@@ -46,12 +46,13 @@ func (r *registry) add(key kmsg.Key, minVersion, maxVersion int16, h handler) {
 	r.apis[int16(key)] = api{VersionRange{int16(key), minVersion, maxVersion}, h}
 }
 
-// unstableRegistrations are the keys served only with Kafka's internal
-// unstable.api.versions.enable: the share group keys (KIP-932), until
-// share groups work end to end (ShareFetch and ShareAcknowledge with
-// them). Neither ServedVersions nor the controller listener serves them.
+// unstableRegistrations are the register functions of keys still being
+// built, served only with unstable.api.versions.enable (Kafka's internal
+// config of the same name): share groups' (KIP-932) until their whole
+// path works and share.version is finalized. Neither ServedVersions nor
+// the controller listener serves them.
 var unstableRegistrations = []func(*registry){
-	registerShareGroupHeartbeat, registerShareGroupDescribe,
+	registerShareGroupHeartbeat, registerShareGroupDescribe, registerShareFetch, registerShareAcknowledge,
 }
 
 // newRegistry calls each handler file's register function: the file that

@@ -68,6 +68,7 @@ type services struct {
 	groups   groupCoordinator
 	txns     txnCoordinator
 	shares   *coordinator.ShareCoordinator
+	sharing  *shareManager            // share-partitions and share sessions (sharepartitions.go)
 	markers  coordinator.MarkerWriter // writes markers on this node's own leaders (WriteTxnMarkers)
 	peers    *clusterMarkers          // connections to other brokers (transaction markers, AddPartitionsToTxn); nil on one node
 	metrics  requestMetrics
@@ -165,6 +166,7 @@ func newServices(b *Broker, listener string) *services {
 		groups:   b.groups,
 		txns:     b.txns,
 		shares:   b.shares,
+		sharing:  b.sharing,
 		markers:  b.local,
 		peers:    b.markers,
 		metrics:  b.metrics,

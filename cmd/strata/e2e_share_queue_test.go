@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// shareQueueRun is what three franz-go share consumers (kgo.ShareGroup) of
+// one share group saw of a 3-partition topic of n records, every tenth
+// released on its first delivery: how often each record was delivered and
+// accepted.
+type shareQueueRun struct {
+	deliveries, accepted map[int]int
+	maxDeliveryCount     int32
+}
+
+// runShareQueue produces n records to a new topic, sets the group's
+// share.auto.offset.reset to earliest, and has three share members
+// consume until every record was accepted once (or the deadline).
+func runShareQueue(t *testing.T, addr, topic, group string, n int) shareQueueRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl := newClient(t, addr)
+	createTopic(t, cl, topic, 3)
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.auto.offset.reset", Value: kmsg.StringPtr("earliest")}}
+	alter.Resources = append(alter.Resources, res)
+	ar, err := alter.RequestWith(ctx, cl)
+	if err != nil || ar.Resources[0].ErrorCode != 0 {
+		t.Fatalf("set share.auto.offset.reset: %v %v", err, ar)
+	}
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: []byte(strconv.Itoa(i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	run := shareQueueRun{deliveries: map[int]int{}, accepted: map[int]int{}}
+	var mu sync.Mutex
+	pollCtx, allAccepted := context.WithCancel(ctx)
+	defer allAccepted()
+	done := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(run.accepted) == n
+	}
+	var wg sync.WaitGroup
+	for m := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := newClient(t, addr, kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.ClientID(fmt.Sprintf("share-%d", m)))
+			defer c.Close()
+			for !done() && pollCtx.Err() == nil {
+				fs := c.PollFetches(pollCtx)
+				fs.EachRecord(func(r *kgo.Record) {
+					v, _ := strconv.Atoi(string(r.Value))
+					mu.Lock()
+					defer mu.Unlock()
+					run.deliveries[v]++
+					run.maxDeliveryCount = max(run.maxDeliveryCount, r.DeliveryCount())
+					if v%10 == 0 && r.DeliveryCount() == 1 {
+						r.Ack(kgo.AckRelease)
+						return
+					}
+					r.Ack(kgo.AckAccept)
+					if run.accepted[v]++; len(run.accepted) == n {
+						allAccepted()
+					}
+				})
+				c.MarkAcks(kgo.AckAccept)
+			}
+		}()
+	}
+	wg.Wait()
+	if !done() {
+		t.Fatalf("%d of %d records accepted before the deadline", len(run.accepted), n)
+	}
+	return run
+}
+
+// TestShareGroupQueueAsKafka44 is the scenario on Strata and on
+// Kafka 4.4.0: three franz-go share members read 3,000 records of a
+// 3-partition topic; every tenth is released once and delivered again
+// (delivery count 2), and each is accepted exactly once: 3,300
+// deliveries on both.
+func TestShareGroupQueueAsKafka44(t *testing.T) {
+	e2e(t)
+	const n = 3000
+	check := func(who string, run shareQueueRun) {
+		t.Helper()
+		total := 0
+		for v := range n {
+			total += run.deliveries[v]
+			if run.accepted[v] != 1 {
+				t.Errorf("%s: record %d accepted %d times", who, v, run.accepted[v])
+			}
+			if want := 1 + btoi(v%10 == 0); run.deliveries[v] != want {
+				t.Errorf("%s: record %d delivered %d times, want %d", who, v, run.deliveries[v], want)
+			}
+		}
+		t.Logf("%s: %d deliveries of %d records, highest delivery count %d", who, total, n, run.maxDeliveryCount)
+	}
+	p := startBroker(t, "", "--override", "unstable.api.versions.enable=true")
+	check("strata", runShareQueue(t, p.addr, "queue", "sq", n))
+	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
+		t.Skip("Kafka 4.4.0's jars are not cached: no comparison with Kafka")
+	}
+	k := kafkaTargetFrom(t, kafkaHome, t.TempDir(), "share.coordinator.state.topic.replication.factor=1", "share.coordinator.state.topic.min.isr=1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := k.Start(ctx); err != nil {
+		t.Fatalf("start kafka: %v", err)
+	}
+	check("kafka", runShareQueue(t, k.Addr(), "queue", "sq", n))
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
