@@ -61,7 +61,7 @@ func (s *groupShard) commitOffsets(req CommitRequest) []*kerr.Error {
 	case g.share != nil:
 		return all(kerr.GroupIDNotFound)
 	case g.streams != nil:
-		if err := validateStreamsCommit(g.streams, req.MemberID, req.Generation, false, req.Version); err != nil {
+		if err := validateStreamsCommit(g.streams, req.MemberID, req.Generation, req.Commits, false, req.Version); err != nil {
 			return all(err)
 		}
 	case g.consumer != nil:

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -67,6 +68,10 @@ type smember struct {
 
 	assigned streamsTasks // what the member should own now
 	revoking taskSet      // active tasks it must still give up
+	// epochs is the assignment epoch of each active task it owns or is
+	// revoking: the target's epoch when the task was given to it (Kafka's
+	// TasksTupleWithEpochs), which fences its commits at older epochs.
+	epochs map[taskID]int32
 }
 
 // streamsGroup is the KIP-1071 part of a group; nil for other groups.
@@ -123,7 +128,9 @@ func (sg *streamsGroup) state() string {
 	return "Stable"
 }
 
-// setActive replaces m's active and pending tasks, keeping owners in step.
+// setActive replaces m's active and pending tasks, keeping owners in step;
+// a task m keeps keeps its assignment epoch, a new one gets the target's
+// (Kafka's CurrentAssignmentBuilder.computeAssignmentDifferenceWithEpoch).
 func (sg *streamsGroup) setActive(m *smember, active, revoking taskSet) {
 	for _, set := range []taskSet{m.assigned.active, m.revoking} {
 		for _, t := range set.tasks() {
@@ -133,11 +140,18 @@ func (sg *streamsGroup) setActive(m *smember, active, revoking taskSet) {
 		}
 	}
 	m.assigned.active, m.revoking = active, revoking
+	epochs := make(map[taskID]int32, active.count()+revoking.count())
 	for _, set := range []taskSet{active, revoking} {
 		for _, t := range set.tasks() {
 			sg.owners[t] = m.id
+			e, ok := m.epochs[t]
+			if !ok {
+				e = sg.assignmentEpoch
+			}
+			epochs[t] = e
 		}
 	}
+	m.epochs = epochs
 }
 
 // streamsHeartbeatError is a failed StreamsGroupHeartbeat.
@@ -329,15 +343,34 @@ func (s *groupShard) streamsMember(g *group, req *kmsg.StreamsGroupHeartbeatRequ
 	case req.MemberEpoch > m.epoch:
 		return nil, streamsHeartbeatError(kerr.FencedMemberEpoch, fmt.Sprintf("The streams group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch))
 	case req.MemberEpoch < m.epoch:
-		ok := req.MemberEpoch == m.prevEpoch
-		for _, t := range taskSetOf(req.ActiveTasks).tasks() {
-			ok = ok && (m.assigned.active.has(t) || m.revoking.has(t))
-		}
+		// As Kafka: the previous epoch, owning only tasks still assigned
+		// (not those pending revocation), of each kind.
+		ok := req.MemberEpoch == m.prevEpoch && ownedWithin(req.ActiveTasks, m.assigned.active) &&
+			ownedWithin(req.StandbyTasks, m.assigned.standby) && ownedWithin(req.WarmupTasks, m.assigned.warmup)
 		if !ok {
 			return nil, streamsHeartbeatError(kerr.FencedMemberEpoch, fmt.Sprintf("The streams group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch))
 		}
 	}
 	return m, nil
+}
+
+// ownedWithin is Kafka's areOwnedTasksContainedInAssignedTasks: a null
+// list is not, and a subtopology m has no tasks of is not either.
+func ownedWithin(owned []kmsg.TaskIDs, assigned taskSet) bool {
+	if owned == nil {
+		return false
+	}
+	for _, t := range owned {
+		if _, ok := assigned[t.SubtopologyID]; !ok {
+			return false
+		}
+		for _, p := range t.Partitions {
+			if !assigned.has(taskID{t.SubtopologyID, p}) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // replaceStaticStreamsMember gives a static member that left with epoch -2
@@ -347,6 +380,7 @@ func (s *groupShard) replaceStaticStreamsMember(g *group, old *smember, newID st
 	m := &smember{}
 	*m = *old
 	m.id = newID
+	m.epochs = maps.Clone(old.epochs)
 	m.epoch, m.state = old.prevEpoch, smemberStable
 	active, revoking := old.assigned.active, old.revoking
 	s.removeStreamsMember(g, old, false)
@@ -446,6 +480,12 @@ func (s *groupShard) streamsLeave(g *group, req *kmsg.StreamsGroupHeartbeatReque
 			m.prevEpoch = m.epoch
 		}
 		m.epoch = staticLeaveEpoch
+		// As Kafka's streamsGroupStaticMemberGroupLeave: the tasks pending
+		// revocation are given up and the assigned ones' epochs reset to 0.
+		sg.setActive(m, m.assigned.active, taskSet{})
+		for t := range m.epochs {
+			m.epochs[t] = 0
+		}
 		s.cancel(timerKey{kind: timerStreamsRevoke, group: g.id, member: m.id})
 		s.scheduleStreamsSession(g, m)
 		return resp

@@ -137,8 +137,11 @@ func (s *groupShard) streamsGroupDescribe(id string, version int16, includeDescr
 
 // validateStreamsCommit is Kafka's StreamsGroup.validateOffsetCommit: an
 // admin commit (epoch < 0) only while the group is empty; otherwise a
-// member at its epoch, or at its previous epoch for tasks it still holds.
-func validateStreamsCommit(sg *streamsGroup, memberID string, epoch int32, transactional bool, version int16) *kerr.Error {
+// member at its epoch, or at an older one for tasks it holds (assigned or
+// pending revocation) that were given to it at that epoch or before
+// (createAssignmentEpochValidator). The topics map to tasks by the
+// topology's source and repartition source topics.
+func validateStreamsCommit(sg *streamsGroup, memberID string, epoch int32, commits []Commit, transactional bool, version int16) *kerr.Error {
 	if epoch < 0 && len(sg.members) == 0 {
 		return nil
 	}
@@ -150,10 +153,29 @@ func validateStreamsCommit(sg *streamsGroup, memberID string, epoch int32, trans
 		return kerr.UnsupportedVersion
 	case epoch == m.epoch:
 		return nil
-	case epoch > m.epoch:
+	case epoch > m.epoch || sg.topology == nil:
 		return kerr.StaleMemberEpoch
-	case epoch != m.prevEpoch || m.prevEpoch <= 0:
-		return kerr.StaleMemberEpoch
+	}
+	subtopologyOf := map[string]string{}
+	for _, st := range sg.topology.Subtopologies {
+		for _, t := range st.SourceTopics {
+			subtopologyOf[t] = st.SubtopologyID
+		}
+		for _, t := range st.RepartitionSourceTopics {
+			subtopologyOf[t.Topic] = st.SubtopologyID
+		}
+	}
+	for _, cm := range commits {
+		if cm.Metadata != nil && len(*cm.Metadata) > maxOffsetMetadata {
+			continue // OFFSET_METADATA_TOO_LARGE, not validated
+		}
+		st, ok := subtopologyOf[cm.Topic]
+		if !ok {
+			return kerr.StaleMemberEpoch
+		}
+		if e, ok := m.epochs[taskID{st, cm.Partition}]; !ok || epoch < e {
+			return kerr.StaleMemberEpoch
+		}
 	}
 	return nil
 }

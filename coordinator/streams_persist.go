@@ -30,9 +30,11 @@ import (
 // the groups once the partition is read (activateStreamsGroups), arming
 // the members' session timers (and revocation deadlines) as Kafka does.
 //
-// Differences from Kafka: the per-task assignment epochs of the current
-// assignment (AssignmentEpochs) are not kept, nor the topology
-// description plugin's epochs (written as -1).
+// The current assignment's active tasks carry their assignment epochs
+// (AssignmentEpochs), as Kafka 4.4 writes them.
+//
+// Differences from Kafka: the topology description plugin's epochs are not
+// kept (written as -1).
 
 // replayStreams applies one streams group record during load.
 func (s *groupShard) replayStreams(key, value []byte) error {
@@ -158,6 +160,7 @@ func (s *groupShard) streamsGroupFromRecords(img consumerImage) (*streamsGroup, 
 			m.state = streamsMemberState(c.state - 1)
 		}
 		m.assigned.standby, m.assigned.warmup = taskSetOfRecord(c.standby), taskSetOfRecord(c.warmup)
+		m.epochs = taskEpochsOfRecord(c.memberEpoch, c.active, c.activeRevoking)
 		sg.setActive(m, taskSetOfRecord(c.active), taskSetOfRecord(c.activeRevoking))
 	}
 	for id := range sg.target {
@@ -211,6 +214,39 @@ func taskSetOfRecord(ts []stTaskIDs) taskSet {
 	for _, t := range ts {
 		for _, p := range t.partitions {
 			out.add(taskID{t.subtopology, p})
+		}
+	}
+	return out
+}
+
+// taskEpochsOfRecord is the active tasks' assignment epochs, as Kafka's
+// TasksTupleWithEpochs.fromCurrentAssignmentRecord: a subtopology without
+// them (or with as many as it has partitions) takes the member epoch.
+func taskEpochsOfRecord(memberEpoch int32, lists ...[]stTaskIDs) map[taskID]int32 {
+	out := map[taskID]int32{}
+	for _, ts := range lists {
+		for _, t := range ts {
+			for i, p := range t.partitions {
+				e := memberEpoch
+				if len(t.epochs) == len(t.partitions) {
+					e = t.epochs[i]
+				}
+				out[taskID{t.subtopology, p}] = e
+			}
+		}
+	}
+	return out
+}
+
+// taskIDsWithEpochs is the active tasks with their assignment epochs, as
+// Kafka's StreamsCoordinatorRecordHelpers.toTaskIdsWithEpochs.
+func taskIDsWithEpochs(set taskSet, epochs map[taskID]int32) []stTaskIDs {
+	out := taskIDsOf(set)
+	for i := range out {
+		t := &out[i]
+		t.epochs = make([]int32, 0, len(t.partitions))
+		for _, p := range t.partitions {
+			t.epochs = append(t.epochs, epochs[taskID{t.subtopology, p}])
 		}
 	}
 	return out
@@ -350,8 +386,8 @@ func streamsRecords(g *group) []kv {
 		value: (&cgTargetMetadataValue{assignmentEpoch: sg.assignmentEpoch, assignmentTimestamp: sg.assignmentTime}).encode()})
 	for _, m := range members {
 		v := stCurrentValue{memberEpoch: m.epoch, previousMemberEpoch: m.prevEpoch, state: int8(m.state) + 1,
-			active: taskIDsOf(m.assigned.active), standby: taskIDsOf(m.assigned.standby), warmup: taskIDsOf(m.assigned.warmup),
-			activeRevoking: taskIDsOf(m.revoking), standbyRevoking: []stTaskIDs{}, warmupRevoking: []stTaskIDs{}}
+			active: taskIDsWithEpochs(m.assigned.active, m.epochs), standby: taskIDsOf(m.assigned.standby), warmup: taskIDsOf(m.assigned.warmup),
+			activeRevoking: taskIDsWithEpochs(m.revoking, m.epochs), standbyRevoking: []stTaskIDs{}, warmupRevoking: []stTaskIDs{}}
 		recs = append(recs, kv{key: key(stCurrentType, m.id), value: v.encode()})
 	}
 	return recs

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"slices"
@@ -235,6 +236,24 @@ func TestReplayKafkaStreamsGroups(t *testing.T) {
 		raw.static["inst-a"] != "m1" || m1.rackID != "r1" || m1.endpoint == nil || m1.endpoint.Port != 8080 || m1.clientTags["zone"] != "z1" ||
 		!m1.assigned.active.equal(taskSet{"0": {0}}) {
 		t.Fatalf("sg-raw member %+v", m1)
+	}
+	// The tasks' assignment epochs come back as Kafka wrote them (tasks
+	// 0-2 and 1-1 were given at epoch 5, the others at 3; the static
+	// member's were reset to 0), and the current assignments Strata would
+	// write for both groups are Kafka's bytes.
+	if m.epochs[taskID{"0", 2}] != 5 || m.epochs[taskID{"1", 1}] != 5 || m.epochs[taskID{"0", 0}] != 3 || m.epochs[taskID{"1", 0}] != 3 ||
+		m1.epochs[taskID{"0", 0}] != 0 || len(m1.epochs) != 1 {
+		t.Fatalf("replayed task epochs %v and %v", m.epochs, m1.epochs)
+	}
+	for _, g := range []*group{wc, s.groups["sg-raw"]} {
+		for _, r := range streamsRecords(g) {
+			if typ, _ := keyVersion(r.key); typ != stCurrentType {
+				continue
+			}
+			if want := g.streams.stored[string(r.key)]; !bytes.Equal(r.value, want) {
+				t.Errorf("group %s: current assignment\n%x\nwritten again as\n%x", g.id, want, r.value)
+			}
+		}
 	}
 	if !slices.Contains(s.timers.keys(), timerKey{kind: timerStreamsSession, group: "wc-cap", member: m.id}) {
 		t.Error("wc-cap member has no session timer after load")

@@ -33,6 +33,22 @@ func formatStreamsRecord(r kv) string {
 		}
 		return "(" + strings.Join(out, " ") + ")"
 	}
+	// withEpochs prints the current assignment's active tasks with their
+	// assignment epochs: (0:0@2,1@3).
+	withEpochs := func(ts []stTaskIDs) string {
+		var out []string
+		for _, t := range ts {
+			ps := make([]string, len(t.partitions))
+			for i, p := range t.partitions {
+				ps[i] = strconv.Itoa(int(p))
+				if i < len(t.epochs) {
+					ps[i] += "@" + strconv.Itoa(int(t.epochs[i]))
+				}
+			}
+			out = append(out, t.subtopology+":"+strings.Join(ps, ","))
+		}
+		return "(" + strings.Join(out, " ") + ")"
+	}
 	switch k.typ {
 	case stMetadataType:
 		v, _ := decodeSTMetadata(r.value)
@@ -56,7 +72,7 @@ func formatStreamsRecord(r kv) string {
 	case stCurrentType:
 		v, _ := decodeSTCurrent(r.value)
 		return fmt.Sprintf("%s %s epoch=%d prev=%d state=%d active=%s standby=%s revoking=%s", name, id, v.memberEpoch,
-			v.previousMemberEpoch, v.state, tasks(v.active), tasks(v.standby), tasks(v.activeRevoking))
+			v.previousMemberEpoch, v.state, withEpochs(v.active), tasks(v.standby), withEpochs(v.activeRevoking))
 	}
 	return fmt.Sprintf("%s %s", name, id)
 }

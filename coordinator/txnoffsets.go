@@ -44,7 +44,7 @@ func (s *groupShard) validateTxnCommit(g *group, req TxnCommitRequest) *kerr.Err
 	}
 	var err *kerr.Error
 	if g.streams != nil {
-		err = validateStreamsCommit(g.streams, req.MemberID, req.Generation, true, 0)
+		err = validateStreamsCommit(g.streams, req.MemberID, req.Generation, req.Commits, true, 0)
 	} else {
 		err = s.validateConsumerCommit(g.consumer, req.MemberID, req.Generation, req.Commits, true, 0)
 	}

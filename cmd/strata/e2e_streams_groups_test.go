@@ -257,6 +257,13 @@ func printStreamsResponse(resp kmsg.Response) string {
 					printTasks(m.Assignment.ActiveTasks), printTasks(m.TargetAssignment.ActiveTasks))
 			}
 		}
+	case *kmsg.OffsetCommitResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				fmt.Fprintf(&b, "%s-%d:", t.Topic, p.Partition)
+				errText(p.ErrorCode, nil)
+			}
+		}
 	case *kmsg.StreamsGroupTopologyDescriptionUpdateResponse:
 		errText(r.ErrorCode, r.ErrorMessage)
 	case *kmsg.ConsumerGroupHeartbeatResponse:
@@ -386,6 +393,18 @@ func TestStreamsGroupProtocolAsKafka44(t *testing.T) {
 	update.Group, update.MemberID = "sg", "m1"
 	find := kmsg.NewPtrFindCoordinatorRequest()
 	find.CoordinatorKeys = []string{"sg", "cg", "sg-missing"}
+	// OffsetCommit v9 from m1 at an older member epoch: Kafka checks each
+	// partition's task against the epoch it was given to m1 at.
+	commit := func(epoch int32, topic string, partition int32) *kmsg.OffsetCommitRequest {
+		r := kmsg.NewPtrOffsetCommitRequest()
+		r.Group, r.MemberID, r.Generation = "sg", "m1", epoch
+		ct := kmsg.NewOffsetCommitRequestTopic()
+		cp := kmsg.NewOffsetCommitRequestTopicPartition()
+		cp.Partition, cp.Offset = partition, 1
+		ct.Topic, ct.Partitions = topic, []kmsg.OffsetCommitRequestTopicPartition{cp}
+		r.Topics = []kmsg.OffsetCommitRequestTopic{ct}
+		return r
+	}
 	steps := []streamsStep{
 		{name: "coordinator", req: find, ver: 4, wait: func(resp kmsg.Response) bool {
 			for _, c := range resp.(*kmsg.FindCoordinatorResponse).Coordinators {
@@ -430,6 +449,11 @@ func TestStreamsGroupProtocolAsKafka44(t *testing.T) {
 		{name: "topology description update", req: update, ver: 0},
 		{name: "m2 leaves", req: hb("m2", -1, nil), ver: 1},
 		{name: "m1 gets all", req: hb("m1", 4, owned("0_0", "1_0")), ver: 1, wait: assigned},
+		{name: "m1 commits at epoch 3 a source task it has had since 3", req: commit(3, "sg-src", 0), ver: 9},
+		{name: "m1 commits at epoch 3 a repartition task it has had since 3", req: commit(3, "sg-rep", 0), ver: 9},
+		{name: "m1 commits at epoch 4 a task given to it at 5", req: commit(4, "sg-src", 1), ver: 9},
+		{name: "m1 commits at epoch 5 a task given to it at 5", req: commit(5, "sg-src", 1), ver: 9},
+		{name: "m1 commits at epoch 3 a topic outside the topology", req: commit(3, "sg-store-changelog", 0), ver: 9},
 		{name: "unknown member", req: hb("m3", 3, nil), ver: 1},
 	}
 	run := func(addr string) []string {
