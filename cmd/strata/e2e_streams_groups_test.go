@@ -65,7 +65,7 @@ func startWordCount(t *testing.T, home, addr, input, output, app string) *stream
 	t.Helper()
 	a := &streamsApp{}
 	a.cmd = exec.Command("java", "-Xmx256m", "-cp", filepath.Join(home, "libs")+"/*:"+filepath.Join(home, "classes"),
-		"WordCount", addr, input, output, app, t.TempDir(), "streams")
+		"WordCount", addr, input, output, app, t.TempDir(), "streams", "1")
 	a.cmd.Stdout, a.cmd.Stderr = a, a
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
