@@ -531,13 +531,37 @@ func (w *recWriter) topicPartitions(ts []cgTopicPartitions, withEpochs bool) {
 	for _, t := range ts {
 		w.b = append(w.b, t.topicID[:]...)
 		w.int32s(t.partitions)
-		var known []rawTag
-		if withEpochs && t.epochs != nil {
-			ew := &recWriter{}
-			ew.int32s(t.epochs)
-			known = []rawTag{{tag: 0, data: ew.b}}
+		w.tags(epochsTag(t.epochs, withEpochs), t.unknown)
+	}
+}
+
+// epochsTag is the AssignmentEpochs tagged field (tag 0) of a current
+// assignment's topic or subtopology entry, when the record has one.
+func epochsTag(epochs []int32, withEpochs bool) []rawTag {
+	if !withEpochs || epochs == nil {
+		return nil
+	}
+	ew := &recWriter{}
+	ew.int32s(epochs)
+	return []rawTag{{tag: 0, data: ew.b}}
+}
+
+// epochsTagParser reads the AssignmentEpochs tagged field into dst; other
+// tags are left to the caller's unknown tags.
+func (r *recReader) epochsTagParser(withEpochs bool, dst *[]int32) func(tag uint32, data []byte) bool {
+	return func(tag uint32, data []byte) bool {
+		if !withEpochs || tag != 0 {
+			return false
 		}
-		w.tags(known, t.unknown)
+		r.sub(data, "AssignmentEpochs", func(s *recReader) {
+			if n := s.arrayLen(4); n >= 0 {
+				*dst = make([]int32, 0, n)
+				for j := 0; j < n && s.err == nil; j++ {
+					*dst = append(*dst, s.int32())
+				}
+			}
+		})
+		return true
 	}
 }
 
@@ -550,20 +574,7 @@ func (r *recReader) topicPartitions(withEpochs bool) []cgTopicPartitions {
 	out := make([]cgTopicPartitions, 0, n)
 	for i := 0; i < n && r.err == nil; i++ {
 		t := cgTopicPartitions{topicID: r.uuid(), partitions: r.int32s()}
-		t.unknown = r.tags(func(tag uint32, data []byte) bool {
-			if !withEpochs || tag != 0 {
-				return false
-			}
-			r.sub(data, "AssignmentEpochs", func(s *recReader) {
-				if n := s.arrayLen(4); n >= 0 {
-					t.epochs = make([]int32, 0, n)
-					for j := 0; j < n && s.err == nil; j++ {
-						t.epochs = append(t.epochs, s.int32())
-					}
-				}
-			})
-			return true
-		})
+		t.unknown = r.tags(r.epochsTagParser(withEpochs, &t.epochs))
 		out = append(out, t)
 	}
 	return out

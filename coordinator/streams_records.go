@@ -357,13 +357,7 @@ func (w *recWriter) taskIDs(ts []stTaskIDs, withEpochs bool) {
 	for _, t := range ts {
 		w.string(t.subtopology)
 		w.int32s(t.partitions)
-		var known []rawTag
-		if withEpochs && t.epochs != nil {
-			ew := &recWriter{}
-			ew.int32s(t.epochs)
-			known = []rawTag{{tag: 0, data: ew.b}}
-		}
-		w.tags(known, t.unknown)
+		w.tags(epochsTag(t.epochs, withEpochs), t.unknown)
 	}
 }
 
@@ -376,20 +370,7 @@ func (r *recReader) taskIDs(withEpochs bool) []stTaskIDs {
 	out := make([]stTaskIDs, 0, n)
 	for i := 0; i < n && r.err == nil; i++ {
 		t := stTaskIDs{subtopology: r.compactString(), partitions: r.int32s()}
-		t.unknown = r.tags(func(tag uint32, data []byte) bool {
-			if !withEpochs || tag != 0 {
-				return false
-			}
-			r.sub(data, "AssignmentEpochs", func(s *recReader) {
-				if n := s.arrayLen(4); n >= 0 {
-					t.epochs = make([]int32, 0, n)
-					for j := 0; j < n && s.err == nil; j++ {
-						t.epochs = append(t.epochs, s.int32())
-					}
-				}
-			})
-			return true
-		})
+		t.unknown = r.tags(r.epochsTagParser(withEpochs, &t.epochs))
 		out = append(out, t)
 	}
 	return out
