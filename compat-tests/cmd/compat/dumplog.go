@@ -31,6 +31,14 @@ func (b batch) String() string {
 
 const dumpParts = 3
 
+// partitionedCount counts records the producer has put into a partition's batch. Flush
+// waits for all of them: records produced before the client knows the topic are
+// partitioned when its metadata arrives, and a Flush already under way then drains the
+// batch while it is still filling (CI once saw 10 records split 9+1).
+type partitionedCount chan struct{}
+
+func (c partitionedCount) OnProduceRecordPartitioned(*kgo.Record, int32) { c <- struct{}{} }
+
 // produceDump writes the same deterministic data to topic on a broker: per partition, one
 // uncompressed batch of 10 and one gzip batch of 10, fixed timestamps, no idempotence (so
 // the producer id/epoch/sequence, and therefore the CRCs, are the same on both brokers).
@@ -39,7 +47,8 @@ func produceDump(seeds []string, topic string, rf int16) error {
 		return err
 	}
 	for round, codec := range []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression()} {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ManualFlushing(), kgo.DisableIdempotentWrite(),
+		partitioned := make(partitionedCount, dumpParts*10)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ManualFlushing(), kgo.DisableIdempotentWrite(), kgo.WithHooks(partitioned),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(codec), kgo.RequiredAcks(kgo.AllISRAcks()))
 		if err != nil {
 			return err
@@ -60,6 +69,12 @@ func produceDump(seeds []string, topic string, rf int16) error {
 					}
 					done <- struct{}{}
 				})
+			}
+		}
+		for i := 0; i < n && ctx.Err() == nil; i++ {
+			select {
+			case <-partitioned:
+			case <-ctx.Done():
 			}
 		}
 		err = cl.Flush(ctx)
