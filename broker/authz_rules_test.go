@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -328,5 +329,25 @@ func TestConsumerGroupHeartbeatTopicAuthorization(t *testing.T) {
 	ok := b.logs.Topic("r-ok").ID
 	if len(r.Assignment.Topics) != 1 || r.Assignment.Topics[0].TopicID != ok {
 		t.Fatalf("the regex assigned %+v, want only r-ok (%x)", r.Assignment.Topics, ok)
+	}
+}
+
+// TestShareGroupHeartbeatChecksAsKafka44: Kafka 4.4's KafkaApis refuses a
+// share member id that is empty or over 36 characters (INVALID_REQUEST)
+// and a subscription to a topic the member may not DESCRIBE
+// (TOPIC_AUTHORIZATION_FAILED) before the group coordinator sees it.
+func TestShareGroupHeartbeatChecksAsKafka44(t *testing.T) {
+	authz := &ruleAuthorizer{}
+	b := startBroker(t, func(c *Config) { c.Authorizer, c.UnstableAPIVersions = authz, true })
+	cl := newClient(t, b)
+	if _, err := kadm.NewClient(cl).CreateTopics(context.Background(), 1, 1, nil, "s-ok", "s-no"); err != nil {
+		t.Fatal(err)
+	}
+	authz.set(authzRule{OpDescribe, ResourceTopic, "s-no"})
+	long := strings.Repeat("m", 37)
+	code(t, "member id of 37 characters", shareHB(t, cl, "sg", long, 0, []string{"s-ok"}).ErrorCode, kerr.InvalidRequest)
+	code(t, "subscribed to a topic it may not describe", shareHB(t, cl, "sg", "m1", 0, []string{"s-ok", "s-no"}).ErrorCode, kerr.TopicAuthorizationFailed)
+	if r := shareHB(t, cl, "sg", strings.Repeat("m", 36), 0, []string{"s-ok"}); r.ErrorCode != 0 {
+		t.Fatalf("member id of 36 characters: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 }

@@ -15,11 +15,13 @@ package broker
 // interval group.share.heartbeat.interval.ms, or the group's
 // share.session.timeout.ms and share.heartbeat.interval.ms within the
 // broker's min/max bounds; group.share.max.size members at most. Member
-// epoch -1 leaves. Served only with unstable.api.versions.enable (see
+// epoch -1 leaves. As Kafka 4.4's KafkaApis, READ on the group, a member
+// id of 1 to 36 characters (else INVALID_REQUEST, no message) and DESCRIBE
+// on every subscribed topic (else TOPIC_AUTHORIZATION_FAILED) come first.
+// Served only with unstable.api.versions.enable (see
 // unstableRegistrations). Differences from Kafka: share.version is not
-// checked (Kafka answers UNSUPPORTED_VERSION until it is finalized), the
-// subscribed topics are not checked for DESCRIBE, and members subscribed to
-// different topics are assigned topic by topic.
+// checked (Kafka answers UNSUPPORTED_VERSION until it is finalized), and
+// members subscribed to different topics are assigned topic by topic.
 
 import (
 	"fmt"
@@ -27,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,10 +47,21 @@ func registerShareGroupHeartbeat(r *registry) {
 
 func handleShareGroupHeartbeat(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.ShareGroupHeartbeatRequest)
-	if !rc.authorize(OpRead, ResourceGroup, r.GroupID) {
+	fail := func(err *kerr.Error) (kmsg.Response, error) {
 		resp := kmsg.NewPtrShareGroupHeartbeatResponse()
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		resp.ErrorCode = err.Code
 		return resp, nil
+	}
+	if !rc.authorize(OpRead, ResourceGroup, r.GroupID) {
+		return fail(kerr.GroupAuthorizationFailed)
+	}
+	if n := len(utf16.Encode([]rune(r.MemberID))); n == 0 || n > 36 { // Java String.length
+		return fail(kerr.InvalidRequest)
+	}
+	for _, topic := range r.SubscribedTopicNames {
+		if !rc.authorize(OpDescribe, ResourceTopic, topic) {
+			return fail(kerr.TopicAuthorizationFailed)
+		}
 	}
 	return rc.svc.groups.ShareGroupHeartbeat(r, requestClient(rc)), nil
 }
