@@ -228,6 +228,35 @@ func (b *services) validateGroupConfigs(configs map[string]string) error {
 	return nil
 }
 
+// shareResetDuration is the duration of a by_duration
+// share.auto.offset.reset, as Java's Duration.parse reads it.
+func shareResetDuration(v string) (time.Duration, bool) {
+	s, ok := strings.CutPrefix(strings.ToLower(strings.TrimSpace(v)), "by_duration:")
+	m := shareResetParts.FindStringSubmatch(s)
+	if !ok || m == nil || s == "p" || strings.HasSuffix(s, "t") {
+		return 0, false
+	}
+	var d time.Duration
+	for i, unit := range []time.Duration{24 * time.Hour, time.Hour, time.Minute, time.Second} {
+		if m[i+1] != "" {
+			n, err := strconv.ParseInt(m[i+1], 10, 64)
+			if err != nil {
+				return 0, false
+			}
+			d += time.Duration(n) * unit
+		}
+	}
+	if frac := m[5]; frac != "" {
+		nanos, _ := strconv.ParseInt((frac + "000000000")[:9], 10, 64)
+		d += time.Duration(nanos)
+	}
+	return d, true
+}
+
+// shareResetParts splits a by_duration's ISO-8601 duration into days,
+// hours, minutes, seconds and the seconds' fraction.
+var shareResetParts = regexp.MustCompile(`^p(?:(\d+)d)?(?:t(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)(?:[.,](\d{0,9}))?s)?)?$`)
+
 func validateShareAutoOffsetReset(v string) error {
 	s := strings.ToLower(strings.TrimSpace(v))
 	if s == "earliest" || s == "latest" {

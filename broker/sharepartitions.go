@@ -15,8 +15,8 @@ package broker
 // group.share.partition.max.record.locks, or the group's
 // share.record.lock.duration.ms, share.delivery.count.limit,
 // share.partition.max.record.locks, read at every fetch;
-// share.auto.offset.reset (earliest or latest) places a share-partition
-// that was never written.
+// share.auto.offset.reset (earliest, latest or by_duration) places a
+// share-partition that was never written.
 //
 // Strata differs: the share coordinator is called in process, so a
 // share-partition whose __share_group_state partition another node of a
@@ -25,8 +25,7 @@ package broker
 // would. A share-partition is loaded again when its partition's leader
 // epoch changed since it was loaded, where Kafka drops it as soon as the
 // leadership moves.
-// share.auto.offset.reset by_duration is not applied: it starts at the
-// latest offset. share.isolation.level read_committed reads up to the
+// share.isolation.level read_committed reads up to the
 // last stable offset, and the batches of aborted transactions are
 // archived, not delivered.
 
@@ -35,6 +34,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,8 +98,10 @@ func (e *shareError) code() int16 {
 	return e.err.Code
 }
 
+// message is the answer's error message: none when msg is empty, as
+// Kafka's errors without a message.
 func (e *shareError) message() *string {
-	if e == nil {
+	if e == nil || e.msg == "" {
 		return nil
 	}
 	return &e.msg
@@ -198,9 +200,12 @@ func (sp *sharePart) load(cfg share.Config, reset string) *shareError {
 	for _, b := range got.StateBatches {
 		st.Batches = append(st.Batches, share.StateBatch{First: b.FirstOffset, Last: b.LastOffset, State: share.RecordState(b.DeliveryState), DeliveryCount: b.DeliveryCount})
 	}
-	resetOffset := sp.log.Log.HighWatermark()
-	if reset == "earliest" {
-		resetOffset = sp.log.Log.LogStartOffset()
+	resetOffset := int64(-1)
+	if st.StartOffset == -1 {
+		var serr *shareError
+		if resetOffset, serr = sp.resetOffset(reset); serr != nil {
+			return serr
+		}
 	}
 	p, err := share.Load(cfg, st, resetOffset)
 	if err != nil {
@@ -209,6 +214,31 @@ func (sp *sharePart) load(cfg share.Config, reset string) *shareError {
 	}
 	sp.p = p
 	return nil
+}
+
+// resetOffset is where share.auto.offset.reset starts a share-partition
+// never written (SharePartition.startOffsetDuringInitialization): the log
+// start, the high watermark, or for by_duration the first record at or
+// after now less the duration, and OFFSET_NOT_AVAILABLE (no message) when
+// no record is that recent, as Kafka's offsetForTimestamp; the next fetch
+// tries again.
+func (sp *sharePart) resetOffset(reset string) (int64, *shareError) {
+	switch strings.ToLower(strings.TrimSpace(reset)) {
+	case "earliest":
+		return sp.log.Log.LogStartOffset(), nil
+	case "", "latest":
+		return sp.log.Log.HighWatermark(), nil
+	}
+	d, ok := shareResetDuration(reset)
+	if !ok {
+		return sp.log.Log.HighWatermark(), nil
+	}
+	ts := sp.m.clock.Now().Add(-d).UnixMilli()
+	offset, _, found := sp.log.Log.OffsetForTimestamp(ts)
+	if !found {
+		return 0, &shareError{err: kerr.OffsetNotAvailable}
+	}
+	return offset, nil
 }
 
 // loadError is how SharePartition.maybeInitialize maps a failed read: the
