@@ -20,8 +20,7 @@ package broker
 // on every subscribed topic (else TOPIC_AUTHORIZATION_FAILED) come first.
 // Served only with unstable.api.versions.enable (see
 // unstableRegistrations). Differences from Kafka: share.version is not
-// checked (Kafka answers UNSUPPORTED_VERSION until it is finalized), and
-// members subscribed to different topics are assigned topic by topic.
+// checked (Kafka answers UNSUPPORTED_VERSION until it is finalized).
 
 import (
 	"fmt"

@@ -21,9 +21,8 @@ import (
 // first), jset walks keys in the order a Java HashMap of the same keys,
 // inserted in the same order, does: by bucket (the spread hash masked by
 // the table size, which doubles past 3/4 full) and insertion order within a
-// bucket. Where members subscribe to different topics (Kafka's
-// SimpleHeterogeneousAssignmentBuilder) the same steps run topic by topic
-// over the members subscribed to it.
+// bucket. Where members subscribe to different topics it is
+// SimpleHeterogeneousAssignmentBuilder (share_group_assign_hetero.go).
 
 // shareAssignMember is one member as the assignor sees it.
 type shareAssignMember struct {
@@ -56,29 +55,7 @@ func assignShareGroup(members []shareAssignMember, partitions func(topic [16]byt
 		}
 		return out
 	}
-	var topics [][16]byte
-	for _, m := range members {
-		for _, t := range m.topics {
-			if !slices.Contains(topics, t) {
-				topics = append(topics, t)
-			}
-		}
-	}
-	slices.SortFunc(topics, func(a, b [16]byte) int { return cmp.Compare(string(a[:]), string(b[:])) })
-	for _, t := range topics {
-		var subscribed []shareAssignMember
-		for _, m := range members {
-			if slices.Contains(m.topics, t) {
-				subscribed = append(subscribed, shareAssignMember{id: m.id, topics: [][16]byte{t}, old: partitionSet{t: m.old[t]}})
-			}
-		}
-		for id, set := range assignShareTopics(subscribed, [][16]byte{t}, partitions, assignable) {
-			for _, p := range set[t] {
-				out[id].add(t, p)
-			}
-		}
-	}
-	return out
+	return assignShareHeterogeneous(members, partitions, assignable)
 }
 
 func sameTopics(a, b [][16]byte) bool {
