@@ -14,6 +14,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -188,15 +189,40 @@ func metadataReady(ctx context.Context, addr string) error {
 	return nil
 }
 
-// FreePort asks the kernel for an unused TCP port on 127.0.0.1.
+// FreePort is a port on 127.0.0.1 that no listener holds now and no
+// earlier call returned. It is below Linux's ephemeral range (32768-60999)
+// and below the range cmd/strata's tests pick from (20000-32767): a port
+// the kernel picked for a listener and freed may be the next one it gives
+// again, to another node's listener (CI saw node 2's client listener
+// refused the port node 1's controller listener held) or to a connection.
 func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 1000 {
+		port := freePortsFrom + mrand.IntN(freePortsTo-freePortsFrom)
+		if portsGiven[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		portsGiven[port] = true
+		return port, nil
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port in [%d, %d)", freePortsFrom, freePortsTo)
 }
+
+const (
+	freePortsFrom = 10000
+	freePortsTo   = 20000
+)
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // StrataTarget runs the strata binary.
 type StrataTarget struct {
