@@ -43,7 +43,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
-	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/coordinator/share"
 	"github.com/strata-io/strata/storage"
 )
@@ -57,7 +56,7 @@ type sharePartKey struct {
 type shareManager struct {
 	clock    clockwork.Clock
 	logger   *zap.Logger
-	coord    *coordinator.ShareCoordinator
+	state    *shareStateClient
 	sessions *shareSessionCache
 
 	mu     sync.Mutex
@@ -65,8 +64,8 @@ type shareManager struct {
 	closed bool // no lock timer runs once set (close)
 }
 
-func newShareManager(clock clockwork.Clock, logger *zap.Logger, coord *coordinator.ShareCoordinator) *shareManager {
-	return &shareManager{clock: clock, logger: logger, coord: coord, sessions: newShareSessionCache(),
+func newShareManager(clock clockwork.Clock, logger *zap.Logger, state *shareStateClient) *shareManager {
+	return &shareManager{clock: clock, logger: logger, state: state, sessions: newShareSessionCache(),
 		parts: map[sharePartKey]*sharePart{}}
 }
 
@@ -81,6 +80,7 @@ type sharePart struct {
 	readCommitted bool             // share.isolation.level=read_committed
 	timer         clockwork.Timer
 	changed       chan struct{} // closed when records may have become available
+	writing       chan struct{} // closed when the last write sent is answered; nil before the first
 }
 
 // shareError is a share-partition's error code and message.
@@ -186,7 +186,7 @@ func (sp *sharePart) load(cfg share.Config, reset string) *shareError {
 	rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
 	rp.Partition, rp.LeaderEpoch = sp.key.tp.partition, max(sp.log.LeaderEpoch(), 0)
 	r.Topics = []kmsg.ReadShareGroupStateRequestTopic{{TopicID: sp.key.tp.topicID, Partitions: []kmsg.ReadShareGroupStateRequestTopicPartition{rp}}}
-	resp := sp.m.coord.ReadState(r)
+	resp := sp.m.state.read(r)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		return shareErrOf(kerr.UnknownServerError)
 	}
@@ -236,8 +236,17 @@ func stringOr(s *string, or string) string {
 }
 
 // persist sends a Write to the share coordinator and reports the outcome
-// to the share-partition; sp.mu held.
+// to the share-partition. sp.mu is held on entry and on return but not
+// while the write is sent, which may retry for seconds: a
+// share-partition's writes are sent one at a time in the order they were
+// made (sp.writing), and its other operations go on meanwhile, the
+// records the write changes in transition. A share-partition dropped
+// meanwhile (resigned, releaseMember) is not told the outcome.
 func (sp *sharePart) persist(w *share.Write) *shareError {
+	p := sp.p
+	if p == nil {
+		return shareErrOf(kerr.NotLeaderForPartition)
+	}
 	r := kmsg.NewPtrWriteShareGroupStateRequest()
 	r.GroupID = sp.key.group
 	wp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
@@ -249,7 +258,15 @@ func (sp *sharePart) persist(w *share.Write) *shareError {
 		wp.StateBatches = append(wp.StateBatches, sb)
 	}
 	r.Topics = []kmsg.WriteShareGroupStateRequestTopic{{TopicID: sp.key.tp.topicID, Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{wp}}}
-	resp := sp.m.coord.WriteState(r)
+	prev, done := sp.writing, make(chan struct{})
+	sp.writing = done
+	sp.mu.Unlock()
+	if prev != nil {
+		<-prev
+	}
+	resp := sp.m.state.write(r)
+	close(done)
+	sp.mu.Lock()
 	var serr *shareError
 	switch {
 	case len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1:
@@ -260,7 +277,9 @@ func (sp *sharePart) persist(w *share.Write) *shareError {
 		sp.m.logger.Warn("share-partition state write failed", zap.String("group", sp.key.group),
 			zap.Int32("partition", sp.key.tp.partition), zap.String("error", serr.msg))
 	}
-	sp.p.WriteDone(w.ID, serr == nil, sp.m.clock.Now())
+	if sp.p == p {
+		p.WriteDone(w.ID, serr == nil, sp.m.clock.Now())
+	}
 	return serr
 }
 
@@ -271,6 +290,9 @@ func (sp *sharePart) settle(wake bool) {
 	if wake {
 		close(sp.changed)
 		sp.changed = make(chan struct{})
+	}
+	if sp.p == nil {
+		return
 	}
 	next := sp.p.NextDeadline()
 	if sp.timer != nil {
@@ -396,16 +418,22 @@ func (m *shareManager) releaseMember(key shareSessionKey) {
 	}
 	m.mu.Unlock()
 	for _, sp := range parts {
-		sp.mu.Lock()
-		if sp.timer != nil {
-			sp.timer.Stop()
-			sp.timer = nil
-		}
-		sp.p = nil
-		close(sp.changed)
-		sp.changed = make(chan struct{})
-		sp.mu.Unlock()
+		sp.retire()
 	}
+}
+
+// retire unloads a share-partition dropped from the map: its lock timer
+// stops and its waiters wake, to find it gone.
+func (sp *sharePart) retire() {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.timer != nil {
+		sp.timer.Stop()
+		sp.timer = nil
+	}
+	sp.p = nil
+	close(sp.changed)
+	sp.changed = make(chan struct{})
 }
 
 // connClosed ends the share sessions opened on cn (the
