@@ -334,6 +334,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	b.tokens = newDelegationTokens(cfg.DelegationTokens, meta.Image, clock.Now)
 	b.telemetry = newTelemetry(cfg.TelemetryMaxBytes, clock.Now)
 	b.sharing = newShareManager(clock, logger, shareState)
+	pub.sharing = b.sharing
 	switch slots := cfg.FetchSessionCacheSlots; {
 	case slots == 0:
 		b.fetchSessions = newFetchSessionCache(defaultFetchSessionSlots, minFetchSessionEviction)

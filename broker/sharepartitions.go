@@ -422,6 +422,30 @@ func (m *shareManager) releaseMember(key shareSessionKey) {
 	}
 }
 
+// resigned drops the share-partitions of a partition this node no longer
+// leads, as SharePartitionManager drops them on a leader change, so that
+// its next leader loads them from the share coordinator. The publisher
+// calls it within a metadata change: they leave the map at once, and
+// retire on a goroutine each, as one may be loading.
+func (m *shareManager) resigned(log *storage.Partition) {
+	m.mu.Lock()
+	var gone []*sharePart
+	for k, sp := range m.parts {
+		if sp.log == log {
+			delete(m.parts, k)
+			gone = append(gone, sp)
+		}
+	}
+	m.mu.Unlock()
+	if len(gone) > 0 {
+		m.logger.Info("dropped the share-partitions of a partition this node no longer leads", zap.String("topic", log.Topic),
+			zap.Int32("partition", log.Index), zap.Int("share_partitions", len(gone)))
+	}
+	for _, sp := range gone {
+		go sp.retire()
+	}
+}
+
 // retire unloads a share-partition dropped from the map: its lock timer
 // stops and its waiters wake, to find it gone.
 func (sp *sharePart) retire() {
