@@ -8,9 +8,11 @@ package broker
 // coordinator/share_group.go. A partition is assigned once its share state
 // is initialized: the heartbeat that first sees it has the share
 // coordinator of each share-partition initialize it
-// (InitializeShareGroupState, in process for the share coordinator
-// partitions this node leads, over the inter-broker listener for the
-// others) before it is answered, and a later heartbeat gets the partition.
+// (InitializeShareGroupState through the share-state client,
+// sharepersister.go: in process for the share coordinator partitions
+// this node leads, over the inter-broker listener for the others, with
+// Kafka's retries) before it is answered, and a later heartbeat gets the
+// partition.
 // The session timeout is group.share.session.timeout.ms and the heartbeat
 // interval group.share.heartbeat.interval.ms, or the group's
 // share.session.timeout.ms and share.heartbeat.interval.ms within the

@@ -9,8 +9,8 @@ package broker
 // holds only once that write did, before the request that made it is
 // answered. A timer per share-partition, set to its earliest acquisition
 // lock, expires locks (Partition.Tick) and persists what that changed.
-// Each share-partition runs one operation at a time (its mutex), the
-// write included. Configs: group.share.record.lock.duration.ms,
+// Each share-partition runs one operation at a time (its mutex), but
+// for the writes it sends, which go without it (persist). Configs: group.share.record.lock.duration.ms,
 // group.share.delivery.count.limit and
 // group.share.partition.max.record.locks, or the group's
 // share.record.lock.duration.ms, share.delivery.count.limit,
@@ -18,17 +18,20 @@ package broker
 // share.auto.offset.reset (earliest or latest) places a share-partition
 // that was never written.
 //
-// Strata differs: the share coordinator is called in process, so a
-// share-partition whose __share_group_state partition another node of a
-// cluster leads is answered COORDINATOR_NOT_AVAILABLE (the local
-// coordinator's NOT_COORDINATOR), not sent there as Kafka's persister
-// would. A share-partition is loaded again when its partition's leader
-// epoch changed since it was loaded, where Kafka drops it as soon as the
-// leadership moves.
-// share.auto.offset.reset by_duration is not applied: it starts at the
-// latest offset. share.isolation.level read_committed reads up to the
-// last stable offset, and the batches of aborted transactions are
-// archived, not delivered.
+// The share coordinator is reached through the share-state client
+// (sharepersister.go, Kafka's persister): in process when this node leads
+// the key's __share_group_state partition, else over the inter-broker
+// listener, with Kafka's retries; a load holds the share-partition's
+// mutex through them (nothing can be served before it), a write does not
+// (persist). When this node stops leading a partition its share-partitions
+// are dropped (resigned, from the publisher), as Kafka's
+// SharePartitionManager drops them on a leader change, and one is loaded
+// again when its partition's leader epoch changed since it was loaded.
+//
+// Strata differs: share.auto.offset.reset by_duration is not applied:
+// it starts at the latest offset. share.isolation.level read_committed
+// reads up to the last stable offset, and the batches of aborted
+// transactions are archived, not delivered.
 
 import (
 	"bytes"

@@ -29,6 +29,7 @@ package broker
 // pooled inter-broker connections (clusterMarkers.roundTrip).
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -82,8 +83,10 @@ type shareTopicPartition struct {
 	partition int32
 }
 
+// String is the share-partition as Kafka prints it: topic id (a Uuid)
+// and partition.
 func (tp shareTopicPartition) String() string {
-	return fmt.Sprintf("%x:%d", tp.topic, tp.partition)
+	return base64.RawURLEncoding.EncodeToString(tp.topic[:]) + ":" + strconv.Itoa(int(tp.partition))
 }
 
 func newShareStateClient(node int32, listener string, meta metadata.Store, clock clockwork.Clock, logger *zap.Logger) *shareStateClient {
