@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
+
+	"github.com/strata-io/strata/coordinator/share"
 )
 
 // fakeCoordinators is the share coordinators a shareStateClient reaches
@@ -27,12 +29,15 @@ type fakeCoordinators struct {
 	netErrs []error    // what each send fails with in turn; nil: answered
 	sent    []fakeSend // what was sent
 	stop    chan struct{}
+	entered chan fakeSend // when set, each send is told here, then waits for gate
+	gate    chan struct{}
 }
 
 type fakeSend struct {
-	at    time.Duration // since the start
-	addr  string
-	parts []int32
+	at     time.Duration // since the start
+	addr   string
+	parts  []int32
+	firsts []int64 // each share-partition's first state batch's first offset
 }
 
 func newFakeCoordinators(t *testing.T) (*fakeCoordinators, *shareStateClient) {
@@ -59,9 +64,19 @@ func newFakeCoordinators(t *testing.T) (*fakeCoordinators, *shareStateClient) {
 		return addr, nil
 	}
 	c.send = func(addr string, req kmsg.Request) (kmsg.Response, error) {
+		w := req.(*kmsg.WriteShareGroupStateRequest)
+		if f.entered != nil {
+			var s fakeSend
+			for _, t := range w.Topics {
+				for _, p := range t.Partitions {
+					s.firsts = append(s.firsts, p.StateBatches[0].FirstOffset)
+				}
+			}
+			f.entered <- s
+			<-f.gate
+		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		w := req.(*kmsg.WriteShareGroupStateRequest)
 		s := fakeSend{at: f.clock.Since(start), addr: addr}
 		resp := kmsg.NewPtrWriteShareGroupStateResponse()
 		for _, t := range w.Topics {
@@ -299,5 +314,77 @@ func TestShareStateEndsAtShutdown(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the write did not end at shutdown")
+	}
+}
+
+// TestShareWriteLeavesTheSharePartitionFree checks that a share-partition
+// whose write is under way (its coordinator not answering yet) serves
+// other operations meanwhile, and that a second write made then is sent
+// only once the first is answered, in the order they were made.
+func TestShareWriteLeavesTheSharePartitionFree(t *testing.T) {
+	f, c := newFakeCoordinators(t)
+	f.entered, f.gate = make(chan fakeSend), make(chan struct{})
+	m := newShareManager(clockwork.NewFakeClock(), zap.NewNop(), c)
+	p, err := share.Load(share.Config{MaxInFlightRecords: 100, DeliveryCountLimit: 5, LockDuration: time.Minute}, share.Persisted{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, n := p.Acquire(share.Acquire{Member: "a", MaxRecords: 10, Batches: []share.LogBatch{{Base: 0, Last: 9}}}, m.clock.Now()); n != 10 {
+		t.Fatalf("acquired %d records, want 10", n)
+	}
+	sp := &sharePart{m: m, key: sharePartKey{group: "g", tp: shareTP{topicID: [16]byte{1}}}, p: p, changed: make(chan struct{})}
+	ack := func(first, last int64) chan *shareError {
+		done := make(chan *shareError, 1)
+		go func() {
+			done <- sp.acknowledge("a", []share.AckBatch{{First: first, Last: last, Types: []share.AckType{share.AckAccept}}})
+		}()
+		return done
+	}
+	sent := func(what string, from int64) {
+		t.Helper()
+		select {
+		case s := <-f.entered:
+			if !slices.Equal(s.firsts, []int64{from}) {
+				t.Fatalf("%s from %v, want %d", what, s.firsts, from)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s was not sent", what)
+		}
+	}
+	first := ack(0, 4)
+	sent("the first write", 0)
+	waited := make(chan struct{})
+	go func() {
+		sp.wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the share-partition is held while its write is under way")
+	}
+	second := ack(5, 9)
+	select {
+	case s := <-f.entered:
+		t.Fatalf("a second write (from %v) was sent before the first was answered", s.firsts)
+	case <-time.After(100 * time.Millisecond):
+	}
+	f.gate <- struct{}{}
+	sent("the second write", 5)
+	f.gate <- struct{}{}
+	for i, done := range []chan *shareError{first, second} {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("acknowledgement %d: %s", i, err.msg)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("acknowledgement %d did not end", i)
+		}
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if got := sp.p.StartOffset(); got != 10 {
+		t.Fatalf("start offset %d after both writes, want 10", got)
 	}
 }
