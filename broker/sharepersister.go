@@ -11,8 +11,10 @@ package broker
 // metadata cache: this node's share coordinator is called in process,
 // another node's over its endpoint on the inter-broker listener, one
 // request per coordinator node (the share-partitions of one call
-// together). A share-partition whose coordinator cannot be found (no
-// __share_group_state yet, no leader, no endpoint) or whose request
+// together, and with the concurrent calls of the same RPC and group to
+// the same node, sharepersister_batch.go). A share-partition whose
+// coordinator cannot be found (no __share_group_state yet, no leader,
+// no endpoint) or whose request
 // failed with a retriable error (COORDINATOR_NOT_AVAILABLE,
 // COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR,
 // UNKNOWN_TOPIC_OR_PARTITION, a broken connection or a timeout) is looked
@@ -23,10 +25,9 @@ package broker
 // coordinator. Exhausted max retries ..." or "Error in <rpc> state RPC.
 // Exhausted max retries ..."). Any other error is answered at once, its
 // message behind Kafka's "Error in <rpc> state RPC. ". Strata differs:
-// Kafka's persister also coalesces the concurrent calls of one group to
-// one coordinator node into one request, and sends them from one thread;
-// Strata sends each call's requests on the caller's goroutine, over the
-// pooled inter-broker connections (clusterMarkers.roundTrip).
+// Kafka's persister sends every request from one thread, one in flight
+// per node and RPC; Strata's go one in flight per node, RPC and group,
+// over the pooled inter-broker connections (clusterMarkers.roundTrip).
 
 import (
 	"encoding/base64"
@@ -36,6 +37,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -75,6 +77,8 @@ type shareStateClient struct {
 	// replaced in tests).
 	coordinatorOf func(group string, tp shareTopicPartition) (string, error)
 	send          func(addr string, req kmsg.Request) (kmsg.Response, error)
+
+	queues sync.Map // stateQueueKey → *stateQueue: the requests in flight to other nodes (sharepersister_batch.go)
 }
 
 // shareTopicPartition is one share-partition of a request.
@@ -268,11 +272,7 @@ func runState[Q, P any](c *shareStateClient, rpc stateRPC[Q, P], group string, p
 			for i, call := range calls {
 				req[i] = call.part
 			}
-			resp, err := c.send(addr, rpc.build(group, req))
-			var answers map[shareTopicPartition]P
-			if err == nil {
-				answers = rpc.split(resp)
-			}
+			answers, err := sendState(c, rpc, addr, group, req)
 			for _, call := range calls {
 				retry := false
 				if err != nil {

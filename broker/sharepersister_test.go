@@ -388,3 +388,84 @@ func TestShareWriteLeavesTheSharePartitionFree(t *testing.T) {
 		t.Fatalf("start offset %d after both writes, want 10", got)
 	}
 }
+
+// TestShareStateCoalescesByNodeAndGroup checks that writes of one group
+// to one node made while another is in flight wait for it and go
+// together in one request, and that a share-partition asked twice goes
+// in the request after.
+func TestShareStateCoalescesByNodeAndGroup(t *testing.T) {
+	f, c := newFakeCoordinators(t)
+	f.addrs = []string{"a:1"}
+	f.entered, f.gate = make(chan fakeSend), make(chan struct{})
+	write := func(partition int32, first int64) chan *kmsg.WriteShareGroupStateResponse {
+		req := kmsg.NewPtrWriteShareGroupStateRequest()
+		req.GroupID = "g"
+		rp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
+		rp.Partition = partition
+		rp.StateBatches = []kmsg.WriteShareGroupStateRequestTopicPartitionStateBatch{{FirstOffset: first, LastOffset: first}}
+		req.Topics = []kmsg.WriteShareGroupStateRequestTopic{{TopicID: [16]byte{1}, Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{rp}}}
+		done := make(chan *kmsg.WriteShareGroupStateResponse, 1)
+		go func() { done <- c.write(req) }()
+		return done
+	}
+	sent := func(what string, want ...int64) {
+		t.Helper()
+		select {
+		case s := <-f.entered:
+			slices.Sort(s.firsts)
+			if !slices.Equal(s.firsts, want) {
+				t.Fatalf("%s: state batches from %v, want %v", what, s.firsts, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s was not sent", what)
+		}
+	}
+	first := write(0, 10)
+	sent("the first request", 10)
+	var later []chan *kmsg.WriteShareGroupStateResponse
+	for i, w := range []struct {
+		partition int32
+		first     int64
+	}{{1, 20}, {2, 30}, {1, 40}} {
+		later = append(later, write(w.partition, w.first))
+		waitUntilQueued(t, c, i+1)
+	}
+	f.gate <- struct{}{}
+	sent("the second request", 20, 30)
+	f.gate <- struct{}{}
+	sent("the third request", 40)
+	f.gate <- struct{}{}
+	for i, done := range append(later, first) {
+		select {
+		case resp := <-done:
+			if p := onlyPartition(t, resp); p.ErrorCode != 0 {
+				t.Errorf("write %d: error %d", i, p.ErrorCode)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("write %d did not end", i)
+		}
+	}
+}
+
+// waitUntilQueued waits until n calls wait behind the write in flight.
+func waitUntilQueued(t *testing.T, c *shareStateClient, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		waiting := 0
+		c.queues.Range(func(_, v any) bool {
+			q := v.(*stateQueue[kmsg.WriteShareGroupStateRequestTopicPartition, kmsg.WriteShareGroupStateResponseTopicPartition])
+			q.mu.Lock()
+			waiting += len(q.waiting)
+			q.mu.Unlock()
+			return true
+		})
+		if waiting == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls waiting, want %d", waiting, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
