@@ -285,9 +285,9 @@ func runState[Q, P any](c *shareStateClient, rpc stateRPC[Q, P], group string, p
 					out[call.part.tp] = a
 				} else if retriableShareState(code) {
 					retry = true
-					call.lastCode, call.lastMsg = code, stringOr(msg, kerrOf(code).Description)
+					call.lastCode, call.lastMsg = code, messageOr(msg, code)
 				} else {
-					out[call.part.tp] = rpc.fail(call.part.tp, code, rpcPrefix+stringOr(msg, kerrOf(code).Description))
+					out[call.part.tp] = rpc.fail(call.part.tp, code, rpcPrefix+messageOr(msg, code))
 				}
 				if !retry {
 					continue
@@ -305,4 +305,13 @@ func runState[Q, P any](c *shareStateClient, rpc stateRPC[Q, P], group string, p
 		pending = later
 	}
 	return out
+}
+
+// messageOr is an answer's error message, or its code's when it has none
+// (null or empty), as the persister's handlers take it.
+func messageOr(msg *string, code int16) string {
+	if msg == nil || *msg == "" {
+		return kerrOf(code).Description
+	}
+	return *msg
 }
