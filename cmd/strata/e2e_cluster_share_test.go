@@ -305,3 +305,63 @@ func TestClusterShareGroupFollowsItsPartitionsLeader(t *testing.T) {
 	stop()
 	l.check(t, 150)
 }
+
+// TestClusterShareGroupOutlivesItsShareCoordinator runs a share group on
+// a partition led by Y whose share state X keeps, two franz-go share
+// members consuming throughout: 50 records accepted, X is killed and 50
+// more produced at once, whose writes Y sends to X first, then, after
+// its retries, to the __share_group_state partition's next leader; each
+// of the 100 records is delivered exactly once.
+func TestClusterShareGroupOutlivesItsShareCoordinator(t *testing.T) {
+	e2e(t)
+	nodes, x := shareCluster(t)
+	var rest []*clusterNode
+	for _, n := range nodes {
+		if n != x {
+			rest = append(rest, n)
+		}
+	}
+	y := rest[0]
+	const topic, group = "queue-c", "gc"
+	if resp, err := createAssigned(nodes[0].addr, topic, [][]int32{{y.id}}); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create %s: %v %+v", topic, err, resp)
+	}
+	for _, n := range nodes {
+		waitLeader(t, n, topic, y.id, 1)
+	}
+	id := topicID(t, y.addr, topic)
+	cl := newClient(t, y.addr, kgo.SeedBrokers(seeds(rest)...))
+	earliest(t, cl, group)
+
+	l := &shareLog{deliveries: map[int]int{}, accepted: map[int]int{}}
+	stop := l.consume(t, nodes, group, topic, 2)
+	defer stop()
+	produceRange(t, cl, topic, 0, 50)
+	waitPersisted(t, l, x, group, id, 50)
+
+	x.p.kill()
+	// Produced at once, the records are acknowledged before Y's metadata
+	// has X gone: their first writes go to X and break.
+	produceRange(t, cl, topic, 50, 100)
+	var next *clusterNode
+	waitUntil(t, 30*time.Second, "a new leader of __share_group_state", func() (bool, string) {
+		m, err := metadataOf(y.addr, "__share_group_state")
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(m.Topics) != 1 || len(m.Topics[0].Partitions) != 1 {
+			return false, fmt.Sprintf("%+v", m.Topics)
+		}
+		leader := m.Topics[0].Partitions[0].Leader
+		for _, n := range rest {
+			if n.id == leader {
+				next = n
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("leader %d", leader)
+	})
+	waitPersisted(t, l, next, group, id, 100)
+	stop()
+	l.check(t, 100)
+}
