@@ -281,8 +281,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	groupCfg.PartitionRacks = partitionRacks(meta)
 	groupCfg.StreamsSettings = streamsSettings(meta, cfg.StaticConfigs)
 	groupCfg.ShareSettings = shareSettings(meta, cfg.StaticConfigs)
-	shareState := &shareStateClient{node: cfg.NodeID, listener: withReplicationDefaults(cfg.Cluster).InterBrokerListener, meta: meta,
-		logger: logger.Named("share-state")}
+	shareState := newShareStateClient(cfg.NodeID, withReplicationDefaults(cfg.Cluster).InterBrokerListener, meta, clockwork.NewRealClock(), logger.Named("share-state"))
 	groupCfg.ShareInitialize, groupCfg.ShareDelete = shareState.initialize, shareState.delete
 	txnCfg.TransactionVersion = func() int16 { return meta.Image().Features.Level(transactionVersionFeature) }
 	groups, err := coordinator.OpenGroups(logs, replicas, create, groupCfg, logger)
@@ -305,7 +304,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	shareCfg := cfg.Shares
 	shareCfg.Clock = clock
 	shares := coordinator.OpenShareCoordinator(logs, replicas, create, shareCfg, logger)
-	shareState.shares, shareState.peers = shares, markers
+	shareState.shares, shareState.peers, shareState.stop = shares, markers, shutdown
 	pub := &publisher{node: cfg.NodeID, logs: logs, replicas: replicas, groups: groups, txns: txns, shares: shares, logger: logger,
 		host: follower, fetchers: fetchers, seen: metadata.Empty}
 	b := &Broker{
@@ -334,7 +333,8 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	}
 	b.tokens = newDelegationTokens(cfg.DelegationTokens, meta.Image, clock.Now)
 	b.telemetry = newTelemetry(cfg.TelemetryMaxBytes, clock.Now)
-	b.sharing = newShareManager(clock, logger, shares)
+	b.sharing = newShareManager(clock, logger, shareState)
+	pub.sharing = b.sharing
 	switch slots := cfg.FetchSessionCacheSlots; {
 	case slots == 0:
 		b.fetchSessions = newFetchSessionCache(defaultFetchSessionSlots, minFetchSessionEviction)

@@ -11,7 +11,10 @@ package broker
 // fetchers (fetcher.go; also before anything else, so no fetch answer is
 // applied to a partition this node stops following), then,
 // for __consumer_offsets, __transaction_state and __share_group_state, to
-// the group, transaction and share coordinators (onElection, onResignation). It runs as a
+// the group, transaction and share coordinators (onElection, onResignation);
+// the share-partitions of a partition this node stopped leading are
+// dropped (sharepartitions.go resigned), as Kafka's SharePartitionManager
+// drops them on a leader change. It runs as a
 // store subscriber, within the change and under the store's lock, so
 // neither it nor what it calls proposes (the coordinators' loads append
 // to logs only; producer id blocks are proposed by InitProducerId
@@ -48,6 +51,7 @@ type publisher struct {
 	groups   *coordinator.Groups
 	txns     *coordinator.Txns
 	shares   *coordinator.ShareCoordinator
+	sharing  *shareManager // the share-partitions this node leads
 	logger   *zap.Logger
 	host     *imageHost       // a cluster node's storage; nil on a single node, whose store commits to storage itself
 	fetchers *replicaFetchers // a cluster node's followers' fetchers; nil on a single node
@@ -193,6 +197,9 @@ func (p *publisher) apply(changes []localChange, new *metadata.Image) {
 		}
 		if c.resigned {
 			resigned = append(resigned, c)
+			if sp != nil && p.sharing != nil {
+				p.sharing.resigned(sp)
+			}
 		}
 	}
 	if p.fetchers != nil {

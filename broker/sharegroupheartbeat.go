@@ -8,9 +8,11 @@ package broker
 // coordinator/share_group.go. A partition is assigned once its share state
 // is initialized: the heartbeat that first sees it has the share
 // coordinator of each share-partition initialize it
-// (InitializeShareGroupState, in process for the share coordinator
-// partitions this node leads, over the inter-broker listener for the
-// others) before it is answered, and a later heartbeat gets the partition.
+// (InitializeShareGroupState through the share-state client,
+// sharepersister.go: in process for the share coordinator partitions
+// this node leads, over the inter-broker listener for the others, with
+// Kafka's retries) before it is answered, and a later heartbeat gets the
+// partition.
 // The session timeout is group.share.session.timeout.ms and the heartbeat
 // interval group.share.heartbeat.interval.ms, or the group's
 // share.session.timeout.ms and share.heartbeat.interval.ms within the
@@ -23,8 +25,6 @@ package broker
 // checked (Kafka answers UNSUPPORTED_VERSION until it is finalized).
 
 import (
-	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +32,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"go.uber.org/zap"
 
 	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/internal/configdef"
@@ -99,175 +98,4 @@ func shareSettings(meta interface{ Image() *metadata.Image }, static map[string]
 			MaxSize:            int(broker("group.share.max.size")),
 		}
 	}
-}
-
-// shareStateClient is how the group coordinator reaches the share
-// coordinators (Kafka's persister): each share-partition's request goes to
-// the leader of its __share_group_state partition, this node's share
-// coordinator in process, another node's over the inter-broker listener.
-// Its fields are set once the share coordinator is open, before any
-// request is served.
-type shareStateClient struct {
-	node     int32
-	listener string
-	meta     metadata.Store
-	shares   *coordinator.ShareCoordinator
-	peers    *clusterMarkers // nil on a single node
-	logger   *zap.Logger
-}
-
-// shareTopicPartition is one share-partition of a request.
-type shareTopicPartition struct {
-	topic     [16]byte
-	partition int32
-}
-
-// route is the address of the share coordinator of each share-partition,
-// "" for this node's.
-func (c *shareStateClient) route(group string, parts []shareTopicPartition) (map[shareTopicPartition]string, error) {
-	if err := c.shares.Ensure(); err != nil {
-		return nil, fmt.Errorf("%s: %w", coordinator.ShareStateTopic, err)
-	}
-	out := make(map[shareTopicPartition]string, len(parts))
-	if c.peers == nil {
-		for _, p := range parts {
-			out[p] = ""
-		}
-		return out, nil
-	}
-	img := c.meta.Image()
-	ti := img.Topics.ByName(coordinator.ShareStateTopic)
-	for _, p := range parts {
-		if ti == nil {
-			out[p] = ""
-			continue
-		}
-		sp := c.shares.PartitionFor(coordinator.ShareKey(group, p.topic, p.partition))
-		reg, ok := ti.Partition(sp)
-		if !ok || reg.Leader < 0 {
-			return nil, fmt.Errorf("%s-%d has no leader", coordinator.ShareStateTopic, sp)
-		}
-		if reg.LeaderIs(c.node) {
-			out[p] = ""
-			continue
-		}
-		br, ok := img.Cluster.Broker(reg.Leader)
-		ep, hasEP := br.Endpoint(c.listener)
-		if !ok || !hasEP {
-			return nil, fmt.Errorf("share coordinator %d has no endpoint on listener %s", reg.Leader, c.listener)
-		}
-		out[p] = net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
-	}
-	return out, nil
-}
-
-// initialize sends InitializeShareGroupState for req's share-partitions;
-// one whose coordinator cannot be reached is COORDINATOR_NOT_AVAILABLE.
-func (c *shareStateClient) initialize(req *kmsg.InitializeShareGroupStateRequest) *kmsg.InitializeShareGroupStateResponse {
-	var parts []shareTopicPartition
-	starts := map[shareTopicPartition]kmsg.InitializeShareGroupStateRequestTopicPartition{}
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			tp := shareTopicPartition{t.TopicID, p.Partition}
-			parts = append(parts, tp)
-			starts[tp] = p
-		}
-	}
-	resp := kmsg.NewPtrInitializeShareGroupStateResponse()
-	fail := func(tps []shareTopicPartition, err error) {
-		c.logger.Warn("initializing share group state", zap.String("group", req.GroupID), zap.Error(err))
-		for _, tp := range tps {
-			rt := kmsg.NewInitializeShareGroupStateResponseTopic()
-			rt.TopicID = tp.topic
-			rp := kmsg.NewInitializeShareGroupStateResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = tp.partition, kerr.CoordinatorNotAvailable.Code
-			rt.Partitions = append(rt.Partitions, rp)
-			resp.Topics = append(resp.Topics, rt)
-		}
-	}
-	routes, err := c.route(req.GroupID, parts)
-	if err != nil {
-		fail(parts, err)
-		return resp
-	}
-	for addr, tps := range byAddr(parts, routes) {
-		sub := kmsg.NewPtrInitializeShareGroupStateRequest()
-		sub.GroupID = req.GroupID
-		for _, tp := range tps {
-			rt := kmsg.NewInitializeShareGroupStateRequestTopic()
-			rt.TopicID, rt.Partitions = tp.topic, []kmsg.InitializeShareGroupStateRequestTopicPartition{starts[tp]}
-			sub.Topics = append(sub.Topics, rt)
-		}
-		if addr == "" {
-			resp.Topics = append(resp.Topics, c.shares.InitializeState(sub).Topics...)
-			continue
-		}
-		kresp, err := c.peers.roundTrip(addr, sub, 30*time.Second)
-		if err != nil {
-			fail(tps, fmt.Errorf("InitializeShareGroupState to %s: %w", addr, err))
-			continue
-		}
-		resp.Topics = append(resp.Topics, kresp.(*kmsg.InitializeShareGroupStateResponse).Topics...)
-	}
-	return resp
-}
-
-// delete sends DeleteShareGroupState for req's share-partitions, as
-// initialize does.
-func (c *shareStateClient) delete(req *kmsg.DeleteShareGroupStateRequest) *kmsg.DeleteShareGroupStateResponse {
-	var parts []shareTopicPartition
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			parts = append(parts, shareTopicPartition{t.TopicID, p.Partition})
-		}
-	}
-	resp := kmsg.NewPtrDeleteShareGroupStateResponse()
-	fail := func(tps []shareTopicPartition, err error) {
-		c.logger.Warn("deleting share group state", zap.String("group", req.GroupID), zap.Error(err))
-		for _, tp := range tps {
-			rt := kmsg.NewDeleteShareGroupStateResponseTopic()
-			rt.TopicID = tp.topic
-			rp := kmsg.NewDeleteShareGroupStateResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = tp.partition, kerr.CoordinatorNotAvailable.Code
-			rt.Partitions = append(rt.Partitions, rp)
-			resp.Topics = append(resp.Topics, rt)
-		}
-	}
-	routes, err := c.route(req.GroupID, parts)
-	if err != nil {
-		fail(parts, err)
-		return resp
-	}
-	for addr, tps := range byAddr(parts, routes) {
-		sub := kmsg.NewPtrDeleteShareGroupStateRequest()
-		sub.GroupID = req.GroupID
-		for _, tp := range tps {
-			rt := kmsg.NewDeleteShareGroupStateRequestTopic()
-			rt.TopicID = tp.topic
-			rp := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
-			rp.Partition = tp.partition
-			rt.Partitions = append(rt.Partitions, rp)
-			sub.Topics = append(sub.Topics, rt)
-		}
-		if addr == "" {
-			resp.Topics = append(resp.Topics, c.shares.DeleteState(sub).Topics...)
-			continue
-		}
-		kresp, err := c.peers.roundTrip(addr, sub, 30*time.Second)
-		if err != nil {
-			fail(tps, fmt.Errorf("DeleteShareGroupState to %s: %w", addr, err))
-			continue
-		}
-		resp.Topics = append(resp.Topics, kresp.(*kmsg.DeleteShareGroupStateResponse).Topics...)
-	}
-	return resp
-}
-
-// byAddr groups share-partitions by their coordinator's address.
-func byAddr(parts []shareTopicPartition, routes map[shareTopicPartition]string) map[string][]shareTopicPartition {
-	out := map[string][]shareTopicPartition{}
-	for _, tp := range parts {
-		out[routes[tp]] = append(out[routes[tp]], tp)
-	}
-	return out
 }

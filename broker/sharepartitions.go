@@ -9,8 +9,8 @@ package broker
 // holds only once that write did, before the request that made it is
 // answered. A timer per share-partition, set to its earliest acquisition
 // lock, expires locks (Partition.Tick) and persists what that changed.
-// Each share-partition runs one operation at a time (its mutex), the
-// write included. Configs: group.share.record.lock.duration.ms,
+// Each share-partition runs one operation at a time (its mutex), but
+// for the writes it sends, which go without it (persist). Configs: group.share.record.lock.duration.ms,
 // group.share.delivery.count.limit and
 // group.share.partition.max.record.locks, or the group's
 // share.record.lock.duration.ms, share.delivery.count.limit,
@@ -18,16 +18,18 @@ package broker
 // share.auto.offset.reset (earliest, latest or by_duration) places a
 // share-partition that was never written.
 //
-// Strata differs: the share coordinator is called in process, so a
-// share-partition whose __share_group_state partition another node of a
-// cluster leads is answered COORDINATOR_NOT_AVAILABLE (the local
-// coordinator's NOT_COORDINATOR), not sent there as Kafka's persister
-// would. A share-partition is loaded again when its partition's leader
-// epoch changed since it was loaded, where Kafka drops it as soon as the
-// leadership moves.
-// share.isolation.level read_committed reads up to the
-// last stable offset, and the batches of aborted transactions are
-// archived, not delivered.
+// The share coordinator is reached through the share-state client
+// (sharepersister.go, Kafka's persister): in process when this node leads
+// the key's __share_group_state partition, else over the inter-broker
+// listener, with Kafka's retries; a load holds the share-partition's
+// mutex through them (nothing can be served before it), a write does not
+// (persist). When this node stops leading a partition its share-partitions
+// are dropped (resigned, from the publisher), as Kafka's
+// SharePartitionManager drops them on a leader change, and one is loaded
+// again when its partition's leader epoch changed since it was loaded.
+// share.isolation.level read_committed reads up to the last stable
+// offset, and the batches of aborted transactions are archived, not
+// delivered.
 
 import (
 	"bytes"
@@ -43,7 +45,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
-	"github.com/strata-io/strata/coordinator"
 	"github.com/strata-io/strata/coordinator/share"
 	"github.com/strata-io/strata/storage"
 )
@@ -57,7 +58,7 @@ type sharePartKey struct {
 type shareManager struct {
 	clock    clockwork.Clock
 	logger   *zap.Logger
-	coord    *coordinator.ShareCoordinator
+	state    *shareStateClient
 	sessions *shareSessionCache
 
 	mu     sync.Mutex
@@ -65,8 +66,8 @@ type shareManager struct {
 	closed bool // no lock timer runs once set (close)
 }
 
-func newShareManager(clock clockwork.Clock, logger *zap.Logger, coord *coordinator.ShareCoordinator) *shareManager {
-	return &shareManager{clock: clock, logger: logger, coord: coord, sessions: newShareSessionCache(),
+func newShareManager(clock clockwork.Clock, logger *zap.Logger, state *shareStateClient) *shareManager {
+	return &shareManager{clock: clock, logger: logger, state: state, sessions: newShareSessionCache(),
 		parts: map[sharePartKey]*sharePart{}}
 }
 
@@ -81,6 +82,7 @@ type sharePart struct {
 	readCommitted bool             // share.isolation.level=read_committed
 	timer         clockwork.Timer
 	changed       chan struct{} // closed when records may have become available
+	writing       chan struct{} // closed when the last write sent is answered; nil before the first
 }
 
 // shareError is a share-partition's error code and message.
@@ -188,7 +190,7 @@ func (sp *sharePart) load(cfg share.Config, reset string) *shareError {
 	rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
 	rp.Partition, rp.LeaderEpoch = sp.key.tp.partition, max(sp.log.LeaderEpoch(), 0)
 	r.Topics = []kmsg.ReadShareGroupStateRequestTopic{{TopicID: sp.key.tp.topicID, Partitions: []kmsg.ReadShareGroupStateRequestTopicPartition{rp}}}
-	resp := sp.m.coord.ReadState(r)
+	resp := sp.m.state.read(r)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		return shareErrOf(kerr.UnknownServerError)
 	}
@@ -266,8 +268,17 @@ func stringOr(s *string, or string) string {
 }
 
 // persist sends a Write to the share coordinator and reports the outcome
-// to the share-partition; sp.mu held.
+// to the share-partition. sp.mu is held on entry and on return but not
+// while the write is sent, which may retry for seconds: a
+// share-partition's writes are sent one at a time in the order they were
+// made (sp.writing), and its other operations go on meanwhile, the
+// records the write changes in transition. A share-partition dropped
+// meanwhile (resigned, releaseMember) is not told the outcome.
 func (sp *sharePart) persist(w *share.Write) *shareError {
+	p := sp.p
+	if p == nil {
+		return shareErrOf(kerr.NotLeaderForPartition)
+	}
 	r := kmsg.NewPtrWriteShareGroupStateRequest()
 	r.GroupID = sp.key.group
 	wp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
@@ -279,7 +290,15 @@ func (sp *sharePart) persist(w *share.Write) *shareError {
 		wp.StateBatches = append(wp.StateBatches, sb)
 	}
 	r.Topics = []kmsg.WriteShareGroupStateRequestTopic{{TopicID: sp.key.tp.topicID, Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{wp}}}
-	resp := sp.m.coord.WriteState(r)
+	prev, done := sp.writing, make(chan struct{})
+	sp.writing = done
+	sp.mu.Unlock()
+	if prev != nil {
+		<-prev
+	}
+	resp := sp.m.state.write(r)
+	close(done)
+	sp.mu.Lock()
 	var serr *shareError
 	switch {
 	case len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1:
@@ -290,7 +309,9 @@ func (sp *sharePart) persist(w *share.Write) *shareError {
 		sp.m.logger.Warn("share-partition state write failed", zap.String("group", sp.key.group),
 			zap.Int32("partition", sp.key.tp.partition), zap.String("error", serr.msg))
 	}
-	sp.p.WriteDone(w.ID, serr == nil, sp.m.clock.Now())
+	if sp.p == p {
+		p.WriteDone(w.ID, serr == nil, sp.m.clock.Now())
+	}
 	return serr
 }
 
@@ -301,6 +322,9 @@ func (sp *sharePart) settle(wake bool) {
 	if wake {
 		close(sp.changed)
 		sp.changed = make(chan struct{})
+	}
+	if sp.p == nil {
+		return
 	}
 	next := sp.p.NextDeadline()
 	if sp.timer != nil {
@@ -426,16 +450,46 @@ func (m *shareManager) releaseMember(key shareSessionKey) {
 	}
 	m.mu.Unlock()
 	for _, sp := range parts {
-		sp.mu.Lock()
-		if sp.timer != nil {
-			sp.timer.Stop()
-			sp.timer = nil
-		}
-		sp.p = nil
-		close(sp.changed)
-		sp.changed = make(chan struct{})
-		sp.mu.Unlock()
+		sp.retire()
 	}
+}
+
+// resigned drops the share-partitions of a partition this node no longer
+// leads, as SharePartitionManager drops them on a leader change, so that
+// its next leader loads them from the share coordinator. The publisher
+// calls it within a metadata change: they leave the map at once, and
+// retire on a goroutine each, as one may be loading.
+func (m *shareManager) resigned(log *storage.Partition) {
+	m.mu.Lock()
+	var gone []*sharePart
+	for k, sp := range m.parts {
+		if sp.log == log {
+			delete(m.parts, k)
+			gone = append(gone, sp)
+		}
+	}
+	m.mu.Unlock()
+	if len(gone) > 0 {
+		m.logger.Info("dropped the share-partitions of a partition this node no longer leads", zap.String("topic", log.Topic),
+			zap.Int32("partition", log.Index), zap.Int("share_partitions", len(gone)))
+	}
+	for _, sp := range gone {
+		go sp.retire()
+	}
+}
+
+// retire unloads a share-partition dropped from the map: its lock timer
+// stops and its waiters wake, to find it gone.
+func (sp *sharePart) retire() {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.timer != nil {
+		sp.timer.Stop()
+		sp.timer = nil
+	}
+	sp.p = nil
+	close(sp.changed)
+	sp.changed = make(chan struct{})
 }
 
 // connClosed ends the share sessions opened on cn (the
