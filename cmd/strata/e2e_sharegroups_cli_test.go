@@ -17,8 +17,9 @@ import (
 )
 
 // shareCLIScript runs Kafka 4.4.0's kafka-console-share-consumer and
-// kafka-share-groups against addr, one share group "cg" of a 2-partition
-// topic "cli" (10 records in partition 0, 6 in partition 1, the group's
+// kafka-share-groups against addr, one share group "cg" of a 3-partition
+// topic "cli" (10 records in partition 0, 6 in partition 1, none in 2: a
+// share fetch answers it without records; the group's
 // share.auto.offset.reset earliest): the console share consumer reads all
 // 16; a franz-go share member (kgo.ShareGroup) joins and the group is
 // described (offsets, --members, --state, with --verbose) and refused
@@ -32,7 +33,7 @@ func shareCLIScript(t *testing.T, home, addr string) []string {
 	defer cancel()
 	const topic, group = "cli", "cg"
 	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	createTopic(t, cl, topic, 2)
+	createTopic(t, cl, topic, 3)
 	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
 	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
@@ -66,7 +67,7 @@ func shareCLIScript(t *testing.T, home, addr string) []string {
 		out = append(out, strings.Join(args, " ")+":\n"+got)
 	}
 	groups := func(args ...string) { tool("org.apache.kafka.tools.consumer.group.ShareGroupCommand", args...) }
-	// waitMembers waits until the group has n members, each holding both partitions.
+	// waitMembers waits until the group has n members, each holding every partition.
 	waitMembers := func(n int) {
 		t.Helper()
 		waitFor(t, "share group "+group+" with "+strconv.Itoa(n)+" members", time.Minute, func() bool {
@@ -77,7 +78,7 @@ func shareCLIScript(t *testing.T, home, addr string) []string {
 				return false
 			}
 			for _, m := range resp.Groups[0].Members {
-				if len(m.Assignment.TopicPartitions) != 1 || len(m.Assignment.TopicPartitions[0].Partitions) != 2 {
+				if len(m.Assignment.TopicPartitions) != 1 || len(m.Assignment.TopicPartitions[0].Partitions) != 3 {
 					return false
 				}
 			}
