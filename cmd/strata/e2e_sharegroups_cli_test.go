@@ -25,7 +25,8 @@ import (
 // described (offsets, --members, --state, with --verbose) and refused
 // --reset-offsets and --delete-offsets; once it left, --list, --describe,
 // --reset-offsets (--to-earliest --dry-run, --to-latest and --to-datetime
-// --execute, each followed by --describe), --delete-offsets and --delete.
+// --execute, each followed by --describe), the console share consumer
+// reading partition 0's 10 records again, --delete-offsets and --delete.
 // It returns each step's output, masked (shareCLIMask).
 func shareCLIScript(t *testing.T, home, addr string) []string {
 	t.Helper()
@@ -117,6 +118,9 @@ func shareCLIScript(t *testing.T, home, addr string) []string {
 	groups("--reset-offsets", "--group", group, "--topic", topic, "--to-latest", "--execute")
 	groups("--describe", "--group", group)
 	groups("--reset-offsets", "--group", group, "--topic", topic+":0", "--to-datetime", "2020-01-01T00:00:00.000", "--execute")
+	groups("--describe", "--group", group)
+	tool("org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--topic", topic, "--group", group, "--max-messages", "10", "--timeout-ms", "60000")
+	waitMembers(0)
 	groups("--describe", "--group", group)
 	groups("--delete-offsets", "--group", group, "--topic", topic)
 	groups("--describe", "--group", group)
