@@ -146,9 +146,11 @@ func coordinatorMessage(err *kerr.Error, version int16) *string {
 
 // refusalMessages are Kafka's Errors.message() of the authorization
 // refusals, which franz-go's descriptions word otherwise ("Not authorized
-// to access group: Group authorization failed.", "Transactional ID").
+// to access group: Group authorization failed.", "Transactional ID"),
+// also answered by the share group offset requests (sharegroupoffsets.go).
 var refusalMessages = map[*kerr.Error]string{
 	kerr.GroupAuthorizationFailed:           "Group authorization failed.",
+	kerr.TopicAuthorizationFailed:           "Topic authorization failed.",
 	kerr.TransactionalIDAuthorizationFailed: "Transactional Id authorization failed.",
 }
 

@@ -53,6 +53,7 @@ func (r *registry) add(key kmsg.Key, minVersion, maxVersion int16, h handler) {
 // the controller listener serves them.
 var unstableRegistrations = []func(*registry){
 	registerShareGroupHeartbeat, registerShareGroupDescribe, registerShareFetch, registerShareAcknowledge,
+	registerShareGroupOffsets,
 }
 
 // newRegistry calls each handler file's register function: the file that

@@ -23,9 +23,12 @@ func TestServedVersionsDecodable(t *testing.T) {
 }
 
 // TestUnstableAPIVersions: the share keys are served only with
-// unstable.api.versions.enable.
+// unstable.api.versions.enable, at Kafka 4.4's versions.
 func TestUnstableAPIVersions(t *testing.T) {
-	for _, k := range []kmsg.Key{kmsg.ShareFetch, kmsg.ShareAcknowledge} {
+	for k, want := range map[kmsg.Key][2]int16{
+		kmsg.ShareFetch: {1, 2}, kmsg.ShareAcknowledge: {1, 2},
+		kmsg.DescribeShareGroupOffsets: {0, 1}, kmsg.AlterShareGroupOffsets: {0, 0}, kmsg.DeleteShareGroupOffsets: {0, 0},
+	} {
 		if _, ok := newRegistry(false).apis[int16(k)]; ok {
 			t.Errorf("%s served without unstable.api.versions.enable", k.Name())
 		}
@@ -34,8 +37,8 @@ func TestUnstableAPIVersions(t *testing.T) {
 				t.Errorf("%s in ServedVersions", k.Name())
 			}
 		}
-		if a, ok := newRegistry(true).apis[int16(k)]; !ok || a.Min != 1 || a.Max != 2 {
-			t.Errorf("%s with unstable.api.versions.enable: %+v, want v1-2", k.Name(), a.VersionRange)
+		if a, ok := newRegistry(true).apis[int16(k)]; !ok || a.Min != want[0] || a.Max != want[1] {
+			t.Errorf("%s with unstable.api.versions.enable: %+v, want v%d-%d", k.Name(), a.VersionRange, want[0], want[1])
 		}
 	}
 }

@@ -121,6 +121,9 @@ type groupCoordinator interface {
 	StreamsGroupDescribe(id string, version int16, includeDescription bool) kmsg.StreamsGroupDescribeResponseGroup
 	ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, client coordinator.Client) *kmsg.ShareGroupHeartbeatResponse
 	ShareGroupDescribe(id string) kmsg.ShareGroupDescribeResponseGroup
+	InitializedSharePartitions(id string) (map[[16]byte][]int32, *kerr.Error)
+	AlterShareGroupOffsets(r *kmsg.AlterShareGroupOffsetsRequest) *kmsg.AlterShareGroupOffsetsResponse
+	DeleteShareGroupOffsets(r *kmsg.DeleteShareGroupOffsetsRequest) *kmsg.DeleteShareGroupOffsetsResponse
 	DescribeGroup(id string) kmsg.DescribeGroupsResponseGroup
 	ListGroups(states, types []string) ([]kmsg.ListGroupsResponseGroup, *kerr.Error)
 	DeleteGroup(id string) *kerr.Error

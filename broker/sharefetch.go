@@ -157,6 +157,9 @@ func handleShareFetch(rc *reqCtx) (kmsg.Response, error) {
 		rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage = o.ackErr.code(), o.ackErr.message()
 		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
 		rp.Records = o.read.records
+		if rp.Records == nil {
+			rp.Records = []byte{} // non-nullable: Kafka's clients refuse a null (MemoryRecords.EMPTY)
+		}
 		for _, a := range o.read.acquired {
 			ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
 			ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.First, a.Last, a.DeliveryCount

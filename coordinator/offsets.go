@@ -312,7 +312,8 @@ func (s *groupShard) subscribedTopics(g *group) map[string]bool {
 // offsets.retention.check.interval.ms: offsets of an Empty group expire
 // offsets.retention.minutes after it became empty (after their commit for
 // groups that never had members, and for topics a Stable consumer group no
-// longer subscribes to); a group left Empty without offsets is deleted.
+// longer subscribes to); a group left Empty without offsets is deleted,
+// except a share group, which never expires.
 // Tombstones make both permanent.
 func (s *groupShard) expireOffsets() {
 	for _, id := range s.sortedGroupIDs() {
@@ -325,6 +326,8 @@ func (s *groupShard) expireGroup(g *group) {
 	var subscribed map[string]bool
 	base := func(o committedOffset) int64 { return o.commitTime }
 	switch {
+	case g.share != nil:
+		return // Kafka's ShareGroup.shouldExpire: a share group is deleted only by DeleteGroups
 	case g.streams != nil && len(g.streams.members) > 0:
 		return // as a group with members whose topics are not known
 	case g.consumer != nil && len(g.consumer.members) > 0:

@@ -259,9 +259,9 @@ func (s *groupShard) persistShare(g *group, then func(error)) {
 		then(nil)
 		return
 	}
-	if len(sg.written) == 0 && len(sg.members) == 0 && sg.epoch <= 1 {
+	if len(sg.written) == 0 && len(sg.members) == 0 && sg.epoch <= 1 && len(sg.initializing) == 0 {
 		if s.groups[g.id] == g && s.offsets.count(g.id) == 0 {
-			delete(s.groups, g.id) // made by a heartbeat that failed: nothing happened
+			delete(s.groups, g.id) // made by a heartbeat that failed, or an alter of no topic: nothing happened
 		}
 		then(nil)
 		return

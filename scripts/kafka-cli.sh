@@ -4,8 +4,8 @@
 # compat-tests/.cache/kafka-4.4.0/libs (installed on first use; needs java 17+, and mvn then).
 # Usage: scripts/kafka-cli.sh TOOL [ARGS...]
 #   TOOL: topics console-producer console-consumer consumer-groups configs acls
-#         delete-records metadata-quorum leader-election reassign-partitions
-#         dump-log   (Kafka's bin/kafka-TOOL.sh)
+#         share-groups console-share-consumer delete-records metadata-quorum
+#         leader-election reassign-partitions dump-log   (Kafka's bin/kafka-TOOL.sh)
 # --bootstrap-server 127.0.0.1:9092 (`make run`'s broker) is added unless ARGS name a
 # server; dump-log reads segment files and takes none. Tool logging: warnings and errors
 # on stderr (compat-tests/.cache/kafka-4.4.0/tools-log4j2.properties).
@@ -28,6 +28,8 @@ topics) class=org.apache.kafka.tools.TopicCommand ;;
 console-producer) class=org.apache.kafka.tools.ConsoleProducer ;;
 console-consumer) class=org.apache.kafka.tools.consumer.ConsoleConsumer ;;
 consumer-groups) class=org.apache.kafka.tools.consumer.group.ConsumerGroupCommand ;;
+share-groups) class=org.apache.kafka.tools.consumer.group.ShareGroupCommand ;;
+console-share-consumer) class=org.apache.kafka.tools.consumer.ConsoleShareConsumer ;;
 configs) class=org.apache.kafka.tools.ConfigCommand ;;
 acls) class=org.apache.kafka.tools.AclCommand ;;
 delete-records) class=org.apache.kafka.tools.DeleteRecordsCommand ;;
