@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// shareDLQRun consumes topic src as share group group: "ok" accepted,
+// "bad" rejected, "poison" released until the delivery count limit (2),
+// until all three are done with.
+func shareDLQRun(t *testing.T, ctx context.Context, addr, group string) {
+	t.Helper()
+	c := newClient(t, addr, kgo.ShareGroup(group), kgo.ConsumeTopics("src"), kgo.ClientID(group))
+	defer c.Close()
+	done := map[string]bool{}
+	for len(done) < 3 {
+		if ctx.Err() != nil {
+			t.Fatalf("%s: only %v done before the deadline", group, done)
+		}
+		c.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			switch v := string(r.Value); v {
+			case "ok":
+				r.Ack(kgo.AckAccept)
+				done[v] = true
+			case "bad":
+				r.Ack(kgo.AckReject)
+				done[v] = true
+			case "poison":
+				r.Ack(kgo.AckRelease)
+				if r.DeliveryCount() >= 2 {
+					done[v] = true
+				}
+			}
+		})
+		c.MarkAcks(kgo.AckAccept)
+	}
+	if err := c.FlushAcks(ctx); err != nil {
+		t.Fatalf("%s: flush acks: %v", group, err)
+	}
+}
+
+// runShareDLQ is the dead-letter scenario on one broker: three share
+// groups read the same three records; g-none has no dead-letter topic,
+// g-off names dlq.off, which does not allow it
+// (errors.deadletterqueue.group.enable unset), g-dlq names dlq.one with
+// errors.deadletterqueue.copy.record.enable. It returns what dlq.one
+// holds once g-dlq's two dead letters arrived, and what dlq.off holds.
+func runShareDLQ(t *testing.T, addr string) (one []string, off int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl := newClient(t, addr)
+	adm := kadm.NewClient(cl)
+	for topic, cfg := range map[string]map[string]*string{
+		"src":     nil,
+		"dlq.one": {"errors.deadletterqueue.group.enable": kmsg.StringPtr("true")},
+		"dlq.off": nil,
+	} {
+		if r, err := adm.CreateTopic(ctx, 1, 1, cfg, topic); err != nil || r.Err != nil {
+			t.Fatalf("create %s: %v %v", topic, err, r.Err)
+		}
+	}
+	groups := map[string]map[string]string{
+		"g-none": {},
+		"g-off":  {"errors.deadletterqueue.topic.name": "dlq.off"},
+		"g-dlq":  {"errors.deadletterqueue.topic.name": "dlq.one", "errors.deadletterqueue.copy.record.enable": "true"},
+	}
+	for g, cfg := range groups {
+		cfg["share.auto.offset.reset"], cfg["share.delivery.count.limit"] = "earliest", "2"
+		alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, g
+		for k, v := range cfg {
+			res.Configs = append(res.Configs, kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: k, Value: kmsg.StringPtr(v)})
+		}
+		alter.Resources = append(alter.Resources, res)
+		if ar, err := alter.RequestWith(ctx, cl); err != nil || ar.Resources[0].ErrorCode != 0 {
+			t.Fatalf("configs of %s: %v %+v", g, err, ar)
+		}
+	}
+	var recs []*kgo.Record
+	for _, v := range []string{"ok", "bad", "poison"} {
+		recs = append(recs, &kgo.Record{Topic: "src", Key: []byte("key-" + v), Value: []byte(v),
+			Headers: []kgo.RecordHeader{{Key: "original", Value: []byte(v)}}})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// The groups without a working dead-letter topic go first: by the
+	// time g-dlq's dead letters are written, theirs would have been.
+	for _, g := range []string{"g-none", "g-off", "g-dlq"} {
+		shareDLQRun(t, ctx, addr, g)
+	}
+
+	rd := newClient(t, addr, kgo.ConsumeTopics("dlq.one"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer rd.Close()
+	for len(one) < 2 {
+		if ctx.Err() != nil {
+			t.Fatalf("dlq.one: %d dead letters before the deadline: %v", len(one), one)
+		}
+		rd.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			var hs []string
+			for _, h := range r.Headers {
+				hs = append(hs, fmt.Sprintf("%s=%q", h.Key, h.Value))
+			}
+			one = append(one, fmt.Sprintf("%s/%d@%d key=%q value=%q headers=[%s]", r.Topic, r.Partition, r.Offset, r.Key, r.Value, strings.Join(hs, " ")))
+		})
+	}
+	ends, err := adm.ListEndOffsets(ctx, "dlq.off", "dlq.one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := ends.Lookup("dlq.one", 0); e.Offset != 2 {
+		t.Errorf("dlq.one ends at %d, want 2: a dead letter too many", e.Offset)
+	}
+	e, _ := ends.Lookup("dlq.off", 0)
+	return one, e.Offset
+}
+
+// TestShareGroupDeadLetterAsKafka44 runs the scenario on Strata and on
+// Kafka 4.4.0 and compares the dead letters: the rejected record and the
+// poison one, released at the delivery count limit, each with its key
+// and value copied and Kafka's __dlq.errors.* headers, in that order;
+// the group without a dead-letter topic and the one whose topic does not
+// allow it write nothing (dlq.off stays empty, dlq.one gets only g-dlq's).
+func TestShareGroupDeadLetterAsKafka44(t *testing.T) {
+	e2e(t)
+	p := startBroker(t, "", "--override", "unstable.api.versions.enable=true")
+	strata, strataOff := runShareDLQ(t, p.addr)
+	want := []string{
+		`dlq.one/0@0 key="key-bad" value="bad" headers=[__dlq.errors.topic="src" __dlq.errors.partition="0" __dlq.errors.offset="1" __dlq.errors.group="g-dlq" __dlq.errors.delivery.count="1" __dlq.errors.message="Offset rejected by client."]`,
+		`dlq.one/0@1 key="key-poison" value="poison" headers=[__dlq.errors.topic="src" __dlq.errors.partition="0" __dlq.errors.offset="2" __dlq.errors.group="g-dlq" __dlq.errors.delivery.count="2" __dlq.errors.message="Offset delivery count exceeded the threshold."]`,
+	}
+	if strings.Join(strata, "\n") != strings.Join(want, "\n") || strataOff != 0 {
+		t.Errorf("strata: dlq.one\n%s\nwant\n%s\ndlq.off ends at %d, want 0", strings.Join(strata, "\n"), strings.Join(want, "\n"), strataOff)
+	}
+	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
+		t.Skip("Kafka 4.4.0's jars are not cached: no comparison with Kafka")
+	}
+	k := kafkaTargetFrom(t, kafkaHome, t.TempDir(), "share.coordinator.state.topic.replication.factor=1", "share.coordinator.state.topic.min.isr=1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := k.Start(ctx); err != nil {
+		t.Fatalf("start kafka: %v", err)
+	}
+	kafka, kafkaOff := runShareDLQ(t, k.Addr())
+	if strings.Join(kafka, "\n") != strings.Join(strata, "\n") || kafkaOff != strataOff {
+		t.Errorf("dlq.one differs:\nkafka\n%s\nstrata\n%s\ndlq.off ends at %d on kafka, %d on strata", strings.Join(kafka, "\n"), strings.Join(strata, "\n"), kafkaOff, strataOff)
+	}
+}
