@@ -67,12 +67,24 @@ func (b *services) shareDLQEnabled(own map[string]string) bool {
 	return b.shareDLQSupported() && own["errors.deadletterqueue.topic.name"] != ""
 }
 
-// shareDLQ runs the dead-letter writes of a broker's share-partitions.
+// shareDLQ runs the dead-letter writes of a broker's share-partitions one
+// at a time, in the order they came, as Kafka's one DLQ send thread does.
 type shareDLQ struct {
 	b    *services
 	wg   sync.WaitGroup
 	once sync.Once
 	done chan struct{} // closed by stop
+
+	mu      sync.Mutex
+	queue   []dlqJob
+	running bool // a goroutine drains queue
+}
+
+// dlqJob is a dead letter of a share-partition as it was loaded.
+type dlqJob struct {
+	sp *sharePart
+	p  *share.Partition
+	dl share.DeadLetter
 }
 
 func newShareDLQ(b *services) *shareDLQ { return &shareDLQ{b: b, done: make(chan struct{})} }
@@ -90,15 +102,42 @@ func (sp *sharePart) sendDeadLetters() {
 	if sp.p == nil || d == nil {
 		return
 	}
-	for _, dl := range sp.p.DeadLetters() {
+	dls := sp.p.DeadLetters()
+	if len(dls) == 0 {
+		return
+	}
+	d.mu.Lock()
+	for _, dl := range dls {
+		d.queue = append(d.queue, dlqJob{sp: sp, p: sp.p, dl: dl})
+	}
+	start := !d.running
+	d.running = true
+	d.mu.Unlock()
+	if start {
 		d.wg.Add(1)
-		go d.run(sp, sp.p, dl)
+		go d.drain()
+	}
+}
+
+// drain runs the queued dead letters until none is left.
+func (d *shareDLQ) drain() {
+	defer d.wg.Done()
+	for {
+		d.mu.Lock()
+		if len(d.queue) == 0 {
+			d.running = false
+			d.mu.Unlock()
+			return
+		}
+		j := d.queue[0]
+		d.queue = d.queue[1:]
+		d.mu.Unlock()
+		d.run(j.sp, j.p, j.dl)
 	}
 }
 
 // run writes one dead letter, then archives its records.
 func (d *shareDLQ) run(sp *sharePart, p *share.Partition, dl share.DeadLetter) {
-	defer d.wg.Done()
 	if err := d.write(sp, dl); err != nil {
 		sp.m.logger.Error("Failed to write to DLQ, proceeding to ARCHIVED regardless.", zap.String("group", sp.key.group),
 			zap.Int32("partition", sp.key.tp.partition), zap.Int64("first", dl.First), zap.Int64("last", dl.Last), zap.Error(err))

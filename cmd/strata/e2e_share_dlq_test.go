@@ -141,7 +141,7 @@ func TestShareGroupDeadLetterAsKafka44(t *testing.T) {
 		`dlq.one/0@1 key="key-poison" value="poison" headers=[__dlq.errors.topic="src" __dlq.errors.partition="0" __dlq.errors.offset="2" __dlq.errors.group="g-dlq" __dlq.errors.delivery.count="2" __dlq.errors.message="Offset delivery count exceeded the threshold."]`,
 	}
 	if strings.Join(strata, "\n") != strings.Join(want, "\n") || strataOff != 0 {
-		t.Errorf("strata: dlq.one\n%s\nwant\n%s\ndlq.off ends at %d, want 0", strings.Join(strata, "\n"), strings.Join(want, "\n"), strataOff)
+		t.Fatalf("strata: dlq.one\n%s\nwant\n%s\ndlq.off ends at %d, want 0", strings.Join(strata, "\n"), strings.Join(want, "\n"), strataOff)
 	}
 	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
 		t.Skip("Kafka 4.4.0's jars are not cached: no comparison with Kafka")
