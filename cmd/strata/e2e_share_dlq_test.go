@@ -48,12 +48,42 @@ func shareDLQRun(t *testing.T, ctx context.Context, addr, group string) {
 	}
 }
 
-// runShareDLQ is the dead-letter scenario on one broker: three share
+// readDeadLetters reads n records of topic from its start.
+func readDeadLetters(t *testing.T, ctx context.Context, addr, topic string, n int) []string {
+	t.Helper()
+	rd := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer rd.Close()
+	var out []string
+	for len(out) < n {
+		if ctx.Err() != nil {
+			t.Fatalf("%s: %d dead letters before the deadline: %v", topic, len(out), out)
+		}
+		rd.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			var hs []string
+			for _, h := range r.Headers {
+				hs = append(hs, fmt.Sprintf("%s=%q", h.Key, h.Value))
+			}
+			key, value := "null", "null"
+			if r.Key != nil {
+				key = fmt.Sprintf("%q", r.Key)
+			}
+			if r.Value != nil {
+				value = fmt.Sprintf("%q", r.Value)
+			}
+			out = append(out, fmt.Sprintf("%s/%d@%d key=%s value=%s headers=[%s]", r.Topic, r.Partition, r.Offset, key, value, strings.Join(hs, " ")))
+		})
+	}
+	return out
+}
+
+// runShareDLQ is the dead-letter scenario on one broker: four share
 // groups read the same three records; g-none has no dead-letter topic,
 // g-off names dlq.off, which does not allow it
-// (errors.deadletterqueue.group.enable unset), g-dlq names dlq.one with
-// errors.deadletterqueue.copy.record.enable. It returns what dlq.one
-// holds once g-dlq's two dead letters arrived, and what dlq.off holds.
+// (errors.deadletterqueue.group.enable unset), g-auto names dlq.auto,
+// which errors.deadletterqueue.auto.create.topics.enable creates, g-dlq
+// names dlq.one with errors.deadletterqueue.copy.record.enable. It
+// returns what dlq.one and dlq.auto hold once their two dead letters
+// arrived, then dlq.auto's configs, the topics and dlq.off's end offset.
 func runShareDLQ(t *testing.T, addr string) (one []string, off int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -72,7 +102,11 @@ func runShareDLQ(t *testing.T, addr string) (one []string, off int64) {
 	groups := map[string]map[string]string{
 		"g-none": {},
 		"g-off":  {"errors.deadletterqueue.topic.name": "dlq.off"},
+		"g-auto": {"errors.deadletterqueue.topic.name": "dlq.auto"},
 		"g-dlq":  {"errors.deadletterqueue.topic.name": "dlq.one", "errors.deadletterqueue.copy.record.enable": "true"},
+	}
+	if r, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "errors.deadletterqueue.auto.create.topics.enable", Value: kmsg.StringPtr("true")}}); err != nil || r[0].Err != nil {
+		t.Fatalf("errors.deadletterqueue.auto.create.topics.enable=true: %v %v", err, r)
 	}
 	for g, cfg := range groups {
 		cfg["share.auto.offset.reset"], cfg["share.delivery.count.limit"] = "earliest", "2"
@@ -97,24 +131,25 @@ func runShareDLQ(t *testing.T, addr string) (one []string, off int64) {
 	}
 	// The groups without a working dead-letter topic go first: by the
 	// time g-dlq's dead letters are written, theirs would have been.
-	for _, g := range []string{"g-none", "g-off", "g-dlq"} {
+	for _, g := range []string{"g-none", "g-off", "g-auto", "g-dlq"} {
 		shareDLQRun(t, ctx, addr, g)
 	}
-
-	rd := newClient(t, addr, kgo.ConsumeTopics("dlq.one"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	defer rd.Close()
-	for len(one) < 2 {
-		if ctx.Err() != nil {
-			t.Fatalf("dlq.one: %d dead letters before the deadline: %v", len(one), one)
-		}
-		rd.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-			var hs []string
-			for _, h := range r.Headers {
-				hs = append(hs, fmt.Sprintf("%s=%q", h.Key, h.Value))
-			}
-			one = append(one, fmt.Sprintf("%s/%d@%d key=%q value=%q headers=[%s]", r.Topic, r.Partition, r.Offset, r.Key, r.Value, strings.Join(hs, " ")))
-		})
+	one = readDeadLetters(t, ctx, addr, "dlq.auto", 2)
+	one = append(one, readDeadLetters(t, ctx, addr, "dlq.one", 2)...)
+	rc, err := adm.DescribeTopicConfigs(ctx, "dlq.auto")
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, c := range rc[0].Configs {
+		if c.Key == "errors.deadletterqueue.group.enable" || c.Key == "message.timestamp.type" {
+			one = append(one, fmt.Sprintf("dlq.auto %s=%s (%s)", c.Key, c.MaybeValue(), c.Source))
+		}
+	}
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one = append(one, fmt.Sprintf("topics %v partitions of dlq.auto %d", topics.Names(), len(topics["dlq.auto"].Partitions)))
 	ends, err := adm.ListEndOffsets(ctx, "dlq.off", "dlq.one")
 	if err != nil {
 		t.Fatal(err)
@@ -128,17 +163,23 @@ func runShareDLQ(t *testing.T, addr string) (one []string, off int64) {
 
 // TestShareGroupDeadLetterAsKafka44 runs the scenario on Strata and on
 // Kafka 4.4.0 and compares the dead letters: the rejected record and the
-// poison one, released at the delivery count limit, each with its key
-// and value copied and Kafka's __dlq.errors.* headers, in that order;
-// the group without a dead-letter topic and the one whose topic does not
-// allow it write nothing (dlq.off stays empty, dlq.one gets only g-dlq's).
+// poison one, released at the delivery count limit, each with Kafka's
+// __dlq.errors.* headers, in that order, with its key and value copied
+// (dlq.one) or none (dlq.auto, created with Kafka's two configs); the
+// group without a dead-letter topic and the one whose topic does not
+// allow it write nothing (dlq.off stays empty, no other topic appears).
 func TestShareGroupDeadLetterAsKafka44(t *testing.T) {
 	e2e(t)
 	p := startBroker(t, "", "--override", "unstable.api.versions.enable=true")
 	strata, strataOff := runShareDLQ(t, p.addr)
 	want := []string{
+		`dlq.auto/0@0 key=null value=null headers=[__dlq.errors.topic="src" __dlq.errors.partition="0" __dlq.errors.offset="1" __dlq.errors.group="g-auto" __dlq.errors.delivery.count="1" __dlq.errors.message="Offset rejected by client."]`,
+		`dlq.auto/0@1 key=null value=null headers=[__dlq.errors.topic="src" __dlq.errors.partition="0" __dlq.errors.offset="2" __dlq.errors.group="g-auto" __dlq.errors.delivery.count="2" __dlq.errors.message="Offset delivery count exceeded the threshold."]`,
 		`dlq.one/0@0 key="key-bad" value="bad" headers=[__dlq.errors.topic="src" __dlq.errors.partition="0" __dlq.errors.offset="1" __dlq.errors.group="g-dlq" __dlq.errors.delivery.count="1" __dlq.errors.message="Offset rejected by client."]`,
 		`dlq.one/0@1 key="key-poison" value="poison" headers=[__dlq.errors.topic="src" __dlq.errors.partition="0" __dlq.errors.offset="2" __dlq.errors.group="g-dlq" __dlq.errors.delivery.count="2" __dlq.errors.message="Offset delivery count exceeded the threshold."]`,
+		`dlq.auto errors.deadletterqueue.group.enable=true (DYNAMIC_TOPIC_CONFIG)`,
+		`dlq.auto message.timestamp.type=CreateTime (DYNAMIC_TOPIC_CONFIG)`,
+		`topics [dlq.auto dlq.off dlq.one src] partitions of dlq.auto 1`,
 	}
 	if strings.Join(strata, "\n") != strings.Join(want, "\n") || strataOff != 0 {
 		t.Fatalf("strata: dlq.one\n%s\nwant\n%s\ndlq.off ends at %d, want 0", strings.Join(strata, "\n"), strings.Join(want, "\n"), strataOff)
