@@ -148,8 +148,8 @@ func (s *inFlightState) start(to RecordState, op countOp, maxDeliveries int, mem
 // complete is completeStateTransition: a persisted transition drops its
 // lock; one that failed goes back, or, if the lock expired meanwhile, to
 // what the expiry would have made it: AVAILABLE, or ARCHIVED at the
-// delivery count limit. (Kafka 4.4 makes it AVAILABLE whatever its count,
-// so a record whose writes keep failing is delivered past the limit.)
+// delivery count limit, as Kafka 4.4.0's jar does (ARCHIVED even when the
+// group has a dead-letter topic: that record gets no dead letter).
 func (s *inFlightState) complete(commit bool, now time.Time, maxDeliveries int) {
 	if s.rollback == nil {
 		return
