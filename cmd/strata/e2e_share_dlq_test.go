@@ -79,11 +79,13 @@ func readDeadLetters(t *testing.T, ctx context.Context, addr, topic string, n in
 // runShareDLQ is the dead-letter scenario on one broker: four share
 // groups read the same three records; g-none has no dead-letter topic,
 // g-off names dlq.off, which does not allow it
-// (errors.deadletterqueue.group.enable unset), g-auto names dlq.auto,
+// (errors.deadletterqueue.group.enable unset), g-pre names nodlq, which
+// allows it but lacks errors.deadletterqueue.topic.name.prefix, g-auto names dlq.auto,
 // which errors.deadletterqueue.auto.create.topics.enable creates, g-dlq
 // names dlq.one with errors.deadletterqueue.copy.record.enable. It
 // returns what dlq.one and dlq.auto hold once their two dead letters
-// arrived, then dlq.auto's configs, the topics and dlq.off's end offset.
+// arrived, then dlq.auto's configs and the topics, and how many records
+// dlq.off and nodlq hold.
 func runShareDLQ(t *testing.T, addr string) (one []string, off int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -94,6 +96,7 @@ func runShareDLQ(t *testing.T, addr string) (one []string, off int64) {
 		"src":     nil,
 		"dlq.one": {"errors.deadletterqueue.group.enable": kmsg.StringPtr("true")},
 		"dlq.off": nil,
+		"nodlq":   {"errors.deadletterqueue.group.enable": kmsg.StringPtr("true")},
 	} {
 		if r, err := adm.CreateTopic(ctx, 1, 1, cfg, topic); err != nil || r.Err != nil {
 			t.Fatalf("create %s: %v %v", topic, err, r.Err)
@@ -102,6 +105,7 @@ func runShareDLQ(t *testing.T, addr string) (one []string, off int64) {
 	groups := map[string]map[string]string{
 		"g-none": {},
 		"g-off":  {"errors.deadletterqueue.topic.name": "dlq.off"},
+		"g-pre":  {"errors.deadletterqueue.topic.name": "nodlq"},
 		"g-auto": {"errors.deadletterqueue.topic.name": "dlq.auto"},
 		"g-dlq":  {"errors.deadletterqueue.topic.name": "dlq.one", "errors.deadletterqueue.copy.record.enable": "true"},
 	}
@@ -131,7 +135,7 @@ func runShareDLQ(t *testing.T, addr string) (one []string, off int64) {
 	}
 	// The groups without a working dead-letter topic go first: by the
 	// time g-dlq's dead letters are written, theirs would have been.
-	for _, g := range []string{"g-none", "g-off", "g-auto", "g-dlq"} {
+	for _, g := range []string{"g-none", "g-off", "g-pre", "g-auto", "g-dlq"} {
 		shareDLQRun(t, ctx, addr, g)
 	}
 	one = readDeadLetters(t, ctx, addr, "dlq.auto", 2)
@@ -150,7 +154,7 @@ func runShareDLQ(t *testing.T, addr string) (one []string, off int64) {
 		t.Fatal(err)
 	}
 	one = append(one, fmt.Sprintf("topics %v partitions of dlq.auto %d", topics.Names(), len(topics["dlq.auto"].Partitions)))
-	ends, err := adm.ListEndOffsets(ctx, "dlq.off", "dlq.one")
+	ends, err := adm.ListEndOffsets(ctx, "dlq.off", "dlq.one", "nodlq")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +162,8 @@ func runShareDLQ(t *testing.T, addr string) (one []string, off int64) {
 		t.Errorf("dlq.one ends at %d, want 2: a dead letter too many", e.Offset)
 	}
 	e, _ := ends.Lookup("dlq.off", 0)
-	return one, e.Offset
+	n, _ := ends.Lookup("nodlq", 0)
+	return one, e.Offset + n.Offset
 }
 
 // TestShareGroupDeadLetterAsKafka44 runs the scenario on Strata and on
@@ -166,8 +171,9 @@ func runShareDLQ(t *testing.T, addr string) (one []string, off int64) {
 // poison one, released at the delivery count limit, each with Kafka's
 // __dlq.errors.* headers, in that order, with its key and value copied
 // (dlq.one) or none (dlq.auto, created with Kafka's two configs); the
-// group without a dead-letter topic and the one whose topic does not
-// allow it write nothing (dlq.off stays empty, no other topic appears).
+// group without a dead-letter topic, the one whose topic does not allow
+// it and the one whose topic lacks the "dlq." prefix write nothing
+// (dlq.off and nodlq stay empty, no other topic appears).
 func TestShareGroupDeadLetterAsKafka44(t *testing.T) {
 	e2e(t)
 	p := startBroker(t, "", "--override", "unstable.api.versions.enable=true")
@@ -179,10 +185,10 @@ func TestShareGroupDeadLetterAsKafka44(t *testing.T) {
 		`dlq.one/0@1 key="key-poison" value="poison" headers=[__dlq.errors.topic="src" __dlq.errors.partition="0" __dlq.errors.offset="2" __dlq.errors.group="g-dlq" __dlq.errors.delivery.count="2" __dlq.errors.message="Offset delivery count exceeded the threshold."]`,
 		`dlq.auto errors.deadletterqueue.group.enable=true (DYNAMIC_TOPIC_CONFIG)`,
 		`dlq.auto message.timestamp.type=CreateTime (DYNAMIC_TOPIC_CONFIG)`,
-		`topics [dlq.auto dlq.off dlq.one src] partitions of dlq.auto 1`,
+		`topics [dlq.auto dlq.off dlq.one nodlq src] partitions of dlq.auto 1`,
 	}
 	if strings.Join(strata, "\n") != strings.Join(want, "\n") || strataOff != 0 {
-		t.Fatalf("strata: dlq.one\n%s\nwant\n%s\ndlq.off ends at %d, want 0", strings.Join(strata, "\n"), strings.Join(want, "\n"), strataOff)
+		t.Fatalf("strata: dlq.one\n%s\nwant\n%s\ndlq.off and nodlq hold %d, want 0", strings.Join(strata, "\n"), strings.Join(want, "\n"), strataOff)
 	}
 	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
 		t.Skip("Kafka 4.4.0's jars are not cached: no comparison with Kafka")
@@ -195,6 +201,6 @@ func TestShareGroupDeadLetterAsKafka44(t *testing.T) {
 	}
 	kafka, kafkaOff := runShareDLQ(t, k.Addr())
 	if strings.Join(kafka, "\n") != strings.Join(strata, "\n") || kafkaOff != strataOff {
-		t.Errorf("dlq.one differs:\nkafka\n%s\nstrata\n%s\ndlq.off ends at %d on kafka, %d on strata", strings.Join(kafka, "\n"), strings.Join(strata, "\n"), kafkaOff, strataOff)
+		t.Errorf("dlq.one differs:\nkafka\n%s\nstrata\n%s\ndlq.off and nodlq hold %d on kafka, %d on strata", strings.Join(kafka, "\n"), strings.Join(strata, "\n"), kafkaOff, strataOff)
 	}
 }
