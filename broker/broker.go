@@ -363,6 +363,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 	}
 	reloadingTLS(b.apis, cfg.NodeID)
 	b.svc = newServices(b, "")
+	b.sharing.dlq = newShareDLQ(b.svc)
 	svc := b.svc
 	b.unreload = meta.Subscribe(func(old, new *metadata.Image) { svc.reloadListenerTLS(old, new, false) })
 	svc.reloadListenerTLS(nil, meta.Image(), false)

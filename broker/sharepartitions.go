@@ -60,6 +60,7 @@ type shareManager struct {
 	logger   *zap.Logger
 	state    *shareStateClient
 	sessions *shareSessionCache
+	dlq      *shareDLQ // dead-letter writes (sharedlq.go)
 
 	mu     sync.Mutex
 	parts  map[sharePartKey]*sharePart
@@ -125,6 +126,7 @@ func (b *services) shareConfig(group string) (share.Config, shareGroupSettings) 
 		MaxInFlightRecords: get("share.partition.max.record.locks", "group.share.partition.max.record.locks"),
 		DeliveryCountLimit: get("share.delivery.count.limit", "group.share.delivery.count.limit"),
 		LockDuration:       time.Duration(get("share.record.lock.duration.ms", "group.share.record.lock.duration.ms")) * time.Millisecond,
+		DeadLetterQueue:    b.shareDLQEnabled(own),
 	}
 	return cfg, shareGroupSettings{reset: own["share.auto.offset.reset"], readCommitted: own["share.isolation.level"] == "read_committed"}
 }
@@ -215,6 +217,7 @@ func (sp *sharePart) load(cfg share.Config, reset string) *shareError {
 		return &shareError{err: kerr.UnknownServerError, msg: err.Error()}
 	}
 	sp.p = p
+	sp.sendDeadLetters()
 	return nil
 }
 
@@ -311,6 +314,7 @@ func (sp *sharePart) persist(w *share.Write) *shareError {
 	}
 	if sp.p == p {
 		p.WriteDone(w.ID, serr == nil, sp.m.clock.Now())
+		sp.sendDeadLetters()
 	}
 	return serr
 }
@@ -353,6 +357,9 @@ func (m *shareManager) close() {
 			sp.timer = nil
 		}
 		sp.mu.Unlock()
+	}
+	if m.dlq != nil {
+		m.dlq.stop()
 	}
 }
 

@@ -31,6 +31,8 @@ type change struct {
 	first, last int64
 	whole       bool
 	sb          StateBatch
+	// cause is why a change to ARCHIVING is dead-lettered.
+	cause Cause
 }
 
 // states is what the change moved; a whole batch split into offsets
@@ -228,10 +230,10 @@ func (p *Partition) ackOffsets(member string, a AckBatch, b *inFlightBatch, chan
 			s.lockUntil = p.lock(now)
 			continue
 		}
-		if !s.start(t.target(), countKeep, p.cfg.DeliveryCountLimit, "") {
+		if !s.start(t.target(p.cfg.DeadLetterQueue), countKeep, p.cfg.DeliveryCountLimit, "", p.cfg.DeadLetterQueue) {
 			return invalidState("Unable to acknowledge records for the batch")
 		}
-		*changes = append(*changes, change{b: b, first: o, last: o,
+		*changes = append(*changes, change{b: b, first: o, last: o, cause: causeOf(t, s.state),
 			sb: StateBatch{First: o, Last: o, State: s.state, DeliveryCount: int16(s.deliveryCount)}})
 		if s.state.terminal() {
 			p.complete++
@@ -249,10 +251,10 @@ func (p *Partition) ackWhole(t AckType, b *inFlightBatch, member string, changes
 		b.batch.lockUntil = p.lock(now)
 		return nil
 	}
-	if !b.batch.start(t.target(), countKeep, p.cfg.DeliveryCountLimit, "") {
+	if !b.batch.start(t.target(p.cfg.DeadLetterQueue), countKeep, p.cfg.DeliveryCountLimit, "", p.cfg.DeadLetterQueue) {
 		return invalidState("Unable to acknowledge records for the batch")
 	}
-	*changes = append(*changes, change{b: b, first: b.first, last: b.last, whole: true,
+	*changes = append(*changes, change{b: b, first: b.first, last: b.last, whole: true, cause: causeOf(t, b.batch.state),
 		sb: StateBatch{First: b.first, Last: b.last, State: b.batch.state, DeliveryCount: int16(b.batch.deliveryCount)}})
 	if b.batch.state.terminal() {
 		p.complete += int(b.size())
@@ -278,11 +280,11 @@ func (p *Partition) ReleaseMember(member string, now time.Time) (*Write, *Error)
 			if b.last < p.start {
 				to = Archived
 			}
-			if !b.batch.start(to, countKeep, p.cfg.DeliveryCountLimit, "") {
+			if !b.batch.start(to, countKeep, p.cfg.DeliveryCountLimit, "", p.cfg.DeadLetterQueue) {
 				p.undo(changes, now)
 				return nil, invalidState("Unable to release acquired records for the batch")
 			}
-			changes = append(changes, change{b: b, first: b.first, last: b.last, whole: true,
+			changes = append(changes, change{b: b, first: b.first, last: b.last, whole: true, cause: causeOf(AckRelease, b.batch.state),
 				sb: StateBatch{First: b.first, Last: b.last, State: b.batch.state, DeliveryCount: int16(b.batch.deliveryCount)}})
 			if b.batch.state.terminal() {
 				p.complete += p.inFlightIn(b.first, b.last)
@@ -298,11 +300,11 @@ func (p *Partition) ReleaseMember(member string, now time.Time) (*Write, *Error)
 			if o < p.start {
 				to = Archived
 			}
-			if !s.start(to, countKeep, p.cfg.DeliveryCountLimit, "") {
+			if !s.start(to, countKeep, p.cfg.DeliveryCountLimit, "", p.cfg.DeadLetterQueue) {
 				p.undo(changes, now)
 				return nil, invalidState("Unable to release acquired records for the offset")
 			}
-			changes = append(changes, change{b: b, first: o, last: o,
+			changes = append(changes, change{b: b, first: o, last: o, cause: causeOf(AckRelease, s.state),
 				sb: StateBatch{First: o, Last: o, State: s.state, DeliveryCount: int16(s.deliveryCount)}})
 			if o >= p.start && s.state.terminal() {
 				p.complete++
@@ -355,17 +357,17 @@ func (p *Partition) expire(b *inFlightBatch, s *inFlightState, first, last int64
 	if last < p.start {
 		to = Archived
 	}
-	if !s.tryUpdate(to, countKeep, p.cfg.DeliveryCountLimit, "") {
+	if !s.tryUpdate(to, countKeep, p.cfg.DeliveryCountLimit, "", p.cfg.DeadLetterQueue) {
 		return change{}, false
 	}
 	s.lockUntil = time.Time{}
-	if s.state != Archived {
+	if s.state == Available {
 		p.findNext = true
 	}
 	if s.state.terminal() {
 		p.complete += p.inFlightIn(first, last)
 	}
-	return change{b: b, first: first, last: last, whole: whole,
+	return change{b: b, first: first, last: last, whole: whole, cause: causeOf(AckRelease, s.state),
 		sb: StateBatch{First: first, Last: last, State: s.state, DeliveryCount: int16(s.deliveryCount)}}, true
 }
 
@@ -392,7 +394,9 @@ func (p *Partition) NextDeadline() time.Time {
 // WriteDone reports a Write persisted (ok) or failed: its transitions
 // complete or roll back, and the start offset moves past the records
 // whose delivery is complete (after a failed write too, as a rollback may
-// archive a record).
+// archive a record). Records it made ARCHIVING become dead letters
+// (DeadLetters): once persisted, or at once for expired locks, which
+// are not undone.
 func (p *Partition) WriteDone(id uint64, ok bool, now time.Time) {
 	w := p.writes[id]
 	if w == nil {
@@ -403,6 +407,9 @@ func (p *Partition) WriteDone(id uint64, ok bool, now time.Time) {
 		for _, c := range w.changes {
 			p.finish(c, ok, now)
 		}
+	}
+	if ok || w.timeout {
+		p.queueDeadLetters(w.changes)
 	}
 	p.advance()
 }

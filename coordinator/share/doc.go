@@ -6,7 +6,8 @@
 //     topic partition, between the share-partition start offset (SPSO)
 //     and end offset (SPEO), each AVAILABLE, ACQUIRED (by a member, under
 //     an acquisition lock of group.share.record.lock.duration.ms),
-//     ACKNOWLEDGED or ARCHIVED, with its delivery count. A whole log batch
+//     ACKNOWLEDGED, ARCHIVING (on its way to the group's dead-letter
+//     topic, deadletter.go) or ARCHIVED, with its delivery count. A whole log batch
 //     shares one state until a request touches part of it; then its
 //     offsets are tracked one by one, as Kafka's InFlightBatch does. It
 //     reads nothing itself: the caller fetches the log from

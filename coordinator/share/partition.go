@@ -22,6 +22,12 @@ type Config struct {
 	// LockDuration is group.share.record.lock.duration.ms: how long an
 	// acquired record is its member's.
 	LockDuration time.Duration
+	// DeadLetterQueue is SharePartition.isDLQEnabledForGroup: the group
+	// has a dead-letter topic (errors.deadletterqueue.topic.name) and the
+	// cluster supports it. A rejected record, or one released at the
+	// delivery count limit, is then ARCHIVING until its dead letter is
+	// written (deadletter.go), not ARCHIVED at once.
+	DeadLetterQueue bool
 }
 
 // DefaultConfig is Kafka 4.4's defaults (ShareGroupConfig).
@@ -150,6 +156,8 @@ type Partition struct {
 	complete int
 	writes   map[uint64]*pendingWrite
 	nextID   uint64
+	// dead is the dead letters to write (DeadLetters).
+	dead []DeadLetter
 }
 
 // Load builds a share-partition from its persisted state
@@ -173,7 +181,7 @@ func Load(cfg Config, st Persisted, resetOffset int64) (*Partition, error) {
 		if sb.Last < sb.First || sb.First <= prev {
 			return nil, fmt.Errorf("state batch %d-%d is not after %d", sb.First, sb.Last, prev)
 		}
-		if sb.State != Available && sb.State != Acknowledged && sb.State != Archived {
+		if sb.State != Available && sb.State != Acknowledged && sb.State != Archiving && sb.State != Archived {
 			return nil, fmt.Errorf("state batch %d-%d has state %d", sb.First, sb.Last, sb.State)
 		}
 		if sb.First > prev+1 {
@@ -183,6 +191,9 @@ func Load(cfg Config, st Persisted, resetOffset int64) (*Partition, error) {
 			batch: inFlightState{state: sb.State, deliveryCount: int(sb.DeliveryCount)}})
 		if sb.State.terminal() {
 			p.complete += int(sb.Last - sb.First + 1)
+		}
+		if sb.State == Archiving {
+			p.resumeDeadLetter(sb)
 		}
 		prev = sb.Last
 	}
@@ -363,7 +374,7 @@ func (p *Partition) Acquire(req Acquire, now time.Time) ([]AcquiredRecords, int)
 		if b.batch.state != Available || b.batch.pending() {
 			continue
 		}
-		if !b.batch.tryUpdate(Acquired, countUp, p.cfg.DeliveryCountLimit, req.Member) || b.batch.state != Acquired {
+		if !b.batch.tryUpdate(Acquired, countUp, p.cfg.DeliveryCountLimit, req.Member, p.cfg.DeadLetterQueue) || b.batch.state != Acquired {
 			continue
 		}
 		b.batch.lockUntil = p.lock(now)
@@ -434,7 +445,7 @@ func (p *Partition) acquireOffsets(member string, recordLimit bool, maxRecords i
 		if s.deliveryCount >= p.throttleLimit && throttledMax < 0 {
 			throttledMax = max(1, len(b.offsets)>>(s.deliveryCount-p.throttleLimit+1))
 		}
-		if !s.tryUpdate(Acquired, countUp, limit, member) || s.state != Acquired {
+		if !s.tryUpdate(Acquired, countUp, limit, member, p.cfg.DeadLetterQueue) || s.state != Acquired {
 			continue
 		}
 		s.lockUntil = p.lock(now)

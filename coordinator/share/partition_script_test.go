@@ -12,7 +12,7 @@ import (
 
 // TestPartitionScripts runs the scripts in testdata/partition against the
 // share-partition state machine: one call per step (acquire, ack, release,
-// tick 30s, write-done, ...), printing what it returned (acquired records,
+// tick 30s, write-done, dead-letters, ...), printing what it returned (acquired records,
 // writes, errors) and, with `state`, its in-flight records, so a
 // transition that breaks changes the output. Writes complete as soon as
 // they are made unless `writes hold` (then `write-done ID ok|fail`).
@@ -112,6 +112,9 @@ func (h *partitionHarness) step(t *testing.T, d *datadriven.TestData) string {
 	case "config":
 		h.cfg.MaxInFlightRecords = a.int("max-in-flight", h.cfg.MaxInFlightRecords)
 		h.cfg.DeliveryCountLimit = a.int("delivery-limit", h.cfg.DeliveryCountLimit)
+		if v, ok := a.kv["dlq"]; ok {
+			h.cfg.DeadLetterQueue = v == "true"
+		}
 		if v, ok := a.kv["lock"]; ok {
 			dur, err := time.ParseDuration(v)
 			if err != nil {
@@ -213,6 +216,14 @@ func (h *partitionHarness) step(t *testing.T, d *datadriven.TestData) string {
 			t.Fatal(err)
 		}
 		h.p.WriteDone(id, a.word(1, "ok") == "ok", h.now)
+	case "dead-letters":
+		// dead-letters [archive]: what went ARCHIVING, then archived.
+		for _, dl := range h.p.DeadLetters() {
+			fmt.Fprintf(&out, "dead letter %d-%d#%d: %s\n", dl.First, dl.Last, dl.DeliveryCount, dl.Cause.Message())
+			if a.word(0, "") == "archive" {
+				h.result(h.p.Archive(dl), nil)
+			}
+		}
 	case "log-start":
 		h.p.UpdateLogStart(int64(a.int("offset", 0)))
 	case "state":

@@ -7,13 +7,16 @@ import (
 
 // RecordState is the delivery state of an in-flight record, with Kafka's
 // ids (RecordState.java): the ids persisted in __share_group_state's state
-// batches, where only AVAILABLE, ACKNOWLEDGED and ARCHIVED appear.
+// batches, where AVAILABLE, ACKNOWLEDGED, ARCHIVING and ARCHIVED appear.
+// ARCHIVING is a record on its way to the group's dead-letter topic
+// (KIP-1191, deadletter.go): not terminal until it is ARCHIVED.
 type RecordState int8
 
 const (
 	Available    RecordState = 0
 	Acquired     RecordState = 1
 	Acknowledged RecordState = 2
+	Archiving    RecordState = 3
 	Archived     RecordState = 4
 )
 
@@ -25,6 +28,8 @@ func (s RecordState) String() string {
 		return "ACQUIRED"
 	case Acknowledged:
 		return "ACKNOWLEDGED"
+	case Archiving:
+		return "ARCHIVING"
 	case Archived:
 		return "ARCHIVED"
 	}
@@ -35,13 +40,14 @@ func (s RecordState) String() string {
 func (s RecordState) terminal() bool { return s == Acknowledged || s == Archived }
 
 // canBecome is RecordState.validateTransition: AVAILABLE is acquired or
-// archived, ACQUIRED goes to any other state, the terminal states stay.
+// archived, ACQUIRED goes to any other state, the terminal states stay
+// (ARCHIVING ends ARCHIVED by archive, not by a transition).
 func (s RecordState) canBecome(to RecordState) bool {
 	switch s {
 	case Available:
 		return to == Acquired || to == Archived
 	case Acquired:
-		return to == Available || to == Acknowledged || to == Archived
+		return to == Available || to == Acknowledged || to == Archiving || to == Archived
 	}
 	return false
 }
@@ -59,13 +65,18 @@ const (
 )
 
 // target is the state an acknowledgement moves an acquired record to
-// (SharePartition.ACK_TYPE_TO_RECORD_STATE); RENEW has none.
-func (a AckType) target() RecordState {
+// (SharePartition.recordStateWithDlq): a REJECT is ARCHIVING when the
+// group has a dead-letter topic (dlq); RENEW has none.
+func (a AckType) target(dlq bool) RecordState {
 	switch a {
 	case AckAccept:
 		return Acknowledged
 	case AckRelease:
 		return Available
+	case AckReject:
+		if dlq {
+			return Archiving
+		}
 	}
 	return Archived
 }
@@ -98,14 +109,18 @@ type inFlightState struct {
 func (s *inFlightState) pending() bool { return s.rollback != nil }
 
 // tryUpdate is InFlightState.tryUpdateState: a record made available at
-// the delivery count limit is archived instead; false when the transition
-// is not allowed or another one is in progress.
-func (s *inFlightState) tryUpdate(to RecordState, op countOp, maxDeliveries int, member string) bool {
+// the delivery count limit is archived instead, ARCHIVING when the group
+// has a dead-letter topic (dlq); false when the transition is not allowed
+// or another one is in progress.
+func (s *inFlightState) tryUpdate(to RecordState, op countOp, maxDeliveries int, member string, dlq bool) bool {
 	if s.pending() {
 		return false
 	}
 	if to == Available && s.deliveryCount >= maxDeliveries {
 		to = Archived
+		if dlq {
+			to = Archiving
+		}
 	}
 	if !s.state.canBecome(to) {
 		return false
@@ -120,10 +135,10 @@ func (s *inFlightState) tryUpdate(to RecordState, op countOp, maxDeliveries int,
 
 // start is startStateTransition: tryUpdate, remembering what to roll
 // back to until the new state is persisted.
-func (s *inFlightState) start(to RecordState, op countOp, maxDeliveries int, member string) bool {
+func (s *inFlightState) start(to RecordState, op countOp, maxDeliveries int, member string, dlq bool) bool {
 	before := *s
 	before.rollback = nil
-	if !s.tryUpdate(to, op, maxDeliveries, member) {
+	if !s.tryUpdate(to, op, maxDeliveries, member, dlq) {
 		return false
 	}
 	s.rollback = &before
@@ -133,8 +148,8 @@ func (s *inFlightState) start(to RecordState, op countOp, maxDeliveries int, mem
 // complete is completeStateTransition: a persisted transition drops its
 // lock; one that failed goes back, or, if the lock expired meanwhile, to
 // what the expiry would have made it: AVAILABLE, or ARCHIVED at the
-// delivery count limit. (Kafka 4.4 makes it AVAILABLE whatever its count,
-// so a record whose writes keep failing is delivered past the limit.)
+// delivery count limit, as Kafka 4.4.0's jar does (ARCHIVED even when the
+// group has a dead-letter topic: that record gets no dead letter).
 func (s *inFlightState) complete(commit bool, now time.Time, maxDeliveries int) {
 	if s.rollback == nil {
 		return

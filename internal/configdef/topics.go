@@ -20,6 +20,8 @@ var topicDefs = []Def{
 		Doc: "The compression level for zstd."},
 	{Name: "delete.retention.ms", Type: Long, Default: "86400000", Synonyms: syn("log.cleaner.delete.retention.ms"),
 		Doc: "How long tombstones are kept in a compacted topic."},
+	{Name: "errors.deadletterqueue.group.enable", Type: Boolean, Default: "false",
+		Doc: "Enable this topic to be used as a dead-letter queue for share groups. When set to <code>true</code>, share groups can write undeliverable records to this topic. When set to <code>false</code> (the default), attempts to use this topic as a DLQ will be rejected."},
 	{Name: "file.delete.delay.ms", Type: Long, Default: "60000", Synonyms: syn("log.segment.delete.delay.ms"),
 		Doc: "How long a deleted segment's files stay (renamed .deleted) before they are removed."},
 	{Name: "flush.messages", Type: Long, Default: maxLong, Check: Check{Min: 1}, Synonyms: syn("log.flush.interval.messages"),
