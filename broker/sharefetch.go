@@ -156,7 +156,12 @@ func handleShareFetch(rc *reqCtx) (kmsg.Response, error) {
 		rp.ErrorCode, rp.ErrorMessage = o.err.code(), o.err.message()
 		rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage = o.ackErr.code(), o.ackErr.message()
 		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+		// Kafka's PartitionData.Records is not nullable (its clients fail
+		// the whole response on a null): empty when nothing was read.
 		rp.Records = o.read.records
+		if rp.Records == nil {
+			rp.Records = []byte{}
+		}
 		for _, a := range o.read.acquired {
 			ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
 			ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.First, a.Last, a.DeliveryCount

@@ -78,6 +78,11 @@ func acquired(t *testing.T, resp *kmsg.ShareFetchResponse) []string {
 			if rp.ErrorCode != 0 || rp.AcknowledgeErrorCode != 0 {
 				t.Fatalf("share fetch partition %d: %v, acknowledgement %v", rp.Partition, kerr.ErrorForCode(rp.ErrorCode), kerr.ErrorForCode(rp.AcknowledgeErrorCode))
 			}
+			// Kafka 4.4's PartitionData.Records is not nullable: its
+			// clients fail the whole response on a null one.
+			if rp.Records == nil {
+				t.Fatalf("share fetch partition %d: Records null", rp.Partition)
+			}
 			if len(rp.AcquiredRecords) > 0 && len(rp.Records) == 0 {
 				t.Fatalf("acquired %v with no records", rp.AcquiredRecords)
 			}
