@@ -36,8 +36,16 @@ package broker
 //   - group.version 1: KIP-848 consumer groups (ConsumerGroupHeartbeat).
 //   - streams.version 1: KIP-1071 streams groups (StreamsGroupHeartbeat,
 //     StreamsGroupDescribe), as Kafka.
-//   - eligible.leader.replicas.version, share.version 0: ELR (KIP-966)
-//     and share groups (KIP-932) are not served. Kafka: 1, 2.
+//   - eligible.leader.replicas.version 0: ELR (KIP-966) is not served.
+//     Kafka: 1.
+//   - share.version 0-1 (Kafka 4.4's ShareVersion): 1 (SV_1) enables share
+//     groups (KIP-932): below it ShareGroupHeartbeat, ShareGroupDescribe,
+//     ShareFetch and ShareAcknowledge answer UNSUPPORTED_VERSION, as
+//     KafkaApis.isShareGroupProtocolEnabled; 2 (SV_2, Kafka 4.4's latest
+//     production level) adds share groups' dead-letter queues
+//     (supportsShareGroupDLQ), which Strata lacks. Until the share keys
+//     leave unstableRegistrations a new cluster finalizes 1 only with
+//     unstable.api.versions.enable, which serves them, else 0.
 //
 // kraft.version, which Kafka keeps in the raft log's control records and
 // not in the metadata image, is advertised by a cluster's nodes (their
@@ -70,6 +78,10 @@ type feature struct {
 	// requires is, by level, the levels of other features it needs, as
 	// Kafka 4.4's FeatureVersion.dependencies declares them.
 	requires map[int16]map[string]int16
+	// unstable: a new cluster finalizes max only with
+	// unstable.api.versions.enable (the keys it gates are
+	// unstableRegistrations), else 0.
+	unstable bool
 }
 
 // metadataVersionMin is Kafka 4.4's MetadataVersion.MINIMUM_VERSION
@@ -84,12 +96,26 @@ var features = []feature{
 	{name: "group.version", max: 1},
 	{name: "eligible.leader.replicas.version", max: 0,
 		requires: map[int16]map[string]int16{1: {metadata.MetadataVersionFeature: 23}}},
-	{name: "share.version", max: 0},
+	{name: shareVersionFeature, max: 1, unstable: true},
 	{name: "streams.version", max: 1},
 }
 
 // transactionVersionFeature is Kafka's transaction.version.
 const transactionVersionFeature = "transaction.version"
+
+// shareVersionFeature is Kafka's share.version, and shareGroupsLevel its
+// level that enables share groups (ShareVersion.SV_1).
+const (
+	shareVersionFeature       = "share.version"
+	shareGroupsLevel    int16 = 1
+)
+
+// shareGroupsEnabled is KafkaApis.isShareGroupProtocolEnabled: share.version
+// is finalized at shareGroupsLevel or above. Below it the share keys answer
+// UNSUPPORTED_VERSION.
+func (b *services) shareGroupsEnabled() bool {
+	return b.meta.Image().Features.Level(shareVersionFeature) >= shareGroupsLevel
+}
 
 // kraftVersionFeature is Kafka's kraft.version, and kraftVersion the level
 // a cluster's quorum always has.
@@ -108,11 +134,12 @@ func knownFeature(name string) (feature, bool) {
 }
 
 // bootstrapFeatures are the records that finalize the defaults in a new
-// cluster, at finalized features epoch 0.
-func bootstrapFeatures() []metadata.Record {
+// cluster, at finalized features epoch 0; unstable is
+// unstable.api.versions.enable.
+func bootstrapFeatures(unstable bool) []metadata.Record {
 	var out []metadata.Record
 	for _, f := range features {
-		if f.max > 0 {
+		if f.max > 0 && (unstable || !f.unstable) {
 			out = append(out, metadata.FeatureLevelRecord{Name: f.name, FeatureLevel: f.max})
 		}
 	}
@@ -153,13 +180,14 @@ func setFeatures(resp *kmsg.ApiVersionsResponse, img *metadata.Image, quorum boo
 
 // finalizeDefaultFeatures finalizes the defaults in an image that never
 // had features finalized: a single node's first start, a cluster's first
-// active controller. Once finalized, only UpdateFeatures changes them.
-func finalizeDefaultFeatures(meta metadata.Store) error {
+// active controller (unstable as bootstrapFeatures). Once finalized, only
+// UpdateFeatures changes them.
+func finalizeDefaultFeatures(meta metadata.Store, unstable bool) error {
 	_, err := meta.Update(func(img *metadata.Image) ([]metadata.Record, error) {
 		if img.Features.Bootstrapped() {
 			return nil, nil
 		}
-		return bootstrapFeatures(), nil
+		return bootstrapFeatures(unstable), nil
 	})
 	if err != nil {
 		return fmt.Errorf("finalize the default feature levels: %w", err)

@@ -48,8 +48,8 @@ func (r *registry) add(key kmsg.Key, minVersion, maxVersion int16, h handler) {
 
 // unstableRegistrations are the register functions of keys still being
 // built, served only with unstable.api.versions.enable (Kafka's internal
-// config of the same name): share groups' (KIP-932) until their whole
-// path works and share.version is finalized. Neither ServedVersions nor
+// config of the same name): share groups' (KIP-932), with which a new
+// node finalizes share.version 1 (features.go). Neither ServedVersions nor
 // the controller listener serves them.
 var unstableRegistrations = []func(*registry){
 	registerShareGroupHeartbeat, registerShareGroupDescribe, registerShareFetch, registerShareAcknowledge,

@@ -21,9 +21,12 @@ package broker
 // carry no message, as Kafka's getErrorResponse.
 // AcquisitionLockTimeoutMillis is the group's lock duration.
 //
+// Below share.version 1 ShareFetch and ShareAcknowledge answer
+// UNSUPPORTED_VERSION before anything else, as Kafka's (features.go).
+//
 // Strata differs: these keys are served only with
-// unstable.api.versions.enable, whatever share.version is finalized, and
-// a member is not checked against its group, as Kafka does not either.
+// unstable.api.versions.enable, and a member is not checked against its
+// group, as Kafka does not either.
 
 import (
 	"time"
@@ -69,6 +72,8 @@ func handleShareFetch(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.ShareFetchRequest)
 	resp := kmsg.NewPtrShareFetchResponse()
 	switch {
+	case !rc.svc.shareGroupsEnabled():
+		return shareFetchError(resp, kerr.UnsupportedVersion), nil
 	case r.GroupID == nil || *r.GroupID == "":
 		return shareFetchError(resp, kerr.InvalidRequest), nil
 	case !rc.authorize(OpRead, ResourceGroup, *r.GroupID):

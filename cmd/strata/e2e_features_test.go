@@ -54,7 +54,7 @@ func apiVersionsAt(addr string, version int16, clusterID *string, node int32) (f
 // to the level Strata implements.
 var strataSupported = map[string][2]int16{
 	"metadata.version": {7, 14}, "transaction.version": {0, 2}, "group.version": {0, 1},
-	"eligible.leader.replicas.version": {0, 0}, "share.version": {0, 0}, "streams.version": {0, 1},
+	"eligible.leader.replicas.version": {0, 0}, "share.version": {0, 1}, "streams.version": {0, 1},
 }
 
 // strataDefaults is what a new node or cluster finalizes.
@@ -222,7 +222,7 @@ func TestUpdateFeaturesOnOneNode(t *testing.T) {
 		{1, []featureUpdate{{"metadata.version", 15, 1}}, "Invalid update version 15 for feature metadata.version. Local controller 1 only supports versions 7-14"},
 		{1, []featureUpdate{{"metadata.version", 12, 2}}, "Unsupported metadata.version downgrade from 14 to 12. Refusing to perform the requested downgrade because it might delete metadata information."},
 		{1, []featureUpdate{{"metadata.version", 7, 3}}, "Unsupported metadata.version downgrade from 14 to 7. Unsafe metadata downgrade is not supported in this version."},
-		{1, []featureUpdate{{"group.version", 0, 2}, {"share.version", 1, 1}}, "Invalid update version 1 for feature share.version. Local controller 1 only supports versions 0-0"},
+		{1, []featureUpdate{{"group.version", 0, 2}, {"share.version", 2, 1}}, "Invalid update version 2 for feature share.version. Local controller 1 only supports versions 0-1"},
 	} {
 		code, msg, results := updateFeatures(t, p.addr, c.version, false, c.updates...)
 		if code != kerr.InvalidUpdateVersion.Code || msg != failed+c.msg || len(results) != 0 {

@@ -1,0 +1,113 @@
+package broker
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// shareKeyCodes sends ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch
+// and ShareAcknowledge to the broker and returns each answer's error code
+// (the described group's for ShareGroupDescribe).
+func shareKeyCodes(t *testing.T, cl *kgo.Client, group string) [4]int16 {
+	t.Helper()
+	br := cl.SeedBrokers()[0]
+	member := "AAAAAAAAAAAAAAAAAAAAAA"
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = group, member, 0, []string{"t"}
+	d := kmsg.NewPtrShareGroupDescribeRequest()
+	d.GroupIDs = []string{group}
+	f := kmsg.NewPtrShareFetchRequest()
+	f.GroupID, f.MemberID, f.ShareSessionEpoch, f.MaxBytes, f.MaxRecords, f.BatchSize = &group, &member, 0, 1<<20, 10, 10
+	a := kmsg.NewPtrShareAcknowledgeRequest()
+	a.GroupID, a.MemberID, a.ShareSessionEpoch = &group, &member, 1
+	var out [4]int16
+	for i, req := range []kmsg.Request{hb, d, f, a} {
+		resp, err := br.Request(testCtx(t), req)
+		if err != nil {
+			t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+		}
+		switch r := resp.(type) {
+		case *kmsg.ShareGroupHeartbeatResponse:
+			out[i] = r.ErrorCode
+		case *kmsg.ShareGroupDescribeResponse:
+			out[i] = r.Groups[0].ErrorCode
+		case *kmsg.ShareFetchResponse:
+			out[i] = r.ErrorCode
+		case *kmsg.ShareAcknowledgeResponse:
+			out[i] = r.ErrorCode
+		}
+	}
+	return out
+}
+
+// setShareVersion finalizes share.version at level with UpdateFeatures
+// (a safe downgrade when below the finalized level).
+func setShareVersion(t *testing.T, cl *kgo.Client, level int16) {
+	t.Helper()
+	req := kmsg.NewPtrUpdateFeaturesRequest()
+	req.TimeoutMillis = 30000
+	u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	u.Feature, u.MaxVersionLevel, u.UpgradeType = shareVersionFeature, level, 1
+	if level < finalizedShareVersion(t, cl) {
+		u.UpgradeType, u.AllowDowngrade = 2, true
+	}
+	req.FeatureUpdates = append(req.FeatureUpdates, u)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("UpdateFeatures share.version=%d: %v %+v", level, err, resp)
+	}
+}
+
+// finalizedShareVersion is the share.version ApiVersions answers finalized (0 when not).
+func finalizedShareVersion(t *testing.T, cl *kgo.Client) int16 {
+	t.Helper()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range resp.SupportedFeatures {
+		if s.Name == shareVersionFeature && (s.MinVersion != 0 || s.MaxVersion != 1) {
+			t.Fatalf("share.version supported %d-%d, want 0-1", s.MinVersion, s.MaxVersion)
+		}
+	}
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == shareVersionFeature {
+			return f.MaxVersionLevel
+		}
+	}
+	return 0
+}
+
+// TestShareVersionGatesShareKeys: a new node serving the share keys
+// finalizes share.version 1; finalized at 0 (a safe downgrade) every share
+// key answers UNSUPPORTED_VERSION first, as Kafka 4.4's KafkaApis, and at 1
+// again they serve. A node without unstable.api.versions.enable does not
+// serve them and finalizes 0.
+func TestShareVersionGatesShareKeys(t *testing.T) {
+	unsupported := [4]int16{35, 35, 35, 35}
+	b, _ := runBroker(t, shareBrokerConfig(t, t.TempDir()))
+	cl := newClient(t, b)
+	if v := finalizedShareVersion(t, cl); v != 1 {
+		t.Fatalf("a new node serving the share keys finalizes share.version %d, want 1", v)
+	}
+	if got := shareKeyCodes(t, cl, "g"); got == unsupported || got[0] != 0 {
+		t.Fatalf("share.version 1: codes %v, want the heartbeat served", got)
+	}
+	setShareVersion(t, cl, 0)
+	if got := shareKeyCodes(t, cl, "g"); got != unsupported {
+		t.Fatalf("share.version 0: codes %v, want %v", got, unsupported)
+	}
+	setShareVersion(t, cl, 1)
+	if got := shareKeyCodes(t, cl, "g2"); got[0] != 0 {
+		t.Fatalf("share.version 1 again: codes %v, want the heartbeat served", got)
+	}
+
+	cfg := shareBrokerConfig(t, t.TempDir())
+	cfg.UnstableAPIVersions = false
+	b2, _ := runBroker(t, cfg)
+	if v := finalizedShareVersion(t, newClient(t, b2)); v != 0 {
+		t.Fatalf("a node not serving the share keys finalizes share.version %d, want 0", v)
+	}
+}
