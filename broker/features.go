@@ -41,7 +41,8 @@ package broker
 //   - share.version 0-1 (Kafka 4.4's ShareVersion): 1 (SV_1) enables share
 //     groups (KIP-932): below it ShareGroupHeartbeat, ShareGroupDescribe,
 //     ShareFetch and ShareAcknowledge answer UNSUPPORTED_VERSION, as
-//     KafkaApis.isShareGroupProtocolEnabled; 2 (SV_2, Kafka 4.4's latest
+//     KafkaApis.isShareGroupProtocolEnabled (ApiVersions advertises them
+//     still, as Kafka's); 2 (SV_2, Kafka 4.4's latest
 //     production level) adds share groups' dead-letter queues
 //     (supportsShareGroupDLQ), which Strata lacks. Until the share keys
 //     leave unstableRegistrations a new cluster finalizes 1 only with
