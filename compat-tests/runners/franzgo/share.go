@@ -366,12 +366,16 @@ func (e *env) shareDeliveryLimit() rt.Result {
 // shareLockExpiry: with share.record.lock.duration.ms set on the group, the
 // records a member polled and then stopped on (no poll, no acknowledgement,
 // its fetches paused) go to a second member with delivery count 2, not
-// before their acquisition lock ended.
+// before their acquisition lock ended nor 10 s after the group's lock
+// duration.
 func (e *env) shareLockExpiry() rt.Result {
 	g := e.a.Group()
 	if err := e.shareRecords([]string{g}, [2]string{"share.record.lock.duration.ms", rt.ShareLockDurationMs}); err != nil {
 		return e.failf("%v", err)
 	}
+	var lockMs int64
+	fmt.Sscan(rt.ShareLockDurationMs, &lockMs)
+	lock := time.Duration(lockMs) * time.Millisecond
 	m1 := e.shareMember(g)
 	defer m1.cl.Close()
 	var held []delivery
@@ -405,6 +409,9 @@ func (e *env) shareLockExpiry() rt.Result {
 			}
 			if early := h.deadline.Sub(d.at); early > 500*time.Millisecond {
 				return e.failf("%s reached the second member %s before the first member's acquisition lock ended", d.value, early)
+			}
+			if late := d.at.Sub(h.at) - lock; late > 10*time.Second {
+				return e.failf("%s reached the second member %s after the group's share.record.lock.duration.ms (%s) from its first delivery", d.value, late, lock)
 			}
 		}
 	}

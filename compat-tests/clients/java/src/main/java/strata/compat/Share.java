@@ -233,7 +233,7 @@ final class Share {
     /**
      * share_lock_expiry: with share.record.lock.duration.ms set on the group, the records a member polled and then
      * stopped on (no poll, no acknowledgement) go to a second member with delivery count 2, not before their
-     * acquisition lock ended.
+     * acquisition lock ended nor 10 s after the group's lock duration.
      */
     static String lockExpiry(Runner r) throws Exception {
         String g = Scenarios.group(r.topic, r.args);
@@ -254,6 +254,8 @@ final class Share {
                     if (!d.value().equals(h.value())) continue;
                     if (d.count() != 2) throw Runner.fail(d.value() + ", held by the stopped member, reached the second with delivery count " + d.count() + ", want 2 (deliveries " + ds + ")");
                     if (h.lockEnd() - d.at() > 2_000) throw Runner.fail(d.value() + " reached the second member " + (h.lockEnd() - d.at()) + " ms before the first member's acquisition lock ended");
+                    long late = d.at() - h.at() - Long.parseLong(Scenarios.Shares.LOCK_DURATION_MS);
+                    if (late > 10_000) throw Runner.fail(d.value() + " reached the second member " + late + " ms after the group's share.record.lock.duration.ms from its first delivery");
                 }
             }
             return held.size() + " records held by a stopped member delivered to another with delivery count 2, "
