@@ -252,7 +252,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 			return nil, errors.Join(err, logs.Close(), closeListeners(listeners))
 		}
 		meta = local.New(img, logHost{logs: logs, node: cfg.NodeID}.commit)
-		if err := finalizeDefaultFeatures(meta, cfg.UnstableAPIVersions); err != nil {
+		if err := finalizeDefaultFeatures(meta); err != nil {
 			return nil, errors.Join(err, logs.Close(), closeListeners(listeners))
 		}
 	}
@@ -378,7 +378,7 @@ func New(cfg Config, logger *zap.Logger) (*Broker, error) {
 		return nil, errors.Join(err, logs.Close(), closeListeners(listeners))
 	}
 	if cfg.ControllerListener != nil {
-		b.controller = newController(cfg.Quorum, cfg.Cluster, cfg.Cluster.ClusterID, cfg.UnstableAPIVersions, logger)
+		b.controller = newController(cfg.Quorum, cfg.Cluster, cfg.Cluster.ClusterID, logger)
 	}
 	if cfg.Quorum != nil && !cfg.ControllerOnly {
 		b.life = newLifecycle(cfg.Quorum, cfg.NodeID, cfg.Cluster, cfg.Cluster.ClusterID,

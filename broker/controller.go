@@ -75,7 +75,6 @@ type controller struct {
 	store     *quorum.Store
 	cfg       ClusterConfig
 	clusterID string
-	unstable  bool // unstable.api.versions.enable: the defaults it finalizes
 	logger    *zap.Logger
 
 	mu       sync.Mutex
@@ -98,8 +97,8 @@ type brokerSession struct {
 	probing bool
 }
 
-func newController(store *quorum.Store, cfg ClusterConfig, clusterID string, unstable bool, logger *zap.Logger) *controller {
-	c := &controller{store: store, cfg: cfg, clusterID: clusterID, unstable: unstable, logger: logger.With(zap.String("role", "controller")),
+func newController(store *quorum.Store, cfg ClusterConfig, clusterID string, logger *zap.Logger) *controller {
+	c := &controller{store: store, cfg: cfg, clusterID: clusterID, logger: logger.With(zap.String("role", "controller")),
 		sessions: map[int32]*brokerSession{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go c.run()
 	return c
@@ -212,7 +211,7 @@ func (c *controller) finalizeFeatures() {
 	if !active || c.store.Image().Features.Bootstrapped() {
 		return
 	}
-	if err := finalizeDefaultFeatures(c.store, c.unstable); err != nil {
+	if err := finalizeDefaultFeatures(c.store); err != nil {
 		c.logger.Warn("cannot finalize the default feature levels yet", zap.Error(err))
 		return
 	}

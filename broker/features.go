@@ -44,9 +44,7 @@ package broker
 //     KafkaApis.isShareGroupProtocolEnabled (ApiVersions advertises them
 //     still, as Kafka's); 2 (SV_2, Kafka 4.4's latest
 //     production level) adds share groups' dead-letter queues
-//     (supportsShareGroupDLQ), which Strata lacks. Until the share keys
-//     leave unstableRegistrations a new cluster finalizes 1 only with
-//     unstable.api.versions.enable, which serves them, else 0.
+//     (supportsShareGroupDLQ), which Strata lacks: a new cluster finalizes 1.
 //
 // kraft.version, which Kafka keeps in the raft log's control records and
 // not in the metadata image, is advertised by a cluster's nodes (their
@@ -79,10 +77,6 @@ type feature struct {
 	// requires is, by level, the levels of other features it needs, as
 	// Kafka 4.4's FeatureVersion.dependencies declares them.
 	requires map[int16]map[string]int16
-	// unstable: a new cluster finalizes max only with
-	// unstable.api.versions.enable (the keys it gates are
-	// unstableRegistrations), else 0.
-	unstable bool
 }
 
 // metadataVersionMin is Kafka 4.4's MetadataVersion.MINIMUM_VERSION
@@ -97,7 +91,7 @@ var features = []feature{
 	{name: "group.version", max: 1},
 	{name: "eligible.leader.replicas.version", max: 0,
 		requires: map[int16]map[string]int16{1: {metadata.MetadataVersionFeature: 23}}},
-	{name: shareVersionFeature, max: 1, unstable: true},
+	{name: shareVersionFeature, max: 1},
 	{name: "streams.version", max: 1},
 }
 
@@ -135,12 +129,11 @@ func knownFeature(name string) (feature, bool) {
 }
 
 // bootstrapFeatures are the records that finalize the defaults in a new
-// cluster, at finalized features epoch 0; unstable is
-// unstable.api.versions.enable.
-func bootstrapFeatures(unstable bool) []metadata.Record {
+// cluster, at finalized features epoch 0.
+func bootstrapFeatures() []metadata.Record {
 	var out []metadata.Record
 	for _, f := range features {
-		if f.max > 0 && (unstable || !f.unstable) {
+		if f.max > 0 {
 			out = append(out, metadata.FeatureLevelRecord{Name: f.name, FeatureLevel: f.max})
 		}
 	}
@@ -181,14 +174,13 @@ func setFeatures(resp *kmsg.ApiVersionsResponse, img *metadata.Image, quorum boo
 
 // finalizeDefaultFeatures finalizes the defaults in an image that never
 // had features finalized: a single node's first start, a cluster's first
-// active controller (unstable as bootstrapFeatures). Once finalized, only
-// UpdateFeatures changes them.
-func finalizeDefaultFeatures(meta metadata.Store, unstable bool) error {
+// active controller. Once finalized, only UpdateFeatures changes them.
+func finalizeDefaultFeatures(meta metadata.Store) error {
 	_, err := meta.Update(func(img *metadata.Image) ([]metadata.Record, error) {
 		if img.Features.Bootstrapped() {
 			return nil, nil
 		}
-		return bootstrapFeatures(unstable), nil
+		return bootstrapFeatures(), nil
 	})
 	if err != nil {
 		return fmt.Errorf("finalize the default feature levels: %w", err)

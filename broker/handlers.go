@@ -48,12 +48,9 @@ func (r *registry) add(key kmsg.Key, minVersion, maxVersion int16, h handler) {
 
 // unstableRegistrations are the register functions of keys still being
 // built, served only with unstable.api.versions.enable (Kafka's internal
-// config of the same name): share groups' (KIP-932), with which a new
-// node finalizes share.version 1 (features.go). Neither ServedVersions nor
-// the controller listener serves them.
-var unstableRegistrations = []func(*registry){
-	registerShareGroupHeartbeat, registerShareGroupDescribe, registerShareFetch, registerShareAcknowledge,
-}
+// config of the same name); none today. Neither ServedVersions nor the
+// controller listener serves them.
+var unstableRegistrations []func(*registry)
 
 // newRegistry calls each handler file's register function: the file that
 // serves a key is the one place its versions are written. unstable adds
@@ -76,6 +73,7 @@ func newRegistry(unstable bool) *registry {
 		registerDescribeTransactions, registerListTransactions, registerDescribeProducers, registerWriteTxnMarkers, registerSASL, registerACLs,
 		registerScramCredentials, registerDelegationTokens,
 		registerClientQuotas, registerListConfigResources, registerTelemetry, registerShareGroupState,
+		registerShareGroupHeartbeat, registerShareGroupDescribe, registerShareFetch, registerShareAcknowledge,
 	} {
 		register(r)
 	}

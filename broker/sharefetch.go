@@ -24,9 +24,7 @@ package broker
 // Below share.version 1 ShareFetch and ShareAcknowledge answer
 // UNSUPPORTED_VERSION before anything else, as Kafka's (features.go).
 //
-// Strata differs: these keys are served only with
-// unstable.api.versions.enable, and a member is not checked against its
-// group, as Kafka does not either.
+// A member is not checked against its group, as Kafka does not either.
 
 import (
 	"time"

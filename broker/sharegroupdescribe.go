@@ -8,8 +8,7 @@ package broker
 // another type is GROUP_ID_NOT_FOUND, as in Kafka. Authorized operations
 // are computed when asked for, for a group described without an error,
 // else INT32_MIN. Below share.version 1 every group is UNSUPPORTED_VERSION
-// (no message), as Kafka's getErrorResponse (features.go). Served only
-// with unstable.api.versions.enable (see unstableRegistrations).
+// (no message), as Kafka's getErrorResponse (features.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

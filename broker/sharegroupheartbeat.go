@@ -19,10 +19,8 @@ package broker
 // id of 1 to 36 characters (else INVALID_REQUEST, no message) and DESCRIBE
 // on every subscribed topic (else TOPIC_AUTHORIZATION_FAILED) come first.
 // Below share.version 1 it answers UNSUPPORTED_VERSION (no message)
-// before anything else, as Kafka's (features.go). Served only with
-// unstable.api.versions.enable (see unstableRegistrations). Differs from
-// Kafka: members subscribed to different topics are assigned topic by
-// topic.
+// before anything else, as Kafka's (features.go). Differs from Kafka:
+// members subscribed to different topics are assigned topic by topic.
 
 import (
 	"fmt"

@@ -3,6 +3,7 @@ package broker
 import (
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -80,17 +81,16 @@ func finalizedShareVersion(t *testing.T, cl *kgo.Client) int16 {
 	return 0
 }
 
-// TestShareVersionGatesShareKeys: a new node serving the share keys
-// finalizes share.version 1; finalized at 0 (a safe downgrade) every share
-// key answers UNSUPPORTED_VERSION first, as Kafka 4.4's KafkaApis, and at 1
-// again they serve. A node without unstable.api.versions.enable does not
-// serve them and finalizes 0.
+// TestShareVersionGatesShareKeys: a new node finalizes share.version 1,
+// with or without unstable.api.versions.enable; finalized at 0 (a safe
+// downgrade) every share key answers UNSUPPORTED_VERSION first, as Kafka
+// 4.4's KafkaApis, and at 1 again they serve.
 func TestShareVersionGatesShareKeys(t *testing.T) {
 	unsupported := [4]int16{35, 35, 35, 35}
 	b, _ := runBroker(t, shareBrokerConfig(t, t.TempDir()))
 	cl := newClient(t, b)
 	if v := finalizedShareVersion(t, cl); v != 1 {
-		t.Fatalf("a new node serving the share keys finalizes share.version %d, want 1", v)
+		t.Fatalf("a new node finalizes share.version %d, want 1", v)
 	}
 	if got := shareKeyCodes(t, cl, "g"); got == unsupported || got[0] != 0 {
 		t.Fatalf("share.version 1: codes %v, want the heartbeat served", got)
@@ -107,7 +107,49 @@ func TestShareVersionGatesShareKeys(t *testing.T) {
 	cfg := shareBrokerConfig(t, t.TempDir())
 	cfg.UnstableAPIVersions = false
 	b2, _ := runBroker(t, cfg)
-	if v := finalizedShareVersion(t, newClient(t, b2)); v != 0 {
-		t.Fatalf("a node not serving the share keys finalizes share.version %d, want 0", v)
+	cl2 := newClient(t, b2)
+	if v := finalizedShareVersion(t, cl2); v != 1 {
+		t.Fatalf("a new node without unstable.api.versions.enable finalizes share.version %d, want 1", v)
+	}
+	if got := shareKeyCodes(t, cl2, "g"); got[0] != 0 {
+		t.Fatalf("without unstable.api.versions.enable: codes %v, want the heartbeat served", got)
+	}
+}
+
+// shareGroupDenyCases are TestDenyAllAuthorizer's share group keys: each
+// answers GROUP_AUTHORIZATION_FAILED, as Kafka 4.4's KafkaApis checks READ
+// (DESCRIBE for ShareGroupDescribe) on the group first.
+func shareGroupDenyCases() []authzCase {
+	group, member := "g", "AAAAAAAAAAAAAAAAAAAAAA"
+	groupAuth := kerr.GroupAuthorizationFailed
+	return []authzCase{
+		{"ShareGroupHeartbeat", func() kmsg.Request {
+			r := kmsg.NewPtrShareGroupHeartbeatRequest()
+			r.GroupID, r.MemberID, r.SubscribedTopicNames = group, member, []string{"t"}
+			return r
+		}, 1, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode, groupAuth)
+		}},
+		{"ShareGroupDescribe", func() kmsg.Request {
+			r := kmsg.NewPtrShareGroupDescribeRequest()
+			r.GroupIDs = []string{group}
+			return r
+		}, 1, func(t *testing.T, resp kmsg.Response) {
+			code(t, "group", resp.(*kmsg.ShareGroupDescribeResponse).Groups[0].ErrorCode, groupAuth)
+		}},
+		{"ShareFetch", func() kmsg.Request {
+			r := kmsg.NewPtrShareFetchRequest()
+			r.GroupID, r.MemberID, r.MaxBytes, r.MaxRecords, r.BatchSize = &group, &member, 1<<20, 10, 10
+			return r
+		}, 1, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.ShareFetchResponse).ErrorCode, groupAuth)
+		}},
+		{"ShareAcknowledge", func() kmsg.Request {
+			r := kmsg.NewPtrShareAcknowledgeRequest()
+			r.GroupID, r.MemberID, r.ShareSessionEpoch = &group, &member, 1
+			return r
+		}, 1, func(t *testing.T, resp kmsg.Response) {
+			code(t, "top level", resp.(*kmsg.ShareAcknowledgeResponse).ErrorCode, groupAuth)
+		}},
 	}
 }

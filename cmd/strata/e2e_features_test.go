@@ -58,7 +58,7 @@ var strataSupported = map[string][2]int16{
 }
 
 // strataDefaults is what a new node or cluster finalizes.
-var strataDefaults = map[string]int16{"metadata.version": 14, "transaction.version": 2, "group.version": 1, "streams.version": 1}
+var strataDefaults = map[string]int16{"metadata.version": 14, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1}
 
 // clusterSupported is what a cluster's nodes advertise: strataSupported
 // and kraft.version 0-1 (TestClusterKRaftVersion).
@@ -241,7 +241,7 @@ func TestUpdateFeaturesOnOneNode(t *testing.T) {
 	if code, msg, results := updateFeatures(t, p.addr, 2, false, featureUpdate{"group.version", 0, 2}); code != 0 || len(results) != 0 {
 		t.Fatalf("v2 safe downgrade of group.version: code %d %q, results %v", code, msg, results)
 	}
-	downgraded := map[string]int16{"metadata.version": 14, "transaction.version": 2, "streams.version": 1}
+	downgraded := map[string]int16{"metadata.version": 14, "transaction.version": 2, "share.version": 1, "streams.version": 1}
 	if seen, err := apiVersionsAt(p.addr, 4, nil, -1); err != nil || !maps.Equal(seen.finalized, downgraded) || seen.epoch != 1 {
 		t.Fatalf("after the downgrade: %v, %v", seen, err)
 	}
@@ -276,7 +276,7 @@ func TestClusterUpdateFeaturesSurvivesFailover(t *testing.T) {
 	if code, msg, results := updateFeatures(t, via.addr, 1, false, featureUpdate{"group.version", 0, 2}); code != 0 || !slices.Equal(results, []string{"group.version 0 NONE"}) {
 		t.Fatalf("downgrade through node %d: %d %q %v", via.id, code, msg, results)
 	}
-	downgraded := map[string]int16{"metadata.version": 14, "transaction.version": 2, "streams.version": 1}
+	downgraded := map[string]int16{"metadata.version": 14, "transaction.version": 2, "share.version": 1, "streams.version": 1}
 	if seen, err := apiVersionsAt(via.addr, 4, nil, -1); err != nil || !maps.Equal(seen.finalized, inCluster(downgraded)) || seen.epoch != 1 {
 		t.Fatalf("node %d right after its answer: %v, %v", via.id, seen, err)
 	}

@@ -102,7 +102,7 @@ func wantAcquired(t *testing.T, what string, resp *kmsg.ShareFetchResponse, want
 }
 
 // TestShareFetchAcknowledgeE2E drives ShareFetch and ShareAcknowledge
-// over TCP with unstable.api.versions.enable=true: records acquired,
+// over TCP: records acquired,
 // accepted, released (delivered again, delivery count 2), rejected
 // (never again), archived at the delivery count limit, redelivered when
 // the lock expires, when the share session closes and when its connection
@@ -111,8 +111,7 @@ func wantAcquired(t *testing.T, what string, resp *kmsg.ShareFetchResponse, want
 // delivers only what was not accepted.
 func TestShareFetchAcknowledgeE2E(t *testing.T) {
 	e2e(t)
-	args := []string{"--override", "unstable.api.versions.enable=true"}
-	p := startBroker(t, "", args...)
+	p := startBroker(t, "")
 	cl := newClient(t, p.addr)
 	createTopic(t, cl, "sq", 1)
 	for i := range 5 {
@@ -217,7 +216,7 @@ func TestShareFetchAcknowledgeE2E(t *testing.T) {
 	}
 
 	p.kill()
-	p = p.restart(args...)
+	p = p.restart()
 	s = dialShare(t, p.addr)
 	if st := s.readState("g", id, 0, 0); !persisted(st) {
 		t.Fatalf("state after kill -9 and restart: %+v, want start offset 5, 5 acknowledged", st)
@@ -238,7 +237,7 @@ func TestShareFetchAcknowledgeE2E(t *testing.T) {
 // transaction's records are never acquired.
 func TestShareFetchSessionsE2E(t *testing.T) {
 	e2e(t)
-	p := startBroker(t, "", "--override", "unstable.api.versions.enable=true", "--override", "group.share.max.share.sessions=2")
+	p := startBroker(t, "", "--override", "group.share.max.share.sessions=2")
 	cl := newClient(t, p.addr)
 	createTopic(t, cl, "rc", 1)
 	tx := newClient(t, p.addr, kgo.TransactionalID("share-tx"))
@@ -413,7 +412,7 @@ func TestShareFetchAsKafka44(t *testing.T) {
 	if err := k.Start(ctx); err != nil {
 		t.Fatalf("start kafka: %v", err)
 	}
-	p := startBroker(t, "", "--override", "unstable.api.versions.enable=true")
+	p := startBroker(t, "")
 	want, got := shareFetchScript(t, k.Addr()), shareFetchScript(t, p.addr)
 	if len(got) != len(want) {
 		t.Fatalf("strata printed %d lines, kafka %d:\n%s\n---\n%s", len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))

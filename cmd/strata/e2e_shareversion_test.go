@@ -126,8 +126,8 @@ func shareVersionScript(t *testing.T, addr string) []string {
 }
 
 // TestShareVersionAsKafka44 runs shareVersionScript against a Kafka 4.4.0
-// control (one KRaft node, share.version finalized at 2) and Strata with
-// unstable.api.versions.enable, and compares every line.
+// control (one KRaft node, share.version finalized at 2) and Strata, and
+// compares every line.
 func TestShareVersionAsKafka44(t *testing.T) {
 	e2e(t)
 	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
@@ -139,7 +139,7 @@ func TestShareVersionAsKafka44(t *testing.T) {
 	if err := k.Start(ctx); err != nil {
 		t.Fatalf("start kafka: %v", err)
 	}
-	p := startBroker(t, "", "--override", "unstable.api.versions.enable=true")
+	p := startBroker(t, "")
 	want, got := shareVersionScript(t, k.Addr()), shareVersionScript(t, p.addr)
 	if len(got) != len(want) {
 		t.Fatalf("strata printed %d lines, kafka %d:\n%s\n---\n%s", len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))

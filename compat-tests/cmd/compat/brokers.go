@@ -275,9 +275,7 @@ func (h *harness) startStrata(name, tag string, n int, rf int16, secure bool) (*
 		return nil, err
 	}
 	for _, nd := range b.nodes {
-		// The share group keys (the share_* scenarios) are served only with
-		// unstable.api.versions.enable.
-		if err := h.launch(nd, filepath.Join(h.root, ".cache/bin/strata"), "--config", nd.props(), "--override", "unstable.api.versions.enable=true"); err != nil {
+		if err := h.launch(nd, filepath.Join(h.root, ".cache/bin/strata"), "--config", nd.props()); err != nil {
 			return b, err
 		}
 	}
