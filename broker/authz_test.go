@@ -159,7 +159,7 @@ func denyAllCases(topicID [16]byte) []authzCase {
 			return r
 		}
 	}
-	return append(shareStateDenyCases(topicID), []authzCase{
+	return append(append(shareStateDenyCases(topicID), shareGroupDenyCases()...), []authzCase{
 		{"ApiVersions is not authorized", func() kmsg.Request { return kmsg.NewPtrApiVersionsRequest() }, 4, func(t *testing.T, resp kmsg.Response) {
 			r := resp.(*kmsg.ApiVersionsResponse)
 			if r.ErrorCode != 0 || len(r.ApiKeys) != len(ServedVersions()) {

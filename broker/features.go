@@ -36,8 +36,15 @@ package broker
 //   - group.version 1: KIP-848 consumer groups (ConsumerGroupHeartbeat).
 //   - streams.version 1: KIP-1071 streams groups (StreamsGroupHeartbeat,
 //     StreamsGroupDescribe), as Kafka.
-//   - eligible.leader.replicas.version, share.version 0: ELR (KIP-966)
-//     and share groups (KIP-932) are not served. Kafka: 1, 2.
+//   - eligible.leader.replicas.version 0: ELR (KIP-966) is not served.
+//     Kafka: 1.
+//   - share.version 0-2 (Kafka 4.4's ShareVersion): 1 (SV_1) enables share
+//     groups (KIP-932): below it ShareGroupHeartbeat, ShareGroupDescribe,
+//     ShareFetch, ShareAcknowledge and the three share group offset keys
+//     answer UNSUPPORTED_VERSION, as KafkaApis.isShareGroupProtocolEnabled
+//     (ApiVersions advertises them still, as Kafka's); 2 (SV_2, Kafka 4.4's
+//     latest production level, which a new cluster finalizes) adds share
+//     groups' dead-letter queues (supportsShareGroupDLQ, sharedlq.go).
 //
 // kraft.version, which Kafka keeps in the raft log's control records and
 // not in the metadata image, is advertised by a cluster's nodes (their
@@ -84,12 +91,28 @@ var features = []feature{
 	{name: "group.version", max: 1},
 	{name: "eligible.leader.replicas.version", max: 0,
 		requires: map[int16]map[string]int16{1: {metadata.MetadataVersionFeature: 23}}},
-	{name: "share.version", max: 0},
+	{name: shareVersionFeature, max: 2},
 	{name: "streams.version", max: 1},
 }
 
 // transactionVersionFeature is Kafka's transaction.version.
 const transactionVersionFeature = "transaction.version"
+
+// shareVersionFeature is Kafka's share.version, shareGroupsLevel its level
+// that enables share groups (ShareVersion.SV_1) and shareDLQLevel the one
+// that adds their dead-letter queues (SV_2).
+const (
+	shareVersionFeature       = "share.version"
+	shareGroupsLevel    int16 = 1
+	shareDLQLevel       int16 = 2
+)
+
+// shareGroupsEnabled is KafkaApis.isShareGroupProtocolEnabled: share.version
+// is finalized at shareGroupsLevel or above. Below it the share keys answer
+// UNSUPPORTED_VERSION.
+func (b *services) shareGroupsEnabled() bool {
+	return b.meta.Image().Features.Level(shareVersionFeature) >= shareGroupsLevel
+}
 
 // kraftVersionFeature is Kafka's kraft.version, and kraftVersion the level
 // a cluster's quorum always has.

@@ -48,13 +48,9 @@ func (r *registry) add(key kmsg.Key, minVersion, maxVersion int16, h handler) {
 
 // unstableRegistrations are the register functions of keys still being
 // built, served only with unstable.api.versions.enable (Kafka's internal
-// config of the same name): share groups' (KIP-932) until their whole
-// path works and share.version is finalized. Neither ServedVersions nor
-// the controller listener serves them.
-var unstableRegistrations = []func(*registry){
-	registerShareGroupHeartbeat, registerShareGroupDescribe, registerShareFetch, registerShareAcknowledge,
-	registerShareGroupOffsets,
-}
+// config of the same name); none today. Neither ServedVersions nor the
+// controller listener serves them.
+var unstableRegistrations []func(*registry)
 
 // newRegistry calls each handler file's register function: the file that
 // serves a key is the one place its versions are written. unstable adds
@@ -77,6 +73,8 @@ func newRegistry(unstable bool) *registry {
 		registerDescribeTransactions, registerListTransactions, registerDescribeProducers, registerWriteTxnMarkers, registerSASL, registerACLs,
 		registerScramCredentials, registerDelegationTokens,
 		registerClientQuotas, registerListConfigResources, registerTelemetry, registerShareGroupState,
+		registerShareGroupOffsets,
+		registerShareGroupHeartbeat, registerShareGroupDescribe, registerShareFetch, registerShareAcknowledge,
 	} {
 		register(r)
 	}

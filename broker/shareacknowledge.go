@@ -38,6 +38,8 @@ func handleShareAcknowledge(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.ShareAcknowledgeRequest)
 	resp := kmsg.NewPtrShareAcknowledgeResponse()
 	switch {
+	case !rc.svc.shareGroupsEnabled():
+		return shareAckError(resp, kerr.UnsupportedVersion), nil
 	case r.GroupID == nil || *r.GroupID == "":
 		return shareAckError(resp, kerr.InvalidRequest), nil
 	case !rc.authorize(OpRead, ResourceGroup, *r.GroupID):

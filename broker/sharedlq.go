@@ -54,12 +54,12 @@ import (
 	"github.com/strata-io/strata/internal/batch"
 )
 
-// shareDLQSupported is where dead-letter queues are tied to the cluster's
-// features: Kafka 4.4 writes dead letters only at share.version 2 or more
-// (ShareVersion.supportsShareGroupDLQ). Strata does not finalize
-// share.version yet, so they are on; this is the one place to test the
-// finalized level once it is.
-func (b *services) shareDLQSupported() bool { return true }
+// shareDLQSupported ties dead-letter queues to the cluster's features:
+// Kafka 4.4 writes dead letters only at share.version 2 or more
+// (ShareVersion.supportsShareGroupDLQ).
+func (b *services) shareDLQSupported() bool {
+	return b.meta.Image().Features.Level(shareVersionFeature) >= shareDLQLevel
+}
 
 // shareDLQEnabled is SharePartition.isDLQEnabledForGroup, for a group's
 // own configs.

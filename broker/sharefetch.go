@@ -21,9 +21,10 @@ package broker
 // carry no message, as Kafka's getErrorResponse.
 // AcquisitionLockTimeoutMillis is the group's lock duration.
 //
-// Strata differs: these keys are served only with
-// unstable.api.versions.enable, whatever share.version is finalized, and
-// a member is not checked against its group, as Kafka does not either.
+// Below share.version 1 ShareFetch and ShareAcknowledge answer
+// UNSUPPORTED_VERSION before anything else, as Kafka's (features.go).
+//
+// A member is not checked against its group, as Kafka does not either.
 
 import (
 	"time"
@@ -69,6 +70,8 @@ func handleShareFetch(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.ShareFetchRequest)
 	resp := kmsg.NewPtrShareFetchResponse()
 	switch {
+	case !rc.svc.shareGroupsEnabled():
+		return shareFetchError(resp, kerr.UnsupportedVersion), nil
 	case r.GroupID == nil || *r.GroupID == "":
 		return shareFetchError(resp, kerr.InvalidRequest), nil
 	case !rc.authorize(OpRead, ResourceGroup, *r.GroupID):
@@ -156,6 +159,8 @@ func handleShareFetch(rc *reqCtx) (kmsg.Response, error) {
 		rp.ErrorCode, rp.ErrorMessage = o.err.code(), o.err.message()
 		rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage = o.ackErr.code(), o.ackErr.message()
 		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+		// Kafka's PartitionData.Records is not nullable (its clients fail
+		// the whole response on a null): empty when nothing was read.
 		rp.Records = o.read.records
 		if rp.Records == nil {
 			rp.Records = []byte{} // non-nullable: Kafka's clients refuse a null (MemoryRecords.EMPTY)

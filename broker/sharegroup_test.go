@@ -18,7 +18,7 @@ import (
 // KIP-932 share group membership tests: franz-go's kmsg ShareGroupHeartbeat
 // and ShareGroupDescribe through a kgo client (which finds the group
 // coordinator and negotiates versions from ApiVersions) against an
-// in-process broker serving the unstable keys, with a short share session.
+// in-process broker, with a short share session.
 
 const (
 	testShareSession   = 3 * time.Second
@@ -261,9 +261,10 @@ func describeShare(t *testing.T, adm *kadm.Client, group string) string {
 	return s
 }
 
-// TestShareGroupKeysGated checks that the share group keys are served and
-// advertised only with unstable.api.versions.enable.
-func TestShareGroupKeysGated(t *testing.T) {
+// TestShareGroupKeysServed checks that the share group keys are served
+// and advertised with or without unstable.api.versions.enable, and listed
+// by ServedVersions.
+func TestShareGroupKeysServed(t *testing.T) {
 	for _, unstable := range []bool{false, true} {
 		t.Run(fmt.Sprint(unstable), func(t *testing.T) {
 			cfg := shareBrokerConfig(t, t.TempDir())
@@ -282,15 +283,20 @@ func TestShareGroupKeysGated(t *testing.T) {
 					keys = append(keys, k.ApiKey)
 				}
 			}
-			if want := map[bool]int{false: 0, true: 2}[unstable]; len(keys) != want {
-				t.Fatalf("share group keys advertised: %v, want %d", keys, want)
+			if len(keys) != 2 {
+				t.Fatalf("share group keys advertised: %v, want both", keys)
 			}
 		})
 	}
+	var served []int16
 	for _, r := range ServedVersions() {
-		if r.Key == int16(kmsg.ShareGroupHeartbeat) || r.Key == int16(kmsg.ShareGroupDescribe) {
-			t.Fatalf("ServedVersions lists key %d", r.Key)
+		switch kmsg.Key(r.Key) {
+		case kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe, kmsg.ShareFetch, kmsg.ShareAcknowledge:
+			served = append(served, r.Key)
 		}
+	}
+	if len(served) != 4 {
+		t.Fatalf("ServedVersions lists share keys %v, want 76-79", served)
 	}
 }
 

@@ -7,8 +7,8 @@ package broker
 // partitions (topic ids and names). A group that does not exist or is of
 // another type is GROUP_ID_NOT_FOUND, as in Kafka. Authorized operations
 // are computed when asked for, for a group described without an error,
-// else INT32_MIN. Served only with unstable.api.versions.enable (see
-// unstableRegistrations).
+// else INT32_MIN. Below share.version 1 every group is UNSUPPORTED_VERSION
+// (no message), as Kafka's getErrorResponse (features.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,6 +25,12 @@ func handleShareGroupDescribe(rc *reqCtx) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ShareGroupDescribeRequest)
 	resp := kmsg.NewPtrShareGroupDescribeResponse()
 	for _, id := range r.GroupIDs {
+		if !b.shareGroupsEnabled() {
+			g := kmsg.NewShareGroupDescribeResponseGroup()
+			g.GroupID, g.ErrorCode = id, kerr.UnsupportedVersion.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		if !rc.authorize(OpDescribe, ResourceGroup, id) {
 			g := kmsg.NewShareGroupDescribeResponseGroup()
 			g.GroupID, g.ErrorCode = id, kerr.GroupAuthorizationFailed.Code

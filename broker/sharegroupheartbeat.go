@@ -20,9 +20,8 @@ package broker
 // epoch -1 leaves. As Kafka 4.4's KafkaApis, READ on the group, a member
 // id of 1 to 36 characters (else INVALID_REQUEST, no message) and DESCRIBE
 // on every subscribed topic (else TOPIC_AUTHORIZATION_FAILED) come first.
-// Served only with unstable.api.versions.enable (see
-// unstableRegistrations). Differences from Kafka: share.version is not
-// checked (Kafka answers UNSUPPORTED_VERSION until it is finalized).
+// Below share.version 1 it answers UNSUPPORTED_VERSION (no message)
+// before anything else, as Kafka's (features.go).
 
 import (
 	"strconv"
@@ -49,6 +48,9 @@ func handleShareGroupHeartbeat(rc *reqCtx) (kmsg.Response, error) {
 		resp := kmsg.NewPtrShareGroupHeartbeatResponse()
 		resp.ErrorCode = err.Code
 		return resp, nil
+	}
+	if !rc.svc.shareGroupsEnabled() {
+		return fail(kerr.UnsupportedVersion)
 	}
 	if !rc.authorize(OpRead, ResourceGroup, r.GroupID) {
 		return fail(kerr.GroupAuthorizationFailed)

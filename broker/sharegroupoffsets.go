@@ -30,8 +30,9 @@ package broker
 //     is UNKNOWN_TOPIC_OR_PARTITION; the others' share state is deleted
 //     (DeleteShareGroupState).
 //
-// Served only with unstable.api.versions.enable (see
-// unstableRegistrations).
+// Below share.version 1 all three answer UNSUPPORTED_VERSION first, as
+// Kafka 4.4's KafkaApis (Describe in each group, Alter and Delete with
+// the code's message).
 //
 // The share state summaries go through the share-state client
 // (sharepersister.go) to each key's share coordinator, wherever it is.
@@ -61,6 +62,8 @@ func handleDescribeShareGroupOffsets(rc *reqCtx) (kmsg.Response, error) {
 		g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		g.GroupID = rg.GroupID
 		switch {
+		case !rc.svc.shareGroupsEnabled():
+			g.ErrorCode = kerr.UnsupportedVersion.Code
 		case !rc.authorize(OpDescribe, ResourceGroup, rg.GroupID):
 			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		case rg.Topics == nil:
@@ -204,10 +207,18 @@ func (b *services) latestOffset(topic string, partition int32) (int64, *kerr.Err
 
 func handleAlterShareGroupOffsets(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.AlterShareGroupOffsetsRequest)
-	if !rc.authorize(OpRead, ResourceGroup, r.GroupID) {
-		resp := kmsg.NewPtrAlterShareGroupOffsetsResponse()
-		resp.ErrorCode, resp.ErrorMessage = kerr.GroupAuthorizationFailed.Code, kafkaMessage(kerr.GroupAuthorizationFailed)
-		return resp, nil
+	for _, refusal := range []struct {
+		err *kerr.Error
+		ok  func() bool
+	}{
+		{kerr.UnsupportedVersion, rc.svc.shareGroupsEnabled},
+		{kerr.GroupAuthorizationFailed, func() bool { return rc.authorize(OpRead, ResourceGroup, r.GroupID) }},
+	} {
+		if !refusal.ok() {
+			resp := kmsg.NewPtrAlterShareGroupOffsetsResponse()
+			resp.ErrorCode, resp.ErrorMessage = refusal.err.Code, kafkaMessage(refusal.err)
+			return resp, nil
+		}
 	}
 	img := rc.svc.meta.Image()
 	var refused []kmsg.AlterShareGroupOffsetsResponseTopic
@@ -247,10 +258,18 @@ func handleAlterShareGroupOffsets(rc *reqCtx) (kmsg.Response, error) {
 
 func handleDeleteShareGroupOffsets(rc *reqCtx) (kmsg.Response, error) {
 	r := rc.req.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
-	if !rc.authorize(OpDelete, ResourceGroup, r.GroupID) {
-		resp := kmsg.NewPtrDeleteShareGroupOffsetsResponse()
-		resp.ErrorCode, resp.ErrorMessage = kerr.GroupAuthorizationFailed.Code, kafkaMessage(kerr.GroupAuthorizationFailed)
-		return resp, nil
+	for _, refusal := range []struct {
+		err *kerr.Error
+		ok  func() bool
+	}{
+		{kerr.UnsupportedVersion, rc.svc.shareGroupsEnabled},
+		{kerr.GroupAuthorizationFailed, func() bool { return rc.authorize(OpDelete, ResourceGroup, r.GroupID) }},
+	} {
+		if !refusal.ok() {
+			resp := kmsg.NewPtrDeleteShareGroupOffsetsResponse()
+			resp.ErrorCode, resp.ErrorMessage = refusal.err.Code, kafkaMessage(refusal.err)
+			return resp, nil
+		}
 	}
 	var refused []kmsg.DeleteShareGroupOffsetsResponseTopic
 	let := kmsg.NewPtrDeleteShareGroupOffsetsRequest()

@@ -10,7 +10,7 @@ package broker
 // ShareCoordinatorService: CLUSTER_ACTION on the cluster, else every
 // share-partition of the request is CLUSTER_AUTHORIZATION_FAILED with
 // Kafka's message; each share-partition is answered by its key's shard
-// once what it wrote is durable. Like Kafka they are served whether or not
+// once what it wrote is durable. Like Kafka's they are served whatever
 // share.version is finalized. Kafka 4.4's versions: Write and
 // ReadSummary v0-1 (v1: KIP-1226's delivery-complete count), the others
 // v0. As in Kafka, the answer lists the request's topics in no set order

@@ -54,11 +54,11 @@ func apiVersionsAt(addr string, version int16, clusterID *string, node int32) (f
 // to the level Strata implements.
 var strataSupported = map[string][2]int16{
 	"metadata.version": {7, 14}, "transaction.version": {0, 2}, "group.version": {0, 1},
-	"eligible.leader.replicas.version": {0, 0}, "share.version": {0, 0}, "streams.version": {0, 1},
+	"eligible.leader.replicas.version": {0, 0}, "share.version": {0, 2}, "streams.version": {0, 1},
 }
 
 // strataDefaults is what a new node or cluster finalizes.
-var strataDefaults = map[string]int16{"metadata.version": 14, "transaction.version": 2, "group.version": 1, "streams.version": 1}
+var strataDefaults = map[string]int16{"metadata.version": 14, "transaction.version": 2, "group.version": 1, "share.version": 2, "streams.version": 1}
 
 // clusterSupported is what a cluster's nodes advertise: strataSupported
 // and kraft.version 0-1 (TestClusterKRaftVersion).
@@ -222,7 +222,7 @@ func TestUpdateFeaturesOnOneNode(t *testing.T) {
 		{1, []featureUpdate{{"metadata.version", 15, 1}}, "Invalid update version 15 for feature metadata.version. Local controller 1 only supports versions 7-14"},
 		{1, []featureUpdate{{"metadata.version", 12, 2}}, "Unsupported metadata.version downgrade from 14 to 12. Refusing to perform the requested downgrade because it might delete metadata information."},
 		{1, []featureUpdate{{"metadata.version", 7, 3}}, "Unsupported metadata.version downgrade from 14 to 7. Unsafe metadata downgrade is not supported in this version."},
-		{1, []featureUpdate{{"group.version", 0, 2}, {"share.version", 1, 1}}, "Invalid update version 1 for feature share.version. Local controller 1 only supports versions 0-0"},
+		{1, []featureUpdate{{"group.version", 0, 2}, {"share.version", 3, 1}}, "Invalid update version 3 for feature share.version. Local controller 1 only supports versions 0-2"},
 	} {
 		code, msg, results := updateFeatures(t, p.addr, c.version, false, c.updates...)
 		if code != kerr.InvalidUpdateVersion.Code || msg != failed+c.msg || len(results) != 0 {
@@ -241,7 +241,7 @@ func TestUpdateFeaturesOnOneNode(t *testing.T) {
 	if code, msg, results := updateFeatures(t, p.addr, 2, false, featureUpdate{"group.version", 0, 2}); code != 0 || len(results) != 0 {
 		t.Fatalf("v2 safe downgrade of group.version: code %d %q, results %v", code, msg, results)
 	}
-	downgraded := map[string]int16{"metadata.version": 14, "transaction.version": 2, "streams.version": 1}
+	downgraded := map[string]int16{"metadata.version": 14, "transaction.version": 2, "share.version": 2, "streams.version": 1}
 	if seen, err := apiVersionsAt(p.addr, 4, nil, -1); err != nil || !maps.Equal(seen.finalized, downgraded) || seen.epoch != 1 {
 		t.Fatalf("after the downgrade: %v, %v", seen, err)
 	}
@@ -276,7 +276,7 @@ func TestClusterUpdateFeaturesSurvivesFailover(t *testing.T) {
 	if code, msg, results := updateFeatures(t, via.addr, 1, false, featureUpdate{"group.version", 0, 2}); code != 0 || !slices.Equal(results, []string{"group.version 0 NONE"}) {
 		t.Fatalf("downgrade through node %d: %d %q %v", via.id, code, msg, results)
 	}
-	downgraded := map[string]int16{"metadata.version": 14, "transaction.version": 2, "streams.version": 1}
+	downgraded := map[string]int16{"metadata.version": 14, "transaction.version": 2, "share.version": 2, "streams.version": 1}
 	if seen, err := apiVersionsAt(via.addr, 4, nil, -1); err != nil || !maps.Equal(seen.finalized, inCluster(downgraded)) || seen.epoch != 1 {
 		t.Fatalf("node %d right after its answer: %v, %v", via.id, seen, err)
 	}

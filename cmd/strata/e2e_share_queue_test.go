@@ -115,7 +115,7 @@ func TestShareGroupQueueAsKafka44(t *testing.T) {
 		}
 		t.Logf("%s: %d deliveries of %d records, highest delivery count %d", who, total, n, run.maxDeliveryCount)
 	}
-	p := startBroker(t, "", "--override", "unstable.api.versions.enable=true")
+	p := startBroker(t, "")
 	check("strata", runShareQueue(t, p.addr, "queue", "sq", n))
 	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
 		t.Skip("Kafka 4.4.0's jars are not cached: no comparison with Kafka")

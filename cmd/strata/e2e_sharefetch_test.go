@@ -78,6 +78,11 @@ func acquired(t *testing.T, resp *kmsg.ShareFetchResponse) []string {
 			if rp.ErrorCode != 0 || rp.AcknowledgeErrorCode != 0 {
 				t.Fatalf("share fetch partition %d: %v, acknowledgement %v", rp.Partition, kerr.ErrorForCode(rp.ErrorCode), kerr.ErrorForCode(rp.AcknowledgeErrorCode))
 			}
+			// Kafka 4.4's PartitionData.Records is not nullable: its
+			// clients fail the whole response on a null one.
+			if rp.Records == nil {
+				t.Fatalf("share fetch partition %d: Records null", rp.Partition)
+			}
 			if len(rp.AcquiredRecords) > 0 && len(rp.Records) == 0 {
 				t.Fatalf("acquired %v with no records", rp.AcquiredRecords)
 			}
@@ -97,7 +102,7 @@ func wantAcquired(t *testing.T, what string, resp *kmsg.ShareFetchResponse, want
 }
 
 // TestShareFetchAcknowledgeE2E drives ShareFetch and ShareAcknowledge
-// over TCP with unstable.api.versions.enable=true: records acquired,
+// over TCP: records acquired,
 // accepted, released (delivered again, delivery count 2), rejected
 // (never again), archived at the delivery count limit, redelivered when
 // the lock expires, when the share session closes and when its connection
@@ -106,8 +111,7 @@ func wantAcquired(t *testing.T, what string, resp *kmsg.ShareFetchResponse, want
 // delivers only what was not accepted.
 func TestShareFetchAcknowledgeE2E(t *testing.T) {
 	e2e(t)
-	args := []string{"--override", "unstable.api.versions.enable=true"}
-	p := startBroker(t, "", args...)
+	p := startBroker(t, "")
 	cl := newClient(t, p.addr)
 	createTopic(t, cl, "sq", 1)
 	for i := range 5 {
@@ -212,7 +216,7 @@ func TestShareFetchAcknowledgeE2E(t *testing.T) {
 	}
 
 	p.kill()
-	p = p.restart(args...)
+	p = p.restart()
 	s = dialShare(t, p.addr)
 	if st := s.readState("g", id, 0, 0); !persisted(st) {
 		t.Fatalf("state after kill -9 and restart: %+v, want start offset 5, 5 acknowledged", st)
@@ -233,7 +237,7 @@ func TestShareFetchAcknowledgeE2E(t *testing.T) {
 // transaction's records are never acquired.
 func TestShareFetchSessionsE2E(t *testing.T) {
 	e2e(t)
-	p := startBroker(t, "", "--override", "unstable.api.versions.enable=true", "--override", "group.share.max.share.sessions=2")
+	p := startBroker(t, "", "--override", "group.share.max.share.sessions=2")
 	cl := newClient(t, p.addr)
 	createTopic(t, cl, "rc", 1)
 	tx := newClient(t, p.addr, kgo.TransactionalID("share-tx"))
@@ -408,7 +412,7 @@ func TestShareFetchAsKafka44(t *testing.T) {
 	if err := k.Start(ctx); err != nil {
 		t.Fatalf("start kafka: %v", err)
 	}
-	p := startBroker(t, "", "--override", "unstable.api.versions.enable=true")
+	p := startBroker(t, "")
 	want, got := shareFetchScript(t, k.Addr()), shareFetchScript(t, p.addr)
 	if len(got) != len(want) {
 		t.Fatalf("strata printed %d lines, kafka %d:\n%s\n---\n%s", len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))

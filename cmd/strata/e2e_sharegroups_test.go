@@ -209,8 +209,7 @@ func shareGroupScript(t *testing.T, addr string) []string {
 }
 
 // TestShareGroupsAsKafka44 runs shareGroupScript against a Kafka 4.4.0
-// control (one KRaft node) and Strata with unstable.api.versions.enable
-// and compares every line.
+// control (one KRaft node) and Strata and compares every line.
 func TestShareGroupsAsKafka44(t *testing.T) {
 	e2e(t)
 	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
@@ -222,7 +221,7 @@ func TestShareGroupsAsKafka44(t *testing.T) {
 	if err := k.Start(ctx); err != nil {
 		t.Fatalf("start kafka: %v", err)
 	}
-	p := startBroker(t, "", "--override", "unstable.api.versions.enable=true")
+	p := startBroker(t, "")
 	want, got := shareGroupScript(t, k.Addr()), shareGroupScript(t, p.addr)
 	if len(got) != len(want) {
 		t.Fatalf("strata printed %d lines, kafka %d:\n%s\n---\n%s", len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -159,7 +159,7 @@ var brokerDefs = []Def{
 	{Name: "transaction.partition.verification.enable", Type: Boolean, Default: "true", Described: true, Doc: "Check a transactional produce with the transaction coordinator before appending it.",
 		Row: &Row{Notes: "a transactional produce is checked with the transaction coordinator before it is appended (KIP-890 part 1; a TV2 client's Produce v12+ adds its partition either way)"}},
 	{Name: "unstable.api.versions.enable", Type: Boolean, Default: "false",
-		Row: &Row{Notes: "Kafka's internal switch: the keys still being built (share groups' ShareFetch, ShareAcknowledge, ShareGroupHeartbeat, ShareGroupDescribe) are served and advertised only when true"}},
+		Row: &Row{Notes: "Kafka's internal switch: the keys still being built (none today) are served and advertised only when true"}},
 	{Name: "transactional.id.expiration.ms", Type: Int, Default: "604800000", Check: Check{Min: 1},
 		Row: &Row{Default: "`604800000` (7 days)", Notes: "a transactional id with no transaction for this long is removed"}},
 	{Name: "transaction.remove.expired.transaction.cleanup.interval.ms", Type: Int, Default: "3600000", Check: Check{Min: 1},

@@ -166,8 +166,9 @@ func (h *harness) tempDir(name string) (string, error) {
 // Kafka alike: node id of a KRaft combined cluster on 127.0.0.1 whose nodes
 // have the client and controller ports client and ctrl (one node, or three),
 // as a stock Kafka setup has it, with the suite's group and internal-topic
-// settings. On three nodes every topic and internal topic defaults to RF=3
-// with min.insync.replicas=2. A secure target (sec set, one node) adds its
+// settings. On three nodes every topic and internal topic (the share
+// coordinator's __share_group_state too) defaults to RF=3 with
+// min.insync.replicas=2. A secure target (sec set, one node) adds its
 // SASL_SSL and SSL listeners and their keys (security.properties). The
 // KIP-848 session timeout may be raised to 5 minutes by a group config
 // (group_consumer_restart's outlives a Kafka node's restart). The
@@ -203,6 +204,9 @@ offsets.topic.num.partitions=5
 transaction.state.log.replication.factor=%[6]d
 transaction.state.log.min.isr=%[7]d
 transaction.state.log.num.partitions=5
+share.coordinator.state.topic.replication.factor=%[6]d
+share.coordinator.state.topic.min.isr=%[7]d
+share.coordinator.state.topic.num.partitions=5
 group.initial.rebalance.delay.ms=0
 group.consumer.max.session.timeout.ms=300000
 auto.create.topics.enable=true

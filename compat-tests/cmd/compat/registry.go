@@ -40,7 +40,11 @@ func (c clientDef) runs(s string) bool { return c.Streams == slices.Contains(str
 
 // kafka44Scenarios are the scenarios of the Kafka 4.4 capabilities, which the
 // kcat and kafka-cli runners lack.
-var kafka44Scenarios = []string{"transactions_v2", "fetch_sessions", "group_consumer_restart", "group_configs", "delegation_token"}
+var kafka44Scenarios = append([]string{"transactions_v2", "fetch_sessions", "group_consumer_restart", "group_configs", "delegation_token"}, shareScenarios...)
+
+// shareScenarios are the share group scenarios (KIP-932): franz-go's
+// kgo.ShareGroup and kafka-java's KafkaShareConsumer run them.
+var shareScenarios = []string{"share_consume", "share_release", "share_reject", "share_delivery_limit", "share_lock_expiry", "share_read_committed"}
 
 func goRunner(name, dir string, cgo bool) clientDef {
 	bin := filepath.Join(".cache", "bin", dir)
@@ -108,6 +112,7 @@ var scenarios = []string{
 	"describe_list_groups", "describe_configs", "create_partitions", "delete_topic", "max_message_size",
 	"alter_configs", "describe_topic", "log_dirs", "delete_records", "consumer_groups_cli", "group_consumer_protocol",
 	"transactions_v2", "fetch_sessions", "group_consumer_restart", "group_configs",
+	"share_consume", "share_release", "share_reject", "share_delivery_limit", "share_lock_expiry", "share_read_committed",
 	"streams_wordcount_classic", "streams_wordcount_streams",
 	"cross_produce", "cross_consume",
 }

@@ -106,6 +106,12 @@ func run(a rt.Args) rt.Result {
 		GroupConsumerRestart:  e.groupConsumerRestart,
 		GroupConfigs:          e.groupConfigs,
 		DelegationToken:       e.delegationToken,
+		ShareConsume:          e.shareConsume,
+		ShareRelease:          e.shareRelease,
+		ShareReject:           e.shareReject,
+		ShareDeliveryLimit:    e.shareDeliveryLimit,
+		ShareLockExpiry:       e.shareLockExpiry,
+		ShareReadCommitted:    e.shareReadCommitted,
 	})
 }
 

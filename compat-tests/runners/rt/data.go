@@ -87,6 +87,16 @@ type scenarioData struct {
 		Words []string `json:"words"`
 		Store string   `json:"store"`
 	} `json:"streams_wordcount"`
+	Share struct {
+		Records         int    `json:"records"`
+		ValuePrefix     string `json:"value_prefix"`
+		Sentinel        string `json:"sentinel"`
+		Poison          int    `json:"poison"`
+		AutoOffsetReset string `json:"auto_offset_reset"`
+		LockDurationMs  string `json:"lock_duration_ms"`
+		DeliveryLimit   string `json:"delivery_count_limit"`
+		TxnRecords      int    `json:"txn_records"`
+	} `json:"share"`
 	Group string `json:"group"`
 }
 
@@ -138,6 +148,23 @@ var (
 	// (a group config) in group_consumer_restart, which a node's restart
 	// must not outlast.
 	RestartSessionTimeoutMs = data.GroupConsumerRestart.SessionTimeoutMs
+	// ShareRecords records valued ShareValue(i) go to the share scenarios'
+	// 1-partition topic; ShareSentinel is produced after the acknowledgements
+	// a scenario checks, so a record delivered again would come before it.
+	// SharePoison is the index of the record share_release, share_reject and
+	// share_delivery_limit release or reject. Every share group gets
+	// share.auto.offset.reset=ShareAutoOffsetReset; share_lock_expiry sets
+	// share.record.lock.duration.ms=ShareLockDurationMs (Kafka's minimum),
+	// share_delivery_limit share.delivery.count.limit=ShareDeliveryLimit;
+	// share_read_committed's transactions (commit, abort, commit) have
+	// ShareTxnRecords records each.
+	ShareRecords         = data.Share.Records
+	ShareSentinel        = data.Share.Sentinel
+	SharePoison          = data.Share.Poison
+	ShareAutoOffsetReset = data.Share.AutoOffsetReset
+	ShareLockDurationMs  = data.Share.LockDurationMs
+	ShareDeliveryLimit   = data.Share.DeliveryLimit
+	ShareTxnRecords      = data.Share.TxnRecords
 	// GroupConfigName is the group config group_configs sets to GroupConfigValue.
 	GroupConfigName  = data.GroupConfigs.Name
 	GroupConfigValue = data.GroupConfigs.Value
@@ -165,6 +192,15 @@ func WordCountLines() []string {
 // TxnV2Value is the value of record i of transactions_v2's transaction txn.
 func TxnV2Value(txn, i int) string {
 	return fmt.Sprintf("%s%d-%s-%d", data.TransactionsV2.ValuePrefix, txn, data.TransactionsV2.Ends[txn], i)
+}
+
+// ShareValue is the value of the share scenarios' record i.
+func ShareValue(i int) string { return fmt.Sprintf("%s%d", data.Share.ValuePrefix, i) }
+
+// ShareTxnValue is the value of share_read_committed's record i of
+// transaction txn, which ends as TxnV2Ends[txn].
+func ShareTxnValue(txn, i int) string {
+	return fmt.Sprintf("%s%d-%s-%d", data.Share.ValuePrefix, txn, data.TransactionsV2.Ends[txn], i)
 }
 
 // FetchValue is the value of fetch_sessions' record i of partition p in round r (0 or 1).

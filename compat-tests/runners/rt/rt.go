@@ -361,6 +361,10 @@ type Handlers struct {
 	// Args.Restart), GroupConfigs group_configs and DelegationToken the
 	// secure columns' delegation_token.
 	TransactionsV2, FetchSessions, GroupConsumerRestart, GroupConfigs, DelegationToken func() Result
+	// The share group scenarios (KIP-932, README.md): share_consume,
+	// share_release, share_reject, share_delivery_limit, share_lock_expiry
+	// and share_read_committed.
+	ShareConsume, ShareRelease, ShareReject, ShareDeliveryLimit, ShareLockExpiry, ShareReadCommitted func() Result
 }
 
 // Skipping is a handler that skips with reason.
@@ -388,6 +392,9 @@ func Dispatch(scenario string, h Handlers) Result {
 		"transactions_v2":  h.TransactionsV2, "fetch_sessions": h.FetchSessions,
 		"group_consumer_restart": h.GroupConsumerRestart, "group_configs": h.GroupConfigs,
 		"delegation_token": h.DelegationToken,
+		"share_consume":    h.ShareConsume, "share_release": h.ShareRelease, "share_reject": h.ShareReject,
+		"share_delivery_limit": h.ShareDeliveryLimit, "share_lock_expiry": h.ShareLockExpiry,
+		"share_read_committed": h.ShareReadCommitted,
 	}[scenario]
 	if fn == nil {
 		return Skip("unknown scenario " + scenario)

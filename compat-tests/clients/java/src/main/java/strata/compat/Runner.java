@@ -175,6 +175,7 @@ public final class Runner {
             case "auth_bad_password", "auth_no_tls", "acl_denied", "acl_deny_wins": return Auth.refused(this, scenario);
             case "acl_group_denied": return Auth.groupRefused(this);
             case "transactions_v2", "group_configs", "delegation_token", "fetch_sessions", "group_consumer_restart": return Kafka44.run(this, scenario);
+            case "share_consume", "share_release", "share_reject", "share_delivery_limit", "share_lock_expiry", "share_read_committed": return Share.run(this, scenario);
             default: throw new Outcome("skip", "unknown scenario " + scenario);
         }
     }

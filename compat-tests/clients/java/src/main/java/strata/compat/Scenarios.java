@@ -63,6 +63,25 @@ final class Scenarios {
     }
 
     /** A scenario's time, within the orchestrator's timeout of it (cmd/compat's scenarioTimeouts, rt.Budget): def, more for two. */
+    /** scenarios.json's share section (rt.Share* in Go). */
+    static final class Shares {
+        private Shares() {}
+        static final int RECORDS = num(section("share").get("records"));
+        static final String VALUE_PREFIX = (String) section("share").get("value_prefix");
+        static final String SENTINEL = (String) section("share").get("sentinel");
+        static final int POISON = num(section("share").get("poison"));
+        static final String AUTO_OFFSET_RESET = (String) section("share").get("auto_offset_reset");
+        static final String LOCK_DURATION_MS = (String) section("share").get("lock_duration_ms");
+        static final String DELIVERY_LIMIT = (String) section("share").get("delivery_count_limit");
+        static final int TXN_RECORDS = num(section("share").get("txn_records"));
+    }
+
+    /** The value of the share scenarios' record i (as rt.ShareValue). */
+    static String shareValue(int i) { return Shares.VALUE_PREFIX + i; }
+
+    /** The value of share_read_committed's record i of transaction txn (as rt.ShareTxnValue). */
+    static String shareTxnValue(int txn, int i) { return Shares.VALUE_PREFIX + txn + "-" + K44.TXN_V2_ENDS.get(txn) + "-" + i; }
+
     static long budgetMs(String scenario, long def) {
         switch (scenario) {
             case "fetch_sessions": return 105_000;
