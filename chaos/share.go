@@ -148,11 +148,11 @@ func (l *shareLedger) confirm(acks map[Pos]int8) {
 }
 
 // wait says whether the steady members should not fetch now: they are
-// paused, or ahead of the rate.
+// paused, or ahead of the rate while no held record is outstanding.
 func (l *shareLedger) wait() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.paused || l.rate > 0 && float64(l.accepted) > float64(l.rate)*time.Since(l.start).Seconds()
+	return l.paused || len(l.watch) == 0 && l.rate > 0 && float64(l.accepted) > float64(l.rate)*time.Since(l.start).Seconds()
 }
 
 func (l *shareLedger) unconfirmed(n int) {
@@ -527,10 +527,11 @@ func setShareAutoOffsetReset(ctx context.Context, addr, group string) error {
 }
 
 // produceShareRecords writes n records round robin over the partitions
-// with an idempotent acks=all producer and returns where they went.
+// with an idempotent acks=all producer, in batches of a few hundred (a
+// share fetch acquires whole batches), and returns where they went.
 func produceShareRecords(ctx context.Context, addr, topic string, n int, partitions int32) ([]Pos, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(4<<10))
 	if err != nil {
 		return nil, err
 	}

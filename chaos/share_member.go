@@ -95,6 +95,7 @@ func (m *shareMember) heartbeat(ctx context.Context) {
 					m.topicID = tp.TopicID
 					m.assigned = append(m.assigned, tp.Partitions...)
 				}
+				m.notify(fmt.Sprintf("assigned %v at member epoch %d", m.assigned, m.epoch))
 			}
 		}
 		m.mu.Unlock()
