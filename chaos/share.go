@@ -63,9 +63,25 @@ type ShareReport struct {
 	Released    int // releases confirmed
 	Unconfirmed int // acknowledgements sent and not confirmed (a failed request or partition)
 	Kills       int
-	Faults      []string // one line per member fault
+	Faults      []ShareFault
 	Took        time.Duration
 	Anomalies   []string
+}
+
+// ShareFault is what came of one member fault.
+type ShareFault struct {
+	Signal syscall.Signal
+	Held   int // records the member held
+	// AfterSignal and AfterAcquire are the times from the signal and from
+	// the acquisition to the first delivery of a held record to another
+	// member.
+	AfterSignal, AfterAcquire time.Duration
+	Lock                      time.Duration
+}
+
+func (f ShareFault) String() string {
+	return fmt.Sprintf("%v: %d held records all accepted by the others; the first delivered again %v after the signal, %v after its acquisition (lock duration %v)",
+		f.Signal, f.Held, f.AfterSignal.Round(time.Millisecond), f.AfterAcquire.Round(time.Millisecond), f.Lock)
 }
 
 // OK says whether every record was accepted exactly once and none was
@@ -268,12 +284,12 @@ func RunShare(ctx context.Context, o ShareOptions) (ShareReport, error) {
 			if err := waitAccepted(o.Records * (i + 1) / 10); err != nil {
 				return rep, err
 			}
-			line, err := holderFault(ctx, o, led, group, topic, sig)
+			f, err := holderFault(ctx, o, led, group, topic, sig)
 			if err != nil {
 				return rep, err
 			}
-			o.Logger.Info("member fault", zap.String("fault", line))
-			rep.Faults = append(rep.Faults, line)
+			o.Logger.Info("member fault", zap.Stringer("fault", f))
+			rep.Faults = append(rep.Faults, f)
 		}
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 932))
@@ -347,16 +363,16 @@ func runShareMember(ctx context.Context, m *shareMember, led *shareLedger, recor
 
 // holderFault starts a holder process, waits until it holds records,
 // sends it sig and waits until every record it held was delivered to
-// another member and accepted; a stopped holder is then killed. It
-// returns the report's line.
-func holderFault(ctx context.Context, o ShareOptions, led *shareLedger, group, topic string, sig syscall.Signal) (string, error) {
+// another member and accepted; a stopped holder is then killed.
+func holderFault(ctx context.Context, o ShareOptions, led *shareLedger, group, topic string, sig syscall.Signal) (ShareFault, error) {
+	f := ShareFault{Signal: sig, Lock: o.Lock}
 	cmd := o.Holder(o.Target.Addr(), group, topic)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", err
+		return f, err
 	}
 	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("start the holding member: %w", err)
+		return f, fmt.Errorf("start the holding member: %w", err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	// The others pause until the holder holds records, else they could
@@ -371,7 +387,7 @@ func holderFault(ctx context.Context, o ShareOptions, led *shareLedger, group, t
 	led.paused = false
 	led.mu.Unlock()
 	if err != nil {
-		return "", fmt.Errorf("the holding member: %w", err)
+		return f, fmt.Errorf("the holding member: %w", err)
 	}
 	led.mu.Lock()
 	for _, d := range held {
@@ -387,7 +403,7 @@ func holderFault(ctx context.Context, o ShareOptions, led *shareLedger, group, t
 	led.mu.Unlock()
 	signalled := time.Now()
 	if err := cmd.Process.Signal(sig); err != nil {
-		return "", err
+		return f, err
 	}
 	deadline := time.Now().Add(o.Stall)
 	for {
@@ -401,8 +417,7 @@ func holderFault(ctx context.Context, o ShareOptions, led *shareLedger, group, t
 		}
 		led.mu.Unlock()
 		if left == 0 && notAccepted == 0 {
-			line := fmt.Sprintf("%v: %d held records (from %v) all accepted by the others; the first delivered again %v after the signal, %v after its acquisition (lock duration %v)",
-				sig, len(held), held[0].Pos, back.Sub(signalled).Round(time.Millisecond), back.Sub(acquired).Round(time.Millisecond), o.Lock)
+			f.Held, f.AfterSignal, f.AfterAcquire = len(held), back.Sub(signalled), back.Sub(acquired)
 			// The others pause again until the holder is out of the group,
 			// so that the next fault starts with records left to read.
 			_ = cmd.Process.Kill()
@@ -413,15 +428,15 @@ func holderFault(ctx context.Context, o ShareOptions, led *shareLedger, group, t
 			led.mu.Lock()
 			led.paused = false
 			led.mu.Unlock()
-			return line, err
+			return f, err
 		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("%v: %d of %d held records not delivered again, %d not accepted, %v after the signal",
+			return f, fmt.Errorf("%v: %d of %d held records not delivered again, %d not accepted, %v after the signal",
 				sig, left, len(held), notAccepted, o.Stall)
 		}
 		select {
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return f, ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
