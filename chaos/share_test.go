@@ -172,7 +172,10 @@ func TestStrataShareBrokerKills(t *testing.T) {
 }
 
 // TestKafkaShareBrokerKills is TestStrataShareBrokerKills on Apache Kafka
-// 4.4.0, with STRATA_CHAOS_KAFKA=1.
+// 4.4.0, with STRATA_CHAOS_KAFKA=1. Kafka 4.4.0 fails it (two runs of two,
+// seed 1, 3 kills): after the last restart about 1,000 records of one
+// partition, each at an offset divisible by ten and so released once, are
+// never delivered again and the run stalls; Strata passes.
 func TestKafkaShareBrokerKills(t *testing.T) {
 	runShare(t, shareTarget(t, true), ShareOptions{Records: envInt(t, "STRATA_SHARE_RECORDS", 100000),
 		BrokerKills: envInt(t, "STRATA_SHARE_KILLS", 3)})
