@@ -56,6 +56,8 @@ func holderCmd(addr, group, topic string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestShareHolderProcess$", "-test.v=false")
 	cmd.Env = append(os.Environ(), "STRATA_SHARE_HOLDER="+strings.Join([]string{addr, group, topic}, ","))
 	cmd.Stderr = os.Stderr
+	// A holder outliving a test killed by its timeout would hold forever.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 
