@@ -82,11 +82,13 @@ clean:
 # STRATA_CHAOS_POWERLOSS=1, STRATA_CHAOS_SEED (README, Testing); the Kafka control is 4.4.0.
 CHAOS_ENV ?= STRATA_KILLS=200
 # The three-node random kills, then the split layout's (3 controllers, 3 brokers, any node
-# killed), follow the single node's (Strata's clusters always; Kafka's with STRATA_CHAOS_KAFKA=1).
+# killed), follow the single node's (Strata's clusters always; Kafka's with STRATA_CHAOS_KAFKA=1);
+# then the share group runs (chaos/share.go) with 20 broker kills (STRATA_SHARE_KILLS).
 chaos:
 	./compat-tests/scripts/install-kafka.sh
 	env $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 180m -run '^Test(Strata|Kafka)Kills$$|PowerLoss' ./chaos
 	env STRATA_CLUSTER=1 $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 180m -run '^Test(Strata|Kafka)Cluster(Split)?Kills$$' ./chaos
+	env STRATA_SHARE_KILLS=20 $(CHAOS_ENV) $(GO) test -count=1 -v -timeout 60m -run '^Test(Strata|Kafka)Share(MemberFaults|BrokerKills)$$' ./chaos
 
 # Three-node runs (chaos/cluster.go): leader failover by SIGKILL and SIGSTOP, the SIGKILL
 # one and an active-controller kill with split roles (3 controllers, 3 brokers), random

@@ -103,9 +103,12 @@ func newBroker(k Kind, mode Mode, strataBin, kafkaHome, dir, pprofAddr string) (
 		if pprofAddr != "" {
 			extra = append(extra, "--pprof", pprofAddr)
 		}
+		// Share groups (SHARE) are served only with the unstable keys.
+		extra = append(extra, "--override", "unstable.api.versions.enable=true")
 		return chaos.NewStrata(strataBin, dir, extra...)
 	case Kafka:
-		var extra []string
+		// __share_group_state on one broker (SHARE).
+		extra := []string{"share.coordinator.state.topic.replication.factor=1", "share.coordinator.state.topic.min.isr=1"}
 		if mode == Fsync {
 			extra = append(extra, "log.flush.interval.messages=1")
 		}

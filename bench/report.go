@@ -32,6 +32,7 @@ var workloadDesc = map[string]string{
 	"W5":     "end-to-end latency, 100 B values at a fixed rate",
 	"W6":     "1 producer, 100 B values, 1,000 partitions",
 	"W7":     "start to first produce answered; recovery after kill -9",
+	"SHARE":  "3 kgo.ShareGroup members of one share group (KIP-932) reading and accepting records produced before, 100 B values, 6 partitions: first delivery to last (joining not timed)",
 }
 
 // Machine describes the host.
@@ -97,7 +98,7 @@ func (run *Run) Markdown(command, preface string) string {
 	fmt.Fprintf(&b, "Measured %s (UTC). Rerun with:\n\n```sh\n%s\n```\n\n", run.Started.UTC().Format("2006-01-02 15:04"), command)
 	fmt.Fprintf(&b, "## Machine\n\n%s\n", Machine())
 	fmt.Fprintf(&b, "## Workloads\n\n")
-	for _, w := range []string{"W1", "W1/kgo", "W2", "W2/kgo", "W3", "W3/kgo", "W4", "W4/kgo", "W5", "W6", "W7"} {
+	for _, w := range []string{"W1", "W1/kgo", "W2", "W2/kgo", "W3", "W3/kgo", "W4", "W4/kgo", "W5", "W6", "W7", "SHARE"} {
 		fmt.Fprintf(&b, "- **%s** %s\n", w, workloadDesc[w])
 	}
 	b.WriteString("\nRates are records/s and MB/s of record values (10^6 bytes); CPU is the broker process's " +
@@ -135,7 +136,7 @@ func (run *Run) Markdown(command, preface string) string {
 			title = "clients over SASL_SSL (SASL/PLAIN over TLS 1.3, default flush)"
 		}
 		fmt.Fprintf(&b, "## Throughput and latency, %s\n\n", title)
-		b.WriteString(run.table(m, []string{"W1", "W1/kgo", "W4", "W4/kgo", "W2", "W2/kgo", "W3", "W3/kgo", "W5", "W6"}))
+		b.WriteString(run.table(m, []string{"W1", "W1/kgo", "W4", "W4/kgo", "W2", "W2/kgo", "W3", "W3/kgo", "W5", "W6", "SHARE"}))
 		b.WriteString("\n")
 		if m == Default {
 			b.WriteString(run.perfSection())

@@ -31,6 +31,7 @@ type Config struct {
 	W5Rate        int
 	W5Duration    time.Duration
 	W6Records     int64
+	ShareRecords  int64 // SHARE records
 	W7Bytes       int64 // data written before the kill -9
 	FsyncRecords  int64 // W1 and W3 record count in fsync mode
 	FsyncDisabled bool
@@ -262,6 +263,11 @@ func (c *Config) runBroker(ctx context.Context, run *Run, k Kind, mode Mode) err
 	}
 	if c.want("W6") {
 		if err := add(runProduce(ctx, d, ProduceSpec{Name: "W6", Topic: "w6", Partitions: 1000, Records: c.W6Records, ValueSize: 100, Linger: 5 * time.Millisecond}, label("W6"))); err != nil {
+			return err
+		}
+	}
+	if c.want("SHARE") {
+		if err := add(runShare(ctx, d, c.ShareRecords, label("SHARE"))); err != nil {
 			return err
 		}
 	}

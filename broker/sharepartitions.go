@@ -551,6 +551,7 @@ func (sp *sharePart) fetch(a share.Acquire, maxBytes int, minOne bool) (shareRea
 		return shareRead{}, err
 	}
 	var buf bytes.Buffer
+	buf.Grow(res.Chunk.Len())
 	_, err = res.Chunk.WriteTo(&buf)
 	res.Chunk.Release()
 	if err != nil {

@@ -135,3 +135,46 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// TestShareGroupBrokerConfigs: the group.share.* session, heartbeat and
+// lock settings of server.properties are the share groups' defaults (they
+// were dropped as keys Strata does not implement, so every group got
+// Kafka's defaults): a member is told the heartbeat interval set, and a
+// fetch the lock duration set.
+func TestShareGroupBrokerConfigs(t *testing.T) {
+	e2e(t)
+	p := startBroker(t, "", "--override", "unstable.api.versions.enable=true",
+		"--override", "group.share.min.heartbeat.interval.ms=500", "--override", "group.share.heartbeat.interval.ms=1500",
+		"--override", "group.share.min.record.lock.duration.ms=1000", "--override", "group.share.record.lock.duration.ms=4000")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := newClient(t, p.addr)
+	createTopic(t, cl, "cfg", 1)
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "cfg", "member-of-cfg-0001", []string{"cfg"}
+	var resp *kmsg.ShareGroupHeartbeatResponse
+	for {
+		var err error
+		resp, err = hb.RequestWith(ctx, cl)
+		if err == nil && resp.ErrorCode == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("heartbeat: %v %+v", err, resp)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if resp.HeartbeatIntervalMillis != 1500 {
+		t.Errorf("heartbeat interval %d ms, want the 1500 of group.share.heartbeat.interval.ms", resp.HeartbeatIntervalMillis)
+	}
+	fetch := kmsg.NewPtrShareFetchRequest()
+	fetch.GroupID, fetch.MemberID = kmsg.StringPtr("cfg"), kmsg.StringPtr("member-of-cfg-0001")
+	fetch.MaxWaitMillis, fetch.MaxBytes, fetch.MaxRecords, fetch.BatchSize = 10, 1<<20, 10, 10
+	fr, err := fetch.RequestWith(ctx, cl)
+	if err != nil || fr.ErrorCode != 0 {
+		t.Fatalf("share fetch: %v %+v", err, fr)
+	}
+	if fr.AcquisitionLockTimeoutMillis != 4000 {
+		t.Errorf("acquisition lock %d ms, want the 4000 of group.share.record.lock.duration.ms", fr.AcquisitionLockTimeoutMillis)
+	}
+}

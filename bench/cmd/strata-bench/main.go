@@ -29,7 +29,7 @@ func main() {
 	var (
 		repo      = flag.String("repo", ".", "repository root (holds go.mod)")
 		brokers   = flag.String("brokers", "strata,kafka", "brokers to run, in order")
-		workloads = flag.String("workloads", "", "comma-separated subset of W1..W7,PERF,SESSIONS,FAILOVER (default all; the cluster pass runs W1, W3, W5, FAILOVER)")
+		workloads = flag.String("workloads", "", "comma-separated subset of W1..W7,SHARE,PERF,SESSIONS,FAILOVER (default all; the cluster pass runs W1, W3, W5, FAILOVER)")
 		quick     = flag.Bool("quick", false, "tiny record counts: a smoke test, not a measurement")
 		noFsync   = flag.Bool("no-fsync", false, "skip the fsync-on-every-produce pass")
 		noSecure  = flag.Bool("no-sasl-ssl", false, "skip the SASL_SSL pass (W1 and W4 with clients on a SASL_SSL listener, SASL/PLAIN over TLS)")
@@ -47,6 +47,7 @@ func main() {
 		w5dur     = flag.Duration("w5-duration", 20*time.Second, "W5 duration")
 		w5rate    = flag.Int("w5-rate", 50_000, "W5 records/s")
 		w6        = flag.Int64("w6", 1_000_000, "W6 records")
+		shareN    = flag.Int64("share", 1_000_000, "SHARE records")
 		w7        = flag.Int64("w7-bytes", 1_000_000_000, "W7 bytes written before kill -9")
 		fsyncN    = flag.Int64("fsync-records", 200_000, "W1 and W3 records in the fsync pass (W5 runs as in the default pass)")
 		perfN     = flag.Int64("perf-records", 1_000_000, "kafka-producer-perf-test records")
@@ -80,7 +81,7 @@ func main() {
 		ClusterDisabled: *noCluster, SingleDisabled: *onlyClust, ClusterW1Records: *cw1, ClusterW3Records: *cw3, Failovers: *failovers,
 		WorkDir:   filepath.Join(root, ".cache", "bench"),
 		W1Records: *w1, W2Records: *w2, W3Records: *w3, W5Rate: *w5rate, W5Duration: *w5dur,
-		W6Records: *w6, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, SASLSSLDisabled: *noSecure, PinDisabled: *noPin, PerfRecords: *perfN, BatchBytes: *batch,
+		W6Records: *w6, ShareRecords: *shareN, W7Bytes: *w7, FsyncRecords: *fsyncN, FsyncDisabled: *noFsync, SASLSSLDisabled: *noSecure, PinDisabled: *noPin, PerfRecords: *perfN, BatchBytes: *batch,
 		SessionFetches: *sessN, Workloads: map[string]bool{}, PprofOut: *pprofOut, PprofSeconds: *pprofSecs, PprofWorkload: *pprofW, Keep: *keep,
 	}
 	outSet := false
@@ -90,7 +91,7 @@ func main() {
 		*out = ""
 	}
 	if *quick {
-		cfg.W1Records, cfg.W2Records, cfg.W3Records, cfg.W6Records = 20_000, 5_000, 5_000, 5_000
+		cfg.W1Records, cfg.W2Records, cfg.W3Records, cfg.W6Records, cfg.ShareRecords = 20_000, 5_000, 5_000, 5_000, 5_000
 		cfg.W5Rate, cfg.W5Duration, cfg.W7Bytes, cfg.FsyncRecords, cfg.PerfRecords = 5_000, 3*time.Second, 30_000_000, 2_000, 20_000
 		cfg.ClusterW1Records, cfg.ClusterW3Records, cfg.Failovers = 20_000, 5_000, 1
 	}
