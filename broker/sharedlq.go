@@ -24,15 +24,15 @@ package broker
 // name lacks errors.deadletterqueue.topic.name.prefix; these checks and
 // their messages are Kafka's, in its order. A missing topic is created
 // with errors.deadletterqueue.group.enable=true and
-// message.timestamp.type=CreateTime. NOT_LEADER_OR_FOLLOWER and a topic
-// not yet visible after its creation are retried up to 5 attempts, 1s
-// doubling (at most 30s, 20% jitter), as Kafka's backoff; any other error
-// fails the write.
+// message.timestamp.type=CreateTime. The dead letters go to the leader of
+// the dead-letter partition: appended here when this node leads it, else
+// sent as a Produce (acks=all) over the inter-broker listener, as Kafka's
+// DLQ sends its Produce to the leader. NOT_LEADER_OR_FOLLOWER, a broken
+// connection and a topic not yet visible after its creation are retried
+// up to 5 attempts, 1s doubling (at most 30s, 20% jitter), as Kafka's
+// backoff; any other error fails the write.
 //
-// Strata differs: the dead letters are appended to the local replica, so
-// a dead-letter partition another node of a cluster leads is
-// NOT_LEADER_OR_FOLLOWER until the retries run out (Kafka sends a Produce
-// to its leader); the DLQ metrics are not kept; a record too large for
+// Strata differs: the DLQ metrics are not kept; a record too large for
 // the topic is written with headers only, where Kafka also drops a record
 // whose copy passes its read budget.
 
@@ -202,16 +202,34 @@ func (d *shareDLQ) write(sp *sharePart, dl share.DeadLetter) error {
 		return err
 	}
 	return d.retry(func() error {
-		ti := b.meta.Image().Topics.ByName(name)
-		st := b.logs.Topic(name)
-		if ti == nil || st == nil || len(ti.Partitions) == 0 {
-			return fmt.Errorf("DLQ topic %s has no partitions here yet: %w", name, errDLQRetry)
+		img := b.meta.Image()
+		ti := img.Topics.ByName(name)
+		if ti == nil || len(ti.Partitions) == 0 {
+			return fmt.Errorf("DLQ topic %s is not in the metadata yet: %w", name, errDLQRetry)
 		}
 		partition := sp.key.tp.partition % int32(len(ti.Partitions))
-		for _, data := range dlqBatches(recs, st.LogConfig().MaxMessageBytes, b.clock.Now()) {
-			var resp kmsg.ProduceResponseTopicPartition
-			err := b.appendPartition(st, partition, data, -1, 30000, &resp)
-			if errors.Is(err, kerr.NotLeaderForPartition) {
+		addr, err := b.sharing.state.leaderAddr(name, partition)
+		if err != nil {
+			return fmt.Errorf("DLQ topic %s: %w: %w", name, err, errDLQRetry)
+		}
+		st := b.logs.Topic(name)
+		maxBytes := dlqDefaultMaxMessageBytes
+		switch v, perr := strconv.Atoi(topicConfigsOf(img, name)["max.message.bytes"]); {
+		case st != nil:
+			maxBytes = st.LogConfig().MaxMessageBytes
+		case addr == "":
+			return fmt.Errorf("DLQ topic %s has no log here yet: %w", name, errDLQRetry)
+		case perr == nil:
+			maxBytes = v
+		}
+		for _, data := range dlqBatches(recs, maxBytes, b.clock.Now()) {
+			if addr != "" {
+				err = d.produceTo(addr, name, partition, data)
+			} else {
+				var resp kmsg.ProduceResponseTopicPartition
+				err = b.appendPartition(st, partition, data, -1, 30000, &resp)
+			}
+			if errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, errDLQRetry) {
 				return fmt.Errorf("%w: %w", err, errDLQRetry)
 			}
 			if err != nil {
@@ -220,6 +238,34 @@ func (d *shareDLQ) write(sp *sharePart, dl share.DeadLetter) error {
 		}
 		return nil
 	})
+}
+
+// dlqDefaultMaxMessageBytes is Kafka's max.message.bytes default, the
+// batch size for a DLQ topic this node has no replica of and no override.
+const dlqDefaultMaxMessageBytes = 1048588
+
+// produceTo sends one batch of dead letters to the leader of the DLQ
+// partition at addr (acks=all, 30 s), as Kafka's DLQ sends its Produce to
+// the partition's leader; a broken connection is worth another attempt.
+func (d *shareDLQ) produceTo(addr, topic string, partition int32, data []byte) error {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks, req.TimeoutMillis = -1, 30000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, data
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := d.b.sharing.state.peers.roundTrip(addr, req, 35*time.Second)
+	if err != nil {
+		return fmt.Errorf("produce to %s: %w: %w", addr, err, errDLQRetry)
+	}
+	pr := resp.(*kmsg.ProduceResponse)
+	if len(pr.Topics) != 1 || len(pr.Topics[0].Partitions) != 1 {
+		return fmt.Errorf("produce to %s: %d topics answered", addr, len(pr.Topics))
+	}
+	return kerr.ErrorForCode(pr.Topics[0].Partitions[0].ErrorCode)
 }
 
 // validate is validateDlqTopic, with Kafka's messages.

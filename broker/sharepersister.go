@@ -116,15 +116,23 @@ func (c *shareStateClient) route(group string, tp shareTopicPartition) (string, 
 	if c.peers == nil {
 		return "", nil
 	}
-	img := c.meta.Image()
-	ti := img.Topics.ByName(coordinator.ShareStateTopic)
-	if ti == nil {
-		return "", fmt.Errorf("%s is not in the metadata yet", coordinator.ShareStateTopic)
+	return c.leaderAddr(coordinator.ShareStateTopic, c.shares.PartitionFor(coordinator.ShareKey(group, tp.topic, tp.partition)))
+}
+
+// leaderAddr is the inter-broker address of the leader of topic's
+// partition, "" when it is this node or there is no cluster.
+func (c *shareStateClient) leaderAddr(topic string, partition int32) (string, error) {
+	if c.peers == nil {
+		return "", nil
 	}
-	sp := c.shares.PartitionFor(coordinator.ShareKey(group, tp.topic, tp.partition))
-	reg, ok := ti.Partition(sp)
+	img := c.meta.Image()
+	ti := img.Topics.ByName(topic)
+	if ti == nil {
+		return "", fmt.Errorf("%s is not in the metadata yet", topic)
+	}
+	reg, ok := ti.Partition(partition)
 	if !ok || reg.Leader < 0 {
-		return "", fmt.Errorf("%s-%d has no leader", coordinator.ShareStateTopic, sp)
+		return "", fmt.Errorf("%s-%d has no leader", topic, partition)
 	}
 	if reg.LeaderIs(c.node) {
 		return "", nil
@@ -132,7 +140,7 @@ func (c *shareStateClient) route(group string, tp shareTopicPartition) (string, 
 	br, ok := img.Cluster.Broker(reg.Leader)
 	ep, hasEP := br.Endpoint(c.listener)
 	if !ok || !hasEP {
-		return "", fmt.Errorf("share coordinator %d has no endpoint on listener %s", reg.Leader, c.listener)
+		return "", fmt.Errorf("the leader of %s-%d, node %d, has no endpoint on listener %s", topic, partition, reg.Leader, c.listener)
 	}
 	return net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), nil
 }
