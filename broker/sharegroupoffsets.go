@@ -36,9 +36,8 @@ package broker
 //
 // The share state summaries go through the share-state client
 // (sharepersister.go) to each key's share coordinator, wherever it is.
-// Strata differs: the lag's latest offset is read from this node's log, so
-// a partition another node leads is NOT_LEADER_OR_FOLLOWER, where Kafka
-// asks its leader.
+// The lag's latest offset is read on the partition's leader (here, or
+// with a ListOffsets to it), as Kafka's.
 
 import (
 	"slices"
@@ -192,8 +191,17 @@ func (b *services) shareOffsets(req *kmsg.ReadShareGroupStateSummaryRequest, nam
 	return out
 }
 
-// latestOffset is a partition's high watermark, read on its leader.
+// latestOffset is a partition's high watermark, read on its leader: here,
+// or with a ListOffsets (latest, read_uncommitted) sent to the leader over
+// the inter-broker listener, as Kafka's coordinator asks the leader.
 func (b *services) latestOffset(topic string, partition int32) (int64, *kerr.Error) {
+	addr, err := b.sharing.state.leaderAddr(topic, partition)
+	if err != nil {
+		return 0, kerr.NotLeaderForPartition
+	}
+	if addr != "" {
+		return b.remoteLatestOffset(addr, topic, partition)
+	}
 	t := b.logs.Topic(topic)
 	p := lookupPartition(t, partition)
 	if p == nil {
@@ -203,6 +211,33 @@ func (b *services) latestOffset(topic string, partition int32) (int64, *kerr.Err
 		return 0, kerr.TypedErrorForCode(b.errorCode(kmsg.ListOffsets, err))
 	}
 	return p.Log.HighWatermark(), nil
+}
+
+// remoteLatestOffset asks the leader at addr for the latest offset of a
+// partition.
+func (b *services) remoteLatestOffset(addr, topic string, partition int32) (int64, *kerr.Error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.SetVersion(7)
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = partition, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := b.sharing.state.peers.roundTrip(addr, req, shareStateTimeout)
+	if err != nil {
+		return 0, kerr.NotLeaderForPartition
+	}
+	lr := resp.(*kmsg.ListOffsetsResponse)
+	if len(lr.Topics) != 1 || len(lr.Topics[0].Partitions) != 1 {
+		return 0, kerr.UnknownServerError
+	}
+	got := lr.Topics[0].Partitions[0]
+	if got.ErrorCode != 0 {
+		return 0, kerr.TypedErrorForCode(got.ErrorCode)
+	}
+	return got.Offset, nil
 }
 
 func handleAlterShareGroupOffsets(rc *reqCtx) (kmsg.Response, error) {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -72,4 +74,68 @@ func TestClusterShareDeadLettersToAnotherNode(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("dead letters:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// TestClusterShareGroupOffsetsLagFromTheLeader: DescribeShareGroupOffsets
+// sent to a share group's coordinator on a 3-node cluster, for a partition
+// another node leads, answers the lag from that leader's latest offset:
+// 10 records accepted, 5 more produced, lag 5.
+func TestClusterShareGroupOffsetsLagFromTheLeader(t *testing.T) {
+	e2e(t)
+	nodes, x := shareCluster(t)
+	const topic, group = "lagged", "g-lag"
+	var gc *clusterNode
+	waitUntil(t, 30*time.Second, "the group coordinator", func() (bool, string) {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.SetVersion(6)
+		req.CoordinatorKeys = []string{group}
+		resp, err := request(nodes[0].addr, req)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := resp.(*kmsg.FindCoordinatorResponse).Coordinators[0]
+		for _, n := range nodes {
+			if c.ErrorCode == 0 && c.NodeID == n.id {
+				gc = n
+			}
+		}
+		return gc != nil, fmt.Sprintf("%+v", c)
+	})
+	var leader *clusterNode
+	for _, n := range nodes {
+		if n != gc {
+			leader = n
+			break
+		}
+	}
+	if resp, err := createAssigned(nodes[0].addr, topic, [][]int32{{leader.id}}); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create %s: %v %+v", topic, err, resp)
+	}
+	for _, n := range nodes {
+		waitLeader(t, n, topic, leader.id, 1)
+	}
+	id := topicID(t, leader.addr, topic)
+	cl := newClient(t, nodes[0].addr, kgo.SeedBrokers(seeds(nodes)...))
+	earliest(t, cl, group)
+	produceRange(t, cl, topic, 0, 10)
+	l := &shareLog{deliveries: map[int]int{}, accepted: map[int]int{}}
+	stop := l.consume(t, nodes, group, topic, 1)
+	waitPersisted(t, l, x, group, id, 10)
+	stop()
+	produceRange(t, cl, topic, 10, 15)
+	waitUntil(t, 30*time.Second, "lag 5", func() (bool, string) {
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		req.SetVersion(1)
+		req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: group, Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: topic, Partitions: []int32{0}}}}}
+		resp, err := request(gc.addr, req)
+		if err != nil {
+			return false, err.Error()
+		}
+		g := resp.(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0]
+		if g.ErrorCode != 0 || len(g.Topics) != 1 || len(g.Topics[0].Partitions) != 1 {
+			return false, fmt.Sprintf("%+v", g)
+		}
+		p := g.Topics[0].Partitions[0]
+		return p.ErrorCode == 0 && p.Lag == 5, fmt.Sprintf("error %v, start offset %d, lag %d", kerr.ErrorForCode(p.ErrorCode), p.StartOffset, p.Lag)
+	})
 }
