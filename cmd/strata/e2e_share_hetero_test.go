@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -151,17 +149,9 @@ func shareHeteroScript(t *testing.T, addr string) []string {
 // Kafka 4.4.0 control and Strata and compares every line.
 func TestShareGroupHeterogeneousAsKafka44(t *testing.T) {
 	e2e(t)
-	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
-		t.Skip("Kafka 4.4.0's jars are not cached: no comparison with Kafka")
-	}
-	k := kafkaTargetFrom(t, kafkaHome, t.TempDir(), "share.coordinator.state.topic.replication.factor=1", "share.coordinator.state.topic.min.isr=1")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := k.Start(ctx); err != nil {
-		t.Fatalf("start kafka: %v", err)
-	}
+	kafkaAddr := shareKafka44(t)
 	p := startBroker(t, "", "--override", "unstable.api.versions.enable=true")
-	want, got := shareHeteroScript(t, k.Addr()), shareHeteroScript(t, p.addr)
+	want, got := shareHeteroScript(t, kafkaAddr), shareHeteroScript(t, p.addr)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("strata:\n%s\nkafka:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -117,16 +115,8 @@ func TestShareGroupQueueAsKafka44(t *testing.T) {
 	}
 	p := startBroker(t, "")
 	check("strata", runShareQueue(t, p.addr, "queue", "sq", n))
-	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
-		t.Skip("Kafka 4.4.0's jars are not cached: no comparison with Kafka")
-	}
-	k := kafkaTargetFrom(t, kafkaHome, t.TempDir(), "share.coordinator.state.topic.replication.factor=1", "share.coordinator.state.topic.min.isr=1")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := k.Start(ctx); err != nil {
-		t.Fatalf("start kafka: %v", err)
-	}
-	check("kafka", runShareQueue(t, k.Addr(), "queue", "sq", n))
+	kafkaAddr := shareKafka44(t)
+	check("kafka", runShareQueue(t, kafkaAddr, "queue", "sq", n))
 }
 
 func btoi(b bool) int {

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -85,16 +83,8 @@ func TestShareResetByDurationAsKafka44(t *testing.T) {
 	e2e(t)
 	p := startBroker(t, "", "--override", "unstable.api.versions.enable=true")
 	got := shareResetScript(t, p.addr)
-	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
-		t.Skip("Kafka 4.4.0's jars are not cached: no comparison with Kafka")
-	}
-	k := kafkaTargetFrom(t, kafkaHome, t.TempDir(), "share.coordinator.state.topic.replication.factor=1", "share.coordinator.state.topic.min.isr=1")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := k.Start(ctx); err != nil {
-		t.Fatalf("start kafka: %v", err)
-	}
-	want := shareResetScript(t, k.Addr())
+	kafkaAddr := shareKafka44(t)
+	want := shareResetScript(t, kafkaAddr)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("strata:\n%s\nkafka:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -403,17 +401,9 @@ func shareFetchScript(t *testing.T, addr string) []string {
 // control and Strata and compares every line.
 func TestShareFetchAsKafka44(t *testing.T) {
 	e2e(t)
-	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
-		t.Skip("Kafka 4.4.0's jars are not cached: no comparison with Kafka")
-	}
-	k := kafkaTargetFrom(t, kafkaHome, t.TempDir(), "share.coordinator.state.topic.replication.factor=1", "share.coordinator.state.topic.min.isr=1")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := k.Start(ctx); err != nil {
-		t.Fatalf("start kafka: %v", err)
-	}
+	kafkaAddr := shareKafka44(t)
 	p := startBroker(t, "")
-	want, got := shareFetchScript(t, k.Addr()), shareFetchScript(t, p.addr)
+	want, got := shareFetchScript(t, kafkaAddr), shareFetchScript(t, p.addr)
 	if len(got) != len(want) {
 		t.Fatalf("strata printed %d lines, kafka %d:\n%s\n---\n%s", len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

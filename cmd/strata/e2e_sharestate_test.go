@@ -225,6 +225,23 @@ func TestShareGroupStateE2E(t *testing.T) {
 
 // shareTopicIDString is a topic id as Kafka prints a Uuid, as share keys
 // hold it.
+// shareKafka44 starts the share tests' Kafka 4.4.0 control, one KRaft
+// node whose __share_group_state has one replica, and returns its address;
+// it skips the test when Kafka's jars are not cached.
+func shareKafka44(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
+		t.Skip("Kafka 4.4.0's jars are not cached: no comparison with Kafka")
+	}
+	k := kafkaTargetFrom(t, kafkaHome, t.TempDir(), "share.coordinator.state.topic.replication.factor=1", "share.coordinator.state.topic.min.isr=1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	if err := k.Start(ctx); err != nil {
+		t.Fatalf("start kafka: %v", err)
+	}
+	return k.Addr()
+}
+
 func shareTopicIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
 // shareStateScript sends the same raw share-state requests to a broker and
@@ -318,17 +335,9 @@ func shareStateScript(t *testing.T, addr string) []string {
 // and Strata and compares every line.
 func TestShareGroupStateAsKafka44(t *testing.T) {
 	e2e(t)
-	if _, err := os.Stat(filepath.Join(kafkaHome, "libs")); err != nil {
-		t.Skip("Kafka 4.4.0's jars are not cached: no comparison with Kafka")
-	}
-	k := kafkaTargetFrom(t, kafkaHome, t.TempDir(), "share.coordinator.state.topic.replication.factor=1", "share.coordinator.state.topic.min.isr=1")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := k.Start(ctx); err != nil {
-		t.Fatalf("start kafka: %v", err)
-	}
+	kafkaAddr := shareKafka44(t)
 	p := startBroker(t, "")
-	want, got := shareStateScript(t, k.Addr()), shareStateScript(t, p.addr)
+	want, got := shareStateScript(t, kafkaAddr), shareStateScript(t, p.addr)
 	if len(got) != len(want) {
 		t.Fatalf("strata printed %d lines, kafka %d:\n%s\n---\n%s", len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
