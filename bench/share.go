@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-io/strata/chaos"
 )
 
 // shareMembers is how many kgo.ShareGroup members SHARE runs.
@@ -96,17 +97,8 @@ func setShareEarliest(ctx context.Context, d deployment, group string) error {
 		return err
 	}
 	defer cl.Close()
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.auto.offset.reset", Value: kmsg.StringPtr("earliest")}}
-	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, cl)
-	if err == nil && resp.Resources[0].ErrorCode != 0 {
-		err = fmt.Errorf("error code %d", resp.Resources[0].ErrorCode)
-	}
-	if err != nil {
-		return fmt.Errorf("SHARE: set share.auto.offset.reset: %w", err)
+	if err := chaos.ShareEarliest(ctx, cl, group); err != nil {
+		return fmt.Errorf("SHARE: %w", err)
 	}
 	return nil
 }

@@ -526,6 +526,12 @@ func setShareAutoOffsetReset(ctx context.Context, addr, group string) error {
 		return err
 	}
 	defer cl.Close()
+	return ShareEarliest(ctx, cl, group)
+}
+
+// ShareEarliest sets share group group's share.auto.offset.reset to
+// earliest with IncrementalAlterConfigs on its GROUP resource.
+func ShareEarliest(ctx context.Context, cl *kgo.Client, group string) error {
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
 	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
