@@ -84,23 +84,7 @@ func TestClusterShareGroupOffsetsLagFromTheLeader(t *testing.T) {
 	e2e(t)
 	nodes, x := shareCluster(t)
 	const topic, group = "lagged", "g-lag"
-	var gc *clusterNode
-	waitUntil(t, 30*time.Second, "the group coordinator", func() (bool, string) {
-		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.SetVersion(6)
-		req.CoordinatorKeys = []string{group}
-		resp, err := request(nodes[0].addr, req)
-		if err != nil {
-			return false, err.Error()
-		}
-		c := resp.(*kmsg.FindCoordinatorResponse).Coordinators[0]
-		for _, n := range nodes {
-			if c.ErrorCode == 0 && c.NodeID == n.id {
-				gc = n
-			}
-		}
-		return gc != nil, fmt.Sprintf("%+v", c)
-	})
+	gc := waitCoordinator(t, nodes, 0, group)
 	var leader *clusterNode
 	for _, n := range nodes {
 		if n != gc {

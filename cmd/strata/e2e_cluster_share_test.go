@@ -23,11 +23,18 @@ func shareCluster(t *testing.T) ([]*clusterNode, *clusterNode) {
 	nodes := startCluster(t, "unstable.api.versions.enable=true", "share.coordinator.state.topic.num.partitions=1",
 		"share.coordinator.state.topic.replication.factor=3")
 	waitFormed(t, nodes, 30*time.Second)
+	return nodes, waitCoordinator(t, nodes, 2, "any:AAAAAAAAAAAAAAAAAAAAAA:0")
+}
+
+// waitCoordinator is the node FindCoordinator names for key, of key type
+// typ (0 a group, 2 a share-partition's share state), once it names one.
+func waitCoordinator(t *testing.T, nodes []*clusterNode, typ int8, key string) *clusterNode {
+	t.Helper()
 	var coord *clusterNode
-	waitUntil(t, 30*time.Second, "a share coordinator", func() (bool, string) {
+	waitUntil(t, 30*time.Second, fmt.Sprintf("the coordinator of %s", key), func() (bool, string) {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.SetVersion(6)
-		req.CoordinatorType, req.CoordinatorKeys = 2, []string{"any:AAAAAAAAAAAAAAAAAAAAAA:0"}
+		req.CoordinatorType, req.CoordinatorKeys = typ, []string{key}
 		resp, err := request(nodes[0].addr, req)
 		if err != nil {
 			return false, err.Error()
@@ -41,7 +48,7 @@ func shareCluster(t *testing.T) ([]*clusterNode, *clusterNode) {
 		}
 		return false, fmt.Sprintf("%+v", c)
 	})
-	return nodes, coord
+	return coord
 }
 
 // seeds is every node's client address.
